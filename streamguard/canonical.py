@@ -1,0 +1,226 @@
+"""Argument canonicalization and payload fingerprints.
+
+A looping agent rarely repeats itself byte for byte: it re-reads ``main.go`` as
+``./main.go``, then as ``/workspace/main.go``. The args-keyed detectors therefore
+compare a *canonical* form of the arguments:
+
+* objects are serialised as compact JSON with sorted keys; no arguments is ``{}``;
+* an argument string that itself holds a JSON object (the way several model APIs
+  ship tool arguments) is treated as that object;
+* top-level string values under **path-shaped keys** are lexically cleaned
+  (``./a``, ``a/``, ``a//b`` and ``dir/../a`` collapse; ``""`` becomes ``.``).
+  A key is path-shaped by its *name*: exactly ``target``, ``source``,
+  ``destination``, ``src``, ``dst`` or ``cwd``, or containing ``path``, ``file``,
+  ``dir`` or ``folder`` (case-insensitive). Values under any other key — a grep
+  pattern, a shell command, a query — are never touched, and nothing is case- or
+  whitespace-folded: a detector that generalises too eagerly halts real work;
+* fields a policy marks as noise (``request_id``, ``timestamp``) are dropped,
+  globally or per tool, before any args-keyed detector sees the call.
+
+On top of the canonical form, the repeat detector alone uses a pairwise **path
+suffix relation**: two cleaned paths are equivalent when equal or when the longer
+ends with ``/`` plus the shorter (``/workspace/main.go`` ≡ ``main.go``, while
+``a/doc.go`` ≢ ``b/doc.go`` and ``/w/xmain.go`` ≢ ``main.go``). The relation is
+symmetric but not transitive, so it cannot key a history buffer; the cycle,
+dominant and name detectors use the hashed canonical form only.
+
+Hashes are stable across processes (BLAKE2b), so they can be snapshotted and
+restored on another instance.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping
+from hashlib import blake2b
+from typing import Any
+
+import msgspec
+
+_sorted_encoder = msgspec.json.Encoder(order="sorted")
+_json_decoder = msgspec.json.Decoder()
+
+_EXACT_PATH_KEYS = frozenset({"target", "source", "destination", "src", "dst", "cwd"})
+_PATH_KEY_PARTS = ("path", "file", "dir", "folder")
+_path_key_cache: dict[str, bool] = {}
+_PATH_KEY_CACHE_MAX = 4096
+
+EMPTY_ARGS = "{}"
+UNFINGERPRINTABLE = 0
+"""Fingerprint of an empty or unencodable payload: absence of evidence, not a stall."""
+
+
+def is_path_key(key: str) -> bool:
+    """Whether values under ``key`` are treated as filesystem paths (by name only)."""
+    cached = _path_key_cache.get(key)
+    if cached is not None:
+        return cached
+    lowered = key.lower()
+    result = lowered in _EXACT_PATH_KEYS or any(part in lowered for part in _PATH_KEY_PARTS)
+    if len(_path_key_cache) < _PATH_KEY_CACHE_MAX:  # bounded: keys come from untrusted input
+        _path_key_cache[key] = result
+    return result
+
+
+def clean_path(path: str) -> str:
+    """Lexical path clean with Go ``path.Clean`` semantics (no filesystem access)."""
+    cleaned = posixpath.normpath(path)  # "" -> "."
+    # POSIX normpath keeps exactly two leading slashes; Go collapses them.
+    if cleaned.startswith("//"):
+        cleaned = "/" + cleaned.lstrip("/")
+    return cleaned
+
+
+def path_suffix_equivalent(a: str, b: str) -> bool:
+    """The pairwise suffix relation on two *cleaned* paths."""
+    if a == b:
+        return True
+    if len(a) < len(b):
+        a, b = b, a
+    if b in ("", ".") or not a.endswith(b):
+        return False
+    return a[len(a) - len(b) - 1] == "/"
+
+
+def _as_object(args: Any) -> Any:
+    """An argument string holding a JSON object is that object; anything else is itself."""
+    if isinstance(args, str) and args[:1] == "{":
+        try:
+            decoded = _json_decoder.decode(args)
+        except msgspec.DecodeError:
+            return args
+        if isinstance(decoded, dict):
+            return decoded
+    return args
+
+
+class CanonicalArgs:
+    """The canonical form of one call's arguments.
+
+    ``text`` is the canonical JSON; ``paths`` maps each path-shaped key to its
+    cleaned value (``None`` when the call has none), which is what the suffix
+    relation needs.
+    """
+
+    __slots__ = ("paths", "text")
+
+    def __init__(self, text: str, paths: dict[str, str] | None) -> None:
+        self.text = text
+        self.paths = paths
+
+
+def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> CanonicalArgs:
+    """Canonical form of ``args`` (see the module docstring)."""
+    obj = _as_object(args)
+    if obj is None:
+        return CanonicalArgs(EMPTY_ARGS, None)
+    if not isinstance(obj, dict):
+        try:
+            return CanonicalArgs(_sorted_encoder.encode(obj).decode(), None)
+        except (TypeError, ValueError, OverflowError):
+            return CanonicalArgs("<unencodable-args>", None)
+    paths: dict[str, str] | None = None
+    copied = False
+    if ignore_fields:
+        for field in ignore_fields:
+            if field in obj:
+                if not copied:
+                    obj = dict(obj)
+                    copied = True
+                del obj[field]
+    for key, value in obj.items():
+        if isinstance(value, str) and is_path_key(key):
+            cleaned = clean_path(value)
+            if paths is None:
+                paths = {}
+            paths[key] = cleaned
+    if paths:
+        if not copied:
+            obj = dict(obj)
+        obj.update(paths)
+    try:
+        text = _sorted_encoder.encode(obj).decode()
+    except (TypeError, ValueError, OverflowError):
+        text = "<unencodable-args>"
+    return CanonicalArgs(text, paths)
+
+
+def args_equivalent(a: CanonicalArgs, b: CanonicalArgs) -> bool:
+    """Repeat-detector equivalence: same key set, path keys by suffix, the rest exact."""
+    if a.text == b.text:
+        return True
+    if not a.paths or not b.paths or a.paths.keys() != b.paths.keys():
+        return False
+    for key, value in a.paths.items():
+        if not path_suffix_equivalent(value, b.paths[key]):
+            return False
+    # Every path key is suffix-equivalent; the remaining keys must match exactly.
+    return _without(a, a.paths) == _without(b, b.paths)
+
+
+def _without(args: CanonicalArgs, keys: Mapping[str, str]) -> Any:
+    decoded = _json_decoder.decode(args.text)
+    for key in keys:
+        decoded.pop(key, None)
+    return decoded
+
+
+def restore_canonical(text: str) -> CanonicalArgs:
+    """Rebuild a :class:`CanonicalArgs` from its stored ``text`` (after a state restore)."""
+    if text[:1] != "{":
+        return CanonicalArgs(text, None)
+    try:
+        decoded = _json_decoder.decode(text)
+    except msgspec.DecodeError:
+        return CanonicalArgs(text, None)
+    paths = {k: v for k, v in decoded.items() if isinstance(v, str) and is_path_key(k)}
+    return CanonicalArgs(text, paths or None)
+
+
+def stable_hash(tool: str, canonical_text: str) -> int:
+    """64-bit call key, stable across processes: ``tool NUL canonical-args``."""
+    data = f"{tool}\0{canonical_text}".encode()
+    return int.from_bytes(blake2b(data, digest_size=8).digest(), "little")
+
+
+def fingerprint_payload(result: Any, digest: str | None = None) -> int:
+    """64-bit fingerprint of a tool result payload; :data:`UNFINGERPRINTABLE` when empty.
+
+    The tool name is deliberately not part of it: two tools returning the same
+    bytes are the same evidence. An agent-supplied ``digest`` (for payloads that
+    must not leave the agent) is used as is.
+    """
+    if digest:
+        data = digest.encode()
+    else:
+        if result is None or result == "" or result == {} or result == []:
+            return UNFINGERPRINTABLE
+        try:
+            data = _sorted_encoder.encode(result)
+        except (TypeError, ValueError, OverflowError):
+            return UNFINGERPRINTABLE
+    value = int.from_bytes(blake2b(data, digest_size=8).digest(), "little")
+    return value or 1
+
+
+def payload_size(result: Any) -> int:
+    """Approximate payload size in bytes (strings by UTF-8 length, the rest as JSON)."""
+    if result is None:
+        return 0
+    if isinstance(result, str):
+        return len(result.encode())
+    try:
+        return len(_sorted_encoder.encode(result))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def truncate_middle(text: str, limit: int = 200) -> str:
+    """Cut ``text`` to at most ``limit`` UTF-8 bytes, keeping both ends around ``…``."""
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    keep = max(limit - 3, 0)  # "…" is three bytes
+    head = raw[: (keep + 1) // 2].decode(errors="ignore")
+    tail = raw[len(raw) - keep // 2 :].decode(errors="ignore") if keep // 2 else ""
+    return f"{head}…{tail}"

@@ -1,0 +1,258 @@
+"""The event contract, version 1.
+
+Agent runtimes publish one JSON object per Kafka record (UTF-8), keyed by the
+session id. Each object carries a ``type`` tag; msgspec decodes the tagged union
+straight into the Structs below, validating types and bounds on the way.
+
+Three families live here:
+
+* **agent events** (:data:`AgentEvent`): what the agents' events topic may carry;
+* **control events** (:data:`ControlEvent`): operator commands. They are accepted
+  only from the control source (the control topic, or an operator-supplied replay
+  file), never from the agents' stream: an agent that could clear its own
+  guardrail would not be guarded;
+* **output events** (:data:`OutputEvent`): what streamguard publishes.
+
+``docs/events.md`` documents every field; ``streamguard schema`` prints the JSON
+Schemas generated from these classes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+CONTRACT_VERSION = 1
+
+SessionId = Annotated[str, Meta(min_length=1, max_length=256)]
+NonNegInt = Annotated[int, Meta(ge=0)]
+NonNegFloat = Annotated[float, Meta(ge=0)]
+
+ToolKind = Literal["resolve", "read", "write", "user_input"]
+TextRole = Literal["assistant", "reasoning", "user", "system", "tool"]
+Severity = Literal["warn", "critical"]
+Scope = Literal["session", "turn"]
+Guardrail = Literal["watchdog", "cost_ceiling", "context_budget"]
+ResetTarget = Literal["watchdog", "cost_ceiling", "all"]
+
+
+class Event(Struct, tag_field="type", kw_only=True, omit_defaults=True):
+    """Fields common to every agent event."""
+
+    session: SessionId
+    agent: str | None = None
+    ts: float | None = None
+    seq: NonNegInt | None = None
+    turn: str | int | None = None
+
+
+class ToolCall(Event, tag="tool_call"):
+    tool: str
+    args: Any = None
+    call_id: str | None = None
+    kind: ToolKind | None = None
+
+
+class ToolResult(Event, tag="tool_result"):
+    tool: str
+    call_id: str | None = None
+    error: str | None = None
+    no_op: bool = False
+    result: Any = None
+    result_digest: str | None = None
+    result_bytes: NonNegInt | None = None
+
+
+class Text(Event, tag="text"):
+    text: str | None = None
+    chars: NonNegInt | None = None
+    role: TextRole = "assistant"
+
+
+class TurnStart(Event, tag="turn_start"):
+    pass
+
+
+class TurnEnd(Event, tag="turn_end"):
+    pass
+
+
+class Usage(Event, tag="usage"):
+    model: str | None = None
+    input_tokens: NonNegInt | None = None
+    output_tokens: NonNegInt | None = None
+    cost_usd: NonNegFloat | None = None
+    context_window: NonNegInt | None = None
+
+
+class FinalAnswer(Event, tag="final_answer"):
+    text: str | None = None
+
+
+AgentEvent = ToolCall | ToolResult | Text | TurnStart | TurnEnd | Usage | FinalAnswer
+AGENT_EVENT_TYPES: frozenset[str] = frozenset(
+    c.__struct_config__.tag for c in (ToolCall, ToolResult, Text, TurnStart, TurnEnd, Usage, FinalAnswer)
+)
+
+
+class Reset(Struct, tag_field="type", tag="reset", kw_only=True, omit_defaults=True):
+    """Operator reset of a session's guardrails (control source only)."""
+
+    session: SessionId
+    guardrail: ResetTarget = "all"
+    additional_budget_usd: Annotated[float, Meta(gt=0)] | None = None
+    by: str | None = None
+    ts: float | None = None
+
+
+ControlEvent = Reset
+CONTROL_EVENT_TYPES: frozenset[str] = frozenset({"reset"})
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+class Output(Struct, tag_field="type", kw_only=True):
+    """Fields common to every output event.
+
+    ``id`` is deterministic: the same input stream yields the same ids, so a
+    consumer can drop the duplicates an at-least-once pipeline may deliver.
+    ``seq`` is the ``seq`` of the input event that caused the output (null when
+    that event carried none).
+    """
+
+    id: str
+    session: str
+    agent: str | None
+    ts: float | None
+    seq: int | None
+
+
+class Alert(Output, tag="alert"):
+    signal: str
+    severity: Severity
+    scope: Scope
+    reason: str
+    guidance: str
+    detail: dict[str, Any] = {}
+
+
+class GuardrailTrip(Output, tag="guardrail_trip"):
+    guardrail: Guardrail
+    signal: str
+    scope: Scope
+    halted_turn: bool
+    session_halted: bool
+    reason: str
+    consecutive_cuts: int = 0
+    bound: Literal["per_turn", "per_session"] | None = None
+
+
+class Feedback(Output, tag="feedback"):
+    signals: list[str]
+    text: str
+
+
+class GuardrailReset(Output, tag="guardrail_reset"):
+    guardrail: ResetTarget
+    accepted: bool
+    reason: str
+    by: str | None = None
+    max_session_usd: float | None = None
+    still_halted_by: list[str] = []
+
+
+OutputEvent = Alert | GuardrailTrip | Feedback | GuardrailReset
+
+
+# --------------------------------------------------------------------------- codecs
+
+agent_decoder = msgspec.json.Decoder(AgentEvent)
+control_decoder = msgspec.json.Decoder(ControlEvent)
+output_decoder = msgspec.json.Decoder(OutputEvent)
+_any_decoder = msgspec.json.Decoder()
+encoder = msgspec.json.Encoder()
+
+
+class UnknownEventType(Exception):
+    """A well-formed object whose ``type`` this version does not know (skip, count)."""
+
+    def __init__(self, type_name: str) -> None:
+        super().__init__(f"unknown event type {type_name!r}")
+        self.type_name = type_name
+
+
+class ControlOnAgentStream(Exception):
+    """A control event (``reset``) found where only agent events are allowed."""
+
+    def __init__(self, type_name: str) -> None:
+        super().__init__(
+            f"{type_name!r} is a control event and is accepted only from the control source"
+        )
+        self.type_name = type_name
+
+
+def _classify_failure(data: bytes | str, error: msgspec.DecodeError) -> Exception:
+    """Tell an unknown/forbidden ``type`` apart from a malformed event.
+
+    Runs only on the error path, so the extra untyped decode costs nothing on
+    the hot path.
+    """
+    try:
+        raw = _any_decoder.decode(data)
+    except msgspec.DecodeError:
+        return error
+    if not isinstance(raw, dict):
+        return error
+    type_name = raw.get("type")
+    if not isinstance(type_name, str):
+        return error
+    if type_name in CONTROL_EVENT_TYPES:
+        return ControlOnAgentStream(type_name)
+    if type_name not in AGENT_EVENT_TYPES:
+        return UnknownEventType(type_name)
+    return error
+
+
+def decode_agent_event(data: bytes | str) -> AgentEvent:
+    """Decode one agent event.
+
+    Raises :class:`UnknownEventType` for a future event type (skip and count),
+    :class:`ControlOnAgentStream` for a control event on the agents' stream
+    (refuse, count as a security event) and :class:`msgspec.DecodeError` (or
+    its subclass ``ValidationError``) for anything malformed.
+    """
+    try:
+        return agent_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise _classify_failure(data, exc) from exc
+
+
+def decode_operator_event(data: bytes | str) -> AgentEvent | ControlEvent:
+    """Decode one event from an operator-trusted source (control topic, replay file).
+
+    Such a source may carry control events as well as agent events.
+    """
+    try:
+        return agent_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        failure = _classify_failure(data, exc)
+        if isinstance(failure, ControlOnAgentStream):
+            return control_decoder.decode(data)
+        raise failure from exc
+
+
+def encode(obj: Any) -> bytes:
+    return encoder.encode(obj)
+
+
+def json_schemas() -> dict[str, Any]:
+    """JSON Schemas for the three families, generated from the Structs."""
+    return {
+        "contract_version": CONTRACT_VERSION,
+        "agent_event": msgspec.json.schema(AgentEvent),
+        "control_event": msgspec.json.schema(ControlEvent),
+        "output_event": msgspec.json.schema(OutputEvent),
+    }

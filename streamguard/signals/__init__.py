@@ -1,0 +1,35 @@
+"""The signal registry.
+
+``SIGNAL_CLASSES`` is the fan-out order. A signal listed in another's
+``defers_to`` must come before it, so its latch is current when the deferring
+signal decides whether to speak.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from .base import CallView, Finding, ResultView, Signal, SignalConfig
+
+# (module, class) in fan-out order; resolved lazily so a registry import stays cheap.
+_REGISTRY: tuple[tuple[str, str], ...] = (
+    ("repeat", "RepeatedToolCall"),
+    ("cycle", "AlternatingToolCycle"),
+    ("dominant", "DominantToolCall"),
+    ("tool_name", "RepeatedToolName"),
+    ("failure_streak", "ToolFailureStreak"),
+    ("noop_streak", "NoOpStreak"),
+    ("no_new_state", "NoNewState"),
+    ("silence", "ToolsWithoutText"),
+)
+
+
+def signal_classes() -> list[type[Signal]]:
+    """Every registered signal class, in fan-out order."""
+    classes = []
+    for module, name in _REGISTRY:
+        classes.append(getattr(import_module(f"{__name__}.{module}"), name))
+    return classes
+
+
+__all__ = ["CallView", "Finding", "ResultView", "Signal", "SignalConfig", "signal_classes"]

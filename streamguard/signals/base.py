@@ -1,0 +1,203 @@
+"""The signal interface: how a detector plugs into the per-session watchdog.
+
+A signal is a stateless object built from its policy table; everything it
+remembers about one session lives in a small msgspec ``State`` Struct that the
+watchdog owns, snapshots and restores. The watchdog calls only the hooks a
+signal overrides (it checks at construction time), so a signal that reads only
+tool calls costs nothing on results, text or usage.
+
+Hooks receive views computed once per event and shared by every signal: a
+:class:`CallView` (canonical arguments, a stable 64-bit call key, and the shared
+recent-call history) or a :class:`ResultView` (failed, no-op, payload
+fingerprint). A hook returns a :class:`Finding` when the signal trips on that
+event, else ``None``. What happens to a finding — an alert, a feedback note, a
+turn cut, a session halt — is the watchdog's decision, driven by the mode and
+by the finding's severity, scope and guardrail; signals never decide it.
+
+Adding a signal: subclass :class:`Signal`, give it ``id``, ``severity``,
+``State`` and ``Config``, and register it in :mod:`streamguard.signals`. The
+watchdog, the policy loader and the snapshot format need no change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from msgspec import Struct
+
+from ..canonical import CanonicalArgs
+from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
+
+
+class SignalConfig(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Options every signal's policy table accepts.
+
+    ``enabled``: ``None`` keeps the signal's default (most are on; opt-in
+    guardrails are off). ``exempt_tools``: calls and results of these tools are
+    invisible to this signal.
+    """
+
+    enabled: bool | None = None
+    exempt_tools: list[str] = []
+
+
+class Finding(Struct, kw_only=True, gc=False):
+    """What a signal reports when it trips on an event.
+
+    ``guardrail`` names the guardrail that owns the finding: ``watchdog``
+    findings obey the watchdog mode (only critical ones cut or halt, only under
+    enforce); ``cost_ceiling`` and ``context_budget`` findings with
+    ``enforced=True`` cut or halt whenever their guardrail is configured.
+    ``escalates``: whether a turn cut from this finding counts toward the
+    three-consecutive-cut-turns session halt. ``bound`` qualifies cost trips.
+    ``trip_only``: the finding is a guardrail action with no separate alert.
+    """
+
+    signal: str
+    severity: Severity
+    scope: Scope = "session"
+    reason: str
+    guidance: str = ""
+    detail: dict[str, Any] = {}
+    guardrail: str = "watchdog"
+    enforced: bool = False
+    escalates: bool = True
+    bound: str | None = None
+    trip_only: bool = False
+
+
+class CallView:
+    """One tool call as the signals see it (built once per call event).
+
+    ``key`` is the stable hash of ``tool`` and the canonical arguments;
+    ``history`` is the session's shared list of recent call keys, oldest
+    first, *including* this call as its last element. Signals must not mutate
+    ``history``; its length is the largest ``history_needed()`` of the active
+    signals.
+    """
+
+    __slots__ = ("args", "call_id", "canonical", "event", "history", "key", "kind", "tool")
+
+    def __init__(
+        self,
+        event: ToolCall,
+        canonical: CanonicalArgs,
+        key: int,
+        history: list[int],
+        kind: str | None,
+    ) -> None:
+        self.event = event
+        self.tool = event.tool
+        self.args = event.args
+        self.call_id = event.call_id
+        self.canonical = canonical
+        self.key = key
+        self.history = history
+        self.kind = kind  # the event's kind, else the policy's tool-name pattern, else None
+
+
+class ResultView:
+    """One tool result as the signals see it.
+
+    ``failed``: the error is a non-empty string. ``fingerprint``: a stable
+    64-bit hash of the payload (or of the agent's ``result_digest``), ``0``
+    when the payload is empty or unencodable — and also ``0`` for failed and
+    no-op results, which no payload-keyed signal reads. ``size``: payload bytes
+    (``result_bytes`` when the agent sent it).
+    """
+
+    __slots__ = ("call_id", "error", "event", "failed", "fingerprint", "no_op", "size", "tool")
+
+    def __init__(
+        self,
+        event: Any,
+        failed: bool,
+        fingerprint: int,
+        size: int,
+    ) -> None:
+        self.event = event
+        self.tool = event.tool
+        self.call_id = event.call_id
+        self.error = event.error
+        self.no_op = event.no_op
+        self.failed = failed
+        self.fingerprint = fingerprint
+        self.size = size
+
+
+class Signal:
+    """Base class of every detector. Subclasses override the hooks they need."""
+
+    id: ClassVar[str]
+    severity: ClassVar[Severity]
+    scope: ClassVar[Scope] = "session"
+    guardrail: ClassVar[str] = "watchdog"
+    default_enabled: ClassVar[bool] = True
+    State: ClassVar[type[Struct]]
+    Config: ClassVar[type[SignalConfig]] = SignalConfig
+    defers_to: ClassVar[tuple[str, ...]] = ()
+    """Signal ids whose *active latch* silences this signal (one behaviour, one alert)."""
+    withdrawn_by_text: ClassVar[bool] = False
+    """A queued feedback note from this signal is dropped if the agent speaks first."""
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        self.config = config if config is not None else self.Config()
+        self.exempt = frozenset(self.config.exempt_tools)
+
+    def new_state(self) -> Struct:
+        return self.State()
+
+    def history_needed(self) -> int:
+        """How many recent call keys this signal reads from ``CallView.history``."""
+        return 0
+
+    def is_latched(self, state: Any) -> bool:
+        """Whether the signal is currently latched on a behaviour it reported."""
+        return False
+
+    # Hooks. Return a Finding when the signal trips on this event.
+    def on_call(self, state: Any, call: CallView) -> Finding | None:  # pragma: no cover
+        return None
+
+    def on_result(self, state: Any, result: ResultView) -> Finding | None:  # pragma: no cover
+        return None
+
+    def on_text(self, state: Any, event: Text) -> Finding | None:  # pragma: no cover
+        """Assistant speech: non-whitespace text (or ``chars > 0``) with role ``assistant``."""
+        return None
+
+    def on_turn_start(self, state: Any) -> Finding | None:  # pragma: no cover
+        """A real turn boundary (a turn refused because the session is halted is not one)."""
+        return None
+
+    def on_turn_end(self, state: Any) -> Finding | None:  # pragma: no cover
+        return None
+
+    def on_usage(self, state: Any, event: Usage) -> Finding | None:  # pragma: no cover
+        return None
+
+    def on_final_answer(self, state: Any, event: FinalAnswer) -> Finding | None:  # pragma: no cover
+        return None
+
+    # Guardrail signals (guardrail != "watchdog") keep state that a watchdog
+    # reset must not wipe (spend, for instance) and decide their own resets.
+    def check_reset(self, state: Any, additional_budget_usd: float | None) -> str | None:
+        """Why a reset of this guardrail must be refused (``None``: accept)."""
+        return None
+
+    def apply_reset(self, state: Any, additional_budget_usd: float | None) -> Struct:
+        """The state after an accepted reset of this guardrail."""
+        return self.new_state()
+
+    def is_halting(self, state: Any) -> bool:
+        """For guardrail signals: whether the session is currently halted by it."""
+        return False
+
+    def describe(self, state: Any) -> dict[str, Any]:
+        """Extra facts for a reset acknowledgement (e.g. the session ceiling after it)."""
+        return {}
+
+
+def overrides(signal: Signal, hook: str) -> bool:
+    """Whether ``signal`` implements ``hook`` itself (the watchdog skips the rest)."""
+    return getattr(type(signal), hook) is not getattr(Signal, hook)

@@ -1,0 +1,74 @@
+"""A minimal driver for testing one signal in isolation (no watchdog).
+
+It builds the same views the watchdog builds: canonical arguments, the stable
+call key and the shared recent-call history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamguard.canonical import canonicalize, fingerprint_payload, payload_size, stable_hash
+from streamguard.events import FinalAnswer, Text, ToolCall, ToolResult, Usage
+from streamguard.signals.base import CallView, Finding, ResultView, Signal
+
+
+class Driver:
+    def __init__(self, signal: Signal, history: int | None = None) -> None:
+        self.signal = signal
+        self.state = signal.new_state()
+        self.history: list[int] = []
+        self.capacity = history if history is not None else max(signal.history_needed(), 1)
+        self.findings: list[Finding] = []
+
+    def _keep(self, finding: Finding | None) -> Finding | None:
+        if finding is not None:
+            self.findings.append(finding)
+        return finding
+
+    def call(self, tool: str, args: Any = None, kind: str | None = None) -> Finding | None:
+        event = ToolCall(session="s", tool=tool, args=args, kind=kind)
+        canonical = canonicalize(args)
+        key = stable_hash(tool, canonical.text)
+        self.history.append(key)
+        if len(self.history) > self.capacity:
+            del self.history[0]
+        view = CallView(event, canonical, key, self.history, kind)
+        return self._keep(self.signal.on_call(self.state, view))
+
+    def result(
+        self,
+        tool: str,
+        result: Any = None,
+        error: str | None = None,
+        no_op: bool = False,
+        result_bytes: int | None = None,
+    ) -> Finding | None:
+        event = ToolResult(session="s", tool=tool, result=result, error=error, no_op=no_op,
+                           result_bytes=result_bytes)
+        failed = bool(error)
+        fingerprint = 0 if failed or no_op else fingerprint_payload(result)
+        size = result_bytes if result_bytes is not None else payload_size(result)
+        return self._keep(self.signal.on_result(self.state, ResultView(event, failed, fingerprint, size)))
+
+    def text(self, text: str = "progress update") -> Finding | None:
+        return self._keep(self.signal.on_text(self.state, Text(session="s", text=text)))
+
+    def turn_start(self) -> Finding | None:
+        return self._keep(self.signal.on_turn_start(self.state))
+
+    def turn_end(self) -> Finding | None:
+        return self._keep(self.signal.on_turn_end(self.state))
+
+    def usage(self, **fields: Any) -> Finding | None:
+        return self._keep(self.signal.on_usage(self.state, Usage(session="s", **fields)))
+
+    def final_answer(self, text: str | None = None) -> Finding | None:
+        return self._keep(self.signal.on_final_answer(self.state, FinalAnswer(session="s", text=text)))
+
+    def reset(self) -> None:
+        self.state = self.signal.new_state()
+        self.history.clear()
+
+    def ids(self) -> list[str]:
+        return [f.signal for f in self.findings]
