@@ -1,0 +1,145 @@
+"""The engine: every session's watchdog state, in one pure object.
+
+The engine is what the Kafka processor and ``streamguard replay`` drive. It
+keeps one :class:`~streamguard.watchdog.SessionState` per session (an actor's
+state: the processor guarantees ordered, one-at-a-time processing per
+partition), resolves each session's policy from its ``agent`` once, drops
+replayed events by ``seq``, and snapshots/restores sessions as bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import Struct
+
+from .events import AgentEvent, Output, Reset, ToolCall
+from .policy import Policy, PolicySet
+from .watchdog import SessionState, Watchdog
+
+
+class EngineStats(Struct, kw_only=True):
+    events: int = 0
+    replays_skipped: int = 0
+    controls: int = 0
+    sessions_created: int = 0
+    sessions_evicted: int = 0
+    sessions_restored: int = 0
+
+
+class Engine:
+    """All sessions of one processor (or one replay), under one policy set."""
+
+    def __init__(self, policy: Policy | PolicySet | None = None) -> None:
+        if policy is None:
+            policy = PolicySet()
+        elif isinstance(policy, Policy):
+            policy_set = PolicySet()
+            policy_set.base = policy
+            policy = policy_set
+        self.policies = policy
+        self._watchdogs: dict[int, Watchdog] = {}
+        self.sessions: dict[str, SessionState] = {}
+        self.stats = EngineStats()
+
+    # ----------------------------------------------------------- policy lookup
+
+    def watchdog_for(self, agent: str | None) -> Watchdog:
+        """The watchdog of the policy that applies to ``agent`` (built once per override)."""
+        index = self.policies.matching(agent)
+        watchdog = self._watchdogs.get(index)
+        if watchdog is None:
+            watchdog = Watchdog(self.policies.for_index(index))
+            self._watchdogs[index] = watchdog
+        return watchdog
+
+    def _session(self, session: str, agent: str | None) -> tuple[SessionState, Watchdog]:
+        state = self.sessions.get(session)
+        if state is None:
+            watchdog = self.watchdog_for(agent)
+            state = watchdog.new_state(session, agent)
+            self.sessions[session] = state
+            self.stats.sessions_created += 1
+            return state, watchdog
+        if state.agent is None and agent is not None:
+            # The first event named no agent; the policy follows the first name seen,
+            # and only while nothing but defaults could have applied yet.
+            watchdog = self.watchdog_for(agent)
+            if watchdog is self.watchdog_for(None):
+                state.agent = agent
+        return state, self.watchdog_for(state.agent)
+
+    # ---------------------------------------------------------------- process
+
+    def process(self, event: AgentEvent, record_ts: float | None = None) -> list[Output]:
+        """Apply one agent event; return its outputs (an empty list, usually)."""
+        state, watchdog = self._session(event.session, event.agent)
+        seq = event.seq
+        if seq is not None:
+            if seq <= state.last_seq:
+                self.stats.replays_skipped += 1
+                return []
+            state.last_seq = seq
+        self.stats.events += 1
+        ts = event.ts if event.ts is not None else record_ts
+        return watchdog.process(state, event, ts)
+
+    def control(self, event: Reset, record_ts: float | None = None) -> list[Output]:
+        """Apply an operator control event (trusted sources only)."""
+        state, watchdog = self._session(event.session, None)
+        self.stats.controls += 1
+        ts = event.ts if event.ts is not None else record_ts
+        return watchdog.reset(state, event, ts)
+
+    def would_trip(self, event: ToolCall) -> list[str]:
+        """Preview: which preview-capable signals this call would trip. Mutates nothing."""
+        state = self.sessions.get(event.session)
+        watchdog = self.watchdog_for(state.agent if state else event.agent)
+        if state is None:
+            state = watchdog.new_state(event.session, event.agent)
+        return watchdog.would_trip(state, event)
+
+    # ------------------------------------------------------------ persistence
+
+    def snapshot(self, session: str) -> bytes | None:
+        state = self.sessions.get(session)
+        if state is None:
+            return None
+        return self.watchdog_for(state.agent).encode_state(state)
+
+    def restore(self, session: str, data: bytes) -> SessionState:
+        """Install a session from snapshot bytes (replacing any state it had)."""
+        probe = Watchdog.peek_agent(data)
+        watchdog = self.watchdog_for(probe)
+        state = watchdog.decode_state(data)
+        if state.session != session:
+            raise ValueError(f"snapshot is of session {state.session!r}, not {session!r}")
+        self.sessions[session] = state
+        self.stats.sessions_restored += 1
+        return state
+
+    def evict(self, session: str) -> None:
+        if self.sessions.pop(session, None) is not None:
+            self.stats.sessions_evicted += 1
+
+    def is_halted(self, session: str) -> bool:
+        state = self.sessions.get(session)
+        return bool(state and state.halted_by)
+
+    def state(self, session: str) -> SessionState | None:
+        return self.sessions.get(session)
+
+    def describe(self, session: str) -> dict[str, Any] | None:
+        state = self.sessions.get(session)
+        if state is None:
+            return None
+        return {
+            "session": state.session,
+            "agent": state.agent,
+            "halted_by": list(state.halted_by),
+            "halt_signal": state.halt_signal,
+            "halt_reason": state.halt_reason,
+            "cut_streak": state.cut_streak,
+            "queued_feedback": [signal for signal, _ in state.feedback],
+            "last_seq": state.last_seq,
+        }

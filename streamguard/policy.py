@@ -1,0 +1,244 @@
+"""Policy: which signals run, with which thresholds, in which mode, for which agents.
+
+A policy is a TOML file. Every key has the seeds' default, so an empty file is a
+complete policy::
+
+    mode = "enforce"                 # off | warn | feedback | enforce
+    disabled_signals = ["repeated-tool-name"]
+
+    [arguments]                      # noise fields dropped before args-keyed detectors compare calls
+    ignore_fields = ["request_id"]
+    [arguments.tools.http_get]
+    ignore_fields = ["timestamp"]
+
+    [signals.repeated-tool-call]     # one table per signal id
+    threshold = 6
+    exempt_tools = ["wait_and_verify"]
+
+    [cost_ceiling]                   # guardrails with a table of their own
+    max_session_usd = 10.0
+
+    [[agents]]                       # overrides, selected by a glob on the event's `agent`
+    match = "billing-*"
+    mode = "warn"
+
+Overrides are merged key by key onto the base policy (tables deeply, lists and
+scalars replaced); every override is validated at load time as the complete
+policy it produces, so a bad override is a start-up error, not a surprise at the
+first matching event. Errors name the field and the allowed range.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import tomllib
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct, field
+
+from .signals import signal_classes
+from .signals.base import Signal, SignalConfig
+
+Mode = Literal["off", "warn", "feedback", "enforce"]
+MODES: tuple[str, ...] = ("off", "warn", "feedback", "enforce")
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be loaded; the message names the field."""
+
+
+class ToolArguments(Struct, kw_only=True, forbid_unknown_fields=True):
+    ignore_fields: list[str] = []
+
+
+class ArgumentsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Argument fields that are noise (request ids, timestamps) and must not make calls differ."""
+
+    ignore_fields: list[str] = []
+    tools: dict[str, ToolArguments] = {}
+
+    @cached_property
+    def _per_tool(self) -> dict[str, tuple[str, ...]]:
+        return {
+            tool: tuple(dict.fromkeys([*self.ignore_fields, *spec.ignore_fields]))
+            for tool, spec in self.tools.items()
+        }
+
+    def fields_for(self, tool: str) -> tuple[str, ...]:
+        fields = self._per_tool.get(tool)
+        if fields is not None:
+            return fields
+        return tuple(self.ignore_fields)
+
+
+def _table_name(cls: type[Signal]) -> str:
+    return getattr(cls, "policy_table", None) or cls.id
+
+
+def _field_name(table: str) -> str:
+    return table.replace("-", "_")
+
+
+def _build_tables() -> tuple[type[Struct], list[type[Signal]], list[type[Signal]]]:
+    """The ``[signals.*]`` table type and the top-level guardrail tables, from the registry."""
+    classes = signal_classes()
+    nested = [c for c in classes if getattr(c, "policy_table", None) is None]
+    top = [c for c in classes if getattr(c, "policy_table", None) is not None]
+    signals_struct = msgspec.defstruct(
+        "SignalsPolicy",
+        [(_field_name(c.id), c.Config, field(default_factory=c.Config)) for c in nested],
+        rename={_field_name(c.id): c.id for c in nested},
+        kw_only=True,
+        forbid_unknown_fields=True,
+    )
+    return signals_struct, nested, top
+
+
+SignalsPolicy, _NESTED, _TOP = _build_tables()
+SIGNAL_IDS: tuple[str, ...] = tuple(c.id for c in signal_classes())
+
+_policy_fields: list[Any] = [
+    ("mode", Mode, "enforce"),
+    ("disabled_signals", list[str], field(default_factory=list)),
+    ("feedback_queue_size", Annotated[int, Meta(ge=1, le=64)], 4),
+    ("halt_after_cut_turns", Annotated[int, Meta(ge=2, le=100)], 3),
+    ("arguments", ArgumentsPolicy, field(default_factory=ArgumentsPolicy)),
+    ("signals", SignalsPolicy, field(default_factory=SignalsPolicy)),
+]
+_policy_fields += [(_field_name(c.policy_table), c.Config, field(default_factory=c.Config)) for c in _TOP]
+
+_PolicyBase = msgspec.defstruct(
+    "_PolicyBase",
+    _policy_fields,
+    rename={_field_name(c.policy_table): c.policy_table for c in _TOP},
+    kw_only=True,
+    forbid_unknown_fields=True,
+)
+
+
+class Policy(_PolicyBase, kw_only=True, forbid_unknown_fields=True):  # type: ignore[misc,valid-type]
+    """A resolved, validated policy (the base, or the base with one agent's overrides)."""
+
+    def config_for(self, cls: type[Signal]) -> SignalConfig:
+        table = getattr(cls, "policy_table", None)
+        if table is not None:
+            return getattr(self, _field_name(table))
+        return getattr(self.signals, _field_name(cls.id))
+
+    def enabled(self, cls: type[Signal]) -> bool:
+        if cls.id in self.disabled_signals:
+            return False
+        configured = self.config_for(cls).enabled
+        return cls.default_enabled if configured is None else configured
+
+
+class PolicySet:
+    """The base policy plus its ``[[agents]]`` overrides, resolved per agent name."""
+
+    def __init__(self, raw: dict[str, Any] | None = None, source: str = "<policy>") -> None:
+        raw = copy.deepcopy(raw or {})
+        overrides = raw.pop("agents", [])
+        self.source = source
+        self.base: Policy = _convert(raw, source, "")
+        if not isinstance(overrides, list):
+            raise PolicyError(f"{source}: `agents` must be an array of tables ([[agents]])")
+        self.overrides: list[tuple[str, Policy]] = []
+        for index, override in enumerate(overrides):
+            where = f"agents[{index}]"
+            if not isinstance(override, dict):
+                raise PolicyError(f"{source}: `{where}` must be a table")
+            override = dict(override)
+            pattern = override.pop("match", None)
+            if not isinstance(pattern, str) or not pattern:
+                raise PolicyError(f"{source}: `{where}.match` is required: a glob on the agent name")
+            if "agents" in override:
+                raise PolicyError(f"{source}: `{where}.agents`: overrides cannot nest")
+            merged = _deep_merge(raw, override)
+            self.overrides.append((pattern, _convert(merged, source, where + ".")))
+
+    def matching(self, agent: str | None) -> int:
+        """Index of the override that applies to ``agent`` (-1: the base). First match wins."""
+        if agent is None:
+            return -1
+        for index, (pattern, _) in enumerate(self.overrides):
+            if fnmatch.fnmatchcase(agent, pattern):
+                return index
+        return -1
+
+    def for_index(self, index: int) -> Policy:
+        return self.base if index < 0 else self.overrides[index][1]
+
+    def for_agent(self, agent: str | None) -> Policy:
+        return self.for_index(self.matching(agent))
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _format_path(path: str) -> str:
+    # msgspec reports "$.signals.repeated-tool-call.threshold"; operators write TOML keys.
+    return path.removeprefix("$").lstrip(".") or "(top level)"
+
+
+def _convert(raw: dict[str, Any], source: str, prefix: str) -> Policy:
+    try:
+        policy = msgspec.convert(raw, Policy)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        if " - at `" in message:
+            what, _, at = message.rpartition(" - at `")
+            path = _format_path(at.rstrip("`"))
+            raise PolicyError(f"{source}: `{prefix}{path}`: {what}") from None
+        raise PolicyError(f"{source}: {prefix or ''}{message}") from None
+    unknown = [s for s in policy.disabled_signals if s not in SIGNAL_IDS]
+    if unknown:
+        raise PolicyError(
+            f"{source}: `{prefix}disabled_signals`: unknown signal id {unknown[0]!r}; "
+            f"known: {', '.join(SIGNAL_IDS)}"
+        )
+    for cls in signal_classes():
+        config = policy.config_for(cls)
+        validate = getattr(config, "validate", None)
+        if callable(validate):
+            table = getattr(cls, "policy_table", None) or f"signals.{cls.id}"
+            try:
+                validate()
+            except ValueError as exc:
+                raise PolicyError(f"{source}: `{prefix}{table}`: {exc}") from None
+    return policy
+
+
+def load_policy_set(path: str | Path | None) -> PolicySet:
+    """Load and validate a policy file (``None``: the defaults)."""
+    if path is None:
+        return PolicySet()
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(f"{source}: cannot read policy file: {exc.strerror or exc}") from None
+    return parse_policy_set(text, source)
+
+
+def parse_policy_set(text: str, source: str = "<policy>") -> PolicySet:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{source}: not valid TOML: {exc}") from None
+    return PolicySet(raw, source)
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """The base policy of a file (overrides ignored). Use :func:`load_policy_set` for fleets."""
+    return load_policy_set(path).base

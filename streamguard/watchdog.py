@@ -1,0 +1,584 @@
+"""The per-session watchdog: signals in, alerts, trips and feedback out.
+
+Pure, synchronous and deterministic: a :class:`Watchdog` holds one policy's
+signals and no session data; every call takes the session's
+:class:`SessionState` and mutates it. The same stream of events always yields
+the same outputs, with the same ids — which is what replay, snapshot/restore and
+duplicate-dropping consumers rely on.
+
+What happens to a signal's finding depends on the mode (a ladder: each rung
+includes the one before it):
+
+``off``
+    The watchdog's signals do not run. (Cost ceiling and context budget are
+    separate guardrails: they act whenever configured.)
+``warn``
+    Every finding becomes an ``alert`` event.
+``feedback``
+    ... and its model-facing guidance is queued (at most ``feedback_queue_size``
+    notes, oldest dropped) and delivered as one ``feedback`` event at the next
+    real turn start — the block an agent runtime prepends to the model's next
+    turn. A note from a signal that is ``withdrawn_by_text`` is dropped when the
+    agent speaks before delivery. Nothing is queued below this mode, so raising
+    the mode later never delivers a stale backlog.
+``enforce``
+    ... and a critical finding trips: session scope halts the session
+    (``guardrail_trip`` with ``session_halted``), turn scope cuts the turn in
+    flight. ``halt_after_cut_turns`` (3) consecutive turns cut by the same
+    guardrail halt the session; a turn that ends without a cut clears the count.
+    After a non-escalating watchdog cut the detectors start afresh.
+
+streamguard watches from outside: it cannot refuse a turn. A halted session
+that starts another turn therefore raises ``halt-ignored`` (critical) at each
+such ``turn_start`` — which is *not* a turn boundary, just as a refused turn is
+not one — and at the first tool call that arrives with no ``turn_start`` since
+the halt or the cut: the halting controller did not stop the agent.
+
+Operator resets (``watchdog``, ``cost_ceiling``, ``all``) clear halts, cut counts
+and run-length state but keep queued feedback, so the first turn after a reset
+tells the model why it was stopped.
+"""
+
+from __future__ import annotations
+
+from hashlib import blake2b
+from typing import Any
+
+import msgspec
+from msgspec import Struct
+
+from .canonical import canonicalize, fingerprint_payload, payload_size, stable_hash
+from .events import (
+    Alert,
+    FinalAnswer,
+    Reset,
+    Text,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+    Usage,
+)
+from .events import Feedback as FeedbackEvent
+from .events import GuardrailReset, GuardrailTrip, Output
+from .policy import MODES, Policy
+from .signals import signal_classes
+from .signals.base import CallView, Finding, ResultView, Signal, overrides
+
+OFF, WARN, FEEDBACK, ENFORCE = range(4)
+_NO_OUTPUT: list[Output] = []  # shared, never mutated: the common case allocates nothing
+
+HALT_IGNORED = "halt-ignored"
+
+FEEDBACK_HEADER = (
+    "[streamguard] An automated monitor observed your previous turn. This note is not from "
+    "the user, and the user cannot see it."
+)
+FEEDBACK_FOOTER = "Change your approach in this turn accordingly."
+
+
+class SessionState(Struct, kw_only=True):
+    """Everything the watchdog remembers about one session."""
+
+    session: str
+    agent: str | None = None
+    last_seq: int = -1
+    applied: int = 0  # events and controls applied; keys deterministic output ids
+    last_ts: float | None = None
+    turn_id: str | int | None = None
+    in_turn: bool = False
+    turn_cut: str | None = None  # guardrail that cut the current turn (a turn is cut once)
+    cut_kind: str | None = None  # guardrail of the current run of consecutive cut turns
+    cut_streak: int = 0
+    halted_by: list[str] = []  # guardrails holding a session halt
+    halt_signal: str | None = None
+    halt_reason: str | None = None
+    ignored_latched: bool = False  # halt-ignored already raised since the last turn start
+    feedback: list[tuple[str, str]] = []  # (signal, model-facing text), oldest first
+    history: list[int] = []  # recent call keys shared by the history-reading signals
+    signals: list[Any] = []  # per-signal states, aligned with Watchdog.signals
+
+    @property
+    def halted(self) -> bool:
+        return bool(self.halted_by)
+
+
+class _Snapshot(Struct, kw_only=True, array_like=True):
+    version: int
+    core: msgspec.Raw
+    signals: dict[str, msgspec.Raw]
+
+
+SNAPSHOT_VERSION = 1
+_core_encoder = msgspec.msgpack.Encoder()
+_core_decoder = msgspec.msgpack.Decoder(SessionState)
+_snapshot_decoder = msgspec.msgpack.Decoder(_Snapshot)
+
+
+class Watchdog:
+    """The decision logic for every session under one policy."""
+
+    def __init__(
+        self, policy: Policy | None = None, classes: list[type[Signal]] | None = None
+    ) -> None:
+        self.policy = policy if policy is not None else Policy()
+        self.mode = MODES.index(self.policy.mode)
+        self.feedback_limit = self.policy.feedback_queue_size
+        self.halt_after = self.policy.halt_after_cut_turns
+        self._ignore_fields = self.policy.arguments
+        self._has_ignores = bool(self.policy.arguments.ignore_fields or self.policy.arguments.tools)
+
+        signals: list[Signal] = []
+        for cls in classes if classes is not None else signal_classes():
+            try:
+                config = self.policy.config_for(cls)
+            except AttributeError:  # a signal outside the registry (library use, tests)
+                config = cls.Config()
+            enabled = cls.default_enabled if config.enabled is None else config.enabled
+            if not enabled or cls.id in self.policy.disabled_signals:
+                continue
+            if cls.guardrail == "watchdog" and self.mode == OFF:
+                continue
+            signals.append(cls(config))
+        self.signals = signals
+        index = {s.id: i for i, s in enumerate(signals)}
+        self._defers: list[tuple[int, ...]] = [
+            tuple(index[d] for d in s.defers_to if d in index) for s in signals
+        ]
+        self._withdrawn = frozenset(s.id for s in signals if s.withdrawn_by_text)
+
+        def hooked(hook: str) -> list[tuple[int, Signal, Any]]:
+            return [(i, s, getattr(s, hook)) for i, s in enumerate(signals) if overrides(s, hook)]
+
+        self._on_call = hooked("on_call")
+        self._on_result = hooked("on_result")
+        self._on_text = hooked("on_text")
+        self._on_turn_start = hooked("on_turn_start")
+        self._on_turn_end = hooked("on_turn_end")
+        self._on_usage = hooked("on_usage")
+        self._on_final = hooked("on_final_answer")
+        self.history_len = max((s.history_needed() for s in signals), default=0)
+        self._need_fingerprint = any(getattr(s, "needs_fingerprint", True) for _, s, _ in self._on_result)
+        self._need_size = any(getattr(s, "needs_result_size", False) for _, s, _ in self._on_result)
+        self._watchdog_indices = [i for i, s in enumerate(signals) if s.guardrail == "watchdog"]
+
+    # ------------------------------------------------------------------ state
+
+    def new_state(self, session: str, agent: str | None = None) -> SessionState:
+        return SessionState(
+            session=session, agent=agent, signals=[s.new_state() for s in self.signals]
+        )
+
+    def encode_state(self, state: SessionState) -> bytes:
+        """Snapshot bytes (msgpack); signal states keyed by signal id."""
+        signal_states = state.signals
+        state.signals = []
+        try:
+            core = _core_encoder.encode(state)
+        finally:
+            state.signals = signal_states
+        by_id = {
+            s.id: msgspec.Raw(_core_encoder.encode(st))
+            for s, st in zip(self.signals, signal_states, strict=True)
+        }
+        return _core_encoder.encode(
+            _Snapshot(version=SNAPSHOT_VERSION, core=msgspec.Raw(core), signals=by_id)
+        )
+
+    @staticmethod
+    def peek_agent(data: bytes) -> str | None:
+        """The agent a snapshot belongs to (to pick its policy before decoding it)."""
+        return _core_decoder.decode(_snapshot_decoder.decode(data).core).agent
+
+    def decode_state(self, data: bytes) -> SessionState:
+        """Rebuild a state from :meth:`encode_state` bytes.
+
+        Signals added to the policy since the snapshot start fresh; signals
+        removed are dropped. Restored state never overrules live configuration.
+        """
+        snap = _snapshot_decoder.decode(data)
+        if snap.version != SNAPSHOT_VERSION:
+            raise ValueError(f"unsupported snapshot version {snap.version}")
+        state = _core_decoder.decode(snap.core)
+        states = []
+        for s in self.signals:
+            raw = snap.signals.get(s.id)
+            states.append(
+                msgspec.msgpack.decode(raw, type=s.State) if raw is not None else s.new_state()
+            )
+        state.signals = states
+        state.feedback = [tuple(item) for item in state.feedback]  # type: ignore[misc]
+        if self.mode < ENFORCE and "watchdog" in state.halted_by:
+            state.halted_by = [g for g in state.halted_by if g != "watchdog"]
+        if len(state.history) > self.history_len:
+            del state.history[: len(state.history) - self.history_len]
+        return state
+
+    # --------------------------------------------------------------- process
+
+    def process(self, state: SessionState, event: Any, ts: float | None = None) -> list[Output]:
+        """Apply one agent event; return the outputs it caused (often none)."""
+        state.applied += 1
+        if ts is not None:
+            state.last_ts = ts
+        ctx = _Ctx(state, event)
+        kind = type(event)
+        turn = event.turn
+        if turn is not None and turn != state.turn_id and kind is not TurnStart:
+            if state.turn_id is not None:
+                self._turn_start(ctx)
+            state.turn_id = turn
+        if kind is ToolCall:
+            self._call(ctx, event)
+        elif kind is ToolResult:
+            self._result(ctx, event)
+        elif kind is Text:
+            self._text(ctx, event)
+        elif kind is TurnStart:
+            self._turn_start(ctx)
+            if turn is not None:
+                state.turn_id = turn
+        elif kind is TurnEnd:
+            for i, _, hook in self._on_turn_end:
+                self._handle(ctx, i, hook(state.signals[i]))
+            self._close_turn(state)
+        elif kind is Usage:
+            state.in_turn = True
+            for i, _, hook in self._on_usage:
+                self._handle(ctx, i, hook(state.signals[i], event))
+        elif kind is FinalAnswer:
+            for i, _, hook in self._on_final:
+                self._handle(ctx, i, hook(state.signals[i], event))
+        return ctx.outputs if ctx.outputs is not None else _NO_OUTPUT
+
+    def _call(self, ctx: _Ctx, event: ToolCall) -> None:
+        state = ctx.state
+        state.in_turn = True
+        if (state.halted_by or state.turn_cut is not None) and not state.ignored_latched:
+            state.ignored_latched = True
+            self._halt_ignored(ctx, at="tool_call")
+        if not self._on_call:
+            return
+        tool = event.tool
+        canonical = canonicalize(
+            event.args, self._ignore_fields.fields_for(tool) if self._has_ignores else None
+        )
+        key = stable_hash(tool, canonical.text)
+        history = state.history
+        history.append(key)
+        if len(history) > self.history_len:
+            del history[0]
+        view = CallView(event, canonical, key, history, event.kind)
+        signals = state.signals
+        for i, sig, hook in self._on_call:
+            if tool in sig.exempt:
+                continue
+            finding = hook(signals[i], view)
+            if finding is not None:
+                self._handle(ctx, i, finding)
+
+    def _result(self, ctx: _Ctx, event: ToolResult) -> None:
+        state = ctx.state
+        state.in_turn = True
+        if not self._on_result:
+            return
+        failed = bool(event.error)
+        fingerprint = 0
+        if self._need_fingerprint and not failed and not event.no_op:
+            fingerprint = fingerprint_payload(event.result, event.result_digest)
+        size = 0
+        if self._need_size:
+            size = event.result_bytes if event.result_bytes is not None else payload_size(event.result)
+        view = ResultView(event, failed, fingerprint, size)
+        tool = event.tool
+        signals = state.signals
+        for i, sig, hook in self._on_result:
+            if tool in sig.exempt:
+                continue
+            finding = hook(signals[i], view)
+            if finding is not None:
+                self._handle(ctx, i, finding)
+
+    def _text(self, ctx: _Ctx, event: Text) -> None:
+        if event.role != "assistant":
+            return
+        text = event.text
+        if text is not None:
+            if not text or text.isspace():
+                return
+        elif not event.chars:
+            return
+        state = ctx.state
+        state.in_turn = True
+        if state.feedback and self._withdrawn:
+            state.feedback = [item for item in state.feedback if item[0] not in self._withdrawn]
+        for i, _, hook in self._on_text:
+            self._handle(ctx, i, hook(state.signals[i], event))
+
+    # ------------------------------------------------------------------ turns
+
+    def _close_turn(self, state: SessionState) -> None:
+        if state.in_turn and state.turn_cut is None:
+            state.cut_streak = 0
+            state.cut_kind = None
+        state.in_turn = False
+        state.turn_cut = None
+
+    def _turn_start(self, ctx: _Ctx) -> None:
+        state = ctx.state
+        if state.halted_by:
+            # The turn should have been refused; it is not a boundary.
+            state.ignored_latched = True
+            self._halt_ignored(ctx, at="turn_start")
+            return
+        self._close_turn(state)
+        state.in_turn = True
+        state.ignored_latched = False
+        if state.feedback and self.mode >= FEEDBACK:
+            self._deliver_feedback(ctx)
+        for i, _, hook in self._on_turn_start:
+            self._handle(ctx, i, hook(state.signals[i]))
+
+    def _deliver_feedback(self, ctx: _Ctx) -> None:
+        state = ctx.state
+        items = state.feedback
+        state.feedback = []
+        lines = [FEEDBACK_HEADER]
+        lines += [f"- {signal}: {text}" for signal, text in items]
+        lines.append(FEEDBACK_FOOTER)
+        ctx.emit(
+            FeedbackEvent,
+            signals=[signal for signal, _ in items],
+            text="\n".join(lines),
+        )
+
+    def _halt_ignored(self, ctx: _Ctx, at: str) -> None:
+        state = ctx.state
+        if state.halted_by:
+            what = "halted by " + ", ".join(state.halted_by)
+            scope = "session"
+        else:
+            what = f"turn cut by {state.turn_cut}"
+            scope = "turn"
+        event_name = "started a new turn" if at == "turn_start" else "made another tool call"
+        ctx.emit(
+            Alert,
+            signal=HALT_IGNORED,
+            severity="critical",
+            scope=scope,
+            reason=(
+                f"The session is {what} but {event_name}: the halting controller did not "
+                f"stop the agent. Check the controller that consumes guardrail trips."
+            ),
+            guidance="",
+            detail={"at": at, "halted_by": list(state.halted_by), "turn_cut": state.turn_cut},
+        )
+
+    # --------------------------------------------------------------- findings
+
+    def _handle(self, ctx: _Ctx, index: int, finding: Finding | None) -> None:
+        if finding is None:
+            return
+        state = ctx.state
+        for dep in self._defers[index]:
+            if self.signals[dep].is_latched(state.signals[dep]):
+                return  # one behaviour, one alert: the deferred-to signal owns it
+        if not finding.trip_only:
+            ctx.emit(
+                Alert,
+                signal=finding.signal,
+                severity=finding.severity,
+                scope=finding.scope,
+                reason=finding.reason,
+                guidance=finding.guidance,
+                detail=finding.detail,
+            )
+        if finding.guardrail == "watchdog":
+            if self.mode >= FEEDBACK:
+                self._queue_feedback(state, finding)
+            if self.mode == ENFORCE and finding.severity == "critical":
+                self._trip(ctx, finding)
+        elif finding.enforced:
+            self._trip(ctx, finding)
+
+    def _queue_feedback(self, state: SessionState, finding: Finding) -> None:
+        text = finding.guidance or finding.reason
+        queue = state.feedback
+        queue.append((finding.signal, text))
+        if len(queue) > self.feedback_limit:
+            del queue[: len(queue) - self.feedback_limit]
+
+    def _trip(self, ctx: _Ctx, finding: Finding) -> None:
+        state = ctx.state
+        guardrail = finding.guardrail
+        if finding.scope == "session":
+            if guardrail in state.halted_by:
+                return  # idempotent latch
+            self._halt(ctx, finding, finding.reason, consecutive=state.cut_streak)
+            return
+        if state.turn_cut is not None:
+            return  # a turn is cut once, however many findings it has
+        state.turn_cut = guardrail
+        state.ignored_latched = False
+        if not finding.escalates:
+            self._emit_trip(ctx, finding, finding.reason, scope="turn", halted=False, consecutive=0)
+            return
+        if state.cut_kind == guardrail:
+            state.cut_streak += 1
+        else:
+            state.cut_kind = guardrail
+            state.cut_streak = 1
+        if state.cut_streak >= self.halt_after:
+            reason = (
+                f"{state.cut_streak} turns in a row were cut by {guardrail} "
+                f"(last: {finding.signal}); the session is halted until an operator resets "
+                f"it. Last cut: {finding.reason}"
+            )
+            self._halt(ctx, finding, reason, consecutive=state.cut_streak)
+            return
+        self._emit_trip(
+            ctx,
+            finding,
+            f"The turn in flight was cut; the session was NOT halted. {finding.reason}",
+            scope="turn",
+            halted=False,
+            consecutive=state.cut_streak,
+        )
+        if guardrail == "watchdog":
+            self._reset_detectors(state)
+
+    def _halt(self, ctx: _Ctx, finding: Finding, reason: str, consecutive: int) -> None:
+        state = ctx.state
+        state.halted_by.append(finding.guardrail)
+        state.halt_signal = finding.signal
+        state.halt_reason = reason
+        state.ignored_latched = False
+        self._emit_trip(ctx, finding, reason, scope="session", halted=True, consecutive=consecutive)
+
+    def _emit_trip(
+        self, ctx: _Ctx, finding: Finding, reason: str, scope: str, halted: bool, consecutive: int
+    ) -> None:
+        ctx.emit(
+            GuardrailTrip,
+            guardrail=finding.guardrail,
+            signal=finding.signal,
+            scope=scope,
+            halted_turn=ctx.state.in_turn,
+            session_halted=halted,
+            reason=reason,
+            consecutive_cuts=consecutive,
+            bound=finding.bound,
+        )
+
+    def _reset_detectors(self, state: SessionState) -> None:
+        for i in self._watchdog_indices:
+            state.signals[i] = self.signals[i].new_state()
+        state.history.clear()
+
+    # ----------------------------------------------------------------- resets
+
+    def reset(self, state: SessionState, event: Reset, ts: float | None = None) -> list[Output]:
+        """Apply an operator reset (from the control source only) and acknowledge it."""
+        state.applied += 1
+        if ts is not None:
+            state.last_ts = ts
+        ctx = _Ctx(state, event)
+        target = event.guardrail
+        budget = event.additional_budget_usd
+        cost = [(i, s) for i, s in enumerate(self.signals) if s.guardrail == "cost_ceiling"]
+
+        refusal = None
+        if budget is not None and target == "watchdog":
+            refusal = "additional_budget_usd applies to the cost_ceiling guardrail, not the watchdog"
+        elif target in ("cost_ceiling", "all"):
+            if budget is not None and not cost:
+                refusal = "no cost ceiling is configured for this session: nothing to raise"
+            for i, sig in cost:
+                refusal = refusal or sig.check_reset(state.signals[i], budget)
+
+        if refusal is None:
+            if target in ("watchdog", "all"):
+                state.halted_by = [g for g in state.halted_by if g != "watchdog"]
+                if state.cut_kind == "watchdog":
+                    state.cut_kind, state.cut_streak = None, 0
+                if state.turn_cut == "watchdog":
+                    state.turn_cut = None
+                self._reset_detectors(state)
+            if target in ("cost_ceiling", "all"):
+                state.halted_by = [g for g in state.halted_by if g != "cost_ceiling"]
+                if state.cut_kind == "cost_ceiling":
+                    state.cut_kind, state.cut_streak = None, 0
+                if state.turn_cut == "cost_ceiling":
+                    state.turn_cut = None
+                for i, sig in cost:
+                    state.signals[i] = sig.apply_reset(state.signals[i], budget)
+            if not state.halted_by:
+                state.halt_signal = state.halt_reason = None
+            state.ignored_latched = False
+            reason = f"reset of {target} accepted"
+            if state.halted_by:
+                reason += "; still halted by " + ", ".join(state.halted_by)
+        else:
+            reason = f"reset of {target} refused: {refusal}"
+
+        ceiling = None
+        for i, sig in cost:
+            ceiling = sig.describe(state.signals[i]).get("max_session_usd", ceiling)
+        ctx.emit(
+            GuardrailReset,
+            guardrail=target,
+            accepted=refusal is None,
+            reason=reason,
+            by=event.by,
+            max_session_usd=ceiling,
+            still_halted_by=list(state.halted_by),
+        )
+        return ctx.outputs or []
+
+    # ---------------------------------------------------------------- preview
+
+    def would_trip(self, state: SessionState, event: ToolCall) -> list[str]:
+        """Signals whose ``would_trip`` preview says this call would trip them (no mutation)."""
+        canonical = canonicalize(
+            event.args, self._ignore_fields.fields_for(event.tool) if self._has_ignores else None
+        )
+        key = stable_hash(event.tool, canonical.text)
+        history = [*state.history, key][-max(self.history_len, 1) :]
+        view = CallView(event, canonical, key, history, event.kind)
+        tripped = []
+        for i, sig in enumerate(self.signals):
+            preview = getattr(sig, "would_trip", None)
+            if preview is not None and event.tool not in sig.exempt and preview(state.signals[i], view):
+                tripped.append(sig.id)
+        return tripped
+
+
+class _Ctx:
+    """Per-event emission context: builds outputs with deterministic ids."""
+
+    __slots__ = ("event", "outputs", "state")
+
+    def __init__(self, state: SessionState, event: Any) -> None:
+        self.state = state
+        self.event = event
+        self.outputs: list[Output] | None = None
+
+    def emit(self, cls: type[Output], **fields: Any) -> None:
+        state = self.state
+        if self.outputs is None:
+            self.outputs = []
+        ordinal = len(self.outputs)
+        digest = blake2b(
+            f"{state.session}\x1f{state.applied}\x1f{ordinal}".encode(), digest_size=16
+        ).hexdigest()
+        event = self.event
+        self.outputs.append(
+            cls(
+                id=digest,
+                session=state.session,
+                agent=state.agent,
+                ts=state.last_ts,
+                seq=getattr(event, "seq", None),
+                **fields,
+            )
+        )

@@ -1,0 +1,410 @@
+"""The per-session watchdog's own rules, with scripted signals standing in for detectors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from msgspec import Struct
+
+from streamguard.events import (
+    Alert,
+    Feedback,
+    GuardrailReset,
+    GuardrailTrip,
+    Reset,
+    Text,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+)
+from streamguard.policy import Policy
+from streamguard.signals.base import CallView, Finding, Signal
+from streamguard.watchdog import HALT_IGNORED, Watchdog
+
+
+class CountState(Struct, tag="scripted", gc=False):
+    calls: int = 0
+    latched: bool = False
+
+
+class Scripted(Signal):
+    """Trips with its configured severity/scope on a call to tool `fire`, once per run."""
+
+    id = "scripted"
+    severity = "critical"
+    scope = "session"
+    State = CountState
+
+    def on_call(self, state: CountState, call: CallView) -> Finding | None:
+        state.calls += 1
+        if call.tool != self.trigger:
+            state.latched = False
+            return None
+        if state.latched and not self.every_time:
+            return None
+        state.latched = True
+        return Finding(
+            signal=self.id, severity=self.severity, scope=self.scope,
+            reason=f"{self.id} reason", guidance=f"{self.id} guidance",
+        )
+
+    trigger = "fire"
+    every_time = False
+
+    def is_latched(self, state: CountState) -> bool:
+        return state.latched
+
+
+def make(cls_id: str, severity: str, scope: str, trigger: str, **extra: Any) -> type[Signal]:
+    state_cls = type(f"State_{cls_id}", (CountState,), {}, tag=cls_id)
+    attrs = {"id": cls_id, "severity": severity, "scope": scope, "trigger": trigger,
+             "State": state_cls, **extra}
+    return type(f"Sig_{cls_id}", (Scripted,), attrs)
+
+
+SessionCrit = make("sess-crit", "critical", "session", "loop")
+TurnCrit = make("turn-crit", "critical", "turn", "noop", every_time=True)
+Warn = make("warn-sig", "warn", "session", "sweep")
+Quiet = make("quiet-sig", "warn", "session", "quiet", withdrawn_by_text=True)
+Deferring = make("deferring", "critical", "session", "loop", defers_to=("sess-crit",))
+ALL = [SessionCrit, TurnCrit, Warn, Quiet]
+
+
+def dog(mode: str = "enforce", classes: list[type[Signal]] | None = None, **policy: Any) -> Watchdog:
+    return Watchdog(Policy(mode=mode, **policy), classes=classes or ALL)
+
+
+class Run:
+    def __init__(self, watchdog: Watchdog) -> None:
+        self.w = watchdog
+        self.state = watchdog.new_state("s1", "agent-a")
+        self.seq = 0
+        self.out: list[Any] = []
+
+    def feed(self, event: Any) -> list[Any]:
+        got = self.w.process(self.state, event, 1000.0 + self.seq)
+        self.out.extend(got)
+        return got
+
+    def call(self, tool: str) -> list[Any]:
+        self.seq += 1
+        return self.feed(ToolCall(session="s1", tool=tool, args={"n": self.seq}, seq=self.seq))
+
+    def turn(self) -> list[Any]:
+        self.seq += 1
+        return self.feed(TurnStart(session="s1", seq=self.seq))
+
+    def end(self) -> list[Any]:
+        self.seq += 1
+        return self.feed(TurnEnd(session="s1", seq=self.seq))
+
+    def say(self, text: str = "status: reading the logs") -> list[Any]:
+        self.seq += 1
+        return self.feed(Text(session="s1", text=text, seq=self.seq))
+
+    def reset(self, guardrail: str = "all", budget: float | None = None) -> list[Any]:
+        got = self.w.reset(self.state, Reset(session="s1", guardrail=guardrail,
+                                             additional_budget_usd=budget, by="ops"))
+        self.out.extend(got)
+        return got
+
+
+def kinds(outputs: list[Any]) -> list[str]:
+    return [type(o).__name__ for o in outputs]
+
+
+def test_off_mode_runs_no_watchdog_signal():
+    run = Run(dog("off"))
+    run.turn()
+    assert run.call("loop") == []
+    assert run.w.signals == []
+
+
+def test_warn_mode_alerts_but_never_queues_or_trips():
+    run = Run(dog("warn"))
+    run.turn()
+    got = run.call("loop")
+    assert kinds(got) == ["Alert"]
+    assert got[0].severity == "critical" and got[0].reason == "sess-crit reason"
+    assert run.state.feedback == []
+    assert run.turn() == []  # nothing delivered
+    assert not run.state.halted
+
+
+def test_feedback_mode_delivers_guidance_once_at_next_turn_start():
+    run = Run(dog("feedback"))
+    run.turn()
+    run.call("loop")
+    assert run.call("x") == []
+    delivered = run.turn()
+    assert kinds(delivered) == ["Feedback"]
+    fb = delivered[0]
+    assert fb.signals == ["sess-crit"]
+    assert "- sess-crit: sess-crit guidance" in fb.text
+    assert "sess-crit reason" not in fb.text  # the model reads guidance, never the operator text
+    assert run.turn() == []  # delivered once
+    assert not run.state.halted  # feedback never halts
+
+
+def test_feedback_queue_keeps_newest_four():
+    run = Run(dog("feedback"))
+    run.turn()
+    for _ in range(7):
+        run.call("sweep")
+        run.call("other")  # breaks the run so the scripted signal re-arms
+    fb = run.turn()[0]
+    assert len(fb.signals) == 4
+    assert fb.text.count("- warn-sig:") == 4
+
+
+def test_feedback_queue_size_is_configurable():
+    run = Run(dog("feedback", feedback_queue_size=2))
+    run.turn()
+    for _ in range(5):
+        run.call("sweep")
+        run.call("other")
+    assert len(run.turn()[0].signals) == 2
+
+
+def test_text_withdraws_undelivered_note_of_withdrawable_signal_only():
+    run = Run(dog("feedback"))
+    run.turn()
+    run.call("quiet")
+    run.call("sweep")
+    run.say()
+    fb = run.turn()[0]
+    assert fb.signals == ["warn-sig"]
+
+
+@pytest.mark.parametrize("blank", ["", "   \n\t"])
+def test_whitespace_text_is_not_speech(blank):
+    run = Run(dog("feedback"))
+    run.turn()
+    run.call("quiet")
+    run.say(blank)
+    assert run.turn()[0].signals == ["quiet-sig"]
+
+
+def test_non_assistant_roles_are_not_speech():
+    run = Run(dog("feedback"))
+    run.turn()
+    run.call("quiet")
+    for role in ("reasoning", "user", "system", "tool"):
+        run.feed(Text(session="s1", text="words", role=role))
+    assert run.turn()[0].signals == ["quiet-sig"]
+
+
+def test_enforce_session_critical_halts_once():
+    run = Run(dog("enforce"))
+    run.turn()
+    got = run.call("loop")
+    assert kinds(got) == ["Alert", "GuardrailTrip"]
+    trip = got[1]
+    assert trip.guardrail == "watchdog" and trip.scope == "session"
+    assert trip.session_halted and trip.halted_turn
+    assert run.state.halted_by == ["watchdog"]
+    run.call("x")  # halt-ignored at the first call after the halt
+    again = run.call("loop")
+    assert kinds(again) == ["Alert"]  # alert again (new run), but no second trip
+
+
+def test_enforce_warn_never_trips():
+    run = Run(dog("enforce"))
+    run.turn()
+    assert kinds(run.call("sweep")) == ["Alert"]
+    assert not run.state.halted
+
+
+def test_halt_ignored_at_first_call_and_each_turn_start():
+    run = Run(dog("enforce"))
+    run.turn()
+    run.call("loop")
+    first = run.call("x")
+    assert [o.signal for o in first] == [HALT_IGNORED]
+    assert first[0].severity == "critical" and first[0].scope == "session"
+    assert run.call("y") == []  # once per halt until the next turn start
+    t = run.turn()
+    assert [o.signal for o in t] == [HALT_IGNORED]
+    assert t[0].detail["at"] == "turn_start"
+    assert run.call("z") == []
+    assert [o.signal for o in run.turn()] == [HALT_IGNORED]
+
+
+def test_refused_turn_is_not_a_boundary_so_feedback_waits_for_reset():
+    run = Run(dog("enforce"))
+    run.turn()
+    run.call("loop")
+    refused = run.turn()
+    assert kinds(refused) == ["Alert"]  # halt-ignored, no feedback delivered
+    ack = run.reset("watchdog")
+    assert ack[0].accepted and ack[0].still_halted_by == []
+    delivered = run.turn()
+    assert kinds(delivered) == ["Feedback"]  # the observation survived the reset
+    assert delivered[0].signals == ["sess-crit"]
+
+
+def test_turn_scope_cuts_turn_without_halting():
+    run = Run(dog("enforce"))
+    run.turn()
+    got = run.call("noop")
+    trip = got[1]
+    assert trip.scope == "turn" and not trip.session_halted and trip.halted_turn
+    assert "NOT halted" in trip.reason
+    assert trip.consecutive_cuts == 1
+    assert not run.state.halted
+
+
+def test_a_turn_is_cut_once():
+    run = Run(dog("enforce"))
+    run.turn()
+    run.call("noop")
+    ignored = run.call("noop")  # the call after the cut: halt-ignored (turn scope), no second trip
+    assert kinds(ignored) == ["Alert", "Alert"]
+    assert ignored[0].signal == HALT_IGNORED and ignored[0].scope == "turn"
+    assert run.state.cut_streak == 1
+
+
+def test_three_consecutive_cut_turns_halt_the_session():
+    run = Run(dog("enforce"))
+    trips = []
+    for _ in range(3):
+        run.turn()
+        trips += [o for o in run.call("noop") if isinstance(o, GuardrailTrip)]
+        run.end()
+    assert [t.session_halted for t in trips] == [False, False, True]
+    assert trips[-1].scope == "session" and "3 turns in a row" in trips[-1].reason
+    assert run.state.halted_by == ["watchdog"]
+
+
+def test_clean_turn_clears_the_cut_count():
+    run = Run(dog("enforce"))
+    for pattern in ["cut", "cut", "clean", "cut", "cut"]:
+        run.turn()
+        run.call("noop" if pattern == "cut" else "x")
+        run.end()
+    assert not run.state.halted
+    assert run.state.cut_streak == 2
+
+
+def test_cut_count_without_turn_end_events():
+    run = Run(dog("enforce"))
+    for _ in range(3):
+        run.turn()
+        run.call("noop")
+    assert run.state.halted
+
+
+def test_escalation_threshold_is_configurable():
+    run = Run(dog("enforce", halt_after_cut_turns=2))
+    for _ in range(2):
+        run.turn()
+        run.call("noop")
+    assert run.state.halted
+
+
+def test_reset_clears_cut_count():
+    run = Run(dog("enforce"))
+    for _ in range(2):
+        run.turn()
+        run.call("noop")
+    run.reset("watchdog")
+    assert run.state.cut_streak == 0
+    run.turn()
+    run.call("noop")
+    assert not run.state.halted
+
+
+def test_non_escalating_cut_resets_detectors():
+    run = Run(dog("enforce"))
+    run.turn()
+    run.call("a")
+    run.call("noop")
+    idx = [s.id for s in run.w.signals].index("sess-crit")
+    assert run.state.signals[idx].calls == 0
+    assert run.state.history == []
+
+
+def test_deference_silences_while_owner_is_latched():
+    run = Run(dog("warn", classes=[SessionCrit, Deferring]))
+    run.turn()
+    got = run.call("loop")
+    assert [o.signal for o in got] == ["sess-crit"]
+
+
+def test_deference_off_when_owner_not_enabled():
+    run = Run(dog("warn", classes=[Deferring]))
+    run.turn()
+    assert [o.signal for o in run.call("loop")] == ["deferring"]
+
+
+def test_watchdog_reset_refuses_budget():
+    run = Run(dog("enforce"))
+    ack = run.reset("watchdog", budget=5.0)[0]
+    assert isinstance(ack, GuardrailReset) and not ack.accepted
+    assert "cost_ceiling" in ack.reason
+
+
+def test_cost_reset_with_budget_and_no_ceiling_is_refused():
+    run = Run(dog("enforce"))
+    ack = run.reset("cost_ceiling", budget=5.0)[0]
+    assert not ack.accepted and "nothing to raise" in ack.reason
+
+
+def test_output_ids_are_deterministic_and_distinct():
+    def trace() -> list[Any]:
+        run = Run(dog("enforce"))
+        run.turn()
+        run.call("loop")
+        run.call("x")
+        run.turn()
+        return run.out
+
+    a, b = trace(), trace()
+    assert [o.id for o in a] == [o.id for o in b]
+    assert len({o.id for o in a}) == len(a)
+
+
+def test_outputs_carry_causing_seq_and_ts():
+    run = Run(dog("enforce"))
+    run.turn()
+    got = run.call("loop")
+    assert {o.seq for o in got} == {2}
+    assert {o.ts for o in got} == {1002.0}
+    assert {o.agent for o in got} == {"agent-a"}
+
+
+def test_implicit_turn_boundary_from_turn_field():
+    run = Run(dog("feedback"))
+    run.feed(ToolCall(session="s1", tool="loop", turn=1))
+    delivered = run.feed(ToolCall(session="s1", tool="x", turn=2))
+    assert kinds(delivered) == ["Feedback"]
+
+
+def test_snapshot_roundtrip_preserves_halt_and_queue():
+    w = dog("enforce")
+    run = Run(w)
+    run.turn()
+    run.call("loop")
+    restored = w.decode_state(w.encode_state(run.state))
+    assert restored == run.state
+    assert restored.halted_by == ["watchdog"]
+
+
+def test_restore_under_warn_does_not_resurrect_watchdog_halt():
+    w = dog("enforce")
+    run = Run(w)
+    run.turn()
+    run.call("loop")
+    data = w.encode_state(run.state)
+    assert dog("warn").decode_state(data).halted_by == []
+
+
+def test_result_and_alerts_types():
+    run = Run(dog("warn"))
+    run.turn()
+    assert run.feed(ToolResult(session="s1", tool="t", result={"a": 1})) == []
+    got = run.call("sweep")
+    assert isinstance(got[0], Alert)
+    assert not any(isinstance(o, Feedback) for o in run.out)
