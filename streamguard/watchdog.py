@@ -51,6 +51,9 @@ from .canonical import canonicalize, fingerprint_payload, payload_size, stable_h
 from .events import (
     Alert,
     FinalAnswer,
+    GuardrailReset,
+    GuardrailTrip,
+    Output,
     Reset,
     Text,
     ToolCall,
@@ -60,7 +63,6 @@ from .events import (
     Usage,
 )
 from .events import Feedback as FeedbackEvent
-from .events import GuardrailReset, GuardrailTrip, Output
 from .policy import MODES, Policy
 from .signals import signal_classes
 from .signals.base import CallView, Finding, ResultView, Signal, overrides
@@ -139,7 +141,10 @@ class Watchdog:
                 continue
             if cls.guardrail == "watchdog" and self.mode == OFF:
                 continue
-            signals.append(cls(config))
+            signal = cls(config)
+            if not getattr(signal, "active", True):  # e.g. a cost ceiling with no bound set
+                continue
+            signals.append(signal)
         self.signals = signals
         index = {s.id: i for i, s in enumerate(signals)}
         self._defers: list[tuple[int, ...]] = [
@@ -208,8 +213,14 @@ class Watchdog:
             )
         state.signals = states
         state.feedback = [tuple(item) for item in state.feedback]  # type: ignore[misc]
-        if self.mode < ENFORCE and "watchdog" in state.halted_by:
-            state.halted_by = [g for g in state.halted_by if g != "watchdog"]
+        # Live configuration wins: no watchdog halt restored below enforce, no cost
+        # halt restored once no ceiling is configured.
+        live = {s.guardrail for s in self.signals}
+        state.halted_by = [
+            g
+            for g in state.halted_by
+            if (g == "watchdog" and self.mode == ENFORCE) or (g != "watchdog" and g in live)
+        ]
         if len(state.history) > self.history_len:
             del state.history[: len(state.history) - self.history_len]
         return state

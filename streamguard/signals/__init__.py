@@ -21,6 +21,8 @@ _REGISTRY: tuple[tuple[str, str], ...] = (
     ("noop_streak", "NoOpStreak"),
     ("no_new_state", "NoNewState"),
     ("silence", "ToolsWithoutText"),
+    ("cost_ceiling", "CostCeiling"),
+    ("context_budget", "ContextBudget"),
 )
 
 

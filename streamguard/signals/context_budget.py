@@ -1,0 +1,253 @@
+"""``context-pressure`` and ``context-budget``: the in-turn context estimate.
+
+What it catches
+    A context window that fills *inside* a turn. The provider's figure for the
+    last model call describes the context before the tool results that came
+    back since; one wide log or JSON dump can push the next request past the
+    window while every measured number still looks comfortable. The estimate
+    here is the last measured ``input_tokens`` plus the bytes of tool results
+    since, at **3 bytes a token** — deliberately below the usual four-byte
+    rule, because JSON, YAML and logs tokenize worse than prose and because an
+    over-count only costs an early compaction while an under-count costs the
+    overflow itself. ``result_bytes`` on a ``tool_result`` is used when the
+    agent sends it (agents that ship no payload are still counted); otherwise
+    the payload's JSON size. Assistant text is not added: the provider's next
+    usage figure measures it better. The next ``usage`` with ``input_tokens``
+    replaces the estimate.
+
+Thresholds and why
+    ``context-pressure`` (warn) when the estimate crosses the model tier's
+    compaction threshold — 0.85 frontier, 0.65 mid, 0.35 small, matched by glob
+    on the model id, because smaller models degrade well before their window is
+    full; unknown models use ``default_threshold`` (0.85). ``context-budget``
+    (a turn cut, guardrail ``context_budget``) at **0.95**: past that the next
+    request is likely to fail at the provider. Both fire only when an
+    unmeasured tail exists (a measured figure alone triggers nothing in-turn),
+    and each at most once per turn. An unknown window is assumed to be
+    **128,000** tokens and the alert says so: guessing small costs a visible
+    early warning, guessing large costs the session.
+
+Severity and scope
+    The pressure alert is warn: it is advice to compact. The cut is critical
+    with turn scope and acts whenever this guardrail is enabled: it ends the
+    turn in flight so the runtime can compact before the next one. It is not a
+    halt, needs no reset and does not count toward the three-cut-turn
+    escalation.
+
+Known false positives
+    Payload bytes over-estimate tokens for prose-heavy results, so the cut can
+    come slightly early there; that is the intended direction of error.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Annotated, Any, ClassVar
+
+from msgspec import Meta, Struct, field
+
+from ..events import Usage
+from .base import Finding, ResultView, Signal, SignalConfig
+
+PRESSURE = "context-pressure"
+CUT = "context-budget"
+ASSUMED_WINDOW = 128_000
+BYTES_PER_TOKEN = 3
+
+Fraction = Annotated[float, Meta(gt=0, le=1)]
+
+
+class ModelTier(Struct, kw_only=True, forbid_unknown_fields=True):
+    match: str
+    tier: str
+
+
+class ModelWindow(Struct, kw_only=True, forbid_unknown_fields=True):
+    match: str
+    tokens: Annotated[int, Meta(ge=1)]
+
+
+DEFAULT_MODEL_TIERS = [
+    ModelTier(match="claude-haiku-*", tier="small"),
+    ModelTier(match="*flash-lite*", tier="small"),
+    ModelTier(match="gemini-3.1-flash*", tier="small"),
+    ModelTier(match="gemini-2.5-flash*", tier="small"),
+    ModelTier(match="claude-sonnet-*", tier="mid"),
+    ModelTier(match="gemini-3.5-flash*", tier="mid"),
+    ModelTier(match="gemini-2.5-pro*", tier="mid"),
+    ModelTier(match="claude-opus-*", tier="frontier"),
+    ModelTier(match="gemini-3.*-pro*", tier="frontier"),
+    ModelTier(match="gemini-3.[678]-flash*", tier="frontier"),
+]
+
+
+class ContextBudgetConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    hard_ceiling: Fraction = 0.95
+    default_threshold: Fraction = 0.85
+    tiers: dict[str, Fraction] = field(
+        default_factory=lambda: {"frontier": 0.85, "mid": 0.65, "small": 0.35}
+    )
+    model_tiers: list[ModelTier] = field(default_factory=lambda: list(DEFAULT_MODEL_TIERS))
+    model_windows: list[ModelWindow] = []
+    assumed_window: Annotated[int, Meta(ge=1)] = ASSUMED_WINDOW
+    bytes_per_token: Annotated[int, Meta(ge=1, le=16)] = BYTES_PER_TOKEN
+
+    def validate(self) -> None:
+        for rule in self.model_tiers:
+            if rule.tier not in self.tiers:
+                raise ValueError(
+                    f"model_tiers: tier {rule.tier!r} (for {rule.match!r}) is not one of "
+                    f"the tiers: {', '.join(sorted(self.tiers))}"
+                )
+        for tier, value in self.tiers.items():
+            if value > self.hard_ceiling:
+                raise ValueError(
+                    f"tiers.{tier}: {value} is above hard_ceiling {self.hard_ceiling}"
+                )
+
+
+class ContextBudgetState(Struct, tag=CUT, gc=False):
+    measured: int = 0
+    pending_bytes: int = 0
+    window: int = 0  # 0: not known yet (the assumed window applies)
+    threshold: float = 0.0  # 0: not known yet (the default applies)
+    model: str | None = None
+    pressure_latched: bool = False
+    cut_latched: bool = False
+
+
+class ContextBudget(Signal):
+    id: ClassVar[str] = CUT
+    severity = "critical"
+    scope = "turn"
+    guardrail: ClassVar[str] = "context_budget"
+    policy_table: ClassVar[str] = "context_budget"
+    State = ContextBudgetState
+    Config = ContextBudgetConfig
+    needs_fingerprint: ClassVar[bool] = False
+    needs_result_size: ClassVar[bool] = True
+
+    def __init__(self, config: ContextBudgetConfig | None = None) -> None:
+        super().__init__(config)
+        cfg = self.config
+        self.hard = min(max(float(cfg.hard_ceiling), 0.01), 1.0)
+        self.default_threshold = float(cfg.default_threshold)
+        self.bytes_per_token = max(int(cfg.bytes_per_token), 1)
+        self._tier_cache: dict[str, tuple[float, int]] = {}
+
+    def _model_facts(self, model: str) -> tuple[float, int]:
+        """(threshold, window or 0) for a model id; cached, bounded."""
+        facts = self._tier_cache.get(model)
+        if facts is not None:
+            return facts
+        threshold = self.default_threshold
+        for rule in self.config.model_tiers:
+            if fnmatch.fnmatchcase(model, rule.match):
+                threshold = float(self.config.tiers.get(rule.tier, threshold))
+                break
+        window = 0
+        for rule in self.config.model_windows:
+            if fnmatch.fnmatchcase(model, rule.match):
+                window = rule.tokens
+                break
+        facts = (threshold, window)
+        if len(self._tier_cache) < 1024:
+            self._tier_cache[model] = facts
+        return facts
+
+    def on_usage(self, state: ContextBudgetState, event: Usage) -> Finding | None:
+        if event.model is not None and event.model != state.model:
+            state.model = event.model
+            state.threshold, window = self._model_facts(event.model)
+            if window:
+                state.window = window
+        if event.context_window:
+            state.window = event.context_window
+        if event.input_tokens is not None:
+            state.measured = event.input_tokens
+            state.pending_bytes = 0
+        return None
+
+    def on_turn_start(self, state: ContextBudgetState) -> Finding | None:
+        state.pressure_latched = False
+        state.cut_latched = False
+        return None
+
+    def on_result(self, state: ContextBudgetState, result: ResultView) -> Finding | None:
+        if result.size <= 0:
+            return None
+        state.pending_bytes += result.size
+        if state.cut_latched:
+            return None
+        window = state.window or self.config.assumed_window
+        used = state.measured + state.pending_bytes // self.bytes_per_token
+        utilization = used / window
+        if utilization >= self.hard:
+            state.cut_latched = True
+            state.pressure_latched = True
+            return self._finding(state, CUT, utilization, used, window)
+        threshold = state.threshold or self.default_threshold
+        if utilization >= threshold and not state.pressure_latched:
+            state.pressure_latched = True
+            return self._finding(state, PRESSURE, utilization, used, window)
+        return None
+
+    def _finding(
+        self, state: ContextBudgetState, signal: str, utilization: float, used: int, window: int
+    ) -> Finding:
+        assumed = state.window == 0
+        window_text = f"{window:,} tokens" + (
+            " (assumed: the model's window is unknown; send context_window on usage events)"
+            if assumed
+            else ""
+        )
+        detail: dict[str, Any] = {
+            "utilization": round(utilization, 4),
+            "estimated_tokens": used,
+            "measured_tokens": state.measured,
+            "unmeasured_bytes": state.pending_bytes,
+            "window": window,
+            "window_assumed": assumed,
+            "model": state.model,
+        }
+        if signal == CUT:
+            detail["hard_ceiling"] = self.hard
+            return Finding(
+                signal=CUT,
+                severity="critical",
+                scope="turn",
+                reason=(
+                    f"estimated context use {utilization:.0%} of {window_text} "
+                    f"({state.measured:,} measured tokens plus {state.pending_bytes:,} unmeasured "
+                    f"bytes of tool results) reached the {self.hard:.0%} ceiling; the turn is cut so "
+                    f"compaction can run first in the next turn. No reset is needed."
+                ),
+                guidance=(
+                    "Your context is nearly full. Summarize what you have found so far and prefer "
+                    "narrower reads over full dumps."
+                ),
+                detail=detail,
+                guardrail="context_budget",
+                enforced=True,
+                escalates=False,
+            )
+        threshold = state.threshold or self.default_threshold
+        detail["threshold"] = threshold
+        return Finding(
+            signal=PRESSURE,
+            severity="warn",
+            scope="turn",
+            reason=(
+                f"estimated context use {utilization:.0%} of {window_text} crossed the "
+                f"model tier's compaction threshold {threshold:.0%} inside a turn; compaction "
+                f"should run before the next model call."
+            ),
+            guidance=(
+                "Your context is filling up. Keep tool output small: read only the parts you need."
+            ),
+            detail=detail,
+            guardrail="context_budget",
+        )
+
+    def is_latched(self, state: ContextBudgetState) -> bool:
+        return state.cut_latched

@@ -1,0 +1,124 @@
+"""The in-turn context estimate: pressure warning and the 95 % cut."""
+
+from __future__ import annotations
+
+from streamguard.events import Alert, GuardrailTrip
+from streamguard.policy import Policy
+from streamguard.signals.context_budget import ContextBudget, ContextBudgetConfig, ModelWindow
+from streamguard.watchdog import Watchdog
+from tests.harness import Driver
+
+
+def driver(**config) -> Driver:
+    return Driver(ContextBudget(ContextBudgetConfig(**config)))
+
+
+def test_result_bytes_add_pending_and_text_adds_nothing():
+    d = driver()
+    d.usage(model="m", input_tokens=1000, context_window=100_000)
+    d.result("read", result="x" * 9000)
+    assert d.state.pending_bytes >= 9000
+    d.text("y" * 20000)
+    assert d.state.pending_bytes >= 9000 and d.state.pending_bytes < 10000
+
+
+def test_result_bytes_field_is_used_without_payload():
+    d = driver()
+    d.usage(input_tokens=0, context_window=1000)
+    assert d.result("read", result=None, result_bytes=3 * 960).signal == "context-budget"
+
+
+def test_pressure_without_cut():
+    d = driver()
+    d.usage(model="claude-opus-4-1", input_tokens=80_000, context_window=100_000)
+    f = d.result("read", result_bytes=3 * 7_000)  # 0.80 + 0.07
+    assert f.signal == "context-pressure" and f.severity == "warn"
+    assert f.detail["threshold"] == 0.85
+
+
+def test_no_tail_no_action():
+    d = driver()
+    d.usage(input_tokens=90_000, context_window=100_000)
+    assert d.findings == []
+
+
+def test_cut_at_95_percent_mentions_compaction_and_unmeasured():
+    d = driver()
+    d.usage(input_tokens=90_000, context_window=100_000)
+    f = d.result("read", result_bytes=3 * 10_000)
+    assert f.signal == "context-budget" and f.scope == "turn" and f.enforced
+    assert "compaction" in f.reason and "unmeasured" in f.reason
+    assert f.escalates is False
+
+
+def test_cut_latched_once_per_turn():
+    d = driver()
+    d.usage(input_tokens=90_000, context_window=100_000)
+    for _ in range(4):
+        d.result("read", result_bytes=3 * 10_000)
+    assert d.ids().count("context-budget") == 1
+    d.turn_start()
+    d.result("read", result_bytes=3 * 10_000)
+    assert d.ids().count("context-budget") == 2
+
+
+def test_measured_usage_replaces_estimate():
+    d = driver()
+    d.usage(input_tokens=1000, context_window=100_000)
+    d.result("read", result_bytes=30_000)
+    d.usage(input_tokens=2000)
+    assert d.state.pending_bytes == 0 and d.state.measured == 2000
+
+
+def test_unknown_window_assumes_128k_and_says_so():
+    d = driver()
+    d.usage(model="some-proxy-model", input_tokens=120_000)
+    f = d.result("read", result_bytes=3 * 2_000)
+    assert f.detail["window"] == 128_000 and f.detail["window_assumed"] is True
+    assert "assumed" in f.reason
+
+
+def test_small_tier_threshold():
+    d = driver()
+    d.usage(model="claude-haiku-4-5", input_tokens=30_000, context_window=100_000)
+    f = d.result("read", result_bytes=3 * 6_000)
+    assert f.signal == "context-pressure" and f.detail["threshold"] == 0.35
+
+
+def test_flash_lite_is_small_but_newer_flash_is_frontier():
+    cb = ContextBudget()
+    assert cb._model_facts("gemini-3.5-flash-lite")[0] == 0.35
+    assert cb._model_facts("gemini-3.5-flash")[0] == 0.65
+    assert cb._model_facts("gemini-3.7-flash")[0] == 0.85
+
+
+def test_model_window_patterns_supply_the_window():
+    d = driver(model_windows=[ModelWindow(match="tiny-*", tokens=1000)])
+    d.usage(model="tiny-1", input_tokens=900)
+    f = d.result("read", result_bytes=3 * 60)
+    assert f.signal == "context-budget" and f.detail["window"] == 1000
+    assert f.detail["window_assumed"] is False
+
+
+def test_policy_rejects_unknown_tier_and_tier_above_ceiling():
+    import pytest
+
+    from streamguard.policy import PolicyError, parse_policy_set
+
+    with pytest.raises(PolicyError, match="context_budget.*huge"):
+        parse_policy_set('[[context_budget.model_tiers]]\nmatch = "x*"\ntier = "huge"\n')
+    with pytest.raises(PolicyError, match="above hard_ceiling"):
+        parse_policy_set("[context_budget]\nhard_ceiling = 0.5\n")
+
+
+def test_cut_through_watchdog_is_a_context_budget_trip_in_warn_mode():
+    w = Watchdog(Policy(mode="warn"))
+    from streamguard.events import ToolResult, TurnStart, Usage
+    st = w.new_state("x")
+    w.process(st, TurnStart(session="x"))
+    w.process(st, Usage(session="x", input_tokens=95_000, context_window=100_000))
+    out = w.process(st, ToolResult(session="x", tool="read", result_bytes=3_000))
+    assert [type(o) for o in out] == [Alert, GuardrailTrip]
+    assert out[1].guardrail == "context_budget" and out[1].scope == "turn"
+    assert not out[1].session_halted
+    assert st.cut_streak == 0  # not part of the escalation
