@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from streamguard.events import GuardrailReset, GuardrailTrip, Reset, ToolCall, TurnEnd, TurnStart, Usage
+from streamguard.events import (
+    GuardrailReset,
+    GuardrailTrip,
+    Reset,
+    ToolCall,
+    TurnEnd,
+    TurnStart,
+    Usage,
+)
 from streamguard.policy import parse_policy_set
 from streamguard.signals.cost_ceiling import CostCeiling, CostCeilingConfig
 from streamguard.watchdog import HALT_IGNORED, Watchdog

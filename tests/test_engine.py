@@ -1,0 +1,108 @@
+"""The engine: sessions, seq de-duplication, policy per agent, snapshots."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamguard.engine import Engine
+from streamguard.events import Reset, ToolCall, TurnStart
+from streamguard.policy import parse_policy_set
+
+
+def call(session: str, tool: str, seq: int | None = None, agent: str | None = None, **args):
+    return ToolCall(session=session, tool=tool, args=args or {"path": "main.go"}, seq=seq, agent=agent)
+
+
+def test_replayed_seq_is_skipped_and_counted():
+    engine = Engine()
+    engine.process(call("a", "read_file", seq=1))
+    engine.process(call("a", "read_file", seq=2))
+    assert engine.process(call("a", "read_file", seq=2)) == []
+    assert engine.process(call("a", "read_file", seq=1)) == []
+    assert engine.stats.replays_skipped == 2
+    assert engine.sessions["a"].last_seq == 2
+
+
+def test_seq_is_per_session():
+    engine = Engine()
+    engine.process(call("a", "t", seq=5))
+    engine.process(call("b", "t", seq=1))
+    assert engine.stats.replays_skipped == 0
+
+
+def test_events_without_seq_are_never_deduplicated():
+    engine = Engine()
+    for _ in range(5):
+        engine.process(call("a", "read_file"))
+    assert engine.stats.events == 5
+
+
+def test_sessions_are_independent():
+    engine = Engine()
+    outs = []
+    for i in range(5):
+        outs += engine.process(call("a", "read_file"))
+        outs += engine.process(call("b", "read_file", path=f"f{i}.go"))
+    assert {o.session for o in outs} == {"a"}
+
+
+def test_agent_overrides_select_policy():
+    policies = parse_policy_set('mode = "enforce"\n[[agents]]\nmatch = "lab-*"\nmode = "warn"\n')
+    engine = Engine(policies)
+    for s, agent in (("p", "prod-1"), ("l", "lab-1")):
+        engine.process(TurnStart(session=s, agent=agent))
+        for _ in range(5):
+            engine.process(call(s, "read_file", agent=agent))
+    assert engine.is_halted("p")
+    assert not engine.is_halted("l")
+    assert engine.watchdog_for("lab-9") is engine.watchdog_for("lab-1")
+
+
+def test_first_agent_name_sticks():
+    engine = Engine(parse_policy_set('[[agents]]\nmatch = "x"\nmode = "off"\n'))
+    engine.process(call("s", "t", agent="y"))
+    engine.process(call("s", "t", agent="x"))
+    assert engine.sessions["s"].agent == "y"
+
+
+def test_snapshot_restore_into_another_engine():
+    a = Engine()
+    for _ in range(3):
+        a.process(call("s", "read_file", seq=None))
+    data = a.snapshot("s")
+    b = Engine()
+    b.restore("s", data)
+    assert b.sessions["s"] == a.sessions["s"]
+    outs_a = [o.id for _ in range(2) for o in a.process(call("s", "read_file"))]
+    outs_b = [o.id for _ in range(2) for o in b.process(call("s", "read_file"))]
+    assert outs_a == outs_b and outs_a
+
+
+def test_restore_checks_session_id():
+    a = Engine()
+    a.process(call("s", "t"))
+    with pytest.raises(ValueError):
+        Engine().restore("other", a.snapshot("s"))
+
+
+def test_unknown_session_snapshot_is_none_and_evict_counts():
+    engine = Engine()
+    assert engine.snapshot("nope") is None
+    engine.process(call("s", "t"))
+    engine.evict("s")
+    assert "s" not in engine.sessions and engine.stats.sessions_evicted == 1
+
+
+def test_control_reset_for_unknown_session_is_acknowledged():
+    engine = Engine()
+    (ack,) = engine.control(Reset(session="new", guardrail="watchdog"))
+    assert ack.accepted and ack.session == "new"
+
+
+def test_would_trip_previews_without_mutation():
+    engine = Engine()
+    for _ in range(4):
+        engine.process(call("s", "read_file"))
+    before = engine.snapshot("s")
+    assert isinstance(engine.would_trip(call("s", "read_file")), list)
+    assert engine.snapshot("s") == before
