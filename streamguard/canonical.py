@@ -46,6 +46,7 @@ _path_key_cache: dict[str, bool] = {}
 _PATH_KEY_CACHE_MAX = 4096
 
 EMPTY_ARGS = "{}"
+UNENCODABLE_ARGS = "<unencodable-args>"
 UNFINGERPRINTABLE = 0
 """Fingerprint of an empty or unencodable payload: absence of evidence, not a stall."""
 
@@ -82,9 +83,18 @@ def path_suffix_equivalent(a: str, b: str) -> bool:
     return a[len(a) - len(b) - 1] == "/"
 
 
+_JSON_SPACE = frozenset(" \t\n\r")
+
+
 def _as_object(args: Any) -> Any:
     """An argument string holding a JSON object is that object; anything else is itself."""
-    if isinstance(args, str) and args[:1] == "{":
+    if isinstance(args, str):
+        first = args[:1]
+        if first and first in _JSON_SPACE:
+            # JSON allows insignificant whitespace before the object.
+            first = args.lstrip(" \t\n\r")[:1]
+        if first != "{":
+            return args
         try:
             decoded = _json_decoder.decode(args)
         except msgspec.DecodeError:
@@ -118,7 +128,7 @@ def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> Canon
         try:
             return CanonicalArgs(_sorted_encoder.encode(obj).decode(), None)
         except (TypeError, ValueError, OverflowError):
-            return CanonicalArgs("<unencodable-args>", None)
+            return CanonicalArgs(UNENCODABLE_ARGS, None)
     paths: dict[str, str] | None = None
     copied = False
     if ignore_fields:
@@ -128,20 +138,24 @@ def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> Canon
                     obj = dict(obj)
                     copied = True
                 del obj[field]
+    changed = False
     for key, value in obj.items():
-        if isinstance(value, str) and is_path_key(key):
+        if isinstance(value, str) and isinstance(key, str) and is_path_key(key):
             cleaned = clean_path(value)
             if paths is None:
                 paths = {}
             paths[key] = cleaned
-    if paths:
+            if cleaned != value:
+                changed = True
+    if changed:
         if not copied:
             obj = dict(obj)
         obj.update(paths)
     try:
         text = _sorted_encoder.encode(obj).decode()
     except (TypeError, ValueError, OverflowError):
-        text = "<unencodable-args>"
+        # No JSON text to compare the other keys against: exact match only.
+        return CanonicalArgs(UNENCODABLE_ARGS, None)
     return CanonicalArgs(text, paths)
 
 
@@ -155,7 +169,33 @@ def args_equivalent(a: CanonicalArgs, b: CanonicalArgs) -> bool:
         if not path_suffix_equivalent(value, b.paths[key]):
             return False
     # Every path key is suffix-equivalent; the remaining keys must match exactly.
-    return _without(a, a.paths) == _without(b, b.paths)
+    try:
+        return _same_json(_without(a, a.paths), _without(b, b.paths))
+    except RecursionError:  # absurdly deep nesting: refuse to call it a repeat
+        return False
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Exact equality of two decoded JSON values.
+
+    Plain ``==`` is not enough in Python: ``True == 1`` and ``False == 0``,
+    so ``{"recursive": true}`` would equal ``{"recursive": 1}``. Booleans
+    therefore only equal booleans; numbers compare by value (``5`` equals
+    ``5.0``, as after any JSON round trip through a float).
+    """
+    if type(a) is bool or type(b) is bool:
+        return a is b
+    if isinstance(a, dict):
+        if not isinstance(b, dict) or a.keys() != b.keys():
+            return False
+        return all(_same_json(value, b[key]) for key, value in a.items())
+    if isinstance(a, list):
+        if not isinstance(b, list) or len(a) != len(b):
+            return False
+        return all(map(_same_json, a, b))
+    if isinstance(b, (dict, list)):
+        return False
+    return bool(a == b)
 
 
 def _without(args: CanonicalArgs, keys: Mapping[str, str]) -> Any:
@@ -179,7 +219,8 @@ def restore_canonical(text: str) -> CanonicalArgs:
 
 def stable_hash(tool: str, canonical_text: str) -> int:
     """64-bit call key, stable across processes: ``tool NUL canonical-args``."""
-    data = f"{tool}\0{canonical_text}".encode()
+    # surrogatepass: a lone surrogate (possible from library callers) must not raise.
+    data = f"{tool}\0{canonical_text}".encode("utf-8", "surrogatepass")
     return int.from_bytes(blake2b(data, digest_size=8).digest(), "little")
 
 
@@ -217,10 +258,12 @@ def payload_size(result: Any) -> int:
 
 def truncate_middle(text: str, limit: int = 200) -> str:
     """Cut ``text`` to at most ``limit`` UTF-8 bytes, keeping both ends around ``…``."""
-    raw = text.encode()
+    raw = text.encode("utf-8", "surrogatepass")
     if len(raw) <= limit:
         return text
-    keep = max(limit - 3, 0)  # "…" is three bytes
+    if limit < 3:  # no room for the marker: a plain cut still honours the cap
+        return raw[: max(limit, 0)].decode(errors="ignore")
+    keep = limit - 3  # "…" is three bytes
     head = raw[: (keep + 1) // 2].decode(errors="ignore")
     tail = raw[len(raw) - keep // 2 :].decode(errors="ignore") if keep // 2 else ""
     return f"{head}…{tail}"

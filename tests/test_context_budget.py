@@ -105,7 +105,7 @@ def test_policy_rejects_unknown_tier_and_tier_above_ceiling():
 
     from streamguard.policy import PolicyError, parse_policy_set
 
-    with pytest.raises(PolicyError, match="context_budget.*huge"):
+    with pytest.raises(PolicyError, match=r"context_budget.*huge"):
         parse_policy_set('[[context_budget.model_tiers]]\nmatch = "x*"\ntier = "huge"\n')
     with pytest.raises(PolicyError, match="above hard_ceiling"):
         parse_policy_set("[context_budget]\nhard_ceiling = 0.5\n")
