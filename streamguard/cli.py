@@ -53,6 +53,14 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_config(args: argparse.Namespace) -> int:
+    if args.defaults:
+        from .policy import render_policy
+
+        sys.stdout.write(render_policy(load_policy_set(args.file).base if args.file else None))
+        return EXIT_OK
+    if args.file is None:
+        print("streamguard check-config: a policy FILE is required (or --defaults)", file=sys.stderr)
+        return EXIT_CONFIG
     policies = load_policy_set(args.file)
     from .watchdog import Watchdog
 
@@ -116,8 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--summary", action="store_true", help="print a JSON summary on stderr")
 
     check = sub.add_parser("check-config", help="validate a policy file")
-    check.add_argument("file")
+    check.add_argument("file", nargs="?")
     check.add_argument("--json", action="store_true")
+    check.add_argument(
+        "--defaults",
+        action="store_true",
+        help="print the complete effective policy as TOML (every default, or FILE merged onto them)",
+    )
 
     schema = sub.add_parser("schema", help="print the event contract's JSON Schemas")
     schema.add_argument("--family", choices=["all", "agent", "control", "output"], default="all")

@@ -242,3 +242,62 @@ def parse_policy_set(text: str, source: str = "<policy>") -> PolicySet:
 def load_policy(path: str | Path | None) -> Policy:
     """The base policy of a file (overrides ignored). Use :func:`load_policy_set` for fleets."""
     return load_policy_set(path).base
+
+
+# ------------------------------------------------------------------ printing
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return msgspec.json.encode(value).decode()  # JSON strings are valid TOML basic strings
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot render {type(value).__name__} as TOML")
+
+
+def _toml_key(key: str) -> str:
+    bare = key.replace("-", "").replace("_", "").isalnum()
+    return key if bare else msgspec.json.encode(key).decode()
+
+
+def _is_subtable(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value)
+
+
+def _is_table_array(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _emit_table(lines: list[str], path: list[str], table: dict[str, Any]) -> None:
+    simple = [(k, v) for k, v in table.items() if not _is_subtable(v) and not _is_table_array(v)]
+    if path:
+        lines.append("")
+        lines.append("[" + ".".join(_toml_key(p) for p in path) + "]")
+    for key, value in simple:
+        if value is None:
+            lines.append(f"# {_toml_key(key)} = (unset)")
+        else:
+            lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
+    for key, value in table.items():
+        if _is_subtable(value):
+            _emit_table(lines, [*path, key], value)
+        elif _is_table_array(value):
+            for item in value:
+                lines.append("")
+                lines.append("[[" + ".".join(_toml_key(p) for p in [*path, key]) + "]]")
+                for k, v in item.items():
+                    lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+
+
+def render_policy(policy: Policy | None = None) -> str:
+    """The policy as TOML: with no argument, every default, ready to copy and edit."""
+    data = msgspec.to_builtins(policy if policy is not None else Policy())
+    lines: list[str] = []
+    _emit_table(lines, [], data)
+    return "\n".join(lines).lstrip("\n") + "\n"
