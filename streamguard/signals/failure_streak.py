@@ -1,0 +1,165 @@
+"""``tool-failure-streak``: several tool results in a row came back as errors.
+
+What it catches
+    An agent that currently holds no tool-verified evidence about anything.
+    The motivating session was an agent that could not reach its cluster at
+    all, every call erroring, which then told the user the incident was
+    resolved. Its calls looked ordinary; only the outcomes showed the problem.
+    This signal therefore reads results, never calls, and it reads nothing but
+    the objective ``failed`` bit (a non-empty ``error``). It inspects no prose:
+    recognising an over-confident sentence would be a language heuristic posing
+    as a runtime guarantee. It covers the *evidence* half of that failure, not
+    the honesty half: a confident answer built on calls that all succeeded and
+    said nothing useful is out of its reach.
+
+Threshold: 3 consecutive failed results (clamped to at least 2)
+    One error is routine and two are common (a wrong path, then the right
+    one; a transient, then a retry). A third in a row with no success in
+    between means the agent has gone a stretch with zero evidence, which is
+    exactly when it is most tempted to narrate instead of report. Any result
+    that is not a failure resets the streak and re-arms the alert, and that
+    includes a result flagged ``no_op``: the tool answered, and an answer is
+    evidence. The streak ignores calls, text and turn boundaries. One alert
+    per streak, because under feedback a signal that re-emits on every further
+    failure leaks into the prompt over and over. Below 2 the signal would
+    fire on every single error, so the threshold is clamped there.
+
+Severity: warn
+    Under enforce a critical finding stops the agent, and unattended fleets
+    are exactly where enforce runs. An agent collecting permission denials
+    during a legitimate access probe fails several calls in a row on purpose;
+    halting it there would turn the guardrail into the outage. A failure
+    streak is an evidence problem, so it belongs in the operator log and,
+    under feedback, in the model's next turn. Runaway *behaviour* is already
+    critical through the argument-keyed loop detectors.
+
+Known false positives
+    Deliberate probing (RBAC checks, existence tests that are expected to
+    fail) and a dependency that is down for a while. Both cost one log line
+    and one paragraph of next-turn context; the guidance asks the model to
+    report what it could not check, which is the right outcome in both cases.
+
+State: the run length, up to ``threshold`` distinct tool names (each cut to
+64 bytes; real tool names are far shorter) and the last error cut to 200
+bytes. The names and the error stop being updated once the streak has
+alerted, since nothing else reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from msgspec import Meta, Struct, structs
+
+from ..canonical import truncate_middle
+from .base import Finding, ResultView, Signal, SignalConfig
+
+SIGNAL_ID = "tool-failure-streak"
+ERROR_LIMIT = 200  # bytes kept of the last error message
+NAME_LIMIT = 64  # bytes kept of a tool name
+
+
+class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``tool-failure-streak``."""
+
+    threshold: Annotated[int, Meta(ge=2)] = 3
+    """Consecutive failed results that trip the signal."""
+
+
+class State(Struct, tag=SIGNAL_ID, gc=False):
+    """Per-session state of ``tool-failure-streak``."""
+
+    run: int = 0
+    """Consecutive failed results so far."""
+    tools: list[str] = []
+    """Distinct tool names of the streak, at most ``threshold`` of them."""
+    last_error: str = ""
+    """The latest error of the streak, cut to 200 bytes."""
+
+
+def _as_int(value: Any, default: int) -> int:
+    """A configured number as an int; unusable raw values fall back to the default."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _cut(text: str, limit: int) -> str:
+    # len(text) * 4 bounds the UTF-8 size, so short strings skip the encode
+    return text if len(text) * 4 <= limit else truncate_middle(text, limit)
+
+
+def _names(tools: list[str]) -> str:
+    if not tools:
+        return "unknown tools"
+    return ", ".join(name or "unnamed tool" for name in tools)
+
+
+class ToolFailureStreak(Signal):
+    """Warns after ``threshold`` consecutive failed tool results."""
+
+    id = SIGNAL_ID
+    severity = "warn"
+    State = State
+    Config = Config
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        if config is not None and not isinstance(config, Config):
+            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
+        super().__init__(config)
+        threshold = max(2, _as_int(getattr(self.config, "threshold", 3), 3))
+        self.config = structs.replace(self.config, threshold=threshold)
+        self.threshold = threshold
+
+    def is_latched(self, state: Any) -> bool:
+        return state.run >= self.threshold
+
+    def on_result(self, state: Any, result: ResultView) -> Finding | None:
+        if self.exempt and result.tool in self.exempt:
+            return None
+        if not result.failed:
+            if state.run:
+                state.run = 0
+                state.tools.clear()
+                state.last_error = ""
+            return None
+        state.run += 1
+        threshold = self.threshold
+        if state.run > threshold:
+            return None  # already reported this streak
+        name = _cut(result.tool, NAME_LIMIT)
+        tools = state.tools
+        if name not in tools and len(tools) < threshold:
+            tools.append(name)
+        state.last_error = _cut(result.error or "", ERROR_LIMIT)
+        if state.run < threshold:
+            return None
+        return self._finding(state)
+
+    def _finding(self, state: Any) -> Finding:
+        count = state.run
+        names = _names(state.tools)
+        return Finding(
+            signal=self.id,
+            severity=self.severity,
+            scope=self.scope,
+            reason=(
+                f"{count} tool results in a row failed ({names}); last error: "
+                f"{state.last_error!r}. The agent has no tool-verified evidence at the "
+                "moment: treat any claim in its next answer that something is healthy "
+                "or fixed as unconfirmed until a call succeeds."
+            ),
+            guidance=(
+                f"Your last {count} tool calls ({names}) all returned errors, so nothing "
+                "you have concluded since then has been verified. Do not describe "
+                "anything as healthy, fixed or resolved. Either find a call that works, "
+                "or tell the user plainly what you could not check, and stop there."
+            ),
+            detail={
+                "count": count,
+                "threshold": self.threshold,
+                "tools": [name or "unnamed tool" for name in state.tools],
+                "last_error": state.last_error,
+            },
+        )

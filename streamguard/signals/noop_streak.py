@@ -1,0 +1,170 @@
+"""``no-op-streak``: several tool results in a row said, themselves, that they changed nothing.
+
+What it catches
+    A loop on a tool that keeps refusing to act. The recorded case (#905) is
+    a session with sixteen ``mark_task_done`` calls, thirteen of them answered
+    "already recorded for this turn", split 7 + 6 by a single read in between.
+    The tool-side fix was working — every rejection was the tool doing its
+    job — and yet every call-keyed detector stayed quiet: the arguments were
+    reworded free text, and the name detector needs fifteen same-name calls in
+    a row where the trace offered seven and then six. Nothing was reading the
+    rejections. This signal reads them: the result's ``no_op``
+    flag, which a tool sets explicitly (the agent runtime forwards it; no prose
+    is ever parsed). Arguments never matter and the streak spans tools: three
+    inert calls spread over two idempotent tools are no less stuck.
+
+Threshold: 3 consecutive no-op results (clamped to at least 2)
+    A no-op is a confession, not an inference, so it needs no statistical
+    margin: the tool itself has said the call was pointless. Two in a row can
+    still be a harmless double check; three cannot. At 1 every idempotent write
+    in the fleet would raise an alert, hence the clamp at 2. Any result without
+    the flag ends the streak and re-arms the alert — including a failure,
+    because "nothing needed doing" and "something needed doing and did not
+    happen" are opposite claims, and the second one has its own signal
+    (``tool-failure-streak``). For the same reason a result that is both failed
+    and flagged counts as a failure here, not as a no-op. One alert per streak:
+    the 7 + 6 trace raises two, because the interleaved read really did end one
+    loop and the model really did start another.
+
+Severity: critical, scope ``turn``
+    The two result readers are split by what a halt costs. A failure streak
+    may be a legitimate probe still collecting answers; a no-op streak has
+    nothing in flight — each call in it has reported that it did nothing. A
+    warn would not have stopped the recorded loop, which ran until a human
+    interrupted it. But the evidence never reaches beyond the turn: the streak
+    resets on any productive result, so the calls it counts are consecutive
+    and belong to one turn, and cutting that turn ends the loop as completely
+    as halting the session would. Halting the session for it turned an
+    operator's ordinary refusal (answered by the model recording the denial
+    again and again) into a manual reset every time. So the finding is
+    turn-scoped; a model that restarts the loop on every fresh turn is left to
+    the watchdog's escalation after consecutive cut turns.
+
+    This signal does not defer to the argument-keyed loop detectors: they read
+    calls and cannot know that a result came back inert, so five identical
+    no-op calls raise both this and ``repeated-tool-call``. Under enforce this
+    one trips first and the halt is idempotent.
+
+Known false positives
+    A deliberately idempotent workflow: three converge-to-desired-state calls
+    in a row that all find nothing to do. That is why the flag is opt-in per
+    tool — a tool whose no-ops are ordinary (deleting a file that is already
+    gone during a cleanup sweep) should not set it, or can be listed in
+    ``exempt_tools``.
+
+State: the run length and up to ``threshold`` distinct tool names (each cut
+to 64 bytes; real tool names are far shorter) for the guidance. Nothing is recorded once the streak has
+alerted.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from msgspec import Meta, Struct, structs
+
+from ..canonical import truncate_middle
+from .base import Finding, ResultView, Signal, SignalConfig
+
+SIGNAL_ID = "no-op-streak"
+NAME_LIMIT = 64  # bytes kept of a tool name
+
+
+class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``no-op-streak``."""
+
+    threshold: Annotated[int, Meta(ge=2)] = 3
+    """Consecutive no-op results that trip the signal."""
+
+
+class State(Struct, tag=SIGNAL_ID, gc=False):
+    """Per-session state of ``no-op-streak``."""
+
+    run: int = 0
+    """Consecutive no-op results so far."""
+    tools: list[str] = []
+    """Distinct tool names of the streak, at most ``threshold`` of them."""
+
+
+def _as_int(value: Any, default: int) -> int:
+    """A configured number as an int; unusable raw values fall back to the default."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _names(tools: list[str]) -> str:
+    if not tools:
+        return "unknown tools"
+    return ", ".join(name or "unnamed tool" for name in tools)
+
+
+class NoOpStreak(Signal):
+    """Turn-scoped critical after ``threshold`` consecutive results flagged ``no_op``."""
+
+    id = SIGNAL_ID
+    severity = "critical"
+    scope = "turn"
+    State = State
+    Config = Config
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        if config is not None and not isinstance(config, Config):
+            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
+        super().__init__(config)
+        threshold = max(2, _as_int(getattr(self.config, "threshold", 3), 3))
+        self.config = structs.replace(self.config, threshold=threshold)
+        self.threshold = threshold
+
+    def is_latched(self, state: Any) -> bool:
+        return state.run >= self.threshold
+
+    def on_result(self, state: Any, result: ResultView) -> Finding | None:
+        if self.exempt and result.tool in self.exempt:
+            return None
+        if not result.no_op or result.failed:
+            if state.run:
+                state.run = 0
+                state.tools.clear()
+            return None
+        state.run += 1
+        threshold = self.threshold
+        if state.run > threshold:
+            return None  # already reported this streak
+        name = result.tool
+        if len(name) * 4 > NAME_LIMIT:  # only then can it exceed the byte limit
+            name = truncate_middle(name, NAME_LIMIT)
+        tools = state.tools
+        if name not in tools and len(tools) < threshold:
+            tools.append(name)
+        if state.run < threshold:
+            return None
+        return self._finding(state)
+
+    def _finding(self, state: Any) -> Finding:
+        count = state.run
+        names = _names(state.tools)
+        return Finding(
+            signal=self.id,
+            severity=self.severity,
+            scope=self.scope,
+            reason=(
+                f"{count} tool results in a row reported that they changed nothing "
+                f"({names}). This is the tools' own statement about their results, not "
+                "an inference: the agent keeps asking for a state that already holds. "
+                "If the same loop returns on every new turn, interrupt the session; if "
+                "these tools report no-ops as part of normal work, exempt them in the policy."
+            ),
+            guidance=(
+                f"Your last {count} calls ({names}) each came back saying they changed "
+                "nothing: what you asked for was already the case. Stop calling them. "
+                "Say what you still owe the user, or end the turn with a reply instead "
+                "of another tool call."
+            ),
+            detail={
+                "count": count,
+                "threshold": self.threshold,
+                "tools": [name or "unnamed tool" for name in state.tools],
+            },
+        )

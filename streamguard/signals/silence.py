@@ -1,0 +1,147 @@
+"""``tools-without-text``: many tool calls have gone by without the agent saying a word.
+
+What it catches
+    Grinding in silence. Every other detector asks a question about the calls
+    or their results — is this call identical to the last, does the window
+    have a period, does one name dominate, did they all fail, did the tools
+    say they did nothing, is the data already known — and each comparison has
+    an evasion: rewording beats the argument-keyed ones, success beats the
+    failure streak, a tool that never sets ``no_op`` beats the no-op streak,
+    genuinely different answers beat the stall detector. This one compares
+    nothing. It counts tool calls since the agent last spoke, and the only
+    way to evade it is to talk, which is the behaviour wanted. Silence is the
+    one property every recorded runaway shares: the re-read loop, the
+    alternation, the interleaved dominant call and the thirteen rejected
+    checkpoint calls all ran without a word of assistant text.
+
+    Only the agent's own speech re-arms it: non-whitespace assistant text. Not
+    tool output (the runtime talking), not injected notes or this watchdog's
+    feedback (us talking), not reasoning the provider marks as private — a
+    trace nobody is shown does not tell anyone anything. The watchdog applies
+    that filter and calls ``on_text`` only for real speech, which resets the
+    count completely. Results and turn boundaries do not: a turn that ended in
+    silence carries its count into the next one. Parallel calls count one by
+    one.
+
+Threshold: 12 calls (clamped to at least 2), measured rather than guessed
+    An early design guessed 15. The number shipped was taken from a committed
+    corpus of 64 archived infrastructure-triage sessions, real runs against a
+    live cluster that were all judged good: the longest stretch of calls
+    without assistant text was 10, the 95th percentile 5 and the median 2
+    (the count runs across turn markers, just as the signal does). 12 clears
+    the observed maximum by a fifth and still fires before the recorded
+    fifteen-call checkpoint loop ends. The margin is kept honest by a gate:
+    the default must stay above the corpus maximum and within three times it,
+    and every trace in the corpus must stay silent. One alert per silent run;
+    the next speech re-arms it.
+
+Severity: warn — the least close call of all
+    All it knows is that a counter got large. A deep but legitimate sweep and
+    a runaway are the same observation to it, so it never halts. Under
+    feedback it costs a working agent one paragraph and gives a stuck one the
+    only nudge that has stopped these loops without a human. The note is
+    withdrawn (``withdrawn_by_text``) if the agent speaks after the trip and
+    before the note is delivered: the silence it describes is over. The
+    operator log and metrics still count the trip.
+
+Known false positives
+    Long silent sweeps. The corpus is cluster triage; a twelve-call silent
+    walk through a code base is far more plausible, and an operator who sees
+    this fire on one should raise the threshold rather than treat it as a
+    finding. A stream that never carries the agent's text at all looks like
+    one endless silent run: it trips once, early, in every session and never
+    re-arms, so such a source should disable the signal.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from msgspec import Meta, Struct, structs
+
+from ..canonical import truncate_middle
+from ..events import Text
+from .base import CallView, Finding, Signal, SignalConfig
+
+SIGNAL_ID = "tools-without-text"
+
+CORPUS_LONGEST_SILENT_RUN = 10
+"""Longest textless run of calls in the reference corpus of 64 good sessions."""
+
+
+class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``tools-without-text``."""
+
+    threshold: Annotated[int, Meta(ge=2)] = 12
+    """Tool calls without assistant speech that trip the signal."""
+
+
+class State(Struct, tag=SIGNAL_ID, gc=False):
+    """Per-session state of ``tools-without-text``."""
+
+    calls: int = 0
+    """Tool calls since the agent last spoke."""
+
+
+def _as_int(value: Any, default: int) -> int:
+    """A configured number as an int; unusable raw values fall back to the default."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+class ToolsWithoutText(Signal):
+    """Warns after ``threshold`` tool calls without a word from the agent."""
+
+    id = SIGNAL_ID
+    severity = "warn"
+    State = State
+    Config = Config
+    withdrawn_by_text = True
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        if config is not None and not isinstance(config, Config):
+            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
+        super().__init__(config)
+        threshold = max(2, _as_int(getattr(self.config, "threshold", 12), 12))
+        self.config = structs.replace(self.config, threshold=threshold)
+        self.threshold = threshold
+
+    def is_latched(self, state: Any) -> bool:
+        return state.calls >= self.threshold
+
+    def on_call(self, state: Any, call: CallView) -> Finding | None:
+        if self.exempt and call.tool in self.exempt:
+            return None
+        state.calls += 1
+        if state.calls == self.threshold:
+            return self._finding(state, call.tool)
+        return None
+
+    def on_text(self, state: Any, event: Text) -> Finding | None:
+        state.calls = 0
+        return None
+
+    def _finding(self, state: Any, tool: str) -> Finding:
+        count = state.calls
+        label = truncate_middle(tool, 200) if tool else "unnamed tool"
+        return Finding(
+            signal=self.id,
+            severity=self.severity,
+            scope=self.scope,
+            reason=(
+                f"{count} tool calls since the agent last wrote anything (latest: "
+                f"{label!r}); nothing has been reported. Every recorded runaway looks "
+                "like this, and so does a long sweep, so this only warns. If this "
+                "workload sweeps silently by design, raise the threshold in the policy."
+            ),
+            guidance=(
+                "The person you are working for cannot see your tool calls, only what "
+                f"you write, and you have made {count} of them (the latest to {label}) "
+                "without a word. Say where you are and what you have found so far. If "
+                "you are not converging, say what you were trying to establish, what you "
+                "observed and what you need. Do not carry on in silence."
+            ),
+            detail={"count": count, "threshold": self.threshold, "tool": label},
+        )

@@ -1,0 +1,250 @@
+from __future__ import annotations
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamguard.signals.base import SignalConfig, overrides
+from streamguard.signals.silence import CORPUS_LONGEST_SILENT_RUN, Config, State, ToolsWithoutText
+from tests.harness import Driver
+
+OPERATOR_WORDS = ("threshold", "policy", "operator", "/interrupt", "reset", "exempt", "--")
+
+
+def driver(threshold: int | None = None, **config: object) -> Driver:
+    if threshold is not None:
+        config["threshold"] = threshold
+    return Driver(ToolsWithoutText(Config(**config)))
+
+
+def calls(d: Driver, count: int, tool: str = "read_file") -> list[int]:
+    """Make ``count`` calls; return the 1-based positions that tripped."""
+    hits = []
+    for i in range(count):
+        if d.call(tool, {"path": f"f{i}.go"}) is not None:
+            hits.append(i + 1)
+    return hits
+
+
+# --------------------------------------------------------------------- identity
+
+
+def test_identity_and_defaults() -> None:
+    signal = ToolsWithoutText()
+    assert signal.id == "tools-without-text"
+    assert signal.severity == "warn"
+    assert signal.scope == "session"
+    assert signal.threshold == 12
+    assert signal.withdrawn_by_text is True
+    assert signal.defers_to == ()
+    assert isinstance(signal.new_state(), State)
+    assert State.__struct_config__.tag == "tools-without-text"
+    assert overrides(signal, "on_call") and overrides(signal, "on_text")
+    # results and turn boundaries never reach it
+    for hook in ("on_result", "on_turn_start", "on_turn_end"):
+        assert not overrides(signal, hook)
+
+
+def test_default_clears_the_recorded_corpus_with_margin() -> None:
+    default = Config().threshold
+    assert default > CORPUS_LONGEST_SILENT_RUN
+    assert default <= 3 * CORPUS_LONGEST_SILENT_RUN
+
+
+# --------------------------------------------------------------------- counts at threshold 5
+
+
+def test_four_calls_silent_fifth_trips() -> None:
+    d = driver(5)
+    assert calls(d, 4) == []
+    finding = d.call("grep", {"pattern": "TODO"})
+    assert finding is not None
+    assert finding.signal == "tools-without-text"
+    assert finding.severity == "warn"
+    assert finding.detail == {"count": 5, "threshold": 5, "tool": "grep"}
+
+
+def test_text_in_between_resets() -> None:
+    d = driver(5)
+    calls(d, 4)
+    d.text("found the handler, checking its callers")
+    assert calls(d, 4) == []
+
+
+def test_whitespace_is_not_speech() -> None:
+    # The watchdog filters whitespace-only text and never calls on_text for it,
+    # so from the signal's point of view the run simply continues.
+    d = driver(5)
+    calls(d, 4)
+    assert calls(d, 1) == [1]
+
+
+def test_twenty_calls_one_alert() -> None:
+    d = driver(5)
+    assert calls(d, 20) == [5]
+
+
+def test_text_rearms() -> None:
+    d = driver(5)
+    assert calls(d, 5) == [5]
+    d.text("update")
+    assert calls(d, 5) == [5]
+    assert len(d.findings) == 2
+
+
+def test_results_and_turn_boundaries_do_not_reset() -> None:
+    d = driver(5)
+    for _ in range(2):
+        calls(d, 1)
+        d.result("read_file", result="package main")
+    d.turn_end()
+    d.turn_start()
+    calls(d, 2)
+    d.result("read_file", error="boom")
+    assert calls(d, 1) == [1]
+
+
+def test_reset_clears_the_run() -> None:
+    d = driver(5)
+    calls(d, 4)
+    d.reset()
+    assert calls(d, 4) == []
+
+
+def test_is_latched_follows_the_run() -> None:
+    d = driver(5)
+    calls(d, 4)
+    assert not d.signal.is_latched(d.state)
+    calls(d, 1)
+    assert d.signal.is_latched(d.state)
+    calls(d, 3)
+    assert d.signal.is_latched(d.state)
+    d.text()
+    assert not d.signal.is_latched(d.state)
+
+
+# --------------------------------------------------------------------- default threshold
+
+
+def test_default_twelve_distinct_silent_tools_one_alert() -> None:
+    d = driver()
+    for i in range(11):
+        assert d.call(f"tool_{i}", {"n": i}) is None
+    assert d.call("tool_11", {"n": 11}) is not None
+    for i in range(12, 30):
+        d.call(f"tool_{i}", {"n": i})
+    assert len(d.findings) == 1
+
+
+def test_default_speech_halfway_is_silent() -> None:
+    d = driver()
+    for i in range(6):
+        d.call(f"tool_{i}")
+    d.text("halfway: nodes look healthy, checking pods next")
+    for i in range(6, 12):
+        d.call(f"tool_{i}")
+    assert d.findings == []
+
+
+# --------------------------------------------------------------------- text
+
+
+def test_texts() -> None:
+    d = driver(3)
+    calls(d, 2, "list_pods")
+    finding = d.call("describe_pod", {"name": "web-0"})
+    assert finding is not None
+    assert "3 tool calls" in finding.reason
+    assert finding.severity == "warn"
+    assert "describe_pod" in finding.guidance
+    lowered = finding.guidance.lower()
+    for word in OPERATOR_WORDS:
+        assert word not in lowered
+
+
+def test_unnamed_and_long_tool_names() -> None:
+    d = driver(2)
+    d.call("")
+    finding = d.call("")
+    assert finding is not None and "unnamed tool" in finding.guidance
+    d.text()
+    d.call("x" * 5000)
+    finding = d.call("x" * 5000)
+    assert finding is not None
+    assert len(finding.detail["tool"].encode()) <= 200
+
+
+# --------------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize(("raw", "effective"), [(-3, 2), (0, 2), (1, 2), (2, 2), (30, 30)])
+def test_threshold_clamp(raw: int, effective: int) -> None:
+    signal = ToolsWithoutText(Config(threshold=raw))
+    assert signal.threshold == effective
+    assert signal.config.threshold == effective
+
+
+def test_clamp_one_trips_on_second_call() -> None:
+    d = driver(1)
+    assert calls(d, 2) == [2]
+
+
+@pytest.mark.parametrize(("raw", "effective"), [("abc", 12), (None, 12), ("4", 4), (4.9, 4), (True, 2)])
+def test_raw_config_values_from_direct_construction(raw: object, effective: int) -> None:
+    # msgspec does not validate on direct construction; the signal must cope
+    assert ToolsWithoutText(Config(threshold=raw)).threshold == effective  # type: ignore[arg-type]
+
+
+def test_policy_validation_rejects_out_of_range() -> None:
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"threshold": 1}, Config)
+    assert msgspec.convert({"threshold": 20}, Config).threshold == 20
+
+
+def test_plain_signal_config_is_accepted() -> None:
+    assert ToolsWithoutText(SignalConfig()).threshold == 12
+
+
+def test_exempt_tools_are_not_counted() -> None:
+    d = driver(3, exempt_tools=["heartbeat"])
+    calls(d, 2)
+    assert calls(d, 10, "heartbeat") == []
+    assert calls(d, 1) == [1]
+
+
+def test_state_stays_small_and_round_trips() -> None:
+    d = driver()
+    calls(d, 10_000)
+    assert len(msgspec.msgpack.encode(d.state)) <= 64
+    d.state = msgspec.msgpack.decode(msgspec.msgpack.encode(d.state), type=State)
+    assert d.state.calls == 10_000
+
+
+# --------------------------------------------------------------------- invariant
+
+
+@given(
+    st.lists(st.sampled_from(["call", "text", "result", "turn"]), max_size=80),
+    st.integers(min_value=-1, max_value=8),
+)
+def test_one_alert_per_silent_run_at_least_threshold(events: list[str], raw: int) -> None:
+    d = driver(raw)
+    threshold = max(2, raw)
+    run = 0
+    expected = 0
+    for event in events:
+        if event == "call":
+            d.call("read_file")
+            run += 1
+            if run == threshold:
+                expected += 1
+        elif event == "text":
+            d.text()
+            run = 0
+        elif event == "result":
+            d.result("read_file", result="x")
+        else:
+            d.turn_start()
+        assert d.signal.is_latched(d.state) == (run >= threshold)
+    assert len(d.findings) == expected
