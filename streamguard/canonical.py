@@ -139,8 +139,14 @@ def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> Canon
                     copied = True
                 del obj[field]
     changed = False
+    known = _path_key_cache.get
     for key, value in obj.items():
-        if isinstance(value, str) and isinstance(key, str) and is_path_key(key):
+        if not isinstance(value, str) or not isinstance(key, str):
+            continue
+        path_key = known(key)
+        if path_key is None:
+            path_key = is_path_key(key)
+        if path_key:
             cleaned = clean_path(value)
             if paths is None:
                 paths = {}
@@ -242,6 +248,20 @@ def fingerprint_payload(result: Any, digest: str | None = None) -> int:
             return UNFINGERPRINTABLE
     value = int.from_bytes(blake2b(data, digest_size=8).digest(), "little")
     return value or 1
+
+
+def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, int]:
+    """``(fingerprint_payload(result, digest), payload_size(result))``, encoding once."""
+    if digest or result is None or isinstance(result, str):
+        return fingerprint_payload(result, digest), payload_size(result)
+    try:
+        data = _sorted_encoder.encode(result)
+    except (TypeError, ValueError, OverflowError):
+        return UNFINGERPRINTABLE, 0
+    if result == "" or result == {} or result == []:
+        return UNFINGERPRINTABLE, len(data)
+    value = int.from_bytes(blake2b(data, digest_size=8).digest(), "little")
+    return value or 1, len(data)
 
 
 def payload_size(result: Any) -> int:

@@ -1,0 +1,211 @@
+"""``alternating-tool-cycle``: a short sequence of calls replayed lap after lap.
+
+What it catches
+    The loop the consecutive-repeat detector cannot see because no call ever
+    follows itself: ``list_agents → check_agent → list_agents → check_agent``,
+    or ``read → grep → test`` over and over, each lap with unchanged
+    arguments. On every call it scans periods ``p`` from 2 to ``max_period``
+    and takes the shortest one for which the last ``p × laps`` call keys are
+    ``laps`` copies of one ``p``-call block. Keys are the hashed cleaned form
+    (``./main.go`` and ``main.go`` are one call); the repeat detector's path
+    suffix relation is not transitive and so cannot key a history.
+
+    A block made of one call repeated is skipped: that is a plain repeat and
+    belongs to ``repeated-tool-call`` (one behaviour, one alert). The block is
+    fingerprinted by its lexicographically smallest rotation, so ``a → b`` and
+    ``b → a`` are the same pattern and raise one alert between them. The latch
+    clears as soon as no period matches; the same cycle resuming afterwards
+    for fresh laps is reported again.
+
+Threshold
+    Three laps (``laps``) of a block of period 2 to 4 (``max_period``): six
+    calls for ``a → b``, nine for a period of three, twelve for four. Going
+    over a short sequence twice is how exploration looks (open a file, search
+    it, open the next, search again), so two laps never count; a third pass
+    with unchanged arguments can only fetch what the first two already
+    returned. Periods above ``max_period`` are never examined;
+    ``dominant-tool-call`` covers long, lopsided loops. Both values are
+    clamped to at least 2 (two laps are the fewest that can show a
+    repetition). Both are also capped at 8, which the reference does not do:
+    the history the session keeps for this signal is their product, and it
+    must stay small.
+
+Severity
+    Critical, session scope: every lap is argument-for-argument the previous
+    one, so the agent provably learns nothing from the next lap.
+
+Known false positives
+    A polling loop written by hand as alternating calls (check, wait, check,
+    wait). ``wait_and_verify`` exists for that; deployments that poll this way
+    on purpose can exempt the polling tools or switch the signal off in the
+    policy.
+
+The signal keeps no history of its own: it reads the session's shared ring
+(``CallView.history``) and only remembers how many of its entries belong to it
+(so a reset drops a half-built cycle) plus the last ``max_period`` tool names
+for the alert text. With ``exempt_tools`` set it keeps its own short ring,
+because an exempt call must be invisible and the shared ring still holds it.
+"""
+
+from __future__ import annotations
+
+from sys import intern
+from typing import Annotated, Any
+
+from msgspec import Meta, Struct
+from msgspec.structs import replace
+
+from .base import CallView, Finding, Signal, SignalConfig
+
+SIGNAL_ID = "alternating-tool-cycle"
+MAX_PERIOD_LIMIT = 8
+LAPS_LIMIT = 8
+
+
+def _clamp(value: Any, default: int, low: int, high: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = default
+    return min(max(number, low), high)
+
+
+def smallest_rotation(block: list[int]) -> list[int]:
+    """The rotation of ``block`` that sorts first (the pattern's fingerprint)."""
+    best = block
+    for start in range(1, len(block)):
+        candidate = block[start:] + block[:start]
+        if candidate < best:
+            best = candidate
+    return list(best)
+
+
+def _repeats(history: list[int], period: int, span: int) -> bool:
+    """Whether the last ``span`` keys are copies of the last ``period`` keys."""
+    # Shifting the stretch by one period must give the stretch back.
+    return history[-span:-period] == history[period - span :]
+
+
+class AlternatingToolCycle(Signal):
+    """Trips when a non-uniform block of 2..``max_period`` calls repeats ``laps`` times."""
+
+    id = SIGNAL_ID
+    severity = "critical"
+    scope = "session"
+
+    class Config(SignalConfig, kw_only=True):
+        """Policy table of ``alternating-tool-cycle``."""
+
+        max_period: Annotated[int, Meta(ge=2, le=MAX_PERIOD_LIMIT)] = 4
+        """Longest block length examined (periods start at 2)."""
+        laps: Annotated[int, Meta(ge=2, le=LAPS_LIMIT)] = 3
+        """Consecutive copies of the block that trip the signal."""
+
+    class State(Struct, tag=SIGNAL_ID, gc=False):
+        """Per-session state: a few ints and the last ``max_period`` tool names."""
+
+        seen: int = 0
+        """Calls observed since the last reset, capped at the history needed."""
+        pattern: list[int] = []
+        """Fingerprint of the latched cycle (empty: not latched)."""
+        names: list[str] = []
+        """Tool names of the most recent calls, oldest first (at most ``max_period``)."""
+        ring: list[int] = []
+        """Own key history, used only when the policy exempts tools."""
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        super().__init__(config)
+        self.max_period: int = _clamp(getattr(self.config, "max_period", 4), 4, 2, MAX_PERIOD_LIMIT)
+        self.laps: int = _clamp(getattr(self.config, "laps", 3), 3, 2, LAPS_LIMIT)
+        self.need: int = self.max_period * self.laps
+        self._spans = tuple((p, p * self.laps) for p in range(2, self.max_period + 1))
+
+    def history_needed(self) -> int:
+        return 0 if self.exempt else self.need
+
+    def is_latched(self, state: Any) -> bool:
+        return bool(state.pattern)
+
+    def on_call(self, state: Any, call: CallView) -> Finding | None:
+        key = call.key
+        if self.exempt:
+            if call.tool in self.exempt:
+                return None
+            history = state.ring
+            history.append(key)
+            if len(history) > self.need:
+                del history[0]
+            available = len(history)
+        else:
+            history = call.history
+            if state.seen < self.need:
+                state.seen += 1
+            available = state.seen
+            if len(history) < available:
+                available = len(history)
+        names = state.names
+        names.append(intern(call.tool))  # shared, not one copy per session
+        if len(names) > self.max_period:
+            del names[0]
+
+        for period, span in self._spans:
+            if span > available:
+                break
+            # Cheapest rejection first: this call against its echo one lap back.
+            if history[-1 - period] != key or not _repeats(history, period, span):
+                continue
+            block = history[-period:]
+            if block.count(key) == period:
+                continue  # one call repeated: repeated-tool-call's to report
+            pattern = smallest_rotation(block)
+            if pattern == state.pattern:
+                return None
+            state.pattern = pattern
+            return self._finding(names[-period:], period)
+        if state.pattern:
+            state.pattern = []
+        return None
+
+    def would_trip(self, state: Any, call: CallView) -> bool:
+        """Whether ``call``, observed next, would find this signal tripped (state untouched).
+
+        For a caller that gates a call before running it. A behaviour that was
+        already reported still counts: the latch is ignored, so every call that
+        continues a reported loop answers ``True``.
+        """
+        if call.tool in self.exempt:
+            return False
+        probe = replace(state, pattern=[], names=list(state.names), ring=list(state.ring))
+        return self.on_call(probe, call) is not None
+
+    def _finding(self, tools: list[str], period: int) -> Finding:
+        sequence = " → ".join(tools)
+        laps = self.laps
+        reason = (
+            f"The agent ran the same {period}-call sequence ({sequence}) {laps} times in a "
+            "row with unchanged arguments on every lap. No single call repeats back to back, "
+            "so the consecutive-repeat check cannot see this loop. Interrupt the agent "
+            "(/interrupt); the cost ceiling remains the hard backstop. If this is a "
+            "hand-rolled poll, wait_and_verify is the supported way to wait."
+        )
+        guidance = (
+            f"You have gone through the same sequence of {period} calls ({sequence}) {laps} "
+            "times with unchanged arguments. Every lap fed in what the previous lap fed in, so "
+            "it could only hand back what you already had. Step out of the pattern: act on "
+            "the results you hold, alter an argument or a tool, or stop and explain what you "
+            "need in order to continue."
+        )
+        return Finding(
+            signal=SIGNAL_ID,
+            severity="critical",
+            scope="session",
+            reason=reason,
+            guidance=guidance,
+            detail={
+                "period": period,
+                "laps": laps,
+                "calls": period * laps,
+                "tools": list(tools),
+                "max_period": self.max_period,
+            },
+        )

@@ -1,0 +1,258 @@
+"""``dominant-tool-call``: one call crowding out everything else in a window.
+
+What it catches
+    The loop that falls between the other two argument-keyed detectors: the
+    agent issues mostly one call, with the odd other call wedged in. Each
+    interleave restarts the consecutive-repeat count, and the cycle detector
+    sees a nearly uniform block and leaves it alone, so a loop that is plainly
+    stuck after a handful of calls can run for dozens. Density does not care
+    where the interleaves fall: the signal looks at the last ``window`` call
+    keys (the hashed cleaned form, as the cycle detector uses) and finds the
+    most frequent key, ties going to the key that first appears earliest in
+    the window.
+
+Threshold
+    8 of the last 12 (``threshold`` of ``window``). When two calls in three
+    fetch an answer the agent already holds, the work has stalled; a window
+    of 12 reaches that verdict within the first dozen calls of a loop, however
+    the interleaves fall. The window counts as soon as it holds enough calls:
+    ``a×4 b`` repeated trips at call 9. Window and threshold are clamped to
+    at least 2 and the threshold to at most the window; the window is also
+    capped at 64 (not in the reference) to keep the session's history small.
+
+    The signal stands down, keeping its latch, while another detector owns
+    the window, so one behaviour raises one alert:
+
+    * run deference (``defer_run``, default 5, the repeat threshold): the
+      dominant key has a consecutive run of at least that length *inside the
+      current window*. Once the run slides out, density may fire
+      (``a×5 b a a c a a d a a`` trips at call 13);
+    * cycle deference (``defer_cycle_period``, default 4, the cycle
+      detector's longest period): the whole window repeats a block of period
+      2 up to that value (shorter than the window) that is not one call
+      repeated. ``a a b`` repeated is the cycle detector's, found at call 9,
+      before density could reach 8; ``a a a a b`` (period 5) is this one's.
+
+    Either deference is switched off with 0 (for a policy that runs this
+    signal without the detector it defers to). The latch is keyed on the
+    dominant call and clears when the top count drops below the threshold,
+    which in practice takes a window of other work; the same loop then alerts
+    again.
+
+Severity
+    Critical, session scope, like the other argument-keyed loop detectors and
+    for their reason: the dominant call's arguments are equivalent every time,
+    so its answers are too.
+
+Known false positives
+    A hand-rolled poll with other calls interleaved. Without the interleaves
+    such a poll would meet ``repeated-tool-call`` after five calls anyway, so
+    density adds little exposure for polling; ``wait_and_verify`` is the
+    supported way to wait.
+
+Cost: the signal reads the session's shared history ring. While no key in
+the window has reached the threshold, only the current key can cross it, so a
+call costs one ``list.count`` over the window; the full count (and the
+deference scans) runs only when a key is at or above the threshold. With
+``exempt_tools`` set it keeps its own ring, because an exempt call must be
+invisible and the shared ring still holds it.
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from sys import intern
+from typing import Annotated, Any
+
+from msgspec import Meta, Struct
+from msgspec.structs import replace
+
+from ..canonical import truncate_middle
+from .base import CallView, Finding, Signal, SignalConfig
+
+SIGNAL_ID = "dominant-tool-call"
+ARGS_LIMIT = 200
+"""Bytes of arguments kept for alert text (the counting key is never truncated)."""
+WINDOW_LIMIT = 64
+
+_second = itemgetter(1)
+
+
+def _as_int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def longest_run(window: list[int], key: int) -> int:
+    """Length of the longest consecutive stretch of ``key`` in ``window``."""
+    best = run = 0
+    for item in window:
+        if item == key:
+            run += 1
+            if run > best:
+                best = run
+        else:
+            run = 0
+    return best
+
+
+def periodic(window: list[int], max_period: int) -> bool:
+    """Whether ``window`` repeats a non-uniform block of period 2..``max_period`` (< its length)."""
+    size = len(window)
+    for period in range(2, min(max_period, size - 1) + 1):
+        if all(window[i] == window[i + period] for i in range(size - period)):
+            first = window[0]
+            if any(window[i] != first for i in range(1, period)):
+                return True
+    return False
+
+
+class DominantToolCall(Signal):
+    """Trips when one call key makes up ``threshold`` of the last ``window`` calls."""
+
+    id = SIGNAL_ID
+    severity = "critical"
+    scope = "session"
+
+    class Config(SignalConfig, kw_only=True):
+        """Policy table of ``dominant-tool-call``."""
+
+        window: Annotated[int, Meta(ge=2, le=WINDOW_LIMIT)] = 12
+        """How many recent calls are considered."""
+        threshold: Annotated[int, Meta(ge=2)] = 8
+        """How many of them must be the same call (at most ``window``)."""
+        defer_run: Annotated[int, Meta(ge=0)] = 5
+        """Stand down while the dominant call has a run this long in the window (0: never)."""
+        defer_cycle_period: Annotated[int, Meta(ge=0)] = 4
+        """Stand down while the window is a clean cycle of period 2..this (0: never)."""
+
+    class State(Struct, tag=SIGNAL_ID, gc=False):
+        """Per-session state: the latch, a hot flag and the candidate's alert text."""
+
+        seen: int = 0
+        """Calls observed since the last reset, capped at the window."""
+        hot: bool = False
+        """Some key was at or above the threshold at the last evaluation."""
+        latched: bool = False
+        """An alert was raised for ``latched_key`` and the window still shows it."""
+        latched_key: int = 0
+        cand_key: int = 0
+        """Key whose tool name and arguments are kept below (the most recent call
+        of a key at or above the threshold)."""
+        cand_tool: str = ""
+        cand_args: str = ""
+        """Canonical arguments of that call, cut to :data:`ARGS_LIMIT` bytes."""
+        ring: list[int] = []
+        """Own key history, used only when the policy exempts tools."""
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        super().__init__(config)
+        cfg = self.config
+        self.window: int = min(max(_as_int(getattr(cfg, "window", 12), 12), 2), WINDOW_LIMIT)
+        threshold = max(_as_int(getattr(cfg, "threshold", 8), 8), 2)
+        self.threshold: int = min(threshold, self.window)
+        self.defer_run: int = max(_as_int(getattr(cfg, "defer_run", 5), 5), 0)
+        self.defer_cycle_period: int = max(_as_int(getattr(cfg, "defer_cycle_period", 4), 4), 0)
+
+    def history_needed(self) -> int:
+        return 0 if self.exempt else self.window
+
+    def is_latched(self, state: Any) -> bool:
+        return bool(state.latched)
+
+    def on_call(self, state: Any, call: CallView) -> Finding | None:
+        size = self.window
+        if self.exempt:
+            if call.tool in self.exempt:
+                return None
+            window = state.ring
+            window.append(call.key)
+            if len(window) > size:
+                del window[0]
+        else:
+            window = call.history
+            if state.seen < size:
+                state.seen += 1
+            keep = state.seen
+            if len(window) > keep:
+                window = window[-keep:]
+        key = call.key
+        if not state.hot and window.count(key) < self.threshold:
+            # Nothing was at the threshold before this call and only this
+            # call's key gained a count: the top count is still below it.
+            return None
+        return self._evaluate(state, call, window)
+
+    def would_trip(self, state: Any, call: CallView) -> bool:
+        """Whether ``call``, observed next, would find this signal tripped (state untouched).
+
+        For a caller that gates a call before running it. A behaviour that was
+        already reported still counts: the latch is ignored, so every call that
+        continues a reported loop answers ``True``.
+        """
+        if call.tool in self.exempt:
+            return False
+        probe = replace(state, latched=False, hot=True, ring=list(state.ring))
+        return self.on_call(probe, call) is not None
+
+    def _evaluate(self, state: Any, call: CallView, window: list[int]) -> Finding | None:
+        counts: dict[int, int] = {}
+        for item in window:
+            counts[item] = counts.get(item, 0) + 1
+        # Dicts keep insertion order and max() keeps the first maximum, so a
+        # tie goes to the key that first appears earliest in the window.
+        top, count = max(counts.items(), key=_second)
+        threshold = self.threshold
+        if count < threshold:
+            state.hot = False
+            state.latched = False
+            return None
+        state.hot = True
+        key = call.key
+        if counts[key] >= threshold and state.cand_key != key:
+            state.cand_key = key
+            state.cand_tool = intern(call.tool)
+            state.cand_args = truncate_middle(call.canonical.text, ARGS_LIMIT)
+        if self.defer_run and longest_run(window, top) >= self.defer_run:
+            return None
+        if self.defer_cycle_period and periodic(window, self.defer_cycle_period):
+            return None
+        if state.latched and state.latched_key == top:
+            return None
+        state.latched = True
+        state.latched_key = top
+        return self._finding(state, top, count, len(window))
+
+    def _finding(self, state: Any, top: int, count: int, size: int) -> Finding:
+        if state.cand_key == top:
+            tool, args = state.cand_tool, state.cand_args
+        else:  # only reachable when the threshold allows two keys at once
+            tool, args = "one tool", "(arguments not retained)"
+        reason = (
+            f"{tool} with equivalent arguments {args} made up {count} of the last {size} "
+            "tool calls. This is a loop with other calls wedged in, which keeps resetting the "
+            "consecutive-repeat count. Interrupt the agent (/interrupt); the cost ceiling "
+            "remains the hard backstop."
+        )
+        guidance = (
+            f"{count} of your last {size} tool calls were {tool} with the same arguments "
+            f"{args}. Nothing you did in between altered what that call returns. Work with "
+            "the answer you already hold, ask with different arguments, or stop and explain "
+            "what stands in your way."
+        )
+        return Finding(
+            signal=SIGNAL_ID,
+            severity="critical",
+            scope="session",
+            reason=reason,
+            guidance=guidance,
+            detail={
+                "tool": tool,
+                "count": count,
+                "window": size,
+                "threshold": self.threshold,
+                "args": args,
+            },
+        )

@@ -1,0 +1,339 @@
+"""alternating-tool-cycle: a short block of calls repeated lap after lap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamguard.canonical import canonicalize, stable_hash
+from streamguard.events import ToolCall
+from streamguard.signals.base import CallView
+from streamguard.signals.cycle import AlternatingToolCycle, smallest_rotation
+from streamguard.signals.dominant import DominantToolCall
+from streamguard.signals.repeat import RepeatedToolCall
+from streamguard.signals.tool_name import RepeatedToolName
+from tests.harness import Driver
+
+Config = AlternatingToolCycle.Config
+FORBIDDEN_IN_GUIDANCE = ("/interrupt", "--max-turn-cost-usd", "cost ceiling", "operator")
+
+Call = tuple[str, Any]
+
+
+def c(name: str) -> Call:
+    """A call per letter: tool ``t<letter>``, fixed arguments."""
+    return (f"t{name}", {"id": name})
+
+
+def calls(pattern: str, laps: int = 1) -> list[Call]:
+    return [c(ch) for ch in pattern] * laps
+
+
+def drive(seq: list[Call], signal: AlternatingToolCycle | None = None, history: int | None = None) -> Driver:
+    driver = Driver(signal or AlternatingToolCycle(), history)
+    for tool, args in seq:
+        driver.call(tool, args)
+    return driver
+
+
+def fired_at(seq: list[Call], signal: AlternatingToolCycle | None = None, history: int | None = None) -> list[int]:
+    driver = Driver(signal or AlternatingToolCycle(), history)
+    return [i for i, (tool, args) in enumerate(seq, 1) if driver.call(tool, args) is not None]
+
+
+# --------------------------------------------------------------------------- reference cases
+
+
+def test_uat_list_agents_check_agent_loop() -> None:
+    seq = [("list_agents", {}), ("check_agent", {"name": "gke-1"})] * 3
+    driver = drive(seq)
+    assert len(driver.findings) == 1
+    finding = driver.findings[0]
+    assert finding.signal == "alternating-tool-cycle"
+    assert finding.severity == "critical" and finding.scope == "session"
+    for text in (finding.reason, finding.guidance):
+        assert "list_agents → check_agent" in text
+    assert finding.detail == {
+        "period": 2, "laps": 3, "calls": 6, "tools": ["list_agents", "check_agent"], "max_period": 4,
+    }
+
+
+def test_two_laps_are_not_a_cycle() -> None:
+    assert fired_at(calls("ab", 2)) == []
+    assert fired_at(calls("abc", 2)) == []
+    assert fired_at(calls("abcd", 2)) == []
+
+
+def test_varying_arguments_each_lap_are_not_a_cycle() -> None:
+    seq = [x for lap in range(3) for x in (("list_agents", {"page": lap}), ("check_agent", {}))]
+    assert fired_at(seq) == []
+
+
+def test_pure_repeat_is_left_to_the_repeat_detector() -> None:
+    assert fired_at(calls("a", 6)) == []
+    assert fired_at(calls("a", 40)) == []
+
+
+@pytest.mark.parametrize(("pattern", "trip"), [("ab", 6), ("abc", 9), ("abcd", 12), ("aab", 9), ("abab", 6)])
+def test_trip_call_by_period(pattern: str, trip: int) -> None:
+    assert fired_at(calls(pattern, 6)) == [trip]
+
+
+def test_period_three_needs_max_period_three() -> None:
+    assert len(drive(calls("abc", 3), AlternatingToolCycle(Config(max_period=4))).findings) == 1
+    assert drive(calls("abc", 3), AlternatingToolCycle(Config(max_period=2))).findings == []
+
+
+def test_period_five_is_never_seen() -> None:
+    assert fired_at(calls("abcde", 10)) == []
+    assert fired_at(calls("aaaab", 10)) == []
+
+
+def test_max_two_laps_two_then_a_new_pattern() -> None:
+    signal = AlternatingToolCycle(Config(max_period=2, laps=2))
+    driver = Driver(signal)
+    for tool, args in calls("ab", 4):
+        driver.call(tool, args)
+    assert len(driver.findings) == 1
+    driver.call(*c("z"))
+    for tool, args in calls("cd", 2):
+        driver.call(tool, args)
+    assert len(driver.findings) == 2
+    assert "tc → td" in driver.findings[1].reason
+    assert driver.findings[1].detail["tools"] == ["tc", "td"]
+
+
+def test_one_alert_per_pattern_across_rotations() -> None:
+    # Starting on either call of the pair, and continuing for many laps: one alert.
+    assert fired_at(calls("ab", 20)) == [6]
+    assert fired_at([c("b"), *calls("ab", 20)]) == [6]  # b a b a b a is three laps already
+    for start in range(3):
+        assert fired_at([c(ch) for ch in ("abc" * 10)[start:]]) == [9]
+
+
+def test_text_names_the_current_rotation() -> None:
+    assert "ta → tb" in drive(calls("ab", 3)).findings[0].reason
+    assert "tb → ta" in drive(calls("ba", 3)).findings[0].reason
+    assert "tc → ta → tb" in drive(calls("cab", 3)).findings[0].guidance
+
+
+def test_latch_clears_when_no_period_matches_and_rearms() -> None:
+    signal = AlternatingToolCycle()
+    driver = Driver(signal)
+    for tool, args in calls("ab", 3):
+        driver.call(tool, args)
+    assert signal.is_latched(driver.state)
+    driver.call(*c("x"))
+    assert not signal.is_latched(driver.state)
+    for tool, args in calls("ab", 3):
+        driver.call(tool, args)
+    assert len(driver.findings) == 2
+
+
+def test_a_different_pattern_alerts_while_latched() -> None:
+    # The ab cycle flows straight into an ac cycle: a new fingerprint alerts.
+    assert fired_at(calls("ab", 3) + calls("ac", 3)) == [6, 12]
+
+
+def test_cleaned_path_laps() -> None:
+    seq = []
+    for path in ["main.go", "./main.go", "dir/../main.go"]:
+        seq += [("read_file", {"path": path}), ("grep", {"pattern": "func main"})]
+    assert fired_at(seq) == [6]
+
+
+def test_suffix_spellings_are_deliberately_different_keys() -> None:
+    seq = []
+    for path in ["main.go", "/workspace/main.go", "main.go"]:
+        seq += [("read_file", {"path": path}), ("grep", {"pattern": "x"})]
+    assert fired_at(seq) == []
+
+
+def test_reset_drops_a_half_built_cycle() -> None:
+    driver = Driver(AlternatingToolCycle())
+    for tool, args in calls("ab", 2):
+        driver.call(tool, args)
+    driver.reset()
+    for tool, args in calls("ab", 1):
+        driver.call(tool, args)
+    assert driver.findings == []  # three laps in total, but only one since the reset
+    for tool, args in calls("ab", 2):
+        driver.call(tool, args)
+    assert len(driver.findings) == 1
+
+
+def test_state_reset_alone_ignores_stale_shared_history() -> None:
+    # A watchdog that resets signal states but keeps its call ring must not
+    # let the cycle see calls from before the reset.
+    signal = AlternatingToolCycle()
+    driver = Driver(signal)
+    for tool, args in calls("ab", 2):
+        driver.call(tool, args)
+    driver.state = signal.new_state()
+    for tool, args in calls("ab", 1):
+        driver.call(tool, args)
+    assert driver.findings == []
+    for tool, args in calls("ab", 2):
+        driver.call(tool, args)
+    assert len(driver.findings) == 1
+
+
+def test_longer_shared_history_changes_nothing() -> None:
+    seq = calls("ab", 3) + calls("x") + calls("abc", 4) + calls("q", 5) + calls("abcd", 3)
+    assert fired_at(seq, history=40) == fired_at(seq) == [6, 16, 36]
+
+
+# --------------------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize(
+    ("max_period", "laps", "expected"),
+    [(0, 1, (2, 2)), (1, 0, (2, 2)), (-5, -5, (2, 2)), (4, 3, (4, 3)), (99, 99, (8, 8))],
+)
+def test_clamps(max_period: int, laps: int, expected: tuple[int, int]) -> None:
+    signal = AlternatingToolCycle(Config(max_period=max_period, laps=laps))
+    assert (signal.max_period, signal.laps) == expected
+    assert signal.history_needed() == expected[0] * expected[1]
+
+
+def test_clamped_single_lap_raises_nothing() -> None:
+    signal = AlternatingToolCycle(Config(max_period=0, laps=1))
+    assert fired_at(calls("ab", 1), signal) == []
+    assert fired_at(calls("ab", 2), signal) == [4]
+
+
+def test_policy_rejects_out_of_range_values() -> None:
+    for bad in ({"max_period": 1}, {"laps": 1}, {"max_period": 9}, {"laps": 0}):
+        with pytest.raises(msgspec.ValidationError):
+            msgspec.convert(bad, Config)
+    assert msgspec.convert({"max_period": 3, "laps": 4}, Config).laps == 4
+
+
+def test_defaults() -> None:
+    signal = AlternatingToolCycle()
+    assert (signal.max_period, signal.laps, signal.history_needed()) == (4, 3, 12)
+
+
+def test_exempt_tools_are_invisible() -> None:
+    poll = ("poll_status", {})
+    seq = [x for _ in range(3) for x in (c("a"), poll)]
+    assert fired_at(seq) == [6]  # a → poll_status is a cycle
+    signal = AlternatingToolCycle(Config(exempt_tools=["poll_status"]))
+    assert signal.history_needed() == 0
+    assert fired_at(seq, signal) == []  # only `a a a` is visible: a plain repeat
+    seq = [x for _ in range(3) for x in (c("a"), poll, c("b"), poll)]
+    driver = drive(seq * 5, signal)
+    assert [f.detail["tools"] for f in driver.findings] == [["ta", "tb"]]
+    assert len(driver.state.ring) == 12  # its own ring, bounded by max_period × laps
+
+
+def test_state_stays_small() -> None:
+    driver = drive([("t", {"n": i, "blob": "x" * 1000}) for i in range(500)])
+    assert len(driver.state.names) <= 4
+    assert driver.state.ring == []
+    assert len(msgspec.msgpack.encode(driver.state)) < 100
+
+
+# --------------------------------------------------------------------------- text
+
+
+def test_reason_and_guidance() -> None:
+    finding = drive(calls("abc", 3)).findings[0]
+    assert "/interrupt" in finding.reason
+    assert "3-call" in finding.reason and "3 times" in finding.reason
+    assert "ta → tb → tc" in finding.reason
+    guidance = finding.guidance.lower()
+    for word in FORBIDDEN_IN_GUIDANCE:
+        assert word not in guidance
+    assert "threshold" not in guidance and "policy" not in guidance
+    assert "ta → tb → tc" in finding.guidance and "3 times" in finding.guidance
+
+
+# --------------------------------------------------------------------------- preview
+
+
+def test_would_trip_previews_without_mutation() -> None:
+    signal = AlternatingToolCycle()
+    driver = Driver(signal)
+    for tool, args in calls("ab", 2) + calls("a"):
+        driver.call(tool, args)
+    before = msgspec.msgpack.encode(driver.state)
+
+    def view(call: Call) -> CallView:
+        canonical = canonicalize(call[1])
+        key = stable_hash(call[0], canonical.text)
+        history = [*driver.history, key][-driver.capacity :]
+        return CallView(ToolCall(session="s", tool=call[0], args=call[1]), canonical, key, history, None)
+
+    assert signal.would_trip(driver.state, view(c("b")))
+    assert not signal.would_trip(driver.state, view(c("c")))
+    assert msgspec.msgpack.encode(driver.state) == before
+    driver.call(*c("b"))
+    assert len(driver.findings) == 1
+    assert signal.would_trip(driver.state, view(c("a")))  # continuing a reported loop
+
+
+# --------------------------------------------------------------------------- cross-signal
+
+
+def test_cycle_alone_reports_a_two_call_loop() -> None:
+    seq = calls("aab", 4)
+    ids = []
+    for signal in (RepeatedToolCall(), AlternatingToolCycle(), DominantToolCall(), RepeatedToolName()):
+        ids += drive(seq, signal).ids()
+    assert ids == ["alternating-tool-cycle"]
+
+
+# --------------------------------------------------------------------------- model
+
+
+def smallest(block: tuple[str, ...]) -> tuple[str, ...]:
+    return min(block[i:] + block[:i] for i in range(len(block)))
+
+
+def model(seq: str, max_period: int, laps: int) -> list[int]:
+    """The rule, literally, on the whole sequence."""
+    fired, latched = [], None
+    for n in range(1, len(seq) + 1):
+        done = seq[:n]
+        found = None
+        for p in range(2, max_period + 1):
+            if len(done) < p * laps:
+                break
+            tail = done[-p * laps :]
+            block = tail[-p:]
+            if tail == block * laps and len(set(block)) > 1:
+                found = smallest(tuple(block))
+                break
+        if found is None:
+            latched = None
+        elif found != latched:
+            latched = found
+            fired.append(n)
+    return fired
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abc", max_size=40), st.integers(2, 4), st.integers(2, 4))
+def test_matches_the_literal_rule(seq: str, max_period: int, laps: int) -> None:
+    signal = AlternatingToolCycle(Config(max_period=max_period, laps=laps))
+    assert fired_at([c(ch) for ch in seq], signal) == model(seq, max_period, laps)
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=6))
+def test_smallest_rotation(block: list[int]) -> None:
+    rotations = [block[i:] + block[:i] for i in range(len(block))]
+    assert smallest_rotation(block) == min(rotations)
+    assert all(smallest_rotation(r) == min(rotations) for r in rotations)
+
+
+def test_tool_names_are_shared_between_sessions() -> None:
+    signal = AlternatingToolCycle()
+    first, second = Driver(signal), Driver(signal)
+    first.call("".join(["list_", "agents"]), {})
+    second.call("".join(["list", "_agents"]), {})
+    assert first.state.names[0] is second.state.names[0]
