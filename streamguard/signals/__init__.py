@@ -16,10 +16,13 @@ _REGISTRY: tuple[tuple[str, str], ...] = (
     ("repeat", "RepeatedToolCall"),
     ("cycle", "AlternatingToolCycle"),
     ("dominant", "DominantToolCall"),
+    ("window_repeat", "WindowRepeat"),
     ("tool_name", "RepeatedToolName"),
+    ("failure_guidance", "ToolFailureGuidance"),
     ("failure_streak", "ToolFailureStreak"),
     ("noop_streak", "NoOpStreak"),
     ("no_new_state", "NoNewState"),
+    ("verification", "Verification"),
     ("silence", "ToolsWithoutText"),
     ("cost_ceiling", "CostCeiling"),
     ("context_budget", "ContextBudget"),
@@ -30,10 +33,7 @@ def signal_classes() -> list[type[Signal]]:
     """Every registered signal class, in fan-out order."""
     classes = []
     for module, name in _REGISTRY:
-        try:  # TEMPORARY while modules land
-            classes.append(getattr(import_module(f"{__name__}.{module}"), name))
-        except (ModuleNotFoundError, AttributeError):
-            continue
+        classes.append(getattr(import_module(f"{__name__}.{module}"), name))
     return classes
 
 

@@ -100,6 +100,8 @@ class ToolFailureStreak(Signal):
     """Warns after ``threshold`` consecutive failed tool results."""
 
     id = SIGNAL_ID
+    defers_to = ("tool-failure-guidance",)
+    needs_fingerprint = False
     severity = "warn"
     State = State
     Config = Config

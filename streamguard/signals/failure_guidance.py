@@ -1,0 +1,374 @@
+"""tool-failure-guidance: one tool keeps failing, and the model needs to be told how to stop.
+
+**What it catches.** Two shapes of retrying a failing tool, after the ChatCLI
+tool guard:
+
+* *same signature*: the exact same call (tool plus whitespace-normalised
+  arguments) failed ``warn_after_same_signature`` times (default 2) since the
+  tool last succeeded. A call that failed unchanged will fail unchanged again;
+* *argument drift*: the tool failed ``warn_after_tool_failures`` times (default
+  3) since it last succeeded, with arguments that changed along the way. Each
+  retry is a new signature, so no identical-call detector sees it.
+
+A tool's streak is broken only by a success *of that tool* (results of other
+tools do not break it: reading the docs between two failed attempts is still
+retrying), and it survives turn boundaries, like the cross-tool
+``tool-failure-streak``. A success clears the tool's streak and every signature
+counted for it, and re-arms both rules. Each signature warns once per streak;
+the drift guidance fires exactly when the streak reaches its threshold and only
+if the failures spanned more than one signature (identical failures belong to
+the same-signature rule). One streak can therefore produce a same-signature
+warning and later a drift warning when the model starts varying the arguments.
+
+**Thresholds** (the reference defaults). Retrying an identical call once is a
+fair reaction to what may have been a transient; failing identically a second
+time means the error was not read, so 2. Varying the arguments deserves one more
+try, so 3. Non-positive values fall back to these defaults, as in the reference;
+a drift threshold of 1 is raised to 2, since a single failure is a single
+signature and could never count as drift. The signature is built on the shared
+canonical arguments (sorted keys, cleaned paths, policy noise fields dropped),
+with runs of whitespace inside values collapsed.
+
+**Guidance.** It names the tool, quotes the last error (cut to 200 bytes) so the
+advice is concrete, and says what to do instead: do not repeat the identical
+call, change the arguments or the route; or, for drift, step back and rethink
+instead of trying yet another variation.
+
+**Severity: warn**, on purpose. A failing tool is not yet a runaway: probing for
+a file, a retry after a transient error, a test that is expected to fail first
+all look like this. The reference guard is advisory by design (it only adds
+feedback), and the watchdog's other failure signal is warn for the same reason.
+
+**Opt-in halt.** ``halt_after_same_signature`` (default 0, off): when one
+signature has failed that many times the finding is *critical* (once per
+signature streak; it takes precedence over the same-signature warning), so
+enforce mode acts on it. Its scope is ``turn``: the reference halt ends the
+agent's run and hands control back to the user, which is a turn cut here, not a
+session halt that needs an operator; three cut turns in a row still escalate to
+a session halt.
+
+**Matching results to calls.** Results carry no arguments. A result is matched
+to its call by ``call_id`` when both have one, else to the most recent call of
+that tool without an id; unmatched results count for the tool streak only. The
+pending map holds at most 16 calls (oldest evicted; a result removes its call)
+as their ids (at most 64 characters kept) and 24-bit signatures, and per session
+at most 4 failing tools and 8 failing signatures are tracked (least recently
+failed evicted), each packed into one integer.
+
+**Deference.** ``tool-failure-streak`` (three failed results in a row, any tools)
+defers to this signal. :meth:`ToolFailureGuidance.is_latched` is true while the
+current run of consecutive failed results is all one tool *and* this signal has
+already spoken during that tool's streak, so a run of failures of one tool
+yields one alert. A run that mixes tools is not this signal's behaviour and the
+streak reports it. The thresholds keep this true as long as
+``warn_after_tool_failures`` does not exceed the streak's threshold.
+
+**Known false positives.** Tools whose failures are answers (an existence check
+returning an error for "not found"; exempt them), and expected-to-fail test runs
+while fixing code (the drift rule fires on the third red run with different
+arguments; the advice is then merely redundant).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Annotated, ClassVar
+
+from msgspec import Meta, Struct
+
+from ..canonical import stable_hash, truncate_middle
+from ..events import Scope, Severity
+from .base import CallView, Finding, ResultView, Signal, SignalConfig
+
+SIGNAL_ID = "tool-failure-guidance"
+
+MAX_TOOLS = 4
+MAX_SIGNATURES = 8
+MAX_PENDING = 16
+
+# Every packed integer stays below 2**63 so any snapshot codec can carry it.
+_M16, _M24 = 0xFFFF, 0xFFFFFF
+# Tool entry:      tool32 << 20 | failures << 1 | alerted
+_FAILS_MAX = (1 << 19) - 1
+# Signature entry: sig24 << 36 | tool16 << 20 | failures << 2 | halted << 1 | warned
+_SIG_COUNT_MAX = (1 << 18) - 1
+# Pending call:    call id (or tool name) in pending_ids; sig24 in pending_sigs, negated
+#                  for a call without an id (keyed by its tool name)
+_NAME_MAX = 64
+_MIXED = -1
+
+
+def _as_int(value: object, default: int) -> int:
+    """A raw configured number as an int (unusable values: the default)."""
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return default
+
+
+def _crc(text: str) -> int:
+    try:
+        return zlib.crc32(text.encode())
+    except UnicodeEncodeError:  # a lone surrogate
+        return zlib.crc32(text.encode(errors="surrogatepass"))
+
+
+def signature(tool: str, canonical_text: str) -> int:
+    """A stable 24-bit identity of a call: tool plus whitespace-normalised arguments.
+
+    Never 0 (0 means "unknown signature").
+    """
+    normalised = " ".join(canonical_text.split())
+    return (stable_hash(tool, normalised) & _M24) or 1
+
+
+class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    warn_after_tool_failures: Annotated[int, Meta(ge=2)] = 3
+    warn_after_same_signature: Annotated[int, Meta(ge=1)] = 2
+    halt_after_same_signature: Annotated[int, Meta(ge=0)] = 0
+
+
+class State(Struct, tag=SIGNAL_ID, gc=False):
+    tools: list[int] = []
+    """Failing tools, least recently failed first (packed, at most MAX_TOOLS)."""
+    sigs: list[int] = []
+    """Failing signatures, least recently failed first (packed, at most MAX_SIGNATURES)."""
+    pending_ids: list[str] = []
+    """Calls awaiting their result, oldest first: the call id, or the tool name for a
+    call without one (last 64 characters; at most MAX_PENDING)."""
+    pending_sigs: list[int] = []
+    """Their signatures, parallel to ``pending_ids``; negative for a call without an id."""
+    run: int = 0
+    """Current run of consecutive failed results: 0 none, -1 several tools, else tool32 + 1."""
+
+
+class ToolFailureGuidance(Signal):
+    id: ClassVar[str] = SIGNAL_ID
+    severity: ClassVar[Severity] = "warn"
+    scope: ClassVar[Scope] = "session"
+    State: ClassVar[type[Struct]] = State
+    Config: ClassVar[type[SignalConfig]] = Config
+    needs_fingerprint: ClassVar[bool] = False  # reads only the failed bit and the error
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        if config is not None and not isinstance(config, Config):
+            # A bare SignalConfig (enabled/exempt_tools only): this signal's defaults.
+            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
+        super().__init__(config)
+        cfg = self.config
+        assert isinstance(cfg, Config)
+        # The reference replaces a non-positive threshold by its default. A drift
+        # threshold of 1 could never fire (one failure is one signature): raise it to 2.
+        tool_n = _as_int(cfg.warn_after_tool_failures, 3)
+        self.warn_after_tool_failures = 3 if tool_n <= 0 else max(tool_n, 2)
+        same_n = _as_int(cfg.warn_after_same_signature, 2)
+        self.warn_after_same_signature = 2 if same_n <= 0 else same_n
+        self.halt_after_same_signature = max(_as_int(cfg.halt_after_same_signature, 0), 0)
+
+    # ------------------------------------------------------------------ calls
+
+    def on_call(self, state: State, call: CallView) -> Finding | None:
+        tool = call.tool
+        if tool in self.exempt:
+            return None
+        text = call.canonical.text
+        # Canonical JSON has no whitespace between tokens and escapes control
+        # characters, so only runs of spaces (or non-ASCII spaces) inside strings
+        # can change under normalisation; otherwise the shared call key serves.
+        if ("  " in text or not text.isascii()) and " ".join(text.split()) != text:
+            sig = signature(tool, text)
+        else:
+            sig = (call.key & _M24) or 1
+        ids, sigs = state.pending_ids, state.pending_sigs
+        call_id = call.call_id
+        if call_id:
+            key = call_id if len(call_id) <= _NAME_MAX else call_id[-_NAME_MAX:]
+        else:
+            # The newest id-less call of a tool stands for it: replace the older one.
+            key = tool if len(tool) <= _NAME_MAX else tool[-_NAME_MAX:]
+            sig = -sig
+            if key in ids:
+                i = ids.index(key)
+                if sigs[i] < 0:
+                    del ids[i], sigs[i]
+        if len(ids) >= MAX_PENDING:
+            del ids[0], sigs[0]
+        ids.append(key)
+        sigs.append(sig)
+        return None
+
+    # ------------------------------------------------------------------ results
+
+    def on_result(self, state: State, result: ResultView) -> Finding | None:
+        tool = result.tool
+        if tool in self.exempt:
+            return None
+        # The signature of the call this result answers (0: unknown).
+        sig = 0
+        ids = state.pending_ids
+        if ids:
+            sigs = state.pending_sigs
+            call_id = result.call_id
+            i = -1
+            if call_id:
+                key = call_id if len(call_id) <= _NAME_MAX else call_id[-_NAME_MAX:]
+                if key in ids and sigs[j := ids.index(key)] > 0:
+                    i = j
+            if i < 0:
+                key = tool if len(tool) <= _NAME_MAX else tool[-_NAME_MAX:]
+                if key in ids and sigs[j := ids.index(key)] < 0:
+                    i = j
+            if i >= 0:
+                del ids[i]
+                sig = abs(sigs.pop(i))
+        if not result.failed:
+            state.run = 0
+            if state.tools:
+                self._clear_tool(state, _crc(tool))
+            return None
+
+        tool32 = _crc(tool)
+        run = state.run
+        if run == 0:
+            state.run = tool32 + 1
+        elif run != tool32 + 1:
+            state.run = _MIXED
+
+        tools = state.tools
+        failures, alerted = 1, 0
+        for i, entry in enumerate(tools):
+            if entry >> 20 == tool32:
+                del tools[i]
+                failures = min(((entry >> 1) & _FAILS_MAX) + 1, _FAILS_MAX)
+                alerted = entry & 1
+                break
+        else:
+            if len(tools) >= MAX_TOOLS:
+                self._drop_signatures(state, (tools.pop(0) >> 20) & _M16)
+
+        same, warned, halted = 0, 0, 0
+        tool16 = tool32 & _M16
+        if sig:
+            sigs = state.sigs
+            ident = (sig << 16) | tool16
+            for i, entry in enumerate(sigs):
+                if entry >> 20 == ident:
+                    del sigs[i]
+                    same = min(((entry >> 2) & _SIG_COUNT_MAX) + 1, _SIG_COUNT_MAX)
+                    warned = entry & 1
+                    halted = (entry >> 1) & 1
+                    break
+            else:
+                if len(sigs) >= MAX_SIGNATURES:
+                    del sigs[0]
+                same = 1
+
+        finding: Finding | None = None
+        halt_n = self.halt_after_same_signature
+        if halt_n and same >= halt_n:
+            if not halted:
+                halted = 1
+                finding = self._finding("halt", result, failures, same)
+        elif same >= self.warn_after_same_signature and not warned:
+            warned = 1
+            finding = self._finding("same_signature", result, failures, same)
+        elif failures == self.warn_after_tool_failures and same < failures:
+            finding = self._finding("argument_drift", result, failures, same)
+        if finding is not None:
+            alerted = 1
+
+        tools.append((tool32 << 20) | (failures << 1) | alerted)
+        if sig:
+            state.sigs.append(
+                (sig << 36) | (tool16 << 20) | (same << 2) | (halted << 1) | warned
+            )
+        return finding
+
+    def _clear_tool(self, state: State, tool32: int) -> None:
+        tools = state.tools
+        for i, entry in enumerate(tools):
+            if entry >> 20 == tool32:
+                del tools[i]
+                self._drop_signatures(state, tool32 & _M16)
+                return
+
+    @staticmethod
+    def _drop_signatures(state: State, tool16: int) -> None:
+        sigs = state.sigs
+        if sigs:
+            sigs[:] = [e for e in sigs if (e >> 20) & _M16 != tool16]
+
+    def is_latched(self, state: State) -> bool:
+        """True while the current failure run is all one tool this signal already spoke about."""
+        run = state.run
+        if run <= 0:
+            return False
+        tool32 = run - 1
+        for entry in state.tools:
+            if entry >> 20 == tool32:
+                return bool(entry & 1)
+        return False
+
+    # ------------------------------------------------------------------ text
+
+    def _finding(self, rule: str, result: ResultView, failures: int, same: int) -> Finding:
+        tool = result.tool or "unnamed tool"
+        error = truncate_middle((result.error or "").strip(), 200) or "(no error text)"
+        if rule == "halt":
+            reason = (
+                f"tool {tool!r} failed {same} times with identical arguments "
+                f"(halt_after_same_signature={self.halt_after_same_signature}); last error: "
+                f"{error}. The agent is retrying a call that cannot succeed unchanged; under "
+                "enforce this cuts the turn in flight (the session stays available)."
+            )
+            guidance = (
+                f"{tool} has now failed {same} times with exactly the same arguments "
+                f"(last error: {error}). This is a loop: do not issue that call again as it "
+                "is. Tell the user what failed, quote the error, and ask for the information "
+                "or access you are missing."
+            )
+            severity: Severity = "critical"
+            scope: Scope = "turn"
+        elif rule == "same_signature":
+            reason = (
+                f"tool {tool!r} failed {same} times with identical arguments since it last "
+                f"succeeded; last error: {error}. Advisory: the agent is retrying a call that "
+                "cannot succeed unchanged. Set halt_after_same_signature in the policy to stop "
+                "such retries automatically, or exempt the tool if its failures are answers."
+            )
+            guidance = (
+                f"{tool} has failed {same} times with exactly the same arguments (last error: "
+                f"{error}). Running the identical call again will fail the same way. Read the "
+                "error, then change the arguments or reach the goal another way."
+            )
+            severity = "warn"
+            scope = "session"
+        else:
+            reason = (
+                f"tool {tool!r} failed {failures} times in a row with varying arguments "
+                f"(argument drift); last error: {error}. Advisory: the agent keeps retrying "
+                "variations instead of changing approach. Exempt the tool in the policy if its "
+                "failures are expected probes."
+            )
+            guidance = (
+                f"{tool} has failed {failures} times in a row, each time with slightly "
+                f"different arguments (last error: {error}). Another variation is unlikely to "
+                "work. Step back: check what the error says is wrong, whether a precondition "
+                "is missing or whether this is the right tool, and change the approach."
+            )
+            severity = "warn"
+            scope = "session"
+        return Finding(
+            signal=SIGNAL_ID,
+            severity=severity,
+            scope=scope,
+            reason=reason,
+            guidance=guidance,
+            detail={
+                "tool": tool,
+                "rule": rule,
+                "failures": failures,
+                "same_signature_failures": same,
+                "error": error,
+            },
+        )
