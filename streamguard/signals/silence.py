@@ -95,6 +95,8 @@ class ToolsWithoutText(Signal):
     """Warns after ``threshold`` tool calls without a word from the agent."""
 
     id = SIGNAL_ID
+    # A silent grind that is a proven loop is reported once, by the loop detector.
+    defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call")
     severity = "warn"
     State = State
     Config = Config

@@ -64,6 +64,8 @@ class RepeatedToolName(Signal):
     """Trips on ``threshold`` consecutive calls to the same tool, whatever the arguments."""
 
     id = SIGNAL_ID
+    # A same-name run that is also a latched cycle or dominant loop is their behaviour.
+    defers_to = ("alternating-tool-cycle", "dominant-tool-call")
     severity = "warn"
     scope = "session"
 

@@ -1,0 +1,157 @@
+"""One behaviour, one alert: every row of the deference table in docs/signals.md.
+
+Each row drives the full default watchdog (warn mode, so every alert is visible
+and no cut resets the detectors) and asserts the exact alerts raised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streamguard.engine import Engine
+from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
+from streamguard.policy import parse_policy_set
+
+
+def run(trace: list[Any], policy: str = 'mode = "warn"\n') -> list[str]:
+    engine = Engine(parse_policy_set(policy))
+    engine.process(TurnStart(session="d"))
+    signals = []
+    for event in trace:
+        signals += [o.signal for o in engine.process(event) if isinstance(o, Alert)]
+    return signals
+
+
+def call(tool: str, **args: Any) -> ToolCall:
+    return ToolCall(session="d", tool=tool, args=args)
+
+
+def ok(tool: str, result: Any = "payload") -> ToolResult:
+    return ToolResult(session="d", tool=tool, result=result)
+
+
+def fail(tool: str, error: str = "permission denied") -> ToolResult:
+    return ToolResult(session="d", tool=tool, error=error)
+
+
+def say() -> Text:
+    return Text(session="d", text="Working through the list.")
+
+
+QUIET_OFF = 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n'
+
+
+def test_row_repeat_owns_uniform_blocks_not_cycle():
+    assert run([call("read_file", path="a.go")] * 6) == ["repeated-tool-call"]
+
+
+def test_row_repeat_owns_runs_inside_dominant_window():
+    a, g = call("read_file", path="a.go"), call("grep", pattern="x")
+    trace = [a] * 5 + [g] + [a] * 3 + [g] + [a] * 2
+    assert run(trace, QUIET_OFF) == ["repeated-tool-call"]
+
+
+def test_row_cycle_owns_periodic_windows_not_dominant():
+    a, b = call("read_file", path="a.go"), call("grep", pattern="x")
+    assert run([a, a, b] * 4) == ["alternating-tool-cycle"]
+
+
+def test_row_dominant_owns_period_five():
+    a, b = call("read_file", path="a.go"), call("grep", pattern="x")
+    assert run(([a] * 4 + [b]) * 3) == ["dominant-tool-call"]
+
+
+def test_row_repeat_owns_identical_name_runs():
+    assert run([call("mark_task_done", summary="done")] * 15) == ["repeated-tool-call"]
+
+
+def test_row_name_run_of_a_cycle_belongs_to_the_cycle():
+    a, b = call("read_file", path="a.go"), call("read_file", path="b.go")
+    assert run([a, b] * 8, 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n') == [
+        "alternating-tool-cycle"
+    ]
+
+
+def test_row_reworded_name_run_is_the_name_signal_alone():
+    trace = [call("mark_task_done", summary=f"done, take {i}") for i in range(15)]
+    assert run(trace, 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n') == [
+        "repeated-tool-name"
+    ]
+
+
+def test_row_stall_behind_a_repeat_is_the_repeat():
+    trace = []
+    for _ in range(8):
+        trace += [call("read_file", path="a.go"), ok("read_file", "same bytes")]
+    assert run(trace) == ["repeated-tool-call"]
+
+
+def test_row_stall_with_reworded_calls_is_no_new_state():
+    trace = []
+    for i in range(7):
+        trace += [call("search", q=f"where is the config, attempt {i}"), ok("search", "no match"), say()]
+    assert run(trace) == ["no-new-state"]
+
+
+def test_row_silent_identical_loop_is_the_repeat_not_silence():
+    assert run([call("read_file", path="a.go")] * 12) == ["repeated-tool-call"]
+
+
+def test_row_silent_distinct_sweep_is_silence():
+    trace = [call("read_file", path=f"f{i}.go") for i in range(12)]
+    assert run(trace) == ["tools-without-text"]
+
+
+def test_row_one_tool_failing_is_failure_guidance_not_streak():
+    trace = []
+    for i in range(3):
+        trace += [call("kubectl", cmd=f"get pods -n ns{i}"), fail("kubectl")]
+    assert run(trace) == ["tool-failure-guidance"]
+
+
+def test_row_identical_failing_call_is_guidance_once():
+    trace = []
+    for _ in range(3):
+        trace += [call("kubectl", cmd="get pods"), fail("kubectl")]
+    assert run(trace) == ["tool-failure-guidance"]
+
+
+def test_row_mixed_tools_failing_is_the_streak():
+    trace = []
+    for tool in ("kubectl", "helm", "curl"):
+        trace += [call(tool, x=1), fail(tool)]
+    assert run(trace) == ["tool-failure-streak"]
+
+
+WINDOW = 'mode = "warn"\n[signals.window-repeat]\nenabled = true\n'
+
+
+def test_row_window_repeat_warns_early_then_dominant_owns_the_loop():
+    a = call("search", q="status")
+    others = [call("read_file", path=f"f{i}.go") for i in range(20)]
+    trace = []
+    for i in range(12):
+        trace += [a, others[i]] if i % 3 else [a, others[i], say()]
+    got = run(trace, WINDOW)
+    assert got.count("window-repeat") == 1
+    assert got.index("window-repeat") == 0
+
+
+def test_row_window_repeat_silent_while_a_loop_detector_is_latched():
+    got = run([call("read_file", path="a.go")] * 8, WINDOW)
+    assert got == ["window-repeat", "repeated-tool-call"] or got == ["repeated-tool-call"]
+    assert got.count("window-repeat") <= 1
+
+
+@pytest.mark.parametrize("calls_after_halt", [1, 3])
+def test_row_halt_ignored_once_per_halt_until_next_turn(calls_after_halt):
+    engine = Engine()
+    engine.process(TurnStart(session="h"))
+    for _ in range(5):
+        engine.process(ToolCall(session="h", tool="read_file", args={"path": "a"}))
+    raised = []
+    for i in range(calls_after_halt):
+        raised += [o.signal for o in engine.process(ToolCall(session="h", tool="x", args={"i": i}))]
+    assert raised == ["halt-ignored"]
