@@ -55,7 +55,7 @@ class ToolArguments(Struct, kw_only=True, forbid_unknown_fields=True):
     ignore_fields: list[str] = []
 
 
-class ArgumentsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
+class ArgumentsPolicy(Struct, kw_only=True, forbid_unknown_fields=True, dict=True):
     """Argument fields that are noise (request ids, timestamps) and must not make calls differ."""
 
     ignore_fields: list[str] = []

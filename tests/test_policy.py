@@ -1,0 +1,134 @@
+"""Policy loading: defaults, validation messages, overrides, the rendered reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streamguard.policy import (
+    Policy,
+    PolicyError,
+    load_policy_set,
+    parse_policy_set,
+    render_policy,
+)
+from streamguard.watchdog import Watchdog
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "policy.md"
+
+
+def test_empty_file_is_the_default_policy():
+    assert parse_policy_set("").base == Policy()
+
+
+def test_default_signal_set():
+    ids = [s.id for s in Watchdog(Policy()).signals]
+    assert ids[:3] == ["repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call"]
+    for expected in ("repeated-tool-name", "tool-failure-streak", "no-op-streak", "no-new-state",
+                     "tools-without-text", "tool-failure-guidance", "context-budget"):
+        assert expected in ids
+    for opt_in in ("window-repeat", "verification", "cost-ceiling"):
+        assert opt_in not in ids
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('mode = "loud"', "`mode`"),
+        ("[signals.repeated-tool-call]\nthreshold = 1", "`signals.repeated-tool-call.threshold`: Expected `int` >= 2"),
+        ("[signals.no-new-state]\nthreshold = 2", "`signals.no-new-state.threshold`"),
+        ("[signals.repeated-tool-call]\nthreshhold = 6", "unknown field `threshhold`"),
+        ('disabled_signals = ["nope"]', "unknown signal id 'nope'"),
+        ("[cost_ceiling]\nmax_session_usd = -1", "`cost_ceiling.max_session_usd`"),
+        ("feedback_queue_size = 0", "`feedback_queue_size`"),
+        ("halt_after_cut_turns = 1", "`halt_after_cut_turns`"),
+        ("[signals.window-repeat]\nwindow = 4\nthreshold = 5", "signals.window-repeat"),
+        ("[[agents]]\nmode = \"warn\"", "`agents[0].match` is required"),
+        ('[[agents]]\nmatch = "a*"\nmode = "sometimes"', "`agents[0].mode`"),
+        ("mode = ", "not valid TOML"),
+    ],
+)
+def test_errors_name_the_field(text: str, fragment: str):
+    with pytest.raises(PolicyError) as info:
+        parse_policy_set(text, "p.toml")
+    assert fragment in str(info.value)
+    assert str(info.value).startswith("p.toml")
+
+
+def test_unreadable_file(tmp_path: Path):
+    with pytest.raises(PolicyError, match="cannot read"):
+        load_policy_set(tmp_path / "missing.toml")
+
+
+def test_override_merges_deeply_and_first_match_wins():
+    policies = parse_policy_set(
+        """
+mode = "enforce"
+[signals.repeated-tool-call]
+threshold = 7
+exempt_tools = ["poll"]
+[[agents]]
+match = "lab-*"
+mode = "warn"
+[agents.signals.repeated-tool-call]
+threshold = 9
+[[agents]]
+match = "lab-special"
+mode = "off"
+"""
+    )
+    lab = policies.for_agent("lab-special")
+    assert lab.mode == "warn"  # first match wins
+    assert lab.signals.repeated_tool_call.threshold == 9
+    assert lab.signals.repeated_tool_call.exempt_tools == ["poll"]  # kept from the base
+    assert policies.for_agent("prod").signals.repeated_tool_call.threshold == 7
+    assert policies.for_agent(None) is policies.base
+
+
+def test_arguments_ignore_fields_make_noisy_calls_one_loop():
+    from streamguard.engine import Engine
+    from streamguard.events import ToolCall
+
+    engine = Engine(parse_policy_set(
+        'mode = "warn"\n[arguments]\nignore_fields = ["request_id"]\n'
+        '[arguments.tools.http_get]\nignore_fields = ["ts"]\n'
+    ))
+    out = []
+    for i in range(5):
+        out += engine.process(ToolCall(session="n", tool="http_get",
+                                       args={"url": "/x", "request_id": i, "ts": i * 2}))
+    assert [o.signal for o in out] == ["repeated-tool-call"]
+    plain = Engine(parse_policy_set('mode = "warn"\n'))
+    out = []
+    for i in range(5):
+        out += plain.process(ToolCall(session="n", tool="http_get", args={"url": "/x", "request_id": i}))
+    assert out == []
+
+
+def test_rendered_defaults_round_trip():
+    assert parse_policy_set(render_policy()).base == Policy()
+
+
+def test_rendered_custom_policy_round_trips():
+    policy = parse_policy_set('mode = "warn"\n[cost_ceiling]\nmax_session_usd = 2.5\n').base
+    assert parse_policy_set(render_policy(policy)).base == policy
+
+
+def test_docs_carry_the_current_default_policy():
+    text = DOCS.read_text()
+    block = text.split("```toml\n")[-1].split("```")[0]
+    assert block == render_policy(), "docs/policy.md is stale: regenerate its last block"
+
+
+def test_exempt_tools_hide_calls_from_one_signal():
+    from streamguard.engine import Engine
+    from streamguard.events import ToolCall
+
+    engine = Engine(parse_policy_set(
+        'mode = "warn"\n[signals.repeated-tool-call]\nexempt_tools = ["poll"]\n'
+    ))
+    out = []
+    for _ in range(6):
+        out += engine.process(ToolCall(session="e", tool="poll", args={}))
+    assert "repeated-tool-call" not in [o.signal for o in out]
