@@ -30,7 +30,7 @@ def test_read_file_loop():
     # The sixth read arrives after the halt: the controller did not stop the agent.
     assert signals(outs) == ["repeated-tool-call", "halt-ignored"]
     trip = next(o for o in outs if o["type"] == "guardrail_trip")
-    assert trip["session_halted"] and trip["seq"] == 12
+    assert trip["session_halted"] and trip["seq"] == 11
 
 
 def test_list_agents_cycle():

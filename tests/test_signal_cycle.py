@@ -243,7 +243,7 @@ def test_state_stays_small() -> None:
 
 def test_reason_and_guidance() -> None:
     finding = drive(calls("abc", 3)).findings[0]
-    assert "/interrupt" in finding.reason
+    assert "halting controller" in finding.reason
     assert "3-call" in finding.reason and "3 times" in finding.reason
     assert "ta → tb → tc" in finding.reason
     guidance = finding.guidance.lower()

@@ -258,7 +258,7 @@ def test_longer_shared_history_changes_nothing() -> None:
 
 def test_reason_and_guidance() -> None:
     finding = drive(interleaved(4, 3)).findings[0]
-    assert "/interrupt" in finding.reason
+    assert "halting controller" in finding.reason
     assert "gke_list_clusters" in finding.reason and "8 of the last 9" in finding.reason
     guidance = finding.guidance.lower()
     for word in FORBIDDEN_IN_GUIDANCE:

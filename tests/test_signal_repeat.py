@@ -208,7 +208,7 @@ def test_exempt_tools_are_invisible() -> None:
 
 def test_reason_and_guidance() -> None:
     finding = drive_finding([read("a.txt")] * 5)
-    assert "/interrupt" in finding.reason
+    assert "halting controller" in finding.reason
     assert "read_file" in finding.reason and "5" in finding.reason
     assert '{"path":"a.txt"}' in finding.reason
     guidance = finding.guidance.lower()

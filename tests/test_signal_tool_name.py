@@ -192,7 +192,7 @@ def test_reason_and_guidance() -> None:
         driver.call(tool, args)
     finding = driver.findings[0]
     assert "15" in finding.reason and "mark_task_done" in finding.reason
-    assert "/interrupt" in finding.reason and "threshold" in finding.reason
+    assert "halting controller" in finding.reason and "threshold" in finding.reason
     assert "sweep" in finding.reason
     guidance = finding.guidance.lower()
     for word in FORBIDDEN_IN_GUIDANCE:

@@ -184,8 +184,8 @@ class AlternatingToolCycle(Signal):
         reason = (
             f"The agent ran the same {period}-call sequence ({sequence}) {laps} times in a "
             "row with unchanged arguments on every lap. No single call repeats back to back, "
-            "so the consecutive-repeat check cannot see this loop. Interrupt the agent "
-            "(/interrupt); the cost ceiling remains the hard backstop. If this is a "
+            "so the consecutive-repeat check cannot see this loop. Under enforce the halting "
+            "controller stops the session; a cost ceiling is the hard backstop. If this is a "
             "hand-rolled poll, wait_and_verify is the supported way to wait."
         )
         guidance = (

@@ -233,8 +233,8 @@ class DominantToolCall(Signal):
         reason = (
             f"{tool} with equivalent arguments {args} made up {count} of the last {size} "
             "tool calls. This is a loop with other calls wedged in, which keeps resetting the "
-            "consecutive-repeat count. Interrupt the agent (/interrupt); the cost ceiling "
-            "remains the hard backstop."
+            "consecutive-repeat count. Under enforce the halting controller stops the "
+            "session; a cost ceiling is the hard backstop."
         )
         guidance = (
             f"{count} of your last {size} tool calls were {tool} with the same arguments "

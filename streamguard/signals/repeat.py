@@ -150,9 +150,9 @@ class RepeatedToolCall(Signal):
         args = truncate_middle(call.canonical.text, ARGS_LIMIT)
         reason = (
             f"{tool} was called {count} times in a row with equivalent arguments {args}; "
-            "the agent is most likely stuck in a loop. Interrupt the agent (/interrupt) and "
-            "rephrase the task; once it is dealt with, reset the session's guardrail. The "
-            "cost ceiling remains the hard backstop if nobody steps in."
+            "the agent is most likely stuck in a loop. Under enforce the halting controller "
+            "stops the session; look at what it was trying to do, then `streamguard reset` "
+            "the session. A cost ceiling is the hard backstop if nobody steps in."
         )
         guidance = (
             f"You have called {tool} {count} times in a row with the same arguments {args}. "

@@ -137,7 +137,7 @@ class RepeatedToolName(Signal):
             "are reworded on every call (which the argument-keyed checks cannot see) or a "
             "legitimate sweep over many items. This alert never halts the agent. If it is a "
             "sweep, exempt the tool or raise the threshold in the policy; if it is a loop, "
-            "interrupt the agent (/interrupt)."
+            "stop the agent through the halting controller."
         )
         guidance = (
             f"You have called {tool} {count} times in a row and nothing else. If these calls "
