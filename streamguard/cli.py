@@ -1,14 +1,31 @@
 """The ``streamguard`` command line.
 
-Exit codes: 0 success; 1 a runtime failure (unreadable input, broker
-unreachable); 2 a usage or configuration error (the message names the setting).
+Exit codes (every command):
+
+* 0: success (``tail`` also exits 0 on Ctrl-C);
+* 1: a runtime failure: unreadable input, Kafka cluster unreachable, a topic
+  that does not exist, events the cluster did not acknowledge. The message is
+  one sentence on stderr;
+* 2: a usage or configuration error (the message names the flag and its
+  environment variable).
+
+Operator commands add:
+
+* 3: rejected: ``reset --wait`` got a refusal from the processor;
+  ``emit`` skipped invalid lines (the valid ones were published; ``emit
+  --check`` publishes nothing);
+* 4: ``reset --wait`` saw no acknowledgement before ``--timeout`` (the reset
+  was sent, and will be applied when a processor consumes it);
+* 130: ``reset`` or ``emit`` interrupted by Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +33,7 @@ from . import __version__
 from .policy import PolicyError, load_policy_set
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
+EXIT_REJECTED, EXIT_NO_ACK, EXIT_INTERRUPTED = 3, 4, 130
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -110,6 +128,540 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
+# --------------------------------------------------------------------------- operator commands
+#
+# `tail`, `reset` and `emit` talk to a running cluster. They share the
+# connection settings of `streamguard run` (same flags, same STREAMGUARD_*
+# environment variables), turn every Kafka failure into one sentence on
+# stderr, and exit with the codes listed in the module docstring.
+
+_CONNECTION_FIELDS = (
+    "bootstrap_servers",
+    "client_id",
+    "security_protocol",
+    "sasl_mechanism",
+    "sasl_username",
+    "sasl_password",
+    "sasl_kerberos_service_name",
+    "sasl_kerberos_domain_name",
+    "ssl_cafile",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_key_password",
+    "ssl_check_hostname",
+    "request_timeout_ms",
+)
+_OUTPUT_TYPES = ("alert", "guardrail_trip", "feedback", "guardrail_reset")
+_REASON_WIDTH = 300
+
+
+class _CommandError(Exception):
+    """A failure reported as one sentence, with its exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _add_kafka_args(parser: argparse.ArgumentParser, topics: Sequence[str]) -> None:
+    from .kafka.config import ProcessorConfig
+
+    defaults = ProcessorConfig()
+    group = parser.add_argument_group(
+        "Kafka", "connection and topics; each flag also reads STREAMGUARD_<NAME> (flags win)"
+    )
+    for name in (*_CONNECTION_FIELDS, *topics):
+        default = getattr(defaults, name)
+        help_text = ProcessorConfig.HELP.get(name, "") + f" [env {ProcessorConfig.env_name(name)}"
+        if name not in ("sasl_password", "ssl_key_password"):
+            help_text += f"; default {default}"
+        help_text += "]"
+        if isinstance(default, bool):
+            group.add_argument(
+                ProcessorConfig.flag(name),
+                dest=name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_text,
+            )
+        else:
+            group.add_argument(ProcessorConfig.flag(name), dest=name, default=None, help=help_text)
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="also show the Kafka client's own log messages"
+    )
+
+
+def _kafka_config(args: argparse.Namespace, topics: Sequence[str]) -> Any:
+    """Connection and topic settings from flags over environment over defaults."""
+    import os
+
+    from .kafka.config import ProcessorConfig
+
+    names = (*_CONNECTION_FIELDS, *topics)
+    given = argparse.Namespace(**{name: getattr(args, name, None) for name in names})
+    env = {}
+    for name in names:
+        value = os.environ.get(ProcessorConfig.env_name(name))
+        if value is not None:
+            env[ProcessorConfig.env_name(name)] = value
+    return ProcessorConfig.from_namespace(given, env)
+
+
+def _kafka_reason(exc: BaseException) -> str:
+    from aiokafka.errors import KafkaConnectionError
+
+    if isinstance(exc, KafkaConnectionError):
+        return "no broker answered"
+    name, text = type(exc).__name__, str(exc).strip()
+    if not text:
+        return name
+    return text if text.startswith(name) else f"{name}: {text}"
+
+
+async def _start_client(client: Any, config: Any) -> None:
+    """Start an aiokafka client; an unreachable cluster becomes a :class:`_CommandError`."""
+    from aiokafka.errors import KafkaError
+
+    try:
+        await client.start()
+    except (KafkaError, OSError, TimeoutError) as exc:
+        with contextlib.suppress(Exception):
+            await client.stop()
+        raise _CommandError(
+            f"cannot reach the Kafka cluster at {config.bootstrap_servers} ({_kafka_reason(exc)})"
+        ) from None
+
+
+async def _require_topic(client: Any, topic: str, config: Any, flag: str) -> set[int]:
+    """The partitions of ``topic``; a missing topic becomes a :class:`_CommandError`."""
+    if hasattr(client, "topics"):  # a consumer
+        names = await client.topics()
+        partitions = client.partitions_for_topic(topic) if topic in names else None
+    else:  # a producer
+        cluster = await client.client.fetch_all_metadata()
+        partitions = cluster.partitions_for_topic(topic)
+    if not partitions:
+        raise _CommandError(
+            f"topic {topic!r} does not exist on {config.bootstrap_servers} (create it, run "
+            f"`streamguard run --create-topics`, or point {flag} at the right topic)"
+        )
+    return set(partitions)
+
+
+def _run_kafka_command(
+    command: str, args: argparse.Namespace, topics: Sequence[str], body: Any
+) -> int:
+    """Run ``body(config)`` on an event loop; map failures and Ctrl-C to exit codes."""
+    import asyncio
+    import logging
+
+    from .kafka.config import ConfigError
+
+    try:
+        config = _kafka_config(args, topics)
+    except ConfigError as exc:
+        print(f"streamguard {command}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if not args.verbose:
+        # aiokafka logs every failed connection attempt; the command reports
+        # the failure itself, in one sentence.
+        logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    from aiokafka.errors import KafkaError
+
+    try:
+        return asyncio.run(body(config))
+    except KeyboardInterrupt:
+        return EXIT_OK if command == "tail" else EXIT_INTERRUPTED
+    except _CommandError as exc:
+        print(f"streamguard {command}: {exc}", file=sys.stderr)
+        return exc.code
+    except (KafkaError, OSError) as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        print(
+            f"streamguard {command}: Kafka request failed against {config.bootstrap_servers} "
+            f"({_kafka_reason(exc)})",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+
+
+def _one_line(text: str | None, width: int = _REASON_WIDTH) -> str:
+    if not text:
+        return ""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _timestamp(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    seconds = int(ts)
+    millis = round((ts - seconds) * 1000)
+    if millis == 1000:
+        seconds, millis = seconds + 1, 0
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+
+
+def format_output(output: Any, record_ts: float | None = None) -> str:
+    """One human-readable line for an output event (``streamguard tail``)."""
+    from .events import Alert, Feedback, GuardrailReset, GuardrailTrip
+
+    when = _timestamp(output.ts if output.ts is not None else record_ts)
+    who = output.session + (f" ({output.agent})" if output.agent else "")
+    seq = f" seq={output.seq}" if output.seq is not None else ""
+    if isinstance(output, Alert):
+        return (
+            f"{when} ALERT    {who} {output.signal} {output.severity}/{output.scope}{seq}: "
+            f"{_one_line(output.reason)}"
+        )
+    if isinstance(output, GuardrailTrip):
+        if output.session_halted:
+            action = "halt session"
+        elif output.halted_turn:
+            action = "cut turn"
+        else:
+            action = "no action"
+        return (
+            f"{when} TRIP     {who} {output.guardrail}/{output.signal} -> {action}{seq}: "
+            f"{_one_line(output.reason)}"
+        )
+    if isinstance(output, Feedback):
+        return f"{when} FEEDBACK {who} {','.join(output.signals)}: {_one_line(output.text)}"
+    if isinstance(output, GuardrailReset):
+        verdict = "accepted" if output.accepted else "refused"
+        by = f" by {output.by}" if output.by else ""
+        still = (
+            f" (still halted by {', '.join(output.still_halted_by)})" if output.still_halted_by else ""
+        )
+        return f"{when} RESET    {who} {output.guardrail} {verdict}{by}{still}: {_one_line(output.reason)}"
+    return f"{when} {type(output).__name__.upper():<8} {who}"  # pragma: no cover - future types
+
+
+def _cmd_tail(args: argparse.Namespace) -> int:
+    if args.max_events is not None and args.max_events < 1:
+        print("streamguard tail: --max-events must be at least 1", file=sys.stderr)
+        return EXIT_CONFIG
+
+    async def body(config: Any) -> int:
+        import msgspec
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        from .client import Filter, header_decision, select_record
+
+        topic = config.alerts_topic
+        consumer = AIOKafkaConsumer(
+            **config.client_options(),
+            enable_auto_commit=False,
+            auto_offset_reset="earliest" if args.from_beginning else "latest",
+        )
+        await _start_client(consumer, config)
+        try:
+            partitions = await _require_topic(consumer, topic, config, "--alerts-topic")
+            tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+            consumer.assign(tps)
+            if args.from_beginning:
+                await consumer.seek_to_beginning(*tps)
+            else:
+                await consumer.seek_to_end(*tps)
+            criteria = (args.type, args.signal, args.guardrail)
+            filters = (Filter(*criteria),) if any(c is not None for c in criteria) else ()
+            sessions = {s.encode() for s in args.session} if args.session else None
+            out = sys.stdout
+            shown = 0
+            while True:
+                batch = await consumer.getmany(timeout_ms=500)
+                for records in batch.values():
+                    for record in records:
+                        if sessions is not None and record.key not in sessions:
+                            continue
+                        if args.json and header_decision(record, filters):
+                            line = record.value.decode("utf-8", "replace")
+                        else:
+                            try:
+                                selected, output = select_record(record, filters)
+                            except msgspec.DecodeError as exc:
+                                print(
+                                    f"streamguard tail: skipping an undecodable record at "
+                                    f"{record.topic}[{record.partition}]@{record.offset}: {exc}",
+                                    file=sys.stderr,
+                                )
+                                continue
+                            if not selected or output is None:
+                                continue
+                            if args.json:
+                                line = record.value.decode("utf-8", "replace")
+                            else:
+                                line = format_output(output, record.timestamp / 1000.0)
+                        out.write(line + "\n")
+                        shown += 1
+                        if args.max_events is not None and shown >= args.max_events:
+                            out.flush()
+                            return EXIT_OK
+                out.flush()
+        finally:
+            await consumer.stop()
+
+    return _run_kafka_command("tail", args, ("alerts_topic",), body)
+
+
+def _cmd_reset(args: argparse.Namespace) -> int:
+    import getpass
+
+    import msgspec
+
+    from .events import Reset, control_decoder, encode
+
+    if args.add_budget is not None:
+        if not args.add_budget > 0:
+            print("streamguard reset: --add-budget must be a positive amount of USD", file=sys.stderr)
+            return EXIT_CONFIG
+        if args.guardrail == "watchdog":
+            print(
+                "streamguard reset: --add-budget raises the cost ceiling; use it with "
+                "--guardrail cost_ceiling or all",
+                file=sys.stderr,
+            )
+            return EXIT_CONFIG
+    if args.timeout <= 0:
+        print("streamguard reset: --timeout must be positive", file=sys.stderr)
+        return EXIT_CONFIG
+    by = args.by
+    if by is None:
+        with contextlib.suppress(Exception):
+            by = getpass.getuser()
+    event = Reset(
+        session=args.session,
+        guardrail=args.guardrail,
+        additional_budget_usd=args.add_budget,
+        by=by or None,
+        ts=round(time.time(), 6),
+    )
+    try:
+        payload = encode(event)
+        control_decoder.decode(payload)  # the processor's own validation
+    except msgspec.ValidationError as exc:
+        print(f"streamguard reset: invalid reset: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+    async def body(config: Any) -> int:
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+        from .client import Filter, select_record
+
+        reset_filter = (Filter(types=("guardrail_reset",)),)
+        consumer = None
+        producer = AIOKafkaProducer(
+            **config.client_options(), acks="all", enable_idempotence=False
+        )
+        try:
+            if args.wait:
+                # Position on the output topic *before* sending, so the
+                # acknowledgement cannot slip past.
+                consumer = AIOKafkaConsumer(**config.client_options(), enable_auto_commit=False)
+                await _start_client(consumer, config)
+                partitions = await _require_topic(
+                    consumer, config.alerts_topic, config, "--alerts-topic"
+                )
+                tps = [TopicPartition(config.alerts_topic, p) for p in sorted(partitions)]
+                consumer.assign(tps)
+                await consumer.seek_to_end(*tps)
+                for tp in tps:
+                    await consumer.position(tp)
+            await _start_client(producer, config)
+            await _require_topic(producer, config.control_topic, config, "--control-topic")
+            meta = await producer.send_and_wait(
+                config.control_topic, value=payload, key=event.session.encode()
+            )
+            sent = (
+                f"reset of {event.guardrail} for session {event.session!r} sent to "
+                f"{config.control_topic} (partition {meta.partition}, offset {meta.offset})"
+            )
+            if consumer is None:
+                print(sent)
+                return EXIT_OK
+            print(f"{sent}; waiting for the acknowledgement", file=sys.stderr)
+            key = event.session.encode()
+            deadline = time.monotonic() + args.timeout
+            while (left := deadline - time.monotonic()) > 0:
+                batch = await consumer.getmany(timeout_ms=int(min(left, 0.5) * 1000) + 1)
+                for records in batch.values():
+                    for record in records:
+                        if record.key != key:
+                            continue
+                        with contextlib.suppress(msgspec.DecodeError):
+                            selected, ack = select_record(record, reset_filter)
+                            if selected and _acknowledges(ack, event):
+                                if args.json:
+                                    print(record.value.decode("utf-8", "replace"))
+                                else:
+                                    print(format_output(ack, record.timestamp / 1000.0))
+                                return EXIT_OK if ack.accepted else EXIT_REJECTED
+            raise _CommandError(
+                f"no acknowledgement on {config.alerts_topic} within {args.timeout:g} s; is "
+                f"`streamguard run` running and consuming {config.control_topic}? (the reset "
+                "was sent and will be applied when it is)",
+                EXIT_NO_ACK,
+            )
+        finally:
+            await producer.stop()
+            if consumer is not None:
+                await consumer.stop()
+
+    return _run_kafka_command("reset", args, ("control_topic", "alerts_topic"), body)
+
+
+def _acknowledges(ack: Any, event: Any) -> bool:
+    """Whether a guardrail_reset output answers this reset (the processor echoes ts and by)."""
+    return (
+        ack is not None
+        and ack.session == event.session
+        and ack.guardrail == event.guardrail
+        and ack.by == event.by
+        and ack.ts == event.ts
+    )
+
+
+def _cmd_emit(args: argparse.Namespace) -> int:
+    if args.rate is not None and not args.rate > 0:
+        print("streamguard emit: --rate must be a positive number of events per second", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        source = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+    except OSError as exc:
+        print(f"streamguard emit: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return EXIT_FAILURE
+    name = "stdin" if args.file == "-" else args.file
+
+    from .events import decode_agent_event
+
+    counts = {"published": 0, "bad": 0, "failed": 0}
+
+    def check(lineno: int, raw: bytes) -> tuple[bytes, bytes] | None:
+        """``(key, value)`` of a valid line; report and return None otherwise."""
+        import msgspec
+
+        from .events import ControlOnAgentStream, UnknownEventType
+
+        line = raw.strip()
+        if not line:
+            return None
+        try:
+            event = decode_agent_event(line)
+        except ControlOnAgentStream as exc:
+            reason = f"{exc}; send resets with `streamguard reset`"
+        except UnknownEventType as exc:
+            reason = f"{exc} (contract v1 knows {', '.join(sorted(_agent_types()))})"
+        except msgspec.DecodeError as exc:
+            reason = str(exc)
+        else:
+            return event.session.encode(), line
+        counts["bad"] += 1
+        print(f"streamguard emit: {name}: line {lineno}: {reason}", file=sys.stderr)
+        return None
+
+    async def lines() -> Any:
+        import asyncio
+
+        lineno = 0
+        while True:
+            if source is sys.stdin.buffer:
+                raw = await asyncio.to_thread(source.readline)  # a live pipe must not stall the loop
+            else:
+                raw = source.readline()
+            if not raw:
+                return
+            lineno += 1
+            yield lineno, raw
+
+    async def body(config: Any) -> int:
+        import asyncio
+
+        from aiokafka import AIOKafkaProducer
+        from aiokafka.errors import MessageSizeTooLargeError
+
+        topic = config.events_topic
+        producer = AIOKafkaProducer(
+            **config.client_options(),
+            acks="all",
+            enable_idempotence=False,
+            linger_ms=0 if args.rate else 5,
+        )
+        await _start_client(producer, config)
+        pending: list[Any] = []
+        first_error: list[str] = []
+
+        def delivered(future: Any) -> None:
+            if future.cancelled() or future.exception() is not None:
+                counts["failed"] += 1
+                if not first_error:
+                    first_error.append(
+                        "cancelled" if future.cancelled() else _kafka_reason(future.exception())
+                    )
+            else:
+                counts["published"] += 1
+
+        try:
+            await _require_topic(producer, topic, config, "--events-topic")
+            started = time.monotonic()
+            sent = 0
+            async for lineno, raw in lines():
+                checked = check(lineno, raw)
+                if checked is None:
+                    continue
+                key, value = checked
+                if args.rate:
+                    delay = started + sent / args.rate - time.monotonic()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                try:
+                    future = await producer.send(topic, value=value, key=key)
+                except MessageSizeTooLargeError as exc:
+                    counts["bad"] += 1
+                    print(f"streamguard emit: {name}: line {lineno}: {_kafka_reason(exc)}", file=sys.stderr)
+                    continue
+                sent += 1
+                future.add_done_callback(delivered)
+                pending.append(future)
+                if len(pending) >= 1000:
+                    await asyncio.wait(pending)
+                    pending.clear()
+            if pending:
+                await asyncio.wait(pending)
+        finally:
+            await producer.stop()
+        summary = f"published {counts['published']} events to {topic}"
+        if counts["bad"]:
+            summary += f"; {counts['bad']} bad line(s) skipped"
+        print(f"streamguard emit: {summary}", file=sys.stderr)
+        if counts["failed"]:
+            raise _CommandError(
+                f"{counts['failed']} event(s) were not acknowledged by the cluster at "
+                f"{config.bootstrap_servers} ({first_error[0]})"
+            )
+        return EXIT_REJECTED if counts["bad"] else EXIT_OK
+
+    with source:
+        if args.check:
+            # Validate only: no broker needed.
+            valid = 0
+            for lineno, raw in enumerate(source, 1):
+                if check(lineno, raw) is not None:
+                    valid += 1
+            print(
+                f"streamguard emit: {name}: {valid} valid event(s), {counts['bad']} bad line(s)",
+                file=sys.stderr,
+            )
+            return EXIT_REJECTED if counts["bad"] else EXIT_OK
+        return _run_kafka_command("emit", args, ("events_topic",), body)
+
+
+def _agent_types() -> frozenset[str]:
+    from .events import AGENT_EVENT_TYPES
+
+    return AGENT_EVENT_TYPES
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="streamguard",
@@ -136,6 +688,78 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("--family", choices=["all", "agent", "control", "output"], default="all")
 
     sub.add_parser("run", help="run the Kafka processor (see `streamguard run --help`)", add_help=False)
+
+    tail = sub.add_parser(
+        "tail",
+        help="follow the output topic: alerts, trips, feedback, reset receipts",
+        description="Follow the output topic, one line per event (Ctrl-C to stop).",
+    )
+    tail.add_argument("--json", action="store_true", help="print the raw JSON of each event")
+    tail.add_argument(
+        "--type", action="append", choices=_OUTPUT_TYPES, help="only this output type (repeatable)"
+    )
+    tail.add_argument("--signal", action="append", help="only this signal id (repeatable)")
+    tail.add_argument(
+        "--guardrail",
+        action="append",
+        choices=["watchdog", "cost_ceiling", "context_budget", "all"],
+        help="only trips and resets of this guardrail (repeatable)",
+    )
+    tail.add_argument("--session", action="append", help="only this session (repeatable)")
+    tail.add_argument(
+        "--from-beginning", action="store_true", help="start at the oldest retained event"
+    )
+    tail.add_argument(
+        "-n", "--max-events", type=int, metavar="N", help="exit after printing N events"
+    )
+    _add_kafka_args(tail, ("alerts_topic",))
+
+    reset = sub.add_parser(
+        "reset",
+        help="clear a session's halt: write a reset to the control topic",
+        description=(
+            "Write a reset for SESSION to the control topic (keyed by session). With --wait, "
+            "print the processor's acknowledgement: exit 0 if accepted, 3 if refused, 4 if none "
+            "arrived in time."
+        ),
+    )
+    reset.add_argument("session", metavar="SESSION")
+    reset.add_argument(
+        "--guardrail",
+        required=True,
+        choices=["watchdog", "cost_ceiling", "all"],
+        help="which guardrail to reset",
+    )
+    reset.add_argument(
+        "--add-budget",
+        type=float,
+        metavar="USD",
+        help="raise the session's cost ceiling by this much (cost_ceiling or all)",
+    )
+    reset.add_argument("--by", help="who asks, echoed in the acknowledgement (default: your user name)")
+    reset.add_argument(
+        "--wait", action="store_true", help="wait for the acknowledgement on the output topic"
+    )
+    reset.add_argument(
+        "--timeout", type=float, default=30.0, metavar="S", help="how long --wait waits (default 30)"
+    )
+    reset.add_argument("--json", action="store_true", help="print the acknowledgement as JSON")
+    _add_kafka_args(reset, ("control_topic", "alerts_topic"))
+
+    emit = sub.add_parser(
+        "emit",
+        help="publish a JSONL trace of agent events to the events topic",
+        description=(
+            "Publish agent events, one JSON object per line, keyed by session. Every line is "
+            "validated first; bad lines are reported with their line numbers and skipped."
+        ),
+    )
+    emit.add_argument("file", metavar="FILE|-", help="JSONL events, or - for stdin")
+    emit.add_argument("--rate", type=float, metavar="N", help="at most N events per second")
+    emit.add_argument(
+        "--check", action="store_true", help="validate only, publish nothing (needs no broker)"
+    )
+    _add_kafka_args(emit, ("events_topic",))
     return parser
 
 
@@ -152,6 +776,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_check_config(args)
         if args.command == "schema":
             return _cmd_schema(args)
+        if args.command == "tail":
+            return _cmd_tail(args)
+        if args.command == "reset":
+            return _cmd_reset(args)
+        if args.command == "emit":
+            return _cmd_emit(args)
     except PolicyError as exc:
         print(f"streamguard {args.command}: policy error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
