@@ -1,0 +1,348 @@
+"""Settings of ``streamguard run``: flags, environment, defaults, validation.
+
+Every setting has a flag (``--events-topic``) and an environment variable
+(``STREAMGUARD_EVENTS_TOPIC``); a flag wins over the environment, the
+environment over the default. Values are validated together at start-up and an
+invalid one is reported with both of its names, so a typo in a deployment
+manifest fails the pod at once instead of at the first rebalance.
+
+Secrets (``STREAMGUARD_SASL_PASSWORD``, ``STREAMGUARD_SSL_KEY_PASSWORD``) are
+better passed through the environment than on a command line that ``ps`` shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, ClassVar, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+ENV_PREFIX = "STREAMGUARD_"
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI"]
+
+Port = Annotated[int, Meta(ge=0, le=65535)]
+PositiveInt = Annotated[int, Meta(ge=1)]
+Millis = Annotated[int, Meta(ge=1)]
+Seconds = Annotated[float, Meta(gt=0)]
+TopicName = Annotated[str, Meta(min_length=1, max_length=249, pattern=r"^[A-Za-z0-9._-]+$")]
+
+
+class ConfigError(ValueError):
+    """An invalid setting; the message names its flag and environment variable."""
+
+
+class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Everything ``streamguard run`` can be told. Defaults suit a production cluster."""
+
+    # -- connection
+    bootstrap_servers: Annotated[str, Meta(min_length=1)] = "localhost:9092"
+    client_id: Annotated[str, Meta(min_length=1)] = "streamguard"
+    security_protocol: SecurityProtocol = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+    sasl_kerberos_service_name: str = "kafka"
+    sasl_kerberos_domain_name: str | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_key_password: str | None = None
+    ssl_check_hostname: bool = True
+    request_timeout_ms: Millis = 40_000
+
+    # -- consumer group
+    group_id: Annotated[str, Meta(min_length=1)] = "streamguard"
+    group_instance_id: str | None = None
+    session_timeout_ms: Millis = 10_000
+    heartbeat_interval_ms: Millis = 3_000
+    rebalance_timeout_ms: Millis = 60_000
+    max_poll_interval_ms: Millis = 300_000
+
+    # -- topics
+    events_topic: TopicName = "agent.events"
+    control_topic: TopicName = "streamguard.control"
+    alerts_topic: TopicName = "streamguard.alerts"
+    dlq_topic: TopicName = "streamguard.dlq"
+    changelog_topic: TopicName = "streamguard.changelog"
+    create_topics: bool = False
+    partitions: Annotated[int, Meta(ge=1, le=100_000)] = 12
+    replication_factor: Annotated[int, Meta(ge=1, le=32)] = 3
+
+    # -- detection
+    policy: str | None = None
+
+    # -- processing and checkpoints
+    max_poll_records: Annotated[int, Meta(ge=1, le=1_000_000)] = 500
+    checkpoint_every_events: PositiveInt = 5_000
+    checkpoint_interval_ms: Millis = 1_000
+    max_in_flight: PositiveInt = 10_000
+    send_timeout_ms: Millis = 30_000
+    linger_ms: Annotated[int, Meta(ge=0, le=60_000)] = 5
+
+    # -- session state
+    session_idle_ttl_s: Seconds = 6 * 3600.0
+    halted_session_ttl_s: Seconds = 7 * 24 * 3600.0
+    eviction_batch: PositiveInt = 10_000
+
+    # -- observability and lifecycle
+    metrics_host: Annotated[str, Meta(min_length=1)] = "0.0.0.0"
+    metrics_port: Port = 9464
+    metrics_agents: list[str] = []
+    metrics_max_agents: Annotated[int, Meta(ge=0, le=10_000)] = 50
+    shutdown_timeout_s: Seconds = 25.0
+
+    HELP: ClassVar[dict[str, str]] = {
+        "bootstrap_servers": "comma-separated host:port list of the Kafka cluster",
+        "client_id": "client id reported to the brokers",
+        "security_protocol": "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+        "sasl_mechanism": "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or GSSAPI",
+        "sasl_username": "SASL user name (PLAIN and SCRAM)",
+        "sasl_password": "SASL password (prefer the environment variable)",
+        "sasl_kerberos_service_name": "Kerberos service name (GSSAPI)",
+        "sasl_kerberos_domain_name": "Kerberos domain name (GSSAPI)",
+        "ssl_cafile": "CA bundle that signs the brokers' certificates",
+        "ssl_certfile": "client certificate (mutual TLS)",
+        "ssl_keyfile": "client private key (mutual TLS)",
+        "ssl_key_password": "password of the client private key",
+        "ssl_check_hostname": "verify that broker certificates match their host names",
+        "request_timeout_ms": "timeout of one broker request",
+        "group_id": "consumer group shared by every instance of this processor",
+        "group_instance_id": "static membership id (stable per replica, e.g. the pod name)",
+        "session_timeout_ms": "how long the group waits for a silent member before rebalancing",
+        "heartbeat_interval_ms": "heartbeat period (well below the session timeout)",
+        "rebalance_timeout_ms": "time a member has to flush and commit during a rebalance",
+        "max_poll_interval_ms": "longest pause between fetches before the member is evicted",
+        "events_topic": "topic of agent events, keyed by session",
+        "control_topic": "topic of operator commands (resets), co-partitioned with the events",
+        "alerts_topic": "topic the alerts, trips, feedback and reset receipts go to",
+        "dlq_topic": "dead-letter topic for records that cannot be processed",
+        "changelog_topic": "compacted topic of session snapshots, co-partitioned with the events",
+        "create_topics": "create missing topics at start-up",
+        "partitions": "partition count of topics created by --create-topics",
+        "replication_factor": "replication factor of created topics (1 for a single-broker dev cluster)",
+        "policy": "policy TOML file (default: the built-in defaults)",
+        "max_poll_records": "most records taken from the consumer per batch",
+        "checkpoint_every_events": "checkpoint (flush outputs and snapshots, commit) after this many records",
+        "checkpoint_interval_ms": "checkpoint at least this often while records flow",
+        "max_in_flight": "unacknowledged produced records before fetching pauses",
+        "send_timeout_ms": "how long a checkpoint waits for acknowledgements before failing",
+        "linger_ms": "producer batching delay",
+        "session_idle_ttl_s": "evict a session after this much event time without records",
+        "halted_session_ttl_s": "keep halted sessions this long without records",
+        "eviction_batch": "most sessions examined per partition per eviction sweep",
+        "metrics_host": "address of the /metrics, /healthz and /readyz endpoint",
+        "metrics_port": "port of that endpoint (0: any free port)",
+        "metrics_agents": "comma-separated agent names used as metric labels (others: `other`)",
+        "metrics_max_agents": "without an allow-list: label the first N agents seen, the rest `other`",
+        "shutdown_timeout_s": "bound on the final flush and commit at shutdown",
+    }
+
+    # -------------------------------------------------------------- building
+
+    @staticmethod
+    def flag(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    @staticmethod
+    def env_name(name: str) -> str:
+        return ENV_PREFIX + name.upper()
+
+    @classmethod
+    def describe(cls, name: str) -> str:
+        return f"{cls.flag(name)} / {cls.env_name(name)}"
+
+    @classmethod
+    def parser(cls, prog: str = "streamguard run") -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(
+            prog=prog,
+            description=(
+                "Run the stream processor: consume agent events, publish alerts and "
+                "guardrail trips. Every flag also reads STREAMGUARD_<NAME> from the "
+                "environment (flags win)."
+            ),
+        )
+        defaults = cls()
+        for field in msgspec.structs.fields(cls):
+            name = field.name
+            default = getattr(defaults, name)
+            help_text = cls.HELP.get(name, "")
+            help_text += f" [env {cls.env_name(name)}"
+            if name not in ("sasl_password", "ssl_key_password"):
+                shown = ",".join(default) if isinstance(default, list) else default
+                help_text += f"; default {shown}"
+            help_text += "]"
+            if isinstance(default, bool):
+                parser.add_argument(
+                    cls.flag(name),
+                    dest=name,
+                    action=argparse.BooleanOptionalAction,
+                    default=None,
+                    help=help_text,
+                )
+            else:
+                parser.add_argument(
+                    cls.flag(name), dest=name, default=None, metavar="VALUE", help=help_text
+                )
+        return parser
+
+    @classmethod
+    def from_env_and_args(
+        cls,
+        argv: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ProcessorConfig:
+        """Parse flags (``argv``, without the program name) over ``env`` over defaults."""
+        args = cls.parser().parse_args(list(argv) if argv is not None else [])
+        return cls.from_namespace(args, env)
+
+    # The CLI's spelling.
+    from_args = from_env_and_args
+
+    @classmethod
+    def from_namespace(
+        cls, args: argparse.Namespace, env: Mapping[str, str] | None = None
+    ) -> ProcessorConfig:
+        env = os.environ if env is None else env
+        raw: dict[str, Any] = {}
+        for field in msgspec.structs.fields(cls):
+            name = field.name
+            value = getattr(args, name, None)
+            if value is None:
+                value = env.get(cls.env_name(name))
+                if value is not None and value.strip() == "":
+                    value = None
+            if value is None:
+                continue
+            raw[name] = cls._coerce(name, value)
+        return cls.build(raw)
+
+    @classmethod
+    def _coerce(cls, name: str, value: Any) -> Any:
+        default = getattr(cls(), name)
+        if isinstance(default, list) and isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(default, bool) and isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ConfigError(f"{cls.describe(name)}: expected true or false, got {value!r}")
+        return value
+
+    @classmethod
+    def build(cls, raw: Mapping[str, Any]) -> ProcessorConfig:
+        """Validate a mapping of settings (strings are coerced) into a config."""
+        try:
+            config = msgspec.convert(dict(raw), cls, strict=False)
+        except msgspec.ValidationError as exc:
+            message = str(exc)
+            what, sep, at = message.rpartition(" - at `")
+            if sep:
+                name = at.rstrip("`").removeprefix("$.").split(".")[0].split("[")[0]
+                if name in cls.__struct_fields__:
+                    raise ConfigError(f"invalid {cls.describe(name)}: {what}") from None
+            if message.startswith("Object contains unknown field"):
+                raise ConfigError(f"unknown setting: {message}") from None
+            raise ConfigError(f"invalid settings: {message}") from None
+        config.validate()
+        return config
+
+    # ------------------------------------------------------------ validation
+
+    def validate(self) -> None:
+        """Cross-field checks; raises :class:`ConfigError` naming the setting."""
+        d = type(self).describe
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigError(
+                f"invalid {d('heartbeat_interval_ms')}: must be below "
+                f"{d('session_timeout_ms')} ({self.session_timeout_ms})"
+            )
+        if self.halted_session_ttl_s < self.session_idle_ttl_s:
+            raise ConfigError(
+                f"invalid {d('halted_session_ttl_s')}: must be at least "
+                f"{d('session_idle_ttl_s')} ({self.session_idle_ttl_s:g}); halted sessions are "
+                "kept longer than idle ones"
+            )
+        topics = {
+            "events_topic": self.events_topic,
+            "control_topic": self.control_topic,
+            "alerts_topic": self.alerts_topic,
+            "dlq_topic": self.dlq_topic,
+            "changelog_topic": self.changelog_topic,
+        }
+        seen: dict[str, str] = {}
+        for name, topic in topics.items():
+            if topic in seen:
+                raise ConfigError(
+                    f"invalid {d(name)}: {topic!r} is already used by {d(seen[topic])}"
+                )
+            seen[topic] = name
+        for server in self.bootstrap_servers.split(","):
+            host, sep, port = server.strip().rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ConfigError(
+                    f"invalid {d('bootstrap_servers')}: {server.strip()!r} is not host:port"
+                )
+        if self.security_protocol.startswith("SASL") and self.sasl_mechanism != "GSSAPI":
+            for name in ("sasl_username", "sasl_password"):
+                if not getattr(self, name):
+                    raise ConfigError(
+                        f"missing {d(name)}: required by {self.sasl_mechanism} over "
+                        f"{self.security_protocol}"
+                    )
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise ConfigError(
+                f"invalid {d('ssl_certfile')}: mutual TLS needs both {d('ssl_certfile')} "
+                f"and {d('ssl_keyfile')}"
+            )
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "policy"):
+            path = getattr(self, name)
+            if path is not None and not os.access(path, os.R_OK):
+                raise ConfigError(f"invalid {d(name)}: cannot read {path!r}")
+        if self.policy is not None:
+            from ..policy import PolicyError, load_policy_set
+
+            try:
+                load_policy_set(self.policy)
+            except PolicyError as exc:
+                raise ConfigError(f"invalid {d('policy')}: {exc}") from None
+        if self.group_instance_id is not None and not self.group_instance_id:
+            raise ConfigError(f"invalid {d('group_instance_id')}: must not be empty")
+
+    # --------------------------------------------------------------- clients
+
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    def client_options(self) -> dict[str, Any]:
+        """Connection options shared by aiokafka's consumer, producer and admin client."""
+        options: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap_servers,
+            "client_id": self.client_id,
+            "request_timeout_ms": self.request_timeout_ms,
+            "security_protocol": self.security_protocol,
+        }
+        if self.security_protocol.startswith("SASL"):
+            options["sasl_mechanism"] = self.sasl_mechanism
+            options["sasl_plain_username"] = self.sasl_username
+            options["sasl_plain_password"] = self.sasl_password
+            options["sasl_kerberos_service_name"] = self.sasl_kerberos_service_name
+            options["sasl_kerberos_domain_name"] = self.sasl_kerberos_domain_name
+        if self.uses_ssl():
+            from aiokafka.helpers import create_ssl_context
+
+            context = create_ssl_context(
+                cafile=self.ssl_cafile,
+                certfile=self.ssl_certfile,
+                keyfile=self.ssl_keyfile,
+                password=self.ssl_key_password,
+            )
+            context.check_hostname = self.ssl_check_hostname
+            options["ssl_context"] = context
+        return options
