@@ -65,6 +65,10 @@ def is_path_key(key: str) -> bool:
 
 def clean_path(path: str) -> str:
     """Lexical path clean with Go ``path.Clean`` semantics (no filesystem access)."""
+    if path and "//" not in path and "/." not in path and path[0] != "." and path[-1] != "/":
+        # Already clean: no empty component, no "." or ".." component (either
+        # would start the path with "." or contain "/."), no trailing slash.
+        return path
     cleaned = posixpath.normpath(path)  # "" -> "."
     # POSIX normpath keeps exactly two leading slashes; Go collapses them.
     if cleaned.startswith("//"):
@@ -121,7 +125,7 @@ class CanonicalArgs:
 
 def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> CanonicalArgs:
     """Canonical form of ``args`` (see the module docstring)."""
-    obj = _as_object(args)
+    obj = _as_object(args) if isinstance(args, str) else args
     if obj is None:
         return CanonicalArgs(EMPTY_ARGS, None)
     if not isinstance(obj, dict):

@@ -9,6 +9,7 @@ replayed events by ``seq``, and snapshots/restores sessions as bytes.
 
 from __future__ import annotations
 
+from sys import intern
 from typing import Any
 
 from msgspec import Struct
@@ -16,6 +17,8 @@ from msgspec import Struct
 from .events import AgentEvent, Output, Reset, ToolCall
 from .policy import Policy, PolicySet
 from .watchdog import SessionState, Watchdog
+
+_AGENT_MEMO_MAX = 4096
 
 
 class EngineStats(Struct, kw_only=True):
@@ -39,6 +42,8 @@ class Engine:
             policy = policy_set
         self.policies = policy
         self._watchdogs: dict[int, Watchdog] = {}
+        # Memo of watchdog_for: the policy set is fixed for the engine's life.
+        self._by_agent: dict[str | None, Watchdog] = {}
         self.sessions: dict[str, SessionState] = {}
         self.stats = EngineStats()
 
@@ -46,11 +51,16 @@ class Engine:
 
     def watchdog_for(self, agent: str | None) -> Watchdog:
         """The watchdog of the policy that applies to ``agent`` (built once per override)."""
+        watchdog = self._by_agent.get(agent)
+        if watchdog is not None:
+            return watchdog
         index = self.policies.matching(agent)
         watchdog = self._watchdogs.get(index)
         if watchdog is None:
             watchdog = Watchdog(self.policies.for_index(index))
             self._watchdogs[index] = watchdog
+        if len(self._by_agent) < _AGENT_MEMO_MAX:  # bounded: agent names come from the stream
+            self._by_agent[agent] = watchdog
         return watchdog
 
     def _session(self, session: str, agent: str | None) -> tuple[SessionState, Watchdog]:
@@ -66,14 +76,19 @@ class Engine:
             # and only while nothing but defaults could have applied yet.
             watchdog = self.watchdog_for(agent)
             if watchdog is self.watchdog_for(None):
-                state.agent = agent
+                state.agent = intern(agent) if type(agent) is str else agent
         return state, self.watchdog_for(state.agent)
 
     # ---------------------------------------------------------------- process
 
     def process(self, event: AgentEvent, record_ts: float | None = None) -> list[Output]:
         """Apply one agent event; return its outputs (an empty list, usually)."""
-        state, watchdog = self._session(event.session, event.agent)
+        state = self.sessions.get(event.session)
+        if state is not None and (state.agent is not None or event.agent is None):
+            # Hot path: a known session whose policy is settled (see _session).
+            watchdog = self._by_agent.get(state.agent) or self.watchdog_for(state.agent)
+        else:
+            state, watchdog = self._session(event.session, event.agent)
         seq = event.seq
         if seq is not None:
             if seq <= state.last_seq:

@@ -42,12 +42,19 @@ tells the model why it was stopped.
 from __future__ import annotations
 
 from hashlib import blake2b
+from sys import intern
 from typing import Any
 
 import msgspec
 from msgspec import Struct
 
-from .canonical import canonicalize, fingerprint_payload, payload_size, stable_hash
+from .canonical import (
+    canonicalize,
+    fingerprint_and_size,
+    fingerprint_payload,
+    payload_size,
+    stable_hash,
+)
 from .events import (
     Alert,
     FinalAnswer,
@@ -79,8 +86,13 @@ FEEDBACK_HEADER = (
 FEEDBACK_FOOTER = "Change your approach in this turn accordingly."
 
 
-class SessionState(Struct, kw_only=True):
-    """Everything the watchdog remembers about one session."""
+class SessionState(Struct, kw_only=True, gc=False):
+    """Everything the watchdog remembers about one session.
+
+    ``gc=False``: nothing in a session's state refers back to it, so it can
+    never be part of a reference cycle (and 100,000 of them stay out of the
+    collector's way).
+    """
 
     session: str
     agent: str | None = None
@@ -170,8 +182,11 @@ class Watchdog:
     # ------------------------------------------------------------------ state
 
     def new_state(self, session: str, agent: str | None = None) -> SessionState:
+        # Interned: a fleet has few agent names and many sessions per name.
         return SessionState(
-            session=session, agent=agent, signals=[s.new_state() for s in self.signals]
+            session=session,
+            agent=intern(agent) if type(agent) is str else agent,
+            signals=[s.new_state() for s in self.signals],
         )
 
     def encode_state(self, state: SessionState) -> bytes:
@@ -251,15 +266,21 @@ class Watchdog:
                 state.turn_id = turn
         elif kind is TurnEnd:
             for i, _, hook in self._on_turn_end:
-                self._handle(ctx, i, hook(state.signals[i]))
+                finding = hook(state.signals[i])
+                if finding is not None:
+                    self._handle(ctx, i, finding)
             self._close_turn(state)
         elif kind is Usage:
             state.in_turn = True
             for i, _, hook in self._on_usage:
-                self._handle(ctx, i, hook(state.signals[i], event))
+                finding = hook(state.signals[i], event)
+                if finding is not None:
+                    self._handle(ctx, i, finding)
         elif kind is FinalAnswer:
             for i, _, hook in self._on_final:
-                self._handle(ctx, i, hook(state.signals[i], event))
+                finding = hook(state.signals[i], event)
+                if finding is not None:
+                    self._handle(ctx, i, finding)
         return ctx.outputs if ctx.outputs is not None else _NO_OUTPUT
 
     def _call(self, ctx: _Ctx, event: ToolCall) -> None:
@@ -294,12 +315,18 @@ class Watchdog:
         if not self._on_result:
             return
         failed = bool(event.error)
-        fingerprint = 0
-        if self._need_fingerprint and not failed and not event.no_op:
-            fingerprint = fingerprint_payload(event.result, event.result_digest)
-        size = 0
-        if self._need_size:
-            size = event.result_bytes if event.result_bytes is not None else payload_size(event.result)
+        fingerprint = size = 0
+        want_fingerprint = self._need_fingerprint and not failed and not event.no_op
+        if self._need_size and event.result_bytes is None:
+            if want_fingerprint:  # both from one encoding of the payload
+                fingerprint, size = fingerprint_and_size(event.result, event.result_digest)
+            else:
+                size = payload_size(event.result)
+        else:
+            if want_fingerprint:
+                fingerprint = fingerprint_payload(event.result, event.result_digest)
+            if self._need_size:
+                size = event.result_bytes
         view = ResultView(event, failed, fingerprint, size)
         tool = event.tool
         signals = state.signals
@@ -324,7 +351,9 @@ class Watchdog:
         if state.feedback and self._withdrawn:
             state.feedback = [item for item in state.feedback if item[0] not in self._withdrawn]
         for i, _, hook in self._on_text:
-            self._handle(ctx, i, hook(state.signals[i], event))
+            finding = hook(state.signals[i], event)
+            if finding is not None:
+                self._handle(ctx, i, finding)
 
     # ------------------------------------------------------------------ turns
 
