@@ -26,6 +26,14 @@ mode = "enforce"
 [cost_ceiling]
 max_turn_usd = 0.5
 max_session_usd = 2.0
+[context_budget]
+assumed_window = 2000
+[verification]
+enabled = true
+[signals.window-repeat]
+enabled = true
+[signals.tool-failure-guidance]
+halt_after_same_signature = 3
 """
 
 SESSIONS = ["s1", "s2", "s3"]
@@ -67,6 +75,35 @@ def agent_event(draw: Any) -> Any:
                  additional_budget_usd=draw(st.sampled_from([None, 1.0])))
 
 
+@st.composite
+def behaviour(draw: Any) -> list[Any]:
+    """A short burst of one behaviour: loops, streaks and turn structure, so restored
+    states carry latches, cut counts, halts and queued feedback, not just counters."""
+    session = draw(st.sampled_from(SESSIONS[:2]))
+    n = draw(st.integers(1, 7))
+    shape = draw(st.sampled_from(["repeat", "cycle", "noop", "fail", "turn", "spend", "single"]))
+    if shape == "repeat":
+        event = ToolCall(session=session, tool="read_file", args={"path": draw(st.sampled_from(PATHS))})
+        return [event] * n
+    if shape == "cycle":
+        a = ToolCall(session=session, tool="list_agents", args={})
+        b = ToolCall(session=session, tool="check_agent", args={"id": 1})
+        return [a, b] * n
+    if shape == "noop":
+        return [ToolResult(session=session, tool="mark_task_done", no_op=True)] * n
+    if shape == "fail":
+        return [ToolResult(session=session, tool="kubectl", error="denied")] * n
+    if shape == "turn":
+        return [TurnEnd(session=session), TurnStart(session=session)]
+    if shape == "spend":
+        return [Usage(session=session, cost_usd=0.2, input_tokens=1500)] * n
+    return [draw(agent_event())]
+
+
+def behaviours() -> Any:
+    return st.lists(behaviour(), max_size=40).map(lambda chunks: [e for c in chunks for e in c])
+
+
 def feed(engine: Engine, event: Any) -> list[bytes]:
     outs = engine.control(event) if isinstance(event, Reset) else engine.process(event)
     return [encode(o) for o in outs]
@@ -77,7 +114,10 @@ def fresh() -> Engine:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=st.lists(agent_event(), max_size=120), cut=st.integers(min_value=0, max_value=120))
+@given(
+    events=st.one_of(st.lists(agent_event(), max_size=120), behaviours()),
+    cut=st.integers(min_value=0, max_value=150),
+)
 def test_restore_then_continue_equals_uninterrupted(events: list[Any], cut: int) -> None:
     cut = min(cut, len(events))
     whole = fresh()
