@@ -106,3 +106,11 @@ def test_schema_prints_all_families(capsys):
     schemas = json.loads(capsys.readouterr().out)
     assert set(schemas) == {"contract_version", "agent_event", "control_event", "output_event"}
     assert "tool_call" in json.dumps(schemas["agent_event"])
+
+
+def test_committed_schema_is_current(capsys):
+    committed = Path(__file__).resolve().parent.parent / "docs" / "schema" / "contract-v1.json"
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(committed.read_text()), (
+        "docs/schema/contract-v1.json is stale: regenerate it with `streamguard schema`"
+    )
