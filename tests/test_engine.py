@@ -100,9 +100,22 @@ def test_control_reset_for_unknown_session_is_acknowledged():
 
 
 def test_would_trip_previews_without_mutation():
-    engine = Engine()
-    for _ in range(4):
-        engine.process(call("s", "read_file"))
+    engine = Engine(parse_policy_set('[signals.window-repeat]\nenabled = true\n'))
+    engine.process(call("s", "read_file"))
+    assert engine.would_trip(call("s", "read_file")) == []
+    engine.process(call("s", "read_file"))
+    assert engine.would_trip(call("s", "read_file")) == ["window-repeat"]
+    engine.process(call("s", "read_file"))
+    engine.process(call("s", "read_file"))
     before = engine.snapshot("s")
-    assert isinstance(engine.would_trip(call("s", "read_file")), list)
-    assert engine.snapshot("s") == before
+    preview = engine.would_trip(call("s", "read_file"))
+    assert "repeated-tool-call" in preview
+    assert engine.would_trip(call("s", "grep", pattern="x")) == []
+    assert engine.snapshot("s") == before  # nothing moved
+    assert [o.signal for o in engine.process(call("s", "read_file"))][0] == "repeated-tool-call"
+
+
+def test_would_trip_for_unknown_session_creates_nothing():
+    engine = Engine()
+    assert engine.would_trip(call("new", "read_file")) == []
+    assert "new" not in engine.sessions
