@@ -1,0 +1,85 @@
+"""Hot-path shortcuts give the same answers as the plain code they bypass."""
+
+from __future__ import annotations
+
+import posixpath
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamguard.canonical import (
+    clean_path,
+    fingerprint_and_size,
+    fingerprint_payload,
+    payload_size,
+)
+from streamguard.engine import Engine
+from streamguard.events import ToolCall
+from streamguard.fleet import generate_session
+from streamguard.policy import PolicySet
+
+
+def reference_clean(path: str) -> str:
+    cleaned = posixpath.normpath(path)
+    if cleaned.startswith("//"):
+        cleaned = "/" + cleaned.lstrip("/")
+    return cleaned
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="/.ab~", max_size=14) | st.text(max_size=30))
+def test_clean_path_fast_path_matches_normpath(path: str):
+    assert clean_path(path) == reference_clean(path)
+
+
+def test_clean_path_edges():
+    for path in ["", ".", "..", "/", "//", "///a", "a/", ".env", "a/.git/b", "a/..b", "...",
+                 "/w/main.go", "pkg//x.go", "./main.go", "dir/../main.go"]:
+        assert clean_path(path) == reference_clean(path), path
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.none() | st.text(max_size=10))
+def test_fingerprint_and_size_matches_the_two_functions(result: Any, digest: str | None):
+    assert fingerprint_and_size(result, digest) == (
+        fingerprint_payload(result, digest),
+        payload_size(result),
+    )
+
+
+def test_fingerprint_and_size_unencodable_and_empty():
+    for result in [{"x": object()}, {}, [], "", None, 0, False, "é"]:
+        assert fingerprint_and_size(result) == (fingerprint_payload(result), payload_size(result))
+
+
+def test_policy_memo_follows_overrides_and_late_agent_names():
+    policies = PolicySet({"mode": "enforce", "agents": [{"match": "ops-*", "mode": "warn"}]})
+    engine = Engine(policies)
+    assert engine.watchdog_for("ops-1").mode == 1  # warn
+    assert engine.watchdog_for("ops-1") is engine.watchdog_for("ops-2")
+    assert engine.watchdog_for("coder") is engine.watchdog_for(None)
+    # A session whose first event names no agent adopts a later name only when
+    # that name selects the policy already applied (the memo must not change this).
+    for agent, adopted in [("coder-9", "coder-9"), ("ops-9", None)]:
+        engine.process(ToolCall(session=agent, tool="t", seq=0))
+        engine.process(ToolCall(session=agent, agent=agent, tool="t", seq=1))
+        state = engine.state(agent)
+        assert state is not None and state.agent == adopted
+
+
+def test_engine_is_deterministic_over_a_fleet_session():
+    events = generate_session("read_loop", "s", "coder-1", random.Random(5))
+    runs = []
+    for _ in range(2):
+        engine = Engine()
+        runs.append([o for e in events for o in engine.process(e)])
+    assert runs[0] == runs[1] and runs[0], "same events, fresh engine: same outputs, ids included"
