@@ -112,7 +112,7 @@ def test_would_trip_previews_without_mutation():
     assert "repeated-tool-call" in preview
     assert engine.would_trip(call("s", "grep", pattern="x")) == []
     assert engine.snapshot("s") == before  # nothing moved
-    assert [o.signal for o in engine.process(call("s", "read_file"))][0] == "repeated-tool-call"
+    assert engine.process(call("s", "read_file"))[0].signal == "repeated-tool-call"
 
 
 def test_would_trip_for_unknown_session_creates_nothing():
