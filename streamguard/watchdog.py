@@ -104,11 +104,11 @@ class SessionState(Struct, kw_only=True, gc=False):
     turn_cut: str | None = None  # guardrail that cut the current turn (a turn is cut once)
     cut_kind: str | None = None  # guardrail of the current run of consecutive cut turns
     cut_streak: int = 0
-    halted_by: list[str] = []  # guardrails holding a session halt
+    halted_by: tuple[str, ...] = ()  # guardrails holding a session halt
     halt_signal: str | None = None
     halt_reason: str | None = None
     ignored_latched: bool = False  # halt-ignored already raised since the last turn start
-    feedback: list[tuple[str, str]] = []  # (signal, model-facing text), oldest first
+    feedback: tuple[tuple[str, str], ...] = ()  # (signal, model-facing text), oldest first
     history: list[int] = []  # recent call keys shared by the history-reading signals
     signals: list[Any] = []  # per-signal states, aligned with Watchdog.signals
 
@@ -227,15 +227,14 @@ class Watchdog:
                 msgspec.msgpack.decode(raw, type=s.State) if raw is not None else s.new_state()
             )
         state.signals = states
-        state.feedback = [tuple(item) for item in state.feedback]  # type: ignore[misc]
         # Live configuration wins: no watchdog halt restored below enforce, no cost
         # halt restored once no ceiling is configured.
         live = {s.guardrail for s in self.signals}
-        state.halted_by = [
+        state.halted_by = tuple(
             g
             for g in state.halted_by
             if (g == "watchdog" and self.mode == ENFORCE) or (g != "watchdog" and g in live)
-        ]
+        )
         if len(state.history) > self.history_len:
             del state.history[: len(state.history) - self.history_len]
         return state
@@ -349,7 +348,7 @@ class Watchdog:
         state = ctx.state
         state.in_turn = True
         if state.feedback and self._withdrawn:
-            state.feedback = [item for item in state.feedback if item[0] not in self._withdrawn]
+            state.feedback = tuple(i for i in state.feedback if i[0] not in self._withdrawn)
         for i, _, hook in self._on_text:
             finding = hook(state.signals[i], event)
             if finding is not None:
@@ -382,7 +381,7 @@ class Watchdog:
     def _deliver_feedback(self, ctx: _Ctx) -> None:
         state = ctx.state
         items = state.feedback
-        state.feedback = []
+        state.feedback = ()
         lines = [FEEDBACK_HEADER]
         lines += [f"- {signal}: {text}" for signal, text in items]
         lines.append(FEEDBACK_FOOTER)
@@ -443,10 +442,7 @@ class Watchdog:
 
     def _queue_feedback(self, state: SessionState, finding: Finding) -> None:
         text = finding.guidance or finding.reason
-        queue = state.feedback
-        queue.append((finding.signal, text))
-        if len(queue) > self.feedback_limit:
-            del queue[: len(queue) - self.feedback_limit]
+        state.feedback = (*state.feedback, (finding.signal, text))[-self.feedback_limit :]
 
     def _trip(self, ctx: _Ctx, finding: Finding) -> None:
         state = ctx.state
@@ -489,7 +485,7 @@ class Watchdog:
 
     def _halt(self, ctx: _Ctx, finding: Finding, reason: str, consecutive: int) -> None:
         state = ctx.state
-        state.halted_by.append(finding.guardrail)
+        state.halted_by = (*state.halted_by, finding.guardrail)
         state.halt_signal = finding.signal
         state.halt_reason = reason
         state.ignored_latched = False
@@ -538,14 +534,14 @@ class Watchdog:
 
         if refusal is None:
             if target in ("watchdog", "all"):
-                state.halted_by = [g for g in state.halted_by if g != "watchdog"]
+                state.halted_by = tuple(g for g in state.halted_by if g != "watchdog")
                 if state.cut_kind == "watchdog":
                     state.cut_kind, state.cut_streak = None, 0
                 if state.turn_cut == "watchdog":
                     state.turn_cut = None
                 self._reset_detectors(state)
             if target in ("cost_ceiling", "all"):
-                state.halted_by = [g for g in state.halted_by if g != "cost_ceiling"]
+                state.halted_by = tuple(g for g in state.halted_by if g != "cost_ceiling")
                 if state.cut_kind == "cost_ceiling":
                     state.cut_kind, state.cut_streak = None, 0
                 if state.turn_cut == "cost_ceiling":

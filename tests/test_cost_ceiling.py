@@ -93,7 +93,7 @@ def test_enforced_even_in_warn_mode_and_off_mode():
         run = Run(watchdog(mode=mode, session=1.0))
         run.turn()
         (trip,) = trips(run.spend(1.0))
-        assert trip.session_halted and run.state.halted_by == ["cost_ceiling"]
+        assert trip.session_halted and run.state.halted_by == ("cost_ceiling",)
 
 
 def test_per_turn_needs_a_seen_turn_start():
@@ -132,9 +132,9 @@ def test_three_turn_trips_in_a_row_halt_and_bare_reset_clears():
         run.end()
     final = trips(run.out)[-1]
     assert final.session_halted and final.consecutive_cuts == 3
-    assert run.state.halted_by == ["cost_ceiling"]
+    assert run.state.halted_by == ("cost_ceiling",)
     ack = run.reset()
-    assert ack.accepted and run.state.halted_by == [] and run.state.cut_streak == 0
+    assert ack.accepted and run.state.halted_by == () and run.state.cut_streak == 0
 
 
 def test_a_turn_within_bound_clears_escalation():
@@ -188,7 +188,7 @@ def test_reset_with_enough_budget_raises_ceiling_and_keeps_spend():
     run.spend(1.2)
     ack = run.reset(budget=0.5)
     assert ack.accepted and ack.max_session_usd == pytest.approx(1.5)
-    assert run.state.halted_by == []
+    assert run.state.halted_by == ()
     idx = [s.id for s in run.w.signals].index("cost-ceiling")
     assert run.state.signals[idx].spent == pytest.approx(1.2)
     run.turn()
@@ -223,7 +223,7 @@ def test_all_reset_refused_when_cost_part_would_retrip():
     run.turn()
     run.spend(2.0)
     assert not run.reset(guardrail="all").accepted
-    assert run.state.halted_by == ["cost_ceiling"]
+    assert run.state.halted_by == ("cost_ceiling",)
 
 
 def test_cost_halt_gets_halt_ignored():
@@ -249,4 +249,4 @@ def test_cost_halt_not_restored_when_no_ceiling_configured():
     run.turn()
     run.spend(2.0)
     data = run.w.encode_state(run.state)
-    assert watchdog(session=0).decode_state(data).halted_by == []
+    assert watchdog(session=0).decode_state(data).halted_by == ()

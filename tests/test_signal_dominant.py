@@ -190,7 +190,7 @@ def test_state_stays_bounded() -> None:
         assert len(driver.history) <= 12
         assert len(driver.state.cand_args.encode()) <= 200
     assert signal.history_needed() == 12
-    assert driver.state.ring == []
+    assert not driver.state.ring
     assert len(driver.findings) == 1
     assert len(msgspec.msgpack.encode(driver.state)) < 400
 

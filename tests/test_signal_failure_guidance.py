@@ -282,7 +282,7 @@ def test_exempt_tools_are_invisible() -> None:
     for _ in range(5):
         d.attempt("probe", {"path": "x"})
     assert d.findings == []
-    assert d.state.tools == [] and d.state.pending_ids == [] == d.state.pending_sigs
+    assert not d.state.tools and not d.state.pending_ids and not d.state.pending_sigs
 
 
 def test_memory_stays_bounded() -> None:
@@ -317,7 +317,7 @@ def test_results_match_calls_by_id_in_any_order() -> None:
     d.call_id("fetch", {"url": "b"}, "3")
     finding = d.result_id("fetch", "3", error="x")
     assert finding is not None and finding.detail["rule"] == "same_signature"
-    assert d.state.pending_ids == [] == d.state.pending_sigs
+    assert not d.state.pending_ids and not d.state.pending_sigs
 
 
 def test_result_without_id_goes_to_the_most_recent_call_of_that_tool() -> None:

@@ -128,7 +128,7 @@ def test_warn_mode_alerts_but_never_queues_or_trips():
     got = run.call("loop")
     assert kinds(got) == ["Alert"]
     assert got[0].severity == "critical" and got[0].reason == "sess-crit reason"
-    assert run.state.feedback == []
+    assert run.state.feedback == ()
     assert run.turn() == []  # nothing delivered
     assert not run.state.halted
 
@@ -204,7 +204,7 @@ def test_enforce_session_critical_halts_once():
     trip = got[1]
     assert trip.guardrail == "watchdog" and trip.scope == "session"
     assert trip.session_halted and trip.halted_turn
-    assert run.state.halted_by == ["watchdog"]
+    assert run.state.halted_by == ("watchdog",)
     run.call("x")  # halt-ignored at the first call after the halt
     again = run.call("loop")
     assert kinds(again) == ["Alert"]  # alert again (new run), but no second trip
@@ -275,7 +275,7 @@ def test_three_consecutive_cut_turns_halt_the_session():
         run.end()
     assert [t.session_halted for t in trips] == [False, False, True]
     assert trips[-1].scope == "session" and "3 turns in a row" in trips[-1].reason
-    assert run.state.halted_by == ["watchdog"]
+    assert run.state.halted_by == ("watchdog",)
 
 
 def test_clean_turn_clears_the_cut_count():
@@ -389,7 +389,7 @@ def test_snapshot_roundtrip_preserves_halt_and_queue():
     run.call("loop")
     restored = w.decode_state(w.encode_state(run.state))
     assert restored == run.state
-    assert restored.halted_by == ["watchdog"]
+    assert restored.halted_by == ("watchdog",)
 
 
 def test_restore_under_warn_does_not_resurrect_watchdog_halt():
@@ -398,7 +398,7 @@ def test_restore_under_warn_does_not_resurrect_watchdog_halt():
     run.turn()
     run.call("loop")
     data = w.encode_state(run.state)
-    assert dog("warn").decode_state(data).halted_by == []
+    assert dog("warn").decode_state(data).halted_by == ()
 
 
 def test_result_and_alerts_types():

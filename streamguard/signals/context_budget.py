@@ -42,6 +42,7 @@ Known false positives
 from __future__ import annotations
 
 import fnmatch
+import sys
 from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta, Struct, field
@@ -157,7 +158,7 @@ class ContextBudget(Signal):
 
     def on_usage(self, state: ContextBudgetState, event: Usage) -> Finding | None:
         if event.model is not None and event.model != state.model:
-            state.model = event.model
+            state.model = sys.intern(event.model)  # one copy across the fleet
             state.threshold, window = self._model_facts(event.model)
             if window:
                 state.window = window

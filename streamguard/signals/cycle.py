@@ -70,14 +70,14 @@ def _clamp(value: Any, default: int, low: int, high: int) -> int:
     return min(max(number, low), high)
 
 
-def smallest_rotation(block: list[int]) -> list[int]:
+def smallest_rotation(block: list[int]) -> tuple[int, ...]:
     """The rotation of ``block`` that sorts first (the pattern's fingerprint)."""
     best = block
     for start in range(1, len(block)):
         candidate = block[start:] + block[:start]
         if candidate < best:
             best = candidate
-    return list(best)
+    return tuple(best)
 
 
 def _repeats(history: list[int], period: int, span: int) -> bool:
@@ -106,11 +106,11 @@ class AlternatingToolCycle(Signal):
 
         seen: int = 0
         """Calls observed since the last reset, capped at the history needed."""
-        pattern: list[int] = []
+        pattern: tuple[int, ...] = ()
         """Fingerprint of the latched cycle (empty: not latched)."""
         names: list[str] = []
         """Tool names of the most recent calls, oldest first (at most ``max_period``)."""
-        ring: list[int] = []
+        ring: list[int] | None = None
         """Own key history, used only when the policy exempts tools."""
 
     def __init__(self, config: SignalConfig | None = None) -> None:
@@ -132,6 +132,8 @@ class AlternatingToolCycle(Signal):
             if call.tool in self.exempt:
                 return None
             history = state.ring
+            if history is None:  # created on demand: only exempting policies need it
+                history = state.ring = []
             history.append(key)
             if len(history) > self.need:
                 del history[0]
@@ -163,7 +165,7 @@ class AlternatingToolCycle(Signal):
             state.pattern = pattern
             return self._finding(names[-period:], period)
         if state.pattern:
-            state.pattern = []
+            state.pattern = ()
         return None
 
     def would_trip(self, state: Any, call: CallView) -> bool:
@@ -175,7 +177,8 @@ class AlternatingToolCycle(Signal):
         """
         if call.tool in self.exempt:
             return False
-        probe = replace(state, pattern=[], names=list(state.names), ring=list(state.ring))
+        ring = list(state.ring) if state.ring is not None else None
+        probe = replace(state, pattern=(), names=list(state.names), ring=ring)
         return self.on_call(probe, call) is not None
 
     def _finding(self, tools: list[str], period: int) -> Finding:

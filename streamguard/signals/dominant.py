@@ -144,7 +144,7 @@ class DominantToolCall(Signal):
         cand_tool: str = ""
         cand_args: str = ""
         """Canonical arguments of that call, cut to :data:`ARGS_LIMIT` bytes."""
-        ring: list[int] = []
+        ring: list[int] | None = None
         """Own key history, used only when the policy exempts tools."""
 
     def __init__(self, config: SignalConfig | None = None) -> None:
@@ -168,6 +168,8 @@ class DominantToolCall(Signal):
             if call.tool in self.exempt:
                 return None
             window = state.ring
+            if window is None:  # created on demand: only exempting policies need it
+                window = state.ring = []
             window.append(call.key)
             if len(window) > size:
                 del window[0]
@@ -194,7 +196,8 @@ class DominantToolCall(Signal):
         """
         if call.tool in self.exempt:
             return False
-        probe = replace(state, latched=False, hot=True, ring=list(state.ring))
+        ring = list(state.ring) if state.ring is not None else None
+        probe = replace(state, latched=False, hot=True, ring=ring)
         return self.on_call(probe, call) is not None
 
     def _evaluate(self, state: Any, call: CallView, window: list[int]) -> Finding | None:

@@ -129,14 +129,14 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
 
 
 class State(Struct, tag=SIGNAL_ID, gc=False):
-    tools: list[int] = []
+    tools: list[int] | None = None
     """Failing tools, least recently failed first (packed, at most MAX_TOOLS)."""
-    sigs: list[int] = []
+    sigs: list[int] | None = None
     """Failing signatures, least recently failed first (packed, at most MAX_SIGNATURES)."""
-    pending_ids: list[str] = []
+    pending_ids: list[str] | None = None
     """Calls awaiting their result, oldest first: the call id, or the tool name for a
     call without one (last 64 characters; at most MAX_PENDING)."""
-    pending_sigs: list[int] = []
+    pending_sigs: list[int] | None = None
     """Their signatures, parallel to ``pending_ids``; negative for a call without an id."""
     run: int = 0
     """Current run of consecutive failed results: 0 none, -1 several tools, else tool32 + 1."""
@@ -180,6 +180,8 @@ class ToolFailureGuidance(Signal):
         else:
             sig = (call.key & _M24) or 1
         ids, sigs = state.pending_ids, state.pending_sigs
+        if ids is None or sigs is None:  # created on demand: most sessions hold none
+            ids, sigs = state.pending_ids, state.pending_sigs = [], []
         call_id = call.call_id
         if call_id:
             key = call_id if len(call_id) <= _NAME_MAX else call_id[-_NAME_MAX:]
@@ -221,6 +223,8 @@ class ToolFailureGuidance(Signal):
             if i >= 0:
                 del ids[i]
                 sig = abs(sigs.pop(i))
+                if not ids:
+                    state.pending_ids = state.pending_sigs = None
         if not result.failed:
             state.run = 0
             if state.tools:
@@ -235,6 +239,8 @@ class ToolFailureGuidance(Signal):
             state.run = _MIXED
 
         tools = state.tools
+        if tools is None:
+            tools = state.tools = []
         failures, alerted = 1, 0
         for i, entry in enumerate(tools):
             if entry >> 20 == tool32:
@@ -250,6 +256,8 @@ class ToolFailureGuidance(Signal):
         tool16 = tool32 & _M16
         if sig:
             sigs = state.sigs
+            if sigs is None:
+                sigs = state.sigs = []
             ident = (sig << 16) | tool16
             for i, entry in enumerate(sigs):
                 if entry >> 20 == ident:
@@ -279,17 +287,19 @@ class ToolFailureGuidance(Signal):
 
         tools.append((tool32 << 20) | (failures << 1) | alerted)
         if sig:
-            state.sigs.append(
+            sigs.append(
                 (sig << 36) | (tool16 << 20) | (same << 2) | (halted << 1) | warned
             )
         return finding
 
     def _clear_tool(self, state: State, tool32: int) -> None:
-        tools = state.tools
+        tools = state.tools or ()
         for i, entry in enumerate(tools):
             if entry >> 20 == tool32:
-                del tools[i]
+                del tools[i]  # type: ignore[attr-defined]
                 self._drop_signatures(state, tool32 & _M16)
+                if not tools:
+                    state.tools = None
                 return
 
     @staticmethod
@@ -297,6 +307,8 @@ class ToolFailureGuidance(Signal):
         sigs = state.sigs
         if sigs:
             sigs[:] = [e for e in sigs if (e >> 20) & _M16 != tool16]
+            if not sigs:
+                state.sigs = None
 
     def is_latched(self, state: State) -> bool:
         """True while the current failure run is all one tool this signal already spoke about."""
@@ -304,7 +316,7 @@ class ToolFailureGuidance(Signal):
         if run <= 0:
             return False
         tool32 = run - 1
-        for entry in state.tools:
+        for entry in state.tools or ():
             if entry >> 20 == tool32:
                 return bool(entry & 1)
         return False

@@ -47,6 +47,7 @@ alerted, since nothing else reads them.
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 from msgspec import Meta, Struct, structs
@@ -71,7 +72,7 @@ class State(Struct, tag=SIGNAL_ID, gc=False):
 
     run: int = 0
     """Consecutive failed results so far."""
-    tools: list[str] = []
+    tools: tuple[str, ...] = ()
     """Distinct tool names of the streak, at most ``threshold`` of them."""
     last_error: str = ""
     """The latest error of the streak, cut to 200 bytes."""
@@ -123,7 +124,7 @@ class ToolFailureStreak(Signal):
         if not result.failed:
             if state.run:
                 state.run = 0
-                state.tools.clear()
+                state.tools = ()
                 state.last_error = ""
             return None
         state.run += 1
@@ -133,7 +134,7 @@ class ToolFailureStreak(Signal):
         name = _cut(result.tool, NAME_LIMIT)
         tools = state.tools
         if name not in tools and len(tools) < threshold:
-            tools.append(name)
+            state.tools = (*tools, sys.intern(name))
         state.last_error = _cut(result.error or "", ERROR_LIMIT)
         if state.run < threshold:
             return None

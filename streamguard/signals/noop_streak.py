@@ -59,6 +59,7 @@ alerted.
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 from msgspec import Meta, Struct, structs
@@ -82,7 +83,7 @@ class State(Struct, tag=SIGNAL_ID, gc=False):
 
     run: int = 0
     """Consecutive no-op results so far."""
-    tools: list[str] = []
+    tools: tuple[str, ...] = ()
     """Distinct tool names of the streak, at most ``threshold`` of them."""
 
 
@@ -126,7 +127,7 @@ class NoOpStreak(Signal):
         if not result.no_op or result.failed:
             if state.run:
                 state.run = 0
-                state.tools.clear()
+                state.tools = ()
             return None
         state.run += 1
         threshold = self.threshold
@@ -137,7 +138,7 @@ class NoOpStreak(Signal):
             name = truncate_middle(name, NAME_LIMIT)
         tools = state.tools
         if name not in tools and len(tools) < threshold:
-            tools.append(name)
+            state.tools = (*tools, sys.intern(name))
         if state.run < threshold:
             return None
         return self._finding(state)
