@@ -178,6 +178,7 @@ class Watchdog:
         self._need_fingerprint = any(getattr(s, "needs_fingerprint", True) for _, s, _ in self._on_result)
         self._need_size = any(getattr(s, "needs_result_size", False) for _, s, _ in self._on_result)
         self._watchdog_indices = [i for i, s in enumerate(signals) if s.guardrail == "watchdog"]
+        self._ctx = _Ctx(None, None)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ state
 
@@ -246,7 +247,10 @@ class Watchdog:
         state.applied += 1
         if ts is not None:
             state.last_ts = ts
-        ctx = _Ctx(state, event)
+        ctx = self._ctx  # reused: processing is strictly one event at a time
+        ctx.state = state
+        ctx.event = event
+        ctx.outputs = None
         kind = type(event)
         turn = event.turn
         if turn is not None and turn != state.turn_id and kind is not TurnStart:

@@ -136,8 +136,15 @@ class RepeatedToolCall(Signal):
 
     def _equivalent(self, state: Any, call: CallView) -> bool:
         """Slow path (keys differ): same tool and path-suffix equivalent arguments."""
-        if not state.text or not call.canonical.paths or call.tool != state.tool:
+        paths = call.canonical.paths
+        if not state.text or not paths or call.tool != state.tool:
             return False
+        text = state.text
+        for value in paths.values():
+            # Suffix-equivalent paths share their last component: a cheap necessary
+            # condition that spares decoding the anchor for a sweep of distinct files.
+            if value.rpartition("/")[2] not in text:
+                return False
         anchor = self._anchor
         if anchor is None or self._anchor_text != state.text:
             anchor = restore_canonical(state.text)
