@@ -760,6 +760,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="validate only, publish nothing (needs no broker)"
     )
     _add_kafka_args(emit, ("events_topic",))
+
+    from .demo import add_arguments as add_demo_arguments
+
+    demo = sub.add_parser(
+        "demo",
+        help="a synthetic fleet through an embedded broker: see what is caught, live",
+        description=(
+            "Start a local broker and the processor, publish a synthetic fleet (healthy sessions "
+            "and every failure shape), show what is caught, then compare it with what was "
+            "planted. Exit 0: every planted shape caught and no false alarms; 1: not so, or the "
+            "run failed; 130/143: stopped by SIGINT/SIGTERM."
+        ),
+    )
+    add_demo_arguments(demo)
     return parser
 
 
@@ -782,6 +796,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_reset(args)
         if args.command == "emit":
             return _cmd_emit(args)
+        if args.command == "demo":
+            from .demo import main as demo_main
+
+            return demo_main(args)
     except PolicyError as exc:
         print(f"streamguard {args.command}: policy error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

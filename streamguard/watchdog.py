@@ -174,6 +174,10 @@ class Watchdog:
         self._on_turn_end = hooked("on_turn_end")
         self._on_usage = hooked("on_usage")
         self._on_final = hooked("on_final_answer")
+        # (index, exempt tools or None, bound hook): the exemption test costs nothing
+        # for the usual signal that exempts no tool.
+        self._call_hooks = [(i, s.exempt or None, h) for i, s, h in self._on_call]
+        self._result_hooks = [(i, s.exempt or None, h) for i, s, h in self._on_result]
         self.history_len = max((s.history_needed() for s in signals), default=0)
         self._need_fingerprint = any(getattr(s, "needs_fingerprint", True) for _, s, _ in self._on_result)
         self._need_size = any(getattr(s, "needs_result_size", False) for _, s, _ in self._on_result)
@@ -305,8 +309,8 @@ class Watchdog:
             del history[0]
         view = CallView(event, canonical, key, history, event.kind)
         signals = state.signals
-        for i, sig, hook in self._on_call:
-            if tool in sig.exempt:
+        for i, exempt, hook in self._call_hooks:
+            if exempt is not None and tool in exempt:
                 continue
             finding = hook(signals[i], view)
             if finding is not None:
@@ -333,8 +337,8 @@ class Watchdog:
         view = ResultView(event, failed, fingerprint, size)
         tool = event.tool
         signals = state.signals
-        for i, sig, hook in self._on_result:
-            if tool in sig.exempt:
+        for i, exempt, hook in self._result_hooks:
+            if exempt is not None and tool in exempt:
                 continue
             finding = hook(signals[i], view)
             if finding is not None:
