@@ -198,6 +198,25 @@ class Signal:
         return {}
 
 
+def config_int(value: Any, default: int) -> int:
+    """A configured number as an int; an unusable raw value falls back to the default.
+
+    Policies are validated at load time; this guards library users who build a
+    ``Config`` by hand (msgspec does not validate direct construction).
+    """
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def tool_list_text(tools: Any) -> str:
+    """Tool names for an alert text: ``unnamed tool`` for blanks, ``unknown tools`` for none."""
+    if not tools:
+        return "unknown tools"
+    return ", ".join(name or "unnamed tool" for name in tools)
+
+
 def overrides(signal: Signal, hook: str) -> bool:
     """Whether ``signal`` implements ``hook`` itself (the watchdog skips the rest)."""
     return getattr(type(signal), hook) is not getattr(Signal, hook)

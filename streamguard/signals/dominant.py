@@ -68,7 +68,7 @@ from msgspec import Meta, Struct
 from msgspec.structs import replace
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, Signal, SignalConfig
+from .base import CallView, Finding, Signal, SignalConfig, config_int
 
 SIGNAL_ID = "dominant-tool-call"
 ARGS_LIMIT = 200
@@ -77,12 +77,6 @@ WINDOW_LIMIT = 64
 
 _second = itemgetter(1)
 
-
-def _as_int(value: Any, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
 
 
 def longest_run(window: list[int], key: int) -> int:
@@ -150,11 +144,11 @@ class DominantToolCall(Signal):
     def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
         cfg = self.config
-        self.window: int = min(max(_as_int(getattr(cfg, "window", 12), 12), 2), WINDOW_LIMIT)
-        threshold = max(_as_int(getattr(cfg, "threshold", 8), 8), 2)
+        self.window: int = min(max(config_int(getattr(cfg, "window", 12), 12), 2), WINDOW_LIMIT)
+        threshold = max(config_int(getattr(cfg, "threshold", 8), 8), 2)
         self.threshold: int = min(threshold, self.window)
-        self.defer_run: int = max(_as_int(getattr(cfg, "defer_run", 5), 5), 0)
-        self.defer_cycle_period: int = max(_as_int(getattr(cfg, "defer_cycle_period", 4), 4), 0)
+        self.defer_run: int = max(config_int(getattr(cfg, "defer_run", 5), 5), 0)
+        self.defer_cycle_period: int = max(config_int(getattr(cfg, "defer_cycle_period", 4), 4), 0)
 
     def history_needed(self) -> int:
         return 0 if self.exempt else self.window

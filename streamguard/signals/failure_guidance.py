@@ -78,7 +78,7 @@ from msgspec import Meta, Struct
 
 from ..canonical import stable_hash, truncate_middle
 from ..events import Scope, Severity
-from .base import CallView, Finding, ResultView, Signal, SignalConfig
+from .base import CallView, Finding, ResultView, Signal, SignalConfig, config_int
 
 SIGNAL_ID = "tool-failure-guidance"
 
@@ -97,13 +97,6 @@ _SIG_COUNT_MAX = (1 << 18) - 1
 _NAME_MAX = 64
 _MIXED = -1
 
-
-def _as_int(value: object, default: int) -> int:
-    """A raw configured number as an int (unusable values: the default)."""
-    try:
-        return int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return default
 
 
 def _crc(text: str) -> int:
@@ -159,11 +152,11 @@ class ToolFailureGuidance(Signal):
         assert isinstance(cfg, Config)
         # The reference replaces a non-positive threshold by its default. A drift
         # threshold of 1 could never fire (one failure is one signature): raise it to 2.
-        tool_n = _as_int(cfg.warn_after_tool_failures, 3)
+        tool_n = config_int(cfg.warn_after_tool_failures, 3)
         self.warn_after_tool_failures = 3 if tool_n <= 0 else max(tool_n, 2)
-        same_n = _as_int(cfg.warn_after_same_signature, 2)
+        same_n = config_int(cfg.warn_after_same_signature, 2)
         self.warn_after_same_signature = 2 if same_n <= 0 else same_n
-        self.halt_after_same_signature = max(_as_int(cfg.halt_after_same_signature, 0), 0)
+        self.halt_after_same_signature = max(config_int(cfg.halt_after_same_signature, 0), 0)
 
     # ------------------------------------------------------------------ calls
 

@@ -53,7 +53,7 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
-from .base import Finding, ResultView, Signal, SignalConfig
+from .base import Finding, ResultView, Signal, SignalConfig, config_int, tool_list_text
 
 SIGNAL_ID = "tool-failure-streak"
 ERROR_LIMIT = 200  # bytes kept of the last error message
@@ -78,23 +78,11 @@ class State(Struct, tag=SIGNAL_ID, gc=False):
     """The latest error of the streak, cut to 200 bytes."""
 
 
-def _as_int(value: Any, default: int) -> int:
-    """A configured number as an int; unusable raw values fall back to the default."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
 
 def _cut(text: str, limit: int) -> str:
     # len(text) * 4 bounds the UTF-8 size, so short strings skip the encode
     return text if len(text) * 4 <= limit else truncate_middle(text, limit)
 
-
-def _names(tools: list[str]) -> str:
-    if not tools:
-        return "unknown tools"
-    return ", ".join(name or "unnamed tool" for name in tools)
 
 
 class ToolFailureStreak(Signal):
@@ -111,7 +99,7 @@ class ToolFailureStreak(Signal):
         if config is not None and not isinstance(config, Config):
             config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
-        threshold = max(2, _as_int(getattr(self.config, "threshold", 3), 3))
+        threshold = max(2, config_int(getattr(self.config, "threshold", 3), 3))
         self.config = structs.replace(self.config, threshold=threshold)
         self.threshold = threshold
 
@@ -142,7 +130,7 @@ class ToolFailureStreak(Signal):
 
     def _finding(self, state: Any) -> Finding:
         count = state.run
-        names = _names(state.tools)
+        names = tool_list_text(state.tools)
         return Finding(
             signal=self.id,
             severity=self.severity,

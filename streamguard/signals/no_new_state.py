@@ -92,7 +92,7 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
-from .base import Finding, ResultView, Signal, SignalConfig
+from .base import Finding, ResultView, Signal, SignalConfig, config_int
 
 SIGNAL_ID = "no-new-state"
 WAIT_TOOL = "wait_and_verify"
@@ -118,13 +118,6 @@ class State(Struct, tag=SIGNAL_ID, gc=False):
     """This turn's distinct fingerprints, 8 bytes each (little-endian), oldest first."""
 
 
-def _as_int(value: Any, default: int) -> int:
-    """A configured number as an int; unusable raw values fall back to the default."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
 
 def remembered(state: State) -> list[int]:
     """The fingerprints ``state`` remembers, oldest first."""
@@ -147,8 +140,8 @@ class NoNewState(Signal):
         if config is not None and not isinstance(config, Config):
             config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
-        threshold = max(3, _as_int(getattr(self.config, "threshold", 6), 6))
-        memory = max(threshold, _as_int(getattr(self.config, "memory", 64), 64))
+        threshold = max(3, config_int(getattr(self.config, "threshold", 6), 6))
+        memory = max(threshold, config_int(getattr(self.config, "memory", 64), 64))
         self.config = structs.replace(self.config, threshold=threshold, memory=memory)
         self.threshold = threshold
         self.memory = memory

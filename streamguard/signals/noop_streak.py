@@ -65,7 +65,7 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
-from .base import Finding, ResultView, Signal, SignalConfig
+from .base import Finding, ResultView, Signal, SignalConfig, config_int, tool_list_text
 
 SIGNAL_ID = "no-op-streak"
 NAME_LIMIT = 64  # bytes kept of a tool name
@@ -87,18 +87,6 @@ class State(Struct, tag=SIGNAL_ID, gc=False):
     """Distinct tool names of the streak, at most ``threshold`` of them."""
 
 
-def _as_int(value: Any, default: int) -> int:
-    """A configured number as an int; unusable raw values fall back to the default."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def _names(tools: list[str]) -> str:
-    if not tools:
-        return "unknown tools"
-    return ", ".join(name or "unnamed tool" for name in tools)
 
 
 class NoOpStreak(Signal):
@@ -114,7 +102,7 @@ class NoOpStreak(Signal):
         if config is not None and not isinstance(config, Config):
             config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
-        threshold = max(2, _as_int(getattr(self.config, "threshold", 3), 3))
+        threshold = max(2, config_int(getattr(self.config, "threshold", 3), 3))
         self.config = structs.replace(self.config, threshold=threshold)
         self.threshold = threshold
 
@@ -145,7 +133,7 @@ class NoOpStreak(Signal):
 
     def _finding(self, state: Any) -> Finding:
         count = state.run
-        names = _names(state.tools)
+        names = tool_list_text(state.tools)
         return Finding(
             signal=self.id,
             severity=self.severity,

@@ -61,7 +61,7 @@ from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
 from ..events import Text
-from .base import CallView, Finding, Signal, SignalConfig
+from .base import CallView, Finding, Signal, SignalConfig, config_int
 
 SIGNAL_ID = "tools-without-text"
 
@@ -83,13 +83,6 @@ class State(Struct, tag=SIGNAL_ID, gc=False):
     """Tool calls since the agent last spoke."""
 
 
-def _as_int(value: Any, default: int) -> int:
-    """A configured number as an int; unusable raw values fall back to the default."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
 
 class ToolsWithoutText(Signal):
     """Warns after ``threshold`` tool calls without a word from the agent."""
@@ -106,7 +99,7 @@ class ToolsWithoutText(Signal):
         if config is not None and not isinstance(config, Config):
             config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
-        threshold = max(2, _as_int(getattr(self.config, "threshold", 12), 12))
+        threshold = max(2, config_int(getattr(self.config, "threshold", 12), 12))
         self.config = structs.replace(self.config, threshold=threshold)
         self.threshold = threshold
 

@@ -48,16 +48,10 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
-from .base import CallView, Finding, Signal, SignalConfig
+from .base import CallView, Finding, Signal, SignalConfig, config_int
 
 SIGNAL_ID = "repeated-tool-name"
 
-
-def _as_int(value: Any, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
 
 
 class RepeatedToolName(Signal):
@@ -93,8 +87,8 @@ class RepeatedToolName(Signal):
     def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
         cfg = self.config
-        self.threshold: int = max(_as_int(getattr(cfg, "threshold", 15), 15), 2)
-        self.defer_run: int = max(_as_int(getattr(cfg, "defer_run", 5), 5), 0)
+        self.threshold: int = max(config_int(getattr(cfg, "threshold", 15), 15), 2)
+        self.defer_run: int = max(config_int(getattr(cfg, "defer_run", 5), 5), 0)
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
