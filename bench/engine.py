@@ -54,9 +54,24 @@ from msgspec import structs
 from streamguard.engine import Engine
 from streamguard.events import AgentEvent, decode_agent_event, encode
 from streamguard.fleet import fleet, plan_fleet, session_events
+from streamguard.policy import PolicySet, load_policy_set
 
 TARGET_EVENTS_PER_S = 200_000
 TARGET_STATE_BYTES = 2048
+
+# Every guardrail on: the opt-in detectors and both cost bounds (high enough that a
+# healthy session never reaches them, so the figure measures detection, not halts).
+ALL_ENABLED_POLICY = """
+[signals.window-repeat]
+enabled = true
+[verification]
+enabled = true
+[cost_ceiling]
+max_turn_usd = 50.0
+max_session_usd = 500.0
+"""
+
+POLICY: PolicySet = PolicySet()
 
 
 def machine() -> dict[str, Any]:
@@ -79,7 +94,7 @@ def machine() -> dict[str, Any]:
 
 
 def _engine_pass(events: list[AgentEvent]) -> tuple[float, int]:
-    engine = Engine()
+    engine = Engine(POLICY)
     process = engine.process
     outputs = 0
     gc.collect()
@@ -92,7 +107,7 @@ def _engine_pass(events: list[AgentEvent]) -> tuple[float, int]:
 
 
 def _decode_pass(blobs: list[bytes]) -> float:
-    engine = Engine()
+    engine = Engine(POLICY)
     process = engine.process
     decode = decode_agent_event
     gc.collect()
@@ -169,7 +184,7 @@ def state_size(n_sessions: int, seed: int, loops_fraction: float, templates: int
         prefixes.append([encode(e) for e in events[: cut.randint(1, len(events))]])
     fed = 0
 
-    engine = Engine()
+    engine = Engine(POLICY)
     engine.watchdog_for(None)  # the policy's watchdog is shared, not per-session state
     gc.collect()
     tracemalloc.start()
@@ -203,7 +218,7 @@ def state_size(n_sessions: int, seed: int, loops_fraction: float, templates: int
 def profile(n_sessions: int, seed: int, loops_fraction: float, top: int) -> str:
     events = list(fleet(n_sessions, seed=seed, loops_fraction=loops_fraction))
     profiler = cProfile.Profile()
-    engine = Engine()
+    engine = Engine(POLICY)
     process = engine.process
     profiler.enable()
     for event in events:
@@ -254,15 +269,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 300 sessions, 2 passes, 2,000 state sessions")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--policy", help="policy TOML file (default: the default policy)")
+    parser.add_argument("--all-enabled", action="store_true",
+                        help="every signal and guardrail on (opt-in ones and cost bounds too)")
     parser.add_argument("--profile", type=int, nargs="?", const=25, default=0, metavar="TOP",
                         help="print a cProfile of one engine pass (top TOP functions)")
     args = parser.parse_args(argv)
+    global POLICY
+    if args.all_enabled:
+        from streamguard.policy import parse_policy_set
+
+        POLICY = parse_policy_set(ALL_ENABLED_POLICY, "all-enabled")
+    elif args.policy:
+        POLICY = load_policy_set(args.policy)
     if args.quick:
         args.sessions, args.passes = 300, 2
         args.state_sessions, args.templates = 2_000, 200
 
     result: dict[str, Any] = {"machine": machine(), "command": " ".join(["bench/engine.py",
                                                                         *sys.argv[1:]])}
+    result["policy"] = "all-enabled" if args.all_enabled else (args.policy or "default")
+    result["signals"] = [sig.id for sig in Engine(POLICY).watchdog_for(None).signals]
     result["seed"] = args.seed
     result["loops_fraction"] = args.loops_fraction
     result.update(throughput(args.sessions, args.seed, args.loops_fraction, args.passes))
