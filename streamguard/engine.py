@@ -46,6 +46,9 @@ class Engine:
         self._by_agent: dict[str | None, Watchdog] = {}
         self.sessions: dict[str, SessionState] = {}
         self.stats = EngineStats()
+        self._single: Watchdog | None = (
+            None if self.policies.overrides else self.watchdog_for(None)
+        )
 
     # ----------------------------------------------------------- policy lookup
 
@@ -84,7 +87,10 @@ class Engine:
     def process(self, event: AgentEvent, record_ts: float | None = None) -> list[Output]:
         """Apply one agent event; return its outputs (an empty list, usually)."""
         state = self.sessions.get(event.session)
-        if state is not None and (state.agent is not None or event.agent is None):
+        single = self._single
+        if state is not None and single is not None:
+            watchdog = single  # no [[agents]] overrides: one watchdog for every session
+        elif state is not None and (state.agent is not None or event.agent is None):
             # Hot path: a known session whose policy is settled (see _session).
             watchdog = self._by_agent.get(state.agent) or self.watchdog_for(state.agent)
         else:
