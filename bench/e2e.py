@@ -146,6 +146,29 @@ def cpu_seconds(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def machine_cpu() -> tuple[float, float] | None:
+    """(busy, stolen) CPU seconds of the whole machine so far, all cores (Linux), or None."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal ...
+    busy = sum(fields[:8]) - fields[3] - fields[4] - (fields[7] if len(fields) > 7 else 0)
+    steal = fields[7] if len(fields) > 7 else 0
+    return busy / CLK_TCK, steal / CLK_TCK
+
+
+def others_share(before: tuple[float, float] | None, after: tuple[float, float] | None,
+                 ours: float, seconds: float) -> dict[str, float]:
+    """Cores used by everything else on the machine (and stolen by its host) over a span."""
+    if before is None or after is None or seconds <= 0:
+        return {}
+    busy = (after[0] - before[0]) / seconds
+    return {"other_cpu_share": round(max(0.0, busy - ours), 2),
+            "stolen_cpu_share": round((after[1] - before[1]) / seconds, 2)}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -544,7 +567,8 @@ async def throughput(bootstrap: str, topics: RunTopics, records: Records, log_di
     try:
         await child.wait_ready()
         samples: list[tuple[float, float]] = []
-        cpu_p0, cpu_b0 = child.cpu(), cpu_seconds(broker_pid)
+        cpu_p0, cpu_b0, cpu_d0 = child.cpu(), cpu_seconds(broker_pid), cpu_seconds(os.getpid())
+        cpu_m0, span_start = machine_cpu(), time.perf_counter()
         deadline = time.monotonic() + max(120.0, n / 2_000)
         first_t = None
         while True:
@@ -574,7 +598,8 @@ async def throughput(bootstrap: str, topics: RunTopics, records: Records, log_di
                 if rate > 0:
                     wait = min(scrape_s, max(0.02, (n - done) / rate / 3))
             await asyncio.sleep(wait)
-        cpu_p1, cpu_b1 = child.cpu(), cpu_seconds(broker_pid)
+        cpu_p1, cpu_b1, cpu_d1 = child.cpu(), cpu_seconds(broker_pid), cpu_seconds(os.getpid())
+        cpu_m1 = machine_cpu()
         t_first, t_last = samples[0][0], samples[-1][0]
         # committed offsets reach the end: outputs and snapshots acknowledged too
         ends = end_offsets(records, n, topics.partitions)
@@ -610,6 +635,11 @@ async def throughput(bootstrap: str, topics: RunTopics, records: Records, log_di
         if cpu_b0 is not None and cpu_b1 is not None:
             result["broker_cpu_s"] = round(cpu_b1 - cpu_b0, 2)
             result["broker_cpu_share"] = round((cpu_b1 - cpu_b0) / elapsed, 2)
+        if cpu_p0 is not None and cpu_p1 is not None and cpu_d0 is not None \
+                and cpu_d1 is not None and cpu_b0 is not None and cpu_b1 is not None:
+            span = t_last - span_start
+            ours = (cpu_p1 - cpu_p0) + (cpu_b1 - cpu_b0) + (cpu_d1 - cpu_d0)
+            result.update(others_share(cpu_m0, cpu_m1, ours / max(span, 1e-9), span))
         return result
     finally:
         code = child.stop()
@@ -745,8 +775,10 @@ async def latency(bootstrap: str, topics: RunTopics, records: Records, log_dir: 
                 floor_reader, on_event, lambda: len(events_seen) >= n, stop)),
         ]
         cpu_p0, cpu_b0, cpu_d0 = child.cpu(), cpu_seconds(broker_pid), cpu_seconds(os.getpid())
+        cpu_m0 = machine_cpu()
         offered = await paced_send(producer, topics.events, records, n, rate, sent_at, acked_at)
         cpu_p1, cpu_b1, cpu_d1 = child.cpu(), cpu_seconds(broker_pid), cpu_seconds(os.getpid())
+        cpu_m1 = machine_cpu()
         stop.set()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(asyncio.gather(*tasks)), 30)
@@ -822,6 +854,10 @@ async def latency(bootstrap: str, topics: RunTopics, records: Records, log_dir: 
         result["broker_cpu_share"] = round((cpu_b1 - cpu_b0) / span, 2)
     if cpu_d0 is not None and cpu_d1 is not None:
         result["driver_cpu_share"] = round((cpu_d1 - cpu_d0) / span, 2)
+    if all(k in result for k in ("processor_cpu_share", "broker_cpu_share", "driver_cpu_share")):
+        ours = sum(result[k] for k in ("processor_cpu_share", "broker_cpu_share",
+                                       "driver_cpu_share"))
+        result.update(others_share(cpu_m0, cpu_m1, ours, span))
     return result
 
 
@@ -1001,7 +1037,9 @@ def render(result: dict[str, Any]) -> str:
                     f"({'match' if result['targets']['outputs_match'] else 'MISMATCH'}), "
                     f"{t['changelog_records']:,} changelog records, {t['checkpoints']} checkpoints"),
         ("  cpu", f"processor {t.get('processor_cpu_share', '?')} cores, "
-                  f"broker {t.get('broker_cpu_share', '?')} cores"),
+                  f"broker {t.get('broker_cpu_share', '?')} cores; rest of the machine "
+                  f"{t.get('other_cpu_share', '?')} cores (stolen by the host "
+                  f"{t.get('stolen_cpu_share', '?')})"),
         ("ratios", ", ".join(f"{k} {v}" for k, v in result["ratios"].items())),
     ]
     if "profiled_throughput" in result:
@@ -1037,7 +1075,9 @@ def render(result: dict[str, Any]) -> str:
                               f"{lat['changelog_records']:,} changelog records"),
             ("  cpu", f"processor {lat.get('processor_cpu_share', '?')} cores, "
                       f"broker {lat.get('broker_cpu_share', '?')} cores, producer and readers "
-                      f"{lat.get('driver_cpu_share', '?')} cores"),
+                      f"{lat.get('driver_cpu_share', '?')} cores; rest of the machine "
+                      f"{lat.get('other_cpu_share', '?')} cores (stolen by the host "
+                      f"{lat.get('stolen_cpu_share', '?')})"),
             ("broker floor", f"{spread('floor_')} (same events acked -> received by a bare "
                              f"consumer; fetch wait {lat['fetch_max_wait_ms']} ms)"),
         ]
