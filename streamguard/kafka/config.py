@@ -62,6 +62,7 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     heartbeat_interval_ms: Millis = 3_000
     rebalance_timeout_ms: Millis = 60_000
     max_poll_interval_ms: Millis = 300_000
+    fetch_max_wait_ms: Millis = 500
 
     # -- topics
     events_topic: TopicName = "agent.events"
@@ -117,6 +118,7 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         "heartbeat_interval_ms": "heartbeat period (well below the session timeout)",
         "rebalance_timeout_ms": "time a member has to flush and commit during a rebalance",
         "max_poll_interval_ms": "longest pause between fetches before the member is evicted",
+        "fetch_max_wait_ms": "longest time the broker may hold a fetch waiting for data (lower it for latency on brokers that hold fetches)",
         "events_topic": "topic of agent events, keyed by session",
         "control_topic": "topic of operator commands (resets), co-partitioned with the events",
         "alerts_topic": "topic the alerts, trips, feedback and reset receipts go to",

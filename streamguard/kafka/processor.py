@@ -300,6 +300,7 @@ class Processor:
                 heartbeat_interval_ms=cfg.heartbeat_interval_ms,
                 rebalance_timeout_ms=cfg.rebalance_timeout_ms,
                 max_poll_interval_ms=cfg.max_poll_interval_ms,
+                fetch_max_wait_ms=cfg.fetch_max_wait_ms,
             )
             self._consumer.subscribe(
                 [cfg.events_topic, cfg.control_topic], listener=_Listener(self)

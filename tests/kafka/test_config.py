@@ -106,3 +106,12 @@ def test_agent_labels_are_bounded() -> None:
     assert len(labels._seen) < 2 * 4 + 1024 + 3
     allow = AgentLabels(["coder"])
     assert [allow(a) for a in ("coder", "ops")] == ["coder", "other"]
+
+
+def test_fetch_max_wait_is_configurable_and_validated() -> None:
+    assert ProcessorConfig.from_env_and_args([], env={}).fetch_max_wait_ms == 500
+    env = {"STREAMGUARD_FETCH_MAX_WAIT_MS": "20"}
+    assert ProcessorConfig.from_env_and_args([], env=env).fetch_max_wait_ms == 20
+    assert ProcessorConfig.from_env_and_args(["--fetch-max-wait-ms", "5"], env=env).fetch_max_wait_ms == 5
+    with pytest.raises(ConfigError, match="fetch-max-wait-ms"):
+        ProcessorConfig.from_env_and_args(["--fetch-max-wait-ms", "0"], env={})
