@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from hashlib import blake2b
 from sys import intern
-from typing import Any
+from typing import Any, get_type_hints
 
 import msgspec
 from msgspec import Struct
@@ -86,7 +86,7 @@ FEEDBACK_HEADER = (
 FEEDBACK_FOOTER = "Change your approach in this turn accordingly."
 
 
-class SessionState(Struct, kw_only=True, gc=False):
+class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     """Everything the watchdog remembers about one session.
 
     ``gc=False``: nothing in a session's state refers back to it, so it can
@@ -117,16 +117,45 @@ class SessionState(Struct, kw_only=True, gc=False):
         return bool(self.halted_by)
 
 
-class _Snapshot(Struct, kw_only=True, array_like=True):
+class _Envelope(Struct, array_like=True):
+    """The outer array of a snapshot, read without decoding what it wraps.
+
+    Version 2 (written now): ``[2, [signal ids...], state]``, the whole state,
+    signal states inline and in the order of the ids, encoded in one pass.
+    Version 1 (still read): ``[1, state without signals, {signal id: state}]``.
+    """
+
     version: int
-    core: msgspec.Raw
-    signals: dict[str, msgspec.Raw]
+    first: msgspec.Raw
+    second: msgspec.Raw
 
 
-SNAPSHOT_VERSION = 1
+class _AgentOnly(Struct):
+    agent: str | None = None
+
+
+def _wire_type() -> type[Struct]:
+    """SessionState's wire twin: same fields, signal states left undecoded."""
+    hints = get_type_hints(SessionState)
+    fields = SessionState.__struct_fields__
+    defaults = dict(zip(fields[len(fields) - len(SessionState.__struct_defaults__) :],
+                        SessionState.__struct_defaults__, strict=True))
+    spec: list[Any] = []
+    for name in fields:
+        kind = list[msgspec.Raw] if name == "signals" else hints[name]
+        spec.append((name, kind, defaults[name]) if name in defaults else (name, kind))
+    return msgspec.defstruct("_WireState", spec, kw_only=True)
+
+
+SNAPSHOT_VERSION = 2
 _core_encoder = msgspec.msgpack.Encoder()
 _core_decoder = msgspec.msgpack.Decoder(SessionState)
-_snapshot_decoder = msgspec.msgpack.Decoder(_Snapshot)
+_envelope_decoder = msgspec.msgpack.Decoder(_Envelope)
+_agent_decoder = msgspec.msgpack.Decoder(_AgentOnly)
+_ids_decoder = msgspec.msgpack.Decoder(list[str])
+_v1_signals_decoder = msgspec.msgpack.Decoder(dict[str, msgspec.Raw])
+_wire_decoder = msgspec.msgpack.Decoder(_wire_type())
+_asdict = msgspec.structs.asdict
 
 
 class Watchdog:
@@ -183,6 +212,9 @@ class Watchdog:
         self._need_size = any(getattr(s, "needs_result_size", False) for _, s, _ in self._on_result)
         self._watchdog_indices = [i for i, s in enumerate(signals) if s.guardrail == "watchdog"]
         self._ctx = _Ctx(None, None)  # type: ignore[arg-type]
+        # Snapshots name their signal states by id; the id list is encoded once.
+        self._signal_ids = msgspec.Raw(_core_encoder.encode([s.id for s in signals]))
+        self._state_decoders = {s.id: msgspec.msgpack.Decoder(s.State) for s in signals}
 
     # ------------------------------------------------------------------ state
 
@@ -195,43 +227,44 @@ class Watchdog:
         )
 
     def encode_state(self, state: SessionState) -> bytes:
-        """Snapshot bytes (msgpack); signal states keyed by signal id."""
-        signal_states = state.signals
-        state.signals = []
-        try:
-            core = _core_encoder.encode(state)
-        finally:
-            state.signals = signal_states
-        by_id = {
-            s.id: msgspec.Raw(_core_encoder.encode(st))
-            for s, st in zip(self.signals, signal_states, strict=True)
-        }
-        return _core_encoder.encode(
-            _Snapshot(version=SNAPSHOT_VERSION, core=msgspec.Raw(core), signals=by_id)
-        )
+        """Snapshot bytes (msgpack), encoded in one pass; signal states named by id.
+
+        Fields at their defaults are left out (``omit_defaults``), which makes
+        the typical snapshot a third smaller and its encoding faster.
+        """
+        if len(state.signals) != len(self.signals):
+            raise ValueError("state was not built by this watchdog (signal count differs)")
+        return _core_encoder.encode((SNAPSHOT_VERSION, self._signal_ids, state))
 
     @staticmethod
     def peek_agent(data: bytes) -> str | None:
         """The agent a snapshot belongs to (to pick its policy before decoding it)."""
-        return _core_decoder.decode(_snapshot_decoder.decode(data).core).agent
+        envelope = _envelope_decoder.decode(data)
+        body = envelope.second if envelope.version >= 2 else envelope.first
+        return _agent_decoder.decode(body).agent
 
     def decode_state(self, data: bytes) -> SessionState:
-        """Rebuild a state from :meth:`encode_state` bytes.
+        """Rebuild a state from :meth:`encode_state` bytes (or a version 1 snapshot).
 
         Signals added to the policy since the snapshot start fresh; signals
         removed are dropped. Restored state never overrules live configuration.
         """
-        snap = _snapshot_decoder.decode(data)
-        if snap.version != SNAPSHOT_VERSION:
-            raise ValueError(f"unsupported snapshot version {snap.version}")
-        state = _core_decoder.decode(snap.core)
-        states = []
-        for s in self.signals:
-            raw = snap.signals.get(s.id)
-            states.append(
-                msgspec.msgpack.decode(raw, type=s.State) if raw is not None else s.new_state()
-            )
-        state.signals = states
+        envelope = _envelope_decoder.decode(data)
+        if envelope.version == SNAPSHOT_VERSION:
+            wire = _wire_decoder.decode(envelope.second)
+            fields = _asdict(wire)
+            by_id = dict(zip(_ids_decoder.decode(envelope.first), wire.signals, strict=True))
+            state = SessionState(**fields)
+        elif envelope.version == 1:
+            state = _core_decoder.decode(envelope.first)
+            by_id = _v1_signals_decoder.decode(envelope.second)
+        else:
+            raise ValueError(f"unsupported snapshot version {envelope.version}")
+        decoders = self._state_decoders
+        state.signals = [
+            decoders[s.id].decode(raw) if (raw := by_id.get(s.id)) is not None else s.new_state()
+            for s in self.signals
+        ]
         # Live configuration wins: no watchdog halt restored below enforce, no cost
         # halt restored once no ceiling is configured.
         live = {s.guardrail for s in self.signals}

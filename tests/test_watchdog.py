@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 from msgspec import Struct
 
@@ -399,6 +400,62 @@ def test_restore_under_warn_does_not_resurrect_watchdog_halt():
     run.call("loop")
     data = w.encode_state(run.state)
     assert dog("warn").decode_state(data).halted_by == ()
+
+
+def _v1_snapshot(w: Watchdog, state: Any) -> bytes:
+    """A snapshot as version 1 wrote it: core state, then a map of signal states."""
+    core = msgspec.structs.replace(state, signals=[])
+    by_id = {s.id: msgspec.Raw(msgspec.msgpack.encode(st))
+             for s, st in zip(w.signals, state.signals, strict=True)}
+    return msgspec.msgpack.encode([1, msgspec.Raw(msgspec.msgpack.encode(core)), by_id])
+
+
+def test_version_1_snapshots_still_restore():
+    w = dog("enforce")
+    run = Run(w)
+    run.turn()
+    run.call("loop")
+    run.call("sweep")
+    restored = w.decode_state(_v1_snapshot(w, run.state))
+    assert restored == run.state
+    assert Watchdog.peek_agent(_v1_snapshot(w, run.state)) == "agent-a"
+
+
+def test_snapshot_names_signals_so_policy_changes_restore_by_id():
+    old = dog("enforce", classes=[SessionCrit, Warn, TurnCrit])
+    run = Run(old)
+    run.turn()
+    run.call("loop")
+    run.call("sweep")
+    data = old.encode_state(run.state)
+    # Different order, one signal gone, one new: each state finds its signal by id.
+    new = dog("enforce", classes=[Quiet, TurnCrit, SessionCrit])
+    restored = new.decode_state(data)
+    by_id = dict(zip([s.id for s in new.signals], restored.signals, strict=True))
+    assert by_id["sess-crit"] == run.state.signals[0]
+    assert by_id["turn-crit"] == run.state.signals[2]
+    assert by_id["quiet-sig"] == Quiet.State()
+    assert restored.halted_by == ("watchdog",)
+
+
+def test_snapshot_leaves_default_fields_out():
+    w = dog("enforce")
+    fresh = w.new_state("s1", "agent-a")
+    data = w.encode_state(fresh)
+    assert b"halt_reason" not in data and b"cut_streak" not in data
+    assert w.decode_state(data) == fresh
+    assert Watchdog.peek_agent(data) == "agent-a"
+
+
+def test_snapshot_refuses_a_state_of_another_watchdog():
+    state = dog("enforce", classes=[SessionCrit]).new_state("s1")
+    with pytest.raises(ValueError, match="signal count"):
+        dog("enforce").encode_state(state)
+
+
+def test_unknown_snapshot_version_is_an_error():
+    with pytest.raises(ValueError, match="unsupported snapshot version 9"):
+        dog().decode_state(msgspec.msgpack.encode([9, [], {}]))
 
 
 def test_result_and_alerts_types():

@@ -107,7 +107,7 @@ class ContextBudgetConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True
                 )
 
 
-class ContextBudgetState(Struct, tag=CUT, gc=False):
+class ContextBudgetState(Struct, tag=CUT, gc=False, omit_defaults=True):
     measured: int = 0
     pending_bytes: int = 0
     window: int = 0  # 0: not known yet (the assumed window applies)

@@ -59,7 +59,7 @@ class CostCeilingConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     max_session_usd: Annotated[float, Meta(ge=0)] = 0.0
 
 
-class CostCeilingState(Struct, tag=SIGNAL_ID, gc=False):
+class CostCeilingState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     spent: float = 0.0
     turn_baseline: float = 0.0
     baseline_set: bool = False

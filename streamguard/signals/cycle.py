@@ -101,7 +101,7 @@ class AlternatingToolCycle(Signal):
         laps: Annotated[int, Meta(ge=2, le=LAPS_LIMIT)] = 3
         """Consecutive copies of the block that trip the signal."""
 
-    class State(Struct, tag=SIGNAL_ID, gc=False):
+    class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
         """Per-session state: a few ints and the last ``max_period`` tool names."""
 
         seen: int = 0

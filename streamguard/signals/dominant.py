@@ -122,7 +122,7 @@ class DominantToolCall(Signal):
         defer_cycle_period: Annotated[int, Meta(ge=0)] = 4
         """Stand down while the window is a clean cycle of period 2..this (0: never)."""
 
-    class State(Struct, tag=SIGNAL_ID, gc=False):
+    class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
         """Per-session state: the latch, a hot flag and the candidate's alert text."""
 
         seen: int = 0

@@ -121,7 +121,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     halt_after_same_signature: Annotated[int, Meta(ge=0)] = 0
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False):
+class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     tools: list[int] | None = None
     """Failing tools, least recently failed first (packed, at most MAX_TOOLS)."""
     sigs: list[int] | None = None

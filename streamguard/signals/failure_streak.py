@@ -67,7 +67,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Consecutive failed results that trip the signal."""
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False):
+class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``tool-failure-streak``."""
 
     run: int = 0

@@ -109,7 +109,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Distinct payload fingerprints remembered per turn (raised to at least ``threshold``)."""
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False):
+class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``no-new-state``."""
 
     run: int = 0

@@ -78,7 +78,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Consecutive no-op results that trip the signal."""
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False):
+class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``no-op-streak``."""
 
     run: int = 0

@@ -71,7 +71,7 @@ class RepeatedToolCall(Signal):
         threshold: Annotated[int, Meta(ge=2)] = 5
         """Consecutive equivalent calls that trip the signal."""
 
-    class State(Struct, tag=SIGNAL_ID, gc=False):
+    class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
         """Per-session state: the current run and its anchor (never raw payloads)."""
 
         run: int = 0

@@ -76,7 +76,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Tool calls without assistant speech that trip the signal."""
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False):
+class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``tools-without-text``."""
 
     calls: int = 0

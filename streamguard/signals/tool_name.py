@@ -71,7 +71,7 @@ class RepeatedToolName(Signal):
         defer_run: Annotated[int, Meta(ge=0)] = 5
         """Stay silent while the run's args-identical tail is this long (0: never)."""
 
-    class State(Struct, tag=SIGNAL_ID, gc=False):
+    class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
         """Per-session state: the name run, its args-identical tail and the latch."""
 
         run: int = 0

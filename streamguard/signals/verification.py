@@ -201,7 +201,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True, dict=True):
         return None
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False):
+class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     phase: int = _RESOLVING
     """The machine's state (a :class:`Phase` value)."""
     before_write: int = _RESOLVING

@@ -104,7 +104,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
         validate(self.window, self.threshold)
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False):
+class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     keys: list[int] = []
     """Keys of the last ``window`` calls, oldest first."""
     latched: list[int] = []
