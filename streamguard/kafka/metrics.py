@@ -184,7 +184,13 @@ class Metrics:
         )
         self.checkpoint_duration = Histogram(
             "streamguard_checkpoint_duration_seconds",
-            "Duration of a checkpoint.",
+            "Duration of a checkpoint, from its start to its offset commit.",
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.checkpoint_pause = Histogram(
+            "streamguard_checkpoint_pause_seconds",
+            "Time a checkpoint holds up processing (snapshot encoding); the rest overlaps it.",
             buckets=DURATION_BUCKETS,
             registry=r,
         )

@@ -20,6 +20,13 @@ this order:
 3. the offsets of the records *processed* (never merely fetched) are
    committed.
 
+What a checkpoint covers is fixed when it starts: the outputs sent so far,
+the sessions as they are then (encoded on the spot) and the offsets processed
+so far. Only that staging holds up processing; the three steps then run while
+the loop goes on, and whatever it processes meanwhile belongs to the next
+checkpoint. One checkpoint is pending at most: the next one, a revocation and
+the shutdown each wait for it first.
+
 A crash anywhere therefore loses nothing (step 3 never runs before 1 and 2),
 and replays after a crash never apply an event twice to a session's state
 (restored snapshots skip the offsets they already contain). The only visible
@@ -42,8 +49,8 @@ import logging
 import signal
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, NamedTuple
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
@@ -80,7 +87,13 @@ from .metrics import AgentLabels, Metrics
 log = logging.getLogger("streamguard.kafka")
 
 # Named points where a test can inject a crash (see ``fault``).
-FAULT_POINTS = ("record_processed", "outputs_acked", "changelog_acked", "committed")
+FAULT_POINTS = (
+    "record_processed",
+    "checkpoint_staged",
+    "outputs_acked",
+    "changelog_acked",
+    "committed",
+)
 
 RESTORING, ACTIVE, SUSPENDED = "restoring", "active", "suspended"
 REROUTED_HEADER = "streamguard.rerouted-from"
@@ -114,6 +127,15 @@ class _Meta(msgspec.Struct, gc=False):
     control_offset: int
     last_seen: float
     parked: bool = False
+
+
+class _Stage(NamedTuple):
+    """What one checkpoint covers, fixed when it starts."""
+
+    started: float
+    outputs: list[asyncio.Future[Any]]  # every output sent before it
+    records: list[tuple[int, bytes, bytes | None]]  # changelog (partition, key, value)
+    offsets: dict[TopicPartition, int]  # next offset to process, per partition
 
 
 class _Partition:
@@ -208,6 +230,10 @@ class Processor:
         self._since_checkpoint = 0
         self._next_checkpoint = 0.0
         self._restore_task: asyncio.Task[None] | None = None
+        self._pending: asyncio.Task[None] | None = None  # checkpoint awaiting its acks
+        # Test seam: awaited by a checkpoint between its outputs' and its
+        # snapshots' acknowledgements (processing goes on meanwhile).
+        self.checkpoint_gate: Callable[[], Awaitable[None]] | None = None
 
         # per-class/agent caches for the hot path
         self._event_counters: dict[tuple[type, str], Any] = {}
@@ -347,11 +373,13 @@ class Processor:
         await self._close_clients()
 
     async def _close_clients(self) -> None:
-        task = self._restore_task
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        for task in (self._restore_task, self._pending):
+            if task is not None and not task.done():
+                task.cancel()
+            if task is not None:
+                with contextlib.suppress(BaseException):
+                    await task
+        self._pending = None
         for client in (self._consumer, self._restorer, self._producer):
             if client is None:
                 continue
@@ -462,7 +490,7 @@ class Processor:
                 if self._since_checkpoint >= cfg.checkpoint_every_events or (
                     now >= self._next_checkpoint and self._has_work()
                 ):
-                    await self._checkpoint()
+                    await self._start_checkpoint()
                 elif now >= self._next_checkpoint:
                     self._next_checkpoint = now + interval
                     self._update_lag()
@@ -918,93 +946,43 @@ class Processor:
             if resumable:
                 consumer.resume(*resumable)
 
-    async def _await_inflight(self) -> None:
-        if not self._inflight:
-            return
-        pending, self._inflight = list(self._inflight), deque()
-        await asyncio.wait_for(asyncio.gather(*pending), self.config.send_timeout_ms / 1000)
-
     # ========================================================== checkpoints
 
     async def _checkpoint(self) -> None:
-        """Outputs acked -> snapshots acked -> offsets committed. Caller holds the lock."""
+        """A whole checkpoint, waited for (revocation, shutdown). Caller holds the lock."""
+        await self._finish_pending()
+        await self._complete(await self._stage())
+
+    async def _start_checkpoint(self) -> None:
+        """A checkpoint from the loop: stage it now, let its acknowledgements overlap processing.
+
+        Only one is ever pending: the next checkpoint, a revocation and the
+        shutdown each wait for it first, so changelog writes and commits stay
+        in checkpoint order. Caller holds the lock.
+        """
+        await self._finish_pending()
+        stage = await self._stage()
+        self._pending = asyncio.create_task(self._complete_pending(stage))
+
+    async def _finish_pending(self) -> None:
+        task, self._pending = self._pending, None
+        if task is not None:
+            await task  # re-raises the failure of a pending checkpoint
+
+    async def _stage(self) -> _Stage:
+        """Fix what this checkpoint covers: every output sent so far, every session
+        as it is now (encoded now), every offset processed so far.
+
+        This is the only part that holds up processing. Whatever is processed
+        afterwards belongs to the next checkpoint, so the order the guarantees
+        rest on (outputs acknowledged, then snapshots, then the commit) holds for
+        exactly the records this checkpoint covers.
+        """
         started = time.monotonic()
         self._sweep()
         await self._send_outbox()
-        await self._await_inflight()
-        self._hook("outputs_acked")
-        await self._flush_changelog()
-        self._hook("changelog_acked")
-        await self._commit()
-        self._hook("committed")
-        self._since_checkpoint = 0
-        now = time.monotonic()
-        self._next_checkpoint = now + self.config.checkpoint_interval_ms / 1000
-        self.metrics.checkpoints.inc()
-        self.metrics.last_checkpoint.set(time.time())
-        self.metrics.checkpoint_duration.observe(now - started)
-        self._update_lag()
-
-    def _hook(self, point: str) -> None:
-        if self.fault is not None:
-            self.fault(point)
-
-    async def _flush_changelog(self) -> None:
-        """Snapshot (or tombstone) every dirty session; wait for the acknowledgements.
-
-        Records are appended straight into one producer batch per changelog
-        partition (no per-record send, future or wake-up); each batch goes out
-        when full and the rest at the end, in order.
-        """
-        if not self._dirty:
-            return
-        producer = self._producer
-        assert producer is not None
-        dirty, self._dirty = self._dirty, {}
-        topic = self.config.changelog_topic
-        snapshot = self.engine.snapshot
-        meta_get = self._meta.get
-        observe = self.metrics.snapshot_bytes.observe
-        batches: dict[int, Any] = {}
-        sent: list[asyncio.Future[Any]] = []
-        snapshots = tombstones = 0
-        try:
-            for session, partition in dirty.items():
-                meta = meta_get(session)
-                value = None
-                if meta is not None and meta.partition == partition:
-                    state = snapshot(session)
-                    if state is not None:
-                        value = encode_entry(
-                            meta.events_offset, meta.control_offset, meta.last_seen, state
-                        )
-                if value is None:
-                    tombstones += 1
-                else:
-                    snapshots += 1
-                    observe(len(value))
-                key = session.encode()
-                batch = batches.get(partition)
-                if batch is None:
-                    batch = batches[partition] = producer.create_batch()
-                if batch.append(key=key, value=value, timestamp=None) is None:
-                    sent.append(await producer.send_batch(batch, topic, partition=partition))
-                    batch = batches[partition] = producer.create_batch()
-                    batch.append(key=key, value=value, timestamp=None)  # a lone record always fits
-            for partition, batch in batches.items():
-                if batch.record_count():
-                    batch.close()
-                    sent.append(await producer.send_batch(batch, topic, partition=partition))
-        finally:
-            if snapshots:
-                self.metrics.changelog_records.labels("snapshot").inc(snapshots)
-            if tombstones:
-                self.metrics.changelog_records.labels("tombstone").inc(tombstones)
-        await asyncio.wait_for(asyncio.gather(*sent), self.config.send_timeout_ms / 1000)
-
-    async def _commit(self) -> bool:
-        consumer = self._consumer
-        assert consumer is not None
+        outputs, self._inflight = list(self._inflight), deque()
+        records = self._snapshot_records()
         offsets = {
             tp: pos
             for tp, pos in self._positions.items()
@@ -1012,6 +990,110 @@ class Processor:
             and (part := self._partitions.get(tp.partition)) is not None
             and part.status != RESTORING
         }
+        self._since_checkpoint = 0
+        now = time.monotonic()
+        self._next_checkpoint = now + self.config.checkpoint_interval_ms / 1000
+        self.metrics.checkpoint_pause.observe(now - started)
+        self._hook("checkpoint_staged")
+        return _Stage(started, outputs, records, offsets)
+
+    async def _complete(self, stage: _Stage) -> None:
+        """Outputs acked -> snapshots acked -> offsets committed, for one staged checkpoint."""
+        timeout = self.config.send_timeout_ms / 1000
+        if stage.outputs:
+            await asyncio.wait_for(asyncio.gather(*stage.outputs), timeout)
+        self._hook("outputs_acked")
+        if self.checkpoint_gate is not None:
+            await self.checkpoint_gate()
+        await self._write_changelog(stage.records)
+        self._hook("changelog_acked")
+        await self._commit(stage.offsets)
+        self._hook("committed")
+        self.metrics.checkpoints.inc()
+        self.metrics.last_checkpoint.set(time.time())
+        self.metrics.checkpoint_duration.observe(time.monotonic() - stage.started)
+        self._update_lag()
+
+    async def _complete_pending(self, stage: _Stage) -> None:
+        try:
+            await self._complete(stage)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            # The loop raises it at its next turn: stop without committing more.
+            self._fatal = self._fatal or exc
+            log.error("checkpoint failed: %r", exc)
+            raise
+
+    def _hook(self, point: str) -> None:
+        if self.fault is not None:
+            self.fault(point)
+
+    def _snapshot_records(self) -> list[tuple[int, bytes, bytes | None]]:
+        """(changelog partition, key, value) of every dirty session: a snapshot, or a
+        tombstone for a session no longer held there."""
+        dirty, self._dirty = self._dirty, {}
+        if not dirty:
+            return []
+        snapshot = self.engine.snapshot
+        meta_get = self._meta.get
+        observe = self.metrics.snapshot_bytes.observe
+        records: list[tuple[int, bytes, bytes | None]] = []
+        append = records.append
+        tombstones = 0
+        for session, partition in dirty.items():
+            meta = meta_get(session)
+            value = None
+            if meta is not None and meta.partition == partition:
+                state = snapshot(session)
+                if state is not None:
+                    value = encode_entry(
+                        meta.events_offset, meta.control_offset, meta.last_seen, state
+                    )
+                    observe(len(value))
+            if value is None:
+                tombstones += 1
+            append((partition, session.encode(), value))
+        if tombstones < len(records):
+            self.metrics.changelog_records.labels("snapshot").inc(len(records) - tombstones)
+        if tombstones:
+            self.metrics.changelog_records.labels("tombstone").inc(tombstones)
+        return records
+
+    async def _write_changelog(self, records: list[tuple[int, bytes, bytes | None]]) -> None:
+        """Write staged changelog records and wait for their acknowledgements.
+
+        Records are appended straight into one producer batch per changelog
+        partition (no per-record send, future or wake-up); each batch goes out
+        when full and the rest at the end, in order. The loop gets a turn every
+        few hundred records, so a large checkpoint does not hold up processing.
+        """
+        if not records:
+            return
+        producer = self._producer
+        assert producer is not None
+        topic = self.config.changelog_topic
+        batches: dict[int, Any] = {}
+        sent: list[asyncio.Future[Any]] = []
+        for n, (partition, key, value) in enumerate(records, 1):
+            batch = batches.get(partition)
+            if batch is None:
+                batch = batches[partition] = producer.create_batch()
+            if batch.append(key=key, value=value, timestamp=None) is None:
+                sent.append(await producer.send_batch(batch, topic, partition=partition))
+                batch = batches[partition] = producer.create_batch()
+                batch.append(key=key, value=value, timestamp=None)  # a lone record always fits
+            if not n % 256:
+                await asyncio.sleep(0)
+        for partition, batch in batches.items():
+            if batch.record_count():
+                batch.close()
+                sent.append(await producer.send_batch(batch, topic, partition=partition))
+        await asyncio.wait_for(asyncio.gather(*sent), self.config.send_timeout_ms / 1000)
+
+    async def _commit(self, offsets: dict[TopicPartition, int]) -> bool:
+        consumer = self._consumer
+        assert consumer is not None
         if not offsets:
             return True
         try:

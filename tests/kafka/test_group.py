@@ -8,7 +8,7 @@ import pytest
 from aiokafka.partitioner import murmur2
 
 from streamguard.events import Alert, ToolCall
-from tests.kafka.conftest import poll_until
+from tests.kafka.conftest import metric_value, poll_until
 from tests.kafka.scenarios import T0, by_id, calm, expected_outputs, repeat_loop
 
 pytestmark = pytest.mark.kafka
@@ -96,16 +96,20 @@ async def test_three_processors_share_and_take_over_with_halts_intact(
     n = topics.partitions
     members = [spawn_processor(f"p{i}") for i in range(3)]
 
-    async def owned(ms) -> list[float]:
-        return [await m.value("streamguard_owned_partitions") for m in ms]
-
     async def settled(ms, each: int | None = None) -> bool:
         if not all(m.alive() for m in ms):
             raise AssertionError("a processor died:\n" + "\n".join(m.log_tail() for m in ms))
-        if not all([await m.ready() for m in ms]):
+        # Ownership first, readiness second: an assignment records its partitions
+        # (as restoring) before it publishes the new count, so a member that shows
+        # the count and then reports ready has restored them. The other order can
+        # pair a stale "ready" with the count of an assignment still restoring.
+        texts = [await m.metrics() for m in ms]
+        if any(text is None for text in texts):
+            return False  # still starting
+        counts = [metric_value(text, "streamguard_owned_partitions") or 0.0 for text in texts]
+        if sum(counts) != n or (each is not None and any(c != each for c in counts)):
             return False
-        counts = await owned(ms)
-        return sum(counts) == n and (each is None or all(c == each for c in counts))
+        return all([await m.ready() for m in ms])
 
     await poll_until(lambda: settled(members, 2), 60, "three members with two partitions each")
 

@@ -121,3 +121,56 @@ async def test_crash_at_any_point_loses_nothing_and_applies_nothing_twice(
     await topics.read_until(topics.alerts, complete, what="the halt-ignored alert")
     mine = by_id(o for o in await topics.outputs() if o.session == "s-outputs_acked")
     assert mine == expected
+
+
+@pytest.mark.parametrize("point", ["changelog_acked", "committed"])
+async def test_records_processed_while_a_checkpoint_is_pending_survive_its_crash(
+    topics, start_processor, point
+) -> None:
+    """A checkpoint covers what was processed when it started; a crash before its
+    commit must still replay everything processed after that, exactly once."""
+    session = "s-overlap"
+    events = repeat_loop(session)
+    expected = by_id(expected_outputs(events))
+    crash = {"armed": False}
+
+    def fault(where: str) -> None:
+        if crash["armed"] and where == point:
+            crash["armed"] = False
+            raise SimulatedCrash(where)
+
+    running = await start_processor(fault=fault)
+    engine = running.processor.engine
+    await topics.send_events(events[:4])  # turn start + 3 calls: no output yet
+    await topics.wait_committed()
+    gate_opened = []
+
+    async def gate() -> None:
+        # This checkpoint was staged before the calls below were even sent.
+        if gate_opened:
+            return
+        gate_opened.append(engine.sessions[session].applied)
+        await topics.send_events(events[4:])
+        await poll_until(lambda: engine.sessions[session].applied == len(events), 20, "the calls")
+        await topics.read_until(
+            topics.alerts, lambda rs: len(rs) >= len(expected), what="their alert and trip"
+        )
+        crash["armed"] = True
+
+    running.processor.checkpoint_gate = gate
+    # Work for a checkpoint to cover (another session), so that one starts.
+    await topics.send(topics.events, ToolCall(session="s-other", agent="coder", tool="ls", ts=T0))
+    exc = await running.crashed()
+    assert isinstance(exc, SimulatedCrash) and str(exc) == point
+    assert gate_opened == [4]
+
+    final = await start_processor()
+    await topics.wait_committed()
+    state = final.processor.engine.sessions[session]
+    assert state.applied == len(events)  # the two calls applied again, once
+    assert final.processor.engine.is_halted(session)
+    mine = [o for o in await topics.outputs() if o.session == session]
+    for output in mine:
+        assert output == expected[output.id]
+    # Emitted before the crash and again by the replay: same ids, nothing lost.
+    assert Counter(o.id for o in mine) == dict.fromkeys(expected, 2)
