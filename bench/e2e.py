@@ -820,6 +820,7 @@ async def latency(bootstrap: str, topics: RunTopics, records: Records, log_dir: 
     h50 = histogram_quantile(buckets, 0.5)
     h99 = histogram_quantile(buckets, 0.99)
     _, c_sum, c_count = histogram(text, "streamguard_checkpoint_duration_seconds")
+    _, pause_sum, pause_count = histogram(text, "streamguard_checkpoint_pause_seconds")
     result: dict[str, Any] = {
         **offered,
         "fetch_max_wait_ms": fetch_wait_ms,
@@ -843,6 +844,10 @@ async def latency(bootstrap: str, topics: RunTopics, records: Records, log_dir: 
         **_percentiles([now - sent_at[i] for i, now in events_seen], "floor_from_send_"),
         "checkpoints": round(metric_sum(text, "streamguard_checkpoints_total")),
         "checkpoint_mean_ms": round(c_sum / c_count * 1000, 1) if c_count else None,
+        # the part of a checkpoint that holds up processing (the rest overlaps it)
+        "checkpoint_pause_mean_ms": (
+            round(pause_sum / pause_count * 1000, 1) if pause_count else None
+        ),
         "changelog_records": round(metric_sum(text, "streamguard_changelog_records_total")),
         "active_sessions": round(metric_sum(text, "streamguard_active_sessions")),
         "by_tenth": slices,
@@ -1072,6 +1077,7 @@ def render(result: dict[str, Any]) -> str:
                             f"ms, mean {lat['histogram_mean_ms']} ms over "
                             f"{lat['histogram_count']} outputs (processor's own, from send)"),
             ("  checkpoints", f"{lat['checkpoints']}, mean {lat['checkpoint_mean_ms']} ms, "
+                              f"of which processing paused {lat['checkpoint_pause_mean_ms']} ms; "
                               f"{lat['changelog_records']:,} changelog records"),
             ("  cpu", f"processor {lat.get('processor_cpu_share', '?')} cores, "
                       f"broker {lat.get('broker_cpu_share', '?')} cores, producer and readers "
@@ -1098,7 +1104,6 @@ def serve(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     flags = args.run_flags[1:] if args.run_flags[:1] == ["--"] else args.run_flags
 
-    import functools
     import logging
 
     from streamguard.kafka import processor as processor_module
@@ -1107,8 +1112,7 @@ def serve(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.fetch_max_wait_ms is not None:
-        processor_module.AIOKafkaConsumer = functools.partial(  # type: ignore[misc]
-            AIOKafkaConsumer, fetch_max_wait_ms=args.fetch_max_wait_ms)
+        flags = [*flags, f"--fetch-max-wait-ms={args.fetch_max_wait_ms}"]
     config = ProcessorConfig.from_env_and_args(flags)
     profiler = None
     if args.profile:

@@ -190,7 +190,7 @@ class Metrics:
         )
         self.checkpoint_pause = Histogram(
             "streamguard_checkpoint_pause_seconds",
-            "Time a checkpoint holds up processing (snapshot encoding); the rest overlaps it.",
+            "Time a checkpoint holds up processing when it starts; the rest overlaps it.",
             buckets=DURATION_BUCKETS,
             registry=r,
         )

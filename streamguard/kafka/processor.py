@@ -21,11 +21,13 @@ this order:
    committed.
 
 What a checkpoint covers is fixed when it starts: the outputs sent so far,
-the sessions as they are then (encoded on the spot) and the offsets processed
-so far. Only that staging holds up processing; the three steps then run while
-the loop goes on, and whatever it processes meanwhile belongs to the next
-checkpoint. One checkpoint is pending at most: the next one, a revocation and
-the shutdown each wait for it first.
+the changed sessions as they are then and the offsets processed so far. Only
+that staging holds up processing. The sessions are then encoded a slice at a
+time between the loop's batches (one about to change is encoded first, so
+every snapshot is its state at the start), and the three steps run while the
+loop goes on; whatever it processes meanwhile belongs to the next checkpoint.
+One checkpoint is pending at most: the next one, a revocation and the shutdown
+each wait for it first.
 
 A crash anywhere therefore loses nothing (step 3 never runs before 1 and 2),
 and replays after a crash never apply an event twice to a session's state
@@ -105,6 +107,8 @@ POLL_MS = 200
 # dozens of round trips. Well under every broker default of message.max.bytes
 # (1,000,012 bytes before Kafka 2.4, 1,048,588 since).
 PRODUCE_BATCH_BYTES = 512 * 1024
+# Sessions a checkpoint encodes between two turns of the loop (about 0.5 ms).
+ENCODE_SLICE = 128
 
 
 class StartupError(RuntimeError):
@@ -230,9 +234,15 @@ class Processor:
         self._since_checkpoint = 0
         self._next_checkpoint = 0.0
         self._restore_task: asyncio.Task[None] | None = None
-        self._pending: asyncio.Task[None] | None = None  # checkpoint awaiting its acks
-        # Test seam: awaited by a checkpoint between its outputs' and its
-        # snapshots' acknowledgements (processing goes on meanwhile).
+        self._pending: asyncio.Task[None] | None = None  # checkpoint still completing
+        # Sessions the pending checkpoint covers but has not encoded yet (session ->
+        # changelog partition), and where their records go. A session is encoded
+        # before its next record is applied (copy on write), so each snapshot is the
+        # state as of the checkpoint's start however long the encoding takes.
+        self._unstaged: dict[str, int] = {}
+        self._staged_records: list[tuple[int, bytes, bytes | None]] = []
+        # Test seam: awaited by a checkpoint right after it is staged, before it
+        # encodes or waits for anything (processing goes on meanwhile).
         self.checkpoint_gate: Callable[[], Awaitable[None]] | None = None
 
         # per-class/agent caches for the hot path
@@ -556,6 +566,7 @@ class Processor:
         sessions_get = self.engine.sessions.get
         meta_get = self._meta.get
         dirty = self._dirty
+        unstaged = self._unstaged
         halted = self._halted
         active = part.active
         move_to_end = active.move_to_end
@@ -595,6 +606,8 @@ class Processor:
                     continue
                 record_ts = record.timestamp
                 ts = record_ts / 1000.0
+                if unstaged and session in unstaged:
+                    self._stage_session(session)
                 try:
                     outputs = process(event, ts)
                 except Exception as exc:
@@ -709,6 +722,8 @@ class Processor:
         elif self._murmur_partition(key) != part.number:
             self.metrics.misrouted.labels(tp.topic).inc()
         ts = record.timestamp / 1000.0
+        if session in self._unstaged:
+            self._stage_session(session)
         try:
             outputs = self.engine.process(event, ts)
         except Exception as exc:
@@ -781,6 +796,8 @@ class Processor:
             self._skip("already_applied")
             return
         ts = record.timestamp / 1000.0
+        if session in self._unstaged:
+            self._stage_session(session)
         self.metrics.controls.labels(_tag(event)).inc()
         try:
             outputs = self.engine.control(event, ts)
@@ -971,18 +988,22 @@ class Processor:
 
     async def _stage(self) -> _Stage:
         """Fix what this checkpoint covers: every output sent so far, every session
-        as it is now (encoded now), every offset processed so far.
+        changed since the last checkpoint as it is now, every offset processed so far.
 
-        This is the only part that holds up processing. Whatever is processed
-        afterwards belongs to the next checkpoint, so the order the guarantees
-        rest on (outputs acknowledged, then snapshots, then the commit) holds for
-        exactly the records this checkpoint covers.
+        This is all that holds up processing. The sessions are encoded afterwards,
+        a slice at a time between the loop's batches, and any of them about to
+        change is encoded first (:meth:`_stage_session`). Whatever is processed
+        after this point belongs to the next checkpoint, so the order the
+        guarantees rest on (outputs acknowledged, then snapshots, then the
+        commit) holds for exactly the records this checkpoint covers.
         """
         started = time.monotonic()
         self._sweep()
         await self._send_outbox()
         outputs, self._inflight = list(self._inflight), deque()
-        records = self._snapshot_records()
+        records: list[tuple[int, bytes, bytes | None]] = []
+        self._unstaged, self._dirty = self._dirty, {}
+        self._staged_records = records
         offsets = {
             tp: pos
             for tp, pos in self._positions.items()
@@ -998,13 +1019,15 @@ class Processor:
         return _Stage(started, outputs, records, offsets)
 
     async def _complete(self, stage: _Stage) -> None:
-        """Outputs acked -> snapshots acked -> offsets committed, for one staged checkpoint."""
+        """Encode -> outputs acked -> snapshots acked -> offsets committed, for one
+        staged checkpoint."""
+        if self.checkpoint_gate is not None:
+            await self.checkpoint_gate()
+        await self._encode_staged()
         timeout = self.config.send_timeout_ms / 1000
         if stage.outputs:
             await asyncio.wait_for(asyncio.gather(*stage.outputs), timeout)
         self._hook("outputs_acked")
-        if self.checkpoint_gate is not None:
-            await self.checkpoint_gate()
         await self._write_changelog(stage.records)
         self._hook("changelog_acked")
         await self._commit(stage.offsets)
@@ -1029,36 +1052,36 @@ class Processor:
         if self.fault is not None:
             self.fault(point)
 
-    def _snapshot_records(self) -> list[tuple[int, bytes, bytes | None]]:
-        """(changelog partition, key, value) of every dirty session: a snapshot, or a
-        tombstone for a session no longer held there."""
-        dirty, self._dirty = self._dirty, {}
-        if not dirty:
-            return []
-        snapshot = self.engine.snapshot
-        meta_get = self._meta.get
-        observe = self.metrics.snapshot_bytes.observe
-        records: list[tuple[int, bytes, bytes | None]] = []
-        append = records.append
-        tombstones = 0
-        for session, partition in dirty.items():
-            meta = meta_get(session)
-            value = None
-            if meta is not None and meta.partition == partition:
-                state = snapshot(session)
-                if state is not None:
-                    value = encode_entry(
-                        meta.events_offset, meta.control_offset, meta.last_seen, state
-                    )
-                    observe(len(value))
-            if value is None:
-                tombstones += 1
-            append((partition, session.encode(), value))
-        if tombstones < len(records):
-            self.metrics.changelog_records.labels("snapshot").inc(len(records) - tombstones)
-        if tombstones:
-            self.metrics.changelog_records.labels("tombstone").inc(tombstones)
-        return records
+    def _snapshot_record(self, session: str, partition: int) -> tuple[int, bytes, bytes | None]:
+        """(changelog partition, key, value) of one session: its snapshot, or a
+        tombstone if it is no longer held there."""
+        meta = self._meta.get(session)
+        value = None
+        if meta is not None and meta.partition == partition:
+            state = self.engine.snapshot(session)
+            if state is not None:
+                value = encode_entry(meta.events_offset, meta.control_offset, meta.last_seen, state)
+        return partition, session.encode(), value
+
+    def _stage_session(self, session: str) -> None:
+        """Encode ``session`` for the pending checkpoint now: it is about to change."""
+        self._staged_records.append(self._snapshot_record(session, self._unstaged.pop(session)))
+
+    def _encode_slice(self, limit: int = ENCODE_SLICE) -> bool:
+        """Encode up to ``limit`` staged sessions; whether any are left."""
+        unstaged = self._unstaged
+        append = self._staged_records.append
+        snapshot_record = self._snapshot_record
+        for _ in range(min(limit, len(unstaged))):
+            session, partition = unstaged.popitem()
+            append(snapshot_record(session, partition))
+        return bool(unstaged)
+
+    async def _encode_staged(self) -> None:
+        """Encode the staged sessions not encoded yet, giving the loop a turn after
+        each slice, so no stretch of it holds up processing for long."""
+        while self._encode_slice():
+            await asyncio.sleep(0)
 
     async def _write_changelog(self, records: list[tuple[int, bytes, bytes | None]]) -> None:
         """Write staged changelog records and wait for their acknowledgements.
@@ -1073,9 +1096,15 @@ class Processor:
         producer = self._producer
         assert producer is not None
         topic = self.config.changelog_topic
+        observe = self.metrics.snapshot_bytes.observe
         batches: dict[int, Any] = {}
         sent: list[asyncio.Future[Any]] = []
+        tombstones = 0
         for n, (partition, key, value) in enumerate(records, 1):
+            if value is None:
+                tombstones += 1
+            else:
+                observe(len(value))
             batch = batches.get(partition)
             if batch is None:
                 batch = batches[partition] = producer.create_batch()
@@ -1089,6 +1118,10 @@ class Processor:
             if batch.record_count():
                 batch.close()
                 sent.append(await producer.send_batch(batch, topic, partition=partition))
+        if tombstones < len(records):
+            self.metrics.changelog_records.labels("snapshot").inc(len(records) - tombstones)
+        if tombstones:
+            self.metrics.changelog_records.labels("tombstone").inc(tombstones)
         await asyncio.wait_for(asyncio.gather(*sent), self.config.send_timeout_ms / 1000)
 
     async def _commit(self, offsets: dict[TopicPartition, int]) -> bool:

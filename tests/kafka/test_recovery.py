@@ -174,3 +174,56 @@ async def test_records_processed_while_a_checkpoint_is_pending_survive_its_crash
         assert output == expected[output.id]
     # Emitted before the crash and again by the replay: same ids, nothing lost.
     assert Counter(o.id for o in mine) == dict.fromkeys(expected, 2)
+
+
+@pytest.mark.parametrize("point", ["changelog_acked", "committed"])
+async def test_a_covered_session_is_snapshotted_as_it_was_when_the_checkpoint_started(
+    topics, start_processor, point
+) -> None:
+    """Snapshots are encoded after the checkpoint starts, while records flow: a
+    session that takes a record before its turn must be encoded as it was."""
+    session = "s-cow"
+    events = repeat_loop(session)
+    expected = by_id(expected_outputs(events))
+    crash = {"armed": False}
+
+    def fault(where: str) -> None:
+        if crash["armed"] and where == point:
+            crash["armed"] = False
+            raise SimulatedCrash(where)
+
+    running = await start_processor(fault=fault)
+    processor = running.processor
+    engine = processor.engine
+    opened = []
+
+    async def gate() -> None:
+        # The checkpoint that covers the session after its first four records,
+        # before it has encoded anything.
+        state = engine.sessions.get(session)
+        if opened or state is None or state.applied != 4 or session not in processor._unstaged:
+            return
+        opened.append(True)
+        await topics.send_events(events[4:])
+        await poll_until(lambda: engine.sessions[session].applied == len(events), 20, "the calls")
+        await topics.read_until(
+            topics.alerts, lambda rs: len(rs) >= len(expected), what="their alert and trip"
+        )
+        crash["armed"] = True
+
+    processor.checkpoint_gate = gate
+    await topics.send_events(events[:4])  # turn start + 3 calls: no output yet
+    exc = await running.crashed()
+    assert isinstance(exc, SimulatedCrash) and str(exc) == point
+
+    final = await start_processor()
+    await topics.wait_committed()
+    assert final.processor.engine.sessions[session].applied == len(events)
+    assert final.processor.engine.is_halted(session)
+    mine = [o for o in await topics.outputs() if o.session == session]
+    for output in mine:
+        assert output == expected[output.id]
+    # The snapshot held the state before calls 4 and 5, so the replay applied them
+    # again and re-emitted their outputs; a snapshot taken after them would have
+    # made the replay skip them (one copy each).
+    assert Counter(o.id for o in mine) == dict.fromkeys(expected, 2)
