@@ -209,7 +209,8 @@ class Processor:
         self.metrics_port: int | None = None
 
         self._consumer: AIOKafkaConsumer | None = None
-        self._producer: AIOKafkaProducer | None = None
+        self._producer: AIOKafkaProducer | None = None  # outputs, dead letters, re-routes
+        self._changelog_producer: AIOKafkaProducer | None = None
         self._restorer: AIOKafkaConsumer | None = None
         self._partition_count = 0
 
@@ -318,6 +319,17 @@ class Processor:
                 max_batch_size=PRODUCE_BATCH_BYTES,
             )
             await self._producer.start()
+            # Snapshots get their own producer (and connection): a client keeps one
+            # request in flight per broker, and a checkpoint's megabytes of
+            # snapshots must not hold up the alerts queued behind them.
+            self._changelog_producer = AIOKafkaProducer(
+                **options,
+                acks="all",
+                enable_idempotence=False,
+                linger_ms=0,
+                max_batch_size=PRODUCE_BATCH_BYTES,
+            )
+            await self._changelog_producer.start()
             self._restorer = AIOKafkaConsumer(
                 **options,
                 group_id=None,
@@ -390,14 +402,14 @@ class Processor:
                 with contextlib.suppress(BaseException):
                     await task
         self._pending = None
-        for client in (self._consumer, self._restorer, self._producer):
+        for client in (self._consumer, self._restorer, self._producer, self._changelog_producer):
             if client is None:
                 continue
             try:
                 await asyncio.wait_for(client.stop(), 10)
             except Exception as exc:
                 log.warning("closing %s failed: %r", type(client).__name__, exc)
-        self._consumer = self._restorer = self._producer = None
+        self._consumer = self._restorer = self._producer = self._changelog_producer = None
         if self.health is not None:
             await self.health.close()
             self.health = None
@@ -1093,7 +1105,7 @@ class Processor:
         """
         if not records:
             return
-        producer = self._producer
+        producer = self._changelog_producer
         assert producer is not None
         topic = self.config.changelog_topic
         observe = self.metrics.snapshot_bytes.observe
