@@ -5,6 +5,7 @@ Usage::
     python bench/e2e.py                  # full run: 10,000 sessions, 5,000 events/s for 30 s
     python bench/e2e.py --quick          # smoke run, well under 30 s
     python bench/e2e.py --json           # machine-readable result on stdout
+    python bench/e2e.py --latency-runs 5 # five latency runs, each on a fresh broker
     python bench/e2e.py --profile DIR    # extra throughput pass under cProfile (DIR/processor.prof)
     python bench/e2e.py --processor-flag=--checkpoint-interval-ms=250   # any `run` setting
 
@@ -105,6 +106,9 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET_EVENTS_PER_S = 50_000
 TARGET_RATE = 5_000
 TARGET_P99_MS = 50.0
+# What each of several latency runs reports (``--latency-runs``).
+REPEAT_FIELDS = ("p50_ms", "p90_ms", "p99_ms", "max_ms", "record_ts_p99_ms", "floor_p50_ms",
+                 "floor_p99_ms", "checkpoint_pause_mean_ms", "checkpoint_mean_ms")
 QUICK_GROUP_FLAGS = ["--session-timeout-ms", "3000", "--heartbeat-interval-ms", "300",
                      "--rebalance-timeout-ms", "6000"]
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -960,13 +964,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         # ---- latency
         if args.latency_seconds > 0:
-            if broker is not None:
-                # The in-memory broker gets slower as it accumulates batches; the
-                # latency run starts from an empty one, like the throughput run.
-                broker.stop()
-                broker = LocalBroker().start()
-                bootstrap = broker.bootstrap_servers
-                broker_pid = broker.process.pid if broker.process is not None else None
             lat_records = records
             if args.latency_loops_fraction != args.loops_fraction:
                 log(f"generating {args.sessions:,} sessions for the latency run "
@@ -978,13 +975,30 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                       args.arrival_rate, args.partitions)
                 gc.collect()
                 gc.freeze()
-            lat_topics = RunTopics(f"{stamp}.lat", args.partitions)
-            await lat_topics.create(bootstrap)
-            log(f"latency: {args.rate:,.0f} events/s for {args.latency_seconds:g} s")
-            result["latency"] = await latency(
-                bootstrap, lat_topics, lat_records, log_dir, args.rate, args.latency_seconds,
-                args.fetch_max_wait_ms, args.linger_ms, extra, serve_options, broker_pid,
-                "latency")
+            runs = []
+            for run in range(args.latency_runs):
+                if broker is not None:
+                    # The in-memory broker gets slower as it accumulates batches; each
+                    # latency run starts from an empty one, like the throughput run.
+                    broker.stop()
+                    broker = LocalBroker().start()
+                    bootstrap = broker.bootstrap_servers
+                    broker_pid = broker.process.pid if broker.process is not None else None
+                lat_topics = RunTopics(f"{stamp}.lat{run}", args.partitions)
+                await lat_topics.create(bootstrap)
+                log(f"latency run {run + 1}/{args.latency_runs}: {args.rate:,.0f} events/s "
+                    f"for {args.latency_seconds:g} s")
+                runs.append(await latency(
+                    bootstrap, lat_topics, lat_records, log_dir, args.rate, args.latency_seconds,
+                    args.fetch_max_wait_ms, args.linger_ms, extra, serve_options, broker_pid,
+                    f"latency{run}"))
+            result["latency"] = runs[0]
+            if len(runs) > 1:
+                result["latency_runs"] = [
+                    {key: lat.get(key) for key in REPEAT_FIELDS} for lat in runs
+                ]
+                result["latency_p99_ms_median"] = round(
+                    statistics.median(lat["p99_ms"] for lat in runs), 1)
     except BaseException:
         log(f"failed; the processors' logs are kept in {log_dir}")
         raise
@@ -1013,9 +1027,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if "latency" in result:
         targets["p99_ms_at_rate"] = [TARGET_P99_MS, TARGET_RATE]
         lat = result["latency"]
+        # With repeated runs the target is judged on their median p99.
+        p99 = result.get("latency_p99_ms_median", lat["p99_ms"])
         targets["latency_met"] = (
             None if not lat["outputs_measured"] or args.rate < TARGET_RATE
-            else lat["p99_ms"] <= TARGET_P99_MS)
+            else p99 <= TARGET_P99_MS)
     result["targets"] = targets
     return result
 
@@ -1087,6 +1103,14 @@ def render(result: dict[str, Any]) -> str:
             ("broker floor", f"{spread('floor_')} (same events acked -> received by a bare "
                              f"consumer; fetch wait {lat['fetch_max_wait_ms']} ms)"),
         ]
+        for i, run in enumerate(result.get("latency_runs", [])):
+            rows.append((f"  run {i + 1}", f"p50 {run['p50_ms']} ms, p99 {run['p99_ms']} ms; "
+                                           f"record ts p99 {run['record_ts_p99_ms']} ms; broker "
+                                           f"floor p99 {run['floor_p99_ms']} ms"))
+        if "latency_p99_ms_median" in result:
+            rows.append(("  median p99", f"{result['latency_p99_ms_median']} ms over "
+                                         f"{len(result['latency_runs'])} runs; target p99 <= "
+                                         f"{TARGET_P99_MS:g} ms: {ok}"))
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
@@ -1146,6 +1170,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="new sessions per second of event time (all overlap by default)")
     parser.add_argument("--rate", type=float, default=TARGET_RATE,
                         help="offered events/s of the latency run")
+    parser.add_argument("--latency-runs", type=int, default=1,
+                        help="repeat the latency run this many times, each on a fresh local "
+                             "broker; the target is then judged on the median p99")
     parser.add_argument("--latency-seconds", type=float, default=30.0,
                         help="length of the latency run (0: skip it)")
     parser.add_argument("--fetch-max-wait-ms", type=int, default=10,
