@@ -210,6 +210,22 @@ def config_int(value: Any, default: int) -> int:
         return default
 
 
+def push_own_ring(state: Any, key: int, size: int) -> list[int]:
+    """Append ``key`` to ``state.ring``, the signal's own recent call keys (created on
+    demand, at most ``size``), and return it.
+
+    A signal that exempts tools keeps this ring instead of reading the shared
+    history, which also holds the exempt calls.
+    """
+    ring = state.ring
+    if ring is None:
+        ring = state.ring = []
+    ring.append(key)
+    if len(ring) > size:
+        del ring[0]
+    return ring
+
+
 def tool_list_text(tools: Any) -> str:
     """Tool names for an alert text: ``unnamed tool`` for blanks, ``unknown tools`` for none."""
     if not tools:

@@ -55,19 +55,11 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
-from .base import CallView, Finding, Signal, SignalConfig
+from .base import CallView, Finding, Signal, SignalConfig, config_int, push_own_ring
 
 SIGNAL_ID = "alternating-tool-cycle"
 MAX_PERIOD_LIMIT = 8
 LAPS_LIMIT = 8
-
-
-def _clamp(value: Any, default: int, low: int, high: int) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = default
-    return min(max(number, low), high)
 
 
 def smallest_rotation(block: list[int]) -> tuple[int, ...]:
@@ -115,8 +107,9 @@ class AlternatingToolCycle(Signal):
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
-        self.max_period: int = _clamp(getattr(self.config, "max_period", 4), 4, 2, MAX_PERIOD_LIMIT)
-        self.laps: int = _clamp(getattr(self.config, "laps", 3), 3, 2, LAPS_LIMIT)
+        max_period = config_int(getattr(self.config, "max_period", 4), 4)
+        self.max_period: int = min(max(max_period, 2), MAX_PERIOD_LIMIT)
+        self.laps: int = min(max(config_int(getattr(self.config, "laps", 3), 3), 2), LAPS_LIMIT)
         self.need: int = self.max_period * self.laps
         self._spans = tuple((p, p * self.laps) for p in range(2, self.max_period + 1))
 
@@ -131,12 +124,7 @@ class AlternatingToolCycle(Signal):
         if self.exempt:
             if call.tool in self.exempt:
                 return None
-            history = state.ring
-            if history is None:  # created on demand: only exempting policies need it
-                history = state.ring = []
-            history.append(key)
-            if len(history) > self.need:
-                del history[0]
+            history = push_own_ring(state, key, self.need)
             available = len(history)
         else:
             history = call.history

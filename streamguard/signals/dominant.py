@@ -68,7 +68,7 @@ from msgspec import Meta, Struct
 from msgspec.structs import replace
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, Signal, SignalConfig, config_int
+from .base import CallView, Finding, Signal, SignalConfig, config_int, push_own_ring
 
 SIGNAL_ID = "dominant-tool-call"
 ARGS_LIMIT = 200
@@ -161,12 +161,7 @@ class DominantToolCall(Signal):
         if self.exempt:
             if call.tool in self.exempt:
                 return None
-            window = state.ring
-            if window is None:  # created on demand: only exempting policies need it
-                window = state.ring = []
-            window.append(call.key)
-            if len(window) > size:
-                del window[0]
+            window = push_own_ring(state, call.key, size)
         else:
             window = call.history
             if state.seen < size:
