@@ -89,13 +89,7 @@ from .metrics import AgentLabels, Metrics
 log = logging.getLogger("streamguard.kafka")
 
 # Named points where a test can inject a crash (see ``fault``).
-FAULT_POINTS = (
-    "record_processed",
-    "checkpoint_staged",
-    "outputs_acked",
-    "changelog_acked",
-    "committed",
-)
+FAULT_POINTS = ("record_processed", "outputs_acked", "changelog_acked", "committed")
 
 RESTORING, ACTIVE, SUSPENDED = "restoring", "active", "suspended"
 REROUTED_HEADER = "streamguard.rerouted-from"
@@ -1027,7 +1021,6 @@ class Processor:
         now = time.monotonic()
         self._next_checkpoint = now + self.config.checkpoint_interval_ms / 1000
         self.metrics.checkpoint_pause.observe(now - started)
-        self._hook("checkpoint_staged")
         return _Stage(started, outputs, records, offsets)
 
     async def _complete(self, stage: _Stage) -> None:
