@@ -930,37 +930,40 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         }
 
         # ---- broker ceiling + throughput (same preloaded topic)
-        tput_topics = RunTopics(f"{stamp}.tput", args.partitions)
-        await tput_topics.create(bootstrap)
-        log(f"preloading {n:,} events into {args.partitions} partitions")
-        b0 = cpu_seconds(broker_pid)
-        result["preload"] = await preload(bootstrap, tput_topics.events, records, args.partitions)
-        b1 = cpu_seconds(broker_pid)
-        if b0 is not None and b1 is not None:
-            result["preload"]["broker_cpu_s"] = round(b1 - b0, 2)
-        log("bare consumer (broker ceiling)")
-        result["bare_consume"] = await bare_consume(bootstrap, tput_topics, n, decode=False,
-                                                    max_records=args.max_records)
-        result["consume_decode"] = await bare_consume(bootstrap, tput_topics, n, decode=True,
-                                                      max_records=args.max_records)
-        log("throughput: one processor drains the topic")
-        result["throughput"] = await throughput(
-            bootstrap, tput_topics, records, log_dir, broker_pid, extra, serve_options,
-            args.scrape_ms / 1000, "throughput")
-        if args.profile:
-            log("profiled throughput pass (cProfile)")
-            prof_topics = RunTopics(f"{stamp}.prof", args.partitions)
-            await prof_topics.create(bootstrap)
-            await preload(bootstrap, prof_topics.events, records, args.partitions)
-            profile_path = Path(args.profile).resolve() / "processor.prof"
-            profile_path.parent.mkdir(parents=True, exist_ok=True)
-            profiled = await throughput(
-                bootstrap, prof_topics, records, log_dir, broker_pid, extra,
-                ["--profile", str(profile_path)], args.scrape_ms / 1000, "profiled")
-            result["profiled_throughput"] = {
-                "events_per_s_overall": profiled["events_per_s_overall"],
-                "profile": str(profile_path),
-            }
+        if args.latency_only:
+            log("latency only: the broker ceiling and throughput phases are skipped")
+        else:
+            tput_topics = RunTopics(f"{stamp}.tput", args.partitions)
+            await tput_topics.create(bootstrap)
+            log(f"preloading {n:,} events into {args.partitions} partitions")
+            b0 = cpu_seconds(broker_pid)
+            result["preload"] = await preload(bootstrap, tput_topics.events, records, args.partitions)
+            b1 = cpu_seconds(broker_pid)
+            if b0 is not None and b1 is not None:
+                result["preload"]["broker_cpu_s"] = round(b1 - b0, 2)
+            log("bare consumer (broker ceiling)")
+            result["bare_consume"] = await bare_consume(bootstrap, tput_topics, n, decode=False,
+                                                        max_records=args.max_records)
+            result["consume_decode"] = await bare_consume(bootstrap, tput_topics, n, decode=True,
+                                                          max_records=args.max_records)
+            log("throughput: one processor drains the topic")
+            result["throughput"] = await throughput(
+                bootstrap, tput_topics, records, log_dir, broker_pid, extra, serve_options,
+                args.scrape_ms / 1000, "throughput")
+            if args.profile:
+                log("profiled throughput pass (cProfile)")
+                prof_topics = RunTopics(f"{stamp}.prof", args.partitions)
+                await prof_topics.create(bootstrap)
+                await preload(bootstrap, prof_topics.events, records, args.partitions)
+                profile_path = Path(args.profile).resolve() / "processor.prof"
+                profile_path.parent.mkdir(parents=True, exist_ok=True)
+                profiled = await throughput(
+                    bootstrap, prof_topics, records, log_dir, broker_pid, extra,
+                    ["--profile", str(profile_path)], args.scrape_ms / 1000, "profiled")
+                result["profiled_throughput"] = {
+                    "events_per_s_overall": profiled["events_per_s_overall"],
+                    "profile": str(profile_path),
+                }
 
         # ---- latency
         if args.latency_seconds > 0:
@@ -1008,22 +1011,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if broker is not None:
             broker.stop()
 
-    t = result["throughput"]
-    bare = result["bare_consume"]["events_per_s"]
-    result["ratios"] = {
-        "processor_vs_bare_consume": round(t["events_per_s_sustained"] / bare, 3),
-        "processor_vs_consume_decode": round(
-            t["events_per_s_sustained"] / result["consume_decode"]["events_per_s"], 3),
-        "processor_vs_preload": round(
-            t["events_per_s_sustained"] / result["preload"]["events_per_s"], 3),
-        "processor_vs_engine_only": round(
-            t["events_per_s_sustained"] / result["fleet"]["engine_only_events_per_s"], 3),
-    }
-    targets: dict[str, Any] = {
-        "events_per_s": TARGET_EVENTS_PER_S,
-        "throughput_met": t["events_per_s_sustained"] >= TARGET_EVENTS_PER_S,
-        "outputs_match": t["outputs"] == result["fleet"]["expected_outputs"],
-    }
+    targets: dict[str, Any] = {"events_per_s": TARGET_EVENTS_PER_S}
+    if "throughput" in result:
+        _throughput_summary(result, targets)
     if "latency" in result:
         targets["p99_ms_at_rate"] = [TARGET_P99_MS, TARGET_RATE]
         lat = result["latency"]
@@ -1036,17 +1026,29 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def render(result: dict[str, Any]) -> str:
-    m, f, t = result["machine"], result["fleet"], result["throughput"]
+def _throughput_summary(result: dict[str, Any], targets: dict[str, Any]) -> None:
+    """Ratios to the broker's ceiling, and the throughput targets."""
+    t = result["throughput"]
+    bare = result["bare_consume"]["events_per_s"]
+    result["ratios"] = {
+        "processor_vs_bare_consume": round(t["events_per_s_sustained"] / bare, 3),
+        "processor_vs_consume_decode": round(
+            t["events_per_s_sustained"] / result["consume_decode"]["events_per_s"], 3),
+        "processor_vs_preload": round(
+            t["events_per_s_sustained"] / result["preload"]["events_per_s"], 3),
+        "processor_vs_engine_only": round(
+            t["events_per_s_sustained"] / result["fleet"]["engine_only_events_per_s"], 3),
+    }
+    targets["throughput_met"] = t["events_per_s_sustained"] >= TARGET_EVENTS_PER_S
+    targets["outputs_match"] = t["outputs"] == result["fleet"]["expected_outputs"]
+
+
+def _throughput_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The broker-ceiling and throughput lines of the table."""
+    t = result["throughput"]
     pre, bare, dec = result["preload"], result["bare_consume"], result["consume_decode"]
     ok = "ok" if result["targets"]["throughput_met"] else "MISSED"
-    rows = [
-        ("machine", f"{m['cpu']}, nproc {m['nproc']}, Python {m['python']}"),
-        ("broker", f"{result['broker']}, {result['settings']['partitions']} partitions"),
-        ("fleet", f"{f['sessions']:,} sessions ({f['peak_open_sessions']:,} open at once), "
-                  f"{f['events']:,} events, mean {f['mean_event_bytes']} B, "
-                  f"{f['expected_outputs']:,} outputs expected"),
-        ("engine only", f"{f['engine_only_events_per_s']:,} events/s (in this driver, one pass)"),
+    return [
         ("preload", f"{pre['events_per_s']:,} events/s (bulk produce, acks=all)"),
         ("bare consume", f"{bare['events_per_s']:,} events/s (group-less consumer, no work)"),
         ("consume+decode", f"{dec['events_per_s']:,} events/s"),
@@ -1063,6 +1065,20 @@ def render(result: dict[str, Any]) -> str:
                   f"{t.get('stolen_cpu_share', '?')})"),
         ("ratios", ", ".join(f"{k} {v}" for k, v in result["ratios"].items())),
     ]
+
+
+def render(result: dict[str, Any]) -> str:
+    m, f = result["machine"], result["fleet"]
+    rows = [
+        ("machine", f"{m['cpu']}, nproc {m['nproc']}, Python {m['python']}"),
+        ("broker", f"{result['broker']}, {result['settings']['partitions']} partitions"),
+        ("fleet", f"{f['sessions']:,} sessions ({f['peak_open_sessions']:,} open at once), "
+                  f"{f['events']:,} events, mean {f['mean_event_bytes']} B, "
+                  f"{f['expected_outputs']:,} outputs expected"),
+        ("engine only", f"{f['engine_only_events_per_s']:,} events/s (in this driver, one pass)"),
+    ]
+    if "throughput" in result:
+        rows += _throughput_rows(result)
     if "profiled_throughput" in result:
         p = result["profiled_throughput"]
         rows.append(("profiled", f"{p['events_per_s_overall']:,} events/s under cProfile "
@@ -1170,6 +1186,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="new sessions per second of event time (all overlap by default)")
     parser.add_argument("--rate", type=float, default=TARGET_RATE,
                         help="offered events/s of the latency run")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="skip the broker-ceiling and throughput phases (e.g. to run the "
+                             "latency phase with checkpoints switched off, which never commit)")
     parser.add_argument("--latency-runs", type=int, default=1,
                         help="repeat the latency run this many times, each on a fresh local "
                              "broker; the target is then judged on the median p99")

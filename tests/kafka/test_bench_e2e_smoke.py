@@ -121,3 +121,27 @@ def test_latency_helpers() -> None:
     samples = [(0.0, 0.0), (0.5, 50.0), (1.0, 100.0), (1.5, 150.0), (2.0, 200.0), (2.5, 250.0)]
     assert bench.window_rates(samples) == [100.0, 100.0]
     assert bench.metric_sum('a{t="x"} 2.0\na{t="y"} 3.0\nab 7.0\na 1.0', "a") == 6.0
+
+
+def test_latency_only_run_skips_the_throughput_phases(broker) -> None:
+    """The control for checkpoints: with them switched off nothing is committed, so only
+    the latency phase can run."""
+    done = subprocess.run(
+        [sys.executable, "bench/e2e.py", "--quick", "--json", "--latency-only",
+         "--bootstrap", broker.bootstrap_servers,
+         "--processor-flag=--checkpoint-interval-ms=600000",
+         "--processor-flag=--checkpoint-every-events=10000000"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert not {"preload", "bare_consume", "consume_decode", "throughput", "ratios"} & set(result)
+    lat = result["latency"]
+    assert lat["outputs_unmatched"] == 0 and lat["outputs_measured"] > 0
+    assert lat["checkpoints"] == 0  # switched off for the whole run
+    assert "latency_met" in result["targets"] and "throughput_met" not in result["targets"]
+    table = _load_bench().render(result)
+    assert "latency" in table and "processor" not in table.split("latency", 1)[0]
