@@ -1024,11 +1024,10 @@ class Processor:
         return _Stage(started, outputs, records, offsets)
 
     async def _complete(self, stage: _Stage) -> None:
-        """Encode -> outputs acked -> snapshots acked -> offsets committed, for one
-        staged checkpoint."""
+        """Outputs acked -> snapshots encoded, written and acked -> offsets committed,
+        for one staged checkpoint."""
         if self.checkpoint_gate is not None:
             await self.checkpoint_gate()
-        await self._encode_staged()
         timeout = self.config.send_timeout_ms / 1000
         if stage.outputs:
             await asyncio.wait_for(asyncio.gather(*stage.outputs), timeout)
@@ -1082,52 +1081,54 @@ class Processor:
             append(snapshot_record(session, partition))
         return bool(unstaged)
 
-    async def _encode_staged(self) -> None:
-        """Encode the staged sessions not encoded yet, giving the loop a turn after
-        each slice, so no stretch of it holds up processing for long."""
-        while self._encode_slice():
-            await asyncio.sleep(0)
-
     async def _write_changelog(self, records: list[tuple[int, bytes, bytes | None]]) -> None:
-        """Write staged changelog records and wait for their acknowledgements.
+        """Encode the staged sessions a slice at a time, send each slice as soon as it
+        is encoded, then wait for every acknowledgement.
 
-        Records are appended straight into one producer batch per changelog
-        partition (no per-record send, future or wake-up); each batch goes out
-        when full and the rest at the end, in order. The loop gets a turn every
-        few hundred records, so a large checkpoint does not hold up processing.
+        ``records`` is the checkpoint's record list: sessions encoded early by copy
+        on write are in it already, and are sent with the next slice. Each slice
+        goes out as one producer batch per changelog partition (no per-record send,
+        future or wake-up), so the broker takes a checkpoint as a stream of small
+        requests rather than one burst of megabytes, and the loop gets a turn
+        between slices.
         """
-        if not records:
-            return
         producer = self._changelog_producer
         assert producer is not None
         topic = self.config.changelog_topic
         observe = self.metrics.snapshot_bytes.observe
-        batches: dict[int, Any] = {}
         sent: list[asyncio.Future[Any]] = []
-        tombstones = 0
-        for n, (partition, key, value) in enumerate(records, 1):
-            if value is None:
-                tombstones += 1
-            else:
-                observe(len(value))
-            batch = batches.get(partition)
-            if batch is None:
-                batch = batches[partition] = producer.create_batch()
-            if batch.append(key=key, value=value, timestamp=None) is None:
-                sent.append(await producer.send_batch(batch, topic, partition=partition))
-                batch = batches[partition] = producer.create_batch()
-                batch.append(key=key, value=value, timestamp=None)  # a lone record always fits
-            if not n % 256:
+        done = tombstones = 0
+        more = True
+        while more or done < len(records):
+            more = self._encode_slice()
+            end = len(records)  # copy on write may append while a send awaits
+            batches: dict[int, Any] = {}
+            for i in range(done, end):
+                partition, key, value = records[i]
+                if value is None:
+                    tombstones += 1
+                else:
+                    observe(len(value))
+                batch = batches.get(partition)
+                if batch is None:
+                    batch = batches[partition] = producer.create_batch()
+                if batch.append(key=key, value=value, timestamp=None) is None:
+                    sent.append(await producer.send_batch(batch, topic, partition=partition))
+                    batch = batches[partition] = producer.create_batch()
+                    batch.append(key=key, value=value, timestamp=None)  # a lone record fits
+            for partition, batch in batches.items():
+                if batch.record_count():
+                    batch.close()
+                    sent.append(await producer.send_batch(batch, topic, partition=partition))
+            done = end
+            if more:
                 await asyncio.sleep(0)
-        for partition, batch in batches.items():
-            if batch.record_count():
-                batch.close()
-                sent.append(await producer.send_batch(batch, topic, partition=partition))
-        if tombstones < len(records):
-            self.metrics.changelog_records.labels("snapshot").inc(len(records) - tombstones)
+        if tombstones < done:
+            self.metrics.changelog_records.labels("snapshot").inc(done - tombstones)
         if tombstones:
             self.metrics.changelog_records.labels("tombstone").inc(tombstones)
-        await asyncio.wait_for(asyncio.gather(*sent), self.config.send_timeout_ms / 1000)
+        if sent:
+            await asyncio.wait_for(asyncio.gather(*sent), self.config.send_timeout_ms / 1000)
 
     async def _commit(self, offsets: dict[TopicPartition, int]) -> bool:
         consumer = self._consumer
