@@ -31,17 +31,22 @@ def _positive_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def test_quick_run_reports_every_field(broker) -> None:
+def _quick_run(broker, *flags: str) -> dict:
+    """``bench/e2e.py --quick --json`` against the suite's broker; its JSON result."""
     done = subprocess.run(
-        [sys.executable, "bench/e2e.py", "--quick", "--json", "--latency-runs", "2",
-         "--bootstrap", broker.bootstrap_servers],
+        [sys.executable, "bench/e2e.py", "--quick", "--json",
+         "--bootstrap", broker.bootstrap_servers, *flags],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def test_quick_run_reports_every_field(broker) -> None:
+    result = _quick_run(broker, "--latency-runs", "2")
 
     assert set(result["machine"]) >= {"cpu", "nproc", "python", "load_average"}
     assert result["settings"]["processor"] == "subprocess"
@@ -126,18 +131,9 @@ def test_latency_helpers() -> None:
 def test_latency_only_run_skips_the_throughput_phases(broker) -> None:
     """The control for checkpoints: with them switched off nothing is committed, so only
     the latency phase can run."""
-    done = subprocess.run(
-        [sys.executable, "bench/e2e.py", "--quick", "--json", "--latency-only",
-         "--bootstrap", broker.bootstrap_servers,
-         "--processor-flag=--checkpoint-interval-ms=600000",
-         "--processor-flag=--checkpoint-every-events=10000000"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout)
+    result = _quick_run(broker, "--latency-only",
+                        "--processor-flag=--checkpoint-interval-ms=600000",
+                        "--processor-flag=--checkpoint-every-events=10000000")
     assert not {"preload", "bare_consume", "consume_decode", "throughput", "ratios"} & set(result)
     lat = result["latency"]
     assert lat["outputs_unmatched"] == 0 and lat["outputs_measured"] > 0

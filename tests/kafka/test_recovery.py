@@ -123,6 +123,45 @@ async def test_crash_at_any_point_loses_nothing_and_applies_nothing_twice(
     assert mine == expected
 
 
+class CrashOnce:
+    """A fault hook: crash at ``point`` the first time it is reached once armed."""
+
+    def __init__(self, point: str) -> None:
+        self.point = point
+        self.armed = False
+
+    def __call__(self, where: str) -> None:
+        if self.armed and where == self.point:
+            self.armed = False
+            raise SimulatedCrash(where)
+
+
+async def run_last_calls_then_arm(topics, engine, crash: CrashOnce, session, events, expected):
+    """From inside a checkpoint: send the loop's last two calls, wait until they are
+    applied and their outputs are on the alerts topic, then arm the crash."""
+    await topics.send_events(events[4:])
+    await poll_until(lambda: engine.sessions[session].applied == len(events), 20, "the calls")
+    await topics.read_until(
+        topics.alerts, lambda rs: len(rs) >= len(expected), what="their alert and trip"
+    )
+    crash.armed = True
+
+
+async def assert_replayed_once(topics, start_processor, session, events, expected) -> None:
+    """After the crash, a new processor has applied every event exactly once, and each
+    output is on the alerts topic twice with the same id: emitted before the crash
+    and again by the replay of the last two calls."""
+    final = await start_processor()
+    await topics.wait_committed()
+    engine = final.processor.engine
+    assert engine.sessions[session].applied == len(events)
+    assert engine.is_halted(session)
+    mine = [o for o in await topics.outputs() if o.session == session]
+    for output in mine:
+        assert output == expected[output.id]
+    assert Counter(o.id for o in mine) == dict.fromkeys(expected, 2)
+
+
 @pytest.mark.parametrize("point", ["changelog_acked", "committed"])
 async def test_records_processed_while_a_checkpoint_is_pending_survive_its_crash(
     topics, start_processor, point
@@ -132,14 +171,8 @@ async def test_records_processed_while_a_checkpoint_is_pending_survive_its_crash
     session = "s-overlap"
     events = repeat_loop(session)
     expected = by_id(expected_outputs(events))
-    crash = {"armed": False}
-
-    def fault(where: str) -> None:
-        if crash["armed"] and where == point:
-            crash["armed"] = False
-            raise SimulatedCrash(where)
-
-    running = await start_processor(fault=fault)
+    crash = CrashOnce(point)
+    running = await start_processor(fault=crash)
     engine = running.processor.engine
     await topics.send_events(events[:4])  # turn start + 3 calls: no output yet
     await topics.wait_committed()
@@ -150,12 +183,7 @@ async def test_records_processed_while_a_checkpoint_is_pending_survive_its_crash
         if gate_opened:
             return
         gate_opened.append(engine.sessions[session].applied)
-        await topics.send_events(events[4:])
-        await poll_until(lambda: engine.sessions[session].applied == len(events), 20, "the calls")
-        await topics.read_until(
-            topics.alerts, lambda rs: len(rs) >= len(expected), what="their alert and trip"
-        )
-        crash["armed"] = True
+        await run_last_calls_then_arm(topics, engine, crash, session, events, expected)
 
     running.processor.checkpoint_gate = gate
     # Work for a checkpoint to cover (another session), so that one starts.
@@ -163,17 +191,9 @@ async def test_records_processed_while_a_checkpoint_is_pending_survive_its_crash
     exc = await running.crashed()
     assert isinstance(exc, SimulatedCrash) and str(exc) == point
     assert gate_opened == [4]
-
-    final = await start_processor()
-    await topics.wait_committed()
-    state = final.processor.engine.sessions[session]
-    assert state.applied == len(events)  # the two calls applied again, once
-    assert final.processor.engine.is_halted(session)
-    mine = [o for o in await topics.outputs() if o.session == session]
-    for output in mine:
-        assert output == expected[output.id]
-    # Emitted before the crash and again by the replay: same ids, nothing lost.
-    assert Counter(o.id for o in mine) == dict.fromkeys(expected, 2)
+    # The checkpoint's offsets stop before the two calls: the replay applies them
+    # again, once, and emits their outputs again.
+    await assert_replayed_once(topics, start_processor, session, events, expected)
 
 
 @pytest.mark.parametrize("point", ["changelog_acked", "committed"])
@@ -185,14 +205,8 @@ async def test_a_covered_session_is_snapshotted_as_it_was_when_the_checkpoint_st
     session = "s-cow"
     events = repeat_loop(session)
     expected = by_id(expected_outputs(events))
-    crash = {"armed": False}
-
-    def fault(where: str) -> None:
-        if crash["armed"] and where == point:
-            crash["armed"] = False
-            raise SimulatedCrash(where)
-
-    running = await start_processor(fault=fault)
+    crash = CrashOnce(point)
+    running = await start_processor(fault=crash)
     processor = running.processor
     engine = processor.engine
     opened = []
@@ -204,26 +218,13 @@ async def test_a_covered_session_is_snapshotted_as_it_was_when_the_checkpoint_st
         if opened or state is None or state.applied != 4 or session not in processor._unstaged:
             return
         opened.append(True)
-        await topics.send_events(events[4:])
-        await poll_until(lambda: engine.sessions[session].applied == len(events), 20, "the calls")
-        await topics.read_until(
-            topics.alerts, lambda rs: len(rs) >= len(expected), what="their alert and trip"
-        )
-        crash["armed"] = True
+        await run_last_calls_then_arm(topics, engine, crash, session, events, expected)
 
     processor.checkpoint_gate = gate
     await topics.send_events(events[:4])  # turn start + 3 calls: no output yet
     exc = await running.crashed()
     assert isinstance(exc, SimulatedCrash) and str(exc) == point
-
-    final = await start_processor()
-    await topics.wait_committed()
-    assert final.processor.engine.sessions[session].applied == len(events)
-    assert final.processor.engine.is_halted(session)
-    mine = [o for o in await topics.outputs() if o.session == session]
-    for output in mine:
-        assert output == expected[output.id]
-    # The snapshot held the state before calls 4 and 5, so the replay applied them
-    # again and re-emitted their outputs; a snapshot taken after them would have
-    # made the replay skip them (one copy each).
-    assert Counter(o.id for o in mine) == dict.fromkeys(expected, 2)
+    # The snapshot held the state before calls 4 and 5, so the replay applies them
+    # again and re-emits their outputs; a snapshot taken after them would have made
+    # the replay skip them (one copy each).
+    await assert_replayed_once(topics, start_processor, session, events, expected)
