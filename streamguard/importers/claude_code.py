@@ -1,0 +1,180 @@
+"""Claude Code session logs (``*.jsonl``), one session per file.
+
+One JSON record per line: ``type`` user / assistant / system / summary, with
+``uuid``, ``parentUuid``, ``isSidechain``, ``timestamp`` and a ``message``.
+
+* Main chain only: records with ``isSidechain: true`` (the conversations of
+  sub-agents started by the Task tool) are dropped and counted in
+  ``extra["sidechain_records_dropped"]``. Records are taken in file order.
+* assistant ``text`` blocks are text, ``thinking`` blocks are text with role
+  ``reasoning``, ``tool_use`` blocks are calls (``name``, ``input``, ``id``).
+  Claude Code writes one record per block of a model message, each repeating
+  the message's ``usage``: one ``usage`` event per message id, with the figures
+  of its last record. ``input_tokens`` is the context the call measured: input
+  plus cache creation plus cache reads.
+* user ``tool_result`` blocks are results; ``is_error: true`` makes the result's
+  text its error. Other user text is a prompt and starts a turn; a
+  ``[Request interrupted by user`` block is a user text too, and when it is the
+  session's last word ``ended`` is ``"interrupted"`` (else None: the format has
+  no exit label).
+* Compaction summaries (``isCompactSummary``) and ``system`` notices are text
+  with role ``system``. Meta records (``isMeta``), local command echoes
+  (``<command-name>``, ``<local-command-stdout>``) and ``summary`` records (the
+  session's title, kept in ``extra["title"]``) are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+from typing import Any
+
+from ._common import (
+    ImportedSession,
+    RecordError,
+    SessionBuilder,
+    block_text,
+    parse_ts,
+    require_dict,
+)
+
+NAME = "claude-code"
+SUFFIXES = (".jsonl",)
+
+INTERRUPT_MARKER = "[Request interrupted by user"
+_LOCAL_COMMAND_PREFIXES = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>")
+
+
+def sniff_record(record: Any) -> bool:
+    return (
+        isinstance(record, dict)
+        and record.get("type") in ("user", "assistant", "summary", "system")
+        and ("sessionId" in record or "leafUuid" in record or "parentUuid" in record)
+    )
+
+
+def decode_lines(path: str, data: bytes) -> list[tuple[int, Any]]:
+    records = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((number, json.loads(line)))
+        except ValueError as exc:
+            raise RecordError(number, f"not JSON: {exc}", "line") from None
+    return records
+
+
+def parse(path: str, data: bytes) -> list[ImportedSession]:
+    records = decode_lines(path, data)
+    session: str | None = None
+    model = None
+    last_record_of_message: dict[str, int] = {}
+    for number, record in records:
+        record = require_dict(record, number, "line", "a record")
+        if record.get("isSidechain"):
+            continue
+        if session is None and isinstance(record.get("sessionId"), str) and record["sessionId"]:
+            session = record["sessionId"]
+        message = record.get("message")
+        if record.get("type") == "assistant" and isinstance(message, dict):
+            if model is None and isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+                model = message["model"]
+            if isinstance(message.get("id"), str):
+                last_record_of_message[message["id"]] = number
+    session = session or PurePath(path).name.removesuffix(".jsonl")
+    builder = SessionBuilder(session, f"claude-code/{model}" if model else "claude-code")
+    extra: dict[str, Any] = {"sidechain_records_dropped": 0}
+    last_word_interrupt = False
+    for number, record in records:
+        kind = record.get("type")
+        if record.get("isSidechain"):
+            extra["sidechain_records_dropped"] += 1
+            continue
+        ts = parse_ts(record.get("timestamp"))
+        if kind == "summary":
+            if isinstance(record.get("summary"), str):
+                extra.setdefault("title", record["summary"])
+            continue
+        if kind == "system":
+            builder.text(block_text(record.get("content")), role="system", ts=ts)
+            continue
+        if kind not in ("user", "assistant"):
+            continue  # other record kinds carry no conversation
+        if record.get("isMeta"):
+            continue
+        message = require_dict(record.get("message"), number, "line", "message")
+        content = message.get("content")
+        if kind == "assistant":
+            _assistant(builder, number, message, content, ts)
+            message_id = message.get("id")
+            if isinstance(message_id, str) and last_record_of_message.get(message_id) == number:
+                _usage(builder, message, ts)
+            last_word_interrupt = False
+            continue
+        if record.get("isCompactSummary"):
+            builder.text(block_text(content), role="system", ts=ts)
+            continue
+        if isinstance(content, str):
+            if content.lstrip().startswith(_LOCAL_COMMAND_PREFIXES):
+                continue
+            last_word_interrupt = content.lstrip().startswith(INTERRUPT_MARKER)
+            if not last_word_interrupt:
+                builder.turn_start(ts)
+            builder.text(content, role="user", ts=ts)
+            continue
+        if not isinstance(content, list):
+            raise RecordError(number, "message.content must be a string or a list of blocks", "line")
+        for block in content:
+            block = require_dict(block, number, "line", "a content block")
+            if block.get("type") == "tool_result":
+                call_id = block.get("tool_use_id")
+                key = str(call_id) if call_id is not None else None
+                text = block_text(block.get("content"))
+                error = text if block.get("is_error") else None
+                builder.result(builder.tool_of_call.get(key, "unknown") if key else "unknown", text, call_id=key, error=error, ts=ts)
+                last_word_interrupt = False
+            elif block.get("type") == "text" and isinstance(block.get("text"), str):
+                interrupt = block["text"].lstrip().startswith(INTERRUPT_MARKER)
+                if not interrupt and not block["text"].lstrip().startswith(_LOCAL_COMMAND_PREFIXES):
+                    builder.turn_start(ts)
+                builder.text(block["text"], role="user", ts=ts)
+                last_word_interrupt = interrupt
+    ended = "interrupted" if last_word_interrupt else None
+    return [builder.finish(path, ended, extra)]
+
+
+def _assistant(builder: SessionBuilder, number: int, message: dict[str, Any], content: Any, ts: float | None) -> None:
+    if isinstance(content, str):
+        builder.text(content, ts=ts)
+        return
+    if not isinstance(content, list):
+        raise RecordError(number, "message.content must be a string or a list of blocks", "line")
+    for block in content:
+        block = require_dict(block, number, "line", "a content block")
+        kind = block.get("type")
+        if kind == "text":
+            builder.text(str(block.get("text") or ""), ts=ts)
+        elif kind == "thinking":
+            builder.text(str(block.get("thinking") or ""), role="reasoning", ts=ts)
+        elif kind == "tool_use":
+            name = block.get("name")
+            if not isinstance(name, str) or not name:
+                raise RecordError(number, "a tool_use block has no name", "line")
+            call_id = str(block["id"]) if block.get("id") is not None else None
+            builder.call(name, block.get("input"), call_id=call_id, ts=ts)
+
+
+def _usage(builder: SessionBuilder, message: dict[str, Any], ts: float | None) -> None:
+    usage = message.get("usage")
+    if not isinstance(usage, dict) or message.get("model") == "<synthetic>":
+        return
+    parts = [usage.get(k) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
+    numbers = [p for p in parts if isinstance(p, int) and not isinstance(p, bool) and p >= 0]
+    builder.usage(
+        model=message.get("model") if isinstance(message.get("model"), str) else None,
+        input_tokens=sum(numbers) if numbers else None,
+        output_tokens=usage.get("output_tokens"),
+        cost_usd=None,
+        ts=ts,
+    )
