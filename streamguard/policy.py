@@ -42,6 +42,7 @@ from msgspec import Meta, Struct, field
 
 from .signals import signal_classes
 from .signals.base import Signal, SignalConfig
+from .signals.facts import DEFAULT_COMMAND_RUNNERS
 
 Mode = Literal["off", "warn", "feedback", "enforce"]
 MODES: tuple[str, ...] = ("off", "warn", "feedback", "enforce")
@@ -73,6 +74,16 @@ class ArgumentsPolicy(Struct, kw_only=True, forbid_unknown_fields=True, dict=Tru
         if fields is not None:
             return fields
         return tuple(self.ignore_fields)
+
+
+class CommandRunnersPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Tools whose name says nothing about what a call does (see ``signals/facts.py``).
+
+    For these the name-based rules key on the call's action (program and
+    sub-command, or editor command and path) instead of the tool name.
+    """
+
+    tools: list[str] = field(default_factory=lambda: list(DEFAULT_COMMAND_RUNNERS))
 
 
 def _table_name(cls: type[Signal]) -> str:
@@ -107,6 +118,7 @@ _policy_fields: list[Any] = [
     ("feedback_queue_size", Annotated[int, Meta(ge=1, le=64)], 4),
     ("halt_after_cut_turns", Annotated[int, Meta(ge=2, le=100)], 3),
     ("arguments", ArgumentsPolicy, field(default_factory=ArgumentsPolicy)),
+    ("command_runners", CommandRunnersPolicy, field(default_factory=CommandRunnersPolicy)),
     ("signals", SignalsPolicy, field(default_factory=SignalsPolicy)),
 ]
 _policy_fields += [(_field_name(c.policy_table), c.Config, field(default_factory=c.Config)) for c in _TOP]

@@ -73,11 +73,24 @@ from .events import Feedback as FeedbackEvent
 from .policy import MODES, Policy
 from .signals import signal_classes
 from .signals.base import CallView, Finding, ResultView, Signal, overrides
+from .signals.facts import (
+    FLAG_RUNNER,
+    FLAG_SEARCH,
+    FLAG_WRITE,
+    CallFacts,
+    CommandRunners,
+    is_code_tool,
+    plain_facts,
+    runner_facts,
+)
 
 OFF, WARN, FEEDBACK, ENFORCE = range(4)
 _NO_OUTPUT: list[Output] = []  # shared, never mutated: the common case allocates nothing
 
 HALT_IGNORED = "halt-ignored"
+MAX_PENDING = 8
+"""Calls remembered while they await their result (oldest dropped)."""
+_FACTS_CACHE_MAX = 512
 
 FEEDBACK_HEADER = (
     "[streamguard] An automated monitor observed your previous turn. This note is not from "
@@ -110,6 +123,9 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     ignored_latched: bool = False  # halt-ignored already raised since the last turn start
     feedback: tuple[tuple[str, str], ...] = ()  # (signal, model-facing text), oldest first
     history: list[int] = []  # recent call keys shared by the history-reading signals
+    # Calls awaiting their result, oldest first, when a signal pairs results with calls:
+    # (call id or "", tool, call key, fact flags, action).
+    pending: list[tuple[str, str, int, int, str]] = []
     signals: list[Any] = []  # per-signal states, aligned with Watchdog.signals
 
     @property
@@ -212,6 +228,12 @@ class Watchdog:
         self._need_size = any(getattr(s, "needs_result_size", False) for _, s, _ in self._on_result)
         self._watchdog_indices = [i for i, s in enumerate(signals) if s.guardrail == "watchdog"]
         self._ctx = _Ctx(None, None)  # type: ignore[arg-type]
+        runners = getattr(self.policy, "command_runners", None)
+        self._runners = CommandRunners(runners.tools) if runners is not None else CommandRunners()
+        verification = getattr(self.policy, "verification", None)
+        self._classify = getattr(verification, "classify", None)
+        self._plain_facts: dict[tuple[str, str | None], CallFacts] = {}
+        self._need_pairing = any(getattr(s, "needs_pairing", False) for s in signals)
         # Snapshots name their signal states by id; the id list is encoded once.
         self._signal_ids = msgspec.Raw(_core_encoder.encode([s.id for s in signals]))
         self._state_decoders = {s.id: msgspec.msgpack.Decoder(s.State) for s in signals}
@@ -340,7 +362,15 @@ class Watchdog:
         history.append(key)
         if len(history) > self.history_len:
             del history[0]
-        view = CallView(event, canonical, key, history, event.kind)
+        view = self._view(event, canonical, key, history)
+        if self._need_pairing:
+            pending = state.pending
+            if len(pending) >= MAX_PENDING:
+                del pending[0]
+            flags = (FLAG_WRITE if view.write else 0) | (FLAG_SEARCH if view.search else 0)
+            if view.runner:
+                flags |= FLAG_RUNNER
+            pending.append((event.call_id or "", intern(tool), key, flags, view.action))
         signals = state.signals
         for i, exempt, hook in self._call_hooks:
             if exempt is not None and tool in exempt:
@@ -348,6 +378,47 @@ class Watchdog:
             finding = hook(signals[i], view)
             if finding is not None:
                 self._handle(ctx, i, finding)
+
+    def _view(self, event: ToolCall, canonical: Any, key: int, history: list[int]) -> CallView:
+        """The call's view with its shared facts (action, write, search; see signals/facts.py)."""
+        tool = event.tool
+        kind = event.kind
+        if self._runners(tool):
+            facts = runner_facts(event.args, is_code_tool(tool))
+            if kind == "write":
+                facts.write = True
+            return CallView(event, canonical, key, history, kind, facts, True)
+        cache = self._plain_facts
+        facts = cache.get((tool, kind))
+        if facts is None:
+            named = kind
+            if named is None and self._classify is not None:
+                named = self._classify(tool)
+            facts = plain_facts(tool, named)
+            if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
+                cache.clear()
+            cache[(tool, kind)] = facts
+        return CallView(event, canonical, key, history, kind, facts, False)
+
+    @staticmethod
+    def _pair(state: SessionState, event: ToolResult) -> tuple[str, str, int, int, str] | None:
+        """Take the pending call this result answers: by call id, else the oldest id-less
+        call of the same tool (results of id-less calls come back in call order)."""
+        pending = state.pending
+        call_id = event.call_id
+        tool = event.tool
+        if call_id:
+            for i, entry in enumerate(pending):
+                if entry[0] == call_id:
+                    return pending.pop(i)
+        for i, entry in enumerate(pending):
+            if not entry[0] and entry[1] == tool:
+                return pending.pop(i)
+        if not call_id:
+            for i in range(len(pending) - 1, -1, -1):
+                if pending[i][1] == tool:
+                    return pending.pop(i)
+        return None
 
     def _result(self, ctx: _Ctx, event: ToolResult) -> None:
         state = ctx.state
@@ -367,7 +438,14 @@ class Watchdog:
                 fingerprint = fingerprint_payload(event.result, event.result_digest)
             if self._need_size:
                 size = event.result_bytes
-        view = ResultView(event, failed, fingerprint, size)
+        if self._need_pairing and state.pending:
+            paired = self._pair(state, event)
+            if paired is not None:
+                view = ResultView(event, failed, fingerprint, size, paired[2], paired[3], paired[4])
+            else:
+                view = ResultView(event, failed, fingerprint, size)
+        else:
+            view = ResultView(event, failed, fingerprint, size)
         tool = event.tool
         signals = state.signals
         for i, exempt, hook in self._result_hooks:
@@ -621,7 +699,7 @@ class Watchdog:
         )
         key = stable_hash(event.tool, canonical.text)
         history = [*state.history, key][-max(self.history_len, 1) :]
-        view = CallView(event, canonical, key, history, event.kind)
+        view = self._view(event, canonical, key, history)
         tripped = []
         for i, sig in enumerate(self.signals):
             preview = getattr(sig, "would_trip", None)

@@ -25,8 +25,11 @@ from typing import Any, ClassVar
 
 from msgspec import Struct
 
-from ..canonical import CanonicalArgs
+from ..canonical import CanonicalArgs, stable_hash
 from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
+from .facts import CallFacts, CommandRunners, is_code_tool, plain_facts, runner_facts
+
+_default_runners = CommandRunners()
 
 
 class SignalConfig(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -74,9 +77,20 @@ class CallView:
     first, *including* this call as its last element. Signals must not mutate
     ``history``; its length is the largest ``history_needed()`` of the active
     signals.
+
+    ``runner``, ``action``, ``write`` and ``search`` are the shared call facts
+    of :mod:`streamguard.signals.facts`: whether the tool is a command runner,
+    what the call does (the program and sub-command for a runner, empty when
+    that cannot be read; the tool name otherwise), and whether it changes
+    something or looks something up. The watchdog computes them once per call
+    from the policy; a view built without them (a signal tested alone) derives
+    them with the default command-runner list.
     """
 
-    __slots__ = ("args", "call_id", "canonical", "event", "history", "key", "kind", "tool")
+    __slots__ = (
+        "action", "args", "call_id", "canonical", "event", "history", "key", "kind", "runner",
+        "search", "tool", "write",
+    )
 
     def __init__(
         self,
@@ -85,6 +99,8 @@ class CallView:
         key: int,
         history: list[int],
         kind: str | None,
+        facts: CallFacts | None = None,
+        runner: bool | None = None,
     ) -> None:
         self.event = event
         self.tool = event.tool
@@ -94,6 +110,18 @@ class CallView:
         self.key = key
         self.history = history
         self.kind = kind  # the event's kind, else the policy's tool-name pattern, else None
+        if facts is None:
+            runner = _default_runners(event.tool)
+            if runner:
+                facts = runner_facts(event.args, is_code_tool(event.tool))
+            else:
+                facts = plain_facts(event.tool, kind)
+            if kind == "write":
+                facts.write = True
+        self.runner = bool(runner)
+        self.action = facts.action
+        self.write = facts.write
+        self.search = facts.search
 
 
 class ResultView:
@@ -104,9 +132,20 @@ class ResultView:
     when the payload is empty or unencodable — and also ``0`` for failed and
     no-op results, which no payload-keyed signal reads. ``size``: payload bytes
     (``result_bytes`` when the agent sent it).
+
+    The call this result answers, when the watchdog could pair them (by
+    ``call_id``, else the newest pending call of the same tool): ``call_key``
+    (its call key, ``0`` when unpaired), ``call_flags`` (``FLAG_WRITE``,
+    ``FLAG_SEARCH``, ``FLAG_RUNNER`` of :mod:`~streamguard.signals.facts`) and
+    ``action`` (the call's action; the tool name when unpaired). ``outcome``
+    identifies what came back: the fingerprint of a successful payload, a hash
+    of the error text of a failure, a constant for a no-op; ``0`` when unknown.
     """
 
-    __slots__ = ("call_id", "error", "event", "failed", "fingerprint", "no_op", "size", "tool")
+    __slots__ = (
+        "action", "call_flags", "call_id", "call_key", "error", "event", "failed", "fingerprint",
+        "no_op", "outcome", "size", "tool",
+    )
 
     def __init__(
         self,
@@ -114,6 +153,10 @@ class ResultView:
         failed: bool,
         fingerprint: int,
         size: int,
+        call_key: int = 0,
+        call_flags: int = 0,
+        action: str | None = None,
+        outcome: int | None = None,
     ) -> None:
         self.event = event
         self.tool = event.tool
@@ -123,6 +166,22 @@ class ResultView:
         self.failed = failed
         self.fingerprint = fingerprint
         self.size = size
+        self.call_key = call_key
+        self.call_flags = call_flags
+        self.action = event.tool if action is None else action
+        self.outcome = outcome_of(event, failed, fingerprint) if outcome is None else outcome
+
+
+NO_OP_OUTCOME = 0x6E6F2D6F70  # any fixed non-zero value: every no-op says the same thing
+
+
+def outcome_of(event: Any, failed: bool, fingerprint: int) -> int:
+    """The ``outcome`` of a result (see :class:`ResultView`)."""
+    if failed:
+        return stable_hash("\0error", event.error)
+    if event.no_op:
+        return NO_OP_OUTCOME
+    return fingerprint
 
 
 class Signal:
@@ -139,6 +198,9 @@ class Signal:
     """Signal ids whose *active latch* silences this signal (one behaviour, one alert)."""
     withdrawn_by_text: ClassVar[bool] = False
     """A queued feedback note from this signal is dropped if the agent speaks first."""
+    needs_pairing: ClassVar[bool] = False
+    """The signal reads ``ResultView.call_key``/``call_flags``/``action``: the watchdog
+    keeps the session's pending calls only when some active signal does."""
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         self.config = config if config is not None else self.Config()

@@ -79,6 +79,7 @@ from msgspec import Meta, Struct
 from ..canonical import stable_hash, truncate_middle
 from ..events import Scope, Severity
 from .base import CallView, Finding, ResultView, Signal, SignalConfig, config_int
+from .facts import FLAG_RUNNER, FLAG_SEARCH
 
 SIGNAL_ID = "tool-failure-guidance"
 
@@ -106,6 +107,19 @@ def _crc(text: str) -> int:
         return zlib.crc32(text.encode(errors="surrogatepass"))
 
 
+def identity(result: ResultView, sig: int) -> str:
+    """Whose streak a result counts for: the tool, or a command runner's action.
+
+    A runner call whose action cannot be read counts for its own signature only,
+    so the drift rule (one tool, changing arguments) stands down for it.
+    """
+    if not result.call_flags & FLAG_RUNNER:
+        return result.tool
+    if result.action:
+        return f"{result.tool}: {result.action}"
+    return f"{result.tool}: #{sig}"
+
+
 def signature(tool: str, canonical_text: str) -> int:
     """A stable 24-bit identity of a call: tool plus whitespace-normalised arguments.
 
@@ -119,6 +133,11 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     warn_after_tool_failures: Annotated[int, Meta(ge=2)] = 3
     warn_after_same_signature: Annotated[int, Meta(ge=1)] = 2
     halt_after_same_signature: Annotated[int, Meta(ge=0)] = 0
+    reset_on_write: bool = True
+    """A write call clears every streak: edit, re-run, fail again is debugging (false:
+    the reference behaviour, where only a success of the tool clears its streak)."""
+    search_failures_are_answers: bool = True
+    """A failed search (grep finding nothing) is neither a failure nor a success here."""
 
 
 class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
@@ -142,6 +161,7 @@ class ToolFailureGuidance(Signal):
     State: ClassVar[type[Struct]] = State
     Config: ClassVar[type[SignalConfig]] = Config
     needs_fingerprint: ClassVar[bool] = False  # reads only the failed bit and the error
+    needs_pairing: ClassVar[bool] = True  # the call's action, write and search facts
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         if config is not None and not isinstance(config, Config):
@@ -157,6 +177,8 @@ class ToolFailureGuidance(Signal):
         same_n = config_int(cfg.warn_after_same_signature, 2)
         self.warn_after_same_signature = 2 if same_n <= 0 else same_n
         self.halt_after_same_signature = max(config_int(cfg.halt_after_same_signature, 0), 0)
+        self.reset_on_write = bool(cfg.reset_on_write)
+        self.search_answers = bool(cfg.search_failures_are_answers)
 
     # ------------------------------------------------------------------ calls
 
@@ -164,6 +186,9 @@ class ToolFailureGuidance(Signal):
         tool = call.tool
         if tool in self.exempt:
             return None
+        if call.write and self.reset_on_write and (state.tools or state.sigs):
+            # Something changed: the next failure is a new attempt, not a retry.
+            state.tools = state.sigs = None
         text = call.canonical.text
         # Canonical JSON has no whitespace between tokens and escapes control
         # characters, so only runs of spaces (or non-ASCII spaces) inside strings
@@ -218,13 +243,16 @@ class ToolFailureGuidance(Signal):
                 sig = abs(sigs.pop(i))
                 if not ids:
                     state.pending_ids = state.pending_sigs = None
+        if result.failed and self.search_answers and result.call_flags & FLAG_SEARCH:
+            return None  # a search that found nothing answered the question
+        label = identity(result, sig)
         if not result.failed:
             state.run = 0
             if state.tools:
-                self._clear_tool(state, _crc(tool))
+                self._clear_tool(state, _crc(label))
             return None
 
-        tool32 = _crc(tool)
+        tool32 = _crc(label)
         run = state.run
         if run == 0:
             state.run = tool32 + 1
@@ -269,12 +297,12 @@ class ToolFailureGuidance(Signal):
         if halt_n and same >= halt_n:
             if not halted:
                 halted = 1
-                finding = self._finding("halt", result, failures, same)
+                finding = self._finding("halt", result, failures, same, label)
         elif same >= self.warn_after_same_signature and not warned:
             warned = 1
-            finding = self._finding("same_signature", result, failures, same)
+            finding = self._finding("same_signature", result, failures, same, label)
         elif failures == self.warn_after_tool_failures and same < failures:
-            finding = self._finding("argument_drift", result, failures, same)
+            finding = self._finding("argument_drift", result, failures, same, label)
         if finding is not None:
             alerted = 1
 
@@ -316,8 +344,10 @@ class ToolFailureGuidance(Signal):
 
     # ------------------------------------------------------------------ text
 
-    def _finding(self, rule: str, result: ResultView, failures: int, same: int) -> Finding:
-        tool = result.tool or "unnamed tool"
+    def _finding(
+        self, rule: str, result: ResultView, failures: int, same: int, label: str
+    ) -> Finding:
+        tool = label or "unnamed tool"
         error = truncate_middle((result.error or "").strip(), 200) or "(no error text)"
         if rule == "halt":
             reason = (

@@ -54,6 +54,7 @@ from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
 from .base import Finding, ResultView, Signal, SignalConfig, config_int, tool_list_text
+from .facts import FLAG_SEARCH
 
 SIGNAL_ID = "tool-failure-streak"
 ERROR_LIMIT = 200  # bytes kept of the last error message
@@ -65,6 +66,9 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
 
     threshold: Annotated[int, Meta(ge=2)] = 3
     """Consecutive failed results that trip the signal."""
+    search_failures_are_answers: bool = True
+    """A failed search (grep finding nothing) neither counts nor breaks the streak
+    (false: the reference behaviour, every failed result counts)."""
 
 
 class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
@@ -91,6 +95,7 @@ class ToolFailureStreak(Signal):
     id = SIGNAL_ID
     defers_to = ("tool-failure-guidance",)
     needs_fingerprint = False
+    needs_pairing = True  # whether the failed call was a search
     severity = "warn"
     State = State
     Config = Config
@@ -102,6 +107,7 @@ class ToolFailureStreak(Signal):
         threshold = max(2, config_int(getattr(self.config, "threshold", 3), 3))
         self.config = structs.replace(self.config, threshold=threshold)
         self.threshold = threshold
+        self.search_answers = bool(getattr(self.config, "search_failures_are_answers", True))
 
     def is_latched(self, state: Any) -> bool:
         return state.run >= self.threshold
@@ -109,6 +115,8 @@ class ToolFailureStreak(Signal):
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
         if self.exempt and result.tool in self.exempt:
             return None
+        if result.failed and self.search_answers and result.call_flags & FLAG_SEARCH:
+            return None  # a search that found nothing answered the question
         if not result.failed:
             if state.run:
                 state.run = 0

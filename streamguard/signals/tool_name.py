@@ -70,6 +70,9 @@ class RepeatedToolName(Signal):
         """Consecutive same-name calls that trip the signal."""
         defer_run: Annotated[int, Meta(ge=0)] = 5
         """Stay silent while the run's args-identical tail is this long (0: never)."""
+        by_action: bool = True
+        """Command runners (``[command_runners]``) are compared by action, not by name
+        (false: the reference behaviour, every call of one runner is one name)."""
 
     class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
         """Per-session state: the name run, its args-identical tail and the latch."""
@@ -89,6 +92,7 @@ class RepeatedToolName(Signal):
         cfg = self.config
         self.threshold: int = max(config_int(getattr(cfg, "threshold", 15), 15), 2)
         self.defer_run: int = max(config_int(getattr(cfg, "defer_run", 5), 5), 0)
+        self.by_action: bool = bool(getattr(cfg, "by_action", True))
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
@@ -97,11 +101,23 @@ class RepeatedToolName(Signal):
         if self.exempt and call.tool in self.exempt:
             return None
         key = call.key
-        if state.run and call.tool == state.tool:
+        if call.runner and self.by_action:
+            if not call.action:
+                # What this call does cannot be read: stand down, and let it break
+                # the run rather than guess that it continues one.
+                state.run = state.same = 0
+                state.tool = ""
+                state.latched = False
+                state.last_key = key
+                return None
+            name = f"{call.tool}: {call.action}"
+        else:
+            name = call.tool
+        if state.run and name == state.tool:
             state.run += 1
             state.same = state.same + 1 if key == state.last_key else 1
         else:
-            state.tool = intern(call.tool)
+            state.tool = intern(name) if len(name) <= 64 else name
             state.run = 1
             state.same = 1
             state.latched = False
@@ -111,7 +127,7 @@ class RepeatedToolName(Signal):
         if self.defer_run and state.same >= self.defer_run:
             return None  # repeated-tool-call's run; the latch stays as it is
         state.latched = True
-        return self._finding(call.tool, state.run)
+        return self._finding(name, state.run)
 
     def would_trip(self, state: Any, call: CallView) -> bool:
         """Whether ``call``, observed next, would find this signal tripped (state untouched).

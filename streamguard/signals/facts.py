@@ -1,0 +1,308 @@
+"""Facts about a call that several signals share, computed once per call.
+
+Most tools say what they do in their name: ``read_file``, ``list_agents``,
+``update_reservation``. A *command runner* does not: ``bash``, ``python``,
+``terminal``, ``execute_command`` or a ``str_replace_editor`` run whatever their
+arguments say, so an agent whose only tool is ``bash`` makes every call under
+one name. Name-based rules (``repeated-tool-name``, the one-tool-failing rule of
+``tool-failure-guidance``) would then compare nothing but the fact that the
+agent is working. For these tools the *action* stands in for the name: the
+program and its sub-command (``git diff``, ``pytest``, ``grep``), or the editor
+command and its path (``view src/app.py``). When no action can be read (free
+code handed to a ``python`` tool), the action is empty and the name-based rules
+stand down for that call rather than guess.
+
+Which tools are command runners is policy (``[command_runners] tools``, globs,
+case-insensitive); the defaults are the usual names.
+
+Three more facts per call, all cheap and conservative in the same direction:
+
+``write``
+    The call changes something. The event's ``kind`` wins; otherwise the
+    verification machine's name classification (``[verification] write_tools``);
+    for command runners a heuristic over the command (below). Signals use it to
+    tell "edit, re-run, fail" (work) from "re-run, fail, re-run" (a loop), so a
+    doubtful command is counted as a write: a missed write can make a debugging
+    session look like a loop, which is worse than missing a loop.
+``search``
+    The call looks something up (``grep``, ``rg``, ``find``, SWE-agent's
+    ``search_dir``; or a tool the classification calls ``resolve``). A search
+    that finds nothing fails with an answer, not with an error.
+``action``
+    As above; the tool name for tools that are not command runners.
+
+Shell heuristic for writes: any segment of the command line (split at ``&&``,
+``||``, ``;``, ``|`` and newlines) that runs a program which changes files or
+the environment (``sed -i``, ``perl -i``, ``tee``, ``patch``, ``git apply`` and
+the other working-tree ``git`` sub-commands, ``cp``, ``mv``, ``rm``, ``touch``,
+``mkdir``, package installs, builds such as ``make`` or ``mvn compile``), an
+output redirection to a file (``>``, ``>>``; ``2>&1`` and ``/dev/null`` do not
+count), or a here-document. Editor commands ``create``, ``str_replace``,
+``insert``, ``edit``, ``write``, ``undo_edit`` and ``append`` are writes; ``view``
+is not.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+DEFAULT_COMMAND_RUNNERS = (
+    "bash", "sh", "zsh", "shell", "shell_*", "*_shell", "run_shell*", "powershell", "cmd",
+    "python", "python3", "ipython", "terminal", "terminal_*", "*_terminal*", "execute*",
+    "exec", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
+    "*_editor", "editor",
+)
+
+FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER = 1, 2, 4
+
+_CACHE_MAX = 512
+
+EDITOR_COMMANDS = frozenset(
+    {"view", "create", "str_replace", "insert", "edit", "write", "undo_edit", "append"}
+)
+EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "edit", "write", "undo_edit", "append"})
+_COMMAND_KEYS = ("command", "cmd", "commands", "input", "shell_command")
+_PATH_KEYS = ("path", "file_path", "file", "filename", "target")
+
+# Programs whose first non-flag argument is part of what they do.
+_SUBCOMMAND_PROGRAMS = frozenset({
+    "git", "docker", "kubectl", "npm", "yarn", "pnpm", "cargo", "go", "pip", "pip3",
+    "poetry", "mvn", "gradle", "./gradlew", "gradlew", "./mvnw", "mvnw", "helm", "apt",
+    "apt-get", "conda", "uv", "dotnet", "bundle", "systemctl", "gh", "terraform", "make",
+    "rustup", "brew", "composer", "dnf", "yum", "django-admin", "manage.py", "tox", "nox",
+})
+# Segments that only set the stage; the action is the next segment.
+_PRELUDE = frozenset({"cd", "source", ".", "export", "set", "unset", "pushd", "popd", "true",
+                      "echo", "printf", "sleep", "clear", ":"})
+_WRAPPERS = frozenset({"sudo", "time", "env", "nohup", "timeout", "nice", "stdbuf", "exec",
+                       "command", "builtin"})
+_WRITE_PROGRAMS = frozenset({
+    "tee", "patch", "cp", "mv", "rm", "rmdir", "touch", "mkdir", "ln", "chmod", "chown",
+    "install", "truncate", "dd", "unzip", "tar", "gunzip", "make", "cmake", "javac", "gcc",
+    "g++", "clang", "tsc", "create", "edit", "insert", "append", "rename", "wget",
+})
+_WRITE_SUBCOMMANDS = {
+    "git": frozenset({"apply", "am", "checkout", "switch", "restore", "reset", "stash", "merge",
+                      "rebase", "cherry-pick", "revert", "pull", "clone", "commit", "add", "rm",
+                      "mv", "clean", "init", "fetch"}),
+    "pip": frozenset({"install", "uninstall"}),
+    "pip3": frozenset({"install", "uninstall"}),
+    "npm": frozenset({"install", "i", "ci", "uninstall", "run", "update", "add"}),
+    "yarn": frozenset({"install", "add", "remove", "build", "run"}),
+    "pnpm": frozenset({"install", "add", "remove", "build", "run"}),
+    "cargo": frozenset({"build", "add", "install", "update", "fix", "fmt", "new", "init"}),
+    "go": frozenset({"build", "install", "get", "mod", "generate", "fmt"}),
+    "mvn": frozenset({"compile", "install", "package", "clean", "process-resources",
+                      "test-compile", "dependency:resolve"}),
+    "gradle": frozenset({"build", "assemble", "compilejava", "clean", "install"}),
+    "poetry": frozenset({"install", "add", "remove", "update", "lock"}),
+    "uv": frozenset({"pip", "add", "remove", "sync", "lock"}),
+    "conda": frozenset({"install", "remove", "update", "create"}),
+    "apt": frozenset({"install", "remove"}),
+    "apt-get": frozenset({"install", "remove"}),
+    "docker": frozenset({"build", "run", "rm", "compose", "start", "stop", "restart", "cp"}),
+    "kubectl": frozenset({"apply", "create", "delete", "edit", "patch", "scale", "rollout",
+                          "set", "replace", "annotate", "label"}),
+    "helm": frozenset({"install", "upgrade", "uninstall", "rollback"}),
+}
+_SEARCH_PROGRAMS = frozenset({
+    "grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "search_dir",
+    "search_file", "find_file", "which", "whereis",
+})
+_SEGMENT_SPLIT = re.compile(r"&&|\|\||[;|\n]")
+_REDIRECT = re.compile(r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s&|;]")
+_HEREDOC = re.compile(r"<<-?\s*['\"]?\w")
+_IN_PLACE = re.compile(r"(?:^|\s)-(?:i\w*|-in-place)\b")
+_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)*)?$")
+
+
+class CommandRunners:
+    """Decides which tools are command runners (glob list, case-insensitive, cached)."""
+
+    def __init__(self, patterns: list[str] | tuple[str, ...] = DEFAULT_COMMAND_RUNNERS) -> None:
+        joined = "|".join(fnmatch.translate(p.lower()) for p in patterns)
+        self._match = re.compile(joined).match if patterns else None
+        self._cache: dict[str, bool] = {}
+
+    def __call__(self, tool: str) -> bool:
+        cached = self._cache.get(tool)
+        if cached is not None:
+            return cached
+        result = False
+        if self._match is not None:
+            name = tool.lower()
+            result = bool(self._match(name))
+            if not result:
+                short = re.split(r"\.|/|:|__", name)[-1]
+                result = bool(short and short != name and self._match(short))
+        if len(self._cache) >= _CACHE_MAX:  # bounded: tool names come from untrusted input
+            self._cache.clear()
+        self._cache[tool] = result
+        return result
+
+
+def command_text(args: object) -> str | None:
+    """The command line a runner call carries (``None``: none found)."""
+    if isinstance(args, str):
+        return args
+    if isinstance(args, dict):
+        for key in _COMMAND_KEYS:
+            value = args.get(key)
+            if isinstance(value, str):
+                return value
+            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                return " ".join(value)
+    return None
+
+
+def _basename(token: str) -> str:
+    return token.rstrip("/").rpartition("/")[2] or token
+
+
+def _program_tokens(tokens: list[str]) -> list[str]:
+    """Tokens from the program on: environment assignments and wrappers skipped."""
+    i, n = 0, len(tokens)
+    while i < n:
+        token = tokens[i]
+        if "=" in token and not token.startswith(("-", "=")) and token.split("=", 1)[0].isidentifier():
+            i += 1
+            continue
+        name = _basename(token)
+        if name in _WRAPPERS:
+            i += 1
+            # timeout 30 cmd / nice -n 5 cmd: skip the wrapper's own flags and numbers
+            while i < n and (tokens[i].startswith("-") or tokens[i][:1].isdigit()):
+                i += 1
+            continue
+        break
+    return tokens[i:]
+
+
+def _segment_action(tokens: list[str]) -> tuple[str, str]:
+    """(program, sub-command or script) of one segment's tokens (program first)."""
+    program = _basename(tokens[0]).lower()
+    rest = tokens[1:]
+    if _PYTHON.match(program):
+        program = "python"
+        for j, token in enumerate(rest):
+            if token == "-m" and j + 1 < len(rest):
+                module = _basename(rest[j + 1]).lower()
+                sub = _first_word(rest[j + 2 :]) if module in _SUBCOMMAND_PROGRAMS else ""
+                return module, sub
+            if token == "-c":
+                return "python", "-c"
+            if not token.startswith("-"):
+                return "python", _basename(token)
+        return "python", ""
+    if program in _SUBCOMMAND_PROGRAMS:
+        return program, _first_word(rest, skip_value=program == "git")
+    return program, ""
+
+
+def _first_word(tokens: list[str], skip_value: bool = False) -> str:
+    skip = False
+    for token in tokens:
+        if skip:
+            skip = False
+            continue
+        if token.startswith("-"):
+            skip = skip_value and token in ("-C", "-c")
+            continue
+        return token.lower()
+    return ""
+
+
+class CallFacts:
+    """What one call does: its action, and whether it writes or searches."""
+
+    __slots__ = ("action", "search", "write")
+
+    def __init__(self, action: str, write: bool, search: bool) -> None:
+        self.action = action
+        self.write = write
+        self.search = search
+
+
+_CODE_KEYS = ("code", "script", "source")
+_CODE_WRITES = re.compile(
+    r"write|open\([^)]*,\s*(?:mode\s*=\s*)?['\"][rb]*[wax+]|remove|unlink|rename|replace|subprocess|os\.system|shutil"
+    r"|mkdir|patch|install|sed -i|>"
+)
+
+
+def code_facts(code: str) -> CallFacts:
+    """Facts of free code handed to an interpreter tool: no readable action; a write
+    unless the code plainly only reads (nothing that could change a file or run one)."""
+    return CallFacts("", bool(_CODE_WRITES.search(code[:4096])), False)
+
+
+def runner_facts(args: object, code_tool: bool = False) -> CallFacts:
+    """Action, write and search facts of a command-runner call from its arguments.
+
+    ``code_tool``: the runner is an interpreter (``python``, ``ipython``), whose
+    text is code, not a command line.
+    """
+    if isinstance(args, dict):
+        for key in _CODE_KEYS:
+            value = args.get(key)
+            if isinstance(value, str):
+                return code_facts(value)
+        command = args.get("command")
+        if isinstance(command, str) and command in EDITOR_COMMANDS:
+            path = ""
+            for key in _PATH_KEYS:
+                value = args.get(key)
+                if isinstance(value, str):
+                    path = value
+                    break
+            action = f"{command} {path}" if path else command
+            return CallFacts(action, command in EDITOR_WRITES, False)
+    text = command_text(args)
+    if not text or not text.strip():
+        return CallFacts("", False, False)
+    if code_tool:
+        return code_facts(text)
+    return shell_facts(text)
+
+
+_CODE_TOOL = re.compile(r"(?:.*[._/:])?(?:i?python\d*|jupyter\w*|notebook\w*|repl)$")
+
+
+def is_code_tool(tool: str) -> bool:
+    """Whether a runner's text is code for an interpreter rather than a command line."""
+    return bool(_CODE_TOOL.match(tool.lower()))
+
+
+def shell_facts(text: str) -> CallFacts:
+    """Facts of a shell command line (see the module docstring for the heuristic)."""
+    head = text if len(text) <= 4096 else text[:4096]
+    write = bool(_REDIRECT.search(head) or _HEREDOC.search(head))
+    search = False
+    action = ""
+    fallback = ""
+    for segment in _SEGMENT_SPLIT.split(head):
+        tokens = _program_tokens(segment.split())
+        if not tokens:
+            continue
+        program, sub = _segment_action(tokens)
+        in_place = program in ("sed", "perl", "ruby") and _IN_PLACE.search(segment)
+        if in_place or program in _WRITE_PROGRAMS:
+            write = True
+        else:
+            writes = _WRITE_SUBCOMMANDS.get(program)
+            if writes is not None and sub in writes:
+                write = True
+        if program in _SEARCH_PROGRAMS or (program == "git" and sub == "grep"):
+            search = search or not action  # the searched-for segment leads the line
+        if program in _PRELUDE:
+            fallback = fallback or program
+            continue
+        if not action:
+            action = f"{program} {sub}" if sub else program
+    return CallFacts(action or fallback, write, search)
+
+
+def plain_facts(tool: str, kind: str | None) -> CallFacts:
+    """Facts of a call to a tool that is not a command runner (its kind decides)."""
+    return CallFacts(tool, kind == "write", kind == "resolve")

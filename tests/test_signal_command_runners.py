@@ -1,0 +1,235 @@
+"""Command-runner tools: name-based rules key on what the call does, or stand down."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streamguard.engine import Engine
+from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
+from streamguard.policy import PolicyError, parse_policy_set
+from streamguard.signals.facts import CommandRunners, runner_facts, shell_facts
+
+WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n'
+
+
+def alerts(trace: list[Any], policy: str = WARN) -> list[Alert]:
+    engine = Engine(parse_policy_set(policy))
+    engine.process(TurnStart(session="r"))
+    out: list[Alert] = []
+    for event in trace:
+        out += [o for o in engine.process(event) if isinstance(o, Alert)]
+    return out
+
+
+def signals(trace: list[Any], policy: str = WARN) -> list[str]:
+    return [a.signal for a in alerts(trace, policy)]
+
+
+def sh(command: str, tool: str = "bash") -> ToolCall:
+    return ToolCall(session="r", tool=tool, args={"command": command})
+
+
+def out(text: str, tool: str = "bash") -> ToolResult:
+    return ToolResult(session="r", tool=tool, result=text)
+
+
+def err(text: str, tool: str = "bash") -> ToolResult:
+    return ToolResult(session="r", tool=tool, error=text)
+
+
+# --------------------------------------------------------------------------- facts
+
+
+@pytest.mark.parametrize(
+    ("command", "action", "write", "search"),
+    [
+        ("git diff", "git diff", False, False),
+        ("git -C /repo status", "git status", False, False),
+        ("cd /repo && python -m pytest tests/test_x.py -x", "pytest", False, False),
+        ("pytest -q tests", "pytest", False, False),
+        ("python reproduce.py 2>&1", "python reproduce.py", False, False),
+        ("grep -rn parse_config src/", "grep", False, True),
+        ("cd src && rg Foo", "rg", False, True),
+        ("cat a.py | grep foo", "cat", False, False),
+        ("sed -n 10,40p a.py", "sed", False, False),
+        ("sed -i 's/a/b/' a.py", "sed", True, False),
+        ("echo hi > notes.txt", "echo", True, False),
+        ("ls -la > /dev/null 2>&1", "ls", False, False),
+        ("cat > fix.py <<'EOF'\nprint(1)\nEOF", "cat", True, False),
+        ("git apply fix.patch", "git apply", True, False),
+        ("patch -p1 < fix.diff", "patch", True, False),
+        ("pip install -e .", "pip install", True, False),
+        ("timeout 60 mvn -q test", "mvn test", False, False),
+        ("FOO=1 sudo python3.11 -c 'print(1)'", "python -c", False, False),
+        ("make build && ./run_tests.sh", "make build", True, False),
+        ("open src/Main.java 120", "open", False, False),
+        ("search_dir parseConfig", "search_dir", False, True),
+    ],
+)
+def test_shell_facts(command: str, action: str, write: bool, search: bool) -> None:
+    facts = shell_facts(command)
+    assert (facts.action, facts.write, facts.search) == (action, write, search)
+
+
+def test_editor_commands_are_actions_with_their_path() -> None:
+    view = runner_facts({"command": "view", "path": "/w/a.py", "view_range": [1, 40]})
+    assert (view.action, view.write) == ("view /w/a.py", False)
+    edit = runner_facts({"command": "str_replace", "path": "/w/a.py", "old_str": "x", "new_str": "y"})
+    assert (edit.action, edit.write) == ("str_replace /w/a.py", True)
+    for command in ("create", "insert", "undo_edit"):
+        assert runner_facts({"command": command, "path": "a.py"}).write
+
+
+def test_free_code_has_no_readable_action() -> None:
+    assert runner_facts({"code": "   "}).action == ""
+    assert runner_facts({"unrelated": 1}).action == ""
+    assert runner_facts("import os; print(os.getcwd())", code_tool=True).action == ""
+
+
+@pytest.mark.parametrize(
+    ("code", "write"),
+    [
+        ('print(open("a.txt").read())', False),
+        ("import json; print(json.load(open('cfg.json')))", False),
+        ('open("a.txt", "w").write(text)', True),
+        ("with open(path, mode='a') as f: f.write(x)", True),
+        ("import subprocess; subprocess.run(['make'])", True),
+        ("p.unlink()", True),
+    ],
+)
+def test_code_writes_err_towards_write(code: str, write: bool) -> None:
+    assert runner_facts({"code": code}).write is write
+
+
+def test_runner_globs_are_case_insensitive_and_namespaced() -> None:
+    runners = CommandRunners()
+    for name in ("bash", "Bash", "execute_bash", "run_command", "str_replace_editor", "mcp__shell"):
+        assert runners(name), name
+    for name in ("read_file", "bash_history_lookup", "search"):
+        assert not runners(name), name
+    assert not CommandRunners([])("bash")
+
+
+def test_policy_runner_list_is_validated_and_replaceable() -> None:
+    with pytest.raises(PolicyError, match=r"command_runners\.tools"):
+        parse_policy_set("[command_runners]\ntools = 3\n")
+    with pytest.raises(PolicyError, match="command_runners"):
+        parse_policy_set("[command_runners]\nnope = []\n")
+    policy = parse_policy_set('[command_runners]\ntools = ["sandbox_exec"]\n').base
+    assert policy.command_runners.tools == ["sandbox_exec"]
+
+
+# --------------------------------------------------------------------------- repeated-tool-name
+
+
+def test_healthy_bash_session_with_distinct_commands_is_silent() -> None:
+    commands = [
+        "ls", "git status", "cat setup.py", "grep -rn Config src", "python -m pytest -q",
+        "sed -n 1,80p src/app.py", "git diff", "python reproduce.py", "find . -name '*.cfg'",
+        "pip list", "head -50 README.md", "wc -l src/app.py", "git log --oneline -5",
+        "python -c 'import app'", "cat src/cfg.py", "ls tests", "pytest tests/test_app.py",
+        "tail -20 log.txt", "git show HEAD --stat", "echo done",
+    ]
+    trace: list[Any] = []
+    for i, command in enumerate(commands):
+        trace += [sh(command), out(f"output {i}")]
+    assert signals(trace) == []
+
+
+def test_same_action_fifteen_times_is_the_name_signal_by_action() -> None:
+    trace: list[Any] = []
+    for i in range(15):
+        trace += [sh(f"grep -rn symbol_{i} src"), out(f"hit {i}")]
+    got = alerts(trace)
+    assert [a.signal for a in got] == ["repeated-tool-name"]
+    assert got[0].detail["tool"] == "bash: grep"
+
+
+def test_reference_behaviour_keys_runners_by_name() -> None:
+    commands = [f"cmd{i % 5} arg{i}" for i in range(15)]
+    trace = [sh(c) for c in commands]
+    assert signals(trace) == []
+    policy = WARN + "[signals.repeated-tool-name]\nby_action = false\n"
+    assert signals(trace, policy) == ["repeated-tool-name"]
+
+
+def test_unreadable_action_stands_down_and_breaks_the_run() -> None:
+    code = [ToolCall(session="r", tool="python", args={"code": f"x = {i}"}) for i in range(20)]
+    assert signals(code) == []
+    # 10 greps, one unreadable call, 10 greps: two runs of 10, no alert.
+    greps = [sh(f"grep s{i} .") for i in range(10)]
+    mixed = [*greps, ToolCall(session="r", tool="bash", args={}), *greps]
+    assert signals(mixed) == []
+
+
+def test_non_runner_tools_keep_the_reference_name_rule() -> None:
+    trace = [ToolCall(session="r", tool="mark_task_done", args={"summary": f"done {i}"})
+             for i in range(15)]
+    assert signals(trace) == ["repeated-tool-name"]
+
+
+# --------------------------------------------------------------------------- failure guidance
+
+
+def test_edit_rerun_fail_is_debugging_not_a_failure_loop() -> None:
+    trace: list[Any] = []
+    for i in range(6):
+        trace += [sh("python -m pytest tests/test_app.py -x"), err(f"1 failed: assert {i} == 7")]
+        trace += [sh(f"sed -i 's/x = {i}/x = {i + 1}/' src/app.py"), out("")]
+    assert signals(trace) == []
+
+
+def test_editor_edits_between_failing_runs_are_writes() -> None:
+    editor = "str_replace_editor"
+    trace: list[Any] = []
+    for i in range(5):
+        trace += [sh("python reproduce.py"), err("Traceback: ValueError")]
+        trace += [
+            ToolCall(session="r", tool=editor, args={"command": "str_replace", "path": "a.py",
+                                                      "old_str": f"v{i}", "new_str": f"v{i + 1}"}),
+            ToolResult(session="r", tool=editor, result=f"edited {i}"),
+        ]
+    assert signals(trace) == []
+
+
+def test_reference_guidance_still_fires_without_the_write_reset() -> None:
+    trace: list[Any] = []
+    for i in range(3):
+        trace += [sh("python -m pytest -x"), err(f"failed {i}")]
+        trace += [sh(f"sed -i 's/{i}/{i + 1}/' a.py"), out("")]
+    policy = WARN + "[signals.tool-failure-guidance]\nreset_on_write = false\n"
+    got = signals(trace, policy)
+    assert "tool-failure-guidance" in got
+    assert signals(trace) == []
+
+
+def test_grep_finding_nothing_is_an_answer() -> None:
+    trace: list[Any] = []
+    for i in range(4):
+        trace += [sh(f"grep -rn helper_{i} src"), err("exit status 1")]
+        trace += [Text(session="r", text="Not there; trying another name.")]
+    assert signals(trace) == []
+    policy = WARN + "[signals.tool-failure-guidance]\nsearch_failures_are_answers = false\n"
+    assert "tool-failure-guidance" in signals(trace, policy)
+
+
+def test_one_action_failing_three_times_with_drift_is_named_by_action() -> None:
+    trace: list[Any] = []
+    for i in range(3):
+        trace += [sh(f"curl -s http://svc:{8000 + i}/health"), err("connection refused")]
+    got = alerts(trace)
+    guidance = [a for a in got if a.signal == "tool-failure-guidance"]
+    assert len(guidance) == 1
+    assert guidance[0].detail["tool"] == "bash: curl"
+    assert guidance[0].detail["rule"] == "argument_drift"
+
+
+def test_different_actions_failing_are_separate_streaks_for_guidance() -> None:
+    trace: list[Any] = []
+    for command in ("cat missing.txt", "ls /nope", "python nope.py"):
+        trace += [sh(command), err("No such file or directory")]
+    got = signals(trace)
+    assert "tool-failure-guidance" not in got
+    assert got == ["tool-failure-streak"]
