@@ -44,11 +44,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     engine = Engine(policies)
     report = ReplayReport()
     out = sys.stdout.buffer
+    import_failures: list[str] = []
     try:
-        source = sys.stdin.buffer if args.file in (None, "-") else open(args.file, "rb")  # noqa: SIM115
+        if args.from_format:
+            source = _imported_source("replay", args.from_format, [args.file], import_failures)
+        else:
+            source = sys.stdin.buffer if args.file in (None, "-") else open(args.file, "rb")  # noqa: SIM115
     except OSError as exc:
         print(f"streamguard replay: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return EXIT_FAILURE
+    except _CommandError as exc:
+        print(f"streamguard replay: {exc}", file=sys.stderr)
+        return exc.code
     with source:
         for encoded in replay_lines(source, engine, errors=sys.stderr, report=report):
             out.write(encoded)
@@ -67,7 +74,75 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             "halted_sessions": sorted(s for s, st in engine.sessions.items() if st.halted_by),
         }
         print(json.dumps(summary, sort_keys=True), file=sys.stderr)
-    return EXIT_OK
+    return EXIT_FAILURE if import_failures else EXIT_OK
+
+
+# --------------------------------------------------------------------------- import
+#
+# `import` converts recorded sessions of other agent harnesses to contract-v1
+# JSONL; `replay --from` and `emit --from` run the same conversion and feed
+# its lines to their usual path. A file that fails is reported (file and
+# record) and the others go on; the command then exits 1.
+
+
+def _imported_lines(command: str, from_format: str, paths: Sequence[str], failures: list[str]) -> Any:
+    """Contract-v1 lines (bytes, no newline) of every session in ``paths``."""
+    from .importers import FORMATS, encode_session, iter_sessions
+
+    if from_format != "auto" and from_format not in FORMATS:  # argparse checks; library callers too
+        raise _CommandError(f"unknown format {from_format!r}", EXIT_CONFIG)
+    if any(path in (None, "-") for path in paths):
+        raise _CommandError("--from reads files or folders, not stdin", EXIT_CONFIG)
+
+    def failed(failure: Any) -> None:
+        failures.append(str(failure))
+        print(f"streamguard {command}: {failure}", file=sys.stderr)
+
+    fmt = None if from_format == "auto" else from_format
+    for session in iter_sessions(fmt, paths, on_error=failed):
+        yield from encode_session(session)
+
+
+def _imported_source(command: str, from_format: str, paths: Sequence[str], failures: list[str]) -> Any:
+    """A binary file object over the imported lines (``emit`` and ``replay`` read a file)."""
+    import io
+
+    return io.BytesIO(b"".join(line + b"\n" for line in _imported_lines(command, from_format, paths, failures)))
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    failures: list[str] = []
+    sessions_seen: set[bytes] = set()
+    events = 0
+    try:
+        out = open(args.output, "wb") if args.output else sys.stdout.buffer  # noqa: SIM115
+    except OSError as exc:
+        print(f"streamguard import: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        from .importers import encode_session, iter_sessions
+
+        def failed(failure: Any) -> None:
+            failures.append(str(failure))
+            print(f"streamguard import: {failure}", file=sys.stderr)
+
+        fmt = None if args.from_format == "auto" else args.from_format
+        for session in iter_sessions(fmt, args.paths, on_error=failed):
+            sessions_seen.add(session.session.encode())
+            for line in encode_session(session):
+                out.write(line)
+                out.write(b"\n")
+                events += 1
+        out.flush()
+    finally:
+        if args.output:
+            out.close()
+    print(
+        f"streamguard import: {len(sessions_seen)} session(s), {events} event(s)"
+        + (f"; {len(failures)} file(s) failed" if failures else ""),
+        file=sys.stderr,
+    )
+    return EXIT_FAILURE if failures else EXIT_OK
 
 
 def _cmd_check_config(args: argparse.Namespace) -> int:
@@ -526,12 +601,29 @@ def _cmd_emit(args: argparse.Namespace) -> int:
     if args.rate is not None and not args.rate > 0:
         print("streamguard emit: --rate must be a positive number of events per second", file=sys.stderr)
         return EXIT_CONFIG
+    import_failures: list[str] = []
     try:
-        source = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+        if args.from_format:
+            source = _imported_source("emit", args.from_format, [args.file], import_failures)
+        else:
+            source = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
     except OSError as exc:
         print(f"streamguard emit: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return EXIT_FAILURE
+    except _CommandError as exc:
+        print(f"streamguard emit: {exc}", file=sys.stderr)
+        return exc.code
+    if import_failures and args.from_format:
+        # The files that imported are still checked or published; the run reports failure.
+        code = _cmd_emit_source(args, source)
+        return EXIT_FAILURE if code == EXIT_OK else code
+    return _cmd_emit_source(args, source)
+
+
+def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
     name = "stdin" if args.file == "-" else args.file
+    if args.from_format:
+        name += f" (imported from {args.from_format})"
 
     from .events import decode_agent_event
 
@@ -662,6 +754,19 @@ def _agent_types() -> frozenset[str]:
     return AGENT_EVENT_TYPES
 
 
+def _add_from_argument(parser: argparse.ArgumentParser, help_text: str, default: str | None = None) -> None:
+    from .importers import FORMATS
+
+    parser.add_argument(
+        "--from",
+        dest="from_format",
+        metavar="FORMAT",
+        choices=[*FORMATS, "auto"],
+        default=default,
+        help=f"{help_text}; one of {', '.join([*FORMATS, 'auto'])}",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="streamguard",
@@ -674,6 +779,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("file", nargs="?", default="-", help="JSONL events (default: stdin)")
     replay.add_argument("--policy", help="policy TOML file (default: built-in defaults)")
     replay.add_argument("--summary", action="store_true", help="print a JSON summary on stderr")
+    _add_from_argument(replay, "FILE is a recorded session file or folder of this format (see `import`)")
 
     check = sub.add_parser("check-config", help="validate a policy file")
     check.add_argument("file", nargs="?")
@@ -759,7 +865,22 @@ def build_parser() -> argparse.ArgumentParser:
     emit.add_argument(
         "--check", action="store_true", help="validate only, publish nothing (needs no broker)"
     )
+    _add_from_argument(emit, "FILE is a recorded session file or folder of this format (see `import`)")
     _add_kafka_args(emit, ("events_topic",))
+
+    imp = sub.add_parser(
+        "import",
+        help="convert recorded sessions of other agent harnesses to contract-v1 JSONL",
+        description=(
+            "Convert recorded sessions (SWE-agent, mini-SWE-agent, Claude Code, OpenAI-style chat "
+            "logs, Who&When) to contract-v1 JSONL, one session after another. Folders are searched "
+            "recursively. A file that cannot be imported is reported with its record and skipped; "
+            "the exit code is then 1. The mappings are documented in docs/import.md."
+        ),
+    )
+    imp.add_argument("paths", nargs="+", metavar="PATH", help="session files or folders")
+    _add_from_argument(imp, "the format of the files (default: detect each file's)", default="auto")
+    imp.add_argument("-o", "--output", metavar="FILE", help="write the JSONL here (default: stdout)")
 
     from .demo import add_arguments as add_demo_arguments
 
@@ -796,6 +917,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_reset(args)
         if args.command == "emit":
             return _cmd_emit(args)
+        if args.command == "import":
+            return _cmd_import(args)
         if args.command == "demo":
             from .demo import main as demo_main
 
