@@ -101,7 +101,9 @@ def _as_object(args: Any) -> Any:
             return args
         try:
             decoded = _json_decoder.decode(args)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
+            # RecursionError: nested past what the decoder accepts. The contract
+            # refuses such events; a library caller's still gets an opaque string.
             return args
         if isinstance(decoded, dict):
             return decoded

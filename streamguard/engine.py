@@ -19,11 +19,17 @@ from .policy import Policy, PolicySet
 from .watchdog import SessionState, Watchdog
 
 _AGENT_MEMO_MAX = 4096
+# Largest forward step of a session's ``seq`` that moves its replay mark. A
+# bigger one is applied but leaves the mark where it was: one forged
+# ``seq = 2**53`` would otherwise make every later real event look like a
+# replay, blinding the session for good.
+MAX_SEQ_JUMP = 1_000_000
 
 
 class EngineStats(Struct, kw_only=True):
     events: int = 0
     replays_skipped: int = 0
+    seq_jumps: int = 0
     controls: int = 0
     sessions_created: int = 0
     sessions_evicted: int = 0
@@ -33,7 +39,10 @@ class EngineStats(Struct, kw_only=True):
 class Engine:
     """All sessions of one processor (or one replay), under one policy set."""
 
-    def __init__(self, policy: Policy | PolicySet | None = None) -> None:
+    def __init__(
+        self, policy: Policy | PolicySet | None = None, *, max_seq_jump: int = MAX_SEQ_JUMP
+    ) -> None:
+        self.max_seq_jump = max_seq_jump
         if policy is None:
             policy = PolicySet()
         elif isinstance(policy, Policy):
@@ -97,10 +106,16 @@ class Engine:
             state, watchdog = self._session(event.session, event.agent)
         seq = event.seq
         if seq is not None:
-            if seq <= state.last_seq:
+            last = state.last_seq
+            if seq <= last:
                 self.stats.replays_skipped += 1
                 return []
-            state.last_seq = seq
+            # A counter starts near 0: the first seq is held to the same bound, so a
+            # forged first event cannot set the mark out of reach either.
+            if seq - (last if last > 0 else 0) <= self.max_seq_jump:
+                state.last_seq = seq
+            else:
+                self.stats.seq_jumps += 1  # applied, the mark kept (see MAX_SEQ_JUMP)
         self.stats.events += 1
         ts = event.ts if event.ts is not None else record_ts
         return watchdog.process(state, event, ts)

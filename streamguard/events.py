@@ -26,9 +26,24 @@ from msgspec import Meta, Struct
 
 CONTRACT_VERSION = 1
 
-SessionId = Annotated[str, Meta(min_length=1, max_length=256)]
-NonNegInt = Annotated[int, Meta(ge=0)]
-NonNegFloat = Annotated[float, Meta(ge=0)]
+# Every field is bounded to what the engine's state and its msgpack snapshots can
+# hold, and to what an output may copy without outgrowing a Kafka request: an
+# event outside these bounds is refused at decoding (dead-lettered by the
+# processor), never accepted and then failed on at a checkpoint.
+MAX_NAME_CHARS = 256
+MAX_SEQ = 2**53  # exact in every JSON reader, far below msgpack's 2**64
+MAX_COUNT = 2**40  # tokens, bytes, chars per event: session sums stay far below 2**63
+MAX_TS = 1e11  # unix seconds (the year 5138); also rules out nonsense far-future stamps
+MAX_USD = 1e6  # the cost of one model call
+MAX_NESTING = 64  # levels of arrays/objects in a value, nested JSON strings included
+
+SessionId = Annotated[str, Meta(min_length=1, max_length=MAX_NAME_CHARS)]
+Name = Annotated[str, Meta(max_length=MAX_NAME_CHARS)]
+NonNegInt = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
+NonNegFloat = Annotated[float, Meta(ge=0, le=MAX_USD)]
+Seq = Annotated[int, Meta(ge=0, le=MAX_SEQ)]
+TurnNumber = Annotated[int, Meta(ge=-MAX_SEQ, le=MAX_SEQ)]
+Timestamp = Annotated[float, Meta(ge=0, le=MAX_TS)]
 
 ToolKind = Literal["resolve", "read", "write", "user_input"]
 TextRole = Literal["assistant", "reasoning", "user", "system", "tool"]
@@ -42,26 +57,26 @@ class Event(Struct, tag_field="type", kw_only=True, omit_defaults=True):
     """Fields common to every agent event."""
 
     session: SessionId
-    agent: str | None = None
-    ts: float | None = None
-    seq: NonNegInt | None = None
-    turn: str | int | None = None
+    agent: Name | None = None
+    ts: Timestamp | None = None
+    seq: Seq | None = None
+    turn: Name | TurnNumber | None = None
 
 
 class ToolCall(Event, tag="tool_call"):
-    tool: str
+    tool: Name
     args: Any = None
-    call_id: str | None = None
+    call_id: Name | None = None
     kind: ToolKind | None = None
 
 
 class ToolResult(Event, tag="tool_result"):
-    tool: str
-    call_id: str | None = None
+    tool: Name
+    call_id: Name | None = None
     error: str | None = None
     no_op: bool = False
     result: Any = None
-    result_digest: str | None = None
+    result_digest: Name | None = None
     result_bytes: NonNegInt | None = None
 
 
@@ -80,7 +95,7 @@ class TurnEnd(Event, tag="turn_end"):
 
 
 class Usage(Event, tag="usage"):
-    model: str | None = None
+    model: Name | None = None
     input_tokens: NonNegInt | None = None
     output_tokens: NonNegInt | None = None
     cost_usd: NonNegFloat | None = None
@@ -102,9 +117,9 @@ class Reset(Struct, tag_field="type", tag="reset", kw_only=True, omit_defaults=T
 
     session: SessionId
     guardrail: ResetTarget = "all"
-    additional_budget_usd: Annotated[float, Meta(gt=0)] | None = None
-    by: str | None = None
-    ts: float | None = None
+    additional_budget_usd: Annotated[float, Meta(gt=0, le=MAX_USD)] | None = None
+    by: Name | None = None
+    ts: Timestamp | None = None
 
 
 ControlEvent = Reset
@@ -194,6 +209,74 @@ class ControlOnAgentStream(Exception):
         self.type_name = type_name
 
 
+class NestingTooDeep(msgspec.ValidationError):
+    """A value nested deeper than :data:`MAX_NESTING` levels (arrays, objects, or
+    JSON text inside a string argument). Refused: nothing downstream has to
+    defend its recursion against it."""
+
+    def __init__(self, where: str = "the event") -> None:
+        super().__init__(f"{where} is nested deeper than {MAX_NESTING} levels")
+
+
+def _may_be_deep(data: bytes | str) -> bool:
+    """Cheap upper bound: a value cannot nest deeper than the record has brackets.
+
+    Two C-speed counts per record; only the rare record with more than
+    :data:`MAX_NESTING` brackets is walked (:func:`check_nesting`).
+    """
+    if isinstance(data, str):
+        return data.count("[") + data.count("{") > MAX_NESTING
+    return data.count(b"[") + data.count(b"{") > MAX_NESTING
+
+
+_JSON_OPENERS = frozenset("[{")
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests deeper than ``limit`` levels (iterative: no recursion).
+
+    A string that holds JSON text counts with its own depth, since the
+    canonicalization of string arguments reads it as JSON.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if isinstance(item, dict):
+            depth += 1
+            if depth > limit:
+                return True
+            for child in item.values():
+                if isinstance(child, (dict, list, str)):
+                    push((child, depth))
+        elif isinstance(item, list):
+            depth += 1
+            if depth > limit:
+                return True
+            for child in item:
+                if isinstance(child, (dict, list, str)):
+                    push((child, depth))
+        elif isinstance(item, str):
+            head = item.lstrip(" \t\n\r")[:1]
+            if head in _JSON_OPENERS and item.count("[") + item.count("{") > limit - depth:
+                try:
+                    inner = _any_decoder.decode(item)
+                except RecursionError:
+                    return True
+                except msgspec.DecodeError:
+                    continue  # not JSON: a plain string
+                push((inner, depth))
+    return False
+
+
+def check_nesting(event: Any) -> None:
+    """Raise :class:`NestingTooDeep` if a free-form field of ``event`` nests too deep."""
+    for field in ("args", "result"):
+        value = getattr(event, field, None)
+        if value is not None and _depth_exceeds(value, MAX_NESTING):
+            raise NestingTooDeep(f"{field!r}")
+
+
 def _classify_failure(data: bytes | str, error: msgspec.DecodeError) -> Exception:
     """Tell an unknown/forbidden ``type`` apart from a malformed event.
 
@@ -202,6 +285,8 @@ def _classify_failure(data: bytes | str, error: msgspec.DecodeError) -> Exceptio
     """
     try:
         raw = _any_decoder.decode(data)
+    except RecursionError:
+        return NestingTooDeep()
     except msgspec.DecodeError:
         return error
     if not isinstance(raw, dict):
@@ -216,18 +301,41 @@ def _classify_failure(data: bytes | str, error: msgspec.DecodeError) -> Exceptio
     return error
 
 
+def decode_agent_record(data: bytes | str) -> AgentEvent:
+    """The hot path's decoder: typed decode plus the nesting bound.
+
+    Raises :class:`msgspec.DecodeError` (a :class:`NestingTooDeep` among its
+    subclasses) for anything the processor must classify further (through
+    :func:`decode_agent_event`); a valid shallow event costs two byte counts
+    on top of the decode.
+    """
+    try:
+        event = agent_decoder.decode(data)
+    except RecursionError:
+        raise NestingTooDeep() from None
+    if _may_be_deep(data):
+        check_nesting(event)
+    return event
+
+
 def decode_agent_event(data: bytes | str) -> AgentEvent:
     """Decode one agent event.
 
     Raises :class:`UnknownEventType` for a future event type (skip and count),
     :class:`ControlOnAgentStream` for a control event on the agents' stream
-    (refuse, count as a security event) and :class:`msgspec.DecodeError` (or
-    its subclass ``ValidationError``) for anything malformed.
+    (refuse, count as a security event), :class:`NestingTooDeep` for a value
+    nested deeper than :data:`MAX_NESTING`, and :class:`msgspec.DecodeError`
+    (or its subclass ``ValidationError``) for anything else malformed.
     """
     try:
-        return agent_decoder.decode(data)
+        event = agent_decoder.decode(data)
+    except RecursionError:
+        raise NestingTooDeep() from None
     except msgspec.DecodeError as exc:
         raise _classify_failure(data, exc) from exc
+    if _may_be_deep(data):
+        check_nesting(event)
+    return event
 
 
 def decode_operator_event(data: bytes | str) -> AgentEvent | ControlEvent:
@@ -236,12 +344,17 @@ def decode_operator_event(data: bytes | str) -> AgentEvent | ControlEvent:
     Such a source may carry control events as well as agent events.
     """
     try:
-        return agent_decoder.decode(data)
+        event = agent_decoder.decode(data)
+    except RecursionError:
+        raise NestingTooDeep() from None
     except msgspec.DecodeError as exc:
         failure = _classify_failure(data, exc)
         if isinstance(failure, ControlOnAgentStream):
             return control_decoder.decode(data)
         raise failure from exc
+    if _may_be_deep(data):
+        check_nesting(event)
+    return event
 
 
 def encode(obj: Any) -> bytes:

@@ -2,12 +2,21 @@
 
 A replay file is operator-supplied, so ``reset`` control events may appear
 inline. Many sessions may be interleaved. A malformed line is reported with its
-line number and skipped; the run goes on. Output is deterministic: the same
-file and policy always give the same bytes.
+line number and skipped; so is a line whose processing fails (counted as
+``failed``): the run goes on, and later outputs are never lost. Output is
+deterministic: the same file and policy always give the same bytes.
+
+Memory is bounded as in ``streamguard run``: sessions idle past their TTL are
+evicted (on the trace's own time, the events' ``ts``, since a trace is replayed
+far faster than it was recorded), halted ones after the longer TTL, and at
+most :attr:`ReplayLimits.max_sessions` are held at once (least recently active
+first out). An evicted session that comes back starts afresh, as it would in
+the processor.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import IO
 
@@ -15,6 +24,18 @@ import msgspec
 
 from .engine import Engine
 from .events import Reset, UnknownEventType, decode_operator_event, encode
+
+# Halted session names kept for the summary once their state is evicted.
+MAX_HALTED_LISTED = 1000
+_SWEEP_EVERY = 1024  # events between two TTL sweeps
+
+
+class ReplayLimits(msgspec.Struct, kw_only=True, frozen=True):
+    """Bounds on what a replay holds (the processor's defaults)."""
+
+    session_idle_ttl_s: float = 6 * 3600.0
+    halted_session_ttl_s: float = 7 * 24 * 3600.0
+    max_sessions: int = 100_000
 
 
 class ReplayReport(msgspec.Struct, kw_only=True):
@@ -25,6 +46,67 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     malformed: int = 0
     unknown_types: int = 0
     replays_skipped: int = 0
+    seq_jumps: int = 0
+    failed: int = 0
+    evicted: int = 0
+    # halted sessions whose state was evicted (bounded; halted_evicted counts all)
+    halted_evicted: int = 0
+    halted_listed: list[str] = []
+
+
+class _Recency:
+    """Sessions by last activity on the trace's clock, oldest first; halted ones past
+    the idle TTL wait in ``parked`` for the longer one (as in the processor)."""
+
+    def __init__(self, engine: Engine, limits: ReplayLimits, report: ReplayReport) -> None:
+        self.engine = engine
+        self.limits = limits
+        self.report = report
+        self.active: OrderedDict[str, float] = OrderedDict()
+        self.parked: OrderedDict[str, float] = OrderedDict()
+        self.now = 0.0
+        self.since_sweep = 0
+
+    def touch(self, session: str, ts: float | None) -> None:
+        if ts is not None and ts > self.now:
+            self.now = ts
+        self.parked.pop(session, None)
+        self.active[session] = self.now
+        self.active.move_to_end(session)
+        if len(self.active) + len(self.parked) > self.limits.max_sessions:
+            self.evict(next(iter(self.parked or self.active)))
+        self.since_sweep += 1
+        if self.since_sweep >= _SWEEP_EVERY:
+            self.since_sweep = 0
+            self.sweep()
+
+    def sweep(self) -> None:
+        now, active, parked = self.now, self.active, self.parked
+        while active:
+            session, seen = next(iter(active.items()))
+            if now - seen < self.limits.session_idle_ttl_s:
+                break
+            if self.engine.is_halted(session):
+                del active[session]
+                parked[session] = seen
+            else:
+                self.evict(session)
+        while parked:
+            session, seen = next(iter(parked.items()))
+            if now - seen < self.limits.halted_session_ttl_s:
+                break
+            self.evict(session)
+
+    def evict(self, session: str) -> None:
+        report = self.report
+        if self.engine.is_halted(session):
+            report.halted_evicted += 1
+            if len(report.halted_listed) < MAX_HALTED_LISTED:
+                report.halted_listed.append(session)
+        self.engine.evict(session)
+        self.active.pop(session, None)
+        self.parked.pop(session, None)
+        report.evicted += 1
 
 
 def replay_lines(
@@ -32,9 +114,12 @@ def replay_lines(
     engine: Engine,
     errors: IO[str] | None = None,
     report: ReplayReport | None = None,
+    limits: ReplayLimits | None = None,
 ) -> Iterator[bytes]:
     """Yield one encoded output event per item; report bad lines to ``errors``."""
     report = report if report is not None else ReplayReport()
+    recency = _Recency(engine, limits or ReplayLimits(), report)
+    stats = engine.stats
     for number, line in enumerate(lines, start=1):
         report.lines += 1
         if not line.strip():
@@ -51,14 +136,29 @@ def replay_lines(
             if errors is not None:
                 errors.write(f"line {number}: malformed event skipped: {exc}\n")
             continue
-        if isinstance(event, Reset):
-            report.controls += 1
-            outputs = engine.control(event)
-        else:
-            report.events += 1
-            before = engine.stats.replays_skipped
-            outputs = engine.process(event)
-            report.replays_skipped += engine.stats.replays_skipped - before
+        replays, jumps = stats.replays_skipped, stats.seq_jumps
+        try:
+            if isinstance(event, Reset):
+                report.controls += 1
+                outputs = engine.control(event)
+            else:
+                report.events += 1
+                outputs = engine.process(event)
+        except Exception as exc:  # one bad line never ends the replay
+            report.failed += 1
+            if errors is not None:
+                errors.write(f"line {number}: processing failed, skipped: {exc!r}\n")
+            continue
+        report.replays_skipped += stats.replays_skipped - replays
+        report.seq_jumps += stats.seq_jumps - jumps
+        if event.session in engine.sessions:
+            recency.touch(event.session, event.ts)
         for output in outputs:
             report.outputs += 1
             yield encode(output)
+
+
+def halted_sessions(engine: Engine, report: ReplayReport) -> list[str]:
+    """Sessions halted at the end of a replay, evicted ones included (bounded)."""
+    held = {s for s, state in engine.sessions.items() if state.halted_by}
+    return sorted(held.union(report.halted_listed))

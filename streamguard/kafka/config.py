@@ -76,6 +76,7 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
 
     # -- detection
     policy: str | None = None
+    agent_header: Annotated[str, Meta(min_length=1, max_length=249)] | None = None
 
     # -- processing and checkpoints
     max_poll_records: Annotated[int, Meta(ge=1, le=1_000_000)] = 500
@@ -84,6 +85,8 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     max_in_flight: PositiveInt = 10_000
     send_timeout_ms: Millis = 30_000
     linger_ms: Annotated[int, Meta(ge=0, le=60_000)] = 5
+    max_output_bytes: Annotated[int, Meta(ge=4096, le=64 * 1024 * 1024)] = 256 * 1024
+    max_clock_skew_s: Annotated[float, Meta(ge=0, le=7 * 24 * 3600.0)] = 300.0
 
     # -- session state
     session_idle_ttl_s: Seconds = 6 * 3600.0
@@ -128,14 +131,17 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         "partitions": "partition count of topics created by --create-topics",
         "replication_factor": "replication factor of created topics (1 for a single-broker dev cluster)",
         "policy": "policy TOML file (default: the built-in defaults)",
+        "agent_header": "take each event's agent name (which picks its policy) from this record header, set by the publishing service, instead of the event's own `agent` field",
         "max_poll_records": "most records taken from the consumer per batch",
         "checkpoint_every_events": "checkpoint (flush outputs and snapshots, commit) after this many records",
         "checkpoint_interval_ms": "checkpoint at least this often while records flow",
         "max_in_flight": "unacknowledged produced records before fetching pauses",
         "send_timeout_ms": "how long a checkpoint waits for acknowledgements before failing",
         "linger_ms": "producer batching delay",
-        "session_idle_ttl_s": "evict a session after this much event time without records",
-        "halted_session_ttl_s": "keep halted sessions this long without records",
+        "max_output_bytes": "largest output or dead letter produced; a bigger one is cut down to a stub that says so (keep below the producer's and the topics' message size limits)",
+        "max_clock_skew_s": "record timestamps later than the processor's clock plus this are clamped to it (and counted)",
+        "session_idle_ttl_s": "evict a session after this long without records (processing time)",
+        "halted_session_ttl_s": "keep halted sessions this long without records (processing time)",
         "eviction_batch": "most sessions examined per partition per eviction sweep",
         "metrics_host": "address of the /metrics, /healthz and /readyz endpoint",
         "metrics_port": "port of that endpoint (0: any free port)",

@@ -85,6 +85,27 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.seq_jumps = Counter(
+            "streamguard_seq_jumps_total",
+            "Events applied whose seq jumped too far ahead to move the session's replay mark.",
+            registry=r,
+        )
+        self.timestamps_clamped = Counter(
+            "streamguard_timestamps_clamped_total",
+            "Records whose producer timestamp was ahead of the processor's clock by more than the allowed skew.",
+            registry=r,
+        )
+        self.snapshot_failures = Counter(
+            "streamguard_snapshot_failures_total",
+            "Sessions whose state could not be snapshotted; each was dropped (a tombstone written).",
+            registry=r,
+        )
+        self.outputs_truncated = Counter(
+            "streamguard_outputs_truncated_total",
+            "Outputs and dead letters too large to produce, cut down to a stub, by topic kind.",
+            ["kind"],
+            registry=r,
+        )
         self.alerts = Counter(
             "streamguard_alerts_total",
             "Alerts published, by signal, severity and agent.",

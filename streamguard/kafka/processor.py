@@ -63,20 +63,23 @@ from aiokafka.errors import (
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
+    MessageSizeTooLargeError,
 )
 from aiokafka.partitioner import murmur2
 
+from ..canonical import truncate_middle
 from ..engine import Engine
 from ..events import (
     Alert,
     ControlOnAgentStream,
     Feedback,
     GuardrailTrip,
+    NestingTooDeep,
     Output,
     Reset,
     UnknownEventType,
-    agent_decoder,
     decode_agent_event,
+    decode_agent_record,
     decode_operator_event,
     encode,
 )
@@ -93,7 +96,16 @@ FAULT_POINTS = ("record_processed", "outputs_acked", "changelog_acked", "committ
 
 RESTORING, ACTIVE, SUSPENDED = "restoring", "active", "suspended"
 REROUTED_HEADER = "streamguard.rerouted-from"
+# Header namespaces only streamguard writes. An incoming record's headers in them
+# are dropped (and counted) before the record is copied anywhere: a writer must
+# not be able to pre-fill a dead letter's reason or fake a re-route.
+OWNED_HEADER_PREFIXES = ("dlq.", "streamguard.")
 MAX_ERROR_HEADER = 1000
+# What a dead letter copies of a hostile record's key and headers.
+MAX_DEAD_LETTER_KEY = 1024
+MAX_COPIED_HEADER_BYTES = 16 * 1024
+# Text fields of an output cut down to a stub (reason, guidance, feedback text).
+STUB_TEXT_BYTES = 2048
 POLL_MS = 200
 # Largest record batch the producer builds. A checkpoint writes thousands of
 # snapshots at once, and the producer sends one batch per partition per round
@@ -123,7 +135,7 @@ class _Meta(msgspec.Struct, gc=False):
     partition: int
     events_offset: int
     control_offset: int
-    last_seen: float
+    last_seen: float  # processing time (the processor's clock) of the last record
     parked: bool = False
 
 
@@ -139,7 +151,7 @@ class _Stage(NamedTuple):
 class _Partition:
     """One owned events partition (and its control and changelog twins)."""
 
-    __slots__ = ("active", "changelog_mark", "number", "parked", "status", "stream_time")
+    __slots__ = ("active", "changelog_mark", "number", "parked", "status")
 
     def __init__(self, number: int, status: str) -> None:
         self.number = number
@@ -148,7 +160,6 @@ class _Partition:
         # sessions past the idle TTL move to ``parked`` and wait for the longer TTL.
         self.active: OrderedDict[str, None] = OrderedDict()
         self.parked: OrderedDict[str, None] = OrderedDict()
-        self.stream_time = 0.0
         # The changelog's end offset (as ListOffsets reports it) when the partition
         # was suspended; unchanged at re-assignment = nobody else wrote meanwhile.
         self.changelog_mark: int | None = None
@@ -179,6 +190,8 @@ class Processor:
     policy). ``fault`` is a test hook: it is called with a name from
     :data:`FAULT_POINTS` at that point of the processing; if it raises, the
     processor stops there as a crash would, without flushing or committing.
+    ``clock`` is the processing-time clock (unix seconds) that session TTLs
+    and the timestamp clamp run on; tests pass their own.
     """
 
     def __init__(
@@ -187,12 +200,19 @@ class Processor:
         *,
         policy: Policy | PolicySet | None = None,
         fault: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
         if policy is None:
             policy = load_policy_set(config.policy)
         self.engine = Engine(policy)
         self.fault = fault
+        self.clock = clock
+        # engine counters already exported (seq replays and jumps are counted
+        # there, once per event; the processor adds the difference per batch)
+        self._engine_replays = 0
+        self._engine_jumps = 0
+        self._last_skip_log = 0.0
         self.metrics = Metrics(
             agents=AgentLabels(config.metrics_agents, config.metrics_max_agents),
             active_sessions=lambda: len(self.engine.sessions),
@@ -503,11 +523,15 @@ class Processor:
                 await self._send_outbox()
                 self._since_checkpoint += processed
                 now = time.monotonic()
+                due = now >= self._next_checkpoint
+                if due:
+                    # on the timer too, so partitions that receive nothing are swept
+                    self._sweep()
                 if self._since_checkpoint >= cfg.checkpoint_every_events or (
-                    now >= self._next_checkpoint and self._has_work()
+                    due and self._has_work()
                 ):
                     await self._start_checkpoint()
-                elif now >= self._next_checkpoint:
+                elif due:
                     self._next_checkpoint = now + interval
                     self._update_lag()
         self._loop_beat = time.monotonic()
@@ -547,7 +571,10 @@ class Processor:
             if position is not None and record.offset < position:
                 self._skip("already_processed")
                 continue
-            self._on_control(part, tp, record)
+            try:
+                self._on_control(part, tp, record)
+            except Exception as exc:
+                self._record_failed(tp, record, exc)
             count += 1
             if self.fault is not None:
                 self.fault("record_processed")
@@ -563,11 +590,16 @@ class Processor:
         counter is added to once per batch and label set rather than per
         record. Everything else (new sessions, bad records, replays) goes
         through :meth:`_on_event` / :meth:`_apply_event`.
+
+        Whatever a record does, it fails alone: any exception on its path is
+        caught at the record, dead-lettered with a reason and counted, and the
+        partition moves on. Only the processor's own infrastructure (the
+        producer, the group) stops the loop.
         """
         position = self._positions.get(tp)
         number = part.number
         fault = self.fault
-        decode = agent_decoder.decode
+        decode = decode_agent_record
         process = self.engine.process
         sessions_get = self.engine.sessions.get
         meta_get = self._meta.get
@@ -577,6 +609,11 @@ class Processor:
         active = part.active
         move_to_end = active.move_to_end
         agent_label = self.metrics.agent_label
+        agent_header = self.config.agent_header
+        now = self.clock()
+        # Record time later than this is a forged or broken producer clock.
+        horizon_ms = (now + self.config.max_clock_skew_s) * 1000.0
+        clamped = 0
         counts: dict[tuple[type, str | None], list[Any]] = {}
         counts_get = counts.get
         count = 0
@@ -587,74 +624,133 @@ class Processor:
                     self._skip("already_processed")
                     continue
                 count += 1
-                value = record.value
                 try:
-                    event = decode(value)
-                except (msgspec.DecodeError, TypeError):
-                    # malformed, unknown or forbidden type, null value: classified there
-                    self._on_event(part, tp, record)
-                    if fault is not None:
-                        fault("record_processed")
-                    continue
-                session = event.session
-                meta = meta_get(session)
-                key = record.key
-                if (
-                    meta is None
-                    or meta.partition != number
-                    or offset <= meta.events_offset
-                    or key is None
-                    or key != session.encode()
-                ):
-                    self._apply_event(part, tp, record, event, meta)
-                    if fault is not None:
-                        fault("record_processed")
-                    continue
-                record_ts = record.timestamp
-                ts = record_ts / 1000.0
-                if unstaged and session in unstaged:
-                    self._stage_session(session)
-                try:
-                    outputs = process(event, ts)
+                    value = record.value
+                    try:
+                        event = decode(value)
+                    except (msgspec.DecodeError, TypeError):
+                        # malformed, unknown or forbidden type, null value: classified there
+                        self._on_event(part, tp, record)
+                        if fault is not None:
+                            fault("record_processed")
+                        continue
+                    if agent_header is not None:
+                        event.agent = self._header_agent(record, agent_header)
+                    session = event.session
+                    meta = meta_get(session)
+                    key = record.key
+                    if (
+                        meta is None
+                        or meta.partition != number
+                        or offset <= meta.events_offset
+                        or key is None
+                        or key != session.encode()
+                    ):
+                        self._apply_event(part, tp, record, event, meta, now)
+                        if fault is not None:
+                            fault("record_processed")
+                        continue
+                    record_ts = record.timestamp
+                    if record_ts > horizon_ms:
+                        record_ts = int(horizon_ms)
+                        clamped += 1
+                    if unstaged and session in unstaged:
+                        self._stage_session(session)
+                        if meta_get(session) is None:  # dropped: its state was unencodable
+                            self._apply_event(part, tp, record, event, None, now)
+                            continue
+                    try:
+                        outputs = process(event, record_ts / 1000.0)
+                    except Exception as exc:
+                        outputs = self._processing_error(tp, record, exc)
+                    # the bookkeeping of _touch, for a session that has a _Meta
+                    state = sessions_get(session)
+                    if state is not None:
+                        if meta.parked:
+                            meta.parked = False
+                            part.parked.pop(session, None)
+                            active[session] = None
+                        else:
+                            move_to_end(session)
+                        meta.last_seen = now
+                        dirty[session] = number
+                        if state.halted_by:
+                            halted.add(session)
+                        else:
+                            halted.discard(session)
+                    meta.events_offset = offset
+                    label_key = (type(event), event.agent)
+                    tally = counts_get(label_key)
+                    if tally is None:
+                        # resolved at first sight, so labels and series appear in stream order
+                        counter = self._event_counter(type(event), agent_label(event.agent))
+                        counts[label_key] = [counter, 1]
+                    else:
+                        tally[1] += 1
+                    if outputs:
+                        for output in outputs:
+                            self._emit(output, record_ts)
+                except SimulatedCrash:
+                    raise
                 except Exception as exc:
-                    outputs = self._processing_error(tp, record, exc)
-                # the bookkeeping of _touch, for a session that has a _Meta
-                state = sessions_get(session)
-                if state is not None:
-                    if meta.parked:
-                        meta.parked = False
-                        part.parked.pop(session, None)
-                        active[session] = None
-                    else:
-                        move_to_end(session)
-                    if ts > meta.last_seen:
-                        meta.last_seen = ts
-                    if ts > part.stream_time:
-                        part.stream_time = ts
-                    dirty[session] = number
-                    if state.halted_by:
-                        halted.add(session)
-                    else:
-                        halted.discard(session)
-                meta.events_offset = offset
-                label_key = (type(event), event.agent)
-                tally = counts_get(label_key)
-                if tally is None:
-                    # resolved at first sight, so labels and series appear in stream order
-                    counter = self._event_counter(type(event), agent_label(event.agent))
-                    counts[label_key] = [counter, 1]
-                else:
-                    tally[1] += 1
-                if outputs:
-                    for output in outputs:
-                        self._emit(output, record_ts)
+                    self._record_failed(tp, record, exc)
                 if fault is not None:
                     fault("record_processed")
         finally:
             for counter, n in counts.values():
                 counter.inc(n)
+            if clamped:
+                self.metrics.timestamps_clamped.inc(clamped)
+            self._account_engine_skips()
         self._positions[tp] = records[-1].offset + 1
         return count
+
+    def _header_agent(self, record: Any, name: str) -> str | None:
+        """The agent name the publishing service put in header ``name`` (None: absent)."""
+        for header, value in record.headers or ():
+            if header == name:
+                if value is None or len(value) > 256:
+                    return None
+                return value.decode("utf-8", "replace") or None
+        self.metrics.security_events.labels("agent_header_missing").inc()
+        return None
+
+    def _account_engine_skips(self) -> None:
+        """Export the engine's seq-based skips (counted per event there) once per batch."""
+        stats = self.engine.stats
+        replays = stats.replays_skipped - self._engine_replays
+        jumps = stats.seq_jumps - self._engine_jumps
+        if not (replays or jumps):
+            return
+        self._engine_replays = stats.replays_skipped
+        self._engine_jumps = stats.seq_jumps
+        if replays:
+            self.metrics.skipped.labels("seq_not_newer").inc(replays)
+        if jumps:
+            self.metrics.seq_jumps.inc(jumps)
+        now = time.monotonic()
+        if now - self._last_skip_log >= 10.0:  # rate-limited: a replayed trace is one line
+            self._last_skip_log = now
+            log.warning(
+                "skipped %d events whose seq was not newer than their session's last and "
+                "kept the replay mark on %d events whose seq jumped ahead by more than %d "
+                "(streamguard_events_skipped_total)",
+                replays,
+                jumps,
+                self.engine.max_seq_jump,
+            )
+
+    def _record_failed(self, tp: TopicPartition, record: Any, exc: BaseException) -> None:
+        """A record whose handling raised: dead-letter it, count it, move on."""
+        log.error(
+            "record %s[%d]@%d failed (%r); dead-lettered",
+            tp.topic,
+            tp.partition,
+            record.offset,
+            exc,
+        )
+        self.metrics.processing_errors.inc()
+        self._dead_letter(tp, record, "processing_error", repr(exc))
 
     def _event_counter(self, cls: type, label: str) -> Any:
         cache_key = (cls, label)
@@ -680,6 +776,9 @@ class Processor:
         except UnknownEventType:
             self._skip("unknown_type")
             return
+        except NestingTooDeep as exc:
+            self._dead_letter(tp, record, "too_deep", str(exc))
+            return
         except ControlOnAgentStream as exc:
             self.metrics.security_events.labels("control_on_events_topic").inc()
             log.warning(
@@ -697,12 +796,30 @@ class Processor:
         except msgspec.DecodeError as exc:
             self._dead_letter(tp, record, "malformed", str(exc))
             return
-        self._apply_event(part, tp, record, event, self._meta.get(event.session))
+        except TypeError as exc:  # a value that is not bytes (a broken deserializer)
+            self._dead_letter(tp, record, "malformed", repr(exc))
+            return
+        if self.config.agent_header is not None:
+            event.agent = self._header_agent(record, self.config.agent_header)
+        self._apply_event(part, tp, record, event, self._meta.get(event.session), self.clock())
 
     def _apply_event(
-        self, part: _Partition, tp: TopicPartition, record: Any, event: Any, meta: _Meta | None
+        self,
+        part: _Partition,
+        tp: TopicPartition,
+        record: Any,
+        event: Any,
+        meta: _Meta | None,
+        now: float,
     ) -> None:
-        """Check, apply and account one decoded event (``meta``: the session's, if held)."""
+        """Check, apply and account one decoded event (``meta``: the session's, if held).
+
+        A session's state is only ever created on its home partition (the
+        partitioner's choice for its key): a record keyed as another session but
+        produced to some other partition is dead-lettered there, so it can
+        neither create a rival state nor make the real session's records look
+        misplaced.
+        """
         session = event.session
         key = record.key
         if key is None or (key != session.encode()):
@@ -713,8 +830,21 @@ class Processor:
                 f"record key {key!r} is not the event's session {session!r}",
             )
             return
+        if (meta is None or meta.partition != part.number) and (
+            home := self._murmur_partition(key)
+        ) != part.number:
+            self.metrics.misrouted.labels(tp.topic).inc()
+            self._dead_letter(
+                tp,
+                record,
+                "not_home_partition",
+                f"session {session!r} belongs on partition {home} (murmur2 of its key); "
+                "publishers must use the default partitioner",
+            )
+            return
         if meta is not None:
             if meta.partition != part.number:
+                # state from before the home rule, held on another partition of ours
                 self._dead_letter(
                     tp,
                     record,
@@ -725,23 +855,30 @@ class Processor:
             if record.offset <= meta.events_offset:
                 self._skip("already_applied")
                 return
-        elif self._murmur_partition(key) != part.number:
-            self.metrics.misrouted.labels(tp.topic).inc()
-        ts = record.timestamp / 1000.0
+        record_ts = self._clamped(record.timestamp, now)
         if session in self._unstaged:
             self._stage_session(session)
+            meta = self._meta.get(session)
         try:
-            outputs = self.engine.process(event, ts)
+            outputs = self.engine.process(event, record_ts / 1000.0)
         except Exception as exc:
             outputs = self._processing_error(tp, record, exc)
-        meta = self._touch(part, session, meta, ts)
+        meta = self._touch(part, session, meta, now)
         if meta is None:
             return
         meta.events_offset = record.offset
         self._event_counter(type(event), self.metrics.agent_label(event.agent)).inc()
         if outputs:
             for output in outputs:
-                self._emit(output, record.timestamp)
+                self._emit(output, record_ts)
+
+    def _clamped(self, record_ts_ms: int, now: float) -> int:
+        """The record timestamp, clamped to the processor's clock plus the allowed skew."""
+        horizon_ms = (now + self.config.max_clock_skew_s) * 1000.0
+        if record_ts_ms > horizon_ms:
+            self.metrics.timestamps_clamped.inc()
+            return int(horizon_ms)
+        return record_ts_ms
 
     def _processing_error(self, tp: TopicPartition, record: Any, exc: Exception) -> list[Output]:
         log.exception(
@@ -760,6 +897,9 @@ class Processor:
             event = decode_operator_event(value)
         except UnknownEventType as exc:
             self._dead_letter(tp, record, "unknown_type", str(exc))
+            return
+        except NestingTooDeep as exc:
+            self._dead_letter(tp, record, "too_deep", str(exc))
             return
         except msgspec.ValidationError as exc:
             self._dead_letter(tp, record, "invalid_event", str(exc))
@@ -786,24 +926,41 @@ class Processor:
             )
             return
         meta = self._meta.get(session)
-        if meta is not None and meta.partition != part.number:
-            target = meta.partition  # the session lives on another partition of ours
-        elif meta is None:
-            target = self._murmur_partition(session.encode())
-        else:
-            target = part.number
+        # The home partition always wins: a control record elsewhere is re-routed
+        # there once; one that claims to be re-routed already and is still not
+        # home was forged (or the partition count changed): refused.
+        target = self._murmur_partition(session.encode())
         if target != part.number:
-            if not any(h[0] == REROUTED_HEADER for h in record.headers or ()):
-                self._reroute(tp, record, session, target)
-                return
-            # Already re-routed once and still not here: apply rather than ping-pong.
             self.metrics.misrouted.labels(tp.topic).inc()
+            if any(h[0] == REROUTED_HEADER for h in record.headers or ()):
+                self.metrics.security_events.labels("forged_reroute").inc()
+                self._dead_letter(
+                    tp,
+                    record,
+                    "not_home_partition",
+                    f"session {session!r} belongs on partition {target}; a re-routed "
+                    "record never lands elsewhere",
+                )
+            else:
+                self._reroute(tp, record, session, target)
+            return
+        if meta is not None and meta.partition != part.number:
+            self._dead_letter(
+                tp,
+                record,
+                "partition_mismatch",
+                f"session {session!r} lives on partition {meta.partition}",
+            )
+            return
         if meta is not None and record.offset <= meta.control_offset:
             self._skip("already_applied")
             return
-        ts = record.timestamp / 1000.0
+        now = self.clock()
+        record_ts = self._clamped(record.timestamp, now)
+        ts = record_ts / 1000.0
         if session in self._unstaged:
             self._stage_session(session)
+            meta = self._meta.get(session)
         self.metrics.controls.labels(_tag(event)).inc()
         try:
             outputs = self.engine.control(event, ts)
@@ -812,20 +969,22 @@ class Processor:
             self.metrics.processing_errors.inc()
             self._dead_letter(tp, record, "processing_error", repr(exc))
             outputs = []
-        meta = self._touch(part, session, meta, ts)
+        meta = self._touch(part, session, meta, now)
         if meta is None:
             return
         meta.control_offset = record.offset
         for output in outputs:
-            self._emit(output, record.timestamp)
+            self._emit(output, record_ts)
 
-    def _touch(self, part: _Partition, session: str, meta: _Meta | None, ts: float) -> _Meta | None:
-        """Book-keeping after the engine saw a record of ``session``."""
+    def _touch(
+        self, part: _Partition, session: str, meta: _Meta | None, now: float
+    ) -> _Meta | None:
+        """Book-keeping after the engine saw a record of ``session`` (``now``: processing time)."""
         state = self.engine.sessions.get(session)
         if state is None:
             return meta
         if meta is None:
-            meta = _Meta(part.number, -1, -1, ts)
+            meta = _Meta(part.number, -1, -1, now)
             self._meta[session] = meta
             part.active[session] = None
         else:
@@ -835,10 +994,7 @@ class Processor:
                 part.active[session] = None
             else:
                 part.active.move_to_end(session)
-            if ts > meta.last_seen:
-                meta.last_seen = ts
-        if ts > part.stream_time:
-            part.stream_time = ts
+            meta.last_seen = now
         self._dirty[session] = part.number
         if state.halted_by:
             self._halted.add(session)
@@ -869,19 +1025,65 @@ class Processor:
             if guardrail:
                 headers.append(("guardrail", str(guardrail).encode()))
         self.metrics.outputs.labels(tag).inc()
+        value = encode(output)
+        if len(value) > self.config.max_output_bytes:
+            value = self._output_stub(output, len(value))
+            headers.append(("streamguard.truncated", b"1"))
         self._outbox.append(
             (
                 self.config.alerts_topic,
                 output.session.encode(),
-                encode(output),
+                value,
                 None,
                 headers,
                 record_ts_ms,
             )
         )
 
+    def _output_stub(self, output: Output, size: int) -> bytes:
+        """``output`` cut down to fit: its identity and decision kept, free text cut,
+        its ``detail`` replaced by a note saying what was cut. Consumers parse it as
+        the same output type."""
+        self.metrics.outputs_truncated.labels("output").inc()
+        log.warning(
+            "%s %s of session %r is %d bytes, over max_output_bytes: produced as a stub",
+            _tag(output),
+            output.id,
+            output.session[:64],
+            size,
+        )
+        changes: dict[str, Any] = {}
+        for field in msgspec.structs.fields(output):
+            value = getattr(output, field.name)
+            if isinstance(value, str) and len(value) > STUB_TEXT_BYTES // 4:
+                changes[field.name] = truncate_middle(value, STUB_TEXT_BYTES)
+            elif isinstance(value, list) and field.name != "signals":
+                changes[field.name] = []
+        if isinstance(output, Alert):
+            changes["detail"] = {"truncated": True, "original_bytes": size}
+        elif isinstance(output, Feedback):
+            changes["signals"] = [truncate_middle(s, 256) for s in output.signals[:16]]
+        return encode(msgspec.structs.replace(output, **changes))
+
+    def _copied_headers(self, record: Any) -> list[tuple[str, bytes]]:
+        """The headers of ``record`` that may be copied onto what streamguard writes:
+        none in streamguard's own namespaces, and a bounded amount in all."""
+        copied: list[tuple[str, bytes]] = []
+        budget = MAX_COPIED_HEADER_BYTES
+        for name, value in record.headers or ():
+            if name.startswith(OWNED_HEADER_PREFIXES):
+                self.metrics.security_events.labels("forged_header").inc()
+                continue
+            size = len(name) + (len(value) if value else 0)
+            if size > budget:
+                copied.append(("streamguard.headers-truncated", b"1"))
+                break
+            budget -= size
+            copied.append((name, value))
+        return copied
+
     def _dead_letter(self, tp: TopicPartition, record: Any, reason: str, error: str) -> None:
-        headers = list(record.headers or ())
+        headers = self._copied_headers(record)
         headers += [
             ("dlq.reason", reason.encode()),
             ("dlq.error", error[:MAX_ERROR_HEADER].encode("utf-8", "replace")),
@@ -890,11 +1092,21 @@ class Processor:
             ("dlq.source.offset", str(record.offset).encode()),
             ("dlq.source.timestamp", str(record.timestamp).encode()),
         ]
+        key, value = record.key, record.value
+        limit = self.config.max_output_bytes
+        if key is not None and len(key) > MAX_DEAD_LETTER_KEY:
+            headers.append(("dlq.key-truncated-from", str(len(key)).encode()))
+            key = key[:MAX_DEAD_LETTER_KEY]
+        if value is not None and len(value) > limit - MAX_COPIED_HEADER_BYTES - 4096:
+            # Too big to produce again with our headers: keep the start, say so.
+            self.metrics.outputs_truncated.labels("dead_letter").inc()
+            headers.append(("dlq.value-truncated-from", str(len(value)).encode()))
+            value = value[: limit // 2]
         self.metrics.dead_letters.labels(reason).inc()
-        self._outbox.append((self.config.dlq_topic, record.key, record.value, None, headers, None))
+        self._outbox.append((self.config.dlq_topic, key, value, None, headers, None))
 
     def _reroute(self, tp: TopicPartition, record: Any, session: str, target: int) -> None:
-        headers = list(record.headers or ())
+        headers = self._copied_headers(record)
         headers.append((REROUTED_HEADER, f"{tp.partition}:{record.offset}".encode()))
         self.metrics.rerouted.inc()
         log.info(
@@ -917,9 +1129,24 @@ class Processor:
         outbox, self._outbox = self._outbox, []
         limit = self.config.max_in_flight
         for topic, key, value, partition, headers, record_ts in outbox:
-            future = await producer.send(
-                topic, value=value, key=key, partition=partition, headers=headers
-            )
+            try:
+                future = await producer.send(
+                    topic, value=value, key=key, partition=partition, headers=headers
+                )
+            except MessageSizeTooLargeError:
+                # Every output is capped before it gets here; this is the last line
+                # of defence (headers, a smaller producer limit): a stub, never a crash.
+                future = await producer.send(
+                    self.config.dlq_topic,
+                    value=None,
+                    key=key[:MAX_DEAD_LETTER_KEY] if key else key,
+                    headers=[
+                        ("dlq.reason", b"output_too_large"),
+                        ("dlq.error", f"{len(value or b'')} bytes for {topic}".encode()),
+                    ],
+                )
+                self.metrics.outputs_truncated.labels("unproducible").inc()
+                self.metrics.dead_letters.labels("output_too_large").inc()
             if record_ts is not None:
                 future.add_done_callback(self._latency_observer(record_ts))
             self._inflight.append(future)
@@ -1062,10 +1289,31 @@ class Processor:
         meta = self._meta.get(session)
         value = None
         if meta is not None and meta.partition == partition:
-            state = self.engine.snapshot(session)
-            if state is not None:
-                value = encode_entry(meta.events_offset, meta.control_offset, meta.last_seen, state)
+            try:
+                state = self.engine.snapshot(session)
+                if state is not None:
+                    value = encode_entry(
+                        meta.events_offset, meta.control_offset, meta.last_seen, state
+                    )
+            except Exception as exc:
+                # One session's state must never fail a checkpoint (and with it
+                # every commit of the partition): that session alone is dropped.
+                self._drop_unencodable(session, exc)
+                value = None
         return partition, session.encode(), value
+
+    def _drop_unencodable(self, session: str, exc: Exception) -> None:
+        log.error("session %r cannot be snapshotted (%r): dropped, a tombstone written", session, exc)
+        self.metrics.snapshot_failures.inc()
+        meta = self._meta.pop(session, None)
+        if meta is not None:
+            part = self._partitions.get(meta.partition)
+            if part is not None:
+                part.active.pop(session, None)
+                part.parked.pop(session, None)
+        self.engine.evict(session)
+        self._halted.discard(session)
+        self._dirty.pop(session, None)
 
     def _stage_session(self, session: str) -> None:
         """Encode ``session`` for the pending checkpoint now: it is about to change."""
@@ -1161,12 +1409,19 @@ class Processor:
     # ============================================================ eviction
 
     def _sweep(self) -> None:
+        """Evict sessions idle past their TTL, on processing time.
+
+        Processing time, not record time: record timestamps are written by the
+        producers, and one record dated a week ahead would otherwise expire every
+        session of its partition, halted ones included. It also lets a partition
+        that receives nothing more be swept (the loop calls this on its timer).
+        """
         idle_ttl = self.config.session_idle_ttl_s
         halted_ttl = self.config.halted_session_ttl_s
+        now = self.clock()
         for part in self._partitions.values():
             if part.status != ACTIVE:
                 continue
-            now = part.stream_time
             budget = self.config.eviction_batch
             active, parked = part.active, part.parked
             while active and budget > 0:
@@ -1368,8 +1623,6 @@ class Processor:
             meta = _Meta(part.number, entry.events_offset, entry.control_offset, last_seen)
             self._meta[session] = meta
             part.active[session] = None
-            if last_seen > part.stream_time:
-                part.stream_time = last_seen
             state = self.engine.sessions.get(session)
             if state is not None and state.halted_by:
                 self._halted.add(session)

@@ -145,13 +145,14 @@ async def feed(topics: Any) -> None:
     wrong = (partition_of("s-mis", n) + 1) % n
     await topics.send(topics.events, TurnStart(session="s-mis", agent="coder", ts=T0), partition=wrong)
     await topics.send(topics.control, Reset(session="s-cycle", by="test"))
-    # An event a minute later in s-fail's partition: s-fail is idle past the TTL
-    # (5 s of record time) and is evicted at the next checkpoint.
+    # s-fail is idle past the TTL (5 s of processing time) and is evicted by the
+    # processor's timer sweep. A record stamped an hour ahead is clamped (and
+    # counted), and evicts nothing by itself.
     late = next(f"s-late-{i}" for i in range(1000) if partition_of(f"s-late-{i}", n) == partition_of("s-fail", n))
     await topics.send(
         topics.events,
         TurnStart(session=late, agent="ops", ts=T0 + 60),
-        timestamp_ms=int(time.time() * 1000) + 60_000,
+        timestamp_ms=int(time.time() * 1000) + 3_600_000,
     )
 
 

@@ -246,6 +246,19 @@ async def topics(broker: LocalBroker, request: pytest.FixtureRequest) -> AsyncIt
         await made.close()
 
 
+class ManualClock:
+    """A processing-time clock that moves only when the test says so."""
+
+    def __init__(self, start: float | None = None) -> None:
+        self.now = time.time() if start is None else start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 class Running:
     """A processor running as a task in the test's event loop."""
 
@@ -331,8 +344,14 @@ async def start_processor(topics: Topics) -> AsyncIterator[Callable[..., Awaitab
     """Start processors on the test's topics; any still running are stopped at teardown."""
     running: list[Running] = []
 
-    async def start(*, ready: bool = True, fault: Any = None, **overrides: Any) -> Running:
-        processor = Processor(topics.config(**overrides), fault=fault)
+    async def start(
+        *,
+        ready: bool = True,
+        fault: Any = None,
+        clock: Callable[[], float] = time.time,
+        **overrides: Any,
+    ) -> Running:
+        processor = Processor(topics.config(**overrides), fault=fault, clock=clock)
         handle = Running(processor)
         running.append(handle)
         if ready:

@@ -8,7 +8,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from streamguard.events import ToolCall
 from streamguard.kafka.processor import Processor, StartupError
-from tests.kafka.conftest import Topics, http_get, metric_value, poll_until
+from tests.kafka.conftest import ManualClock, Topics, http_get, metric_value, poll_until
 from tests.kafka.scenarios import T0, by_id, calm, expected_outputs, repeat_loop
 
 pytestmark = pytest.mark.kafka
@@ -24,7 +24,10 @@ async def send_at(topics: Topics, events: list, offset_s: float = 0.0) -> None:
 async def test_idle_sessions_are_evicted_and_halted_ones_kept_longer(
     topics, start_processor
 ) -> None:
-    running = await start_processor(session_idle_ttl_s=100, halted_session_ttl_s=1000)
+    clock = ManualClock()
+    running = await start_processor(
+        session_idle_ttl_s=100, halted_session_ttl_s=1000, clock=clock
+    )
     proc = running.processor
     await send_at(topics, repeat_loop("s-halted"))
     await send_at(topics, calm("s-idle"))
@@ -34,16 +37,32 @@ async def test_idle_sessions_are_evicted_and_halted_ones_kept_longer(
         "both sessions",
     )
 
-    # Event time moves on (another session's record 200 s later): the idle session
-    # goes, the halted one stays.
-    clock = ToolCall(session="s-clock", tool="ls", args={}, ts=T0 + 200)
-    await send_at(topics, [clock])
-    await poll_until(lambda: "s-idle" not in proc.engine.sessions, 20, "the idle eviction")
-    assert proc.engine.is_halted("s-halted")
+    # A record stamped a week ahead is clamped to the clock and evicts nothing.
+    future = ToolCall(session="s-clock", tool="ls", args={}, ts=T0)
+    await topics.send(
+        topics.events, future, timestamp_ms=int((clock() + 7 * 24 * 3600) * 1000)
+    )
+    await poll_until(lambda: "s-clock" in proc.engine.sessions, 20, "the future-stamped record")
+    await topics.wait_committed()
+    assert {"s-idle", "s-halted", "s-clock"} <= set(proc.engine.sessions)
+    assert proc.metrics.timestamps_clamped._value.get() == 1
 
-    # 2000 s later even the halted session has outlived its TTL.
+    # Processing time moves on, with no record at all: the timer sweep evicts the
+    # idle sessions; the halted one stays.
+    clock.advance(200)
+    await poll_until(lambda: "s-idle" not in proc.engine.sessions, 20, "the idle eviction")
+    assert "s-clock" not in proc.engine.sessions
+    assert proc.engine.is_halted("s-halted")
+    await send_at(topics, [ToolCall(session="s-clock", tool="ls", args={"n": 1}, ts=T0 + 200)])
+    await poll_until(lambda: "s-clock" in proc.engine.sessions, 20, "s-clock again")
+
+    # 2000 s later even the halted session has outlived its TTL (and s-clock is idle).
+    clock.advance(2000)
+    await poll_until(
+        lambda: not {"s-halted", "s-clock"} & set(proc.engine.sessions), 20, "the evictions"
+    )
     await send_at(topics, [ToolCall(session="s-clock", tool="ls", args={"n": 2}, ts=T0 + 2000)])
-    await poll_until(lambda: "s-halted" not in proc.engine.sessions, 20, "the halted eviction")
+    await poll_until(lambda: "s-clock" in proc.engine.sessions, 20, "s-clock once more")
     await topics.wait_committed()
 
     latest: dict[bytes, bytes | None] = {}
@@ -52,13 +71,15 @@ async def test_idle_sessions_are_evicted_and_halted_ones_kept_longer(
     assert latest[b"s-idle"] is None and latest[b"s-halted"] is None  # tombstones
     assert latest[b"s-clock"] is not None
     text = await running.metrics_text()
-    assert metric_value(text, "streamguard_sessions_evicted_total", kind="idle") == 1.0
+    assert metric_value(text, "streamguard_sessions_evicted_total", kind="idle") == 3.0
     assert metric_value(text, "streamguard_sessions_evicted_total", kind="halted") == 1.0
     assert metric_value(text, "streamguard_sessions_halted") == 0.0
     await running.stop()
 
     # A restart restores only what is left.
-    again = await start_processor(session_idle_ttl_s=100, halted_session_ttl_s=1000)
+    again = await start_processor(
+        session_idle_ttl_s=100, halted_session_ttl_s=1000, clock=clock
+    )
     assert set(again.processor.engine.sessions) == {"s-clock"}
     # An evicted session that comes back starts afresh.
     await send_at(topics, [ToolCall(session="s-idle", tool="ls", args={}, ts=T0 + 2001)])

@@ -1,0 +1,410 @@
+"""Hostile input without a broker: the contract's bounds, the engine's seq mark,
+replay's resilience and bounds, and the processor's per-record isolation."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from typing import Any
+
+import msgspec
+import pytest
+from aiokafka import TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+from streamguard.engine import MAX_SEQ_JUMP, Engine
+from streamguard.events import (
+    MAX_COUNT,
+    MAX_NAME_CHARS,
+    MAX_NESTING,
+    MAX_SEQ,
+    Alert,
+    NestingTooDeep,
+    ToolCall,
+    Usage,
+    decode_agent_event,
+    decode_agent_record,
+    decode_operator_event,
+    encode,
+    output_decoder,
+)
+from streamguard.kafka.config import ProcessorConfig
+from streamguard.kafka.processor import ACTIVE, Processor, _Partition
+from streamguard.policy import Policy
+from streamguard.replay import ReplayLimits, ReplayReport, halted_sessions, replay_lines
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def call_with_args(args_json: str, session: str = "s") -> str:
+    return '{"type":"tool_call","session":"' + session + '","tool":"t","args":' + args_json + "}"
+
+
+# ------------------------------------------------------------------ nesting
+
+
+@pytest.mark.parametrize("decode", [decode_agent_event, decode_agent_record, decode_operator_event])
+@pytest.mark.parametrize("depth", [MAX_NESTING + 1, 1000, 100_000])
+def test_args_nested_past_the_bound_are_refused(decode, depth) -> None:
+    with pytest.raises(NestingTooDeep):
+        decode(call_with_args(nested(depth)))
+
+
+@pytest.mark.parametrize("decode", [decode_agent_event, decode_agent_record, decode_operator_event])
+def test_nesting_at_the_bound_is_accepted(decode) -> None:
+    event = decode(call_with_args(nested(MAX_NESTING)))
+    assert isinstance(event, ToolCall)
+
+
+def test_json_text_inside_a_string_argument_counts_with_its_depth() -> None:
+    # the dict holding it is one level: its JSON text may nest one level less
+    ok = call_with_args(json.dumps({"q": nested(MAX_NESTING - 1)}))
+    assert isinstance(decode_agent_event(ok), ToolCall)
+    with pytest.raises(NestingTooDeep):
+        decode_agent_event(call_with_args(json.dumps({"q": nested(MAX_NESTING)})))
+    # JSON text of a JSON string is an opaque string: nothing reads inside it
+    assert decode_agent_event(call_with_args(json.dumps(json.dumps(nested(5000)))))
+    # brackets in plain text are not nesting
+    text = call_with_args(json.dumps({"q": "[" * 500 + " not json"}))
+    assert isinstance(decode_agent_event(text), ToolCall)
+
+
+def test_deep_results_and_deep_control_fields_are_refused() -> None:
+    result = '{"type":"tool_result","session":"s","tool":"t","result":' + nested(200) + "}"
+    with pytest.raises(NestingTooDeep):
+        decode_agent_event(result)
+    reset = '{"type":"reset","session":"s","by":' + nested(5000) + "}"
+    with pytest.raises(NestingTooDeep):
+        decode_operator_event(reset)
+    with pytest.raises(NestingTooDeep):  # the classification of a refused type, too
+        decode_agent_event(reset)
+
+
+# ------------------------------------------------------------------- bounds
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("seq", MAX_SEQ + 1),
+        ("seq", 2**64),
+        ("ts", 1e12),
+        ("turn", 2**63),
+    ],
+)
+def test_integers_beyond_the_snapshot_are_refused(field, value) -> None:
+    raw = {"type": "tool_call", "session": "s", "tool": "t", field: value}
+    with pytest.raises(msgspec.ValidationError):
+        decode_agent_event(json.dumps(raw))
+
+
+@pytest.mark.parametrize(
+    "field", ["input_tokens", "output_tokens", "context_window"]
+)
+def test_usage_counts_are_bounded(field) -> None:
+    assert decode_agent_event(json.dumps({"type": "usage", "session": "s", field: MAX_COUNT}))
+    with pytest.raises(msgspec.ValidationError):
+        decode_agent_event(json.dumps({"type": "usage", "session": "s", field: MAX_COUNT + 1}))
+
+
+@pytest.mark.parametrize("field", ["tool", "call_id", "agent"])
+def test_names_are_bounded(field) -> None:
+    raw = {"type": "tool_call", "session": "s", "tool": "t"}
+    raw[field] = "x" * MAX_NAME_CHARS
+    assert decode_agent_event(json.dumps(raw))
+    raw[field] = "x" * (MAX_NAME_CHARS + 1)
+    with pytest.raises(msgspec.ValidationError):
+        decode_agent_event(json.dumps(raw))
+
+
+# --------------------------------------------------------------------- seq
+
+
+def test_a_forged_seq_does_not_blind_the_session() -> None:
+    engine = Engine(Policy(mode="enforce"))
+    call = {"session": "s", "agent": "a", "tool": "read_file", "args": {"path": "x"}}
+    engine.process(ToolCall(**call, seq=1))
+    engine.process(Usage(session="s", seq=MAX_SEQ))  # forged: applied, the mark stays
+    assert engine.sessions["s"].last_seq == 1
+    assert engine.stats.seq_jumps == 1
+    outputs = []
+    for seq in range(2, 6):
+        outputs += engine.process(ToolCall(**call, seq=seq))
+    assert engine.sessions["s"].halted_by  # the loop is still seen
+    assert any(isinstance(o, Alert) and o.signal == "repeated-tool-call" for o in outputs)
+    # and replays are still dropped
+    assert engine.process(ToolCall(**call, seq=3)) == []
+    assert engine.stats.replays_skipped == 1
+
+
+def test_a_first_seq_out_of_reach_does_not_set_the_mark() -> None:
+    engine = Engine()
+    engine.process(Usage(session="s", seq=MAX_SEQ_JUMP + 1))
+    assert engine.sessions["s"].last_seq == -1
+    engine.process(Usage(session="s", seq=1))
+    assert engine.sessions["s"].last_seq == 1
+    engine.process(Usage(session="s", seq=1 + MAX_SEQ_JUMP))  # the largest step allowed
+    assert engine.sessions["s"].last_seq == 1 + MAX_SEQ_JUMP
+
+
+# ------------------------------------------------------------------ replay
+
+
+def _loop_lines(session: str, n: int = 5, t0: float = 1000.0) -> list[str]:
+    return [
+        encode(
+            ToolCall(session=session, tool="read_file", args={"path": "a"}, ts=t0 + i)
+        ).decode()
+        for i in range(n)
+    ]
+
+
+def test_replay_survives_poison_lines_and_keeps_later_outputs() -> None:
+    lines = [
+        *_loop_lines("before"),
+        call_with_args(nested(100_000), session="poison"),
+        '{"type":"reset","session":"x","by":' + nested(5000) + "}",
+        '{"type":"tool_call","session":"s","tool":"t","seq":18446744073709551616}',
+        *_loop_lines("after"),
+    ]
+    errors = io.StringIO()
+    report = ReplayReport()
+    outputs = [json.loads(o) for o in replay_lines(lines, Engine(), errors=errors, report=report)]
+    assert {o["session"] for o in outputs} == {"before", "after"}
+    assert report.malformed == 3
+    assert "line 6" in errors.getvalue() and "line 8" in errors.getvalue()
+
+
+def test_replay_survives_an_engine_failure(monkeypatch) -> None:
+    engine = Engine()
+    real = engine.process
+
+    def flaky(event: Any, ts: float | None = None) -> Any:
+        if event.session == "boom":
+            raise RuntimeError("engine bug")
+        return real(event, ts)
+
+    monkeypatch.setattr(engine, "process", flaky)
+    lines = [*_loop_lines("boom", 1), *_loop_lines("fine")]
+    errors = io.StringIO()
+    report = ReplayReport()
+    outputs = list(replay_lines(lines, engine, errors=errors, report=report))
+    assert outputs and report.failed == 1
+    assert "line 1: processing failed" in errors.getvalue()
+
+
+def test_replay_holds_a_bounded_number_of_sessions() -> None:
+    engine = Engine()
+    lines = [
+        encode(ToolCall(session=f"s-{i}", tool="ls", ts=float(i))).decode() for i in range(500)
+    ]
+    report = ReplayReport()
+    list(replay_lines(lines, engine, report=report, limits=ReplayLimits(max_sessions=50)))
+    assert len(engine.sessions) == 50
+    assert report.evicted == 450
+
+
+def test_replay_evicts_idle_sessions_on_trace_time_and_keeps_halts_longer() -> None:
+    def trace(later_until: float) -> list[str]:
+        lines = [
+            *_loop_lines("halted", t0=0.0),
+            encode(ToolCall(session="idle", tool="ls", ts=1.0)).decode(),
+        ]
+        lines += [
+            encode(ToolCall(session="clock", tool="ls", args={"i": i}, ts=10.0 + i)).decode()
+            for i in range(2048)
+        ]
+        lines += [
+            encode(ToolCall(session="clock", tool="ls", args={"i": i}, ts=later_until)).decode()
+            for i in range(1024)
+        ]
+        return lines
+
+    limits = ReplayLimits(session_idle_ttl_s=100, halted_session_ttl_s=10_000)
+    engine, report = Engine(Policy(mode="enforce")), ReplayReport()
+    list(replay_lines(trace(5_000.0), engine, report=report, limits=limits))
+    assert "idle" not in engine.sessions
+    assert engine.is_halted("halted")  # past the idle TTL, within the halted one
+    assert halted_sessions(engine, report) == ["halted"]
+
+    engine, report = Engine(Policy(mode="enforce")), ReplayReport()
+    list(replay_lines(trace(50_000.0), engine, report=report, limits=limits))
+    assert "halted" not in engine.sessions  # past the halted TTL too
+    assert report.halted_evicted == 1
+    assert halted_sessions(engine, report) == ["halted"]  # still in the summary
+
+
+# --------------------------------------------------------------- processor
+
+
+class _AckedProducer:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    async def send(self, topic: str, **kwargs: Any) -> asyncio.Future[Any]:
+        self.sent.append({"topic": topic, **kwargs})
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_result(None)
+        return future
+
+
+def _processor(partitions: int = 1, **config: Any) -> tuple[Processor, _AckedProducer]:
+    processor = Processor(ProcessorConfig.build(config), policy=Policy(mode="enforce"))
+    processor._partition_count = partitions
+    for n in range(partitions):
+        processor._partitions[n] = _Partition(n, ACTIVE)
+    producer = _AckedProducer()
+    processor._producer = producer  # type: ignore[assignment]
+    return processor, producer
+
+
+def _record(
+    value: bytes | None,
+    key: bytes | None,
+    offset: int = 0,
+    partition: int = 0,
+    topic: str = "agent.events",
+    headers: list[tuple[str, bytes]] | None = None,
+) -> ConsumerRecord:
+    return ConsumerRecord(
+        topic,
+        partition,
+        offset,
+        1_767_225_600_000,
+        0,
+        key,
+        value,
+        None,
+        len(key or b""),
+        len(value or b""),
+        headers or [],
+    )
+
+
+def _run(processor: Processor, records: list[ConsumerRecord]) -> None:
+    async def go() -> None:
+        for record in records:
+            processor._process(TopicPartition(record.topic, record.partition), [record])
+        await processor._send_outbox()
+
+    asyncio.run(go())
+
+
+def _dead_letters(producer: _AckedProducer) -> list[dict[str, Any]]:
+    return [s for s in producer.sent if s["topic"] == "streamguard.dlq"]
+
+
+def test_an_exception_anywhere_on_a_record_s_path_is_dead_lettered(monkeypatch) -> None:
+    processor, producer = _processor()
+
+    def broken_emit(output: Any, ts: Any) -> None:
+        raise RuntimeError("emit bug")
+
+    monkeypatch.setattr(processor, "_emit", broken_emit)
+    loop = [
+        _record(encode(ToolCall(session="s", tool="ls", args={})), b"s", offset=i)
+        for i in range(5)
+    ]
+    _run(processor, loop)  # the fifth call trips, and emitting it raises
+    letters = _dead_letters(producer)
+    assert len(letters) == 1
+    headers = dict(letters[0]["headers"])
+    assert headers["dlq.reason"] == b"processing_error"
+    assert b"emit bug" in headers["dlq.error"]
+    assert processor._positions[TopicPartition("agent.events", 0)] == 5
+
+
+def test_forged_owned_headers_are_stripped_from_dead_letters() -> None:
+    processor, producer = _processor()
+    forged = [("dlq.reason", b"fine"), ("streamguard.rerouted-from", b"0:0"), ("trace", b"t1")]
+    _run(processor, [_record(b"{not json", b"s", headers=forged)])
+    (letter,) = _dead_letters(producer)
+    names = [name for name, _ in letter["headers"]]
+    assert names.count("dlq.reason") == 1 and dict(letter["headers"])["dlq.reason"] == b"malformed"
+    assert "streamguard.rerouted-from" not in names and "trace" in names
+    assert processor.metrics.security_events.labels("forged_header")._value.get() == 2
+
+
+def test_oversized_dead_letters_are_cut_and_say_so() -> None:
+    processor, producer = _processor(max_output_bytes=64 * 1024)
+    value = b"{" * 300_000
+    key = b"k" * 5000
+    _run(processor, [_record(value, key)])
+    (letter,) = _dead_letters(producer)
+    headers = dict(letter["headers"])
+    assert len(letter["value"]) <= 32 * 1024
+    assert headers["dlq.value-truncated-from"] == b"300000"
+    assert headers["dlq.key-truncated-from"] == b"5000" and len(letter["key"]) == 1024
+
+
+def test_an_output_too_large_is_produced_as_a_stub() -> None:
+    processor, _ = _processor(max_output_bytes=8192)
+    alert = Alert(
+        id="a1",
+        session="s",
+        agent="coder",
+        ts=1.0,
+        seq=None,
+        signal="repeated-tool-call",
+        severity="critical",
+        scope="session",
+        reason="r" * 100_000,
+        guidance="g" * 100_000,
+        detail={"args": "x" * 100_000},
+    )
+    processor._emit(alert, None)
+    _, _, value, _, headers, _ = processor._outbox[-1]
+    assert len(value) <= 8192
+    stub = output_decoder.decode(value)
+    assert isinstance(stub, Alert) and stub.id == "a1" and stub.severity == "critical"
+    assert stub.detail == {"truncated": True, "original_bytes": len(encode(alert))}
+    assert ("streamguard.truncated", b"1") in headers
+
+
+def test_a_session_that_cannot_be_snapshotted_is_dropped_alone(monkeypatch) -> None:
+    processor, _ = _processor()
+    for session in ("bad", "good"):
+        _run(processor, [_record(encode(ToolCall(session=session, tool="ls")), session.encode(), offset=0 if session == "bad" else 1)])
+    real = processor.engine.snapshot
+
+    def snapshot(session: str) -> bytes | None:
+        if session == "bad":
+            raise OverflowError("integer out of range")
+        return real(session)
+
+    monkeypatch.setattr(processor.engine, "snapshot", snapshot)
+    bad = processor._snapshot_record("bad", 0)
+    good = processor._snapshot_record("good", 0)
+    assert bad == (0, b"bad", None)  # a tombstone
+    assert good[2] is not None
+    assert "bad" not in processor.engine.sessions and "bad" not in processor._meta
+    assert "good" in processor.engine.sessions
+    assert processor.metrics.snapshot_failures._value.get() == 1
+
+
+def test_a_session_s_state_is_created_only_on_its_home_partition() -> None:
+    processor, producer = _processor(partitions=4)
+    victim = "victim"
+    home = processor._murmur_partition(victim.encode())
+    other = (home + 1) % 4
+    claim = _record(encode(ToolCall(session=victim, tool="ls")), b"victim", partition=other)
+    real = _record(encode(ToolCall(session=victim, tool="ls")), b"victim", partition=home)
+    _run(processor, [claim, real])
+    (letter,) = _dead_letters(producer)
+    assert dict(letter["headers"])["dlq.reason"] == b"not_home_partition"
+    assert processor._meta[victim].partition == home
+    assert processor.engine.sessions[victim].applied == 1
+
+
+def test_the_agent_name_can_come_from_a_trusted_header() -> None:
+    processor, _ = _processor(agent_header="x-agent")
+    event = ToolCall(session="s", agent="lenient-admin", tool="ls")
+    _run(processor, [_record(encode(event), b"s", headers=[("x-agent", b"billing-bot")])])
+    assert processor.engine.sessions["s"].agent == "billing-bot"
+    event = ToolCall(session="t", agent="lenient-admin", tool="ls")
+    _run(processor, [_record(encode(event), b"t", offset=1)])  # no header: no agent
+    assert processor.engine.sessions["t"].agent is None
+    assert processor.metrics.security_events.labels("agent_header_missing")._value.get() == 1
