@@ -76,6 +76,7 @@ _FIRST_LINE_ERRORS = re.compile(
             r"^File .+ not found$",
             r"^Directory .+ not found$",
             r"^EXECUTION TIMED OUT",
+            r"^The path .+ does not exist",  # 1.x str_replace_editor
         )
     )
 )
