@@ -38,7 +38,7 @@ EXIT_REJECTED, EXIT_NO_ACK, EXIT_INTERRUPTED = 3, 4, 130
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from .engine import Engine
-    from .replay import ReplayReport, replay_lines
+    from .replay import ReplayReport, halted_sessions, replay_lines
 
     policies = load_policy_set(args.policy)
     engine = Engine(policies)
@@ -70,8 +70,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             "malformed": report.malformed,
             "unknown_types": report.unknown_types,
             "replays_skipped": report.replays_skipped,
+            "seq_jumps": report.seq_jumps,
+            "failed": report.failed,
+            "evicted": report.evicted,
             "sessions": len(engine.sessions),
-            "halted_sessions": sorted(s for s, st in engine.sessions.items() if st.halted_by),
+            "halted_sessions": halted_sessions(engine, report),
+            "halted_evicted": report.halted_evicted,
         }
         print(json.dumps(summary, sort_keys=True), file=sys.stderr)
     return EXIT_FAILURE if import_failures else EXIT_OK
