@@ -181,6 +181,12 @@ def replay(sessions: list[ImportedSession], policy: PolicySet) -> tuple[dict[str
         if found:
             outputs.extend(found)
     elapsed = time.perf_counter() - started
+    rate = len(stream) / elapsed if elapsed > 0 else 0.0
+    return outcomes_of(sessions, outputs), rate, len(stream)
+
+
+def outcomes_of(sessions: list[ImportedSession], outputs: list[Any]) -> dict[str, SessionOutcome]:
+    """Per session: the signals that alerted, and the calls after the first critical's event."""
     outcomes = {s.session: SessionOutcome() for s in sessions}
     for output in outputs:
         if not isinstance(output, Alert):
@@ -197,8 +203,7 @@ def replay(sessions: list[ImportedSession], policy: PolicySet) -> tuple[dict[str
         outcome.calls = len(call_seqs)
         if outcome.first_critical_seq is not None:
             outcome.calls_after_first_critical = sum(1 for seq in call_seqs if seq > outcome.first_critical_seq)
-    rate = len(stream) / elapsed if elapsed > 0 else 0.0
-    return outcomes, rate, len(stream)
+    return outcomes
 
 
 def _share(part: int, whole: int) -> float | None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from streamguard.events import Alert, ToolCall, TurnStart
+from streamguard.importers import ImportedSession
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,9 +68,9 @@ def test_bench_reports_labels_alerts_and_judged_loops(tmp_path: Path):
     budget = overall["budget_stop"]
     assert budget["any_critical"] == 1 and budget["any_critical_share"] == 0.5
     assert "repeated-tool-call" in budget["critical_by_signal"]
-    # The fourth identical call with the same result raises the critical
-    # (repeated-tool-call, same-result rule): four of the loop's calls come after it.
-    assert budget["median_calls_after_first_critical"] == 4.0
+    # Eight identical calls: the critical comes on one of the first few (the exact
+    # one is the signals' business), and the rest would have been saved.
+    assert 3.0 <= budget["median_calls_after_first_critical"] <= 5.0
     assert report["by_source"]["chat-logs"]["labels"]["api_failure"] == 1
     loops = report["judged_loops"]
     assert (loops["entries"], loops["matched"], loops["unmatched"]) == (3, 2, ["swe-runs/run-1/trajs/gone.traj"])
@@ -78,6 +82,36 @@ def test_bench_reports_labels_alerts_and_judged_loops(tmp_path: Path):
     assert text.returncode == 0, text.stderr
     assert "budget stop 2: critical 1 (50.0 %)" in text.stdout
     assert "absent.toml absent, section skipped" in text.stdout
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("detection_bench", ROOT / "bench" / "detection.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_calls_after_the_first_critical_are_counted_from_the_causing_event():
+    bench = load_bench()
+    events = [TurnStart(session="s", seq=1)] + [
+        ToolCall(session="s", seq=n, tool="t", args={"n": n}) for n in range(2, 12)
+    ]
+    sessions = [ImportedSession(session="s", agent=None, source="f", events=events, ended="exit_cost")]
+
+    def alert(seq: int, severity: str) -> Alert:
+        return Alert(id=str(seq), session="s", agent=None, ts=None, seq=seq, signal=f"sig-{seq}",
+                     severity=severity, scope="session", reason="", guidance="")
+
+    outcomes = bench.outcomes_of(sessions, [alert(3, "warn"), alert(7, "critical"), alert(5, "critical")])
+    outcome = outcomes["s"]
+    assert (outcome.first_critical_seq, outcome.calls, outcome.calls_after_first_critical) == (5, 10, 6)
+    assert outcome.alert_signals == {"sig-3", "sig-5", "sig-7"} and outcome.critical_signals == {"sig-5", "sig-7"}
+    summary = bench.summarise(sessions, outcomes)
+    assert summary["budget_stop"]["median_calls_after_first_critical"] == 6.0
+    assert bench.label_of("Submitted (EXIT_COST)") == bench.BUDGET
+    assert [bench.label_of(x) for x in ("submitted", "user_stop", "RateLimitError", None, "odd")] == [
+        bench.NORMAL, bench.NORMAL, bench.API_FAILURE, bench.UNKNOWN, bench.UNKNOWN
+    ]
 
 
 def test_bench_says_when_the_corpus_is_absent(tmp_path: Path):
