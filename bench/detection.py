@@ -33,7 +33,10 @@ Figures, per source and overall: for normal endings, the sessions with any
 alert and with any critical alert, by signal; for budget stops, the sessions
 with a critical alert and with any alert, and how many tool calls came after
 the event that raised the first critical (median: the calls a halt would have
-saved); the engine's events/s over the run (import not timed).
+saved); the engine's events/s over the run (import not timed). A recorded
+agent cannot be halted, so under ``enforce`` every halt is followed by
+``halt-ignored`` criticals: they never make a session critical on their own,
+but they show in the by-signal counts.
 
 Judged loops: ``bench/judged_loops.toml`` (``--judged FILE``) lists sessions a
 person read call by call, ``[[session]]`` with ``source``, ``file`` (relative to

@@ -617,11 +617,9 @@ def _cmd_emit(args: argparse.Namespace) -> int:
     except _CommandError as exc:
         print(f"streamguard emit: {exc}", file=sys.stderr)
         return exc.code
-    if import_failures and args.from_format:
-        # The files that imported are still checked or published; the run reports failure.
-        code = _cmd_emit_source(args, source)
-        return EXIT_FAILURE if code == EXIT_OK else code
-    return _cmd_emit_source(args, source)
+    code = _cmd_emit_source(args, source)
+    # Files that failed to import were reported; the others were still checked or published.
+    return EXIT_FAILURE if import_failures and code == EXIT_OK else code
 
 
 def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
