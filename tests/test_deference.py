@@ -111,11 +111,13 @@ def test_row_one_tool_failing_is_failure_guidance_not_streak():
     assert run(trace) == ["tool-failure-guidance"]
 
 
-def test_row_identical_failing_call_is_guidance_once():
+def test_row_identical_failing_call_is_guidance_then_the_failure_loop():
     trace = []
-    for _ in range(3):
+    for _ in range(6):
         trace += [call("kubectl", cmd="get pods"), fail("kubectl")]
-    assert run(trace) == ["tool-failure-guidance"]
+    # The advisory note at the second identical failure, the proof at the third; the
+    # streak and the repeat (at the fifth identical call) stay silent.
+    assert run(trace) == ["tool-failure-guidance", "failure-loop"]
 
 
 def test_row_mixed_tools_failing_is_the_streak():
@@ -167,3 +169,86 @@ def test_row_halt_ignored_once_per_halt_until_next_turn(calls_after_halt):
     for i in range(calls_after_halt):
         raised += [o.signal for o in engine.process(ToolCall(session="h", tool="x", args={"i": i}))]
     assert raised == ["halt-ignored"]
+
+
+# --------------------------------------------------------------------------- failure loops
+
+
+def sh(command: str) -> ToolCall:
+    return ToolCall(session="d", tool="bash", args={"command": command})
+
+
+def test_row_failure_loop_owns_an_unchanged_failing_run_not_repeat_or_streak():
+    trace = []
+    for _ in range(8):
+        trace += [call("read_file", path="a.go"), fail("read_file", "EACCES")]
+    assert run(trace) == ["tool-failure-guidance", "failure-loop"]
+
+
+def test_row_a_cycle_of_failing_calls_is_the_cycle_not_the_failure_loop():
+    trace = []
+    for _ in range(6):
+        trace += [sh("pytest -x"), fail("bash", "1 error"), sh("cat setup.cfg"), fail("bash", "EIO")]
+    # Advice first; the cycle detector proves the loop at the third lap, and the
+    # failure loop it is (the fifth failure of one unchanged call) stays silent.
+    got = run(trace, QUIET_OFF)
+    assert got.count("alternating-tool-cycle") == 1 and "failure-loop" not in got
+
+
+def test_row_edit_rerun_fail_is_nobodys():
+    trace = []
+    for i in range(6):
+        trace += [sh("pytest -x"), fail("bash", f"assert {i}"), sh(f"sed -i 's/{i}/{i + 1}/' a.py"),
+                  ok("bash", "")]
+    assert run(trace, QUIET_OFF) == []
+
+
+# --------------------------------------------------------------------------- result-aware repeats
+
+
+def test_row_identical_pairs_are_the_repeat_not_no_new_state_or_long_loop():
+    trace = []
+    for _ in range(40):
+        trace += [call("read_file", path="a.go"), ok("read_file", "same bytes")]
+    assert run(trace, QUIET_OFF) == ["repeated-tool-call"]
+
+
+def test_row_poll_then_frozen_is_the_repeat_once():
+    trace = []
+    for i in range(10):
+        trace += [call("job_state", id="7"), ok("job_state", f"step {i}"), say()]
+    for _ in range(8):
+        trace += [call("job_state", id="7"), ok("job_state", "stuck"), say()]
+    assert run(trace) == ["repeated-tool-call"]
+
+
+# --------------------------------------------------------------------------- long loops
+
+
+def test_row_long_cycle_is_long_loop_not_dominant_or_name():
+    tools = ["open", "grep", "test", "log", "ls", "show", "stat"]
+    trace = []
+    for _ in range(6):
+        for i, tool in enumerate(tools):
+            trace += [call(tool, arg=i), ok(tool, f"r{i}"), say()]
+    got = run(trace)
+    assert "long-loop" in got
+    assert "dominant-tool-call" not in got and "alternating-tool-cycle" not in got
+
+
+def test_row_long_cycle_of_one_runner_is_long_loop_not_the_name_rule():
+    commands = ["grep -rn x src", "cat src/a.py", "pytest -x", "git diff", "ls src", "cat log"]
+    trace = []
+    for _ in range(8):
+        for i, command in enumerate(commands):
+            trace += [sh(command), ok("bash", f"out {i}")]
+    got = run(trace, QUIET_OFF)
+    assert "long-loop" in got and "repeated-tool-name" not in got
+
+
+def test_row_short_cycle_is_the_cycle_not_long_loop():
+    a, b = call("list_agents"), call("check_agent", id="a")
+    trace = []
+    for _ in range(20):
+        trace += [a, ok("list_agents", "a b"), b, ok("check_agent", "up")]
+    assert run(trace, QUIET_OFF) == ["alternating-tool-cycle"]

@@ -24,7 +24,8 @@ def test_empty_file_is_the_default_policy():
 
 def test_default_signal_set():
     ids = [s.id for s in Watchdog(Policy()).signals]
-    assert ids[:3] == ["repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call"]
+    assert ids[:5] == ["repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
+                       "failure-loop", "long-loop"]
     for expected in ("repeated-tool-name", "tool-failure-streak", "no-op-streak", "no-new-state",
                      "tools-without-text", "tool-failure-guidance", "context-budget"):
         assert expected in ids

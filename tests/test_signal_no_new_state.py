@@ -47,9 +47,11 @@ def test_identity_and_defaults() -> None:
     assert signal.scope == "session"
     assert (signal.threshold, signal.memory) == (6, 64)
     assert signal.defers_to == (
+        "failure-loop",
         "repeated-tool-call",
         "alternating-tool-cycle",
         "dominant-tool-call",
+        "long-loop",
     )
     assert not signal.withdrawn_by_text
     assert isinstance(signal.new_state(), State)

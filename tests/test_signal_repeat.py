@@ -112,8 +112,9 @@ def test_latch_clears_only_on_a_different_call() -> None:
 
 def test_text_results_and_turns_are_not_observed() -> None:
     signal = RepeatedToolCall()
-    for hook in ("on_result", "on_text", "on_turn_start", "on_turn_end", "on_usage"):
+    for hook in ("on_text", "on_turn_start", "on_turn_end", "on_usage"):
         assert not overrides(signal, hook)
+    assert overrides(signal, "on_result")  # result-aware; unpaired results are ignored
     driver = Driver(signal)
     for _ in range(4):
         driver.call("read_file", {"path": "a"})

@@ -37,7 +37,13 @@ def test_identity_and_defaults() -> None:
     assert signal.scope == "session"
     assert signal.threshold == 12
     assert signal.withdrawn_by_text is True
-    assert signal.defers_to == ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call")
+    assert signal.defers_to == (
+        "failure-loop",
+        "repeated-tool-call",
+        "alternating-tool-cycle",
+        "dominant-tool-call",
+        "long-loop",
+    )
     assert isinstance(signal.new_state(), State)
     assert State.__struct_config__.tag == "tools-without-text"
     assert overrides(signal, "on_call") and overrides(signal, "on_text")

@@ -16,6 +16,8 @@ _REGISTRY: tuple[tuple[str, str], ...] = (
     ("repeat", "RepeatedToolCall"),
     ("cycle", "AlternatingToolCycle"),
     ("dominant", "DominantToolCall"),
+    ("failure_loop", "FailureLoop"),
+    ("long_loop", "LongLoop"),
     ("window_repeat", "WindowRepeat"),
     ("tool_name", "RepeatedToolName"),
     ("failure_guidance", "ToolFailureGuidance"),

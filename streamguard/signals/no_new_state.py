@@ -134,7 +134,13 @@ class NoNewState(Signal):
     severity = "warn"
     State = State
     Config = Config
-    defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call")
+    defers_to = (
+        "failure-loop",
+        "repeated-tool-call",
+        "alternating-tool-cycle",
+        "dominant-tool-call",
+        "long-loop",
+    )
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         if config is not None and not isinstance(config, Config):

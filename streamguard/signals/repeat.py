@@ -37,18 +37,22 @@ Known false positives
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from sys import intern
 from typing import Annotated, Any
 
-from msgspec import Meta, Struct
+from msgspec import Meta, Struct, field
 from msgspec.structs import replace
 
 from ..canonical import CanonicalArgs, args_equivalent, restore_canonical, truncate_middle
-from .base import CallView, Finding, Signal, SignalConfig
+from .base import CallView, Finding, ResultView, Signal, SignalConfig, config_int
 
 SIGNAL_ID = "repeated-tool-call"
 ARGS_LIMIT = 200
 """Bytes of arguments quoted in alert text."""
+DEFAULT_POLLING_TOOLS = ("*status*", "wait*", "poll*", "get_job*", "check_job*", "*progress*",
+                         "watch*", "tail_log*", "health*")
 ANCHOR_TEXT_LIMIT = 512
 """Largest anchor text kept for the path suffix comparison (bytes of canonical JSON).
 
@@ -69,7 +73,15 @@ class RepeatedToolCall(Signal):
         """Policy table of ``repeated-tool-call``."""
 
         threshold: Annotated[int, Meta(ge=2)] = 5
-        """Consecutive equivalent calls that trip the signal."""
+        """Consecutive equivalent calls that trip the signal (results unknown)."""
+        result_aware: bool = True
+        """Read the results of the run's calls (false: the reference behaviour)."""
+        same_result_threshold: Annotated[int, Meta(ge=2)] = 4
+        """Consecutive identical call-and-result pairs that trip the signal."""
+        polling_warn_after: Annotated[int, Meta(ge=0)] = 20
+        """Identical calls with changing results that raise one warning (0: never)."""
+        polling_tools: list[str] = field(default_factory=lambda: list(DEFAULT_POLLING_TOOLS))
+        """Tools that poll by design: no warning while their results change (globs)."""
 
     class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
         """Per-session state: the current run and its anchor (never raw payloads)."""
@@ -85,6 +97,20 @@ class RepeatedToolCall(Signal):
         text: str = ""
         """The anchor's canonical text, kept only when it has path-shaped keys and
         is at most :data:`ANCHOR_TEXT_LIMIT` long; empty otherwise."""
+        last_key: int = 0
+        """Call key of the run's latest call (an equivalent spelling may differ)."""
+        outcome: int = 0
+        """Outcome of the run's latest known successful result (0: none yet)."""
+        frozen: int = 0
+        """Consecutive results of the run equal to ``outcome``, ending at the latest."""
+        changes: int = 0
+        """Times a result of the run differed from the one before it."""
+        polled: bool = False
+        """The polling warning was raised for this run."""
+        write: bool = False
+        """The run's calls write: their results change because of them, which is no poll."""
+        failed: int = 0
+        """Failed results of the run (an unchanged failing call is failure-loop's)."""
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
@@ -93,25 +119,56 @@ class RepeatedToolCall(Signal):
         except (TypeError, ValueError):  # a hand-built Config holding garbage
             threshold = 5
         self.threshold: int = max(2, threshold)
+        cfg = self.config
+        self.result_aware: bool = bool(getattr(cfg, "result_aware", True))
+        self.same_result_threshold: int = max(2, config_int(getattr(cfg, "same_result_threshold", 4), 4))
+        self.polling_warn_after: int = max(0, config_int(getattr(cfg, "polling_warn_after", 20), 20))
+        patterns = list(getattr(cfg, "polling_tools", DEFAULT_POLLING_TOOLS))
+        joined = "|".join(fnmatch.translate(p.lower()) for p in patterns)
+        self._polling = re.compile(joined).match if patterns else None
+        self._polling_cache: dict[str, bool] = {}
         # One-entry cache of the last anchor parsed back from its text: a sweep
         # compares every call with the previous one, which was just canonicalised.
         self._anchor_text: str | None = None
         self._anchor: CanonicalArgs | None = None
 
+    @property
+    def needs_pairing(self) -> bool:  # type: ignore[override]
+        return self.result_aware
+
+    @property
+    def needs_fingerprint(self) -> bool:
+        return self.result_aware
+
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
+
+    def is_polling_tool(self, tool: str) -> bool:
+        """Whether ``tool`` is in ``polling_tools`` (case-insensitive glob)."""
+        cached = self._polling_cache.get(tool)
+        if cached is None:
+            cached = bool(self._polling and self._polling(tool.lower()))
+            if len(self._polling_cache) >= 512:  # bounded: tool names are untrusted
+                self._polling_cache.clear()
+            self._polling_cache[tool] = cached
+        return cached
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
             return None
         if state.run and (call.key == state.key or self._equivalent(state, call)):
             state.run += 1
+            state.last_key = call.key
         else:
             canonical = call.canonical
             state.run = 1
             state.latched = False
             state.tool = intern(call.tool)
-            state.key = call.key
+            state.key = state.last_key = call.key
+            state.outcome = state.frozen = state.changes = 0
+            state.polled = False
+            state.write = call.write
+            state.failed = 0
             if canonical.paths and len(canonical.text) <= ANCHOR_TEXT_LIMIT:
                 state.text = canonical.text
                 self._anchor_text = canonical.text
@@ -120,8 +177,91 @@ class RepeatedToolCall(Signal):
                 state.text = ""
         if state.run < self.threshold or state.latched:
             return None
+        if self.result_aware:
+            if state.failed:
+                return None  # failing unchanged calls: failure-loop's rule, on the result
+            if state.changes and not state.write:
+                # Results have been changing: a poll, not (yet) a loop. It becomes
+                # one on the result side, once results stop changing.
+                return self._polling_finding(state, call)
         state.latched = True
         return self._finding(call, state.run)
+
+    def on_result(self, state: Any, result: ResultView) -> Finding | None:
+        if not self.result_aware or not state.run:
+            return None
+        key = result.call_key
+        if not key or (key != state.key and key != state.last_key):
+            return None
+        if result.failed:
+            state.failed += 1
+            return None  # an unchanged failing call is failure-loop's to report
+        outcome = result.outcome
+        if not outcome:
+            return None  # unknown: no evidence either way
+        if outcome == state.outcome:
+            state.frozen += 1
+        else:
+            if state.outcome:
+                state.changes += 1
+            state.outcome = outcome
+            state.frozen = 1
+        if state.frozen < self.same_result_threshold or state.latched:
+            return None
+        state.latched = True
+        return self._same_result_finding(state, result)
+
+    def _polling_finding(self, state: Any, call: CallView) -> Finding | None:
+        after = self.polling_warn_after
+        if not after or state.run < after or state.polled or self.is_polling_tool(call.tool):
+            return None
+        state.polled = True
+        tool = call.tool
+        args = truncate_middle(call.canonical.text, ARGS_LIMIT)
+        return Finding(
+            signal=SIGNAL_ID,
+            severity="warn",
+            scope="session",
+            reason=(
+                f"{tool} was called {state.run} times in a row with equivalent arguments {args}; "
+                f"its result changed {state.changes} times, so this is a poll, not a proven "
+                "loop, and nothing is halted. A poll this long is worth a look; if the tool "
+                "polls by design, add it to polling_tools in the policy."
+            ),
+            guidance=(
+                f"You have called {tool} {state.run} times in a row with the same arguments "
+                "while its answer keeps changing. If you are waiting for something, say what "
+                "you are waiting for and how long you will wait; if you are not, stop polling "
+                "and act on what you have."
+            ),
+            detail={"tool": tool, "count": state.run, "changes": state.changes,
+                    "rule": "polling", "args": args},
+        )
+
+    def _same_result_finding(self, state: Any, result: ResultView) -> Finding:
+        tool = result.tool or "unnamed tool"
+        count = state.frozen
+        reason = (
+            f"{tool} was called with equivalent arguments and returned the same result "
+            f"{count} times in a row: the agent keeps asking a question it already has the "
+            "answer to. Under enforce the halting controller stops the session; look at what "
+            "it was trying to do, then `streamguard reset` the session."
+        )
+        guidance = (
+            f"You have made the same {tool} call {count} times in a row and got the same "
+            "answer every time. Another identical call will return it again. Use the answer "
+            "you have, change the arguments or the tool, or stop and explain where you are "
+            "blocked."
+        )
+        return Finding(
+            signal=SIGNAL_ID,
+            severity="critical",
+            scope="session",
+            reason=reason,
+            guidance=guidance,
+            detail={"tool": tool, "count": count, "threshold": self.same_result_threshold,
+                    "calls": state.run, "rule": "same_result"},
+        )
 
     def would_trip(self, state: Any, call: CallView) -> bool:
         """Whether ``call``, observed next, would find this signal tripped (state untouched).

@@ -89,7 +89,13 @@ class ToolsWithoutText(Signal):
 
     id = SIGNAL_ID
     # A silent grind that is a proven loop is reported once, by the loop detector.
-    defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call")
+    defers_to = (
+        "failure-loop",
+        "repeated-tool-call",
+        "alternating-tool-cycle",
+        "dominant-tool-call",
+        "long-loop",
+    )
     severity = "warn"
     State = State
     Config = Config

@@ -1,0 +1,212 @@
+"""``long-loop``: the session keeps replaying a stretch of calls it has already made.
+
+What it catches
+    The loop the short detectors are blind to: a sequence of five to twenty
+    different calls gone through in the same order again and again (open the
+    file, search it, run the test, read the log, open the file...), perhaps with
+    a new call wedged in now and then. ``alternating-tool-cycle`` only scans
+    periods up to 4 and needs clean laps; ``dominant-tool-call`` needs one call to
+    fill two thirds of a window. This signal asks a question that does not
+    depend on the period: *how much of what the agent just did had it already
+    done, in the same order, with the same outcome?*
+
+    Each call becomes an element: its call key combined with the outcome of its
+    result (payload fingerprint, error text hash, or nothing when no result is
+    known). A step is a *replay* when the pair (previous element, this element)
+    was already seen in this session. The signal keeps the last ``window`` steps
+    as a bit mask and trips when ``threshold`` of them are replays. Pairs rather
+    than single calls are what separates a loop from ordinary re-use: re-running
+    one test after each edit repeats the test call, but each edit is new, so
+    neither the pair (edit, test) nor (test, edit) comes back. Outcomes are what
+    separates a loop from paging or polling: the same ``scroll_down`` returning a
+    new page every time is a new element every time.
+
+Threshold: 18 replays among the last 24 steps (``threshold`` of ``window``)
+    Three quarters of two dozen steps. A cycle of period ``p`` with unchanged
+    outcomes replays from the second call of its second lap, so it trips
+    ``p + 19`` calls in: call 24 for period 5, call 35 for period 16, call 47
+    for period 28 — any period the memory below holds. One new call per lap costs
+    two replays (the pairs into and out of it), so a period-8 loop interrupted on
+    every lap still replays 7 steps in 9 (78 %) and trips; a loop interrupted
+    more often than that is no longer replaying mostly. Short periods are caught
+    earlier by the cycle and dominance detectors, which this one defers to.
+
+Memory: 128 pairs (``memory``), first in, first out
+    Pair hashes of 32 bits in one ``bytearray`` (512 bytes when full; a session
+    that made fewer calls holds fewer). A replay can only be recognised while its
+    first occurrence is remembered, so the memory bounds the longest period seen
+    (128 here, far past the 16 a loop detector must reach). Per call the cost is
+    one C-level search of that array, one mask shift and one popcount.
+
+Severity: critical, session scope
+    Three quarters of the recent steps reproduced earlier steps *and their
+    outcomes*: the agent is going round, and every lap re-fetches answers it
+    already holds. Under enforce it halts the session. The latch holds until the
+    replay share falls to half the window, so one loop raises one alert.
+
+Known false positives
+    A scripted, legitimately repetitive routine whose results never change (a
+    monitor that reads the same three unchanged dashboards every cycle): exempt
+    its tools or switch the signal off for that agent. Results that are
+    unknown (a stream without ``tool_result`` events) make the signal compare
+    calls alone, which a re-check routine can also satisfy.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from msgspec import Meta, Struct, structs
+
+from .base import CallView, Finding, ResultView, Signal, SignalConfig, config_int
+
+SIGNAL_ID = "long-loop"
+WINDOW_LIMIT = 64
+MEMORY_LIMIT = 1024
+_WIDTH = 4
+_M64 = (1 << 64) - 1
+_M32 = (1 << 32) - 1
+
+
+def _mix(a: int, b: int) -> int:
+    """A 64-bit mix of two integers (stable across processes; no ``hash()``)."""
+    x = (a * 0x9E3779B97F4A7C15 + b) & _M64
+    x ^= x >> 31
+    x = (x * 0xBF58476D1CE4E5B9) & _M64
+    return x ^ (x >> 29)
+
+
+class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``long-loop``."""
+
+    window: Annotated[int, Meta(ge=8, le=WINDOW_LIMIT)] = 24
+    """Recent steps considered."""
+    threshold: Annotated[int, Meta(ge=4, le=WINDOW_LIMIT)] = 18
+    """Replayed steps among them that trip the signal (at most ``window``)."""
+    memory: Annotated[int, Meta(ge=16, le=MEMORY_LIMIT)] = 128
+    """Distinct step pairs remembered (the longest loop period that can be seen)."""
+
+    def validate(self) -> None:
+        if self.threshold > self.window:
+            raise ValueError(f"threshold ({self.threshold}) must not exceed window ({self.window})")
+
+
+class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+    """Per-session state of ``long-loop``."""
+
+    open_key: int = 0
+    """Call key of the latest call, until its result (or the next call) closes it."""
+    prev: int = 0
+    """Element of the previous closed step (0: none yet)."""
+    seen: bytearray = bytearray()
+    """Pair hashes seen, 4 bytes each, oldest first."""
+    mask: int = 0
+    """One bit per recent step, newest lowest: the step was a replay."""
+    steps: int = 0
+    """Steps closed, capped at the window."""
+    latched: bool = False
+    tools: list[str] = []
+    """Tool names of the last few steps (alert text)."""
+
+
+class LongLoop(Signal):
+    """Critical when ``threshold`` of the last ``window`` steps replay earlier steps."""
+
+    id: ClassVar[str] = SIGNAL_ID
+    severity = "critical"
+    scope = "session"
+    State = State
+    Config = Config
+    needs_pairing = True
+    defers_to = ("failure-loop", "repeated-tool-call", "alternating-tool-cycle",
+                 "dominant-tool-call")
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        if config is not None and not isinstance(config, Config):
+            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
+        super().__init__(config)
+        cfg = self.config
+        window = min(max(config_int(getattr(cfg, "window", 24), 24), 8), WINDOW_LIMIT)
+        threshold = min(max(config_int(getattr(cfg, "threshold", 18), 18), 4), window)
+        memory = min(max(config_int(getattr(cfg, "memory", 128), 128), 16), MEMORY_LIMIT)
+        self.config = structs.replace(cfg, window=window, threshold=threshold, memory=memory)
+        self.window, self.threshold, self.memory = window, threshold, memory
+        self._full = (1 << window) - 1
+        self._keep = (memory - 1) * _WIDTH
+        self._release = window // 2
+
+    def is_latched(self, state: Any) -> bool:
+        return bool(state.latched)
+
+    def on_call(self, state: Any, call: CallView) -> Finding | None:
+        if self.exempt and call.tool in self.exempt:
+            return None
+        finding = None
+        if state.open_key:
+            finding = self._close(state, state.open_key, 0)  # its result never came
+        state.open_key = call.key or 1
+        tools = state.tools
+        tools.append(call.tool)
+        if len(tools) > 4:
+            del tools[0]
+        return finding
+
+    def on_result(self, state: Any, result: ResultView) -> Finding | None:
+        key = result.call_key
+        if not key or key != state.open_key:
+            return None  # a result of an older call (parallel calls): already closed
+        state.open_key = 0
+        return self._close(state, key, result.outcome)
+
+    def _close(self, state: Any, key: int, outcome: int) -> Finding | None:
+        element = _mix(key, outcome) or 1
+        pair = (_mix(state.prev, element) & _M32).to_bytes(_WIDTH, "little")
+        state.prev = element
+        seen = state.seen
+        at = seen.find(pair)
+        while at > 0 and at % _WIDTH:  # a hit straddling two entries is no hit
+            at = seen.find(pair, at + 1)
+        replay = at >= 0
+        if not replay:
+            excess = len(seen) - self._keep
+            if excess > 0:
+                del seen[:excess]
+            seen.extend(pair)
+        state.mask = ((state.mask << 1) | replay) & self._full
+        if state.steps < self.window:
+            state.steps += 1
+            if state.steps < self.window:
+                return None
+        replays = state.mask.bit_count()
+        if state.latched:
+            if replays <= self._release:
+                state.latched = False
+            return None
+        if replays < self.threshold:
+            return None
+        state.latched = True
+        return self._finding(state, replays)
+
+    def _finding(self, state: Any, replays: int) -> Finding:
+        window = self.window
+        recent = " → ".join(state.tools) or "unknown tools"
+        return Finding(
+            signal=SIGNAL_ID,
+            severity="critical",
+            scope="session",
+            reason=(
+                f"{replays} of the agent's last {window} steps replayed steps it had already "
+                f"taken in this session, in the same order and with the same results (latest: "
+                f"{recent}). This is a loop longer than the short cycles the other detectors "
+                "see, possibly with the odd new call wedged in. Under enforce the halting "
+                "controller stops the session."
+            ),
+            guidance=(
+                f"Most of your last {window} tool calls repeated a sequence you had already "
+                "gone through, and they returned what they returned before. Going round again "
+                "will not change that. Stop, state what you have established so far and what "
+                "is missing, and take a different route or ask for help."
+            ),
+            detail={"replays": replays, "window": window, "threshold": self.threshold,
+                    "memory": self.memory, "recent_tools": list(state.tools)},
+        )

@@ -1,0 +1,173 @@
+"""failure-loop: one unchanged call failing again and again with no write in between."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streamguard.engine import Engine
+from streamguard.events import Alert, GuardrailTrip, ToolCall, ToolResult, TurnStart
+from streamguard.policy import PolicyError, parse_policy_set
+from streamguard.signals.failure_loop import FailureLoop
+from streamguard.watchdog import Watchdog
+
+WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n'
+# The laps below are also clean cycles, which the cycle detector reports first.
+NO_CYCLE = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "alternating-tool-cycle"]\n'
+
+
+def run(trace: list[Any], policy: str = WARN) -> list[Alert]:
+    engine = Engine(parse_policy_set(policy))
+    engine.process(TurnStart(session="f"))
+    out: list[Alert] = []
+    for event in trace:
+        out += [o for o in engine.process(event) if isinstance(o, Alert)]
+    return out
+
+
+def ids(trace: list[Any], policy: str = WARN) -> list[str]:
+    return [a.signal for a in run(trace, policy)]
+
+
+def sh(command: str, call_id: str | None = None) -> ToolCall:
+    return ToolCall(session="f", tool="bash", args={"command": command}, call_id=call_id)
+
+
+def ok(text: str = "fine", call_id: str | None = None, tool: str = "bash") -> ToolResult:
+    return ToolResult(session="f", tool=tool, result=text, call_id=call_id)
+
+
+def fail(error: str = "1 failed", call_id: str | None = None, tool: str = "bash") -> ToolResult:
+    return ToolResult(session="f", tool=tool, error=error, call_id=call_id)
+
+
+TEST = "python -m pytest tests/test_app.py -x"
+
+
+def test_fifth_unchanged_failure_is_critical() -> None:
+    trace = [sh(TEST), fail()] * 4
+    assert "failure-loop" not in ids(trace)
+    got = run([*trace, sh(TEST), fail("1 failed: assert 3 == 4")])
+    loop = [a for a in got if a.signal == "failure-loop"]
+    assert len(loop) == 1
+    assert (loop[0].severity, loop[0].scope) == ("critical", "session")
+    assert loop[0].detail["count"] == 5
+    assert loop[0].detail["action"] == "pytest"
+    assert "tests/test_app.py" in loop[0].detail["args"]
+
+
+def test_reads_in_between_do_not_break_the_loop() -> None:
+    trace: list[Any] = []
+    for i in range(5):
+        trace += [sh(TEST), fail(f"failed at {i}"), sh(f"cat src/app{i}.py"), ok(f"code {i}")]
+    assert ids(trace).count("failure-loop") == 1
+
+
+def test_a_write_in_between_is_debugging() -> None:
+    trace: list[Any] = []
+    for i in range(8):
+        trace += [sh(TEST), fail(), sh(f"sed -i 's/{i}/{i + 1}/' src/app.py"), ok("")]
+    assert "failure-loop" not in ids(trace)
+
+
+def test_a_failed_write_changed_nothing() -> None:
+    edit = ToolCall(session="f", tool="edit", args={"command": "edit 3:3\nx = 1\nend_of_edit"})
+    trace: list[Any] = []
+    for _ in range(5):
+        trace += [sh(TEST), fail(), edit, fail("syntax error", tool="edit")]
+    # The edit was rejected each time: the test ran against unchanged code, and the
+    # identical rejected edit is a failure loop of its own.
+    got = ids(trace, NO_CYCLE)
+    assert got.count("failure-loop") == 1
+    assert ids(trace).count("alternating-tool-cycle") == 1 and "failure-loop" not in ids(trace)
+
+
+def test_a_write_without_a_result_counts_as_a_write() -> None:
+    trace: list[Any] = []
+    for i in range(4):
+        trace += [sh(TEST), fail(), ToolCall(session="f", tool="write_file",
+                                            args={"path": "a.py", "text": str(i)})]
+    assert "failure-loop" not in ids(trace)
+
+
+def test_declared_write_kind_counts() -> None:
+    trace: list[Any] = []
+    for i in range(4):
+        trace += [sh(TEST), fail(),
+                  ToolCall(session="f", tool="apply_fix", args={"n": i}, kind="write"),
+                  ok(tool="apply_fix")]
+    assert "failure-loop" not in ids(trace)
+
+
+def test_a_success_of_the_call_resets_its_count() -> None:
+    trace = [sh(TEST), fail()] * 4 + [sh(TEST), ok("passed")] + [sh(TEST), fail()] * 4
+    assert "failure-loop" not in ids(trace)
+
+
+def test_results_pair_by_call_id_across_parallel_calls() -> None:
+    trace: list[Any] = []
+    for i in range(5):
+        trace += [sh(TEST, f"t{i}"), sh("ls", f"l{i}"), ok("a b", f"l{i}"), fail("x", f"t{i}")]
+    assert ids(trace, NO_CYCLE).count("failure-loop") == 1
+
+
+def test_changing_calls_are_not_this_signal() -> None:
+    trace: list[Any] = []
+    for i in range(5):
+        trace += [sh(f"python -m pytest tests/test_{i}.py"), fail()]
+    assert "failure-loop" not in ids(trace)
+
+
+def test_one_alert_per_loop_and_halt_under_enforce() -> None:
+    trace: list[Any] = []
+    for _ in range(9):
+        trace += [sh(TEST), fail()]
+    assert ids(trace).count("failure-loop") == 1
+    engine = Engine(parse_policy_set(""))
+    engine.process(TurnStart(session="f"))
+    trips = []
+    for event in trace:
+        trips += [o for o in engine.process(event) if isinstance(o, GuardrailTrip)]
+    assert [t.signal for t in trips] == ["failure-loop"]
+    assert trips[0].session_halted
+
+
+def test_threshold_is_configurable_and_validated() -> None:
+    trace = [sh(TEST), fail(), sh(TEST), fail()]
+    assert "failure-loop" in ids(trace, WARN + "[signals.failure-loop]\nthreshold = 2\n")
+    with pytest.raises(PolicyError, match="failure-loop"):
+        parse_policy_set("[signals.failure-loop]\nthreshold = 1\n")
+
+
+def test_exempt_tool_is_invisible() -> None:
+    trace: list[Any] = []
+    for _ in range(6):
+        trace += [sh(TEST), fail()]
+    assert "failure-loop" not in ids(trace, WARN + '[signals.failure-loop]\nexempt_tools = ["bash"]\n')
+
+
+def test_snapshot_round_trip_keeps_the_count() -> None:
+    watchdog = Watchdog(parse_policy_set(WARN).base)
+    state = watchdog.new_state("f")
+    for event in [sh(TEST), fail()] * 4:
+        watchdog.process(state, event)
+    restored = watchdog.decode_state(watchdog.encode_state(state))
+    index = [s.id for s in watchdog.signals].index("failure-loop")
+    assert restored.signals[index] == state.signals[index]
+    assert restored.pending == state.pending
+    outputs = watchdog.process(restored, sh(TEST)) + watchdog.process(restored, fail())
+    assert [o.signal for o in outputs if isinstance(o, Alert)] == ["failure-loop"]
+
+
+def test_is_latched_only_while_the_latest_call_is_a_failing_one() -> None:
+    signal = FailureLoop()
+    watchdog = Watchdog(parse_policy_set(WARN).base)
+    state = watchdog.new_state("f")
+    for _ in range(5):
+        watchdog.process(state, sh(TEST))
+        watchdog.process(state, fail())
+    index = [s.id for s in watchdog.signals].index("failure-loop")
+    assert signal.is_latched(state.signals[index])
+    watchdog.process(state, sh("ls"))
+    assert not signal.is_latched(state.signals[index])

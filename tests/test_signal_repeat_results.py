@@ -1,0 +1,164 @@
+"""repeated-tool-call, result-aware: identical pairs, polling, unknown results, errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streamguard.engine import Engine
+from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
+from streamguard.policy import PolicyError, parse_policy_set
+from streamguard.signals.repeat import RepeatedToolCall
+from streamguard.watchdog import Watchdog
+
+WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n'
+REFERENCE = WARN + "[signals.repeated-tool-call]\nresult_aware = false\n"
+
+
+def run(trace: list[Any], policy: str = WARN) -> list[Alert]:
+    engine = Engine(parse_policy_set(policy))
+    engine.process(TurnStart(session="p"))
+    out: list[Alert] = []
+    for event in trace:
+        out += [o for o in engine.process(event) if isinstance(o, Alert)]
+    return out
+
+
+def positions(trace: list[Any], policy: str = WARN, signal: str = "repeated-tool-call") -> list[int]:
+    """1-based positions of the events that raised ``signal``."""
+    engine = Engine(parse_policy_set(policy))
+    engine.process(TurnStart(session="p"))
+    hits = []
+    for i, event in enumerate(trace, 1):
+        if any(isinstance(o, Alert) and o.signal == signal for o in engine.process(event)):
+            hits.append(i)
+    return hits
+
+
+def call(tool: str = "get_status", **args: Any) -> ToolCall:
+    return ToolCall(session="p", tool=tool, args=args or {"job": "build-7"})
+
+
+def res(result: Any = None, tool: str = "get_status", digest: str | None = None,
+        error: str | None = None) -> ToolResult:
+    return ToolResult(session="p", tool=tool, result=result, result_digest=digest, error=error)
+
+
+def pairs(results: list[Any], tool: str = "read_file") -> list[Any]:
+    trace: list[Any] = []
+    for r in results:
+        trace += [call(tool, path="a.go"), res(r, tool)]
+    return trace
+
+
+def test_three_identical_pairs_are_silent_the_fourth_trips() -> None:
+    assert positions(pairs(["same"] * 3)) == []
+    got = run(pairs(["same"] * 4))
+    assert [a.signal for a in got] == ["repeated-tool-call"]
+    assert got[0].detail["rule"] == "same_result"
+    assert got[0].detail["count"] == 4
+    assert got[0].severity == "critical"
+    assert positions(pairs(["same"] * 8)) == [8]  # on the fourth result, once
+
+
+def test_changing_results_are_polling_not_a_loop() -> None:
+    trace = pairs([f"state {i}" for i in range(19)], tool="get_status")
+    assert positions(trace) == []
+
+
+def test_a_long_poll_of_a_non_polling_tool_warns_once() -> None:
+    trace = pairs([f"page {i}" for i in range(30)], tool="scroll_down")
+    got = [a for a in run(trace) if a.signal == "repeated-tool-call"]
+    assert len(got) == 1
+    assert got[0].severity == "warn"
+    assert got[0].detail["rule"] == "polling"
+    assert got[0].detail["count"] == 20
+
+
+def test_polling_tools_may_poll_without_a_warning() -> None:
+    for tool in ("get_status", "wait_for_job", "poll_queue", "get_job_state"):
+        trace = pairs([f"state {i}" for i in range(30)], tool=tool)
+        assert positions(trace) == [], tool
+    custom = WARN + '[signals.repeated-tool-call]\npolling_tools = ["scroll_*"]\n'
+    trace = pairs([f"page {i}" for i in range(30)], tool="scroll_down")
+    assert positions(trace, custom) == []
+
+
+def test_results_that_stop_changing_count_from_that_point() -> None:
+    results = ["running 1", "running 2", "running 3", "done", "done", "done"]
+    trace = pairs(results, tool="get_status")
+    assert positions(trace) == []
+    trace = pairs([*results, "done"], tool="get_status")
+    # call/result pairs: the fourth "done" is event 14
+    assert positions(trace) == [14]
+
+
+def test_unknown_results_keep_the_reference_threshold() -> None:
+    no_results = [call("read_file", path="a.go") for _ in range(5)]
+    assert positions(no_results) == [5]
+    empty = pairs([None] * 5)  # results without payload or digest: unknown
+    assert positions(empty) == [9]  # the fifth call
+
+
+def test_digests_alone_are_results() -> None:
+    trace: list[Any] = []
+    for _ in range(4):
+        trace += [call("read_file", path="a.go"), res(None, "read_file", digest="sha256:ab12")]
+    assert positions(trace) == [8]
+    trace = []
+    for i in range(6):
+        trace += [call("read_file", path="a.go"), res(None, "read_file", digest=f"sha256:{i}")]
+    assert positions(trace) == []
+
+
+def test_identical_errors_are_the_failure_loop_not_the_repeat() -> None:
+    trace: list[Any] = []
+    for _ in range(6):
+        trace += [call("read_file", path="a.go"), res(None, "read_file", error="EACCES")]
+    got = [a.signal for a in run(trace)]
+    assert "repeated-tool-call" not in got
+    assert got.count("failure-loop") == 1
+
+
+def test_reference_behaviour_is_kept_behind_the_switch() -> None:
+    trace = pairs([f"state {i}" for i in range(5)], tool="get_status")
+    assert positions(trace, REFERENCE) == [9]
+    assert positions(pairs(["same"] * 4), REFERENCE) == []
+
+
+def test_a_different_call_starts_a_new_run() -> None:
+    trace = [*pairs(["same"] * 3), call("grep", q="x"), res("hit", "grep"), *pairs(["same"] * 3)]
+    assert positions(trace) == []
+
+
+def test_equivalent_spellings_pair_their_results() -> None:
+    trace: list[Any] = []
+    for path in ("a.go", "./a.go", "/w/a.go", "a.go"):
+        trace += [call("read_file", path=path), res("same", "read_file")]
+    assert positions(trace) == [8]
+
+
+def test_policy_keys_are_validated() -> None:
+    for text in ("same_result_threshold = 1", "polling_warn_after = -1", "polling_tools = 3",
+                 "result_aware = 2"):
+        with pytest.raises(PolicyError, match="repeated-tool-call"):
+            parse_policy_set(f"[signals.repeated-tool-call]\n{text}\n")
+
+
+def test_snapshot_round_trip_mid_run() -> None:
+    watchdog = Watchdog(parse_policy_set(WARN).base)
+    state = watchdog.new_state("p")
+    for event in pairs(["running", "done", "done", "done"], tool="get_status"):
+        watchdog.process(state, event)
+    restored = watchdog.decode_state(watchdog.encode_state(state))
+    index = [s.id for s in watchdog.signals].index("repeated-tool-call")
+    assert restored.signals[index] == state.signals[index]
+    out = [o for e in pairs(["done"], tool="get_status") for o in watchdog.process(restored, e)]
+    assert [o.signal for o in out if isinstance(o, Alert)] == ["repeated-tool-call"]
+
+
+def test_reference_mode_needs_no_pairing() -> None:
+    signal = RepeatedToolCall(RepeatedToolCall.Config(result_aware=False))
+    assert not signal.needs_pairing
+    assert RepeatedToolCall().needs_pairing
