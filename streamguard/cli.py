@@ -36,37 +36,175 @@ EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
 EXIT_REJECTED, EXIT_NO_ACK, EXIT_INTERRUPTED = 3, 4, 130
 
 
-def _cmd_replay(args: argparse.Namespace) -> int:
-    from .engine import Engine
-    from .replay import ReplayReport, halted_sessions, replay_lines
+def _policy_path(command: str, given: str | None) -> str | None:
+    """``--policy`` or else ``STREAMGUARD_POLICY`` (said on stderr: nothing chosen silently)."""
+    import os
 
-    policies = load_policy_set(args.policy)
+    if given is not None:
+        return given
+    from_env = os.environ.get("STREAMGUARD_POLICY", "").strip()
+    if from_env:
+        print(f"streamguard {command}: policy {from_env} (from STREAMGUARD_POLICY)", file=sys.stderr)
+        return from_env
+    return None
+
+
+def _expand_inputs(command: str, patterns: Sequence[str]) -> list[str]:
+    """Files named or matched by glob patterns (``-`` is stdin), in order, each once.
+
+    A pattern is expanded here too, for shells that pass it on unexpanded (or
+    quoted ones); one that matches nothing is an error, not an empty input.
+    """
+    import glob
+    import os
+
+    paths: list[str] = []
+    for pattern in patterns:
+        if pattern == "-" or os.path.exists(pattern) or not glob.has_magic(pattern):
+            matches = [pattern]
+        else:
+            matches = sorted(glob.glob(pattern, recursive=True))
+            if not matches:
+                raise _CommandError(f"no file matches {pattern!r}")
+        for path in matches:
+            if path not in paths or path == "-":
+                paths.append(path)
+    if paths.count("-") > 1:
+        raise _CommandError("stdin (-) can be read only once", EXIT_CONFIG)
+    return paths
+
+
+class _Progress:
+    """A one-line progress report on stderr, rewritten in place, only on a terminal."""
+
+    def __init__(self, command: str, total_bytes: int | None = None, every_s: float = 0.5) -> None:
+        self.command = command
+        self.total = total_bytes
+        self.every = every_s
+        self.enabled = sys.stderr.isatty()
+        self.next_at = time.monotonic() + every_s
+        self.shown = False
+
+    def update(self, text: str, done_bytes: int | None = None) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now < self.next_at:
+            return
+        self.next_at = now + self.every
+        share = ""
+        if self.total and done_bytes is not None:
+            share = f"{min(100.0, 100.0 * done_bytes / self.total):5.1f}% "
+        sys.stderr.write(f"\r\x1b[Kstreamguard {self.command}: {share}{text}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self.shown = False
+
+
+class _CountingReader:
+    """Lines of a binary file; every few thousand, the progress line is updated."""
+
+    def __init__(self, handle: Any, progress: _Progress, shared: dict[str, int]) -> None:
+        self.handle = handle
+        self.progress = progress
+        self.shared = shared  # bytes and lines read over every input
+
+    def __iter__(self) -> Any:
+        shared, enabled = self.shared, self.progress.enabled
+        for line in self.handle:
+            if enabled:
+                shared["bytes"] += len(line)
+                shared["lines"] += 1
+                if shared["lines"] % 2048 == 0:
+                    self.progress.update(f"{shared['lines']:,} lines", shared["bytes"])
+            yield line
+
+
+SUMMARY_HALTED_LISTED = 100  # halted session names in a replay summary (all are counted)
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    import os
+
+    from .engine import Engine
+    from .events import encode
+    from .replay import ReplayReport, halted_sessions, halted_total, replay_sources
+
+    policies = load_policy_set(_policy_path("replay", args.policy))
+    _warn_policy(policies, "replay")
     engine = Engine(policies)
     report = ReplayReport()
-    out = sys.stdout.buffer
     import_failures: list[str] = []
     try:
+        paths = _expand_inputs("replay", args.files or ["-"])
+    except _CommandError as exc:
+        print(f"streamguard replay: {exc}", file=sys.stderr)
+        return exc.code
+    opened: list[Any] = []
+    readers: list[tuple[str, _CountingReader]] = []
+    total = 0 if args.from_format else sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+    progress = _Progress("replay", total or None)
+    shared = {"bytes": 0, "lines": 0}
+    try:
         if args.from_format:
-            source = _imported_source("replay", args.from_format, [args.file], import_failures)
+            handle = _imported_source("replay", args.from_format, paths, import_failures)
+            opened.append(handle)
+            readers.append(("", _CountingReader(handle, progress, shared)))
         else:
-            source = sys.stdin.buffer if args.file in (None, "-") else open(args.file, "rb")  # noqa: SIM115
+            for path in paths:
+                if path == "-":
+                    if sys.stdin.isatty():
+                        print(
+                            "streamguard replay: reading events from the terminal; paste JSONL and "
+                            "end with Ctrl-D, or give a FILE",
+                            file=sys.stderr,
+                        )
+                    handle = sys.stdin.buffer
+                else:
+                    handle = open(path, "rb")  # noqa: SIM115
+                    opened.append(handle)
+                name = "" if len(paths) == 1 else ("stdin" if path == "-" else path)
+                readers.append((name, _CountingReader(handle, progress, shared)))
     except OSError as exc:
-        print(f"streamguard replay: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        for handle in opened:
+            handle.close()
+        print(f"streamguard replay: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
         return EXIT_FAILURE
     except _CommandError as exc:
         print(f"streamguard replay: {exc}", file=sys.stderr)
         return exc.code
-    with source:
-        for encoded in replay_lines(source, engine, errors=sys.stderr, report=report):
-            out.write(encoded)
-            out.write(b"\n")
-    out.flush()
+    out = sys.stdout.buffer
+    line_format = args.format == "line"
+    interrupted = False
+    try:
+        for output in replay_sources(readers, engine, errors=_ProgressAware(progress), report=report):
+            if line_format:
+                out.write(format_output(output).encode() + b"\n")
+            else:
+                out.write(encode(output))
+                out.write(b"\n")
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.clear()
+        for handle in opened:
+            handle.close()
+    with contextlib.suppress(BrokenPipeError):
+        out.flush()
     if args.summary:
         summary = {
             "lines": report.lines,
             "events": report.events,
             "controls": report.controls,
             "outputs": report.outputs,
+            "alerts_by_signal": dict(sorted(report.alerts_by_signal.items())),
+            "trips_by_signal": dict(sorted(report.trips_by_signal.items())),
+            "feedback": report.feedback,
             "malformed": report.malformed,
             "unknown_types": report.unknown_types,
             "replays_skipped": report.replays_skipped,
@@ -74,11 +212,80 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             "failed": report.failed,
             "evicted": report.evicted,
             "sessions": len(engine.sessions),
-            "halted_sessions": halted_sessions(engine, report),
+            "halted_total": halted_total(engine, report),
+            "halted_sessions": halted_sessions(engine, report, SUMMARY_HALTED_LISTED),
             "halted_evicted": report.halted_evicted,
+            "interrupted": interrupted,
         }
-        print(json.dumps(summary, sort_keys=True), file=sys.stderr)
-    return EXIT_FAILURE if import_failures else EXIT_OK
+        if args.summary_format == "text":
+            print(_summary_text(summary), file=sys.stderr)
+        else:
+            print(json.dumps(summary, sort_keys=True), file=sys.stderr)
+    if interrupted:
+        print(
+            f"streamguard replay: interrupted after {report.lines:,} lines ({report.outputs:,} outputs)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    if import_failures:
+        return EXIT_FAILURE
+    if report.malformed or report.failed:
+        # As `emit`: the valid lines were replayed, but the input was not clean.
+        return EXIT_REJECTED
+    return EXIT_OK
+
+
+class _ProgressAware:
+    """stderr for replay's messages: clears the progress line before each one."""
+
+    def __init__(self, progress: _Progress) -> None:
+        self.progress = progress
+
+    def write(self, text: str) -> int:
+        self.progress.clear()
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def _summary_text(summary: dict[str, Any]) -> str:
+    """The ``--summary-format text`` block: counts first, then what tripped, then who is halted."""
+    lines = [
+        f"replayed {summary['lines']:,} lines: {summary['events']:,} events, "
+        f"{summary['controls']:,} controls, {summary['sessions']:,} sessions held at the end",
+    ]
+    bad = [
+        f"{summary[k]:,} {label}"
+        for k, label in (
+            ("malformed", "malformed"),
+            ("unknown_types", "of unknown type"),
+            ("failed", "failed"),
+            ("replays_skipped", "skipped as replays (seq not newer)"),
+            ("seq_jumps", "with a seq jump"),
+        )
+        if summary[k]
+    ]
+    if bad:
+        lines.append("lines: " + ", ".join(bad))
+    if summary["alerts_by_signal"]:
+        lines.append("alerts by signal:")
+        lines += [f"  {n:>8,}  {sig}" for sig, n in summary["alerts_by_signal"].items()]
+    if summary["trips_by_signal"]:
+        lines.append("trips by guardrail/signal:")
+        lines += [f"  {n:>8,}  {sig}" for sig, n in summary["trips_by_signal"].items()]
+    if summary["feedback"]:
+        lines.append(f"feedback blocks: {summary['feedback']:,}")
+    halted, total = summary["halted_sessions"], summary["halted_total"]
+    if total:
+        more = f" (first {len(halted)} listed)" if total > len(halted) else ""
+        lines.append(f"halted at the end: {total:,} session(s){more}")
+        lines += [f"  {name}" for name in halted]
+    else:
+        lines.append("halted at the end: none")
+    if summary["interrupted"]:
+        lines.append("(interrupted: the counts cover the lines read so far)")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- import
@@ -149,11 +356,61 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return EXIT_FAILURE if failures else EXIT_OK
 
 
+def policy_warnings(policies: Any) -> list[str]:
+    """Settings that load but cannot do what they say (the policy itself stays valid)."""
+    warnings: list[str] = []
+    for where, policy in [("", policies.base)] + [
+        (f"agents[{i}] (match {pattern!r}): ", policy) for i, (pattern, policy) in enumerate(policies.overrides)
+    ]:
+        cost = getattr(policy, "cost_ceiling", None)
+        turn = getattr(cost, "max_turn_usd", 0.0) or 0.0
+        session = getattr(cost, "max_session_usd", 0.0) or 0.0
+        if turn > 0 and session > 0 and turn > session:
+            warnings.append(
+                f"{where}`cost_ceiling.max_turn_usd` ({turn:g}) is above `cost_ceiling.max_session_usd` "
+                f"({session:g}): the session bound trips first, the turn bound never does"
+            )
+    return warnings
+
+
+def _warn_policy(policies: Any, command: str) -> None:
+    for warning in policy_warnings(policies):
+        print(f"streamguard {command}: warning: {policies.source}: {warning}", file=sys.stderr)
+
+
+def _render_with_overrides(path: str, policies: Any) -> str:
+    """``check-config --defaults FILE``: the effective base policy, then the file's
+    ``[[agents]]`` overrides as written (each is merged onto the base at load)."""
+    import tomllib
+
+    from .policy import render_policy
+
+    text = render_policy(policies.base)
+    if not policies.overrides:
+        return text
+    with open(path, "rb") as handle:
+        raw = tomllib.load(handle)
+    from .policy import _emit_table
+
+    lines: list[str] = []
+    _emit_table(lines, [], {"agents": raw.get("agents", [])})
+    header = (
+        "\n# [[agents]] overrides, as written in the file: each is merged key by key onto the "
+        "policy above\n# for the agents its `match` glob selects (first match wins).\n"
+    )
+    return text + header + "\n".join(lines).lstrip("\n") + "\n"
+
+
 def _cmd_check_config(args: argparse.Namespace) -> int:
     if args.defaults:
         from .policy import render_policy
 
-        sys.stdout.write(render_policy(load_policy_set(args.file).base if args.file else None))
+        if args.file is None:
+            sys.stdout.write(render_policy(None))
+            return EXIT_OK
+        policies = load_policy_set(args.file)
+        _warn_policy(policies, "check-config")
+        sys.stdout.write(_render_with_overrides(args.file, policies))
         return EXIT_OK
     if args.file is None:
         print("streamguard check-config: a policy FILE is required (or --defaults)", file=sys.stderr)
@@ -167,15 +424,18 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
         "mode": policies.base.mode,
         "signals": [s.id for s in base.signals],
         "agent_overrides": [pattern for pattern, _ in policies.overrides],
+        "warnings": policy_warnings(policies),
     }
     if args.json:
         print(json.dumps(info, sort_keys=True))
     else:
-        print(f"{args.file}: ok")
+        print(f"{args.file}: ok" + (f" ({len(info['warnings'])} warning(s))" if info["warnings"] else ""))
         print(f"  mode: {info['mode']}")
         print(f"  signals: {', '.join(info['signals']) or '(none)'}")
         for pattern in info["agent_overrides"]:
             print(f"  override for agents matching {pattern!r}")
+        for warning in info["warnings"]:
+            print(f"  warning: {warning}")
     return EXIT_OK
 
 
@@ -777,23 +1037,69 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"streamguard {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    replay = sub.add_parser("replay", help="run the detectors over a JSONL trace offline")
-    replay.add_argument("file", nargs="?", default="-", help="JSONL events (default: stdin)")
-    replay.add_argument("--policy", help="policy TOML file (default: built-in defaults)")
-    replay.add_argument("--summary", action="store_true", help="print a JSON summary on stderr")
-    _add_from_argument(replay, "FILE is a recorded session file or folder of this format (see `import`)")
+    replay = sub.add_parser(
+        "replay",
+        help="run the detectors over JSONL traces offline",
+        description=(
+            "Run the detectors over recorded events (contract-v1 JSONL, resets allowed inline), "
+            "offline: no broker. Several FILEs (or glob patterns) are replayed in turn through one "
+            "engine, so a session may go on from one file to the next. The output events go to "
+            "stdout, bad lines to stderr with their file and line number. Exit 0: clean input; 3: "
+            "some lines were malformed or failed (the others were replayed); 1: unreadable input; "
+            "2: bad policy or usage; 130: interrupted."
+        ),
+    )
+    replay.add_argument(
+        "files", nargs="*", metavar="FILE", help="JSONL events, glob patterns allowed (default: stdin; - is stdin)"
+    )
+    replay.add_argument(
+        "--policy", help="policy TOML file [env STREAMGUARD_POLICY; default: built-in defaults]"
+    )
+    replay.add_argument(
+        "--format",
+        choices=["jsonl", "line"],
+        default="jsonl",
+        help="output: one JSON object per output (jsonl, the default) or one readable line, as `tail` prints",
+    )
+    replay.add_argument(
+        "--summary",
+        action="store_true",
+        help="print a summary on stderr: counts, alerts and trips per signal, halted sessions (first 100)",
+    )
+    replay.add_argument(
+        "--summary-format", choices=["json", "text"], default="json", help="the summary as one JSON line (default) or text"
+    )
+    _add_from_argument(replay, "FILEs are recorded session files or folders of this format (see `import`)")
 
-    check = sub.add_parser("check-config", help="validate a policy file")
-    check.add_argument("file", nargs="?")
-    check.add_argument("--json", action="store_true")
+    check = sub.add_parser(
+        "check-config",
+        help="validate a policy file",
+        description=(
+            "Validate a policy file: exit 0 if it loads (warnings for settings that cannot work "
+            "as written), 2 with a message naming the field and the allowed values if not. With "
+            "--defaults, print the complete effective policy as TOML."
+        ),
+    )
+    check.add_argument("file", nargs="?", metavar="FILE", help="the policy TOML file")
+    check.add_argument("--json", action="store_true", help="print the result as JSON")
     check.add_argument(
         "--defaults",
         action="store_true",
-        help="print the complete effective policy as TOML (every default, or FILE merged onto them)",
+        help="print the complete effective policy as TOML (every default, or FILE merged onto them, with its [[agents]] overrides)",
     )
 
-    schema = sub.add_parser("schema", help="print the event contract's JSON Schemas")
-    schema.add_argument("--family", choices=["all", "agent", "control", "output"], default="all")
+    schema = sub.add_parser(
+        "schema",
+        help="print the event contract's JSON Schemas",
+        description=(
+            "Print the JSON Schemas of the event contract (v1), generated from the code: agent "
+            "events (what runtimes publish), control events (resets), output events (alerts, trips, "
+            "feedback, reset receipts)."
+        ),
+    )
+    schema.add_argument(
+        "--family", choices=["all", "agent", "control", "output"], default="all", help="one family only (default: all)"
+    )
 
     sub.add_parser("run", help="run the Kafka processor (see `streamguard run --help`)", add_help=False)
 
@@ -924,6 +1230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from .demo import main as demo_main
 
+            args.policy = _policy_path("demo", args.policy)
             return demo_main(args)
     except PolicyError as exc:
         print(f"streamguard {args.command}: policy error: {exc}", file=sys.stderr)

@@ -23,7 +23,16 @@ from typing import IO
 import msgspec
 
 from .engine import Engine
-from .events import Reset, UnknownEventType, decode_operator_event, encode
+from .events import (
+    Alert,
+    Feedback,
+    GuardrailTrip,
+    Output,
+    Reset,
+    UnknownEventType,
+    decode_operator_event,
+    encode,
+)
 
 # Halted session names kept for the summary once their state is evicted.
 MAX_HALTED_LISTED = 1000
@@ -52,6 +61,22 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     # halted sessions whose state was evicted (bounded; halted_evicted counts all)
     halted_evicted: int = 0
     halted_listed: list[str] = []
+    # outputs by signal: alerts (per severity) and guardrail trips (per scope)
+    alerts_by_signal: dict[str, int] = {}
+    trips_by_signal: dict[str, int] = {}
+    feedback: int = 0
+    resets: int = 0
+
+    def count(self, output: Output) -> None:
+        if isinstance(output, Alert):
+            self.alerts_by_signal[output.signal] = self.alerts_by_signal.get(output.signal, 0) + 1
+        elif isinstance(output, GuardrailTrip):
+            key = f"{output.guardrail}/{output.signal}"
+            self.trips_by_signal[key] = self.trips_by_signal.get(key, 0) + 1
+        elif isinstance(output, Feedback):
+            self.feedback += 1
+        else:
+            self.resets += 1
 
 
 class _Recency:
@@ -117,48 +142,79 @@ def replay_lines(
     limits: ReplayLimits | None = None,
 ) -> Iterator[bytes]:
     """Yield one encoded output event per item; report bad lines to ``errors``."""
+    for output in replay_sources([("", lines)], engine, errors, report, limits):
+        yield encode(output)
+
+
+def replay_sources(
+    sources: Iterable[tuple[str, Iterable[bytes | str]]],
+    engine: Engine,
+    errors: IO[str] | None = None,
+    report: ReplayReport | None = None,
+    limits: ReplayLimits | None = None,
+) -> Iterator[Output]:
+    """Yield the output events of several ``(name, lines)`` sources, replayed in turn.
+
+    The sources share one engine and one set of bounds, so a session that goes
+    on from one file to the next (a trace, then an operator's resets) is one
+    session. Bad lines are reported as ``name: line N: ...`` (``line N: ...``
+    for a source without a name), numbered within their source.
+    """
     report = report if report is not None else ReplayReport()
     recency = _Recency(engine, limits or ReplayLimits(), report)
     stats = engine.stats
-    for number, line in enumerate(lines, start=1):
-        report.lines += 1
-        if not line.strip():
-            continue
-        try:
-            event = decode_operator_event(line)
-        except UnknownEventType as exc:
-            report.unknown_types += 1
-            if errors is not None:
-                errors.write(f"line {number}: skipped: {exc}\n")
-            continue
-        except (msgspec.DecodeError, ValueError) as exc:
-            report.malformed += 1
-            if errors is not None:
-                errors.write(f"line {number}: malformed event skipped: {exc}\n")
-            continue
-        replays, jumps = stats.replays_skipped, stats.seq_jumps
-        try:
-            if isinstance(event, Reset):
-                report.controls += 1
-                outputs = engine.control(event)
-            else:
-                report.events += 1
-                outputs = engine.process(event)
-        except Exception as exc:  # one bad line never ends the replay
-            report.failed += 1
-            if errors is not None:
-                errors.write(f"line {number}: processing failed, skipped: {exc!r}\n")
-            continue
-        report.replays_skipped += stats.replays_skipped - replays
-        report.seq_jumps += stats.seq_jumps - jumps
-        if event.session in engine.sessions:
-            recency.touch(event.session, event.ts)
-        for output in outputs:
-            report.outputs += 1
-            yield encode(output)
+    for name, lines in sources:
+        where = f"{name}: " if name else ""
+        for number, line in enumerate(lines, start=1):
+            report.lines += 1
+            if not line.strip():
+                continue
+            try:
+                event = decode_operator_event(line)
+            except UnknownEventType as exc:
+                report.unknown_types += 1
+                if errors is not None:
+                    errors.write(f"{where}line {number}: skipped: {exc}\n")
+                continue
+            except (msgspec.DecodeError, ValueError) as exc:
+                report.malformed += 1
+                if errors is not None:
+                    errors.write(f"{where}line {number}: malformed event skipped: {exc}\n")
+                continue
+            replays, jumps = stats.replays_skipped, stats.seq_jumps
+            try:
+                if isinstance(event, Reset):
+                    report.controls += 1
+                    outputs = engine.control(event)
+                else:
+                    report.events += 1
+                    outputs = engine.process(event)
+            except Exception as exc:  # one bad line never ends the replay
+                report.failed += 1
+                if errors is not None:
+                    errors.write(f"{where}line {number}: processing failed, skipped: {exc!r}\n")
+                continue
+            report.replays_skipped += stats.replays_skipped - replays
+            report.seq_jumps += stats.seq_jumps - jumps
+            if event.session in engine.sessions:
+                recency.touch(event.session, event.ts)
+            for output in outputs:
+                report.outputs += 1
+                report.count(output)
+                yield output
 
 
-def halted_sessions(engine: Engine, report: ReplayReport) -> list[str]:
-    """Sessions halted at the end of a replay, evicted ones included (bounded)."""
+def halted_sessions(
+    engine: Engine, report: ReplayReport, limit: int | None = None
+) -> list[str]:
+    """Sessions halted at the end of a replay, evicted ones included, sorted; at most
+    ``limit`` of them (:func:`halted_total` counts them all)."""
     held = {s for s, state in engine.sessions.items() if state.halted_by}
-    return sorted(held.union(report.halted_listed))
+    names = sorted(held.union(report.halted_listed))
+    return names if limit is None else names[:limit]
+
+
+def halted_total(engine: Engine, report: ReplayReport) -> int:
+    """How many sessions were halted at the end of a replay (evicted ones included)."""
+    held = sum(1 for state in engine.sessions.values() if state.halted_by)
+    return held + report.halted_evicted
