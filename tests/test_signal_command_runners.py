@@ -27,6 +27,12 @@ def signals(trace: list[Any], policy: str = WARN) -> list[str]:
     return [a.signal for a in alerts(trace, policy)]
 
 
+def word(i: int) -> str:
+    """A distinct word per number (result-stall masks digits, so fixtures must differ
+    in more than their numbers to be different answers)."""
+    return "".join("abcdefghij"[int(d)] for d in str(i)) + "x"
+
+
 def sh(command: str, tool: str = "bash") -> ToolCall:
     return ToolCall(session="r", tool=tool, args={"command": command})
 
@@ -134,14 +140,14 @@ def test_healthy_bash_session_with_distinct_commands_is_silent() -> None:
     ]
     trace: list[Any] = []
     for i, command in enumerate(commands):
-        trace += [sh(command), out(f"output {i}")]
+        trace += [sh(command), out(f"output {word(i)}")]
     assert signals(trace) == []
 
 
 def test_same_action_fifteen_times_is_the_name_signal_by_action() -> None:
     trace: list[Any] = []
     for i in range(15):
-        trace += [sh(f"grep -rn symbol_{i} src"), out(f"hit {i}")]
+        trace += [sh(f"grep -rn symbol_{i} src"), out(f"hit in {word(i)}.py")]
     got = alerts(trace)
     assert [a.signal for a in got] == ["repeated-tool-name"]
     assert got[0].detail["tool"] == "bash: grep"
@@ -185,7 +191,7 @@ def test_editor_edits_between_failing_runs_are_writes() -> None:
     editor = "str_replace_editor"
     trace: list[Any] = []
     for i in range(5):
-        trace += [sh("python reproduce.py"), err("Traceback: ValueError")]
+        trace += [sh("python reproduce.py"), err(f"Traceback: ValueError: {word(i)}")]
         trace += [
             ToolCall(session="r", tool=editor, args={"command": "str_replace", "path": "a.py",
                                                       "old_str": f"v{i}", "new_str": f"v{i + 1}"}),

@@ -52,6 +52,7 @@ def test_identity_and_defaults() -> None:
         "alternating-tool-cycle",
         "dominant-tool-call",
         "long-loop",
+        "result-stall",
     )
     assert not signal.withdrawn_by_text
     assert isinstance(signal.new_state(), State)

@@ -43,6 +43,7 @@ def test_identity_and_defaults() -> None:
         "alternating-tool-cycle",
         "dominant-tool-call",
         "long-loop",
+        "result-stall",
     )
     assert isinstance(signal.new_state(), State)
     assert State.__struct_config__.tag == "tools-without-text"

@@ -18,6 +18,7 @@ _REGISTRY: tuple[tuple[str, str], ...] = (
     ("dominant", "DominantToolCall"),
     ("failure_loop", "FailureLoop"),
     ("long_loop", "LongLoop"),
+    ("result_stall", "ResultStall"),
     ("window_repeat", "WindowRepeat"),
     ("tool_name", "RepeatedToolName"),
     ("failure_guidance", "ToolFailureGuidance"),

@@ -140,6 +140,7 @@ class NoNewState(Signal):
         "alternating-tool-cycle",
         "dominant-tool-call",
         "long-loop",
+        "result-stall",
     )
 
     def __init__(self, config: SignalConfig | None = None) -> None:

@@ -95,6 +95,7 @@ class ToolsWithoutText(Signal):
         "alternating-tool-cycle",
         "dominant-tool-call",
         "long-loop",
+        "result-stall",
     )
     severity = "warn"
     State = State

@@ -59,7 +59,7 @@ class RepeatedToolName(Signal):
 
     id = SIGNAL_ID
     # A same-name run that is also a latched cycle or dominant loop is their behaviour.
-    defers_to = ("alternating-tool-cycle", "dominant-tool-call", "long-loop")
+    defers_to = ("alternating-tool-cycle", "dominant-tool-call", "long-loop", "result-stall")
     severity = "warn"
     scope = "session"
 

@@ -1,0 +1,168 @@
+"""result-stall: answers the session already had, result after result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streamguard.engine import Engine
+from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
+from streamguard.policy import PolicyError, parse_policy_set
+from streamguard.signals.result_stall import light_template, template
+from streamguard.watchdog import Watchdog
+
+WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n'
+
+
+def word(i: int) -> str:
+    return "".join("abcdefghij"[int(d)] for d in str(i))
+
+
+def hits(trace: list[Any], policy: str = WARN, signal: str = "result-stall") -> list[int]:
+    """Call numbers at which ``signal`` alerted."""
+    engine = Engine(parse_policy_set(policy))
+    engine.process(TurnStart(session="s"))
+    calls, out = 0, []
+    for event in trace:
+        calls += isinstance(event, ToolCall)
+        out += [calls for o in engine.process(event) if isinstance(o, Alert) and o.signal == signal]
+    return out
+
+
+def alerts(trace: list[Any], policy: str = WARN) -> list[Alert]:
+    engine = Engine(parse_policy_set(policy))
+    engine.process(TurnStart(session="s"))
+    return [o for e in trace for o in engine.process(e) if isinstance(o, Alert)]
+
+
+def step(tool: str, args: dict[str, Any], result: Any = None, error: str | None = None) -> list[Any]:
+    return [ToolCall(session="s", tool=tool, args=args),
+            ToolResult(session="s", tool=tool, result=result, error=error)]
+
+
+def test_templates_mask_quotes_numbers_and_ids() -> None:
+    assert template('No matches found for "setup.txt" in /repo') == template(
+        "No matches found for 'java_env.*' in /repo")
+    assert template("/bin/bash: line 27424: javac: command not found") == template(
+        "/bin/bash: line 27478: javac: command not found")
+    assert template("commit 9f8e7d6c5b4a done") == template("commit 0a1b2c3d4e5f done")
+    assert template("a   b\n c") == "a b c"
+    assert light_template("assert 3 == 7") != light_template("assert 4 == 7")
+    assert light_template("bash: line 12: x") == light_template("bash: line 9041: x")
+
+
+def test_reworded_searches_for_something_absent_trip_at_the_eighth() -> None:
+    trace: list[Any] = []
+    for i in range(12):
+        trace += step("find_file", {"command": f"find_file config_{word(i)}.txt"},
+                      error=f'No matches found for "config_{word(i)}.txt" in /repo')
+    # the first answer is news; the next eight are stale
+    assert hits(trace) == [9]
+    got = next(a for a in alerts(trace) if a.signal == "result-stall")
+    assert (got.severity, got.scope) == ("critical", "session")
+    assert got.detail["tools"] == ["find_file"]
+
+
+def test_prose_instead_of_commands_trips() -> None:
+    trace: list[Any] = []
+    for i in range(10):
+        trace += step("bash", {"command": f"DISCUSSION\nLet me try plan {word(i)}"},
+                      error=f"/bin/bash: line {1000 + 7 * i}: DISCUSSION: command not found")
+    assert hits(trace) == [9]
+
+
+def test_interleaved_real_work_does_not_hide_the_stall() -> None:
+    trace: list[Any] = []
+    for i in range(16):
+        if i % 5 == 4:
+            trace += step("open", {"command": f"open src/F{word(i)}.java"}, f"class F{word(i)} body")
+        else:
+            trace += step("search_dir", {"command": f"search_dir {word(i)}"},
+                          error=f'No matches found for "{word(i)}" in /repo')
+    assert hits(trace)
+
+
+def test_empty_answers_count_only_for_searches() -> None:
+    tidy: list[Any] = []
+    for i in range(14):
+        tidy += step("bash", {"command": f"mv a{word(i)} b{word(i)}"}, "")
+    assert hits(tidy) == []
+    hunt: list[Any] = []
+    for root in ("/usr", "/opt", "/etc", "/var", "/srv", "/home", "/mnt", "/root", "/tmp", "/lib"):
+        hunt += step("bash", {"command": f"find {root} -name javac"}, "")
+    assert hits(hunt) == [8]  # eight searches in a row found nothing
+
+
+def test_exploration_with_new_answers_is_silent() -> None:
+    trace: list[Any] = []
+    for i in range(40):
+        trace += step("read_file", {"path": f"src/m{i}.py"}, f"def handler_{word(i)}(): pass")
+    assert hits(trace) == []
+
+
+def test_a_poll_whose_numbers_change_is_not_stale() -> None:
+    trace: list[Any] = []
+    for i in range(20):
+        trace += step("job_state", {"id": "7"}, f"running, {i * 10} of 200 done")
+    assert hits(trace) == []
+
+
+def test_writes_that_change_nothing_are_futile() -> None:
+    trace: list[Any] = []
+    for i in range(7):
+        trace += step("edit_file", {"path": "Other.java", "text": f"// probe {word(i)}"},
+                      f"edited Other.java: {word(i)}")
+        trace += step("bash", {"command": "python reproduce.py"}, "")
+    got = [a for a in alerts(trace) if a.signal == "result-stall"]
+    assert len(got) == 1 and got[0].detail["rule"] == "futile_writes"
+    assert hits(trace) == [12]  # the fifth re-run after a write that changed nothing
+
+
+def test_edits_that_change_the_failure_are_work() -> None:
+    trace: list[Any] = []
+    for i in range(10):
+        trace += step("edit_file", {"path": "app.py", "text": f"x = {word(i)}"}, f"edited {word(i)}")
+        trace += step("bash", {"command": "pytest -x"}, error=f"1 failed: assert {i} == 11")
+    assert hits(trace) == []
+
+
+def test_deference_to_the_call_keyed_loops() -> None:
+    same: list[Any] = []
+    for _ in range(20):
+        same += step("read_file", {"path": "a.go"}, "same bytes")
+    assert [a.signal for a in alerts(same)] == ["repeated-tool-call"]
+
+
+def test_no_new_state_warns_first_then_the_stall_is_proven() -> None:
+    trace: list[Any] = []
+    for i in range(14):
+        trace += step("search", {"q": f"where is config, take {word(i)}"}, "no match in the index")
+    # six repeats: the exact-payload warning; eight: the critical; nothing more after
+    assert [a.signal for a in alerts(trace)] == ["no-new-state", "result-stall"]
+
+
+def test_policy_validation() -> None:
+    with pytest.raises(PolicyError, match="result-stall"):
+        parse_policy_set("[signals.result-stall]\nwindow = 8\nwindow_threshold = 9\n")
+    with pytest.raises(PolicyError, match="result-stall"):
+        parse_policy_set("[signals.result-stall]\nthreshold = 2\n")
+    trace: list[Any] = []
+    for i in range(6):
+        trace += step("find_file", {"n": i}, error=f'No matches found for "{word(i)}"')
+    assert hits(trace, WARN + "[signals.result-stall]\nthreshold = 4\n") == [5]
+
+
+def test_snapshot_round_trip() -> None:
+    watchdog = Watchdog(parse_policy_set(WARN).base)
+    state = watchdog.new_state("s")
+    trace: list[Any] = []
+    for i in range(9):
+        trace += step("find_file", {"n": i}, error=f'No matches found for "{word(i)}"')
+    for event in trace[:10]:
+        watchdog.process(state, event)
+    restored = watchdog.decode_state(watchdog.encode_state(state))
+    index = [s.id for s in watchdog.signals].index("result-stall")
+    assert restored.signals[index] == state.signals[index]
+    out = [o for e in trace[10:] for o in watchdog.process(restored, e) if isinstance(o, Alert)]
+    assert [o.signal for o in out] == ["result-stall"]
