@@ -95,12 +95,13 @@ except ModuleNotFoundError:  # run from a checkout without an installed package
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.partitioner import murmur2
 
 from streamguard.engine import Engine
 from streamguard.events import decode_agent_event, encode
 from streamguard.fleet import plan_fleet, session_events
+from streamguard.kafka.config import ProcessorConfig
+from streamguard.kafka.topics import create_processor_topics
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_EVENTS_PER_S = 50_000
@@ -297,17 +298,19 @@ class RunTopics:
     def tps(self, topic: str) -> list[TopicPartition]:
         return [TopicPartition(topic, p) for p in range(self.partitions)]
 
+    def config(self, bootstrap: str) -> ProcessorConfig:
+        return ProcessorConfig.build({
+            "bootstrap_servers": bootstrap,
+            "group_id": self.group,
+            "events_topic": self.events,
+            "control_topic": self.control,
+            "alerts_topic": self.alerts,
+            "dlq_topic": self.dlq,
+            "changelog_topic": self.changelog,
+        })
+
     async def create(self, bootstrap: str) -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            await admin.create_topics([
-                NewTopic(t, self.partitions, 1,
-                         topic_configs={"cleanup.policy": "compact"} if t == self.changelog else {})
-                for t in (self.events, self.control, self.alerts, self.dlq, self.changelog)
-            ])
-        finally:
-            await admin.close()
+        await create_processor_topics(self.config(bootstrap), self.partitions)
 
 
 # ============================================================== processor

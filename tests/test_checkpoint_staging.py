@@ -18,8 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamguard.events import Reset, Text, ToolCall, TurnStart, encode
+from streamguard.kafka.changelog import encode_entry
 from streamguard.kafka.config import ProcessorConfig
-from streamguard.kafka.processor import ACTIVE, Processor, _Partition
+from streamguard.kafka.processor import Processor
+from streamguard.kafka.sessions import PartitionStatus
 from streamguard.policy import Policy
 
 EVENTS, CONTROL = "agent.events", "streamguard.control"
@@ -43,10 +45,21 @@ def _processor(clock: Any = None) -> Processor:
     processor = Processor(
         config, policy=Policy(mode="enforce"), clock=clock or (lambda: 1_767_225_600.0)
     )
-    processor._partition_count = 1
-    processor._partitions[0] = _Partition(0, ACTIVE)
+    processor.partition_count = 1
+    processor.sessions.add_partition(0, PartitionStatus.ACTIVE)
     processor._producer = _AckedProducer()  # type: ignore[assignment]
     return processor
+
+
+def expected_value(processor: Processor, session: str) -> bytes | None:
+    """A session's changelog value computed from the engine and the session table
+    directly (not through the checkpoint code under test): its snapshot, or a
+    tombstone when it is no longer held."""
+    meta = processor.sessions.meta.get(session)
+    state = processor.engine.snapshot(session)
+    if meta is None or state is None:
+        return None
+    return encode_entry(meta.events_offset, meta.control_offset, meta.last_seen, state)
 
 
 def _record(topic: str, offset: int, ts: float, event: Any) -> ConsumerRecord:
@@ -84,9 +97,9 @@ def test_staged_records_are_the_sessions_as_they_were_at_the_start(steps) -> Non
             nonlocal expected, checked
             if expected is None:
                 return
-            while processor._encode_slice():
+            while processor.checkpointer.encode_slice():
                 pass
-            written = processor._staged_records
+            written = processor.checkpointer.staged_records
             assert len({key for _, key, _ in written}) == len(written), "a session written twice"
             assert {key: value for _, key, value in written} == expected
             checked += 1
@@ -109,15 +122,13 @@ def test_staged_records_are_the_sessions_as_they_were_at_the_start(steps) -> Non
             elif kind == "later":
                 ts += float(arg)
             elif kind == "slice":
-                processor._encode_slice(int(arg))
+                processor.checkpointer.encode_slice(int(arg))
             else:
                 finish()  # the next checkpoint waits for the pending one
                 await processor._stage()
                 expected = {
-                    key: value
-                    for _, key, value in (
-                        processor._snapshot_record(s, p) for s, p in processor._unstaged.items()
-                    )
+                    session.encode(): expected_value(processor, session)
+                    for session in processor.checkpointer.unstaged
                 }
         finish()
 
@@ -134,13 +145,13 @@ def test_a_session_changed_after_the_start_is_encoded_before_the_change() -> Non
         first = ToolCall(session="s-a", agent="coder", tool="ls", args={})
         processor._process(tp, [_record(EVENTS, 0, t0, first)])
         await processor._stage()
-        before = processor._snapshot_record("s-a", 0)
-        assert "s-a" in processor._unstaged
+        before = processor.snapshot_record("s-a", 0)
+        assert "s-a" in processor.checkpointer.unstaged
         second = ToolCall(session="s-a", agent="coder", tool="ls", args={})
         processor._process(tp, [_record(EVENTS, 1, t0 + 1, second)])
-        assert "s-a" not in processor._unstaged
-        assert processor._staged_records == [before]
-        assert processor._snapshot_record("s-a", 0) != before  # the live state moved on
-        assert processor._dirty == {"s-a": 0}  # and is covered by the next checkpoint
+        assert "s-a" not in processor.checkpointer.unstaged
+        assert processor.checkpointer.staged_records == [before]
+        assert processor.snapshot_record("s-a", 0) != before  # the live state moved on
+        assert processor.checkpointer.dirty == {"s-a": 0}  # and is covered by the next checkpoint
 
     asyncio.run(run())

@@ -30,7 +30,8 @@ from streamguard.events import (
     output_decoder,
 )
 from streamguard.kafka.config import ProcessorConfig
-from streamguard.kafka.processor import ACTIVE, Processor, _Partition
+from streamguard.kafka.processor import Processor
+from streamguard.kafka.sessions import PartitionStatus
 from streamguard.policy import Policy
 from streamguard.replay import ReplayLimits, ReplayReport, halted_sessions, replay_lines
 
@@ -253,9 +254,9 @@ class _AckedProducer:
 
 def _processor(partitions: int = 1, **config: Any) -> tuple[Processor, _AckedProducer]:
     processor = Processor(ProcessorConfig.build(config), policy=Policy(mode="enforce"))
-    processor._partition_count = partitions
+    processor.partition_count = partitions
     for n in range(partitions):
-        processor._partitions[n] = _Partition(n, ACTIVE)
+        processor.sessions.add_partition(n, PartitionStatus.ACTIVE)
     producer = _AckedProducer()
     processor._producer = producer  # type: ignore[assignment]
     return processor, producer
@@ -303,7 +304,7 @@ def test_an_exception_anywhere_on_a_record_s_path_is_dead_lettered(monkeypatch) 
     def broken_emit(output: Any, ts: Any) -> None:
         raise RuntimeError("emit bug")
 
-    monkeypatch.setattr(processor, "_emit", broken_emit)
+    monkeypatch.setattr(processor.outbox, "emit", broken_emit)
     loop = [
         _record(encode(ToolCall(session="s", tool="ls", args={})), b"s", offset=i)
         for i in range(5)
@@ -314,7 +315,7 @@ def test_an_exception_anywhere_on_a_record_s_path_is_dead_lettered(monkeypatch) 
     headers = dict(letters[0]["headers"])
     assert headers["dlq.reason"] == b"processing_error"
     assert b"emit bug" in headers["dlq.error"]
-    assert processor._positions[TopicPartition("agent.events", 0)] == 5
+    assert processor.checkpointer.positions[TopicPartition("agent.events", 0)] == 5
 
 
 def test_forged_owned_headers_are_stripped_from_dead_letters() -> None:
@@ -355,8 +356,8 @@ def test_an_output_too_large_is_produced_as_a_stub() -> None:
         guidance="g" * 100_000,
         detail={"args": "x" * 100_000},
     )
-    processor._emit(alert, None)
-    _, _, value, _, headers, _ = processor._outbox[-1]
+    processor.outbox.emit(alert, None)
+    _, _, value, _, headers, _ = processor.outbox.queued[-1]
     assert len(value) <= 8192
     stub = output_decoder.decode(value)
     assert isinstance(stub, Alert) and stub.id == "a1" and stub.severity == "critical"
@@ -376,11 +377,11 @@ def test_a_session_that_cannot_be_snapshotted_is_dropped_alone(monkeypatch) -> N
         return real(session)
 
     monkeypatch.setattr(processor.engine, "snapshot", snapshot)
-    bad = processor._snapshot_record("bad", 0)
-    good = processor._snapshot_record("good", 0)
+    bad = processor.snapshot_record("bad", 0)
+    good = processor.snapshot_record("good", 0)
     assert bad == (0, b"bad", None)  # a tombstone
     assert good[2] is not None
-    assert "bad" not in processor.engine.sessions and "bad" not in processor._meta
+    assert "bad" not in processor.engine.sessions and "bad" not in processor.sessions.meta
     assert "good" in processor.engine.sessions
     assert processor.metrics.snapshot_failures._value.get() == 1
 
@@ -388,14 +389,14 @@ def test_a_session_that_cannot_be_snapshotted_is_dropped_alone(monkeypatch) -> N
 def test_a_session_s_state_is_created_only_on_its_home_partition() -> None:
     processor, producer = _processor(partitions=4)
     victim = "victim"
-    home = processor._murmur_partition(victim.encode())
+    home = processor._home(victim.encode())
     other = (home + 1) % 4
     claim = _record(encode(ToolCall(session=victim, tool="ls")), b"victim", partition=other)
     real = _record(encode(ToolCall(session=victim, tool="ls")), b"victim", partition=home)
     _run(processor, [claim, real])
     (letter,) = _dead_letters(producer)
     assert dict(letter["headers"])["dlq.reason"] == b"not_home_partition"
-    assert processor._meta[victim].partition == home
+    assert processor.sessions.meta[victim].partition == home
     assert processor.engine.sessions[victim].applied == 1
 
 

@@ -26,13 +26,13 @@ from typing import Any
 import msgspec
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streamguard.events import output_decoder
 from streamguard.kafka.broker import LocalBroker, free_port
 from streamguard.kafka.changelog import iter_to_end
 from streamguard.kafka.config import ProcessorConfig
 from streamguard.kafka.processor import Processor
+from streamguard.kafka.topics import create_processor_topics
 
 _counter = itertools.count()
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -71,20 +71,7 @@ class Topics:
         return [self.events, self.control, self.alerts, self.dlq, self.changelog]
 
     async def create(self) -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
-        await admin.start()
-        try:
-            await admin.create_topics(
-                [
-                    NewTopic(t, self.partitions, 1, topic_configs=self._configs(t))
-                    for t in self.all()
-                ]
-            )
-        finally:
-            await admin.close()
-
-    def _configs(self, topic: str) -> dict[str, str]:
-        return {"cleanup.policy": "compact"} if topic == self.changelog else {}
+        await create_processor_topics(self.config(), self.partitions)
 
     def config(self, **overrides: Any) -> ProcessorConfig:
         raw: dict[str, Any] = {

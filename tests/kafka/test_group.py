@@ -59,7 +59,7 @@ async def test_partition_handed_back_keeps_its_sessions(topics, start_processor)
     pb = b.processor
 
     def split() -> bool:
-        mine, theirs = set(pa._partitions), set(pb._partitions)
+        mine, theirs = set(pa.sessions.partitions), set(pb.sessions.partitions)
         return (
             pa.ready
             and pb.ready
@@ -70,7 +70,7 @@ async def test_partition_handed_back_keeps_its_sessions(topics, start_processor)
         )
 
     await poll_until(split, 30, "the partitions to be split", task=b.task)
-    kept = set(pa._partitions)
+    kept = set(pa.sessions.partitions)
     for session in streams:
         owner = pa if home(session, n) in kept else pb
         other = pb if owner is pa else pa
@@ -82,7 +82,7 @@ async def test_partition_handed_back_keeps_its_sessions(topics, start_processor)
     assert pb.metrics.restored_sessions._value.get() == len(moved)
 
     await b.stop()
-    await poll_until(lambda: pa.ready and set(pa._partitions) == set(range(n)), 30, "take-back")
+    await poll_until(lambda: pa.ready and set(pa.sessions.partitions) == set(range(n)), 30, "take-back")
     assert set(pa.engine.sessions) == set(streams)
     assert {s for s in streams if pa.engine.is_halted(s)} == halting
     # only the partitions that were away are read back

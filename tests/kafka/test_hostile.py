@@ -90,8 +90,8 @@ async def test_poison_records_go_to_the_dlq_and_the_group_survives(
     await poll_until(
         lambda: a.processor.ready
         and b.processor.ready
-        and set(a.processor._partitions) | set(b.processor._partitions) == set(range(n))
-        and not set(a.processor._partitions) & set(b.processor._partitions),
+        and set(a.processor.sessions.partitions) | set(b.processor.sessions.partitions) == set(range(n))
+        and not set(a.processor.sessions.partitions) & set(b.processor.sessions.partitions),
         40,
         "two members sharing the partitions",
     )
@@ -209,7 +209,7 @@ async def test_writers_cannot_clear_or_blind_other_sessions(topics, start_proces
     assert proc.engine.is_halted(bystander)  # no forged reset, no eviction
     assert proc.metrics.timestamps_clamped._value.get() == n
     state = proc.engine.sessions[victim]
-    assert proc._meta[victim].partition == home(victim, n)
+    assert proc.sessions.meta[victim].partition == home(victim, n)
     assert state.last_seq == 6  # the forged seq did not move the replay mark
     dead = await topics.read_all(topics.dlq)
     by_reason: dict[str, list] = {}

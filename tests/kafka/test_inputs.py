@@ -7,7 +7,7 @@ import pytest
 from aiokafka.partitioner import murmur2
 
 from streamguard.events import GuardrailReset, Reset, ToolCall
-from streamguard.kafka.processor import REROUTED_HEADER
+from streamguard.kafka.outbox import REROUTED_HEADER
 from tests.kafka.conftest import metric_value, poll_until
 from tests.kafka.scenarios import T0, repeat_loop
 
@@ -127,7 +127,7 @@ async def test_control_records_on_the_wrong_partition_are_rerouted(topics, start
         (b"s-a", home("s-a", n)),
         (b"s-b", home("s-b", n)),
     ]
-    assert running.processor._meta["s-b"].partition == home("s-b", n)
+    assert running.processor.sessions.meta["s-b"].partition == home("s-b", n)
     receipts = [o for o in await topics.outputs() if isinstance(o, GuardrailReset)]
     assert sorted(o.session for o in receipts) == ["s-a", "s-b"]
     await topics.wait_committed()

@@ -215,7 +215,7 @@ async def test_a_covered_session_is_snapshotted_as_it_was_when_the_checkpoint_st
         # The checkpoint that covers the session after its first four records,
         # before it has encoded anything.
         state = engine.sessions.get(session)
-        if opened or state is None or state.applied != 4 or session not in processor._unstaged:
+        if opened or state is None or state.applied != 4 or session not in processor.checkpointer.unstaged:
             return
         opened.append(True)
         await run_last_calls_then_arm(topics, engine, crash, session, events, expected)

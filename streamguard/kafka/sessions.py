@@ -1,0 +1,205 @@
+"""The session table: which sessions this processor holds, where, and for how long.
+
+The engine holds each session's detector state; this table holds what the
+shell needs around it: the partition a session lives on, the last events and
+control offsets applied to it, its last activity on the processor's clock, and
+per owned partition the sessions in order of activity (halted ones past the
+idle TTL *parked* until the longer halted TTL). Eviction runs here, on
+processing time.
+
+Nothing here touches Kafka. The table tells its owner about every session it
+drops through ``on_dropped(session, partition)``, so the checkpointer can write
+the tombstone.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+import msgspec
+
+from ..engine import Engine
+from .changelog import ChangelogEntry
+
+EvictionKind = Literal["idle", "halted"]
+
+
+class PartitionStatus(enum.Enum):
+    RESTORING = "restoring"  # assigned, its sessions being read from the changelog
+    ACTIVE = "active"  # restored: its records are processed
+    SUSPENDED = "suspended"  # revoked, kept in case the next assignment hands it back
+
+
+class SessionMeta(msgspec.Struct, gc=False):
+    """What the shell (not the engine) remembers about one session.
+
+    Scalars only, so the garbage collector need not track one object per held
+    session (``gc=False``): full collections stay short with many sessions.
+    """
+
+    partition: int
+    events_offset: int
+    control_offset: int
+    last_seen: float  # processing time (the processor's clock) of the last record
+    parked: bool = False
+
+
+class OwnedPartition:
+    """One owned events partition (and its control and changelog twins)."""
+
+    __slots__ = ("active", "changelog_mark", "number", "parked", "status")
+
+    def __init__(self, number: int, status: PartitionStatus) -> None:
+        self.number = number
+        self.status = status
+        # Sessions in (approximate) order of last activity, oldest first; halted
+        # sessions past the idle TTL move to ``parked`` and wait for the longer TTL.
+        self.active: OrderedDict[str, None] = OrderedDict()
+        self.parked: OrderedDict[str, None] = OrderedDict()
+        # The changelog's end offset (as ListOffsets reports it) when the partition
+        # was suspended; unchanged at re-assignment = nobody else wrote meanwhile.
+        self.changelog_mark: int | None = None
+
+    def sessions(self) -> list[str]:
+        return [*self.active, *self.parked]
+
+
+class SessionTable:
+    """Every held session's shell-side facts, and the owned partitions they live on."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        on_dropped: Callable[[str, int], None],
+        on_evicted: Callable[[EvictionKind], None],
+    ) -> None:
+        self.engine = engine
+        self.partitions: dict[int, OwnedPartition] = {}
+        self.meta: dict[str, SessionMeta] = {}
+        self.halted: set[str] = set()
+        self._on_dropped = on_dropped
+        self._on_evicted = on_evicted
+
+    # ------------------------------------------------------------- activity
+
+    def touch(
+        self, part: OwnedPartition, session: str, meta: SessionMeta | None, now: float
+    ) -> SessionMeta | None:
+        """Book-keeping after the engine saw a record of ``session`` (``now``: processing time).
+
+        Returns the session's meta (created on its first record), or ``meta`` as
+        given when the engine holds no state for it (a refused record).
+        """
+        state = self.engine.sessions.get(session)
+        if state is None:
+            return meta
+        if meta is None:
+            meta = SessionMeta(part.number, -1, -1, now)
+            self.meta[session] = meta
+            part.active[session] = None
+        else:
+            if meta.parked:
+                meta.parked = False
+                part.parked.pop(session, None)
+                part.active[session] = None
+            else:
+                part.active.move_to_end(session)
+            meta.last_seen = now
+        if state.halted_by:
+            self.halted.add(session)
+        else:
+            self.halted.discard(session)
+        return meta
+
+    # ------------------------------------------------------------- eviction
+
+    def sweep(self, now: float, idle_ttl: float, halted_ttl: float, budget: int) -> None:
+        """Evict sessions idle past their TTL on the active partitions, oldest first,
+        examining at most ``budget`` per partition."""
+        for part in self.partitions.values():
+            if part.status is not PartitionStatus.ACTIVE:
+                continue
+            left = budget
+            active, parked = part.active, part.parked
+            while active and left > 0:
+                session = next(iter(active))
+                meta = self.meta[session]
+                if now - meta.last_seen < idle_ttl:
+                    break
+                left -= 1
+                if session in self.halted:
+                    del active[session]
+                    parked[session] = None
+                    meta.parked = True
+                else:
+                    self._evict(part, session, "idle")
+            while parked and left > 0:
+                session = next(iter(parked))
+                if now - self.meta[session].last_seen < halted_ttl:
+                    break
+                left -= 1
+                self._evict(part, session, "halted")
+
+    def _evict(self, part: OwnedPartition, session: str, kind: EvictionKind) -> None:
+        self.engine.evict(session)
+        part.active.pop(session, None)
+        part.parked.pop(session, None)
+        self.meta.pop(session, None)
+        self.halted.discard(session)
+        self._on_dropped(session, part.number)  # a tombstone at the next checkpoint
+        self._on_evicted(kind)
+
+    def drop_session(self, session: str) -> None:
+        """Forget one session entirely (its state could not be snapshotted)."""
+        meta = self.meta.pop(session, None)
+        if meta is not None:
+            part = self.partitions.get(meta.partition)
+            if part is not None:
+                part.active.pop(session, None)
+                part.parked.pop(session, None)
+        self.engine.evict(session)
+        self.halted.discard(session)
+
+    # ----------------------------------------------------------- partitions
+
+    def add_partition(self, number: int, status: PartitionStatus) -> OwnedPartition:
+        part = self.partitions[number] = OwnedPartition(number, status)
+        return part
+
+    def drop_partition(self, number: int) -> list[str]:
+        """Forget an owned partition and its sessions (no tombstones: another
+        owner holds them now); the sessions it held."""
+        part = self.partitions.pop(number, None)
+        if part is None:
+            return []
+        sessions = part.sessions()
+        for session in sessions:
+            self.engine.evict(session)
+            self.meta.pop(session, None)
+            self.halted.discard(session)
+        return sessions
+
+    def install(
+        self, part: OwnedPartition, entries: Iterable[tuple[str, ChangelogEntry]]
+    ) -> int:
+        """Install restored sessions (already in the engine) on ``part``, in order of
+        last activity; the number installed."""
+        ordered = sorted(entries, key=lambda item: item[1].last_seen)
+        for session, entry in ordered:
+            meta = SessionMeta(
+                part.number, entry.events_offset, entry.control_offset, entry.last_seen
+            )
+            self.meta[session] = meta
+            part.active[session] = None
+            state = self.engine.sessions.get(session)
+            if state is not None and state.halted_by:
+                self.halted.add(session)
+        return len(ordered)
+
+    def restoring(self) -> list[int]:
+        return sorted(
+            n for n, p in self.partitions.items() if p.status is PartitionStatus.RESTORING
+        )
