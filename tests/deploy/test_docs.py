@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import get_args
 
+from streamguard.kafka import routing
+from streamguard.kafka.sessions import EvictionKind
 from tests.deploy.metrics_doc import current_block, render_block
 from tests.deploy.promql import DOCS, REPO, RULES, code_metrics
-
-PROCESSOR = REPO / "streamguard" / "kafka" / "processor.py"
 
 
 def test_metrics_reference_table_is_current() -> None:
@@ -45,21 +46,39 @@ def test_runbook_covers_exactly_the_alerts() -> None:
     assert documented == alerts
 
 
-def test_label_values_the_processor_uses_are_documented() -> None:
-    source = PROCESSOR.read_text()
+def test_every_routing_reason_is_documented() -> None:
+    """The reasons are Literal types in kafka/routing.py: each value is a label the
+    processor can export, so each must be in the label-values table."""
     table = {
         row.split("|")[1].strip(" `"): row.split("|")[3]
         for row in DOCS.read_text().splitlines()
         if row.startswith("| `streamguard_") and row.count("|") == 4
     }
-    found = {
-        "streamguard_dead_letters_total": re.findall(r'_dead_letter\(\s*tp,\s*record,\s*"(\w+)"', source),
-        "streamguard_events_skipped_total": re.findall(r'_skip\("(\w+)"\)|skipped\.labels\("(\w+)"\)', source),
-        "streamguard_security_events_total": re.findall(r'security_events\.labels\("(\w+)"\)', source),
-        "streamguard_changelog_records_total": re.findall(r'changelog_records\.labels\("(\w+)"\)', source),
+    declared = {
+        "streamguard_dead_letters_total": routing.DEAD_LETTER_REASONS,
+        "streamguard_events_skipped_total": routing.SKIP_REASONS,
+        "streamguard_security_events_total": routing.SECURITY_KINDS,
+        "streamguard_changelog_records_total": ("snapshot", "tombstone"),
+        "streamguard_sessions_evicted_total": get_args(EvictionKind),
     }
-    for metric, values in found.items():
-        flat = {v for item in values for v in (item if isinstance(item, tuple) else (item,)) if v}
-        assert flat, f"no label value of {metric} found in processor.py"
+    for metric, values in declared.items():
         documented = set(re.findall(r"`(\w+)`", table[metric]))
-        assert flat <= documented, f"{metric}: undocumented {flat - documented}"
+        assert set(values) <= documented, f"{metric}: undocumented {set(values) - documented}"
+
+
+def test_the_processor_uses_only_declared_reasons() -> None:
+    """A literal reason string in the shell that routing does not declare would
+    be an undocumented label value (the type checker sees the same)."""
+    sources = "".join(
+        (REPO / "streamguard" / "kafka" / name).read_text()
+        for name in ("processor.py", "outbox.py", "routing.py", "rebalance.py")
+    )
+    used = set(re.findall(r'dead_letter\(\s*tp,\s*record,\s*"(\w+)"', sources))
+    used |= set(re.findall(r'DeadLetter\(\s*"(\w+)"', sources))
+    used |= set(re.findall(r'dead_letters\.labels\("(\w+)"\)', sources))
+    assert used and used <= set(routing.DEAD_LETTER_REASONS), used - set(routing.DEAD_LETTER_REASONS)
+    skipped = set(re.findall(r'Skip\("(\w+)"\)|_skip\("(\w+)"\)|skipped\.labels\("(\w+)"\)', sources))
+    flat = {v for item in skipped for v in item if v}
+    assert flat and flat <= set(routing.SKIP_REASONS), flat - set(routing.SKIP_REASONS)
+    kinds = set(re.findall(r'security(?:_events\.labels\(|=)"(\w+)"', sources))
+    assert kinds and kinds <= set(routing.SECURITY_KINDS), kinds - set(routing.SECURITY_KINDS)
