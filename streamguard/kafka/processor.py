@@ -707,7 +707,8 @@ class Processor:
         cache_key = (cls, label)
         counter = self._event_counters.get(cache_key)
         if counter is None:
-            counter = self.metrics.events.labels(cls.__struct_config__.tag, label)
+            tag = cls.__struct_config__.tag  # type: ignore[attr-defined]  # a msgspec Struct class
+            counter = self.metrics.events.labels(tag, label)
             self._event_counters[cache_key] = counter
         return counter
 

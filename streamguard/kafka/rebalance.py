@@ -179,12 +179,12 @@ class Rebalancer:
                     self.drop_partition(number)
         restoring = []
         for number in sorted(events):
-            part = partitions.get(number)
-            if part is None:
+            owned = partitions.get(number)
+            if owned is None:
                 self.sessions.add_partition(number, PartitionStatus.RESTORING)
                 self.checkpointer.forget(self.tps(number))
                 restoring.append(number)
-            elif part.status is PartitionStatus.RESTORING:
+            elif owned.status is PartitionStatus.RESTORING:
                 restoring.append(number)
         consumer = self.host.consumer
         if restoring and consumer is not None:
