@@ -74,11 +74,20 @@ def test_row_name_run_of_a_cycle_belongs_to_the_cycle():
     ]
 
 
+WORDS = ("alpha", "bravo", "carol", "delta", "echo", "fox", "golf", "hotel", "india", "juliet",
+         "kilo", "lima", "mike", "nancy", "oscar", "papa", "quebec", "romeo", "sierra", "tango")
+
+
 def test_row_reworded_name_run_is_the_name_signal_alone():
-    trace = [call("mark_task_done", summary=f"done, take {i}") for i in range(15)]
+    trace = [call("mark_task_done", summary=f"done, {w} said so") for w in WORDS[:15]]
     assert run(trace, 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n') == [
         "repeated-tool-name"
     ]
+
+
+def test_row_name_run_differing_only_in_numbers_is_the_near_duplicate_scan():
+    trace = [call("mark_task_done", summary=f"done, take {i}") for i in range(15)]
+    assert run(trace, QUIET_OFF) == ["near-duplicate-calls"]
 
 
 def test_row_stall_behind_a_repeat_is_the_repeat():
@@ -100,7 +109,7 @@ def test_row_silent_identical_loop_is_the_repeat_not_silence():
 
 
 def test_row_silent_distinct_sweep_is_silence():
-    trace = [call("read_file", path=f"f{i}.go") for i in range(12)]
+    trace = [say()] + [call("read_file", path=f"{w}.go") for w in WORDS[:12]]
     assert run(trace) == ["tools-without-text"]
 
 

@@ -11,7 +11,7 @@ from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.facts import CommandRunners, runner_facts, shell_facts
 
-WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n'
+WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 
 
 def alerts(trace: list[Any], policy: str = WARN) -> list[Alert]:

@@ -12,7 +12,7 @@ from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.failure_loop import FailureLoop
 from streamguard.watchdog import Watchdog
 
-WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n'
+WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 # The laps below are also clean cycles, which the cycle detector reports first.
 NO_CYCLE = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "alternating-tool-cycle"]\n'
 

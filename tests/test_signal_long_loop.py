@@ -12,7 +12,7 @@ from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.long_loop import LongLoop
 from streamguard.watchdog import Watchdog
 
-WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text"]\n'
+WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 
 
 def positions(trace: list[Any], policy: str = WARN) -> dict[str, list[int]]:

@@ -15,6 +15,8 @@ OPERATOR_WORDS = ("threshold", "policy", "operator", "/interrupt", "reset", "exe
 def driver(threshold: int | None = None, **config: object) -> Driver:
     if threshold is not None:
         config["threshold"] = threshold
+    # These tests count from the first call, as the reference does.
+    config.setdefault("after_first_text", False)
     return Driver(ToolsWithoutText(Config(**config)))
 
 
@@ -255,3 +257,18 @@ def test_one_alert_per_silent_run_at_least_threshold(events: list[str], raw: int
             d.turn_start()
         assert d.signal.is_latched(d.state) == (run >= threshold)
     assert len(d.findings) == expected
+
+
+# --------------------------------------------------------------------- after the first word
+
+
+def test_counting_starts_at_the_first_word_by_default() -> None:
+    d = Driver(ToolsWithoutText())
+    assert calls(d, 30) == []  # an agent that never spoke: no baseline of speech
+    d.text("Starting on the config loader.")
+    assert calls(d, 12) == [12]
+
+
+def test_reference_counts_from_the_first_call() -> None:
+    d = Driver(ToolsWithoutText(Config(after_first_text=False)))
+    assert calls(d, 12) == [12]

@@ -20,6 +20,7 @@ _REGISTRY: tuple[tuple[str, str], ...] = (
     ("long_loop", "LongLoop"),
     ("result_stall", "ResultStall"),
     ("window_repeat", "WindowRepeat"),
+    ("near_duplicate", "NearDuplicateCalls"),
     ("tool_name", "RepeatedToolName"),
     ("failure_guidance", "ToolFailureGuidance"),
     ("failure_streak", "ToolFailureStreak"),
@@ -27,6 +28,7 @@ _REGISTRY: tuple[tuple[str, str], ...] = (
     ("no_new_state", "NoNewState"),
     ("verification", "Verification"),
     ("silence", "ToolsWithoutText"),
+    ("chat_stall", "ChatStall"),
     ("cost_ceiling", "CostCeiling"),
     ("context_budget", "ContextBudget"),
 )

@@ -74,6 +74,9 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
 
     threshold: Annotated[int, Meta(ge=2)] = 12
     """Tool calls without assistant speech that trip the signal."""
+    after_first_text: bool = True
+    """Count only once the agent has spoken in this session (false: the reference
+    behaviour, which also counts the calls before its first word)."""
 
 
 class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
@@ -81,6 +84,8 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
 
     calls: int = 0
     """Tool calls since the agent last spoke."""
+    spoke: bool = False
+    """The agent has said something in this session."""
 
 
 
@@ -109,12 +114,15 @@ class ToolsWithoutText(Signal):
         threshold = max(2, config_int(getattr(self.config, "threshold", 12), 12))
         self.config = structs.replace(self.config, threshold=threshold)
         self.threshold = threshold
+        self.after_first_text = bool(getattr(self.config, "after_first_text", True))
 
     def is_latched(self, state: Any) -> bool:
         return state.calls >= self.threshold
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
+            return None
+        if self.after_first_text and not state.spoke:
             return None
         state.calls += 1
         if state.calls == self.threshold:
@@ -123,6 +131,7 @@ class ToolsWithoutText(Signal):
 
     def on_text(self, state: Any, event: Text) -> Finding | None:
         state.calls = 0
+        state.spoke = True
         return None
 
     def _finding(self, state: Any, tool: str) -> Finding:

@@ -59,7 +59,8 @@ class RepeatedToolName(Signal):
 
     id = SIGNAL_ID
     # A same-name run that is also a latched cycle or dominant loop is their behaviour.
-    defers_to = ("alternating-tool-cycle", "dominant-tool-call", "long-loop", "result-stall")
+    defers_to = ("alternating-tool-cycle", "dominant-tool-call", "long-loop", "result-stall",
+                 "near-duplicate-calls")
     severity = "warn"
     scope = "session"
 

@@ -1,0 +1,209 @@
+"""``chat-stall``: the agent repeats itself to the user, or talks turn after turn without acting.
+
+What it catches
+    Chat agents loop without a single tool call: they ask the user the same
+    question turn after turn ("Could you confirm your booking reference?"),
+    rephrased a little each time, or they keep replying without ever doing
+    anything. Every other detector reads calls or results and sees nothing. This
+    one reads the agent's own messages (assistant ``text`` events; reasoning,
+    user and tool text never count):
+
+    * *repeated message*: a message near-identical to one of the agent's last
+      ``memory`` messages. Messages are compared by a MinHash sketch (the 8
+      smallest CRC-32 hashes of their word pairs, after lower-casing, masking
+      digits and dropping punctuation), which estimates the share of word pairs
+      two messages have in common; they are near-identical at
+      ``min_similarity`` (0.7) or more (re-worded greetings and apologies share
+      far less). The warning fires when one message has come back ``repeats``
+      times (default 3: said three times) with no tool call since its first
+      appearance;
+    * *talking without acting*: ``max_messages`` assistant messages in a row
+      (default 12) with no tool call in between, in a session where the agent
+      has made at least one tool call (an agent with no tools is meant to talk).
+
+    A tool call resets both: the agent did something.
+
+Thresholds
+    In the development corpus of customer-service simulations (docs/detection.md)
+    no healthy agent said the same thing twice (the closest pair of distinct
+    messages shared about half their words), and the longest run of assistant
+    messages without a tool call was 8. Three near-identical messages are
+    therefore a stall, not a style; twelve messages without acting clear the
+    healthy maximum by half.
+
+Severity: warn
+    Text is the weakest evidence the watchdog reads: a user may be the one
+    stalling (not answering the question), and the agent's repetition may be
+    the right move. The warning tells the operator and, under feedback, the
+    model; it never halts.
+
+State: the sketches of the last ``memory`` messages (32 bytes each) and their
+repeat counts, and two counters. Cost per message: one regular-expression pass
+and one CRC-32 per word pair over at most 2,048 characters.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from itertools import pairwise
+from typing import Annotated, Any, ClassVar
+
+from msgspec import Meta, Struct, structs
+
+from ..canonical import truncate_middle
+from ..events import Text
+from .base import CallView, Finding, Signal, SignalConfig, config_int
+
+SIGNAL_ID = "chat-stall"
+TEXT_LIMIT = 2048
+_WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
+SKETCH = 8
+
+
+def sketch(text: str) -> bytes:
+    """Bottom-8 MinHash sketch of ``text``'s word pairs (lower-cased, digits masked)."""
+    words = ["#" if w.isdigit() else w for w in _WORD.findall(text[:TEXT_LIMIT].lower())]
+    if not words:
+        return b""
+    pairs = {f"{a} {b}" for a, b in pairwise(words)} or set(words)
+    smallest = sorted({zlib.crc32(p.encode("utf-8", "surrogatepass")) for p in pairs})[:SKETCH]
+    return b"".join(v.to_bytes(4, "little") for v in smallest)
+
+
+def similarity(a: bytes, b: bytes) -> float:
+    """Estimated share of word pairs two sketched messages have in common."""
+    if not a or not b:
+        return 0.0
+    left = {int.from_bytes(a[i : i + 4], "little") for i in range(0, len(a), 4)}
+    right = {int.from_bytes(b[i : i + 4], "little") for i in range(0, len(b), 4)}
+    union = sorted(left | right)[:SKETCH]
+    return sum(1 for v in union if v in left and v in right) / len(union)
+
+
+class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``chat-stall``."""
+
+    repeats: Annotated[int, Meta(ge=2, le=20)] = 3
+    """Times one message is said (near-identically) before the warning."""
+    min_similarity: Annotated[float, Meta(ge=0.3, le=1.0)] = 0.7
+    """Estimated share of word pairs in common from which two messages are one."""
+    memory: Annotated[int, Meta(ge=2, le=32)] = 6
+    """Recent messages compared against."""
+    max_messages: Annotated[int, Meta(ge=0)] = 12
+    """Assistant messages in a row without a tool call that raise the warning (0: off)."""
+
+
+class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+    """Per-session state of ``chat-stall``."""
+
+    hashes: list[bytes] = []
+    """Sketches of the recent messages, oldest first."""
+    counts: list[int] = []
+    """How often each was said since the last tool call (parallel to ``hashes``)."""
+    messages: int = 0
+    """Assistant messages since the last tool call."""
+    acted: bool = False
+    """The agent has made a tool call in this session."""
+    latched: bool = False
+    """A warning was raised since the last tool call."""
+
+
+class ChatStall(Signal):
+    """Warns when the agent repeats a message or keeps talking without acting."""
+
+    id: ClassVar[str] = SIGNAL_ID
+    severity = "warn"
+    scope = "session"
+    State = State
+    Config = Config
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        if config is not None and not isinstance(config, Config):
+            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
+        super().__init__(config)
+        cfg = self.config
+        self.repeats = min(max(config_int(getattr(cfg, "repeats", 3), 3), 2), 20)
+        try:
+            similar = float(getattr(cfg, "min_similarity", 0.7))
+        except (TypeError, ValueError):
+            similar = 0.7
+        self.min_similarity = min(max(similar, 0.3), 1.0)
+        self.memory = min(max(config_int(getattr(cfg, "memory", 6), 6), 2), 32)
+        self.max_messages = max(config_int(getattr(cfg, "max_messages", 12), 12), 0)
+        self.config = structs.replace(cfg, repeats=self.repeats, min_similarity=self.min_similarity,
+                                      memory=self.memory, max_messages=self.max_messages)
+
+    def is_latched(self, state: Any) -> bool:
+        return bool(state.latched)
+
+    def on_call(self, state: Any, call: CallView) -> Finding | None:
+        if self.exempt and call.tool in self.exempt:
+            return None
+        state.acted = True
+        if state.messages or state.hashes or state.latched:
+            state.messages = 0
+            state.hashes = []
+            state.counts = []
+            state.latched = False
+        return None
+
+    def on_text(self, state: Any, event: Text) -> Finding | None:
+        state.messages += 1
+        text = event.text
+        if text is None:
+            return None  # only a length: nothing to compare
+        value = sketch(text)
+        if not value:
+            return None
+        hashes, counts = state.hashes, state.counts
+        count = 1
+        for i, other in enumerate(hashes):
+            if similarity(other, value) >= self.min_similarity:
+                count = counts[i] + 1
+                del hashes[i], counts[i]
+                break
+        if len(hashes) >= self.memory:
+            del hashes[0], counts[0]
+        hashes.append(value)
+        counts.append(count)
+        if state.latched:
+            return None
+        if count >= self.repeats:
+            state.latched = True
+            return self._finding("repeated_message", count, text)
+        if self.max_messages and state.acted and state.messages >= self.max_messages:
+            state.latched = True
+            return self._finding("talking_without_acting", state.messages, text)
+        return None
+
+    def _finding(self, rule: str, count: int, text: str) -> Finding:
+        quote = truncate_middle(" ".join(text.split()), 160)
+        if rule == "repeated_message":
+            reason = (
+                f"The agent has said the same thing {count} times without doing anything in "
+                f"between (latest: {quote!r}). A chat agent asking one question turn after "
+                "turn is stalled, or its user is; this warns only."
+            )
+            guidance = (
+                f"You have now said essentially the same thing {count} times. Repeating it "
+                "again will not get a different reply. Try a different question, explain "
+                "what you need and why, offer what you can do without it, or hand over."
+            )
+        else:
+            reason = (
+                f"The agent has sent {count} messages in a row without a tool call (latest: "
+                f"{quote!r}): it talks but does not act. This warns only."
+            )
+            guidance = (
+                f"You have sent {count} messages in a row without doing anything. If you have "
+                "what you need, act on it now; if you do not, say exactly what is missing."
+            )
+        return Finding(
+            signal=SIGNAL_ID,
+            severity="warn",
+            scope="session",
+            reason=reason,
+            guidance=guidance,
+            detail={"rule": rule, "count": count, "latest": quote},
+        )

@@ -1,0 +1,170 @@
+"""``near-duplicate-calls``: one target, asked again and again with only the numbers changed.
+
+What it catches
+    Scans that no exact-match detector can see because no two calls are equal:
+    paging through one file with shifting line ranges (``sed -n 1,50p a.py``,
+    ``sed -n 50,100p a.py``, ``goto 200``, ``view_range [400, 450]``), walking a
+    listing by offset, or re-running a search for one symbol with its spelling
+    nudged (``parseConfig``, ``parse_config``, ``ParseConfig``, with ``-rn`` or
+    ``-rni``). Each call is reduced to a *shape*: its command line (for a
+    command runner) or its tool and canonical arguments, lower-cased, with digit
+    runs masked, flag tokens (``-rn``) dropped and the characters ``_``, ``-``,
+    quotes and trailing slashes removed. Calls that share a shape but differ
+    exactly are near-duplicates. The signal keeps the last ``window`` calls as
+    (shape, exact) fingerprint pairs, 32 bits each, and warns when the current
+    shape has ``threshold`` distinct exact calls among them.
+
+    This is cheap by construction: one normalisation of at most 1,024
+    characters per call, and a scan of a fixed window of small integers; never
+    a scan of the session.
+
+Threshold: 8 distinct variants of one shape among the last 12 calls
+    Reading a long file a page at a time is ordinary: coding agents that page
+    with ``sed -n`` reached six pages of one file within a dozen calls in
+    sessions that finished normally (docs/detection.md), so six would warn on
+    careful reading. Eight of twelve, two thirds of the recent calls spent on
+    one target's variations, did not occur in any normally ended session and is
+    a scan that deserves a sentence to the model (say what you are looking for,
+    search for it instead of paging). An exact repeat does not count twice (it is the
+    repeat detector's), and the latch holds until the shape falls below half
+    the threshold, so one scan warns once.
+
+Severity: warn
+    A scan is not proof of a loop: an agent reading a 2,000-line file carefully
+    looks exactly like this. The alert names the count and the target so an
+    operator can tell at a glance; the loop detectors stay responsible for
+    halting (this signal defers to them).
+
+Known false positives
+    Legitimate pagination through a long listing (``page=1..n`` of an API), and
+    systematic sweeps over numbered items (``get_order 101``, ``get_order
+    102``...). Exempt the tool, or raise the threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar
+
+from msgspec import Meta, Struct, structs
+
+from ..canonical import stable_hash, truncate_middle
+from .base import CallView, Finding, Signal, SignalConfig, config_int
+from .facts import command_text
+
+SIGNAL_ID = "near-duplicate-calls"
+TEXT_LIMIT = 1024
+WINDOW_LIMIT = 64
+_M32 = (1 << 32) - 1
+
+_FLAG = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*")
+_DIGITS = re.compile(r"\d+")
+_NOISE = re.compile(r"[_\-'\"`]|/(?=\s|$|,|\])")
+_SPACE = re.compile(r"\s+")
+
+
+def shape(text: str) -> str:
+    """The near-duplicate shape of a call's text (see the module docstring)."""
+    text = text[:TEXT_LIMIT].lower()
+    text = _FLAG.sub(" ", text)
+    text = _DIGITS.sub("#", text)
+    text = _NOISE.sub("", text)
+    return _SPACE.sub(" ", text).strip()
+
+
+class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``near-duplicate-calls``."""
+
+    window: Annotated[int, Meta(ge=4, le=WINDOW_LIMIT)] = 12
+    """Recent calls considered."""
+    threshold: Annotated[int, Meta(ge=3, le=WINDOW_LIMIT)] = 8
+    """Distinct calls of one shape among them that raise the warning (at most ``window``)."""
+
+    def validate(self) -> None:
+        if self.threshold > self.window:
+            raise ValueError(f"threshold ({self.threshold}) must not exceed window ({self.window})")
+
+
+class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+    """Per-session state of ``near-duplicate-calls``."""
+
+    ring: list[int] = []
+    """The last ``window`` calls: shape32 << 32 | exact32, oldest first."""
+    latched: int = 0
+    """shape32 of the reported scan (0: none)."""
+
+
+class NearDuplicateCalls(Signal):
+    """Warns when one call shape has ``threshold`` distinct variants in the window."""
+
+    id: ClassVar[str] = SIGNAL_ID
+    severity = "warn"
+    scope = "session"
+    State = State
+    Config = Config
+    defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
+                 "failure-loop", "long-loop", "result-stall")
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        if config is not None and not isinstance(config, Config):
+            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
+        super().__init__(config)
+        cfg = self.config
+        window = min(max(config_int(getattr(cfg, "window", 12), 12), 4), WINDOW_LIMIT)
+        threshold = min(max(config_int(getattr(cfg, "threshold", 8), 8), 3), window)
+        self.config = structs.replace(cfg, window=window, threshold=threshold)
+        self.window, self.threshold = window, threshold
+
+    def is_latched(self, state: Any) -> bool:
+        return bool(state.latched)
+
+    def on_call(self, state: Any, call: CallView) -> Finding | None:
+        if self.exempt and call.tool in self.exempt:
+            return None
+        text = command_text(call.args) if call.runner else None
+        if text is None:
+            text = call.canonical.text
+        form = shape(text)
+        shape32 = (stable_hash(call.tool, form) & _M32) or 1
+        exact32 = call.key & _M32
+        ring = state.ring
+        if len(ring) >= self.window:
+            del ring[0]
+        ring.append(shape32 << 32 | exact32)
+        variants = {entry & _M32 for entry in ring if entry >> 32 == shape32}
+        count = len(variants)
+        if state.latched:
+            if state.latched == shape32:
+                if count * 2 < self.threshold:
+                    state.latched = 0
+                return None
+            latched = state.latched
+            if len({e & _M32 for e in ring if e >> 32 == latched}) * 2 < self.threshold:
+                state.latched = 0
+        if count < self.threshold or state.latched:
+            return None
+        state.latched = shape32
+        return self._finding(call, count, form)
+
+    def _finding(self, call: CallView, count: int, form: str) -> Finding:
+        target = truncate_middle(form, 160)
+        what = f"{call.tool} ({call.action})" if call.runner and call.action else call.tool
+        return Finding(
+            signal=SIGNAL_ID,
+            severity="warn",
+            scope="session",
+            reason=(
+                f"{count} different calls of one shape among the last {self.window} ({what}; "
+                f"shape {target!r}): they differ only in numbers or in small rewordings, such "
+                "as a file paged through by line ranges or a search re-spelled. A scan, or "
+                "a loop in disguise; this warns only. Exempt the tool if it paginates by design."
+            ),
+            guidance=(
+                f"Your last calls to {what} have been {count} variations of one request, "
+                "differing only in numbers or spelling. If you are looking for something "
+                "specific, search for it directly instead of paging; if it is not there, say "
+                "so and move on."
+            ),
+            detail={"tool": call.tool, "action": call.action, "count": count,
+                    "window": self.window, "threshold": self.threshold, "target": target},
+        )

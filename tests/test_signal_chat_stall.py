@@ -1,0 +1,121 @@
+"""chat-stall: the same message to the user, again and again, or talk without action."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streamguard.engine import Engine
+from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
+from streamguard.policy import PolicyError, parse_policy_set
+from streamguard.signals.chat_stall import similarity, sketch
+from streamguard.watchdog import Watchdog
+
+WARN = 'mode = "warn"\n'
+
+
+def hits(trace: list[Any], policy: str = WARN) -> list[tuple[int, Alert]]:
+    engine = Engine(parse_policy_set(policy))
+    out = []
+    for n, event in enumerate(trace, 1):
+        out += [(n, o) for o in engine.process(event)
+                if isinstance(o, Alert) and o.signal == "chat-stall"]
+    return out
+
+
+def say(text: str, turn: int) -> list[Any]:
+    return [TurnStart(session="c", turn=turn), Text(session="c", text=text, turn=turn),
+            Text(session="c", role="user", text="I already told you.", turn=turn)]
+
+
+ASK = [
+    "Could you please confirm your booking reference so I can look it up?",
+    "Could you please confirm your booking reference, so that I can look it up?",
+    "Could you please confirm your booking reference so I can look it up for you?",
+]
+
+
+def test_sketch_similarity() -> None:
+    assert similarity(sketch(ASK[0]), sketch(ASK[1])) >= 0.7
+    assert similarity(sketch(ASK[0]), sketch("Your flight leaves at 9 from gate 12.")) < 0.3
+    assert similarity(sketch("Order 1234 is shipped."), sketch("Order 98 is shipped.")) == 1.0
+    assert sketch("") == b"" and sketch("...") == b""
+
+
+def test_the_same_question_three_times_warns() -> None:
+    trace: list[Any] = []
+    for turn, text in enumerate(ASK):
+        trace += say(text, turn)
+    got = hits(trace)
+    assert len(got) == 1
+    alert = got[0][1]
+    assert alert.severity == "warn" and alert.detail["rule"] == "repeated_message"
+    assert alert.detail["count"] == 3
+
+
+def test_twice_is_not_a_stall() -> None:
+    trace = say(ASK[0], 0) + say(ASK[1], 1) + say("Thanks, I found it: flight 12 at 9am.", 2)
+    assert hits(trace) == []
+
+
+def test_a_tool_call_in_between_resets() -> None:
+    trace = say(ASK[0], 0) + say(ASK[1], 1)
+    trace += [ToolCall(session="c", tool="lookup", args={"q": "x"}),
+              ToolResult(session="c", tool="lookup", result="none")]
+    trace += say(ASK[2], 2)
+    assert hits(trace) == []
+
+
+def test_a_varied_conversation_is_silent() -> None:
+    lines = ["Hello, how can I help?", "Which city are you flying from?",
+             "And on which date would you like to travel?", "I found three flights on that day.",
+             "The cheapest leaves at nine in the morning.", "Shall I book it for you?",
+             "Done: you are booked, the confirmation is on its way.", "Anything else today?"]
+    trace: list[Any] = []
+    for turn, text in enumerate(lines):
+        trace += say(text, turn)
+    assert hits(trace) == []
+
+
+def test_talking_without_acting_in_a_session_with_tools() -> None:
+    lines = ["Hello there.", "Which city?", "What date suits you?", "Morning or evening?",
+             "Window seat or aisle?", "Any luggage to check?", "Do you travel with pets?",
+             "Would you like a meal?", "Is this for business?", "Do you hold a loyalty card?",
+             "Shall I add insurance?", "Paying by card?", "One more thing: your name?"]
+    chat: list[Any] = []
+    for turn, text in enumerate(lines):
+        chat += say(text, turn)
+    assert hits(chat) == []  # never acted: a pure chat agent talks
+    acted = [ToolCall(session="c", tool="lookup", args={}),
+             ToolResult(session="c", tool="lookup", result="ok"), *chat]
+    got = hits(acted)
+    assert [a.detail["rule"] for _, a in got] == ["talking_without_acting"]
+    assert got[0][1].detail["count"] == 12
+
+
+def test_reasoning_and_user_text_do_not_count() -> None:
+    trace: list[Any] = []
+    for turn, text in enumerate(ASK):
+        trace += [Text(session="c", role="reasoning", text=text, turn=turn),
+                  Text(session="c", role="user", text=text, turn=turn)]
+    assert hits(trace) == []
+
+
+def test_policy_validation() -> None:
+    with pytest.raises(PolicyError, match="chat-stall"):
+        parse_policy_set("[signals.chat-stall]\nrepeats = 1\n")
+    with pytest.raises(PolicyError, match="chat-stall"):
+        parse_policy_set("[signals.chat-stall]\nmin_similarity = 2.0\n")
+    trace = say(ASK[0], 0) + say(ASK[1], 1)
+    assert hits(trace, WARN + "[signals.chat-stall]\nrepeats = 2\n")
+
+
+def test_snapshot_round_trip() -> None:
+    watchdog = Watchdog(parse_policy_set(WARN).base)
+    state = watchdog.new_state("c")
+    for event in say(ASK[0], 0) + say(ASK[1], 1):
+        watchdog.process(state, event)
+    restored = watchdog.decode_state(watchdog.encode_state(state))
+    out = [o for e in say(ASK[2], 2) for o in watchdog.process(restored, e) if isinstance(o, Alert)]
+    assert [o.signal for o in out] == ["chat-stall"]
