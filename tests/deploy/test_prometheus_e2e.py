@@ -140,6 +140,8 @@ async def feed(topics: Any) -> None:
     for stream in (halted, cycle_loop("s-cycle"), failure_streak("s-fail", agent="ops")):
         await topics.send_events(stream)
     await topics.send(topics.events, b"{not json", key="s-bad")  # dead letter: malformed
+    # too large to copy whole into its dead letter: cut, and counted
+    await topics.send(topics.events, b"[" * 100_000, key="s-huge")
     await topics.send(topics.events, {"type": "reset", "session": "s-sec"})  # security event
     await topics.send(topics.events, {"type": "from_the_future", "session": "s-new"})  # skipped
     wrong = (partition_of("s-mis", n) + 1) % n
@@ -159,7 +161,9 @@ async def feed(topics: Any) -> None:
 async def test_prometheus_scrapes_the_processor_and_every_query_works(
     prometheus_bin, yaml_module, topics, start_processor, tmp_path
 ) -> None:
-    running = await start_processor(session_idle_ttl_s=5, halted_session_ttl_s=3600)
+    running = await start_processor(
+        session_idle_ttl_s=5, halted_session_ttl_s=3600, max_output_bytes=64 * 1024
+    )
     prometheus = Prometheus(prometheus_bin, tmp_path, f"127.0.0.1:{running.processor.metrics_port}")
     try:
         await feed(topics)
