@@ -1102,6 +1102,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub.add_parser("run", help="run the Kafka processor (see `streamguard run --help`)", add_help=False)
+    sub.add_parser("bridge", help="run the OpenTelemetry bridge (see `streamguard bridge --help`)", add_help=False)
 
     tail = sub.add_parser(
         "tail",
@@ -1210,6 +1211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         return _cmd_run(argparse.Namespace(), argv[1:])
+    if argv and argv[0] == "bridge":
+        from .otel.command import main as bridge_main
+
+        return bridge_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
