@@ -45,7 +45,6 @@ from ..events import (
     MAX_TS,
     MAX_USD,
     AgentEvent,
-    FinalAnswer,
     NestingTooDeep,
     Text,
     ToolCall,
@@ -70,7 +69,7 @@ AGENT_OPERATIONS = frozenset({"invoke_agent"})
 TEXT_FINISH_REASONS = frozenset({"stop", "end_turn", "length", "max_tokens", "stop_sequence"})
 CHARS_PER_TOKEN = 4
 
-IgnoredReason = Literal["not_genai", "no_session", "no_tool_name", "unknown_log_event"]
+IgnoredReason = Literal["not_genai", "no_session", "no_span_id", "no_tool_name", "unknown_log_event"]
 
 _json = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder().encode
@@ -497,6 +496,8 @@ def map_span(
     span: SpanRecord, config: MappingConfig, traces: TraceSessions | None = None
 ) -> Mapped | IgnoredReason:
     """The events of one span, or why it has none."""
+    if not span.span_id:
+        return "no_span_id"  # no identity: duplicates could not be told apart
     kind = span_kind(span)
     if kind is None:
         # Not a GenAI span, but it may still tell which session its trace is.
@@ -688,7 +689,6 @@ def map_logs(records: Iterable[LogRecordView], config: MappingConfig) -> BatchRe
 __all__ = [
     "TRACE",
     "BatchResult",
-    "FinalAnswer",
     "Mapped",
     "MappingConfig",
     "TraceSessions",

@@ -1,0 +1,245 @@
+"""OTLP/HTTP receiver: ``POST /v1/traces`` and ``POST /v1/logs``, protobuf or JSON.
+
+For fleets without a Collector: an SDK's ``OTEL_EXPORTER_OTLP_ENDPOINT`` can
+point at the bridge. The receiver is a small Collector: it checks that a body
+is OTLP, then writes it unchanged to the spans or logs topic, exactly as the
+Collector's Kafka exporter would, and answers only once the broker has
+acknowledged it. The bridge's consumer group then maps it like any other
+record, so the receiver adds no second path with its own guarantees: what is
+acknowledged to the SDK is durable, and everything after is the bridge's
+at-least-once processing.
+
+Status codes follow the OTLP/HTTP specification: 200 with an
+``Export*ServiceResponse`` (``partial_success`` when some spans or records
+cannot be used: no span id, no session), 400 for a body that is not OTLP
+(not retryable), 404, 405, 411 (no ``Content-Length``), 413 (too large), 415
+(neither ``application/x-protobuf`` nor ``application/json``), 503 when the
+broker did not acknowledge (retryable). Bodies may be gzip-compressed
+(``Content-Encoding: gzip``); decompression is bounded by the same size limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import zlib
+from typing import Any
+
+import msgspec
+from aiokafka import AIOKafkaProducer
+
+from . import otlp
+from .config import BridgeConfig
+
+log = logging.getLogger("streamguard.otel")
+
+MAX_HEAD_BYTES = 16 * 1024
+READ_TIMEOUT_S = 30.0
+REASONS = {
+    200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+    411: "Length Required", 413: "Payload Too Large", 415: "Unsupported Media Type",
+    503: "Service Unavailable",
+}
+PATHS = {"/v1/traces": "traces", "/v1/logs": "logs"}
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def export_response(kind: str, rejected: int, message: str, *, json: bool) -> bytes:
+    """An ``Export{Trace,Logs}ServiceResponse``, with ``partial_success`` when ``rejected``."""
+    if json:
+        if not rejected:
+            return b"{}"
+        name = "rejectedSpans" if kind == "traces" else "rejectedLogRecords"
+        return msgspec.json.encode(
+            {"partialSuccess": {name: str(rejected), "errorMessage": message}}
+        )
+    if not rejected:
+        return b""
+    inner = _varint(1 << 3 | 0) + _varint(rejected) + _field(2, message.encode())
+    return _field(1, inner)
+
+
+def error_status(code: int, message: str, *, json: bool) -> bytes:
+    """A ``google.rpc.Status`` body (code, message)."""
+    if json:
+        return msgspec.json.encode({"code": code, "message": message})
+    return _varint(1 << 3 | 0) + _varint(code) + _field(2, message.encode())
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class OtlpReceiver:
+    """Serves OTLP/HTTP on ``host:port`` and hands bodies to ``producer``."""
+
+    def __init__(
+        self,
+        producer: AIOKafkaProducer,
+        config: BridgeConfig,
+        metrics: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.producer = producer
+        self.config = config
+        self.metrics = metrics
+        self.host = host
+        self.port = port
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port, reuse_address=True)
+        sockets = self._server.sockets or ()
+        if sockets:
+            self.port = int(sockets[0].getsockname()[1])
+        return self.port
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+            self._server = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:  # keep-alive: SDK exporters reuse their connection
+                keep = await asyncio.wait_for(self._one(reader, writer), READ_TIMEOUT_S)
+                if not keep:
+                    break
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        request_line = await reader.readline()
+        if not request_line:
+            return False
+        parts = request_line.decode("latin-1").split()
+        headers: dict[str, str] = {}
+        total = len(request_line)
+        while True:
+            line = await reader.readline()
+            total += len(line)
+            if total > MAX_HEAD_BYTES:
+                await self._respond(writer, "?", 400, b"headers too large", "text/plain", False)
+                return False
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if len(parts) != 3:
+            await self._respond(writer, "?", 400, b"bad request line", "text/plain", False)
+            return False
+        method, target, _ = parts
+        path = target.split("?", 1)[0]
+        content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        json = content_type == "application/json"
+        keep = headers.get("connection", "").lower() != "close"
+        kind = PATHS.get(path)
+        try:
+            if kind is None:
+                raise HttpError(404, f"no such path {path[:100]!r}: POST /v1/traces or /v1/logs")
+            length_text = headers.get("content-length")
+            if length_text is None or not length_text.isdigit():
+                raise HttpError(411, "Content-Length is required")
+            length = int(length_text)
+            if length > self.config.max_payload_bytes:
+                raise HttpError(413, f"{length} bytes, over max_payload_bytes")
+            body = await reader.readexactly(length)
+            if method != "POST":
+                raise HttpError(405, "only POST")
+            if content_type not in ("application/x-protobuf", "application/json"):
+                raise HttpError(415, "Content-Type must be application/x-protobuf or application/json")
+            encoding = headers.get("content-encoding", "identity").lower()
+            if encoding == "gzip":
+                body = self._gunzip(body)
+            elif encoding not in ("identity", ""):
+                raise HttpError(415, f"unsupported Content-Encoding {encoding[:40]!r}")
+            rejected, message = self._check(kind, body, json)
+            await self._forward(kind, body)
+        except HttpError as exc:
+            await self._respond(
+                writer, path, exc.status, error_status(exc.status, str(exc), json=json),
+                "application/json" if json else "application/x-protobuf", False,
+            )
+            return False  # the body may be unread: this connection is done
+        await self._respond(
+            writer, path, 200, export_response(kind, rejected, message, json=json),
+            "application/json" if json else "application/x-protobuf", keep,
+        )
+        return keep
+
+    def _gunzip(self, body: bytes) -> bytes:
+        limit = self.config.max_payload_bytes
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out = inflater.decompress(body, limit + 1)
+        except zlib.error as exc:
+            raise HttpError(400, f"not gzip: {exc}") from None
+        if len(out) > limit or inflater.unconsumed_tail:
+            raise HttpError(413, "decompressed body over max_payload_bytes")
+        return out
+
+    def _check(self, kind: str, body: bytes, json: bool) -> tuple[int, str]:
+        """Decode the body: 400 if it is not OTLP; the count of unusable items."""
+        encoding: otlp.Encoding = "otlp_json" if json else "otlp_proto"
+        try:
+            if kind == "traces":
+                spans = otlp.decode_spans(body, encoding)
+                rejected = sum(1 for s in spans if not s.span_id)
+                noun = "spans without a span id"
+            else:
+                otlp.decode_logs(body, encoding)
+                rejected = 0
+                noun = "log records"
+        except otlp.OtlpError as exc:
+            raise HttpError(400, f"{exc.reason}: {exc}") from None
+        return rejected, f"{rejected} {noun}" if rejected else ""
+
+    async def _forward(self, kind: str, body: bytes) -> None:
+        topic = self.config.spans_topic if kind == "traces" else self.config.logs_topic
+        try:
+            future = await self.producer.send(topic, value=body)
+            await asyncio.wait_for(future, self.config.send_timeout_ms / 1000)
+        except Exception as exc:
+            log.warning("OTLP/HTTP body not acknowledged by the broker: %r", exc)
+            raise HttpError(503, "the broker did not acknowledge; retry") from None
+
+    async def _respond(
+        self, writer: asyncio.StreamWriter, path: str, status: int, body: bytes,
+        content_type: str, keep: bool,
+    ) -> None:
+        self.metrics.http_requests.labels(path if path in PATHS else "other", str(status)).inc()
+        head = (
+            f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\n"
+            f"Content-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\n"
+            + ("" if keep else "Connection: close\r\n")
+            + "\r\n"
+        ).encode("latin-1")
+        writer.write(head + body)
+        await writer.drain()
