@@ -39,7 +39,8 @@ Severity: warn
 
 State: the sketches of the last ``memory`` messages (32 bytes each) and their
 repeat counts, and two counters. Cost per message: one regular-expression pass
-and one CRC-32 per word pair over at most 2,048 characters.
+and one CRC-32 per word pair over at most the first 512 characters (a question to
+the user fits; a long report that repeats its opening is still the same opening).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from ..events import Text
 from .base import CallView, Finding, Signal, SignalConfig, config_int
 
 SIGNAL_ID = "chat-stall"
-TEXT_LIMIT = 2048
+TEXT_LIMIT = 512
 _WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
 SKETCH = 8
 
@@ -131,6 +132,7 @@ class ChatStall(Signal):
         self.min_similarity = min(max(similar, 0.3), 1.0)
         self.memory = min(max(config_int(getattr(cfg, "memory", 6), 6), 2), 32)
         self.max_messages = max(config_int(getattr(cfg, "max_messages", 12), 12), 0)
+        self._sketches: dict[str, bytes] = {}
         self.config = structs.replace(cfg, repeats=self.repeats, min_similarity=self.min_similarity,
                                       memory=self.memory, max_messages=self.max_messages)
 
@@ -153,7 +155,12 @@ class ChatStall(Signal):
         text = event.text
         if text is None:
             return None  # only a length: nothing to compare
-        value = sketch(text)
+        value = self._sketches.get(text)
+        if value is None:
+            value = sketch(text)  # a pure function of the text: cached per process
+            if len(self._sketches) >= 1024:
+                self._sketches.clear()
+            self._sketches[text] = value
         if not value:
             return None
         hashes, counts = state.hashes, state.counts

@@ -44,11 +44,12 @@ Known false positives
 from __future__ import annotations
 
 import re
+import zlib
 from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta, Struct, structs
 
-from ..canonical import stable_hash, truncate_middle
+from ..canonical import truncate_middle
 from .base import CallView, Finding, Signal, SignalConfig, config_int
 from .facts import command_text
 
@@ -57,19 +58,23 @@ TEXT_LIMIT = 1024
 WINDOW_LIMIT = 64
 _M32 = (1 << 32) - 1
 
-_FLAG = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*")
-_DIGITS = re.compile(r"\d+")
-_NOISE = re.compile(r"[_\-'\"`]|/(?=\s|$|,|\])")
-_SPACE = re.compile(r"\s+")
+_FLAG = re.compile(rb"(?:^|\s)--?[a-z][\w-]*")
+# Digits become "#" (runs are squeezed below) and the spelling noise characters go;
+# on bytes, each step is one C-level pass.
+_DIGITS = bytes.maketrans(b"0123456789", b"##########")
+_NOISE = b"_-'\"`"
 
 
 def shape(text: str) -> str:
     """The near-duplicate shape of a call's text (see the module docstring)."""
-    text = text[:TEXT_LIMIT].lower()
-    text = _FLAG.sub(" ", text)
-    text = _DIGITS.sub("#", text)
-    text = _NOISE.sub("", text)
-    return _SPACE.sub(" ", text).strip()
+    data = text[:TEXT_LIMIT].encode("utf-8", "surrogatepass").lower()
+    if b" -" in data or data[:1] == b"-":
+        data = _FLAG.sub(b" ", data)
+    data = data.translate(_DIGITS, _NOISE)
+    while b"##" in data:
+        data = data.replace(b"##", b"#")
+    data = b" ".join(data.split()).replace(b"/ ", b" ").replace(b"/,", b",").replace(b"/]", b"]")
+    return data.rstrip(b"/").decode("utf-8", "replace")
 
 
 class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -114,6 +119,7 @@ class NearDuplicateCalls(Signal):
         threshold = min(max(config_int(getattr(cfg, "threshold", 8), 8), 3), window)
         self.config = structs.replace(cfg, window=window, threshold=threshold)
         self.window, self.threshold = window, threshold
+        self._shapes: dict[int, tuple[int, str]] = {}
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
@@ -121,11 +127,18 @@ class NearDuplicateCalls(Signal):
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
             return None
-        text = command_text(call.args) if call.runner else None
-        if text is None:
-            text = call.canonical.text
-        form = shape(text)
-        shape32 = (stable_hash(call.tool, form) & _M32) or 1
+        cached = self._shapes.get(call.key)
+        if cached is None:
+            text = command_text(call.args) if call.runner else None
+            if text is None:
+                text = call.canonical.text
+            form = shape(text)
+            shape32 = zlib.crc32(f"{call.tool}\0{form}".encode("utf-8", "surrogatepass")) or 1
+            # A pure function of the call: cached per process, keyed by the call key.
+            if len(self._shapes) >= 4096:
+                self._shapes.clear()
+            self._shapes[call.key] = cached = (shape32, form)
+        shape32, form = cached
         exact32 = call.key & _M32
         ring = state.ring
         if len(ring) >= self.window:

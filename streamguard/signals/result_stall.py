@@ -10,8 +10,8 @@ What it catches
     answers are not, once the parts that always differ are masked.
 
     Each result is reduced to a *template*: its text (the payload of a success,
-    the error of a failure; at most 2,048 characters) with quoted strings, runs
-    of digits and long hexadecimal ids masked and whitespace collapsed, then
+    the error of a failure; its first 2,048 characters) with quoted strings
+    near its start and every digit masked and whitespace collapsed, then
     hashed. A step is *stale* when its template was already received in this
     session. The signal counts consecutive stale steps and trips at the
     threshold. A result with a template not seen before is news and resets the
@@ -52,12 +52,13 @@ Known false positives
 from __future__ import annotations
 
 import re
+import zlib
 from typing import Annotated, Any, ClassVar
 
 import msgspec
 from msgspec import Meta, Struct, structs
 
-from ..canonical import stable_hash, truncate_middle
+from ..canonical import truncate_middle
 from .base import NO_OP_OUTCOME, Finding, ResultView, Signal, SignalConfig, config_int
 from .facts import FLAG_SEARCH, FLAG_WRITE
 
@@ -69,11 +70,20 @@ _M32 = (1 << 32) - 1
 _NOTHING = 0x4E4F4E45  # the template of "a search found nothing"
 _EMPTY = 0x454D5054  # an empty answer, for the futile-write rule
 
+QUOTE_SPAN = 256
+"""Characters at the start of a result in which quoted strings are masked (where error
+messages quote the term they could not find)."""
 _QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`")
-_HEX = re.compile(r"\b[0-9a-fA-F]{8,}\b")
-_DIGITS = re.compile(r"\d+")
-_SPACE = re.compile(r"\s+")
+_DIGITS = bytes.maketrans(b"0123456789", b"##########")
+_SHELL_LINE = re.compile(r"\bline \d+")
+
+
 _encoder = msgspec.json.Encoder(order="sorted")
+
+
+def _crc(data: bytes) -> int:
+    """A stable 32-bit code of a template (never 0)."""
+    return zlib.crc32(data) or 1
 
 
 def result_text(result: Any) -> str:
@@ -88,22 +98,30 @@ def result_text(result: Any) -> str:
         return ""
 
 
-_SHELL_LINE = re.compile(r"\bline \d+|\d{5,}")
+def _squeeze(data: bytes) -> bytes:
+    """Every run of ``#`` as one ``#`` (a few C-level passes; runs halve each time)."""
+    while b"##" in data:
+        data = data.replace(b"##", b"#")
+    return data
+
+
+def template(text: str) -> bytes:
+    """``text`` with quoted strings (near its start) and every digit run masked,
+    whitespace collapsed. Done on bytes, where each step is one C-level pass."""
+    head = text[:QUOTE_SPAN]
+    if head[:1] not in ("{", "[") and ("\"" in head or "'" in head or "`" in head):
+        # Prose (an error message, a tool's sentence): the quoted term is the variable
+        # part. Structured payloads keep their strings: there they are the content.
+        text = _QUOTED.sub("Q", head) + text[QUOTE_SPAN:]
+    data = _squeeze(text.encode("utf-8", "surrogatepass").translate(_DIGITS))
+    return b" ".join(data.split())
 
 
 def light_template(text: str) -> str:
-    """``text`` with only what differs between identical runs masked: shell line numbers
-    (``bash: line 27424:``), long numbers (ids, times) and hex ids. A test that fails
-    with other values after an edit has changed; this keeps it changed."""
-    return _SHELL_LINE.sub("#", _HEX.sub("#", text))
-
-
-def template(text: str) -> str:
-    """``text`` with quoted strings, hex ids and digit runs masked, whitespace collapsed."""
-    text = _QUOTED.sub("'Q'", text)
-    text = _HEX.sub("#", text)
-    text = _DIGITS.sub("#", text)
-    return _SPACE.sub(" ", text).strip()
+    """``text`` with only what differs between identical runs of one command masked: the
+    shell's line numbers (``bash: line 27424:``). A test that fails with other values
+    after an edit has changed; this keeps it changed."""
+    return _SHELL_LINE.sub("line #", text) if "line " in text else text
 
 
 class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -183,6 +201,9 @@ class ResultStall(Signal):
         self.window_threshold = min(max(config_int(getattr(cfg, "window_threshold", 9), 9), 0),
                                     self.window)
         self._full = (1 << self.window) - 1
+        # outcome -> (template code, light code, masked text): a pure function of the
+        # result, cached per process so a payload seen again costs one lookup.
+        self._codes: dict[Any, tuple[int, int, bytes]] = {}
         self.futile_writes = min(max(config_int(getattr(cfg, "futile_writes", 5), 5), 0), 100)
 
     def is_latched(self, state: Any) -> bool:
@@ -197,28 +218,41 @@ class ResultStall(Signal):
         polled = key and key == state.last_key and outcome != state.last_outcome
         if key:
             state.last_key, state.last_outcome = key, outcome
-        if result.failed:
-            text = result.error or ""
-        elif outcome == NO_OP_OUTCOME:
+        if outcome == NO_OP_OUTCOME:
             return None  # the no-op streak reads these
-        else:
-            text = result_text(result.event.result)
-            if not text.strip():
-                if not result.event.result_digest:
-                    if self.futile_writes and key:
-                        finding = self._futile(state, key, _EMPTY, flags, result, "(no output)")
-                        if finding is not None:
-                            return finding
-                    if flags & FLAG_SEARCH:
-                        return self._stale(state, _NOTHING, result, "(nothing found)")
-                    if flags & FLAG_WRITE:
-                        return self._news(state)
-                    return None  # silence from a move or a mkdir: neither
-                text = result.event.result_digest
-        masked = template(text)
-        code = (stable_hash(result.tool if result.failed else "", masked) & _M32) or 1
+        # A failure's template is the tool's: "exit code 1" from two tools is two answers.
+        memo = (outcome, result.tool) if result.failed else outcome
+        cached = self._codes.get(memo) if outcome else None
+        if cached is None:
+            if result.failed:
+                text = result.error or ""
+            else:
+                text = result_text(result.event.result)
+                if not text.strip():
+                    if not result.event.result_digest:
+                        if self.futile_writes and key:
+                            finding = self._futile(state, key, _EMPTY, flags, result, b"(no output)")
+                            if finding is not None:
+                                return finding
+                        if flags & FLAG_SEARCH:
+                            return self._stale(state, _NOTHING, result, b"(nothing found)")
+                        if flags & FLAG_WRITE:
+                            return self._news(state)
+                        return None  # silence from a move or a mkdir: neither
+                    text = result.event.result_digest
+            masked = template(text)
+            if result.failed:
+                code = _crc(result.tool.encode("utf-8", "surrogatepass") + b"\0" + masked)
+            else:
+                code = _crc(masked)
+            light = _crc(light_template(text).encode("utf-8", "surrogatepass"))
+            cached = (code, light, masked)
+            if outcome:
+                if len(self._codes) >= 4096:
+                    self._codes.clear()
+                self._codes[memo] = cached
+        code, light, masked = cached
         if self.futile_writes and key:
-            light = (stable_hash("", light_template(text)) & _M32) or 1
             finding = self._futile(state, key, light, flags, result, masked)
             if finding is not None:
                 return finding
@@ -238,13 +272,15 @@ class ResultStall(Signal):
         return self._news(state)
 
     def _futile(
-        self, state: Any, key: int, code: int, flags: int, result: ResultView, masked: str
+        self, state: Any, key: int, code: int, flags: int, result: ResultView, masked: bytes
     ) -> Finding | None:
         """Writes that change nothing: the check after them answers as it did before."""
         if flags & FLAG_WRITE:
             if not result.failed:
                 state.wrote = True
             return None
+        if not state.wrote and not state.checks:
+            return None  # no write yet in this session: no write can have been futile
         key32 = key & _M32
         checks = state.checks
         before = 0
@@ -267,7 +303,7 @@ class ResultStall(Signal):
         if state.futile < self.futile_writes or state.latched or state.futile_latched:
             return None
         state.latched = state.futile_latched = True
-        state.sample = truncate_middle(masked, 160)
+        state.sample = truncate_middle(masked[:480].decode(errors="replace"), 160)
         tools = state.tools
         if result.tool not in tools and len(tools) < 4:
             tools.append(result.tool[:64])
@@ -284,7 +320,7 @@ class ResultStall(Signal):
             state.tools = []
         state.sample = ""
 
-    def _stale(self, state: Any, code: int, result: ResultView, masked: str) -> Finding | None:
+    def _stale(self, state: Any, code: int, result: ResultView, masked: bytes) -> Finding | None:
         state.run += 1
         state.mask = ((state.mask << 1) | 1) & self._full
         if state.steps < self.window:
@@ -304,7 +340,7 @@ class ResultStall(Signal):
         )
         if state.run < self.threshold and not windowed:
             return None
-        state.sample = truncate_middle(masked, 160)
+        state.sample = truncate_middle(masked[:480].decode(errors="replace"), 160)
         state.latched = True
         return self._finding(state)
 
