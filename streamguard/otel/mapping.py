@@ -42,6 +42,7 @@ from ..canonical import truncate_middle
 from ..events import (
     MAX_COUNT,
     MAX_NAME_CHARS,
+    MAX_NESTING,
     MAX_TS,
     MAX_USD,
     AgentEvent,
@@ -187,6 +188,14 @@ def _session_value(value: Any) -> str | None:
         # Too long to be a key: a stable digest keeps one session one session.
         return "otel:" + blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     return text
+
+
+def _may_be_deep(value: Any) -> bool:
+    """Cheap bound first (as the contract's decoder does): only a value with more
+    brackets than the nesting bound can nest past it."""
+    if isinstance(value, str):
+        return value.count("[") + value.count("{") > MAX_NESTING
+    return isinstance(value, (list, dict))
 
 
 def _content(value: Any, limit: int) -> Any:
@@ -363,18 +372,20 @@ def _tool_events(
         session=session, agent=agent, ts=_seconds(span.start_ns), turn=turn, tool=tool,
         args=args, call_id=call_id,
     )
-    try:
-        check_nesting(call)
-    except NestingTooDeep:
-        call.args = {"otel.span_id": span.span_id, "otel.args_dropped": "nested too deep"}
+    if _may_be_deep(args):
+        try:
+            check_nesting(call)
+        except NestingTooDeep:
+            call.args = {"otel.span_id": span.span_id, "otel.args_dropped": "nested too deep"}
     outcome = ToolResult(
         session=session, agent=agent, ts=_seconds(span.end_ns), turn=turn, tool=tool,
         call_id=call_id, error=_span_error(span), result=result,
     )
-    try:
-        check_nesting(outcome)
-    except NestingTooDeep:
-        outcome.result = None
+    if _may_be_deep(result):
+        try:
+            check_nesting(outcome)
+        except NestingTooDeep:
+            outcome.result = None
     return [(span.start_ns, RANK_CALL, call), (span.end_ns, RANK_RESULT, outcome)]
 
 

@@ -1,0 +1,224 @@
+"""Bridge benchmark: OTLP spans per second through one process, against the decode floor.
+
+Usage::
+
+    python bench/bridge.py            # full run (200 batches of 500 spans)
+    python bench/bridge.py --quick    # smoke run
+    python bench/bridge.py --json     # machine-readable result on stdout
+
+What is measured, on the same batches in the same run (payload generation is
+not timed; each figure is the median of ``--passes`` passes):
+
+* **floor**: the bare decode of each payload: ``TracesData.FromString`` for
+  protobuf (upb), ``msgspec.json.decode`` into plain objects for OTLP/JSON.
+  Nothing can go faster than reading the bytes;
+* **decode**: :func:`streamguard.otel.otlp.decode_spans`, the bridge's decode
+  into bounded span records (ids to hex, attributes to Python values);
+* **bridge**: everything the bridge's two stages do per record except the
+  network: decode, map (:mod:`streamguard.otel.mapping`), encode each span's
+  session record, decode it again, the reorder window (order, duplicates,
+  ``seq``), and the events' JSON with their ``seq``.
+
+The spans are GenAI-shaped (an ``invoke_agent`` root per run, a ``chat`` span
+before each ``execute_tool`` span, 5 to 9 attributes each, content captured),
+from 200 interleaved conversations. Target: 50,000 spans/s per process, and
+the bridge at most 5x the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import msgspec
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1 import trace_pb2
+
+from streamguard.events import encode
+from streamguard.otel import otlp
+from streamguard.otel.mapping import MappingConfig, TraceSessions, map_spans
+from streamguard.otel.window import ReorderWindow
+
+TARGET_SPANS_PER_S = 50_000
+TARGET_FLOOR_RATIO = 5.0
+
+
+def kv(key: str, value: Any) -> KeyValue:
+    if isinstance(value, str):
+        return KeyValue(key=key, value=AnyValue(string_value=value))
+    if isinstance(value, list):
+        from opentelemetry.proto.common.v1.common_pb2 import ArrayValue
+
+        return KeyValue(
+            key=key,
+            value=AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=v) for v in value])),
+        )
+    return KeyValue(key=key, value=AnyValue(int_value=value))
+
+
+def make_batches(batches: int, per_batch: int, conversations: int, seed: int = 7) -> list[bytes]:
+    rng = random.Random(seed)
+    tools = ["read_file", "grep", "run_tests", "list_dir", "edit_file"]
+    clock = 1_760_000_000 * 10**9
+    state = {c: 0 for c in range(conversations)}
+    out = []
+    for _ in range(batches):
+        spans = []
+        for _ in range(per_batch):
+            conv = rng.randrange(conversations)
+            step = state[conv]
+            state[conv] += 1
+            clock += rng.randrange(1_000_000, 50_000_000)
+            trace = (conv * 1_000_003 + step // 12).to_bytes(16, "big")
+            span_id = rng.getrandbits(64).to_bytes(8, "big")
+            attrs = [kv("gen_ai.conversation.id", f"conv-{conv}"), kv("gen_ai.agent.name", "bench-agent")]
+            kind = step % 3
+            if kind == 0:
+                attrs += [
+                    kv("gen_ai.operation.name", "chat"),
+                    kv("gen_ai.request.model", "model-x"),
+                    kv("gen_ai.usage.input_tokens", 1000 + step),
+                    kv("gen_ai.usage.output_tokens", 40),
+                    kv("gen_ai.response.finish_reasons", ["tool_calls"]),
+                ]
+                name = "chat model-x"
+            else:
+                tool = rng.choice(tools)
+                attrs += [
+                    kv("gen_ai.operation.name", "execute_tool"),
+                    kv("gen_ai.tool.name", tool),
+                    kv("gen_ai.tool.call.id", f"call-{conv}-{step}"),
+                    kv("gen_ai.tool.call.arguments", json.dumps({"path": f"src/f{rng.randrange(50)}.go"})),
+                    kv("gen_ai.tool.call.result", "x" * rng.randrange(20, 200)),
+                ]
+                name = f"execute_tool {tool}"
+            spans.append(
+                trace_pb2.Span(
+                    trace_id=trace, span_id=span_id, parent_span_id=b"\x01" * 8, name=name,
+                    start_time_unix_nano=clock, end_time_unix_nano=clock + 500_000, attributes=attrs,
+                )
+            )
+        data = trace_pb2.TracesData(
+            resource_spans=[
+                trace_pb2.ResourceSpans(
+                    resource=Resource(attributes=[kv("service.name", "bench")]),
+                    scope_spans=[trace_pb2.ScopeSpans(spans=spans)],
+                )
+            ]
+        )
+        out.append(data.SerializeToString())
+    return out
+
+
+def to_collector_json(payload: bytes) -> bytes:
+    from google.protobuf.json_format import MessageToDict
+
+    doc = MessageToDict(trace_pb2.TracesData.FromString(payload), use_integers_for_enums=True)
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = __import__("base64").b64decode(span[key]).hex()
+    return json.dumps(doc).encode()
+
+
+_session_encode = msgspec.msgpack.Encoder().encode
+_session_decode = msgspec.msgpack.Decoder(tuple[str, list[tuple[int, int, bytes]]]).decode
+
+
+def bridge_pass(payloads: list[bytes]) -> int:
+    """Both stages of the bridge, without the network: the events produced."""
+    config = MappingConfig()
+    traces = TraceSessions()
+    window = ReorderWindow(window_s=0.0)
+    produced = 0
+    offset = 0
+    for payload in payloads:
+        result = map_spans(otlp.decode_spans(payload), config, traces)
+        for mapped in result.mapped:
+            record = _session_encode((mapped.key, [(t, r, encode(e)) for t, r, e in mapped.items]))
+            key, items = _session_decode(record)
+            window.add(mapped.session, key, items, offset, 0.0)
+            offset += 1
+        produced += len(window.release(0.0))
+    return produced
+
+
+def timed(fn: Callable[[], Any], passes: int) -> float:
+    times = []
+    for _ in range(passes):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, default=200)
+    parser.add_argument("--spans-per-batch", type=int, default=500)
+    parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.batches, args.passes = 10, 2
+    proto = make_batches(args.batches, args.spans_per_batch, 200)
+    as_json = [to_collector_json(p) for p in proto]
+    spans = args.batches * args.spans_per_batch
+
+    def rate(seconds: float) -> float:
+        return spans / seconds
+
+    result: dict[str, Any] = {"spans": spans, "python": sys.version.split()[0]}
+    for name, payloads, floor_fn in (
+        ("proto", proto, lambda: [trace_pb2.TracesData.FromString(p) for p in proto]),
+        ("json", as_json, lambda: [msgspec.json.decode(p) for p in as_json]),
+    ):
+        floor = timed(floor_fn, args.passes)
+        decode = timed(lambda payloads=payloads: [otlp.decode_spans(p) for p in payloads], args.passes)
+        bridge = timed(lambda payloads=payloads: bridge_pass(payloads), args.passes)
+        result[name] = {
+            "floor_spans_per_s": round(rate(floor)),
+            "decode_spans_per_s": round(rate(decode)),
+            "bridge_spans_per_s": round(rate(bridge)),
+            "bridge_over_floor": round(bridge / floor, 2),
+            "bytes_per_span": round(sum(map(len, payloads)) / spans),
+        }
+    result["events_per_pass"] = bridge_pass(proto)
+    best = max(result["proto"]["bridge_spans_per_s"], result["json"]["bridge_spans_per_s"])
+    result["target_spans_per_s_met"] = best >= TARGET_SPANS_PER_S
+    result["target_floor_ratio_met"] = {
+        k: result[k]["bridge_over_floor"] <= TARGET_FLOOR_RATIO for k in ("proto", "json")
+    }
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"{spans} GenAI spans in {args.batches} batches, median of {args.passes} passes")
+    for name in ("proto", "json"):
+        r = result[name]
+        print(
+            f"  {name:5}: floor {r['floor_spans_per_s']:>9,} spans/s  decode {r['decode_spans_per_s']:>9,}"
+            f"  bridge {r['bridge_spans_per_s']:>9,}  bridge/floor {r['bridge_over_floor']:.2f}x"
+            f"  ({r['bytes_per_span']} B/span)"
+        )
+    print(
+        f"  target {TARGET_SPANS_PER_S:,} spans/s: {'met' if result['target_spans_per_s_met'] else 'MISSED'};"
+        f" bridge <= {TARGET_FLOOR_RATIO}x floor: {result['target_floor_ratio_met']}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
