@@ -301,7 +301,7 @@ def _logs_from_json(data: bytes) -> list[LogRecordView]:
                     LogRecordView(
                         _nanos(rec.time_unix_nano),
                         _nanos(rec.observed_time_unix_nano),
-                        rec.event_name,
+                        getattr(rec, "event_name", ""),  # OTLP ≥ 1.5
                         _json_value(rec.body),
                         _json_attrs(rec.attributes),
                         resource,
@@ -433,7 +433,7 @@ def _logs_from_proto(data: bytes) -> list[LogRecordView]:
                     LogRecordView(
                         rec.time_unix_nano,
                         rec.observed_time_unix_nano,
-                        rec.event_name,
+                        getattr(rec, "event_name", ""),  # OTLP ≥ 1.5
                         _proto_value(rec.body) if rec.HasField("body") else None,
                         _proto_attrs(rec.attributes),
                         resource,
