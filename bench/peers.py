@@ -872,7 +872,7 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0,
                         help=f"share of the {FULL_SESSIONS:,} sessions to generate (default 1)")
@@ -887,8 +887,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
-    if args.scale <= 0 or args.repeats < 1 or args.time_budget <= 0:
-        parser.error("--scale, --repeats and --time-budget must be positive")
+    if args.scale <= 0 or args.repeats < 1 or args.time_budget <= 0 or args.open_sessions < 1:
+        parser.error("--scale, --repeats, --time-budget and --open-sessions must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.list:
         for spec in guard_specs():
             print(f"{spec.name:<20} {spec.role:<12} {spec.rules}")
