@@ -58,7 +58,8 @@ Timing
 
 Detection
     From the first pass: the share of each planted-loop kind a guard *caught* (it
-    reported something at or after the loop's first call) and the share of clean
+    reported something during the loop: from its first call to its last call's
+    result) and the share of clean
     and polling sessions it *flagged* (it reported anything at all). For loop
     sessions, a report during the clean prefix is counted separately. The labels
     (streamguard's signal ids, the peers' rule names) are counted by kind in
@@ -163,6 +164,7 @@ class SessionPlan:
     kind: str
     calls: list[Call]
     loop_start: int = -1  # index of the loop's first call (planted loops only)
+    loop_end: int = -1  # index of the first call after the loop
     last_index: int = -1  # position of the session's last event in the stream
 
 
@@ -285,7 +287,8 @@ def plan_session(index: int, kind: str, rng: random.Random) -> SessionPlan:
     else:
         raise ValueError(kind)
     suffix = _clean_calls(max(0, total - len(prefix) - len(loop)), words, rng)
-    return SessionPlan(session, kind, prefix + loop + suffix, loop_start=len(prefix))
+    return SessionPlan(session, kind, prefix + loop + suffix, loop_start=len(prefix),
+                       loop_end=len(prefix) + len(loop))
 
 
 def plan_stream(n_sessions: int, seed: int) -> list[SessionPlan]:
@@ -675,10 +678,12 @@ def detection(plans: list[SessionPlan], result: PassResult) -> dict[str, Any]:
             flags = by_session.get(plan.session, [])
             labels.update({label for _, label in flags})
             if kind in LOOP_KINDS:
-                loop_seq = 2 * plan.loop_start + 1  # the loop's first call
-                if any(seq >= loop_seq for seq, _ in flags):
+                # From the loop's first call to its last call's result: a report after
+                # the loop is over comes too late to count as catching it.
+                first_seq, last_seq = 2 * plan.loop_start + 1, 2 * plan.loop_end
+                if any(first_seq <= seq <= last_seq for seq, _ in flags):
                     hit += 1
-                if any(seq < loop_seq for seq, _ in flags):
+                if any(seq < first_seq for seq, _ in flags):
                     early += 1
             elif flags:
                 hit += 1
