@@ -60,6 +60,7 @@ SIGNAL_ID = "chat-stall"
 TEXT_LIMIT = 512
 _WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
 SKETCH = 8
+_SLOT = SKETCH * 4
 
 
 def sketch(text: str) -> bytes:
@@ -76,8 +77,11 @@ def similarity(a: bytes, b: bytes) -> float:
     """Estimated share of word pairs two sketched messages have in common."""
     if not a or not b:
         return 0.0
-    left = {int.from_bytes(a[i : i + 4], "little") for i in range(0, len(a), 4)}
-    right = {int.from_bytes(b[i : i + 4], "little") for i in range(0, len(b), 4)}
+    # Zero padding (a message with fewer than 8 word pairs) is not a hash.
+    left = {int.from_bytes(a[i : i + 4], "little") for i in range(0, len(a), 4)} - {0}
+    right = {int.from_bytes(b[i : i + 4], "little") for i in range(0, len(b), 4)} - {0}
+    if not left or not right:
+        return 0.0
     union = sorted(left | right)[:SKETCH]
     return sum(1 for v in union if v in left and v in right) / len(union)
 
@@ -98,10 +102,10 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
 class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``chat-stall``."""
 
-    hashes: list[bytes] = []
-    """Sketches of the recent messages, oldest first."""
-    counts: list[int] = []
-    """How often each was said since the last tool call (parallel to ``hashes``)."""
+    sketches: bytearray = bytearray()
+    """Sketches of the recent messages, 32 bytes each, oldest first."""
+    counts: bytearray = bytearray()
+    """How often each was said since the last tool call, one byte each (parallel)."""
     messages: int = 0
     """Assistant messages since the last tool call."""
     acted: bool = False
@@ -143,10 +147,10 @@ class ChatStall(Signal):
         if self.exempt and call.tool in self.exempt:
             return None
         state.acted = True
-        if state.messages or state.hashes or state.latched:
+        if state.messages or state.counts or state.latched:
             state.messages = 0
-            state.hashes = []
-            state.counts = []
+            state.sketches.clear()
+            state.counts.clear()
             state.latched = False
         return None
 
@@ -163,16 +167,23 @@ class ChatStall(Signal):
             self._sketches[text] = value
         if not value:
             return None
-        hashes, counts = state.hashes, state.counts
+        value = value.ljust(_SLOT, b"\0")  # short messages have fewer than 8 pairs
+        sketches, counts = state.sketches, state.counts
         count = 1
-        for i, other in enumerate(hashes):
+        head = value[:4]
+        for i in range(len(counts)):
+            other = bytes(sketches[i * _SLOT : (i + 1) * _SLOT])
+            # MinHash: the smallest hashes of near-identical messages mostly coincide, so
+            # a sketch that holds neither smallest hash of the other is no match.
+            if head not in other and other[:4] not in value:
+                continue
             if similarity(other, value) >= self.min_similarity:
-                count = counts[i] + 1
-                del hashes[i], counts[i]
+                count = min(counts[i] + 1, 255)
+                del sketches[i * _SLOT : (i + 1) * _SLOT], counts[i]
                 break
-        if len(hashes) >= self.memory:
-            del hashes[0], counts[0]
-        hashes.append(value)
+        if len(counts) >= self.memory:
+            del sketches[:_SLOT], counts[0]
+        sketches.extend(value)
         counts.append(count)
         if state.latched:
             return None

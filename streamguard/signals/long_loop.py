@@ -68,14 +68,6 @@ _M64 = (1 << 64) - 1
 _M32 = (1 << 32) - 1
 
 
-def _mix(a: int, b: int) -> int:
-    """A 64-bit mix of two integers (stable across processes; no ``hash()``)."""
-    x = (a * 0x9E3779B97F4A7C15 + b) & _M64
-    x ^= x >> 31
-    x = (x * 0xBF58476D1CE4E5B9) & _M64
-    return x ^ (x >> 29)
-
-
 class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``long-loop``."""
 
@@ -105,8 +97,6 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     steps: int = 0
     """Steps closed, capped at the window."""
     latched: bool = False
-    tools: list[str] = []
-    """Tool names of the last few steps (alert text)."""
 
 
 class LongLoop(Signal):
@@ -144,11 +134,9 @@ class LongLoop(Signal):
         finding = None
         if state.open_key:
             finding = self._close(state, state.open_key, 0)  # its result never came
+        if finding is not None:
+            finding.detail["tool"] = call.tool
         state.open_key = call.key or 1
-        tools = state.tools
-        tools.append(call.tool)
-        if len(tools) > 4:
-            del tools[0]
         return finding
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
@@ -156,11 +144,18 @@ class LongLoop(Signal):
         if not key or key != state.open_key:
             return None  # a result of an older call (parallel calls): already closed
         state.open_key = 0
-        return self._close(state, key, result.outcome)
+        finding = self._close(state, key, result.outcome)
+        if finding is not None:
+            finding.detail["tool"] = result.tool
+        return finding
 
     def _close(self, state: Any, key: int, outcome: int) -> Finding | None:
-        element = _mix(key, outcome) or 1
-        pair = (_mix(state.prev, element) & _M32).to_bytes(_WIDTH, "little")
+        # Two multiply-xorshift rounds, inline: the element (call and outcome), then the
+        # pair (previous element and this one).
+        x = (key * 0x9E3779B97F4A7C15 + outcome) & _M64
+        element = (x ^ (x >> 29)) or 1
+        y = ((state.prev * 0xBF58476D1CE4E5B9 + element) & _M64)
+        pair = ((y ^ (y >> 31)) >> 32).to_bytes(_WIDTH, "little")
         state.prev = element
         seen = state.seen
         at = seen.find(pair)
@@ -189,17 +184,16 @@ class LongLoop(Signal):
 
     def _finding(self, state: Any, replays: int) -> Finding:
         window = self.window
-        recent = " → ".join(state.tools) or "unknown tools"
         return Finding(
             signal=SIGNAL_ID,
             severity="critical",
             scope="session",
             reason=(
                 f"{replays} of the agent's last {window} steps replayed steps it had already "
-                f"taken in this session, in the same order and with the same results (latest: "
-                f"{recent}). This is a loop longer than the short cycles the other detectors "
-                "see, possibly with the odd new call wedged in. Under enforce the halting "
-                "controller stops the session."
+                "taken in this session, in the same order and with the same results. This is "
+                "a loop longer than the short cycles the other detectors see, possibly with "
+                "the odd new call wedged in. Under enforce the halting controller stops the "
+                "session."
             ),
             guidance=(
                 f"Most of your last {window} tool calls repeated a sequence you had already "
@@ -208,5 +202,5 @@ class LongLoop(Signal):
                 "is missing, and take a different route or ask for help."
             ),
             detail={"replays": replays, "window": window, "threshold": self.threshold,
-                    "memory": self.memory, "recent_tools": list(state.tools)},
+                    "memory": self.memory},
         )

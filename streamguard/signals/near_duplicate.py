@@ -11,7 +11,8 @@ What it catches
     runs masked, flag tokens (``-rn``) dropped and the characters ``_``, ``-``,
     quotes and trailing slashes removed. Calls that share a shape but differ
     exactly are near-duplicates. The signal keeps the last ``window`` calls as
-    (shape, exact) fingerprint pairs, 32 bits each, and warns when the current
+    (shape, exact) fingerprint pairs, 32 bits each in two small byte arrays, and
+    warns when the current
     shape has ``threshold`` distinct exact calls among them.
 
     This is cheap by construction: one normalisation of at most 1,024
@@ -93,8 +94,10 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
 class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``near-duplicate-calls``."""
 
-    ring: list[int] = []
-    """The last ``window`` calls: shape32 << 32 | exact32, oldest first."""
+    shapes: bytearray = bytearray()
+    """Shape codes of the last ``window`` calls, 4 bytes each, oldest first."""
+    exacts: bytearray = bytearray()
+    """Their exact call codes (the low 32 bits of the call key), parallel to ``shapes``."""
     latched: int = 0
     """shape32 of the reported scan (0: none)."""
 
@@ -120,6 +123,7 @@ class NearDuplicateCalls(Signal):
         self.config = structs.replace(cfg, window=window, threshold=threshold)
         self.window, self.threshold = window, threshold
         self._shapes: dict[int, tuple[int, str]] = {}
+        self._bytes = window * 4
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
@@ -139,25 +143,35 @@ class NearDuplicateCalls(Signal):
                 self._shapes.clear()
             self._shapes[call.key] = cached = (shape32, form)
         shape32, form = cached
-        exact32 = call.key & _M32
-        ring = state.ring
-        if len(ring) >= self.window:
-            del ring[0]
-        ring.append(shape32 << 32 | exact32)
-        variants = {entry & _M32 for entry in ring if entry >> 32 == shape32}
-        count = len(variants)
-        if state.latched:
-            if state.latched == shape32:
-                if count * 2 < self.threshold:
+        packed = shape32.to_bytes(4, "little")
+        shapes, exacts = state.shapes, state.exacts
+        if len(shapes) >= self._bytes:
+            del shapes[:4], exacts[:4]
+        shapes.extend(packed)
+        exacts.extend((call.key & _M32).to_bytes(4, "little"))
+        latched = state.latched
+        if latched:
+            if latched != shape32:
+                if self._variants(state, latched.to_bytes(4, "little")) * 2 < self.threshold:
                     state.latched = 0
                 return None
-            latched = state.latched
-            if len({e & _M32 for e in ring if e >> 32 == latched}) * 2 < self.threshold:
+            if shapes.count(packed) * 2 < self.threshold:
                 state.latched = 0
-        if count < self.threshold or state.latched:
+            return None
+        if shapes.count(packed) < self.threshold:
+            return None  # too few calls of this shape to hold enough variants
+        count = self._variants(state, packed)
+        if count < self.threshold:
             return None
         state.latched = shape32
         return self._finding(call, count, form)
+
+    @staticmethod
+    def _variants(state: Any, packed: bytes) -> int:
+        """Distinct exact calls among the window's calls of shape ``packed``."""
+        shapes, exacts = state.shapes, state.exacts
+        return len({bytes(exacts[i : i + 4]) for i in range(0, len(shapes), 4)
+                    if shapes[i : i + 4] == packed})
 
     def _finding(self, call: CallView, count: int, form: str) -> Finding:
         target = truncate_middle(form, 160)

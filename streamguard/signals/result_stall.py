@@ -12,7 +12,9 @@ What it catches
     Each result is reduced to a *template*: its text (the payload of a success,
     the error of a failure; its first 2,048 characters) with quoted strings
     near its start and every digit masked and whitespace collapsed, then
-    hashed. A step is *stale* when its template was already received in this
+    hashed. A structured payload (a JSON object or array from an API tool) is
+    not masked: its numbers and strings are its data, so it is compared exactly
+    (its fingerprint, or the agent's ``result_digest``). A step is *stale* when its template was already received in this
     session. The signal counts consecutive stale steps and trips at the
     threshold. A result with a template not seen before is news and resets the
     count; so is a write whose result is new (an edit that took). Two more
@@ -163,8 +165,9 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """That result's exact outcome."""
     tools: list[str] = []
     """Distinct tools of the current run, at most 4 (alert text)."""
-    checks: list[int] = []
-    """The last few non-write calls' answers: key32 << 32 | template32, least recent first."""
+    checks: bytearray = bytearray()
+    """The last 4 non-write calls' answers, 8 bytes each (key32, then light template32),
+    least recent first."""
     wrote: bool = False
     """A write succeeded since the last check's answer."""
     futile: int = 0
@@ -223,6 +226,13 @@ class ResultStall(Signal):
         # A failure's template is the tool's: "exit code 1" from two tools is two answers.
         memo = (outcome, result.tool) if result.failed else outcome
         cached = self._codes.get(memo) if outcome else None
+        if cached is None and outcome and not result.failed and not isinstance(
+            result.event.result, str
+        ):
+            # A structured payload (an API's JSON) is compared exactly: its numbers and
+            # strings are its data (prices, ids, names), not noise to mask.
+            code = (outcome & _M32) or 1
+            cached = (code, code, b"(structured result)")
         if cached is None:
             if result.failed:
                 text = result.error or ""
@@ -281,17 +291,18 @@ class ResultStall(Signal):
             return None
         if not state.wrote and not state.checks:
             return None  # no write yet in this session: no write can have been futile
-        key32 = key & _M32
+        key32 = (key & _M32).to_bytes(4, "little")
         checks = state.checks
         before = 0
-        for i, entry in enumerate(checks):
-            if entry >> 32 == key32:
-                before = (entry & _M32) or -1
-                del checks[i]
+        for i in range(0, len(checks), 8):
+            if checks[i : i + 4] == key32:
+                before = int.from_bytes(checks[i + 4 : i + 8], "little") or -1
+                del checks[i : i + 8]
                 break
-        if len(checks) >= 4:
-            del checks[0]
-        checks.append(key32 << 32 | code)
+        if len(checks) >= 32:
+            del checks[:8]
+        checks += key32
+        checks += code.to_bytes(4, "little")
         if not state.wrote or not before:
             return None
         state.wrote = False
@@ -304,9 +315,7 @@ class ResultStall(Signal):
             return None
         state.latched = state.futile_latched = True
         state.sample = truncate_middle(masked[:480].decode(errors="replace"), 160)
-        tools = state.tools
-        if result.tool not in tools and len(tools) < 4:
-            tools.append(result.tool[:64])
+        state.tools = [result.tool[:64]]
         return self._finding(state, rule="futile_writes", count=state.futile)
 
     def _news(self, state: Any) -> None:
