@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.quick:
-        args.batches, args.passes = 10, 2
+        args.batches, args.passes = min(args.batches, 10), 2
     proto = make_batches(args.batches, args.spans_per_batch, 200)
     as_json = [to_collector_json(p) for p in proto]
     spans = args.batches * args.spans_per_batch
