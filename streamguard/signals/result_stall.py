@@ -28,6 +28,26 @@ What it catches
       stale nor news. Masking digits would otherwise turn every progress bar
       into a stall.
 
+Interleaved stalls: 9 stale of the last 12 (``window_threshold`` of ``window``)
+    An agent hunting for something that is not there often does a little real
+    work between the futile attempts (opens a file, lists a directory), which
+    resets a consecutive count. Three quarters of a dozen answers already held
+    is the same verdict with room for that (the long-loop detector uses the
+    same share); a latch holds until half the window is news again.
+
+Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
+    The period-2 loop "edit, run, same result": every edit is new (so its result
+    is news), but the check after it - the same call - answers exactly as it
+    did before the edit, because the edit does not reach what the check runs
+    (the wrong file, a compiler that is not installed). For the last 8 checks
+    (non-write calls, and failed writes such as a refused edit or a broken
+    build, which changed nothing) the signal remembers their last answer,
+    compared with only the shell's line numbers masked (``bash: line 27424``),
+    so a test failing with other values after an edit counts as changed. When
+    a check re-run after a successful write returns its previous answer five
+    times in a row, the writes are futile. Four would also catch a normally
+    finished session that recovered on the next call; five does not.
+
 Threshold: 8 consecutive stale results (``threshold``, 3–100)
     In the judged development corpus (docs/detection.md) healthy sessions went
     at most 5 results in a row without news on a search streak and 6 on exact
@@ -71,6 +91,8 @@ _WIDTH = 4
 _M32 = (1 << 32) - 1
 _NOTHING = 0x4E4F4E45  # the template of "a search found nothing"
 _EMPTY = 0x454D5054  # an empty answer, for the futile-write rule
+CHECKS = 8
+"""Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
 
 QUOTE_SPAN = 256
 """Characters at the start of a result in which quoted strings are masked (where error
@@ -166,7 +188,7 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     tools: list[str] = []
     """Distinct tools of the current run, at most 4 (alert text)."""
     checks: bytearray = bytearray()
-    """The last 4 non-write calls' answers, 8 bytes each (key32, then light template32),
+    """The last ``CHECKS`` checks' answers, 8 bytes each (key32, then light template32),
     least recent first."""
     wrote: bool = False
     """A write succeeded since the last check's answer."""
@@ -285,10 +307,11 @@ class ResultStall(Signal):
         self, state: Any, key: int, code: int, flags: int, result: ResultView, masked: bytes
     ) -> Finding | None:
         """Writes that change nothing: the check after them answers as it did before."""
-        if flags & FLAG_WRITE:
-            if not result.failed:
-                state.wrote = True
+        if flags & FLAG_WRITE and not result.failed:
+            state.wrote = True
             return None
+        # A failed write (a build that breaks, an edit refused) changed nothing and
+        # answers like a check: the same failure after an edit is a futile edit.
         if not state.wrote and not state.checks:
             return None  # no write yet in this session: no write can have been futile
         key32 = (key & _M32).to_bytes(4, "little")
@@ -299,7 +322,7 @@ class ResultStall(Signal):
                 before = int.from_bytes(checks[i + 4 : i + 8], "little") or -1
                 del checks[i : i + 8]
                 break
-        if len(checks) >= 32:
+        if len(checks) >= 8 * CHECKS:
             del checks[:8]
         checks += key32
         checks += code.to_bytes(4, "little")
