@@ -13,10 +13,19 @@ Operator commands add:
 
 * 3: rejected: ``reset --wait`` got a refusal from the processor;
   ``emit`` skipped invalid lines (the valid ones were published; ``emit
-  --check`` publishes nothing);
+  --check`` publishes nothing); ``replay`` skipped malformed lines (the valid
+  ones were replayed);
 * 4: ``reset --wait`` saw no acknowledgement before ``--timeout`` (the reset
   was sent, and will be applied when a processor consumes it);
-* 130: ``reset`` or ``emit`` interrupted by Ctrl-C.
+* 5: ``reset``: sent (and accepted), but the session stays halted by another
+  guardrail;
+* 6: ``reset``, ``session``: no such session on the changelog (``reset``
+  sends nothing unless ``--force``);
+* 130: ``reset``, ``emit`` or ``replay`` interrupted by Ctrl-C.
+
+``run`` exits 0 after a clean shutdown (SIGTERM, SIGINT), 1 when it cannot
+start (a cluster it cannot reach, missing or mismatched topics, a metrics port
+in use) or fails while running, 2 on a configuration error.
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ from .policy import PolicyError, load_policy_set
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
 EXIT_REJECTED, EXIT_NO_ACK, EXIT_INTERRUPTED = 3, 4, 130
+EXIT_STILL_HALTED, EXIT_NO_SESSION = 5, 6
+LOOKUP_PATIENCE_S = 3.0  # how long `reset` looks for a session on the changelog
 
 
 def _policy_path(command: str, given: str | None) -> str | None:
@@ -784,6 +795,8 @@ def _cmd_reset(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
 
     async def body(config: Any) -> int:
+        import asyncio
+
         from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
         from .client import Filter, select_record
@@ -793,7 +806,31 @@ def _cmd_reset(args: argparse.Namespace) -> int:
         producer = AIOKafkaProducer(
             **config.client_options(), acks="all", enable_idempotence=False
         )
+        remains: list[str] = []  # guardrails the session stays halted by, as its snapshot says
         try:
+            if not args.force:
+                view = await _lookup_session(config, event.session)
+                # A session halted a moment ago is on the changelog at the next
+                # checkpoint (1 s by default): look again for a little while.
+                deadline = time.monotonic() + LOOKUP_PATIENCE_S
+                while view is None and time.monotonic() < deadline:
+                    await asyncio.sleep(0.5)
+                    view = await _lookup_session(config, event.session)
+                if view is None:
+                    raise _CommandError(
+                        f"no session {event.session!r} on {config.changelog_topic} after "
+                        f"{LOOKUP_PATIENCE_S:g} s: never seen, evicted, or not checkpointed (is "
+                        "`streamguard run` running?); nothing was sent (--force sends the reset anyway)",
+                        EXIT_NO_SESSION,
+                    )
+                targets = {"watchdog", "cost_ceiling"} if event.guardrail == "all" else {event.guardrail}
+                remains = [g for g in view.halted_by if g not in targets]
+                if not view.halted:
+                    print(
+                        f"streamguard reset: session {event.session!r} is not halted; the reset "
+                        "still clears its detectors' counts",
+                        file=sys.stderr,
+                    )
             if args.wait:
                 # Position on the output topic *before* sending, so the
                 # acknowledgement cannot slip past.
@@ -818,6 +855,14 @@ def _cmd_reset(args: argparse.Namespace) -> int:
             )
             if consumer is None:
                 print(sent)
+                if remains:
+                    print(
+                        f"streamguard reset: session {event.session!r} stays halted by "
+                        f"{', '.join(remains)} (its last snapshot); reset that guardrail too, or use "
+                        "--guardrail all",
+                        file=sys.stderr,
+                    )
+                    return EXIT_STILL_HALTED
                 return EXIT_OK
             print(f"{sent}; waiting for the acknowledgement", file=sys.stderr)
             key = event.session.encode()
@@ -835,7 +880,16 @@ def _cmd_reset(args: argparse.Namespace) -> int:
                                     print(record.value.decode("utf-8", "replace"))
                                 else:
                                     print(format_output(ack, record.timestamp / 1000.0))
-                                return EXIT_OK if ack.accepted else EXIT_REJECTED
+                                if not ack.accepted:
+                                    return EXIT_REJECTED
+                                if ack.still_halted_by:
+                                    print(
+                                        f"streamguard reset: accepted, but session {event.session!r} "
+                                        f"stays halted by {', '.join(ack.still_halted_by)}",
+                                        file=sys.stderr,
+                                    )
+                                    return EXIT_STILL_HALTED
+                                return EXIT_OK
             raise _CommandError(
                 f"no acknowledgement on {config.alerts_topic} within {args.timeout:g} s; is "
                 f"`streamguard run` running and consuming {config.control_topic}? (the reset "
@@ -847,7 +901,169 @@ def _cmd_reset(args: argparse.Namespace) -> int:
             if consumer is not None:
                 await consumer.stop()
 
-    return _run_kafka_command("reset", args, ("control_topic", "alerts_topic"), body)
+    return _run_kafka_command("reset", args, ("control_topic", "alerts_topic", "changelog_topic"), body)
+
+
+async def _changelog_reader(config: Any) -> tuple[Any, set[int]]:
+    """A started group-less consumer and the changelog's partitions (it joins no group:
+    the processors never notice it)."""
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(
+        **config.client_options(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
+    await _start_client(consumer, config)
+    try:
+        partitions = await _require_topic(consumer, config.changelog_topic, config, "--changelog-topic")
+    except BaseException:
+        await consumer.stop()
+        raise
+    return consumer, partitions
+
+
+async def _lookup_session(config: Any, session: str) -> Any:
+    from .kafka.inspect import find_session
+
+    consumer, partitions = await _changelog_reader(config)
+    try:
+        return await find_session(consumer, config.changelog_topic, len(partitions), session)
+    finally:
+        await consumer.stop()
+
+
+def _view_line(view: Any) -> str:
+    """One line of ``streamguard sessions``."""
+    who = view.session + (f" ({view.agent})" if view.agent else "")
+    if view.halted:
+        state = f"HALTED by {', '.join(view.halted_by)}" + (f" ({view.halt_signal})" if view.halt_signal else "")
+    elif view.cut_streak:
+        state = f"active, {view.cut_streak} cut turn(s) in a row by {view.cut_by}"
+    else:
+        state = "active"
+    line = f"{_timestamp(view.last_seen)} {who} p{view.partition} {state}"
+    if view.queued_feedback:
+        line += f", {len(view.queued_feedback)} feedback queued"
+    if view.halted and view.halt_reason:
+        line += f": {_one_line(view.halt_reason, 200)}"
+    return line
+
+
+def _cmd_sessions(args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit < 1:
+        print("streamguard sessions: --limit must be at least 1", file=sys.stderr)
+        return EXIT_CONFIG
+
+    async def body(config: Any) -> int:
+        import msgspec
+
+        from .kafka.inspect import ScanStats, scan_sessions, session_filter
+
+        consumer, partitions = await _changelog_reader(config)
+        stats = ScanStats()
+        halted = shown = 0
+
+        def unreadable(partition: int, offset: int, reason: str) -> None:
+            print(
+                f"streamguard sessions: skipping an unreadable snapshot at "
+                f"{config.changelog_topic}[{partition}]@{offset}: {reason}",
+                file=sys.stderr,
+            )
+
+        try:
+            keep = session_filter(halted=args.halted, agent=args.agent)
+            async for view in scan_sessions(
+                consumer, config.changelog_topic, partitions, keep=keep, stats=stats, on_unreadable=unreadable
+            ):
+                halted += view.halted
+                if args.limit is not None and shown >= args.limit:
+                    continue  # still counted
+                shown += 1
+                if args.json:
+                    sys.stdout.write(msgspec.json.encode(view).decode() + "\n")
+                else:
+                    sys.stdout.write(_view_line(view) + "\n")
+            sys.stdout.flush()
+        finally:
+            await consumer.stop()
+        more = f", {stats.sessions - shown} not shown (--limit)" if shown < stats.sessions else ""
+        print(
+            f"streamguard sessions: {stats.sessions} session(s), {halted} halted{more}; read "
+            f"{stats.records_read} records of {config.changelog_topic} ({stats.partitions} partitions) "
+            f"in {stats.seconds:.1f} s",
+            file=sys.stderr,
+        )
+        return EXIT_OK
+
+    return _run_kafka_command("sessions", args, ("changelog_topic",), body)
+
+
+def _cmd_session(args: argparse.Namespace) -> int:
+    if args.outputs < 0:
+        print("streamguard session: --outputs must be 0 or more", file=sys.stderr)
+        return EXIT_CONFIG
+
+    async def body(config: Any) -> int:
+        import msgspec
+
+        from .events import GuardrailTrip, output_decoder
+        from .kafka.inspect import recent_records
+
+        view = await _lookup_session(config, args.session)
+        if view is None:
+            raise _CommandError(
+                f"no session {args.session!r} on {config.changelog_topic}: never seen, evicted, or "
+                "not checkpointed yet",
+                EXIT_NO_SESSION,
+            )
+        outputs: list[tuple[Any, Any]] = []
+        if args.outputs:
+            consumer, _ = await _changelog_reader(config)
+            try:
+                partitions = await _require_topic(consumer, config.alerts_topic, config, "--alerts-topic")
+                records = await recent_records(
+                    consumer, config.alerts_topic, len(partitions), args.session, limit=args.outputs
+                )
+            finally:
+                await consumer.stop()
+            for record in records:
+                with contextlib.suppress(msgspec.DecodeError):
+                    outputs.append((record, output_decoder.decode(record.value)))
+        halted_since = None
+        for record, output in outputs:
+            if isinstance(output, GuardrailTrip) and output.session_halted:
+                halted_since = record.timestamp / 1000.0
+        if args.json:
+            doc = msgspec.to_builtins(view)
+            doc["halted_since"] = halted_since if view.halted else None
+            doc["recent_outputs"] = [msgspec.to_builtins(o) for _, o in outputs]
+            print(json.dumps(doc, sort_keys=True))
+            return EXIT_OK
+        print(f"session   {view.session}")
+        print(f"agent     {view.agent or '-'}")
+        if view.halted:
+            since = f" since {_timestamp(halted_since)}" if halted_since is not None else ""
+            print(f"state     HALTED by {', '.join(view.halted_by)}{since} ({view.halt_signal or '-'})")
+            print(f"reason    {_one_line(view.halt_reason)}")
+            print(f"clear it  streamguard reset {view.session} --guardrail {'all' if len(view.halted_by) > 1 else view.halted_by[0]}")
+        else:
+            print("state     active" + (f", {view.cut_streak} cut turn(s) in a row by {view.cut_by}" if view.cut_streak else ""))
+        print(f"turn      {view.turn if view.turn is not None else '-'}" + (" (in progress)" if view.in_turn else ""))
+        print(f"last seq  {view.last_seq if view.last_seq is not None else '-'}; {view.records_applied} records applied")
+        print(f"last seen {_timestamp(view.last_seen)} (event time {_timestamp(view.last_event_ts)})")
+        print(f"where     {config.changelog_topic}[{view.partition}]@{view.changelog_offset}")
+        if view.queued_feedback:
+            print(f"feedback  {len(view.queued_feedback)} queued for the next turn start:")
+            for item in view.queued_feedback:
+                print(f"  {item['signal']}: {_one_line(item['text'], 200)}")
+        else:
+            print("feedback  none queued")
+        if args.outputs:
+            print(f"last outputs ({len(outputs)}, newest last):" if outputs else "last outputs: none found")
+            for record, output in outputs:
+                print("  " + format_output(output, record.timestamp / 1000.0))
+        return EXIT_OK
+
+    return _run_kafka_command("session", args, ("changelog_topic", "alerts_topic"), body)
 
 
 def _acknowledges(ack: Any, event: Any) -> bool:
@@ -889,7 +1105,7 @@ def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
 
     from .events import decode_agent_event
 
-    counts = {"published": 0, "bad": 0, "failed": 0}
+    counts: dict[str, Any] = {"published": 0, "bad": 0, "failed": 0}
 
     def check(lineno: int, raw: bytes) -> tuple[bytes, bytes] | None:
         """``(key, value)`` of a valid line; report and return None otherwise."""
@@ -909,20 +1125,18 @@ def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
         except msgspec.DecodeError as exc:
             reason = str(exc)
         else:
+            if args.restamp:
+                line = _restamp(line)
             return event.session.encode(), line
         counts["bad"] += 1
         print(f"streamguard emit: {name}: line {lineno}: {reason}", file=sys.stderr)
         return None
 
     async def lines() -> Any:
-        import asyncio
-
         lineno = 0
+        read = _threaded_lines(source) if source is sys.stdin.buffer else None
         while True:
-            if source is sys.stdin.buffer:
-                raw = await asyncio.to_thread(source.readline)  # a live pipe must not stall the loop
-            else:
-                raw = source.readline()
+            raw = await read() if read is not None else source.readline()
             if not raw:
                 return
             lineno += 1
@@ -955,11 +1169,17 @@ def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
             else:
                 counts["published"] += 1
 
+        counts["topic"] = topic
+        progress = _Progress("emit")
         try:
             await _require_topic(producer, topic, config, "--events-topic")
             started = time.monotonic()
             sent = 0
             async for lineno, raw in lines():
+                if progress.enabled:
+                    progress.update(
+                        f"{sent:,} sent, {counts['published']:,} acknowledged, {counts['bad']:,} bad line(s)"
+                    )
                 checked = check(lineno, raw)
                 if checked is None:
                     continue
@@ -983,7 +1203,8 @@ def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
             if pending:
                 await asyncio.wait(pending)
         finally:
-            await producer.stop()
+            progress.clear()
+            await producer.stop()  # on Ctrl-C too: what was sent is flushed and counted
         summary = f"published {counts['published']} events to {topic}"
         if counts["bad"]:
             summary += f"; {counts['bad']} bad line(s) skipped"
@@ -995,7 +1216,9 @@ def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
             )
         return EXIT_REJECTED if counts["bad"] else EXIT_OK
 
-    with source:
+    # stdin is left open: a reader thread may still be blocked on it after Ctrl-C,
+    # and closing the buffer would wait for that read to finish.
+    with contextlib.nullcontext(source) if source is sys.stdin.buffer else source:
         if args.check:
             # Validate only: no broker needed.
             valid = 0
@@ -1007,7 +1230,94 @@ def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
                 file=sys.stderr,
             )
             return EXIT_REJECTED if counts["bad"] else EXIT_OK
-        return _run_kafka_command("emit", args, ("events_topic",), body)
+        code = _run_kafka_command("emit", args, ("events_topic",), body)
+        if code == EXIT_INTERRUPTED:
+            topic = counts.get("topic", "the events topic")
+            print(
+                f"streamguard emit: interrupted: published {counts['published']} events to {topic}"
+                + (f"; {counts['bad']} bad line(s) skipped" if counts["bad"] else "")
+                + (f"; {counts['failed']} not acknowledged" if counts["failed"] else ""),
+                file=sys.stderr,
+            )
+        return code
+
+
+def _threaded_lines(source: Any) -> Any:
+    """An awaitable ``readline`` of a blocking stream (a live pipe must not stall the loop).
+
+    The reads run in a daemon thread of their own, not in the loop's executor:
+    on Ctrl-C, ``asyncio.run`` waits for its executor's threads, and one blocked
+    on a pipe that stays open would keep the command from ever exiting.
+    """
+    import asyncio
+    import os
+    import threading
+
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1024)
+    wanted = threading.Semaphore(1024)  # bounds the lines read ahead
+
+    try:
+        fd: int | None = source.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream: reads never block
+        fd = None
+
+    def chunks() -> Any:
+        """Lines of the stream. A real file descriptor is read with os.read: a daemon
+        thread blocked in a buffered read would hold the buffer's lock, and the
+        interpreter aborts when it cannot take that lock at exit."""
+        if fd is None:
+            while raw := source.readline():
+                yield raw
+            return
+        pending = b""
+        while data := os.read(fd, 65536):
+            pending += data
+            *complete, pending = pending.split(b"\n")
+            for line in complete:
+                yield line + b"\n"
+        if pending:
+            yield pending
+
+    def pump() -> None:
+        lines = chunks()
+        while True:
+            wanted.acquire()
+            try:
+                raw = next(lines, b"")
+            except (OSError, ValueError):
+                raw = b""
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, raw)
+            except RuntimeError:  # the loop is closed: the command is over
+                return
+            if not raw:
+                return
+
+    threading.Thread(target=pump, name="stdin-reader", daemon=True).start()
+
+    async def readline() -> bytes:
+        raw = await queue.get()
+        wanted.release()
+        return raw
+
+    return readline
+
+
+def _restamp(line: bytes) -> bytes:
+    """The event with a fresh ``ts`` (now) and no ``seq``, for ``emit --restamp``.
+
+    A processor skips an event whose ``seq`` is not above its session's last
+    (``streamguard_events_skipped_total{reason="seq_not_newer"}``), so a trace
+    published twice is ignored the second time. Without a ``seq`` an event is
+    always applied; its outputs then carry ``seq: null``.
+    """
+    import msgspec
+
+    event = msgspec.json.decode(line)
+    event.pop("seq", None)
+    event["ts"] = round(time.time(), 6)
+    return msgspec.json.encode(event)
 
 
 def _agent_types() -> frozenset[str]:
@@ -1133,9 +1443,11 @@ def build_parser() -> argparse.ArgumentParser:
         "reset",
         help="clear a session's halt: write a reset to the control topic",
         description=(
-            "Write a reset for SESSION to the control topic (keyed by session). With --wait, "
-            "print the processor's acknowledgement: exit 0 if accepted, 3 if refused, 4 if none "
-            "arrived in time."
+            "Look SESSION up on the changelog, then write a reset for it to the control topic "
+            "(keyed by session). Exit 6 if the session is not on the changelog (nothing is sent; "
+            "--force sends anyway), 5 if it stays halted by another guardrail. With --wait, print "
+            "the processor's acknowledgement: exit 0 if accepted, 3 if refused, 4 if none arrived "
+            "in time."
         ),
     )
     reset.add_argument("session", metavar="SESSION")
@@ -1159,7 +1471,43 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=30.0, metavar="S", help="how long --wait waits (default 30)"
     )
     reset.add_argument("--json", action="store_true", help="print the acknowledgement as JSON")
-    _add_kafka_args(reset, ("control_topic", "alerts_topic"))
+    reset.add_argument(
+        "--force",
+        action="store_true",
+        help="send the reset without looking the session up on the changelog first",
+    )
+    _add_kafka_args(reset, ("control_topic", "alerts_topic", "changelog_topic"))
+
+    sessions = sub.add_parser(
+        "sessions",
+        help="list the fleet's sessions from the changelog (which are halted, by what, why)",
+        description=(
+            "List every session the processors hold, from the changelog topic: no group is joined, "
+            "so it runs from any machine and the processors do not notice. One line per session "
+            "(last seen, partition, state, halt reason), or one JSON object per line with --json; "
+            "counts on stderr. The changelog is at most one checkpoint (about 1 s) behind."
+        ),
+    )
+    sessions.add_argument("--halted", action="store_true", help="only halted sessions")
+    sessions.add_argument("--agent", metavar="GLOB", help="only sessions whose agent matches this glob")
+    sessions.add_argument("--json", action="store_true", help="one JSON object per session")
+    sessions.add_argument("--limit", type=int, metavar="N", help="show at most N sessions (all are counted)")
+    _add_kafka_args(sessions, ("changelog_topic",))
+
+    session = sub.add_parser(
+        "session",
+        help="show one session: state, halts, queued feedback, last outputs",
+        description=(
+            "Show one session from the changelog (state, halt and its reason, queued feedback) and "
+            "its last outputs from the output topic. Exit 6 if the session is not on the changelog."
+        ),
+    )
+    session.add_argument("session", metavar="ID")
+    session.add_argument("--json", action="store_true", help="print it as one JSON object")
+    session.add_argument(
+        "--outputs", type=int, default=10, metavar="N", help="show its last N outputs (default 10; 0: none)"
+    )
+    _add_kafka_args(session, ("changelog_topic", "alerts_topic"))
 
     emit = sub.add_parser(
         "emit",
@@ -1173,6 +1521,14 @@ def build_parser() -> argparse.ArgumentParser:
     emit.add_argument("--rate", type=float, metavar="N", help="at most N events per second")
     emit.add_argument(
         "--check", action="store_true", help="validate only, publish nothing (needs no broker)"
+    )
+    emit.add_argument(
+        "--restamp",
+        action="store_true",
+        help=(
+            "publish every event with a fresh ts (now) and without its seq, so a trace already "
+            "applied is applied again (a processor skips events whose seq is not newer)"
+        ),
     )
     _add_from_argument(emit, "FILE is a recorded session file or folder of this format (see `import`)")
     _add_kafka_args(emit, ("events_topic",))
@@ -1230,6 +1586,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_reset(args)
         if args.command == "emit":
             return _cmd_emit(args)
+        if args.command == "sessions":
+            return _cmd_sessions(args)
+        if args.command == "session":
+            return _cmd_session(args)
         if args.command == "import":
             return _cmd_import(args)
         if args.command == "demo":

@@ -18,7 +18,7 @@ compaction eventually removes both.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -74,10 +74,16 @@ async def iter_to_end(
     tps: Iterable[TopicPartition],
     *,
     poll_ms: int = 200,
+    start: Mapping[TopicPartition, int] | None = None,
 ) -> AsyncIterator[tuple[TopicPartition, list[Any]]]:
     """Yield every record of ``tps`` from the beginning to the end seen at the start.
 
-    ``consumer`` must be group-less; it is assigned ``tps``. The end of a
+    ``start`` (optional) gives a partition's first offset to read instead of
+    its beginning (clamped to what the broker holds; a record or so before it
+    may be yielded too): readers that only want a partition's last records,
+    such as ``streamguard session``.
+
+    ``consumer`` must be group-less; it is assigned the non-empty ones of ``tps``. The end of a
     partition is the larger of the ListOffsets answer and the high watermark of
     the first fetch response: some Kafka-protocol brokers (Tansu 0.6) answer
     ListOffsets with the base offset of the last record batch plus one, which
@@ -88,16 +94,27 @@ async def iter_to_end(
     tps = list(tps)
     if not tps:
         return
-    consumer.assign(tps)
     begin = await consumer.beginning_offsets(tps)
     listed = await consumer.end_offsets(tps)
     ends: dict[TopicPartition, int | None] = {}
-    pending = set()
+    firsts: dict[TopicPartition, int] = {}
     for tp in tps:
         if listed[tp] > begin[tp]:
-            consumer.seek(tp, begin[tp])
-            pending.add(tp)
+            first = begin[tp]
+            if start is not None and tp in start:
+                # At most the last listed record: one record is always fetched, so
+                # the high watermark of the fetch becomes known (see below).
+                first = max(begin[tp], min(start[tp], listed[tp] - 1))
+            firsts[tp] = first
             ends[tp] = None
+    pending = set(firsts)
+    if not pending:
+        # Nothing to read. Not assigning at all also avoids aiokafka 0.14's fetcher
+        # hanging in stop() after an assignment that was dropped before any fetch.
+        return
+    consumer.assign(list(firsts))
+    for tp, first in firsts.items():
+        consumer.seek(tp, first)
     try:
         while pending:
             batch = await consumer.getmany(*pending, timeout_ms=poll_ms)

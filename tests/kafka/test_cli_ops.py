@@ -208,7 +208,7 @@ async def read_controls(topics, count: int) -> list[Any]:
 @kafka
 async def test_reset_writes_a_keyed_reset_to_the_control_topic(topics, capsys) -> None:
     code = await run_main(
-        ["reset", "s-9", "--guardrail", "cost_ceiling", "--add-budget", "2.5", "--by", "alice",
+        ["reset", "s-9", "--guardrail", "cost_ceiling", "--add-budget", "2.5", "--by", "alice", "--force",
          *kafka_args(topics, "control")]
     )
     out = capsys.readouterr().out
@@ -272,7 +272,7 @@ async def test_reset_wait_reports_the_acknowledgement(topics, capsys, accept, ex
     try:
         code = await run_main(
             ["reset", "s-w", "--guardrail", "watchdog", "--by", "carol", "--wait", "--timeout", "15",
-             *kafka_args(topics, "control", "alerts")]
+             "--force", *kafka_args(topics, "control", "alerts")]
         )
     finally:
         await fake.stop()
@@ -287,7 +287,7 @@ async def test_reset_wait_reports_the_acknowledgement(topics, capsys, accept, ex
 async def test_reset_wait_times_out_without_a_processor(topics, capsys) -> None:
     started = time.monotonic()
     code = await run_main(
-        ["reset", "s-t", "--guardrail", "all", "--wait", "--timeout", "0.5", "--json",
+        ["reset", "s-t", "--guardrail", "all", "--wait", "--timeout", "0.5", "--json", "--force",
          *kafka_args(topics, "control", "alerts")]
     )
     err = capsys.readouterr().err
@@ -371,7 +371,7 @@ async def test_emit_tail_reset_round_trip_through_the_processor(topics, start_pr
 
     code = await run_main(
         ["reset", "s-read-loop", "--guardrail", "watchdog", "--wait", "--timeout", "20", "--json",
-         *kafka_args(topics, "control", "alerts")]
+         *kafka_args(topics, "control", "alerts", "changelog")]
     )
     captured = capsys.readouterr()
     assert code == 0, captured.err
