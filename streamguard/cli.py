@@ -44,6 +44,7 @@ from .policy import PolicyError, load_policy_set
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
 EXIT_REJECTED, EXIT_NO_ACK, EXIT_INTERRUPTED = 3, 4, 130
 EXIT_STILL_HALTED, EXIT_NO_SESSION = 5, 6
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 LOOKUP_PATIENCE_S = 3.0  # how long `reset` looks for a session on the changelog
 
 
@@ -389,6 +390,41 @@ def _warn_policy(policies: Any, command: str) -> None:
         print(f"streamguard {command}: warning: {policies.source}: {warning}", file=sys.stderr)
 
 
+def _policy_keys() -> dict[str, Any]:
+    """Every key of the default policy, as nested dicts (leaves: their default values)."""
+    import msgspec
+
+    from .policy import Policy
+
+    return msgspec.to_builtins(Policy())
+
+
+def policy_hint(message: str) -> str:
+    """What a policy error message leaves out: the nearest known key for an unknown one,
+    the allowed values of an enum."""
+    import difflib
+    import re
+
+    where = re.search(r"`([^`]*)`: ", message)
+    path = where.group(1) if where else ""
+    path = re.sub(r"^agents\[\d+\]\.?", "", path)  # an override has the base's keys
+    unknown = re.search(r"unknown field `([^`]+)`", message)
+    if unknown:
+        table: Any = _policy_keys()
+        for part in filter(None, path.split(".")):
+            table = table.get(part, {}) if isinstance(table, dict) else {}
+        known = list(table) if isinstance(table, dict) else []
+        if not path:
+            known.append("agents")
+        near = difflib.get_close_matches(unknown.group(1), known, n=1, cutoff=0.6)
+        return f"; did you mean `{near[0]}`?" if near else (f"; known keys: {', '.join(sorted(known))}" if known else "")
+    if "Invalid enum value" in message and path.split(".")[-1] == "mode":
+        from .policy import MODES
+
+        return f"; expected one of {', '.join(MODES)}"
+    return ""
+
+
 def _render_with_overrides(path: str, policies: Any) -> str:
     """``check-config --defaults FILE``: the effective base policy, then the file's
     ``[[agents]]`` overrides as written (each is merged onto the base at load)."""
@@ -454,6 +490,9 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     from .events import json_schemas
 
     schemas = json_schemas()
+    for family in ("agent_event", "control_event", "output_event"):
+        # msgspec writes JSON Schema 2020-12; validators pick their dialect from `$schema`.
+        schemas[family] = {"$schema": JSON_SCHEMA_DIALECT, **schemas[family]}
     if args.family != "all":
         schemas = schemas[f"{args.family}_event"]
     print(json.dumps(schemas, indent=2, sort_keys=True))
@@ -469,13 +508,71 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return EXIT_FAILURE
     import anyio
 
+    from . import logsetup
+
     try:
         config = ProcessorConfig.from_args(list(argv))
     except ConfigError as exc:
         print(f"streamguard run: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    anyio.run(run_processor, config)
+    logsetup.configure(
+        config.log_level,
+        config.log_format,
+        kafka_hint=f"is the Kafka cluster at {config.bootstrap_servers} reachable?",
+    )
+    for warning in unknown_environment():
+        print(f"streamguard run: warning: {warning}", file=sys.stderr)
+    if config.policy is not None:
+        _warn_policy(load_policy_set(config.policy), "run")
+    try:
+        anyio.run(run_processor, config)
+    except OSError as exc:
+        print(f"streamguard run: cannot start: {_startup_reason(exc, config)}", file=sys.stderr)
+        return EXIT_FAILURE
+    except TimeoutError as exc:
+        print(f"streamguard run: timed out: {exc or 'a Kafka request did not complete'} "
+              f"(cluster {config.bootstrap_servers}, request timeout {config.request_timeout_ms} ms)",
+              file=sys.stderr)
+        return EXIT_FAILURE
     return EXIT_OK
+
+
+def _startup_reason(exc: OSError, config: Any) -> str:
+    import errno
+
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"the metrics port {config.metrics_host}:{config.metrics_port} is in use (another "
+            "`streamguard run` or `demo`?); pick another with --metrics-port / STREAMGUARD_METRICS_PORT"
+        )
+    if exc.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
+        return (
+            f"cannot listen on {config.metrics_host}:{config.metrics_port} for metrics "
+            f"({exc.strerror}); check --metrics-host / --metrics-port"
+        )
+    return f"{exc.strerror or exc} ({type(exc).__name__})"
+
+
+_OTHER_ENVIRONMENT = ("STREAMGUARD_BROKER_BIN", "STREAMGUARD_BRIDGE_")
+
+
+def unknown_environment(env: Any = None) -> list[str]:
+    """``STREAMGUARD_*`` variables that look like a misspelt setting (they are ignored)."""
+    import difflib
+    import os
+
+    from .kafka.config import ProcessorConfig
+
+    env = os.environ if env is None else env
+    known = [ProcessorConfig.env_name(name) for name in ProcessorConfig.__struct_fields__]
+    found = []
+    for name in sorted(env):
+        if not name.startswith("STREAMGUARD_") or name in known or name.startswith(_OTHER_ENVIRONMENT):
+            continue
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
+        if near:
+            found.append(f"{name} is not a setting and is ignored; did you mean {near[0]}?")
+    return found
 
 
 # --------------------------------------------------------------------------- operator commands
@@ -499,7 +596,10 @@ _CONNECTION_FIELDS = (
     "ssl_keyfile",
     "ssl_key_password",
     "ssl_check_hostname",
+    "sasl_oauth_token_provider",
     "request_timeout_ms",
+    "compression_type",
+    "client_properties",
 )
 _OUTPUT_TYPES = ("alert", "guardrail_trip", "feedback", "guardrail_reset")
 _REASON_WIDTH = 300
@@ -701,7 +801,7 @@ def _cmd_tail(args: argparse.Namespace) -> int:
 
         topic = config.alerts_topic
         consumer = AIOKafkaConsumer(
-            **config.client_options(),
+            **config.consumer_options(),
             enable_auto_commit=False,
             auto_offset_reset="earliest" if args.from_beginning else "latest",
         )
@@ -710,10 +810,17 @@ def _cmd_tail(args: argparse.Namespace) -> int:
             partitions = await _require_topic(consumer, topic, config, "--alerts-topic")
             tps = [TopicPartition(topic, p) for p in sorted(partitions)]
             consumer.assign(tps)
+            floors: dict[Any, int] = {}
+            listed: dict[Any, int] = {}
             if args.from_beginning:
                 await consumer.seek_to_beginning(*tps)
             else:
                 await consumer.seek_to_end(*tps)
+                # Some brokers (Tansu 0.6, the bundled one) answer "latest" with the base
+                # offset of the last batch plus one, so the end of a multi-record batch
+                # would be printed again. As the restore path does, the high watermark
+                # of the first fetch response is taken as the real end.
+                listed = {tp: await consumer.position(tp) for tp in tps}
             criteria = (args.type, args.signal, args.guardrail)
             filters = (Filter(*criteria),) if any(c is not None for c in criteria) else ()
             sessions = {s.encode() for s in args.session} if args.session else None
@@ -721,8 +828,14 @@ def _cmd_tail(args: argparse.Namespace) -> int:
             shown = 0
             while True:
                 batch = await consumer.getmany(timeout_ms=500)
-                for records in batch.values():
+                for tp in listed:
+                    if tp not in floors and (high := consumer.highwater(tp)) is not None:
+                        floors[tp] = max(high, listed[tp])
+                for tp, records in batch.items():
+                    floor = floors.get(tp, listed.get(tp, 0))
                     for record in records:
+                        if record.offset < floor:
+                            continue  # older than tail's start (see above)
                         if sessions is not None and record.key not in sessions:
                             continue
                         if args.json and header_decision(record, filters):
@@ -804,7 +917,7 @@ def _cmd_reset(args: argparse.Namespace) -> int:
         reset_filter = (Filter(types=("guardrail_reset",)),)
         consumer = None
         producer = AIOKafkaProducer(
-            **config.client_options(), acks="all", enable_idempotence=False
+            **config.producer_options(), acks="all", enable_idempotence=False
         )
         remains: list[str] = []  # guardrails the session stays halted by, as its snapshot says
         try:
@@ -834,7 +947,7 @@ def _cmd_reset(args: argparse.Namespace) -> int:
             if args.wait:
                 # Position on the output topic *before* sending, so the
                 # acknowledgement cannot slip past.
-                consumer = AIOKafkaConsumer(**config.client_options(), enable_auto_commit=False)
+                consumer = AIOKafkaConsumer(**config.consumer_options(), enable_auto_commit=False)
                 await _start_client(consumer, config)
                 partitions = await _require_topic(
                     consumer, config.alerts_topic, config, "--alerts-topic"
@@ -910,7 +1023,7 @@ async def _changelog_reader(config: Any) -> tuple[Any, set[int]]:
     from aiokafka import AIOKafkaConsumer
 
     consumer = AIOKafkaConsumer(
-        **config.client_options(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
+        **config.consumer_options(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
     )
     await _start_client(consumer, config)
     try:
@@ -1150,7 +1263,7 @@ def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
 
         topic = config.events_topic
         producer = AIOKafkaProducer(
-            **config.client_options(),
+            **config.producer_options(),
             acks="all",
             enable_idempotence=False,
             linger_ms=0 if args.rate else 5,
@@ -1598,7 +1711,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.policy = _policy_path("demo", args.policy)
             return demo_main(args)
     except PolicyError as exc:
-        print(f"streamguard {args.command}: policy error: {exc}", file=sys.stderr)
+        print(f"streamguard {args.command}: policy error: {exc}{policy_hint(str(exc))}", file=sys.stderr)
         return EXIT_CONFIG
     except BrokenPipeError:  # pragma: no cover - e.g. piped into `head`
         return EXIT_OK

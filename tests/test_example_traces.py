@@ -12,13 +12,26 @@ from streamguard.replay import ReplayReport, replay_lines
 ROOT = Path(__file__).resolve().parent.parent / "examples"
 
 
-def replay(name: str) -> tuple[list[dict], ReplayReport]:
+def replay(name: str, *more: Path) -> tuple[list[dict], ReplayReport]:
     report = ReplayReport()
     engine = Engine(load_policy_set(ROOT / "policy.toml"))
-    with open(ROOT / "traces" / f"{name}.jsonl", "rb") as handle:
-        outs = [json.loads(line) for line in replay_lines(handle, engine, report=report)]
+    lines: list[bytes] = []
+    for path in (ROOT / "traces" / f"{name}.jsonl", *more):
+        lines += path.read_bytes().splitlines()
+    outs = [json.loads(line) for line in replay_lines(lines, engine, report=report)]
     assert report.malformed == 0
     return outs, report
+
+
+def test_agent_event_examples_hold_no_control_events():
+    # `emit` refuses them and a processor dead-letters them as a security event:
+    # an operator's resets live in examples/operator/.
+    from streamguard.events import decode_agent_event
+
+    for trace in sorted((ROOT / "traces").glob("*.jsonl")):
+        for line in trace.read_bytes().splitlines():
+            if line.strip():
+                decode_agent_event(line)
 
 
 def signals(outs: list[dict]) -> list[str]:
@@ -46,7 +59,7 @@ def test_noop_streak_cuts_the_turn():
 
 
 def test_cost_runaway_halts_and_needs_budget():
-    outs, report = replay("cost_runaway")
+    outs, report = replay("cost_runaway", ROOT / "operator" / "cost_runaway.resets.jsonl")
     trip = next(o for o in outs if o["type"] == "guardrail_trip")
     assert trip["guardrail"] == "cost_ceiling" and trip["bound"] == "per_session"
     acks = [o for o in outs if o["type"] == "guardrail_reset"]

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from streamguard.cli import main
 
 
@@ -271,3 +273,35 @@ def test_a_turn_bound_above_the_session_bound_is_warned_about(tmp_path: Path, ca
     proc = run_cli(["replay", "--policy", str(policy)], events(*LOOP))
     assert proc.returncode == 0
     assert "warning:" in proc.stderr and "max_turn_usd" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("[signals.repeated-tool-cal]\nthreshold = 3\n", "did you mean `repeated-tool-call`?"),
+        ("[signals.repeated-tool-call]\nthreshhold = 3\n", "did you mean `threshold`?"),
+        ('mdoe = "warn"\n', "did you mean `mode`?"),
+        ('[[agents]]\nmatch = "x"\nmdoe = "warn"\n', "did you mean `mode`?"),
+        ('mode = "loud"\n', "expected one of off, warn, feedback, enforce"),
+    ],
+)
+def test_policy_errors_suggest_the_nearest_key_or_the_allowed_values(tmp_path: Path, capsys, text, hint):
+    policy = tmp_path / "p.toml"
+    policy.write_text(text)
+    assert main(["check-config", str(policy)]) == 2
+    assert hint in capsys.readouterr().err
+
+
+def test_schemas_name_their_dialect(capsys):
+    assert main(["schema", "--family", "agent"]) == 0
+    assert json.loads(capsys.readouterr().out)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_every_subcommand_has_a_description():
+    from streamguard.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, command in sub.choices.items():
+        if command.add_help:  # `run` and `bridge` hand their arguments to their own parsers
+            assert command.description, f"`streamguard {name}` has no description"

@@ -23,7 +23,10 @@ from msgspec import Meta, Struct
 ENV_PREFIX = "STREAMGUARD_"
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"]
+CompressionType = Literal["none", "gzip", "snappy", "lz4", "zstd"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+LogFormat = Literal["text", "json"]
 
 Port = Annotated[int, Meta(ge=0, le=65535)]
 PositiveInt = Annotated[int, Meta(ge=1)]
@@ -53,7 +56,10 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     ssl_keyfile: str | None = None
     ssl_key_password: str | None = None
     ssl_check_hostname: bool = True
+    sasl_oauth_token_provider: str | None = None
     request_timeout_ms: Millis = 40_000
+    compression_type: CompressionType = "none"
+    client_properties: list[str] = []
 
     # -- consumer group
     group_id: Annotated[str, Meta(min_length=1)] = "streamguard"
@@ -99,12 +105,17 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     metrics_agents: list[str] = []
     metrics_max_agents: Annotated[int, Meta(ge=0, le=10_000)] = 50
     shutdown_timeout_s: Seconds = 25.0
+    log_level: LogLevel = "info"
+    log_format: LogFormat = "text"
 
     HELP: ClassVar[dict[str, str]] = {
         "bootstrap_servers": "comma-separated host:port list of the Kafka cluster",
         "client_id": "client id reported to the brokers",
         "security_protocol": "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
-        "sasl_mechanism": "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or GSSAPI",
+        "sasl_mechanism": "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI or OAUTHBEARER",
+        "sasl_oauth_token_provider": "OAUTHBEARER: `module:name` of an aiokafka AbstractTokenProvider subclass or factory, called with no arguments (MSK IAM, Confluent Cloud)",
+        "compression_type": "compression of produced records: none, gzip, snappy, lz4 or zstd (snappy, lz4 and zstd need the cramjam package)",
+        "client_properties": "comma-separated KEY=VALUE options passed to the aiokafka clients as they are (aiokafka's parameter names, e.g. metadata_max_age_ms=60000), like kcat's -X; each goes to the clients that take it",
         "sasl_username": "SASL user name (PLAIN and SCRAM)",
         "sasl_password": "SASL password (prefer the environment variable)",
         "sasl_kerberos_service_name": "Kerberos service name (GSSAPI)",
@@ -148,6 +159,8 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         "metrics_agents": "comma-separated agent names used as metric labels (others: `other`)",
         "metrics_max_agents": "without an allow-list: label the first N agents seen, the rest `other`",
         "shutdown_timeout_s": "bound on the final flush and commit at shutdown",
+        "log_level": "debug, info, warning or error",
+        "log_format": "text (for people) or json (one object per line, for log pipelines)",
     }
 
     # -------------------------------------------------------------- building
@@ -254,9 +267,17 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
             if sep:
                 name = at.rstrip("`").removeprefix("$.").split(".")[0].split("[")[0]
                 if name in cls.__struct_fields__:
+                    allowed = _allowed_values(cls, name)
+                    if allowed and what.startswith("Invalid enum value"):
+                        what += f"; expected one of {', '.join(allowed)}"
                     raise ConfigError(f"invalid {cls.describe(name)}: {what}") from None
             if message.startswith("Object contains unknown field"):
-                raise ConfigError(f"unknown setting: {message}") from None
+                import difflib
+
+                unknown = message.split("`")[1] if "`" in message else ""
+                near = difflib.get_close_matches(unknown, list(cls.__struct_fields__), n=1)
+                hint = f"; did you mean {cls.describe(near[0])}?" if near else ""
+                raise ConfigError(f"unknown setting: {message}{hint}") from None
             raise ConfigError(f"invalid settings: {message}") from None
         config.validate()
         return config
@@ -297,7 +318,14 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
                 raise ConfigError(
                     f"invalid {d('bootstrap_servers')}: {server.strip()!r} is not host:port"
                 )
-        if self.security_protocol.startswith("SASL") and self.sasl_mechanism != "GSSAPI":
+        if self.security_protocol.startswith("SASL") and self.sasl_mechanism == "OAUTHBEARER":
+            if not self.sasl_oauth_token_provider:
+                raise ConfigError(
+                    f"missing {d('sasl_oauth_token_provider')}: required by OAUTHBEARER (the "
+                    "`module:name` of a token provider)"
+                )
+            self.token_provider()  # importable and built now, not at the first connection
+        elif self.security_protocol.startswith("SASL") and self.sasl_mechanism != "GSSAPI":
             for name in ("sasl_username", "sasl_password"):
                 if not getattr(self, name):
                     raise ConfigError(
@@ -320,6 +348,15 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
                 load_policy_set(self.policy)
             except PolicyError as exc:
                 raise ConfigError(f"invalid {d('policy')}: {exc}") from None
+        if self.compression_type != "none":
+            from aiokafka import codec
+
+            if not getattr(codec, f"has_{self.compression_type}")():
+                raise ConfigError(
+                    f"invalid {d('compression_type')}: {self.compression_type} needs a codec this "
+                    "installation lacks (pip install cramjam)"
+                )
+        self.client_overrides()  # every KEY=VALUE known to some client
         if self.group_instance_id is not None and not self.group_instance_id:
             raise ConfigError(f"invalid {d('group_instance_id')}: must not be empty")
 
@@ -328,8 +365,81 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     def uses_ssl(self) -> bool:
         return self.security_protocol in ("SSL", "SASL_SSL")
 
+    def token_provider(self) -> Any:
+        """The OAUTHBEARER token provider named by ``sasl_oauth_token_provider`` (built)."""
+        import importlib
+
+        d = type(self).describe
+        spec = self.sasl_oauth_token_provider or ""
+        module_name, sep, attr = spec.partition(":")
+        if not sep or not module_name or not attr:
+            raise ConfigError(f"invalid {d('sasl_oauth_token_provider')}: {spec!r} is not module:name")
+        try:
+            target = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"invalid {d('sasl_oauth_token_provider')}: cannot import {spec!r} ({exc})") from None
+        from aiokafka.abc import AbstractTokenProvider
+
+        provider = target if isinstance(target, AbstractTokenProvider) else target()
+        if not isinstance(provider, AbstractTokenProvider):
+            raise ConfigError(
+                f"invalid {d('sasl_oauth_token_provider')}: {spec!r} did not give an "
+                "aiokafka.abc.AbstractTokenProvider"
+            )
+        return provider
+
+    def client_overrides(self) -> dict[str, dict[str, Any]]:
+        """``client_properties`` by client kind (``common``, ``producer``, ``consumer``):
+        a key goes to every client whose constructor takes it."""
+        import difflib
+
+        d = type(self).describe
+        accepted = _client_parameters()
+        out: dict[str, dict[str, Any]] = {"common": {}, "producer": {}, "consumer": {}}
+        for item in self.client_properties:
+            key, sep, raw = item.partition("=")
+            key = key.strip()
+            if not sep or not key:
+                raise ConfigError(f"invalid {d('client_properties')}: {item!r} is not KEY=VALUE")
+            kinds = [kind for kind, names in accepted.items() if key in names]
+            if not kinds:
+                known = sorted(set().union(*accepted.values()))
+                near = difflib.get_close_matches(key.replace(".", "_"), known, n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                raise ConfigError(
+                    f"invalid {d('client_properties')}: {key!r} is not an aiokafka client option{hint}"
+                )
+            if key in _MANAGED:
+                raise ConfigError(
+                    f"invalid {d('client_properties')}: {key!r} is set by streamguard itself "
+                    f"({_MANAGED[key]})"
+                )
+            value = _property_value(raw.strip())
+            if len(kinds) == 3:
+                out["common"][key] = value
+            else:
+                for kind in kinds:
+                    if kind != "admin":
+                        out[kind][key] = value
+        return out
+
+    def producer_options(self) -> dict[str, Any]:
+        """:meth:`client_options` plus what only producers take (compression, properties)."""
+        options = self.client_options()
+        if self.compression_type != "none":
+            options["compression_type"] = self.compression_type
+        options.update(self.client_overrides()["producer"])
+        return options
+
+    def consumer_options(self) -> dict[str, Any]:
+        """:meth:`client_options` plus the properties only consumers take."""
+        options = self.client_options()
+        options.update(self.client_overrides()["consumer"])
+        return options
+
     def client_options(self) -> dict[str, Any]:
-        """Connection options shared by aiokafka's consumer, producer and admin client."""
+        """Connection options shared by aiokafka's consumer, producer and admin client
+        (with the ``client_properties`` every one of them takes)."""
         options: dict[str, Any] = {
             "bootstrap_servers": self.bootstrap_servers,
             "client_id": self.client_id,
@@ -353,4 +463,69 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
             )
             context.check_hostname = self.ssl_check_hostname
             options["ssl_context"] = context
+        if self.security_protocol.startswith("SASL") and self.sasl_mechanism == "OAUTHBEARER":
+            options["sasl_oauth_token_provider"] = self.token_provider()
+        options.update(self.client_overrides()["common"])
         return options
+
+
+# Options streamguard sets itself, for its guarantees: not to be overridden.
+_MANAGED = {
+    "acks": "outputs need acks=all",
+    "enable_idempotence": "the processor runs without it (see docs/guarantees.md)",
+    "enable_auto_commit": "offsets are committed after each checkpoint",
+    "group_id": "use --group-id",
+    "bootstrap_servers": "use --bootstrap-servers",
+    "security_protocol": "use --security-protocol",
+    "compression_type": "use --compression-type",
+    "partition_assignment_strategy": "the range assignor keeps topics co-partitioned",
+    "isolation_level": "",
+    "key_serializer": "",
+    "value_serializer": "",
+    "key_deserializer": "",
+    "value_deserializer": "",
+    "loop": "",
+}
+
+
+def _client_parameters() -> dict[str, set[str]]:
+    """Keyword parameters of aiokafka's three clients, by kind."""
+    import inspect
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    def names(cls: type) -> set[str]:
+        params = inspect.signature(cls.__init__).parameters.values()
+        return {p.name for p in params if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD} - {"self"}
+
+    return {
+        "producer": names(AIOKafkaProducer),
+        "consumer": names(AIOKafkaConsumer),
+        "admin": names(AIOKafkaAdminClient),
+    }
+
+
+def _property_value(raw: str) -> Any:
+    """A ``client_properties`` value: an int, a float, true/false, none, or the string."""
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def _allowed_values(cls: type, name: str) -> list[str]:
+    """The values of a Literal setting (for error messages)."""
+    from typing import get_args, get_origin, get_type_hints
+
+    hint = get_type_hints(cls, include_extras=True).get(name)
+    if hint is not None and get_origin(hint) is Literal:
+        return [str(v) for v in get_args(hint)]
+    return []

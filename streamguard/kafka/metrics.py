@@ -13,9 +13,26 @@ agent as ``none``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import platform
+from collections.abc import Callable, Iterable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+# `_created` series (a sample per counter and histogram child holding its creation
+# time) double the series count and serve no query here: switched off for the
+# process, before any series exists.
+disable_created_metrics()
 
 OTHER = "other"
 NONE = "none"
@@ -54,8 +71,36 @@ class AgentLabels:
         return label
 
 
+class BuildInfo(Collector):
+    """``streamguard_build_info{version, python, implementation} 1``: which build runs where."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        from .. import __version__
+
+        family = GaugeMetricFamily(
+            "streamguard_build_info",
+            "Always 1; the labels say which streamguard and Python this instance runs.",
+            labels=["version", "python", "implementation"],
+        )
+        family.add_metric([__version__, platform.python_version(), platform.python_implementation()], 1.0)
+        yield family
+
+
+def add_runtime_collectors(registry: CollectorRegistry) -> None:
+    """Process (RSS, CPU, open fds, start time), Python (version) and GC collectors,
+    plus :class:`BuildInfo`: the standard ``process_*`` and ``python_*`` series."""
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    registry.register(BuildInfo())
+
+
 class Metrics:
-    """The processor's series. Gauges computed at scrape time read the given callables."""
+    """The processor's series. Gauges computed at scrape time read the given callables.
+
+    The registry also carries the runtime collectors (:func:`add_runtime_collectors`);
+    they are not attributes, since they are not the processor's own series.
+    """
 
     def __init__(
         self,
@@ -67,6 +112,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.agent_label = agents or AgentLabels()
         r = self.registry
+        add_runtime_collectors(r)
         self.events = Counter(
             "streamguard_events_consumed_total",
             "Agent events consumed and decoded, by event type and agent.",
