@@ -46,7 +46,10 @@ Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
     so a test failing with other values after an edit counts as changed. When
     a check re-run after a successful write returns its previous answer five
     times in a row, the writes are futile. Four would also catch a normally
-    finished session that recovered on the next call; five does not.
+    finished session that recovered on the next call; five does not. Status
+    reads and waits (``steady_checks``, the polling globs of
+    ``repeated-tool-call``) are no such checks: "healthy" before a deploy and
+    "healthy" after it is the answer hoped for, not a futile deploy.
 
 Threshold: 8 consecutive stale results (``threshold``, 3–100)
     In the judged development corpus (docs/detection.md) healthy sessions went
@@ -73,16 +76,18 @@ Known false positives
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import zlib
 from typing import Annotated, Any, ClassVar
 
 import msgspec
-from msgspec import Meta, Struct, structs
+from msgspec import Meta, Struct, field, structs
 
 from ..canonical import truncate_middle
 from .base import NO_OP_OUTCOME, Finding, ResultView, Signal, SignalConfig, config_int
 from .facts import FLAG_SEARCH, FLAG_WRITE
+from .repeat import DEFAULT_POLLING_TOOLS
 
 SIGNAL_ID = "result-stall"
 TEXT_LIMIT = 2048
@@ -161,6 +166,9 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Stale results among the last ``window`` that trip the signal (0: rule off)."""
     futile_writes: Annotated[int, Meta(ge=0, le=100)] = 5
     """Writes in a row after which the same check returned the same answer (0: rule off)."""
+    steady_checks: list[str] = field(default_factory=lambda: list(DEFAULT_POLLING_TOOLS))
+    """Tools whose answer is expected to stay the same across writes (status reads, waits):
+    never a check for the futile-write rule (globs, case-insensitive)."""
 
     def validate(self) -> None:
         if self.window_threshold > self.window:
@@ -230,6 +238,10 @@ class ResultStall(Signal):
         # result, cached per process so a payload seen again costs one lookup.
         self._codes: dict[Any, tuple[int, int, bytes]] = {}
         self.futile_writes = min(max(config_int(getattr(cfg, "futile_writes", 5), 5), 0), 100)
+        steady = list(getattr(cfg, "steady_checks", DEFAULT_POLLING_TOOLS))
+        joined = "|".join(fnmatch.translate(p.lower()) for p in steady)
+        self._steady = re.compile(joined).match if steady else None
+        self._steady_cache: dict[str, bool] = {}
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
@@ -313,6 +325,8 @@ class ResultStall(Signal):
         # A failed write (a build that breaks, an edit refused) changed nothing and
         # answers like a check: the same failure after an edit is a futile edit.
         if not state.wrote and not state.checks:
+            return None
+        if self._is_steady(result.tool):
             return None  # no write yet in this session: no write can have been futile
         key32 = (key & _M32).to_bytes(4, "little")
         checks = state.checks
@@ -340,6 +354,16 @@ class ResultStall(Signal):
         state.sample = truncate_middle(masked[:480].decode(errors="replace"), 160)
         state.tools = [result.tool[:64]]
         return self._finding(state, rule="futile_writes", count=state.futile)
+
+    def _is_steady(self, tool: str) -> bool:
+        """Whether ``tool``'s answer is expected to survive writes (``steady_checks``)."""
+        cached = self._steady_cache.get(tool)
+        if cached is None:
+            cached = bool(self._steady and self._steady(tool.lower()))
+            if len(self._steady_cache) >= 512:  # bounded: tool names are untrusted
+                self._steady_cache.clear()
+            self._steady_cache[tool] = cached
+        return cached
 
     def _news(self, state: Any) -> None:
         state.run = 0

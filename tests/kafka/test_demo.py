@@ -22,14 +22,23 @@ import pytest
 
 from streamguard.cli import main as cli_main
 from streamguard.demo import (
+    ALL_FAILURES,
+    ALL_HEALTHY,
+    ALL_PLANTED,
+    DEMO_FAILURES,
+    DEMO_HEALTHY,
     DEMO_POLICY,
     Demo,
     DemoOptions,
+    demo_session_events,
     format_summary,
     session_plans,
     shape_deck,
+    shape_of,
 )
-from streamguard.fleet import FAILURES, HEALTHY, PLANTED, PLANTED_POLICY, Scenario
+from streamguard.engine import Engine
+from streamguard.events import Alert, ToolCall, ToolResult
+from streamguard.fleet import PLANTED_POLICY
 from streamguard.policy import parse_policy_set
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -56,9 +65,9 @@ def check_summary_shape(summary: dict) -> None:
     for key in ("ok", "exit_code", "interrupted", "events", "sessions", "planted", "healthy",
                 "missed", "unconfirmed", "signals", "agents", "broker", "metrics_url"):
         assert key in summary, key
-    assert set(summary["planted"]) == {str(kind) for kind in FAILURES}
+    assert set(summary["planted"]) == {str(kind) for kind in ALL_FAILURES}
     for name, row in summary["planted"].items():
-        assert row["signals"] == sorted(PLANTED[Scenario(name)])
+        assert row["signals"] == sorted(ALL_PLANTED[shape_of(name)])
         assert row["sessions"] == row["caught"] + row["missed"] + row["open"], name
         assert row["verdict"] in ("caught", "missed", "pending", "absent")
     assert summary["metrics_url"].startswith("http://127.0.0.1:")
@@ -84,13 +93,44 @@ def test_every_deck_holds_every_failure_shape_once():
     for share in (0.05, 0.1, 0.5, 1.0):
         deck = shape_deck(random.Random(1), share)
         counts = Counter(deck)
-        assert all(counts[kind] == 1 for kind in FAILURES)
-        healthy = sum(counts[kind] for kind in HEALTHY)
-        assert healthy == round(len(FAILURES) * (1 - share) / share)
+        assert all(counts[kind] == 1 for kind in ALL_FAILURES)
+        healthy = sum(counts[kind] for kind in ALL_HEALTHY)
+        assert healthy == round(len(ALL_FAILURES) * (1 - share) / share)
     plans = list(islice(session_plans(seed=4, failure_share=0.1), 600))
     assert plans == list(islice(session_plans(seed=4, failure_share=0.1), 600))
     assert len({p.session for p in plans}) == 600
-    assert set(FAILURES) <= {p.kind for p in plans[:120]}
+    deck = len(shape_deck(random.Random(1), 0.1))
+    assert set(ALL_FAILURES) <= {p.kind for p in plans[:deck]}
+
+
+def _fired(plan) -> set[str]:
+    engine = Engine(parse_policy_set(DEMO_POLICY))
+    return {o.signal for e in demo_session_events(plan) for o in engine.process(e)
+            if isinstance(o, Alert)}
+
+
+def test_demo_shapes_raise_what_they_plant_and_healthy_ones_nothing():
+    plans = list(islice(session_plans(seed=7, failure_share=0.3), 400))
+    seen = set()
+    for plan in plans:
+        if plan.kind not in DEMO_HEALTHY and plan.kind not in DEMO_FAILURES:
+            continue
+        seen.add(plan.kind)
+        fired = _fired(plan)
+        if plan.kind in DEMO_HEALTHY:
+            assert fired == set(), (plan.kind, fired)
+        else:
+            assert ALL_PLANTED[plan.kind] <= fired, (plan.kind, fired)
+    assert seen == set(DEMO_HEALTHY) | set(DEMO_FAILURES)
+
+
+def test_demo_coding_shapes_use_command_runners():
+    plans = [p for p in islice(session_plans(seed=2, failure_share=0.3), 300)
+             if p.kind in DEMO_HEALTHY]
+    tools = {e.tool for p in plans for e in demo_session_events(p) if isinstance(e, ToolCall)}
+    assert tools == {"bash", "str_replace_editor"}
+    results = [e for p in plans for e in demo_session_events(p) if isinstance(e, ToolResult)]
+    assert any(r.error for r in results), "the edit-test cycles fail before they pass"
 
 
 def test_show_policy_and_bad_options(capsys):
@@ -125,7 +165,7 @@ async def test_demo_catches_every_planted_shape_without_false_alarms():
     assert events["published"] == events["processed"] > 5000
     assert events["dropped"] == events["failed"] == 0
     # Every planted signal shows in the per-signal table, and trips halted sessions.
-    planted = set().union(*PLANTED.values())
+    planted = set().union(*ALL_PLANTED.values())
     assert planted <= set(summary["signals"])
     assert summary["sessions"]["halted"] >= 1
     assert "PASS" in format_summary(summary)
