@@ -63,6 +63,16 @@ yields one alert. A run that mixes tools is not this signal's behaviour and the
 streak reports it. The thresholds keep this true as long as
 ``warn_after_tool_failures`` does not exceed the streak's threshold.
 
+**Changes to the reference, both default on.** ``reset_on_write``: a write call
+(``CallView.write``: declared ``kind``, name classification, or the command-runner
+heuristic) clears every streak. Edit, re-run the failing test, fail again is
+debugging: the re-run tests new code, so it is not a retry, and the reference
+warned on it at the second identical run. ``search_failures_are_answers``: a failed
+search (``grep`` exiting 1, ``find_file`` finding nothing) is skipped: nothing was
+wrong with the call, the answer is "not there". For command runners the one-tool
+streak is kept per action (``bash: pytest``), not per tool, so three different
+commands failing are not one tool failing with drifting arguments.
+
 **Known false positives.** Tools whose failures are answers (an existence check
 returning an error for "not found"; exempt them), and expected-to-fail test runs
 while fixing code (the drift rule fires on the third red run with different

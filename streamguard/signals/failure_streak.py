@@ -33,6 +33,10 @@ Severity: warn
     under feedback, in the model's next turn. Runaway *behaviour* is already
     critical through the argument-keyed loop detectors.
 
+Failed searches (``search_failures_are_answers``, default on)
+    A search that finds nothing (``grep`` exits 1) is not an error: it neither
+    counts nor breaks the streak. Off is the reference behaviour.
+
 Known false positives
     Deliberate probing (RBAC checks, existence tests that are expected to
     fail) and a dependency that is down for a while. Both cost one log line

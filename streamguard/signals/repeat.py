@@ -27,12 +27,38 @@ Severity
     arguments are equivalent on every call, so the results are too, and no
     progress is possible by repeating. Under enforce it halts the session.
 
+Results (``result_aware``, default on; off is the reference behaviour)
+    The watchdog pairs each result with its call, so the run knows what its
+    calls returned (``ResultView.outcome``: the payload fingerprint or the
+    agent's digest; unknown for an empty payload).
+
+    * *Identical call, identical result*: ``same_result_threshold`` (4) pairs in
+      a row trip at the fourth result, one call before the blind rule. Four
+      identical answers to one question are as conclusive as five questions:
+      OpenHands' stuck detector stops an agent on four identical
+      action-observation pairs, and in the development corpus
+      (docs/detection.md) no normally finished session had more than four.
+    * *Identical call, changing result*: a poll (a job's status, SWE-agent's
+      ``scroll_down`` paging through a file), not a loop. No halt while each
+      result differs from the last; the moment results stop changing the pair
+      count starts from there. A poll that goes on for ``polling_warn_after``
+      (20) calls raises one warning, since an agent waiting that long should
+      say what it waits for; tools in ``polling_tools`` (``*status*``,
+      ``wait*``, ``poll*``, ``get_job*``...) poll by design and get none.
+    * *Identical call, failing*: an unchanged failing call is ``failure-loop``'s
+      (one rule for "same call, same error"), so a run with failed results
+      does not trip here.
+    * Calls that write (an identical edit re-sent) are never a poll: their
+      result changes because of them.
+    * Unknown results keep the blind rule: ``threshold`` calls in a row.
+
 Known false positives
     A hand-rolled poll that re-issues one status call until something changes
-    (``wait_and_verify`` is the supported way to wait), and the anchoring
-    consequence above, where calls naming different files that all end in the
-    anchor's path are counted as one run. Free-text arguments go the other way
-    (a reworded call is a different call); ``repeated-tool-name`` covers them.
+    and gets the same answer four times (``wait_and_verify`` is the supported
+    way to wait), and the anchoring consequence above, where calls naming
+    different files that all end in the anchor's path are counted as one run.
+    Free-text arguments go the other way (a reworded call is a different call);
+    ``repeated-tool-name`` covers them.
 """
 
 from __future__ import annotations

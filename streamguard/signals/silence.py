@@ -44,6 +44,14 @@ Severity: warn — the least close call of all
     before the note is delivered: the silence it describes is over. The
     operator log and metrics still count the trip.
 
+From the first word (``after_first_text``, default on)
+    The count starts once the agent has said something in the session. Silence
+    means something only against speech: a stream that never carries the
+    agent's text, or an agent that never narrates by design (a one-request tool
+    agent), looked like one endless silent run to the reference and warned once
+    in every session (26 of 210 AgentDojo runs and 26 of 38 mini-SWE-agent runs
+    of the development corpus). Off is the reference behaviour.
+
 Known false positives
     Long silent sweeps. The corpus is cluster triage; a twelve-call silent
     walk through a code base is far more plausible, and an operator who sees

@@ -32,6 +32,17 @@ Severity
     be the incident. The warning still reaches the operator and, under
     feedback, the model, which is the party that can stop.
 
+Command runners (``by_action``, default on; off is the reference)
+    For a tool whose name carries no meaning (``bash``, ``python``,
+    ``str_replace_editor``: the ``[command_runners]`` list) the name compared
+    is the call's action, ``bash: grep`` or ``str_replace_editor: view a.py``.
+    Keyed on the tool name, a coding agent with one shell tool is one endless
+    run and warned in every session (every mini-SWE-agent session of the
+    development corpus was); keyed on the action, fifteen ``grep`` calls in a
+    row still warn. A runner call whose action cannot be read (free code for an
+    interpreter) breaks the run and is not counted: the rule stands down
+    rather than guess.
+
 Known false positives
     A genuine sweep longer than the threshold with no other tool in between
     (reading twenty files in a row). The price is one alert line and a short
