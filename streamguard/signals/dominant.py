@@ -109,6 +109,9 @@ class DominantToolCall(Signal):
     id = SIGNAL_ID
     severity = "critical"
     scope = "session"
+    # A loop the result-aware repeat rule already reported (four identical answers)
+    # and that goes on between interleaves is that rule's behaviour, not a new one.
+    defers_to = ("repeated-tool-call",)
 
     class Config(SignalConfig, kw_only=True):
         """Policy table of ``dominant-tool-call``."""

@@ -137,6 +137,12 @@ class RepeatedToolCall(Signal):
         """The run's calls write: their results change because of them, which is no poll."""
         failed: int = 0
         """Failed results of the run (an unchanged failing call is failure-loop's)."""
+        reported: int = 0
+        """Call key of the last run reported by the same-result rule: a later run of
+        the same call, after an interleaved one, asks the same answered question
+        again; it is the same behaviour going on and starts latched (one behaviour,
+        one alert; the density rule defers to that latch). Runs reported by the
+        call-only rule keep the reference behaviour: a new run alerts again."""
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
@@ -188,7 +194,7 @@ class RepeatedToolCall(Signal):
         else:
             canonical = call.canonical
             state.run = 1
-            state.latched = False
+            state.latched = state.reported != 0 and call.key == state.reported
             state.tool = intern(call.tool)
             state.key = state.last_key = call.key
             state.outcome = state.frozen = state.changes = 0
@@ -235,6 +241,7 @@ class RepeatedToolCall(Signal):
         if state.frozen < self.same_result_threshold or state.latched:
             return None
         state.latched = True
+        state.reported = state.key
         return self._same_result_finding(state, result)
 
     def _polling_finding(self, state: Any, call: CallView) -> Finding | None:
