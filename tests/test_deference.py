@@ -261,3 +261,23 @@ def test_row_short_cycle_is_the_cycle_not_long_loop():
     for _ in range(20):
         trace += [a, ok("list_agents", "a b"), b, ok("check_agent", "up")]
     assert run(trace, QUIET_OFF) == ["alternating-tool-cycle"]
+
+
+def test_row_an_answered_repeat_after_interleaves_is_one_alert():
+    """Four identical answers trip the same-result rule; the same call coming back
+    after an interleave is that behaviour going on: no second repeat alert, and
+    the density rule (8 of the last 12) defers to it."""
+    status, logs = call("get_job_status", job="b1"), call("read_logs", job="b1")
+    trace: list[Any] = []
+    for lap in range(3):
+        for _ in range(4):
+            trace += [status, ok("get_job_status", {"state": "running"})]
+        trace += [logs, ok("read_logs", f"page {lap}")]
+    assert run(trace, QUIET_OFF) == ["repeated-tool-call"]
+
+
+def test_row_call_only_repeats_alert_again_after_an_interleave():
+    """Without results the reference rule holds: a new run of five alerts again."""
+    a, b = call("read_file", path="a.go"), call("grep", pattern="x")
+    policy = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "dominant-tool-call"]\n'
+    assert run([a] * 5 + [b] + [a] * 5, policy) == ["repeated-tool-call", "repeated-tool-call"]
