@@ -409,3 +409,16 @@ def test_the_agent_name_can_come_from_a_trusted_header() -> None:
     _run(processor, [_record(encode(event), b"t", offset=1)])  # no header: no agent
     assert processor.engine.sessions["t"].agent is None
     assert processor.metrics.security_events.labels("agent_header_missing")._value.get() == 1
+
+
+def test_a_timeout_says_what_did_not_happen() -> None:
+    from streamguard.kafka.checkpoint import within
+
+    async def never() -> None:
+        await asyncio.Event().wait()
+
+    async def go() -> None:
+        with pytest.raises(TimeoutError, match=r"the brokers did not acknowledge 3 records within 0\.01 s"):
+            await within(never(), 0.01, "the brokers did not acknowledge 3 records")
+
+    asyncio.run(go())

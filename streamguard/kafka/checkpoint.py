@@ -46,6 +46,14 @@ ENCODE_SLICE = 128
 ChangelogRecord = tuple[int, bytes, bytes | None]  # (changelog partition, key, value or tombstone)
 
 
+async def within(awaitable: Awaitable[Any], seconds: float, what: str) -> Any:
+    """``awaitable``, or a :class:`TimeoutError` that says what did not happen in time."""
+    try:
+        return await asyncio.wait_for(awaitable, seconds)
+    except TimeoutError:
+        raise TimeoutError(f"{what} within {seconds:g} s") from None
+
+
 class CheckpointPlan(NamedTuple):
     """What one checkpoint covers, fixed when it starts."""
 
@@ -173,7 +181,12 @@ class Checkpointer:
             await self.gate()
         timeout = self.config.send_timeout_ms / 1000
         if plan.outputs:
-            await asyncio.wait_for(asyncio.gather(*plan.outputs), timeout)
+            await within(
+                asyncio.gather(*plan.outputs),
+                timeout,
+                f"the brokers did not acknowledge {len(plan.outputs)} produced records "
+                "(send_timeout_ms)",
+            )
         self._hook("outputs_acked")
         await self._write_changelog(plan.records)
         self._hook("changelog_acked")
@@ -273,4 +286,8 @@ class Checkpointer:
         if tombstones:
             self.metrics.changelog_records.labels("tombstone").inc(tombstones)
         if sent:
-            await asyncio.wait_for(asyncio.gather(*sent), self.config.send_timeout_ms / 1000)
+            await within(
+                asyncio.gather(*sent),
+                self.config.send_timeout_ms / 1000,
+                f"the brokers did not acknowledge {done} changelog records (send_timeout_ms)",
+            )

@@ -10,6 +10,10 @@ reads from a client so a slow or hostile scraper cannot hold memory.
   assigned partition's sessions are restored; 503 before, while restoring, and
   while shutting down. A restart would not help here; waiting does.
 * ``/metrics``: the Prometheus text format of the processor's registry.
+* ``/sessions`` (``?halted=1``, ``?agent=GLOB``, ``?limit=N``) and
+  ``/sessions/ID``: the sessions this instance holds, as JSON (when the owner
+  passes a ``sessions`` view). ``streamguard sessions`` reads the whole
+  fleet's from the changelog instead.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from urllib.parse import unquote
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
@@ -24,6 +29,8 @@ MAX_REQUEST_BYTES = 8192
 READ_TIMEOUT_S = 5.0
 
 Probe = Callable[[], tuple[bool, str]]
+# (path below /sessions, query) -> (status, JSON body)
+SessionsView = Callable[[str, dict[str, str]], tuple[int, bytes]]
 
 
 class HealthServer:
@@ -37,8 +44,10 @@ class HealthServer:
         readiness: Probe,
         host: str = "127.0.0.1",
         port: int = 0,
+        sessions: SessionsView | None = None,
     ) -> None:
         self.registry = registry
+        self.sessions = sessions
         self.liveness = liveness
         self.readiness = readiness
         self.host = host
@@ -72,8 +81,16 @@ class HealthServer:
             if method not in ("GET", "HEAD"):
                 await self._respond(writer, 405, b"method not allowed\n", "text/plain")
                 return
-            path = path.split("?", 1)[0]
-            if path == "/metrics":
+            path, _, query = path.partition("?")
+            if self.sessions is not None and (path == "/sessions" or path.startswith("/sessions/")):
+                params = dict(
+                    item.split("=", 1) if "=" in item else (item, "1")
+                    for item in unquote(query).split("&")
+                    if item
+                )
+                status, body = self.sessions(unquote(path[len("/sessions") :].lstrip("/")), params)
+                await self._respond(writer, status, body, "application/json", method == "HEAD")
+            elif path == "/metrics":
                 body = generate_latest(self.registry)
                 await self._respond(writer, 200, body, CONTENT_TYPE_LATEST, method == "HEAD")
             elif path in ("/healthz", "/readyz"):

@@ -29,6 +29,7 @@ from aiokafka.errors import MessageSizeTooLargeError
 
 from ..canonical import truncate_middle
 from ..events import Alert, Feedback, GuardrailTrip, Output, encode
+from .checkpoint import within
 from .config import ProcessorConfig
 from .metrics import Metrics
 from .routing import DeadLetterReason
@@ -275,6 +276,11 @@ class Outbox:
             timeout = self.config.send_timeout_ms / 1000
             while len(self.in_flight) > target:
                 future = self.in_flight.popleft()
-                await asyncio.wait_for(asyncio.shield(future), timeout)
+                await within(
+                    asyncio.shield(future),
+                    timeout,
+                    "backpressure: the brokers did not acknowledge a produced record "
+                    "(send_timeout_ms)",
+                )
         finally:
             resume(paused)

@@ -36,8 +36,10 @@ import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from fnmatch import fnmatchcase
 from typing import Any
 
+import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.errors import (
@@ -53,7 +55,7 @@ from ..events import Output, Reset, decode_agent_record
 from ..policy import Policy, PolicySet, load_policy_set
 from . import routing
 from .changelog import encode_entry
-from .checkpoint import ENCODE_SLICE, ChangelogRecord, Checkpointer, CheckpointPlan
+from .checkpoint import ENCODE_SLICE, ChangelogRecord, Checkpointer, CheckpointPlan, within
 from .config import ProcessorConfig
 from .health import HealthServer
 from .metrics import AgentLabels, Metrics
@@ -191,6 +193,58 @@ class Processor:
         if self.fault is not None:
             self.fault(point)
 
+    def sessions_view(self, path: str, params: dict[str, str]) -> tuple[int, bytes]:
+        """``/sessions`` and ``/sessions/ID`` of the HTTP endpoint: what this instance holds."""
+        engine = self.engine
+        if path:
+            described = engine.describe(path)
+            meta = self.sessions.meta.get(path)
+            if described is None or meta is None:
+                return 404, msgspec.json.encode({"error": f"session {path!r} is not held here"})
+            described.update(
+                partition=meta.partition,
+                last_seen=meta.last_seen,
+                events_offset=meta.events_offset,
+                control_offset=meta.control_offset,
+            )
+            return 200, msgspec.json.encode(described)
+        try:
+            limit = max(1, min(int(params.get("limit", "1000")), 10_000))
+        except ValueError:
+            return 400, msgspec.json.encode({"error": "limit must be an integer"})
+        halted_only = params.get("halted", "0") not in ("0", "false", "")
+        pattern = params.get("agent")
+        rows: list[dict[str, Any]] = []
+        matched = 0
+        for session, meta in self.sessions.meta.items():
+            if halted_only and session not in self.sessions.halted:
+                continue
+            state = engine.sessions.get(session)
+            if state is None:
+                continue
+            if pattern is not None and not fnmatchcase(state.agent or "", pattern):
+                continue
+            matched += 1
+            if len(rows) < limit:
+                rows.append(
+                    {
+                        "session": session,
+                        "agent": state.agent,
+                        "partition": meta.partition,
+                        "halted_by": list(state.halted_by),
+                        "halt_signal": state.halt_signal,
+                        "last_seen": meta.last_seen,
+                    }
+                )
+        body = {
+            "partitions": sorted(self.sessions.partitions),
+            "held": len(self.sessions.meta),
+            "matched": matched,
+            "truncated": matched > len(rows),
+            "sessions": rows,
+        }
+        return 200, msgspec.json.encode(body)
+
     # =============================================================== lifecycle
 
     @property
@@ -240,7 +294,8 @@ class Processor:
     async def start(self) -> None:
         """Connect, check (or create) the topics, start the HTTP endpoint, join the group."""
         cfg = self.config
-        options = cfg.client_options()
+        producer_options = cfg.producer_options()
+        consumer_options = cfg.consumer_options()
         if cfg.metrics_port is not None:
             self.health = HealthServer(
                 self.metrics.registry,
@@ -248,12 +303,13 @@ class Processor:
                 readiness=self._readiness,
                 host=cfg.metrics_host,
                 port=cfg.metrics_port,
+                sessions=self.sessions_view,
             )
             self.metrics_port = await self.health.start()
         try:
             self.partition_count = await prepare_topics(cfg)
             self._producer = AIOKafkaProducer(
-                **options,
+                **producer_options,
                 acks="all",
                 enable_idempotence=False,
                 linger_ms=cfg.linger_ms,
@@ -264,7 +320,7 @@ class Processor:
             # request in flight per broker, and a checkpoint's megabytes of
             # snapshots must not hold up the alerts queued behind them.
             self._changelog_producer = AIOKafkaProducer(
-                **options,
+                **producer_options,
                 acks="all",
                 enable_idempotence=False,
                 linger_ms=0,
@@ -272,14 +328,14 @@ class Processor:
             )
             await self._changelog_producer.start()
             self._restorer = AIOKafkaConsumer(
-                **options,
+                **consumer_options,
                 group_id=None,
                 enable_auto_commit=False,
                 auto_offset_reset="earliest",
             )
             await self._restorer.start()
             self._consumer = AIOKafkaConsumer(
-                **options,
+                **consumer_options,
                 group_id=cfg.group_id,
                 group_instance_id=cfg.group_instance_id,
                 enable_auto_commit=False,
@@ -327,7 +383,11 @@ class Processor:
         cfg = self.config
         try:
             async with self.lock:
-                await asyncio.wait_for(self.checkpoint(), cfg.shutdown_timeout_s)
+                await within(
+                    self.checkpoint(),
+                    cfg.shutdown_timeout_s,
+                    "the final checkpoint did not finish (shutdown_timeout_s)",
+                )
             log.info("final checkpoint done; leaving the group")
         except BaseException as exc:
             log.error("final checkpoint failed (%r): offsets left uncommitted", exc)
@@ -633,7 +693,13 @@ class Processor:
         try:
             outputs = self.engine.control(event, record_ts / 1000.0)
         except Exception as exc:
-            log.exception("control %s[%d]@%d failed", tp.topic, tp.partition, record.offset)
+            log.exception(
+                "control %s[%d]@%d failed",
+                tp.topic,
+                tp.partition,
+                record.offset,
+                extra=_where(tp, record, session),
+            )
             self.metrics.processing_errors.inc()
             self.outbox.dead_letter(tp, record, "processing_error", repr(exc))
             outputs = []
@@ -662,6 +728,7 @@ class Processor:
                 tp.partition,
                 record.offset,
                 verdict.error,
+                extra=_where(tp, record),
             )
         self.outbox.dead_letter(tp, record, verdict.reason, verdict.error)
 
@@ -689,7 +756,12 @@ class Processor:
 
     def _processing_error(self, tp: TopicPartition, record: Any, exc: Exception) -> list[Output]:
         log.exception(
-            "processing %s[%d]@%d failed", tp.topic, tp.partition, record.offset, exc_info=exc
+            "processing %s[%d]@%d failed",
+            tp.topic,
+            tp.partition,
+            record.offset,
+            exc_info=exc,
+            extra=_where(tp, record),
         )
         self.metrics.processing_errors.inc()
         self.outbox.dead_letter(tp, record, "processing_error", repr(exc))
@@ -698,7 +770,12 @@ class Processor:
     def _record_failed(self, tp: TopicPartition, record: Any, exc: BaseException) -> None:
         """A record whose handling raised: dead-letter it, count it, move on."""
         log.error(
-            "record %s[%d]@%d failed (%r); dead-lettered", tp.topic, tp.partition, record.offset, exc
+            "record %s[%d]@%d failed (%r); dead-lettered",
+            tp.topic,
+            tp.partition,
+            record.offset,
+            exc,
+            extra=_where(tp, record),
         )
         self.metrics.processing_errors.inc()
         self.outbox.dead_letter(tp, record, "processing_error", repr(exc))
@@ -859,6 +936,17 @@ class Processor:
                 continue
             if high is not None:
                 self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - pos))
+
+
+def _where(tp: TopicPartition, record: Any, session: str | None = None) -> dict[str, Any]:
+    """Structured fields of a log line about one record (JSON logs carry them)."""
+    fields: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition, "offset": record.offset}
+    key = record.key
+    if session is None and key is not None and len(key) <= 256:
+        session = key.decode("utf-8", "replace")
+    if session is not None:
+        fields["session"] = session
+    return fields
 
 
 async def run_processor(config: ProcessorConfig) -> None:

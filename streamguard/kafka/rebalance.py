@@ -27,7 +27,7 @@ from aiokafka.errors import KafkaError
 
 from ..engine import Engine
 from .changelog import ChangelogEntry, ChangelogError, decode_entry, read_partitions
-from .checkpoint import Checkpointer
+from .checkpoint import Checkpointer, within
 from .config import ProcessorConfig
 from .metrics import Metrics
 from .sessions import OwnedPartition, PartitionStatus, SessionTable
@@ -105,8 +105,10 @@ class Rebalancer:
             if host.fatal is not None or not self.sessions.partitions:
                 return
             try:
-                await asyncio.wait_for(
-                    host.checkpoint(), self.config.rebalance_timeout_ms / 1000 * 0.8
+                await within(
+                    host.checkpoint(),
+                    self.config.rebalance_timeout_ms / 1000 * 0.8,
+                    "the checkpoint on revocation did not finish (rebalance_timeout_ms)",
                 )
             except BaseException as exc:
                 # aiokafka would log and swallow this; make the loop fail loudly instead.

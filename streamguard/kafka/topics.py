@@ -84,14 +84,13 @@ async def prepare_topics(config: ProcessorConfig) -> int:
         existing = set(await admin.list_topics())
         missing = [t for t in all_topics(config) if t not in existing]
         if missing and config.create_topics:
+            replication = await _placeable_replication(admin, config.replication_factor)
             count = config.partitions
             present = [t for t in co_partitioned(config) if t in existing]
             if present:  # keep new co-partitioned topics aligned with existing ones
                 described = await admin.describe_topics(present)
                 count = len(described[0]["partitions"])
-            response = await admin.create_topics(
-                new_topics(config, missing, count, config.replication_factor)
-            )
+            response = await admin.create_topics(new_topics(config, missing, count, replication))
             _raise_errors(response)
             log.info("created topics %s", ", ".join(missing))
             missing = []
@@ -110,6 +109,30 @@ async def prepare_topics(config: ProcessorConfig) -> int:
             f"(co-partitioning by session): {listing}"
         )
     return counts[config.events_topic]
+
+
+async def _placeable_replication(admin: AIOKafkaAdminClient, replication_factor: int) -> int:
+    """The replication factor to create topics with: the configured one, or the
+    cluster's broker count when it has fewer brokers (a development cluster), said
+    in one warning. Production clusters have at least three brokers, so the
+    default of 3 is what they get."""
+    try:
+        brokers = len((await admin.describe_cluster()).get("brokers") or ())
+    except Exception as exc:  # an old broker without DescribeCluster: let create_topics say
+        log.debug("cannot describe the cluster (%r); not checking the replication factor", exc)
+        return replication_factor
+    if 0 < brokers < replication_factor:
+        log.warning(
+            "--replication-factor %d needs %d brokers and the cluster has %d: creating the "
+            "topics with replication factor %d (the guarantees then hold only while %s)",
+            replication_factor,
+            replication_factor,
+            brokers,
+            brokers,
+            "that broker's disk does" if brokers == 1 else "those brokers' disks do",
+        )
+        return brokers
+    return replication_factor
 
 
 def _raise_errors(response: Any) -> None:

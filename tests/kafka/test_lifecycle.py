@@ -113,6 +113,9 @@ async def test_create_topics_makes_co_partitioned_topics_and_a_compacted_changel
             assert {d["topic"]: len(d["partitions"]) for d in described} == dict.fromkeys(
                 topics.all(), 3
             )
+            # the default replication factor of 3, placed on the one broker there is
+            replicas = {len(p["replicas"]) for d in described for p in d["partitions"]}
+            assert replicas == {1}
             configs = await admin.describe_configs(
                 [ConfigResource(ConfigResourceType.TOPIC, topics.changelog)]
             )
