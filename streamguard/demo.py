@@ -117,7 +117,7 @@ class DemoOptions:
     seed: int = 0
     failure_share: float = 0.1
     partitions: int = 4
-    metrics_port: int = 9464
+    metrics_port: int = 9465  # beside a `streamguard run` on its default 9464
     policy: str | None = None
     json: bool = False
     quiet: bool = False
