@@ -19,6 +19,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from ..kafka.config import (
+    CompressionType,
     ConfigError,
     Millis,
     Port,
@@ -52,6 +53,9 @@ class BridgeConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     ssl_key_password: str | None = None
     ssl_check_hostname: bool = True
     request_timeout_ms: Millis = 40_000
+    sasl_oauth_token_provider: str | None = None
+    compression_type: CompressionType = "none"
+    client_properties: list[str] = []
 
     # -- consumer group
     group_id: Annotated[str, Meta(min_length=1)] = "streamguard-bridge"
@@ -166,6 +170,10 @@ class BridgeConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     build = classmethod(ProcessorConfig.build.__func__)  # type: ignore[attr-defined]
     uses_ssl = ProcessorConfig.uses_ssl
     client_options = ProcessorConfig.client_options
+    producer_options = ProcessorConfig.producer_options
+    consumer_options = ProcessorConfig.consumer_options
+    client_overrides = ProcessorConfig.client_overrides
+    token_provider = ProcessorConfig.token_provider
 
     def validate(self) -> None:
         d = type(self).describe
