@@ -1021,11 +1021,14 @@ class Demo:
             return
         rate = self._measure_rate()
         if self.tty:
-            width = max(shutil.get_terminal_size().columns - 1, 40)
+            size = shutil.get_terminal_size()
+            width = max(size.columns - 1, 40)
             lines = [
                 line if len(line) <= width else line[: width - 1] + "…"
                 for line in (raw.rstrip() for raw in self._table(rate, final))
             ]
+            if not final:  # the live view redraws in place: it must not scroll
+                lines = fit_to_height(lines, size.lines)
             clear = f"\x1b[{self._drawn_lines}A\r\x1b[J" if self._drawn_lines else ""
             out.write(clear + "\n".join(lines) + "\n")
             self._drawn_lines = len(lines)
@@ -1125,6 +1128,21 @@ class Demo:
             f"false alarms: {false_alarms} (healthy sessions with an alert, of {healthy:,} healthy)"
         )
         return lines
+
+
+def fit_to_height(lines: list[str], height: int) -> list[str]:
+    """``lines`` cut to a terminal of ``height`` rows (one left for the cursor).
+
+    A view that redraws in place and is taller than the terminal scrolls, and its
+    redraw then climbs into the scrollback. The head (counts and the signal table)
+    and the last line (false alarms) are what a reader watches; what does not fit
+    between them is replaced by a line saying how much was left out.
+    """
+    room = max(height - 1, 3)
+    if len(lines) <= room:
+        return lines
+    head = lines[: room - 2]
+    return [*head, f"… {len(lines) - len(head) - 1} more lines (a taller terminal shows them)", lines[-1]]
 
 
 class _DemoError(Exception):
