@@ -56,34 +56,34 @@ ResetTarget = Literal["watchdog", "cost_ceiling", "all"]
 class Event(Struct, tag_field="type", kw_only=True, omit_defaults=True):
     """Fields common to every agent event."""
 
-    session: SessionId
-    agent: Name | None = None
-    ts: Timestamp | None = None
-    seq: Seq | None = None
-    turn: Name | TurnNumber | None = None
+    session: Annotated[SessionId, Meta(description="the session id; must equal the record key")]
+    agent: Annotated[Name, Meta(description="the deployment or agent name: selects [[agents]] policy overrides")] | None = None
+    ts: Annotated[Timestamp, Meta(description="event time, unix seconds (default: the record timestamp)")] | None = None
+    seq: Annotated[Seq, Meta(description="per-session counter: an event not above the last one applied is a replay")] | None = None
+    turn: Annotated[Name | TurnNumber, Meta(description="the turn the event belongs to; a change acts as a turn start")] | None = None
 
 
 class ToolCall(Event, tag="tool_call"):
-    tool: Name
-    args: Any = None
-    call_id: Name | None = None
-    kind: ToolKind | None = None
+    tool: Annotated[Name, Meta(description="the tool called")]
+    args: Annotated[Any, Meta(description="the arguments (any JSON; a string holding a JSON object is read as it)")] = None
+    call_id: Annotated[Name, Meta(description="pairs the call with its result")] | None = None
+    kind: Annotated[ToolKind, Meta(description="what the call does, for the verification machine")] | None = None
 
 
 class ToolResult(Event, tag="tool_result"):
-    tool: Name
-    call_id: Name | None = None
-    error: str | None = None
-    no_op: bool = False
-    result: Any = None
-    result_digest: Name | None = None
-    result_bytes: NonNegInt | None = None
+    tool: Annotated[Name, Meta(description="the tool that answered")]
+    call_id: Annotated[Name, Meta(description="the call this result answers")] | None = None
+    error: Annotated[str, Meta(description="non-empty: the call failed, with this message")] | None = None
+    no_op: Annotated[bool, Meta(description="the tool says the call changed nothing")] = False
+    result: Annotated[Any, Meta(description="the payload (any JSON)")] = None
+    result_digest: Annotated[Name, Meta(description="a fingerprint of the payload, for agents that must not ship it")] | None = None
+    result_bytes: Annotated[NonNegInt, Meta(description="the payload size as the agent saw it")] | None = None
 
 
 class Text(Event, tag="text"):
-    text: str | None = None
-    chars: NonNegInt | None = None
-    role: TextRole = "assistant"
+    text: Annotated[str, Meta(description="what was said")] | None = None
+    chars: Annotated[NonNegInt, Meta(description="its length, when the text itself is not shipped")] | None = None
+    role: Annotated[TextRole, Meta(description="who said it; only assistant text counts as the agent speaking")] = "assistant"
 
 
 class TurnStart(Event, tag="turn_start"):
@@ -95,15 +95,15 @@ class TurnEnd(Event, tag="turn_end"):
 
 
 class Usage(Event, tag="usage"):
-    model: Name | None = None
-    input_tokens: NonNegInt | None = None
-    output_tokens: NonNegInt | None = None
-    cost_usd: NonNegFloat | None = None
-    context_window: NonNegInt | None = None
+    model: Annotated[Name, Meta(description="the model called")] | None = None
+    input_tokens: Annotated[NonNegInt, Meta(description="tokens sent: the measured context")] | None = None
+    output_tokens: Annotated[NonNegInt, Meta(description="tokens generated")] | None = None
+    cost_usd: Annotated[NonNegFloat, Meta(description="the cost of this model call; the session's spend is their sum")] | None = None
+    context_window: Annotated[NonNegInt, Meta(description="the model's context window, in tokens")] | None = None
 
 
 class FinalAnswer(Event, tag="final_answer"):
-    text: str | None = None
+    text: Annotated[str, Meta(description="the agent's answer for the turn")] | None = None
 
 
 AgentEvent = ToolCall | ToolResult | Text | TurnStart | TurnEnd | Usage | FinalAnswer
