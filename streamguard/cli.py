@@ -1709,6 +1709,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import main as demo_main
 
             args.policy = _policy_path("demo", args.policy)
+            if args.policy:
+                _warn_policy(load_policy_set(args.policy), "demo")
             return demo_main(args)
     except PolicyError as exc:
         print(f"streamguard {args.command}: policy error: {exc}{policy_hint(str(exc))}", file=sys.stderr)

@@ -305,3 +305,13 @@ def test_every_subcommand_has_a_description():
     for name, command in sub.choices.items():
         if command.add_help:  # `run` and `bridge` hand their arguments to their own parsers
             assert command.description, f"`streamguard {name}` has no description"
+
+
+@pytest.mark.kafka
+def test_the_demo_warns_about_the_same_policy(tmp_path: Path):
+    policy = tmp_path / "p.toml"
+    policy.write_text("[cost_ceiling]\nmax_turn_usd = 5.0\nmax_session_usd = 2.0\n")
+    proc = run_cli(
+        ["demo", "--policy", str(policy), "--duration", "0.1", "--quiet", "--metrics-port", "0"]
+    )
+    assert "streamguard demo: warning:" in proc.stderr and "max_turn_usd" in proc.stderr
