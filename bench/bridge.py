@@ -9,15 +9,22 @@ Usage::
 What is measured, on the same batches in the same run (payload generation is
 not timed; each figure is the median of ``--passes`` passes):
 
-* **floor**: the bare decode of each payload: ``TracesData.FromString`` for
-  protobuf (upb), ``msgspec.json.decode`` into plain objects for OTLP/JSON.
-  Nothing can go faster than reading the bytes;
-* **decode**: :func:`streamguard.otel.otlp.decode_spans`, the bridge's decode
-  into bounded span records (ids to hex, attributes to Python values);
+* **floor**: the least any Python program must do to use these payloads: for
+  protobuf, ``TracesData.FromString`` (upb) *and* reading every field the
+  mapping needs into Python values (ids, times, status, each attribute's key
+  and value), with no bounds and no filter; for OTLP/JSON, ``msgspec`` decoding
+  into typed Structs of the same OTLP shape (which builds every value in C).
+  The bare ``FromString`` is reported as ``lazy_parse``: upb parses lazily and
+  builds no Python object until a field is read, so it is no floor for a
+  program that reads the fields;
+* **decode**: :func:`streamguard.otel.otlp.decode_spans` with the mapping's
+  attribute filter, as the bridge calls it (ids to hex, the wanted attributes
+  to Python values, every bound checked);
 * **bridge**: everything the bridge's two stages do per record except the
-  network: decode, map (:mod:`streamguard.otel.mapping`), encode each span's
-  session record, decode it again, the reorder window (order, duplicates,
-  ``seq``), and the events' JSON with their ``seq``.
+  network: decode, map (:mod:`streamguard.otel.mapping`), group each payload's
+  events into one session record per session (:mod:`streamguard.otel.records`),
+  decode those again, the reorder window (order, duplicates, ``seq``), and the
+  events' JSON with their ``seq``.
 
 The spans are GenAI-shaped (an ``invoke_agent`` root per run, a ``chat`` span
 before each ``execute_tool`` span, 5 to 9 attributes each, content captured),
@@ -44,9 +51,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from streamguard.events import encode
 from streamguard.otel import otlp
-from streamguard.otel.mapping import MappingConfig, TraceSessions, map_spans
+from streamguard.otel.mapping import MappingConfig, TraceSessions, map_spans, span_filter
+from streamguard.otel.records import decode_session_record, session_records
 from streamguard.otel.window import ReorderWindow
 
 TARGET_SPANS_PER_S = 50_000
@@ -133,23 +140,48 @@ def to_collector_json(payload: bytes) -> bytes:
     return json.dumps(doc).encode()
 
 
-_session_encode = msgspec.msgpack.Encoder().encode
-_session_decode = msgspec.msgpack.Decoder(tuple[str, list[tuple[int, int, bytes]]]).decode
+def proto_floor(payloads: list[bytes]) -> int:
+    """Parse, and read every field the mapping needs into Python values (no bounds)."""
+    read = 0
+    for payload in payloads:
+        for rs in trace_pb2.TracesData.FromString(payload).resource_spans:
+            resource = {kv.key: kv.value.string_value for kv in rs.resource.attributes}
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    status = span.status
+                    fields = (
+                        span.trace_id.hex(), span.span_id.hex(), span.parent_span_id.hex(), span.name,
+                        span.start_time_unix_nano, span.end_time_unix_nano, status.code, status.message,
+                        resource,
+                    )
+                    attrs = {}
+                    for kv in span.attributes:
+                        value = kv.value
+                        which = value.WhichOneof("value")
+                        attrs[kv.key] = getattr(value, which) if which else None
+                    read += len(fields) + len(attrs)
+    return read
+
+
+def json_floor(payloads: list[bytes]) -> int:
+    """msgspec into typed Structs of the OTLP shape: every value built, in C."""
+    decode = msgspec.json.Decoder(otlp._JTracesData).decode
+    return sum(len(decode(p).resource_spans) for p in payloads)
 
 
 def bridge_pass(payloads: list[bytes]) -> int:
     """Both stages of the bridge, without the network: the events produced."""
     config = MappingConfig()
+    wanted = span_filter(config)
     traces = TraceSessions()
     window = ReorderWindow(window_s=0.0)
     produced = 0
     offset = 0
     for payload in payloads:
-        result = map_spans(otlp.decode_spans(payload), config, traces)
-        for mapped in result.mapped:
-            record = _session_encode((mapped.key, [(t, r, encode(e)) for t, r, e in mapped.items]))
-            key, items = _session_decode(record)
-            window.add(mapped.session, key, items, offset, 0.0)
+        result = map_spans(otlp.decode_spans(payload, "auto", wanted), config, traces)
+        for session, value in session_records(result.mapped):
+            for key, items in decode_session_record(value):
+                window.add(session, key, items, offset, 0.0)
             offset += 1
         produced += len(window.release(0.0))
     return produced
@@ -182,12 +214,15 @@ def main(argv: list[str] | None = None) -> int:
         return spans / seconds
 
     result: dict[str, Any] = {"spans": spans, "python": sys.version.split()[0]}
+    wanted = span_filter(MappingConfig())
     for name, payloads, floor_fn in (
-        ("proto", proto, lambda: [trace_pb2.TracesData.FromString(p) for p in proto]),
-        ("json", as_json, lambda: [msgspec.json.decode(p) for p in as_json]),
+        ("proto", proto, lambda: proto_floor(proto)),
+        ("json", as_json, lambda: json_floor(as_json)),
     ):
         floor = timed(floor_fn, args.passes)
-        decode = timed(lambda payloads=payloads: [otlp.decode_spans(p) for p in payloads], args.passes)
+        decode = timed(
+            lambda payloads=payloads: [otlp.decode_spans(p, "auto", wanted) for p in payloads], args.passes
+        )
         bridge = timed(lambda payloads=payloads: bridge_pass(payloads), args.passes)
         result[name] = {
             "floor_spans_per_s": round(rate(floor)),
@@ -196,9 +231,13 @@ def main(argv: list[str] | None = None) -> int:
             "bridge_over_floor": round(bridge / floor, 2),
             "bytes_per_span": round(sum(map(len, payloads)) / spans),
         }
+    result["proto"]["lazy_parse_spans_per_s"] = round(
+        rate(timed(lambda: [trace_pb2.TracesData.FromString(p) for p in proto], args.passes))
+    )
     result["events_per_pass"] = bridge_pass(proto)
-    best = max(result["proto"]["bridge_spans_per_s"], result["json"]["bridge_spans_per_s"])
-    result["target_spans_per_s_met"] = best >= TARGET_SPANS_PER_S
+    result["target_spans_per_s_met"] = {
+        k: result[k]["bridge_spans_per_s"] >= TARGET_SPANS_PER_S for k in ("proto", "json")
+    }
     result["target_floor_ratio_met"] = {
         k: result[k]["bridge_over_floor"] <= TARGET_FLOOR_RATIO for k in ("proto", "json")
     }
@@ -213,8 +252,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  bridge {r['bridge_spans_per_s']:>9,}  bridge/floor {r['bridge_over_floor']:.2f}x"
             f"  ({r['bytes_per_span']} B/span)"
         )
+    print(f"  proto lazy parse (FromString alone): {result['proto']['lazy_parse_spans_per_s']:,} spans/s")
     print(
-        f"  target {TARGET_SPANS_PER_S:,} spans/s: {'met' if result['target_spans_per_s_met'] else 'MISSED'};"
+        f"  target {TARGET_SPANS_PER_S:,} spans/s: {result['target_spans_per_s_met']};"
         f" bridge <= {TARGET_FLOOR_RATIO}x floor: {result['target_floor_ratio_met']}"
     )
     return 0

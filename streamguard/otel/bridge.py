@@ -48,15 +48,16 @@ from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaConnectionError
+from aiokafka.partitioner import murmur2
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from ..events import encode
 from ..kafka.changelog import iter_to_end
 from ..kafka.health import HealthServer
 from ..kafka.topics import StartupError
 from . import otlp
 from .config import BridgeConfig
-from .mapping import BatchResult, MappingConfig, TraceSessions, map_logs, map_spans
+from .mapping import BatchResult, MappingConfig, TraceSessions, map_logs, map_spans, span_filter
+from .records import decode_session_record, session_records
 from .window import Released, ReorderWindow
 
 log = logging.getLogger("streamguard.otel")
@@ -68,8 +69,8 @@ MAX_DEAD_LETTER_VALUE = 512 * 1024
 OWNED_HEADER_PREFIXES = ("dlq.", "streamguard.")
 _ALREADY_EXISTS = 36
 
-_session_record = msgspec.msgpack.Decoder(tuple[str, list[tuple[int, int, bytes]]])
-_encode_session_record = msgspec.msgpack.Encoder().encode
+# Named points where a test can inject a crash (see ``Bridge.fault``).
+FAULT_POINTS = ("outputs_acked", "changelog_acked", "committed")
 
 
 class BridgeMetrics:
@@ -179,13 +180,21 @@ def dead_letter_headers(
 class Bridge:
     """One member of the bridge's consumer group. See the module docstring.
 
-    ``clock`` is the processing-time clock the reorder windows and TTLs run on.
+    ``clock`` is the processing-time clock the reorder windows and TTLs run on;
+    ``fault`` is a test hook (see :data:`FAULT_POINTS`).
     """
 
-    def __init__(self, config: BridgeConfig, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        config: BridgeConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        fault: Callable[[str], None] | None = None,
+    ) -> None:
         self.config = config
         self.clock = clock
         self.mapping: MappingConfig = config.mapping()
+        self.span_filter = span_filter(self.mapping)
         self.traces = TraceSessions(config.max_trace_sessions)
         self.metrics = BridgeMetrics()
         self.metrics.ready.set_function(lambda: 1.0 if self.ready else 0.0)
@@ -213,14 +222,49 @@ class Bridge:
         self._started = False
         self._next_checkpoint = 0.0
         self._stats_seen: dict[int, tuple[int, int, int, int, int]] = {}
+        # Records for the sessions and events topics, gathered per partition and
+        # sent as one batch each after every fetched batch (a send per record is
+        # most of what producing costs in aiokafka).
+        self._batches: dict[tuple[str, int], Any] = {}
+        self._partition_counts: dict[str, int] = {}
+        # The test hook: called with a name from FAULT_POINTS; what it raises
+        # stops the bridge there, without a checkpoint (a crash).
+        self.fault = fault
+        # Sessions-topic partitions whose state is being read back, and progress.
+        self.restoring: set[int] = set()
+        self.restore_records = 0
+        self.restore_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------- lifecycle
 
     @property
     def ready(self) -> bool:
-        return self._started and self.assigned_once and not self.stopping.is_set() and (
-            self.fatal is None
+        return (
+            self._started
+            and self.assigned_once
+            and not self.restoring
+            and not self.stopping.is_set()
+            and self.fatal is None
         )
+
+    def readiness(self) -> tuple[bool, str]:
+        """``/readyz``: ready, or why not (restore progress while state is read back)."""
+        if self.ready:
+            return True, ""
+        if self.fatal is not None:
+            return False, f"failed: {self.fatal!r}"
+        if self.stopping.is_set():
+            return False, "stopping"
+        if not self._started or not self.assigned_once:
+            return False, "joining the group"
+        return False, (
+            f"restoring bridge state of partitions {sorted(self.restoring)} "
+            f"({self.restore_records} changelog records read)"
+        )
+
+    def _fault(self, point: str) -> None:
+        if self.fault is not None:
+            self.fault(point)
 
     def request_stop(self) -> None:
         self.stopping.set()
@@ -232,7 +276,7 @@ class Bridge:
             self.health = HealthServer(
                 self.metrics.registry,
                 liveness=lambda: (self.fatal is None, "" if self.fatal is None else repr(self.fatal)),
-                readiness=lambda: (self.ready, "" if self.ready else "not ready"),
+                readiness=self.readiness,
                 host=cfg.metrics_host,
                 port=cfg.metrics_port,
             )
@@ -302,6 +346,11 @@ class Bridge:
             await self._close()
 
     async def _close(self) -> None:
+        task, self.restore_task = self.restore_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
         if self.receiver is not None:
             await self.receiver.close()
             self.receiver = None
@@ -321,6 +370,8 @@ class Bridge:
         assert consumer is not None
         interval = self.config.checkpoint_interval_ms / 1000
         while not self.stopping.is_set():
+            if self.fatal is not None:
+                raise self.fatal  # the restore task failed
             batch = await consumer.getmany(timeout_ms=POLL_MS, max_records=self.config.max_poll_records)
             generation = self.generation
             async with self.lock:
@@ -334,12 +385,20 @@ class Bridge:
                     if records:
                         await self._process(tp, records, now)
                 await self._release(self.clock())
+                await self._send_batches()
                 if time.monotonic() >= self._next_checkpoint:
                     await self.checkpoint()
                     self._next_checkpoint = time.monotonic() + interval
 
     async def _process(self, tp: TopicPartition, records: list[Any], now: float) -> None:
         cfg = self.config
+        if tp.topic == cfg.sessions_topic and tp.partition not in self.windows:
+            # Restoring (or no longer ours): never let the position run past
+            # records whose session state is not there yet.
+            consumer = self._consumer
+            if consumer is not None and tp in consumer.assignment():
+                consumer.seek(tp, records[0].offset)
+            return
         position = self.positions.get(tp)
         for record in records:
             if position is not None and record.offset < position:
@@ -365,7 +424,8 @@ class Bridge:
             result = map_logs(otlp.decode_logs(value, cfg.otlp_encoding), self.mapping)
             kind = "log"
         else:
-            result = map_spans(otlp.decode_spans(value, cfg.otlp_encoding), self.mapping, self.traces)
+            spans = otlp.decode_spans(value, cfg.otlp_encoding, self.span_filter)
+            result = map_spans(spans, self.mapping, self.traces)
             kind = "span"
         items = self.metrics.items
         if result.mapped:
@@ -385,11 +445,8 @@ class Bridge:
             return
         self.metrics.records.labels(tp.topic, "mapped").inc()
         topic = self.config.sessions_topic
-        for mapped in result.mapped:
-            value = _encode_session_record(
-                (mapped.key, [(t, rank, encode(event)) for t, rank, event in mapped.items])
-            )
-            await self._send(topic, mapped.session.encode(), value, timestamp_ms=record.timestamp)
+        for session, value in session_records(result.mapped):
+            await self._queue(topic, session.encode(), value, record.timestamp)
 
     # ---------------------------------------------------------- stage 2: order
 
@@ -401,12 +458,14 @@ class Bridge:
             if record.key is None or record.value is None:
                 raise ValueError("a session record needs a key and a value")
             session = record.key.decode()
-            key, items = _session_record.decode(record.value)
+            entries = decode_session_record(record.value)
         except (ValueError, msgspec.DecodeError) as exc:
             await self._dead_letter(tp, record, "malformed_session_record", repr(exc))
             return
-        early = window.add(session, key, items, record.offset, now)
-        await self._produce_released(early)
+        for key, items in entries:
+            early = window.add(session, key, items, record.offset, now)
+            if early:
+                await self._produce_released(early)
 
     async def _release(self, now: float) -> None:
         for window in self.windows.values():
@@ -417,8 +476,9 @@ class Bridge:
 
     async def _produce_released(self, released: list[Released]) -> None:
         topic = self.config.events_topic
+        queue = self._queue
         for item in released:
-            await self._send(topic, item.session.encode(), item.data)
+            await queue(topic, item.session.encode(), item.data, None)
         if released:
             self.metrics.events.inc(len(released))
 
@@ -437,6 +497,46 @@ class Bridge:
         m.forgotten.labels("evicted").inc(now[4] - before[4])
 
     # ---------------------------------------------------------------- output
+
+    async def _partition_count(self, topic: str) -> int:
+        count = self._partition_counts.get(topic)
+        if count is None:
+            producer = self._producer
+            assert producer is not None
+            count = self._partition_counts[topic] = len(await producer.partitions_for(topic))
+        return count
+
+    async def _queue(self, topic: str, key: bytes, value: bytes, timestamp_ms: int | None) -> None:
+        """Add a keyed record to its partition's batch: the partition the default
+        partitioner would choose (murmur2 of the key, as the processor expects)."""
+        count = self._partition_counts.get(topic) or await self._partition_count(topic)
+        partition = (murmur2(key) & 0x7FFFFFFF) % count
+        batches = self._batches
+        batch = batches.get((topic, partition))
+        if batch is None:
+            producer = self._producer
+            assert producer is not None
+            batch = batches[(topic, partition)] = producer.create_batch()
+        if batch.append(key=key, value=value, timestamp=timestamp_ms) is None:
+            # full: send it, start another (a lone record always fits)
+            del batches[(topic, partition)]
+            await self._send_batch(topic, partition, batch)
+            await self._queue(topic, key, value, timestamp_ms)
+
+    async def _send_batch(self, topic: str, partition: int, batch: Any) -> None:
+        producer = self._producer
+        assert producer is not None
+        batch.close()
+        self.in_flight.append(await producer.send_batch(batch, topic, partition=partition))
+        if len(self.in_flight) >= MAX_IN_FLIGHT:
+            await self._acknowledge()
+
+    async def _send_batches(self) -> None:
+        """Send every gathered batch (after each fetched batch, and at checkpoints)."""
+        batches, self._batches = self._batches, {}
+        for (topic, partition), batch in batches.items():
+            if batch.record_count():
+                await self._send_batch(topic, partition, batch)
 
     async def _send(
         self,
@@ -486,7 +586,9 @@ class Bridge:
         for window in self.windows.values():
             window.sweep(self.clock())
             self._account(window)
+        await self._send_batches()
         await self._acknowledge()
+        self._fault("outputs_acked")
         for partition, window in self.windows.items():
             for session in window.take_changed():
                 await self._send(
@@ -494,6 +596,7 @@ class Bridge:
                     partition=partition,
                 )
         await self._acknowledge()
+        self._fault("changelog_acked")
         offsets: dict[TopicPartition, int] = {}
         for tp, position in self.positions.items():
             if tp.topic == cfg.sessions_topic:
@@ -511,6 +614,7 @@ class Bridge:
             except (CommitFailedError, IllegalStateError) as exc:
                 self.metrics.commit_failures.inc()
                 log.warning("offset commit refused (%s); the group is rebalancing", exc)
+        self._fault("committed")
         self.metrics.checkpoint_seconds.observe(time.monotonic() - started)
 
     # ------------------------------------------------------------ rebalances
@@ -518,53 +622,106 @@ class Bridge:
     async def on_revoked(self, revoked: set[TopicPartition]) -> None:
         async with self.lock:
             self.generation += 1
-            if self._consumer is not None and self._producer is not None:
+            if self._consumer is not None and self._producer is not None and self.fatal is None:
                 await self.checkpoint()
             # Pending events are dropped here on purpose: their records are not
             # committed, so whoever owns the partition next derives them again.
             for tp in revoked:
                 self.positions.pop(tp, None)
                 if tp.topic == self.config.sessions_topic:
+                    self.restoring.discard(tp.partition)
                     window = self.windows.pop(tp.partition, None)
                     if window is not None:
                         self._stats_seen.pop(id(window), None)
 
     async def on_assigned(self, assigned: set[TopicPartition]) -> None:
+        """New sessions-topic partitions are paused and their state read back by a
+        background task (as the processor restores): the loop, the OTLP topics'
+        partitions and the partitions already held go on meanwhile, and the
+        rebalance callback returns at once however long the changelog is."""
         async with self.lock:
             self.generation += 1
+            self._partition_counts.clear()  # partitions may have been added
             cfg = self.config
-            for tp in sorted(assigned, key=lambda t: (t.topic, t.partition)):
-                if tp.topic == cfg.sessions_topic and tp.partition not in self.windows:
-                    self.windows[tp.partition] = await self._restore(tp.partition)
+            new = sorted(
+                tp.partition
+                for tp in assigned
+                if tp.topic == cfg.sessions_topic and tp.partition not in self.windows
+            )
+            self.restoring.update(new)
+            consumer = self._consumer
+            if self.restoring and consumer is not None:
+                paused = [TopicPartition(cfg.sessions_topic, n) for n in sorted(self.restoring)]
+                consumer.pause(*[tp for tp in paused if tp in assigned])
             self.assigned_once = True
+            if self.restoring and (self.restore_task is None or self.restore_task.done()):
+                self.restore_task = asyncio.create_task(self._restore_worker())
 
-    async def _restore(self, partition: int) -> ReorderWindow:
-        """A partition's sessions from the bridge changelog, read to its end."""
+    def _new_window(self) -> ReorderWindow:
         cfg = self.config
-        window = ReorderWindow(
+        return ReorderWindow(
             window_s=cfg.reorder_window_ms / 1000,
             max_pending_per_session=cfg.max_pending_per_session,
             max_seen=cfg.max_seen_per_session,
             max_sessions=cfg.max_sessions_per_partition,
             session_ttl_s=cfg.session_ttl_s,
         )
+
+    async def _restore_worker(self) -> None:
+        """Read the restoring partitions' states, install them, resume the partitions.
+
+        The read runs outside the lock; a rebalance meanwhile (the generation
+        moved) may have handed a partition to another member and back, so what
+        was read is thrown away and read again."""
+        try:
+            while True:
+                wanted = sorted(self.restoring)
+                if not wanted:
+                    return
+                generation = self.generation
+                windows = await self._restore(wanted)
+                async with self.lock:
+                    if generation != self.generation:
+                        continue
+                    consumer = self._consumer
+                    for partition, window in windows.items():
+                        if partition not in self.restoring:
+                            continue
+                        self.windows[partition] = window
+                        self.restoring.discard(partition)
+                        tp = TopicPartition(self.config.sessions_topic, partition)
+                        if consumer is not None and not self.stopping.is_set():
+                            with contextlib.suppress(IllegalStateError):
+                                if tp in consumer.assignment():
+                                    consumer.resume(tp)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            log.error("restoring the bridge state failed: %r", exc)
+            self.fatal = self.fatal or exc
+
+    async def _restore(self, partitions: list[int]) -> dict[int, ReorderWindow]:
+        """Partitions' sessions from the bridge changelog, read to its end."""
+        cfg = self.config
+        windows = {partition: self._new_window() for partition in partitions}
         restorer = self._restorer
         assert restorer is not None
-        restored = 0
-        async for _, records in iter_to_end(
-            restorer, [TopicPartition(cfg.bridge_changelog_topic, partition)]
-        ):
+        self.restore_records = 0
+        tps = [TopicPartition(cfg.bridge_changelog_topic, partition) for partition in partitions]
+        async for tp, records in iter_to_end(restorer, tps):
+            window = windows[tp.partition]
             for record in records:
                 if record.key is None:
                     continue
                 try:
                     window.restore(record.key.decode(), record.value)
-                    restored += 1
                 except (ValueError, msgspec.DecodeError) as exc:
-                    log.error("bridge changelog %d@%d unreadable: %r", partition, record.offset, exc)
-        window.take_changed()
-        log.info("restored %d session states of partition %d", len(window.sessions), partition)
-        return window
+                    log.error("bridge changelog %d@%d unreadable: %r", tp.partition, record.offset, exc)
+            self.restore_records += len(records)
+        for partition, window in windows.items():
+            window.take_changed()
+            log.info("restored %d session states of partition %d", len(window.sessions), partition)
+        return windows
 
 
 # --------------------------------------------------------------------- topics

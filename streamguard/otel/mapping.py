@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from hashlib import blake2b
 from typing import Any, Literal
 
@@ -55,7 +56,7 @@ from ..events import (
     Usage,
     check_nesting,
 )
-from .otlp import LogRecordView, SpanRecord
+from .otlp import AttributeFilter, LogRecordView, SpanRecord
 
 TRACE = "trace"
 """In :attr:`MappingConfig.session_keys`: the span's (or log record's) trace id."""
@@ -86,6 +87,38 @@ class MappingConfig(Struct, kw_only=True, frozen=True):
     """Captured arguments, results and text are cut to this many UTF-8 bytes."""
     max_trace_sessions: int = 100_000
     """Traces whose session id is remembered for spans that do not carry one."""
+
+
+# Every span attribute the mapping reads (and the prefixes of flattened message
+# lists): the decode converts only these (:class:`~.otlp.AttributeFilter`).
+SPAN_ATTRIBUTES = frozenset({
+    "error.type", "event.name",
+    "gen_ai.agent.name", "gen_ai.completion", "gen_ai.conversation.id", "gen_ai.operation.name",
+    "gen_ai.output.messages", "gen_ai.request.model", "gen_ai.response.finish_reasons",
+    "gen_ai.response.model", "gen_ai.system", "gen_ai.tool.call.arguments", "gen_ai.tool.call.id",
+    "gen_ai.tool.call.result", "gen_ai.tool.name",
+    "gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
+    "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+    "gen_ai.usage.completion_tokens", "gen_ai.usage.cost", "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens", "gen_ai.usage.prompt_tokens",
+    "input.value", "output.value", "openinference.span.kind",
+    "llm.cost.total", "llm.model_name", "llm.token_count.completion", "llm.token_count.prompt",
+    "llm.token_count.prompt_details.cache_read", "llm.token_count.prompt_details.cache_write",
+    "service.name", "session.id", "tool.name",
+    "tool_call.function.arguments", "tool_call.function.name", "tool_call.id",
+    "message",  # of a gen_ai.choice span event
+})
+SPAN_ATTRIBUTE_PREFIXES = ("gen_ai.completion.", "llm.output_messages.")
+SPAN_EVENT_NAMES = frozenset({"gen_ai.choice", "gen_ai.content.completion"})
+
+
+def span_filter(config: MappingConfig) -> AttributeFilter:
+    """What the decode must keep of spans for this configuration (its session keys too)."""
+    return AttributeFilter(
+        keys=SPAN_ATTRIBUTES | {k for k in config.session_keys if k != TRACE},
+        prefixes=SPAN_ATTRIBUTE_PREFIXES,
+        event_names=SPAN_EVENT_NAMES,
+    )
 
 
 class Mapped(Struct, gc=False):
@@ -140,6 +173,8 @@ class TraceSessions:
 
 def _name(value: Any) -> str | None:
     """A contract name (≤ 256 characters) from an attribute, or None."""
+    if type(value) is str and 0 < len(value) <= MAX_NAME_CHARS:
+        return value  # almost always
     if value is None or isinstance(value, (bytes, list, dict)):
         return None
     text = value if isinstance(value, str) else str(value)
@@ -164,7 +199,10 @@ def _count(value: Any) -> int | None:
 
 
 def _first(attrs: dict[str, Any], keys: Sequence[str]) -> Any:
-    for key in keys:
+    value = attrs.get(keys[0])
+    if value is not None and value != "":
+        return value  # the current convention's name: the usual case, one look-up
+    for key in keys[1:]:
         value = attrs.get(key)
         if value is not None and value != "":
             return value
@@ -259,17 +297,29 @@ def _message_text(messages: Any) -> str | None:
     return text or None
 
 
-def _indexed_text(attrs: dict[str, Any], prefix: str, role_suffix: str, content_suffix: str) -> str | None:
+def _indexed_keys(prefix: str, role_suffix: str, content_suffix: str) -> tuple[tuple[str, str], ...]:
+    return tuple((f"{prefix}{i}{content_suffix}", f"{prefix}{i}{role_suffix}") for i in range(16))
+
+
+# Built once: the look-ups of flattened message lists are on every inference span.
+_OPENLLMETRY_COMPLETIONS = _indexed_keys("gen_ai.completion.", ".role", ".content")
+_OPENINFERENCE_OUTPUTS = _indexed_keys("llm.output_messages.", ".message.role", ".message.content")
+
+
+def _indexed_text(attrs: dict[str, Any], keys: tuple[tuple[str, str], ...]) -> str | None:
     """Flattened message lists: ``gen_ai.completion.0.content`` (OpenLLMetry),
     ``llm.output_messages.0.message.content`` (OpenInference)."""
+    get = attrs.get
+    if get(keys[0][0]) is None and get(keys[1][0]) is None:
+        return None  # the common case: nothing captured
     texts: list[str] = []
-    for i in range(16):
-        content = attrs.get(f"{prefix}{i}{content_suffix}")
+    for i, (content_key, role_key) in enumerate(keys):
+        content = get(content_key)
         if content is None:
             if i > 0:
                 break
             continue
-        role = attrs.get(f"{prefix}{i}{role_suffix}", "assistant")
+        role = get(role_key, "assistant")
         if role in ("assistant", "model") and isinstance(content, str) and content.strip():
             texts.append(content)
     return "\n".join(texts) or None
@@ -311,26 +361,48 @@ def span_kind(span: SpanRecord) -> Literal["tool", "inference", "agent", None]:
     return None
 
 
+@lru_cache(maxsize=64)
+def _session_plan(session_keys: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
+    """The attribute keys tried before ``trace``, and whether ``trace`` is tried at all."""
+    if TRACE in session_keys:
+        return session_keys[: session_keys.index(TRACE)], True
+    return session_keys, False
+
+
+def _attribute_session(
+    attrs: dict[str, Any], resource: dict[str, Any], keys: tuple[str, ...]
+) -> str | None:
+    """The first of ``keys`` the span (then its resource) carries, as a session id."""
+    for key in keys:
+        value = attrs.get(key)
+        if type(value) is str and 0 < len(value) <= MAX_NAME_CHARS:
+            return value  # the usual case, without a call
+        session = _session_value(value) if value is not None else None
+        if session is None:
+            value = resource.get(key)
+            session = _session_value(value) if value is not None else None
+        if session is not None:
+            return session
+    return None
+
+
 def span_session(
     span: SpanRecord, config: MappingConfig, traces: TraceSessions | None = None
 ) -> str | None:
     """The session id of a span: the first of ``session_keys`` it (or its resource) has."""
-    attrs, resource = span.attrs, span.resource
-    for key in config.session_keys:
-        if key == TRACE:
-            if traces is not None:
-                learned = traces.get(span.trace_id)
-                if learned is not None:
-                    return learned
-            return span.trace_id or None
-        session = _session_value(attrs.get(key))
-        if session is None:
-            session = _session_value(resource.get(key))
-        if session is not None:
-            if traces is not None:
-                traces.learn(span.trace_id, session)
-            return session
-    return None
+    keys, uses_trace = _session_plan(config.session_keys)
+    session = _attribute_session(span.attrs, span.resource, keys)
+    if session is not None:
+        if traces is not None:
+            traces.learn(span.trace_id, session)
+        return session
+    if not uses_trace:
+        return None
+    if traces is not None:
+        learned = traces.get(span.trace_id)
+        if learned is not None:
+            return learned
+    return span.trace_id or None
 
 
 def _agent(attrs: dict[str, Any], resource: dict[str, Any]) -> str | None:
@@ -474,9 +546,9 @@ def _captured_output(span: SpanRecord) -> str | None:
         value = attrs.get(key)
         if value is not None:
             return _message_text(value)
-    text = _indexed_text(attrs, "gen_ai.completion.", ".role", ".content")
+    text = _indexed_text(attrs, _OPENLLMETRY_COMPLETIONS)
     if text is None:
-        text = _indexed_text(attrs, "llm.output_messages.", ".message.role", ".message.content")
+        text = _indexed_text(attrs, _OPENINFERENCE_OUTPUTS)
     if text is not None:
         return text
     for event in span.events:
@@ -503,6 +575,28 @@ def _finished_with_text(attrs: dict[str, Any]) -> bool:
     return bool(lowered & TEXT_FINISH_REASONS) and not lowered & {"tool_calls", "tool_use", "function_call"}
 
 
+def _span_items(
+    span: SpanRecord,
+    kind: Literal["tool", "inference", "agent"],
+    session: str,
+    config: MappingConfig,
+) -> Mapped | IgnoredReason:
+    agent = _agent(span.attrs, span.resource)
+    key = f"{span.trace_id}:{span.span_id}"
+    if kind == "tool":
+        items = _tool_events(span, session, agent, config)
+        if items is None:
+            return "no_tool_name"
+        return Mapped(session, key, items)
+    if kind == "inference":
+        return Mapped(session, key, _inference_events(span, session, agent, config))
+    # an agent invocation: a root one is the turn; nested ones are sub-agents
+    if span.parent_span_id:
+        return "not_genai"
+    end = TurnEnd(session=session, agent=agent, ts=_seconds(span.end_ns), turn=span.trace_id or None)
+    return Mapped(session, key, [(span.end_ns, RANK_TURN_END, end)])
+
+
 def map_span(
     span: SpanRecord, config: MappingConfig, traces: TraceSessions | None = None
 ) -> Mapped | IgnoredReason:
@@ -517,21 +611,7 @@ def map_span(
     session = span_session(span, config, traces)
     if session is None:
         return "no_session"
-    agent = _agent(span.attrs, span.resource)
-    key = f"{span.trace_id}:{span.span_id}"
-    if kind == "tool":
-        items = _tool_events(span, session, agent, config)
-        if items is None:
-            return "no_tool_name"
-        return Mapped(session, key, items)
-    if kind == "inference":
-        return Mapped(session, key, _inference_events(span, session, agent, config))
-    # an agent invocation: a root one is the turn; nested ones are sub-agents
-    if span.parent_span_id:
-        return "not_genai"
-    end = TurnEnd(session=session, agent=agent, ts=_seconds(span.end_ns), turn=span.trace_id or None)
-    items: list[tuple[int, int, AgentEvent]] = [(span.end_ns, RANK_TURN_END, end)]
-    return Mapped(session, key, items)
+    return _span_items(span, kind, session, config)
 
 
 # ------------------------------------------------------------------------- logs
@@ -667,17 +747,32 @@ def map_spans(
     spans: Iterable[SpanRecord], config: MappingConfig, traces: TraceSessions | None = None
 ) -> BatchResult:
     """Map a payload's spans. Spans carrying a session are read first, so that a
-    sibling without one, in the same payload, joins its trace's session."""
-    spans = list(spans)
+    sibling without one, in the same payload, joins its trace's session. Each
+    span's session attributes are read once (this is :func:`map_span` per span,
+    with the look-ups shared)."""
+    spans = spans if isinstance(spans, list) else list(spans)
+    keys, uses_trace = _session_plan(config.session_keys)
+    found = [_attribute_session(span.attrs, span.resource, keys) for span in spans]
     if traces is not None:
-        for span in spans:
-            attrs = span.attrs
-            if any(k in attrs for k in config.session_keys if k != TRACE):
-                span_session(span, config, traces)
+        learn = traces.learn
+        for span, session in zip(spans, found, strict=True):
+            if session is not None:
+                learn(span.trace_id, session)
     mapped: list[Mapped] = []
     ignored: dict[str, int] = {}
-    for span in spans:
-        result = map_span(span, config, traces)
+    for span, session in zip(spans, found, strict=True):
+        result: Mapped | IgnoredReason
+        if not span.span_id:
+            result = "no_span_id"
+        else:
+            kind = span_kind(span)
+            if kind is None:
+                result = "not_genai"
+            else:
+                if session is None and uses_trace:
+                    learned = traces.get(span.trace_id) if traces is not None else None
+                    session = learned if learned is not None else (span.trace_id or None)
+                result = "no_session" if session is None else _span_items(span, kind, session, config)
         if isinstance(result, str):
             ignored[result] = ignored.get(result, 0) + 1
         else:
@@ -707,6 +802,7 @@ __all__ = [
     "map_logs",
     "map_span",
     "map_spans",
+    "span_filter",
     "span_kind",
     "span_session",
 ]

@@ -49,6 +49,26 @@ class OtlpError(ValueError):
         self.reason: OtlpErrorReason = reason
 
 
+class AttributeFilter(Struct, frozen=True, gc=False):
+    """Which attributes a decode keeps: the exact ``keys`` and any key starting with
+    one of ``prefixes`` (flattened message lists); span events only when their
+    name is in ``event_names``.
+
+    The mapping reads a dozen attributes of spans that carry dozens (HTTP,
+    messages sent to the model, framework internals): turning only the wanted
+    ones into Python values is most of what makes decoding cheap. Everything
+    else is skipped on the way, never converted, so it never counts against the
+    nesting bound either.
+    """
+
+    keys: frozenset[str]
+    prefixes: tuple[str, ...] = ()
+    event_names: frozenset[str] = frozenset()
+
+    def wants(self, key: str) -> bool:
+        return key in self.keys or (bool(self.prefixes) and key.startswith(self.prefixes))
+
+
 class SpanEvent(Struct, gc=False):
     name: str
     time_ns: int
@@ -85,22 +105,25 @@ class LogRecordView(Struct, gc=False):
 
 
 # --------------------------------------------------------------------------- JSON
+# Only the fields the bridge reads; msgspec skips the rest without building them.
+# gc=False: these trees hold no cycles, so the collector need not track (and
+# repeatedly traverse) the thousands of them one payload builds.
 
 
-class _JKeyValue(Struct, rename="camel"):
+class _JKeyValue(Struct, rename="camel", gc=False):
     key: str = ""
     value: _JAnyValue | None = None
 
 
-class _JArray(Struct, rename="camel"):
+class _JArray(Struct, rename="camel", gc=False):
     values: list[_JAnyValue] = []
 
 
-class _JKvList(Struct, rename="camel"):
+class _JKvList(Struct, rename="camel", gc=False):
     values: list[_JKeyValue] = []
 
 
-class _JAnyValue(Struct, rename="camel"):
+class _JAnyValue(Struct, rename="camel", gc=False):
     string_value: str | None = None
     bool_value: bool | None = None
     int_value: int | str | None = None
@@ -110,22 +133,22 @@ class _JAnyValue(Struct, rename="camel"):
     bytes_value: str | None = None
 
 
-class _JResource(Struct, rename="camel"):
+class _JResource(Struct, rename="camel", gc=False):
     attributes: list[_JKeyValue] = []
 
 
-class _JStatus(Struct, rename="camel"):
+class _JStatus(Struct, rename="camel", gc=False):
     code: int | str = 0
     message: str = ""
 
 
-class _JSpanEvent(Struct, rename="camel"):
+class _JSpanEvent(Struct, rename="camel", gc=False):
     time_unix_nano: int | str = 0
     name: str = ""
     attributes: list[_JKeyValue] = []
 
 
-class _JSpan(Struct, rename="camel"):
+class _JSpan(Struct, rename="camel", gc=False):
     trace_id: str = ""
     span_id: str = ""
     parent_span_id: str = ""
@@ -137,20 +160,20 @@ class _JSpan(Struct, rename="camel"):
     status: _JStatus | None = None
 
 
-class _JScopeSpans(Struct, rename="camel"):
+class _JScopeSpans(Struct, rename="camel", gc=False):
     spans: list[_JSpan] = []
 
 
-class _JResourceSpans(Struct, rename="camel"):
+class _JResourceSpans(Struct, rename="camel", gc=False):
     resource: _JResource | None = None
     scope_spans: list[_JScopeSpans] = []
 
 
-class _JTracesData(Struct, rename="camel"):
+class _JTracesData(Struct, rename="camel", gc=False):
     resource_spans: list[_JResourceSpans] = []
 
 
-class _JLogRecord(Struct, rename="camel"):
+class _JLogRecord(Struct, rename="camel", gc=False):
     time_unix_nano: int | str = 0
     observed_time_unix_nano: int | str = 0
     body: _JAnyValue | None = None
@@ -160,16 +183,16 @@ class _JLogRecord(Struct, rename="camel"):
     event_name: str = ""
 
 
-class _JScopeLogs(Struct, rename="camel"):
+class _JScopeLogs(Struct, rename="camel", gc=False):
     log_records: list[_JLogRecord] = []
 
 
-class _JResourceLogs(Struct, rename="camel"):
+class _JResourceLogs(Struct, rename="camel", gc=False):
     resource: _JResource | None = None
     scope_logs: list[_JScopeLogs] = []
 
 
-class _JLogsData(Struct, rename="camel"):
+class _JLogsData(Struct, rename="camel", gc=False):
     resource_logs: list[_JResourceLogs] = []
 
 
@@ -241,8 +264,26 @@ def _json_value(value: _JAnyValue | None, depth: int = 0) -> Any:
     return None
 
 
-def _json_attrs(attributes: list[_JKeyValue]) -> dict[str, Any]:
-    return {kv.key: _json_value(kv.value) for kv in attributes[:MAX_ATTRIBUTES]}
+def _json_attrs(attributes: list[_JKeyValue], wanted: AttributeFilter | None) -> dict[str, Any]:
+    """One pass over the key-values, converting only the wanted ones; strings (most
+    attributes) without a call."""
+    out: dict[str, Any] = {}
+    if len(attributes) > MAX_ATTRIBUTES:
+        attributes = attributes[:MAX_ATTRIBUTES]
+    if wanted is None:
+        for kv in attributes:
+            value = kv.value
+            text = value.string_value if value is not None else None
+            out[kv.key] = text if text is not None else _json_value(value)
+        return out
+    keys, prefixes = wanted.keys, wanted.prefixes
+    for kv in attributes:
+        key = kv.key
+        if key in keys or (prefixes and key.startswith(prefixes)):
+            value = kv.value
+            text = value.string_value if value is not None else None
+            out[key] = text if text is not None else _json_value(value)
+    return out
 
 
 def _json_decode(decoder: msgspec.json.Decoder[Any], data: bytes) -> Any:
@@ -254,45 +295,59 @@ def _json_decode(decoder: msgspec.json.Decoder[Any], data: bytes) -> Any:
         raise OtlpError("malformed_otlp", f"not OTLP/JSON: {exc}") from None
 
 
-def _spans_from_json(data: bytes) -> list[SpanRecord]:
+def _json_events(events: list[_JSpanEvent], wanted: AttributeFilter | None) -> list[SpanEvent]:
+    if wanted is not None:
+        names = wanted.event_names
+        events = [e for e in events if e.name in names]
+    return [
+        SpanEvent(e.name, _nanos(e.time_unix_nano), _json_attrs(e.attributes, wanted))
+        for e in events[:MAX_SPAN_EVENTS]
+    ]
+
+
+def _spans_from_json(data: bytes, wanted: AttributeFilter | None) -> list[SpanRecord]:
     traces: _JTracesData = _json_decode(_traces_json, data)
     out: list[SpanRecord] = []
+    append = out.append
     for rs in traces.resource_spans:
-        resource = _json_attrs(rs.resource.attributes) if rs.resource is not None else {}
+        resource = _json_attrs(rs.resource.attributes, wanted) if rs.resource is not None else {}
         for ss in rs.scope_spans:
-            for span in ss.spans:
-                if len(out) >= MAX_RECORDS_PER_PAYLOAD:
-                    raise OtlpError("too_large", f"more than {MAX_RECORDS_PER_PAYLOAD} spans")
+            spans = ss.spans
+            if len(out) + len(spans) > MAX_RECORDS_PER_PAYLOAD:
+                raise OtlpError("too_large", f"more than {MAX_RECORDS_PER_PAYLOAD} spans")
+            for span in spans:
                 status = span.status
-                code: int | str = status.code if status is not None else 0
-                if isinstance(code, str):
-                    code = _STATUS_NAMES.get(code, 0)
-                out.append(
+                if status is None:
+                    code: int | str = 0
+                    message = ""
+                else:
+                    code, message = status.code, status.message
+                    if isinstance(code, str):
+                        code = _STATUS_NAMES.get(code, 0)
+                start, end = span.start_time_unix_nano, span.end_time_unix_nano
+                append(
                     SpanRecord(
                         _json_id(span.trace_id),
                         _json_id(span.span_id),
                         _json_id(span.parent_span_id),
                         span.name,
-                        _nanos(span.start_time_unix_nano),
-                        _nanos(span.end_time_unix_nano),
+                        start if type(start) is int and 0 <= start < 2**64 else _nanos(start),
+                        end if type(end) is int and 0 <= end < 2**64 else _nanos(end),
                         code,
-                        status.message if status is not None else "",
-                        _json_attrs(span.attributes),
+                        message,
+                        _json_attrs(span.attributes, wanted),
                         resource,
-                        [
-                            SpanEvent(e.name, _nanos(e.time_unix_nano), _json_attrs(e.attributes))
-                            for e in span.events[:MAX_SPAN_EVENTS]
-                        ],
+                        _json_events(span.events, wanted) if span.events else [],
                     )
                 )
     return out
 
 
-def _logs_from_json(data: bytes) -> list[LogRecordView]:
+def _logs_from_json(data: bytes, wanted: AttributeFilter | None) -> list[LogRecordView]:
     logs: _JLogsData = _json_decode(_logs_json, data)
     out: list[LogRecordView] = []
     for rl in logs.resource_logs:
-        resource = _json_attrs(rl.resource.attributes) if rl.resource is not None else {}
+        resource = _json_attrs(rl.resource.attributes, wanted) if rl.resource is not None else {}
         for sl in rl.scope_logs:
             for rec in sl.log_records:
                 if len(out) >= MAX_RECORDS_PER_PAYLOAD:
@@ -303,7 +358,7 @@ def _logs_from_json(data: bytes) -> list[LogRecordView]:
                         _nanos(rec.observed_time_unix_nano),
                         getattr(rec, "event_name", ""),  # OTLP ≥ 1.5
                         _json_value(rec.body),
-                        _json_attrs(rec.attributes),
+                        _json_attrs(rec.attributes, wanted),
                         resource,
                         _json_id(rec.trace_id),
                         _json_id(rec.span_id),
@@ -359,17 +414,23 @@ def _proto_value(value: Any, depth: int = 0) -> Any:
     return None
 
 
-def _proto_attrs(attributes: Any) -> dict[str, Any]:
+def _proto_attrs(attributes: Any, wanted: AttributeFilter | None) -> dict[str, Any]:
+    """One pass over the key-values, converting only the wanted ones: with upb,
+    every field read builds a Python object, so an unwanted value costs only its key."""
     out: dict[str, Any] = {}
-    for kv in attributes[:MAX_ATTRIBUTES]:
+    if not attributes:
+        return out
+    if len(attributes) > MAX_ATTRIBUTES:
+        attributes = attributes[:MAX_ATTRIBUTES]
+    keys = wanted.keys if wanted is not None else None
+    prefixes = wanted.prefixes if wanted is not None else ()
+    for kv in attributes:
+        key = kv.key
+        if keys is not None and key not in keys and not (prefixes and key.startswith(prefixes)):
+            continue
         value = kv.value
-        # the two oneof cases almost every attribute is, without WhichOneof
-        if value.HasField("string_value"):
-            out[kv.key] = value.string_value
-        elif value.HasField("int_value"):
-            out[kv.key] = value.int_value
-        else:
-            out[kv.key] = _proto_value(value)
+        text = value.string_value  # what almost every attribute is: one read
+        out[key] = text if text else _proto_value(value)
     return out
 
 
@@ -382,12 +443,26 @@ def _proto_parse(cls: Any, decode_error: type[Exception], data: bytes) -> Any:
         raise OtlpError("malformed_otlp", f"not OTLP protobuf: {exc}") from None
 
 
-def _spans_from_proto(data: bytes) -> list[SpanRecord]:
+def _proto_events(events: Any, wanted: AttributeFilter | None) -> list[SpanEvent]:
+    names = wanted.event_names if wanted is not None else None
+    out: list[SpanEvent] = []
+    for e in events:
+        name = e.name
+        if names is not None and name not in names:
+            continue
+        out.append(SpanEvent(name, e.time_unix_nano, _proto_attrs(e.attributes, wanted)))
+        if len(out) >= MAX_SPAN_EVENTS:
+            break
+    return out
+
+
+def _spans_from_proto(data: bytes, wanted: AttributeFilter | None) -> list[SpanRecord]:
     traces_cls, _, decode_error = _proto_modules()
     traces = _proto_parse(traces_cls, decode_error, data)
     out: list[SpanRecord] = []
+    append = out.append
     for rs in traces.resource_spans:
-        resource = _proto_attrs(rs.resource.attributes)
+        resource = _proto_attrs(rs.resource.attributes, wanted)
         for ss in rs.scope_spans:
             spans = ss.spans
             if len(out) + len(spans) > MAX_RECORDS_PER_PAYLOAD:
@@ -395,7 +470,7 @@ def _spans_from_proto(data: bytes) -> list[SpanRecord]:
             for span in spans:
                 status = span.status
                 events = span.events
-                out.append(
+                append(
                     SpanRecord(
                         span.trace_id.hex(),
                         span.span_id.hex(),
@@ -405,25 +480,20 @@ def _spans_from_proto(data: bytes) -> list[SpanRecord]:
                         span.end_time_unix_nano,
                         status.code,
                         status.message,
-                        _proto_attrs(span.attributes),
+                        _proto_attrs(span.attributes, wanted),
                         resource,
-                        [
-                            SpanEvent(e.name, e.time_unix_nano, _proto_attrs(e.attributes))
-                            for e in events[:MAX_SPAN_EVENTS]
-                        ]
-                        if events
-                        else [],
+                        _proto_events(events, wanted) if events else [],
                     )
                 )
     return out
 
 
-def _logs_from_proto(data: bytes) -> list[LogRecordView]:
+def _logs_from_proto(data: bytes, wanted: AttributeFilter | None) -> list[LogRecordView]:
     _, logs_cls, decode_error = _proto_modules()
     logs = _proto_parse(logs_cls, decode_error, data)
     out: list[LogRecordView] = []
     for rl in logs.resource_logs:
-        resource = _proto_attrs(rl.resource.attributes)
+        resource = _proto_attrs(rl.resource.attributes, wanted)
         for sl in rl.scope_logs:
             records = sl.log_records
             if len(out) + len(records) > MAX_RECORDS_PER_PAYLOAD:
@@ -435,7 +505,7 @@ def _logs_from_proto(data: bytes) -> list[LogRecordView]:
                         rec.observed_time_unix_nano,
                         getattr(rec, "event_name", ""),  # OTLP ≥ 1.5
                         _proto_value(rec.body) if rec.HasField("body") else None,
-                        _proto_attrs(rec.attributes),
+                        _proto_attrs(rec.attributes, wanted),
                         resource,
                         rec.trace_id.hex(),
                         rec.span_id.hex(),
@@ -454,21 +524,30 @@ def sniff(data: bytes) -> Literal["otlp_proto", "otlp_json"]:
     return "otlp_json" if head[:1] == b"{" else "otlp_proto"
 
 
-def decode_spans(data: bytes, encoding: Encoding = "auto") -> list[SpanRecord]:
-    """Every span of one ``TracesData`` / ``ExportTraceServiceRequest`` payload."""
+def decode_spans(
+    data: bytes, encoding: Encoding = "auto", wanted: AttributeFilter | None = None
+) -> list[SpanRecord]:
+    """Every span of one ``TracesData`` / ``ExportTraceServiceRequest`` payload, with
+    the attributes ``wanted`` lets through (None: all of them)."""
     if encoding == "auto":
         encoding = sniff(data)
     try:
-        return _spans_from_json(data) if encoding == "otlp_json" else _spans_from_proto(data)
+        if encoding == "otlp_json":
+            return _spans_from_json(data, wanted)
+        return _spans_from_proto(data, wanted)
     except RecursionError:
         raise OtlpError("too_deep", "the payload is nested too deep") from None
 
 
-def decode_logs(data: bytes, encoding: Encoding = "auto") -> list[LogRecordView]:
+def decode_logs(
+    data: bytes, encoding: Encoding = "auto", wanted: AttributeFilter | None = None
+) -> list[LogRecordView]:
     """Every log record of one ``LogsData`` / ``ExportLogsServiceRequest`` payload."""
     if encoding == "auto":
         encoding = sniff(data)
     try:
-        return _logs_from_json(data) if encoding == "otlp_json" else _logs_from_proto(data)
+        if encoding == "otlp_json":
+            return _logs_from_json(data, wanted)
+        return _logs_from_proto(data, wanted)
     except RecursionError:
         raise OtlpError("too_deep", "the payload is nested too deep") from None

@@ -31,27 +31,22 @@ re-derived.
 
 from __future__ import annotations
 
-import heapq
+from bisect import bisect_right
 from collections import OrderedDict, deque
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
 SNAPSHOT_VERSION = 1
 
-
-class Item(NamedTuple):
-    """One pending event. Sorted by (time, rank, key, index): deterministic."""
-
-    time_ns: int
-    rank: int
-    key: str
-    index: int
-    data: bytes  # the event's JSON, without seq
-    offset: int  # the input record it came from
+Item = tuple[int, int, str, int, bytes, int]
+"""One pending event: ``(time_ns, rank, key, index, data, offset)``, where ``data``
+is the event's JSON without ``seq`` and ``offset`` the input record it came from.
+Plain tuples sort by (time, rank, key, index) in C: deterministic, and no object
+of our own per event."""
 
 
-class Released(NamedTuple):
+class Released(msgspec.Struct, gc=False):
     session: str
     seq: int
     data: bytes  # the event's JSON with its seq
@@ -81,7 +76,10 @@ class SessionWindow:
         # key -> events of it released; a record read again after a restart
         # re-derives only the events not yet released
         self.seen: OrderedDict[str, int] = OrderedDict()
-        self.pending: list[Item] = []  # a heap
+        # Sorted. Spans mostly arrive in order, so a record's events are appended;
+        # only a record that sorts before the newest pending one costs a sort
+        # (timsort merges the two runs in linear time).
+        self.pending: list[Item] = []
         self.pending_keys: dict[str, int] = {}  # key -> pending items of it
         self.last_active = 0.0
 
@@ -109,7 +107,9 @@ class ReorderWindow:
         self.max_sessions = max_sessions
         self.session_ttl_s = session_ttl_s
         self.sessions: OrderedDict[str, SessionWindow] = OrderedDict()  # by last activity
-        self._due: deque[tuple[float, str, Item]] = deque()  # (deadline, session, item)
+        # One entry per record, not per event: (deadline, session, its last item).
+        # When it falls due, everything of its session up to that item goes.
+        self._due: deque[tuple[float, str, Item]] = deque()
         self._offsets: dict[int, int] = {}  # input offset -> pending items from it
         self.changed: set[str] = set()
         self.stats = WindowStats()
@@ -138,10 +138,15 @@ class ReorderWindow:
         if key in state.pending_keys:
             self.stats.duplicates += 1
             return []
-        ordered = sorted(
-            Item(time_ns, rank, key, index, data, offset)
-            for index, (time_ns, rank, data) in enumerate(items)
-        )
+        if len(items) == 1:
+            time_ns, rank, data = items[0]
+            ordered: list[Item] = [(time_ns, rank, key, 0, data, offset)]
+        else:
+            ordered = [
+                (time_ns, rank, key, index, data, offset)
+                for index, (time_ns, rank, data) in enumerate(items)
+            ]
+            ordered.sort()
         released_before = state.seen.get(key)
         if released_before is not None:
             if released_before >= len(ordered):
@@ -152,24 +157,28 @@ class ReorderWindow:
             ordered = ordered[released_before:]
         if not ordered:
             return []
-        deadline = now + self.window_s
-        offsets = self._offsets
-        for item in ordered:
-            heapq.heappush(state.pending, item)
-            self._due.append((deadline, session, item))
+        pending = state.pending
+        in_order = not pending or pending[-1] < ordered[0]
+        pending.extend(ordered)
+        if not in_order:
+            pending.sort()
+        self._due.append((now + self.window_s, session, ordered[-1]))
         state.pending_keys[key] = len(ordered)
+        offsets = self._offsets
         offsets[offset] = offsets.get(offset, 0) + len(ordered)
-        released: list[Released] = []
-        while len(state.pending) > self.max_pending:
-            self.stats.forced += 1
-            released.append(self._release_one(session, state))
-        return released
+        excess = len(pending) - self.max_pending
+        if excess > 0:
+            self.stats.forced += excess
+            return self._release_first(session, state, excess)
+        return []
 
     # ----------------------------------------------------------------- output
 
     def release(self, now: float) -> list[Released]:
         """Everything due at ``now``, each session's events in event-time order."""
         due = self._due
+        if not due or due[0][0] > now:
+            return []
         bounds: dict[str, Item] = {}
         while due and due[0][0] <= now:
             _, session, item = due.popleft()
@@ -177,50 +186,64 @@ class ReorderWindow:
             if bound is None or item > bound:
                 bounds[session] = item
         out: list[Released] = []
+        sessions = self.sessions
         for session, bound in bounds.items():
-            state = self.sessions.get(session)
-            if state is None:
+            state = sessions.get(session)
+            if state is None or not state.pending:
                 continue
-            pending = state.pending
-            while pending and pending[0] <= bound:
-                out.append(self._release_one(session, state))
+            count = bisect_right(state.pending, bound)
+            if count:
+                out += self._release_first(session, state, count)
         return out
 
     def flush(self) -> list[Released]:
         """Release everything pending (tests, and a bridge told to drain)."""
         out: list[Released] = []
         for session, state in self.sessions.items():
-            while state.pending:
-                out.append(self._release_one(session, state))
+            if state.pending:
+                out += self._release_first(session, state, len(state.pending))
         self._due.clear()
         return out
 
-    def _release_one(self, session: str, state: SessionWindow) -> Released:
-        item = heapq.heappop(state.pending)
-        late = (item.time_ns, item.rank) < (state.last_time, state.last_rank)
-        if late:
-            self.stats.late += 1
-        else:
-            state.last_time, state.last_rank = item.time_ns, item.rank
+    def _release_first(self, session: str, state: SessionWindow, count: int) -> list[Released]:
+        """Release the session's ``count`` earliest pending events, in order, with seq."""
+        pending = state.pending
+        run = pending[:count]
+        del pending[:count]
         seq = state.next_seq
-        state.next_seq = seq + 1
-        left = state.pending_keys[item.key] - 1
-        if left:
-            state.pending_keys[item.key] = left
-        else:
-            del state.pending_keys[item.key]
-        seen = state.seen
-        seen[item.key] = seen.get(item.key, 0) + 1
+        last_time, last_rank = state.last_time, state.last_rank
+        pending_keys, seen, offsets = state.pending_keys, state.seen, self._offsets
+        out: list[Released] = []
+        append = out.append
+        late_count = 0
+        for time_ns, rank, key, _, data, offset in run:
+            late = time_ns < last_time or (time_ns == last_time and rank < last_rank)
+            if late:
+                late_count += 1
+            else:
+                last_time, last_rank = time_ns, rank
+            left = pending_keys[key] - 1
+            if left:
+                pending_keys[key] = left
+            else:
+                del pending_keys[key]
+            seen[key] = seen.get(key, 0) + 1
+            left = offsets[offset] - 1
+            if left:
+                offsets[offset] = left
+            else:
+                del offsets[offset]
+            append(Released(session, seq, b"%s,\"seq\":%d}" % (data[:-1], seq), offset, late))
+            seq += 1
+        state.next_seq = seq
+        state.last_time, state.last_rank = last_time, last_rank
         while len(seen) > self.max_seen:
             seen.popitem(last=False)
-        count = self._offsets[item.offset] - 1
-        if count:
-            self._offsets[item.offset] = count
-        else:
-            del self._offsets[item.offset]
         self.changed.add(session)
-        self.stats.released += 1
-        return Released(session, seq, with_seq(item.data, seq), item.offset, late)
+        stats = self.stats
+        stats.late += late_count
+        stats.released += len(out)
+        return out
 
     # ---------------------------------------------------------------- offsets
 

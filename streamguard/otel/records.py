@@ -1,0 +1,52 @@
+"""The records of the bridge's sessions topic (stage 1 to stage 2), pure.
+
+Stage 1 writes, per input payload, **one record per session**: the session is
+the key, the value a msgpack array of ``[key, [[time_ns, rank, event_json], ...]]``
+pairs, one pair per span or log record of that session in the payload. Grouping
+by session means a payload of 500 spans from 200 conversations is about 200
+records rather than 500 (each record costs a produce, a fetch and a decode),
+while every record still belongs to exactly one session and so to one
+partition. Events are carried as their contract-v1 JSON without ``seq``:
+stage 2 only appends the ``seq`` it assigns.
+
+Records written before this grouping (one pair per record, ``[key, items]``)
+are still read.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ..events import encode
+from .mapping import Mapped
+
+EventItems = list[tuple[int, int, bytes]]
+SessionEntries = list[tuple[str, EventItems]]
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode_grouped = msgspec.msgpack.Decoder(SessionEntries).decode
+_decode_single = msgspec.msgpack.Decoder(tuple[str, EventItems]).decode
+
+
+def session_records(mapped: list[Mapped]) -> list[tuple[str, bytes]]:
+    """One payload's mapped records as ``(session, value)``, one per session, in
+    the order each session first appears."""
+    grouped: dict[str, SessionEntries] = {}
+    for record in mapped:
+        entries = grouped.get(record.session)
+        if entries is None:
+            entries = grouped[record.session] = []
+        entries.append((record.key, [(t, rank, encode(event)) for t, rank, event in record.items]))
+    return [(session, _encode(entries)) for session, entries in grouped.items()]
+
+
+def decode_session_record(value: bytes) -> SessionEntries:
+    """The ``(key, items)`` pairs of one sessions-topic record (raises
+    :class:`msgspec.DecodeError` for anything the bridge did not write)."""
+    try:
+        return _decode_grouped(value)
+    except msgspec.DecodeError:
+        return [_decode_single(value)]
+
+
+__all__ = ["SessionEntries", "decode_session_record", "session_records"]
