@@ -72,7 +72,15 @@ from .events import (
 from .events import Feedback as FeedbackEvent
 from .policy import MODES, Policy
 from .signals import signal_classes
-from .signals.base import CallView, Finding, ResultView, Signal, overrides
+from .signals.base import (
+    NO_OP_OUTCOME,
+    CallView,
+    Finding,
+    ResultView,
+    Signal,
+    outcome_of,
+    overrides,
+)
 from .signals.facts import (
     FLAG_RUNNER,
     FLAG_SEARCH,
@@ -232,7 +240,7 @@ class Watchdog:
         self._runners = CommandRunners(runners.tools) if runners is not None else CommandRunners()
         verification = getattr(self.policy, "verification", None)
         self._classify = getattr(verification, "classify", None)
-        self._plain_facts: dict[tuple[str, str | None], CallFacts] = {}
+        self._plain_facts: dict[tuple[str, str | None], CallFacts | bool] = {}
         self._need_pairing = any(getattr(s, "needs_pairing", False) for s in signals)
         # Snapshots name their signal states by id; the id list is encoded once.
         self._signal_ids = msgspec.Raw(_core_encoder.encode([s.id for s in signals]))
@@ -380,24 +388,33 @@ class Watchdog:
                 self._handle(ctx, i, finding)
 
     def _view(self, event: ToolCall, canonical: Any, key: int, history: list[int]) -> CallView:
-        """The call's view with its shared facts (action, write, search; see signals/facts.py)."""
+        """The call's view with its shared facts (action, write, search; see signals/facts.py).
+
+        One bounded dict answers the per-tool questions at once: for a plain tool, its
+        facts (a pure function of the tool name and the event's kind); for a command
+        runner, whether it is an interpreter (its facts depend on the arguments and are
+        derived per call).
+        """
         tool = event.tool
         kind = event.kind
-        if self._runners(tool):
-            facts = runner_facts(event.args, is_code_tool(tool))
-            if kind == "write":
-                facts.write = True
-            return CallView(event, canonical, key, history, kind, facts, True)
         cache = self._plain_facts
         facts = cache.get((tool, kind))
         if facts is None:
-            named = kind
-            if named is None and self._classify is not None:
-                named = self._classify(tool)
-            facts = plain_facts(tool, named)
+            if self._runners(tool):
+                facts = is_code_tool(tool)
+            else:
+                named = kind
+                if named is None and self._classify is not None:
+                    named = self._classify(tool)
+                facts = plain_facts(tool, named)
             if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
                 cache.clear()
             cache[(tool, kind)] = facts
+        if facts is True or facts is False:
+            facts = runner_facts(event.args, facts)
+            if kind == "write":
+                facts.write = True
+            return CallView(event, canonical, key, history, kind, facts, True)
         return CallView(event, canonical, key, history, kind, facts, False)
 
     @staticmethod
@@ -438,14 +455,22 @@ class Watchdog:
                 fingerprint = fingerprint_payload(event.result, event.result_digest)
             if self._need_size:
                 size = event.result_bytes
+        # The outcome, once for every reader (see ResultView): only a failure hashes.
+        if failed:
+            outcome = outcome_of(event, True, 0)
+        elif event.no_op:
+            outcome = NO_OP_OUTCOME
+        else:
+            outcome = fingerprint
         if self._need_pairing and state.pending:
             paired = self._pair(state, event)
             if paired is not None:
-                view = ResultView(event, failed, fingerprint, size, paired[2], paired[3], paired[4])
+                view = ResultView(event, failed, fingerprint, size, paired[2], paired[3],
+                                  paired[4], outcome)
             else:
-                view = ResultView(event, failed, fingerprint, size)
+                view = ResultView(event, failed, fingerprint, size, 0, 0, None, outcome)
         else:
-            view = ResultView(event, failed, fingerprint, size)
+            view = ResultView(event, failed, fingerprint, size, 0, 0, None, outcome)
         tool = event.tool
         signals = state.signals
         for i, exempt, hook in self._result_hooks:

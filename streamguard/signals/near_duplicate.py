@@ -68,6 +68,11 @@ _NOISE = b"_-'\"`"
 
 def shape(text: str) -> str:
     """The near-duplicate shape of a call's text (see the module docstring)."""
+    return shape_bytes(text).decode("utf-8", "replace")
+
+
+def shape_bytes(text: str) -> bytes:
+    """:func:`shape` before it is decoded: what the shape code hashes when it is ASCII."""
     data = text[:TEXT_LIMIT].encode("utf-8", "surrogatepass").lower()
     if b" -" in data or data[:1] == b"-":
         data = _FLAG.sub(b" ", data)
@@ -75,7 +80,7 @@ def shape(text: str) -> str:
     while b"##" in data:
         data = data.replace(b"##", b"#")
     data = b" ".join(data.split()).replace(b"/ ", b" ").replace(b"/,", b",").replace(b"/]", b"]")
-    return data.rstrip(b"/").decode("utf-8", "replace")
+    return data.rstrip(b"/")
 
 
 class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -122,7 +127,7 @@ class NearDuplicateCalls(Signal):
         threshold = min(max(config_int(getattr(cfg, "threshold", 8), 8), 3), window)
         self.config = structs.replace(cfg, window=window, threshold=threshold)
         self.window, self.threshold = window, threshold
-        self._shapes: dict[int, tuple[int, str]] = {}
+        self._shapes: dict[int, tuple[int, str | bytes]] = {}
         self._bytes = window * 4
 
     def is_latched(self, state: Any) -> bool:
@@ -136,8 +141,15 @@ class NearDuplicateCalls(Signal):
             text = command_text(call.args) if call.runner else None
             if text is None:
                 text = call.canonical.text
-            form = shape(text)
-            shape32 = zlib.crc32(f"{call.tool}\0{form}".encode("utf-8", "surrogatepass")) or 1
+            data = shape_bytes(text)
+            tool = call.tool
+            if data.isascii() and tool.isascii():
+                # ASCII decodes and re-encodes to itself: hash the bytes, decode on a finding.
+                shape32 = zlib.crc32(data, zlib.crc32(tool.encode() + b"\0")) or 1
+                form: str | bytes = data
+            else:
+                form = data.decode("utf-8", "replace")
+                shape32 = zlib.crc32(f"{tool}\0{form}".encode("utf-8", "surrogatepass")) or 1
             # A pure function of the call: cached per process, keyed by the call key.
             if len(self._shapes) >= 4096:
                 self._shapes.clear()
@@ -164,7 +176,7 @@ class NearDuplicateCalls(Signal):
         if count < self.threshold:
             return None
         state.latched = shape32
-        return self._finding(call, count, form)
+        return self._finding(call, count, form if type(form) is str else form.decode())
 
     @staticmethod
     def _variants(state: Any, packed: bytes) -> int:
