@@ -193,8 +193,9 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Call key of the latest paired result's call (to recognise a poll)."""
     last_outcome: int = 0
     """That result's exact outcome."""
-    tools: list[str] = []
-    """Distinct tools of the current run, at most 4 (alert text)."""
+    tools: tuple[str, ...] = ()
+    """Distinct tools of the current run, at most 4 (alert text); a tuple, so the usual
+    empty value costs nothing."""
     checks: bytearray = bytearray()
     """The last ``CHECKS`` checks' answers, 8 bytes each (key32, then light template32),
     least recent first."""
@@ -352,7 +353,7 @@ class ResultStall(Signal):
             return None
         state.latched = state.futile_latched = True
         state.sample = truncate_middle(masked[:480].decode(errors="replace"), 160)
-        state.tools = [result.tool[:64]]
+        state.tools = (result.tool[:64],)
         return self._finding(state, rule="futile_writes", count=state.futile)
 
     def _is_steady(self, tool: str) -> bool:
@@ -373,7 +374,7 @@ class ResultStall(Signal):
         if state.latched and state.mask.bit_count() <= self.window // 2:
             state.latched = False
         if not state.latched and state.tools and not state.mask:
-            state.tools = []
+            state.tools = ()
         state.sample = ""
 
     def _stale(self, state: Any, code: int, result: ResultView, masked: bytes) -> Finding | None:
@@ -386,9 +387,7 @@ class ResultStall(Signal):
         tools = state.tools
         name = result.tool if len(result.tool) <= 64 else result.tool[:64]
         if name not in tools:
-            if len(tools) >= 4:
-                del tools[0]
-            tools.append(name)
+            state.tools = (*tools[-3:], name)
         windowed = (
             self.window_threshold
             and state.steps >= self.window
