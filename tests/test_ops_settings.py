@@ -118,9 +118,13 @@ def test_repeated_kafka_errors_collapse_into_one_line_per_window():
     handler.addFilter(logsetup.RepeatFilter(window_s=20, hint="is the cluster reachable?", clock=clock))
     kafka_log = logging.getLogger("aiokafka.conn.test")
     ours = logging.getLogger("streamguard.test")
+    # Commands run in-process by other tests quiet "aiokafka" itself: set this
+    # logger's own level so the test sees every record whatever ran before it.
+    levels = {logger: logger.level for logger in (kafka_log, ours)}
     for logger in (kafka_log, ours):
         logger.addHandler(handler)
         logger.propagate = False
+        logger.setLevel(logging.DEBUG)
     try:
         for i in range(3000):
             clock.now = i * 20 / 3000  # 3,000 errors in 20 s, each naming another attempt
@@ -133,6 +137,7 @@ def test_repeated_kafka_errors_collapse_into_one_line_per_window():
         for logger in (kafka_log, ours):
             logger.removeHandler(handler)
             logger.propagate = True
+            logger.setLevel(levels[logger])
     lines = stream.getvalue().splitlines()
     assert len(lines) == 4
     assert lines[0] == "aiokafka.conn.test Unable connect to node with id 1: attempt 0"
