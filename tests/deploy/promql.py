@@ -81,10 +81,18 @@ def code_metrics() -> list[MetricWrapperBase]:
     return [v for v in vars(metrics).values() if isinstance(v, MetricWrapperBase)]
 
 
+def bridge_metrics() -> list[MetricWrapperBase]:
+    """The OpenTelemetry bridge's metric objects (its own registry, its own job)."""
+    from streamguard.otel.bridge import BridgeMetrics
+
+    metrics = BridgeMetrics()
+    return [v for v in vars(metrics).values() if isinstance(v, MetricWrapperBase)]
+
+
 def exported_names() -> set[str]:
-    """Every sample name the processor's registry can expose."""
+    """Every sample name the processor's and the bridge's registries can expose."""
     names: set[str] = set()
-    for metric in code_metrics():
+    for metric in [*code_metrics(), *bridge_metrics()]:
         base = metric._name
         kind = metric._type
         if kind == "counter":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 from tests.deploy.promql import (
+    bridge_metrics,
     code_metrics,
     dashboard,
     dashboard_exprs,
@@ -67,6 +68,13 @@ def test_every_exported_metric_is_on_the_dashboard() -> None:
     for metric in code_metrics():
         family = {metric._name, metric._name + "_total", metric._name + "_bucket"}
         assert family & used, f"{metric._name} is exported but on no panel"
+
+
+def test_every_bridge_metric_is_on_the_dashboard() -> None:
+    used = set().union(*(metric_names(e) for _, e in dashboard_exprs()))
+    for metric in bridge_metrics():
+        family = {metric._name, metric._name + "_total", metric._name + "_bucket"}
+        assert family & used, f"{metric._name} is exported by the bridge but on no panel"
 
 
 def test_the_required_views_are_there() -> None:
