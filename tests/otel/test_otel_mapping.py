@@ -258,3 +258,45 @@ def test_oversized_names_and_content_are_bounded() -> None:
     events = events_of(json.dumps(doc).encode())  # decode_agent_event accepted them
     assert len(events[0].tool) == 256 and len(events[0].session) <= 256
     assert len(events[0].args.encode()) <= CONFIG.max_content_bytes
+
+
+def test_decoding_only_the_wanted_attributes_maps_to_the_same_events() -> None:
+    from streamguard.otel.mapping import span_filter
+
+    def attr(key: str, value: str) -> dict[str, Any]:
+        return {"key": key, "value": {"stringValue": value}}
+
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1", "name": "execute_tool t",
+         "attributes": [attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", "t"),
+                        attr("gen_ai.conversation.id", "c"), attr("http.url", "https://x"),
+                        attr("gen_ai.input.messages", "[]"),
+                        {"key": "deep", "value": _deep(80)}]}]}]}]}  # never read: never refused
+    payload = json.dumps(doc).encode()
+    wanted = otlp.decode_spans(payload, "auto", span_filter(CONFIG))
+    assert set(wanted[0].attrs) == {"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.conversation.id"}
+    del doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][-1]
+    everything = otlp.decode_spans(json.dumps(doc).encode())
+    assert map_spans(everything, CONFIG) == map_spans(wanted, CONFIG)
+    spans = sdk_spans("conv-f", LOOP[:3])
+    for payload in (spans_proto(spans), spans_json(spans)):
+        assert map_spans(otlp.decode_spans(payload), CONFIG) == map_spans(
+            otlp.decode_spans(payload, "auto", span_filter(CONFIG)), CONFIG
+        )
+
+
+def test_session_records_group_a_payload_by_session_and_read_the_older_shape() -> None:
+    from streamguard.otel.records import decode_session_record, session_records
+
+    spans = sdk_spans("conv-a", LOOP[:2]) + sdk_spans("conv-b", SWEEP[:2])
+    result = map_spans(otlp.decode_spans(spans_proto(spans)), CONFIG, TraceSessions())
+    records = session_records(result.mapped)
+    assert [session for session, _ in records] == ["conv-a", "conv-b"]
+    for session, value in records:
+        entries = decode_session_record(value)
+        mine = [m for m in result.mapped if m.session == session]
+        assert [key for key, _ in entries] == [m.key for m in mine]
+    single = msgspec.msgpack.encode(("k", [(1, 2, b'{"type":"text"}')]))  # one span a record
+    assert decode_session_record(single) == [("k", [(1, 2, b'{"type":"text"}')])]
+    with pytest.raises(msgspec.DecodeError):
+        decode_session_record(b"\x01 not a session record")
