@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 import msgspec
 from msgspec import Meta, Struct
@@ -39,8 +39,20 @@ class ConfigError(ValueError):
     """An invalid setting; the message names its flag and environment variable."""
 
 
-class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
-    """Everything ``streamguard run`` can be told. Defaults suit a production cluster."""
+class KafkaSettings(Struct, kw_only=True, forbid_unknown_fields=True):
+    """What every streamguard job that talks to Kafka can be told: the connection,
+    and the machinery that reads settings from flags and the environment,
+    validates them and builds the clients' options.
+
+    A job's settings subclass it with their own fields, ``ENV_PREFIX``, ``PROG``,
+    ``DESCRIPTION`` and ``HELP``; ``validate`` checks the connection and the job's
+    override adds its own cross-field checks.
+    """
+
+    ENV_PREFIX: ClassVar[str] = ENV_PREFIX
+    PROG: ClassVar[str] = "streamguard"
+    DESCRIPTION: ClassVar[str] = ""
+    SECRETS: ClassVar[frozenset[str]] = frozenset({"sasl_password", "ssl_key_password"})
 
     # -- connection
     bootstrap_servers: Annotated[str, Meta(min_length=1)] = "localhost:9092"
@@ -61,53 +73,6 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     compression_type: CompressionType = "none"
     client_properties: list[str] = []
 
-    # -- consumer group
-    group_id: Annotated[str, Meta(min_length=1)] = "streamguard"
-    group_instance_id: str | None = None
-    session_timeout_ms: Millis = 10_000
-    heartbeat_interval_ms: Millis = 3_000
-    rebalance_timeout_ms: Millis = 60_000
-    max_poll_interval_ms: Millis = 300_000
-    fetch_max_wait_ms: Millis = 500
-
-    # -- topics
-    events_topic: TopicName = "agent.events"
-    control_topic: TopicName = "streamguard.control"
-    alerts_topic: TopicName = "streamguard.alerts"
-    dlq_topic: TopicName = "streamguard.dlq"
-    changelog_topic: TopicName = "streamguard.changelog"
-    create_topics: bool = False
-    partitions: Annotated[int, Meta(ge=1, le=100_000)] = 12
-    replication_factor: Annotated[int, Meta(ge=1, le=32)] = 3
-
-    # -- detection
-    policy: str | None = None
-    agent_header: Annotated[str, Meta(min_length=1, max_length=249)] | None = None
-
-    # -- processing and checkpoints
-    max_poll_records: Annotated[int, Meta(ge=1, le=1_000_000)] = 500
-    checkpoint_every_events: PositiveInt = 5_000
-    checkpoint_interval_ms: Millis = 1_000
-    max_in_flight: PositiveInt = 10_000
-    send_timeout_ms: Millis = 30_000
-    linger_ms: Annotated[int, Meta(ge=0, le=60_000)] = 5
-    max_output_bytes: Annotated[int, Meta(ge=4096, le=64 * 1024 * 1024)] = 256 * 1024
-    max_clock_skew_s: Annotated[float, Meta(ge=0, le=7 * 24 * 3600.0)] = 300.0
-
-    # -- session state
-    session_idle_ttl_s: Seconds = 6 * 3600.0
-    halted_session_ttl_s: Seconds = 7 * 24 * 3600.0
-    eviction_batch: PositiveInt = 10_000
-
-    # -- observability and lifecycle
-    metrics_host: Annotated[str, Meta(min_length=1)] = "0.0.0.0"
-    metrics_port: Port = 9464
-    metrics_agents: list[str] = []
-    metrics_max_agents: Annotated[int, Meta(ge=0, le=10_000)] = 50
-    shutdown_timeout_s: Seconds = 25.0
-    log_level: LogLevel = "info"
-    log_format: LogFormat = "text"
-
     HELP: ClassVar[dict[str, str]] = {
         "bootstrap_servers": "comma-separated host:port list of the Kafka cluster",
         "client_id": "client id reported to the brokers",
@@ -126,41 +91,6 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         "ssl_key_password": "password of the client private key",
         "ssl_check_hostname": "verify that broker certificates match their host names",
         "request_timeout_ms": "timeout of one broker request",
-        "group_id": "consumer group shared by every instance of this processor",
-        "group_instance_id": "static membership id (stable per replica, e.g. the pod name)",
-        "session_timeout_ms": "how long the group waits for a silent member before rebalancing",
-        "heartbeat_interval_ms": "heartbeat period (well below the session timeout)",
-        "rebalance_timeout_ms": "time a member has to flush and commit during a rebalance",
-        "max_poll_interval_ms": "longest pause between fetches before the member is evicted",
-        "fetch_max_wait_ms": "longest time the broker may hold a fetch waiting for data (lower it for latency on brokers that hold fetches)",
-        "events_topic": "topic of agent events, keyed by session",
-        "control_topic": "topic of operator commands (resets), co-partitioned with the events",
-        "alerts_topic": "topic the alerts, trips, feedback and reset receipts go to",
-        "dlq_topic": "dead-letter topic for records that cannot be processed",
-        "changelog_topic": "compacted topic of session snapshots, co-partitioned with the events",
-        "create_topics": "create missing topics at start-up",
-        "partitions": "partition count of topics created by --create-topics",
-        "replication_factor": "replication factor of created topics (1 for a single-broker dev cluster)",
-        "policy": "policy TOML file (default: the built-in defaults)",
-        "agent_header": "take each event's agent name (which picks its policy) from this record header, set by the publishing service, instead of the event's own `agent` field",
-        "max_poll_records": "most records taken from the consumer per batch",
-        "checkpoint_every_events": "checkpoint (flush outputs and snapshots, commit) after this many records",
-        "checkpoint_interval_ms": "checkpoint at least this often while records flow",
-        "max_in_flight": "unacknowledged produced records before fetching pauses",
-        "send_timeout_ms": "how long a checkpoint waits for acknowledgements before failing",
-        "linger_ms": "producer batching delay",
-        "max_output_bytes": "largest output or dead letter produced; a bigger one is cut down to a stub that says so (keep below the producer's and the topics' message size limits)",
-        "max_clock_skew_s": "record timestamps later than the processor's clock plus this are clamped to it (and counted)",
-        "session_idle_ttl_s": "evict a session after this long without records (processing time)",
-        "halted_session_ttl_s": "keep halted sessions this long without records (processing time)",
-        "eviction_batch": "most sessions examined per partition per eviction sweep",
-        "metrics_host": "address of the /metrics, /healthz and /readyz endpoint",
-        "metrics_port": "port of that endpoint (0: any free port)",
-        "metrics_agents": "comma-separated agent names used as metric labels (others: `other`)",
-        "metrics_max_agents": "without an allow-list: label the first N agents seen, the rest `other`",
-        "shutdown_timeout_s": "bound on the final flush and commit at shutdown",
-        "log_level": "debug, info, warning or error",
-        "log_format": "text (for people) or json (one object per line, for log pipelines)",
     }
 
     # -------------------------------------------------------------- building
@@ -169,31 +99,24 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     def flag(name: str) -> str:
         return "--" + name.replace("_", "-")
 
-    @staticmethod
-    def env_name(name: str) -> str:
-        return ENV_PREFIX + name.upper()
+    @classmethod
+    def env_name(cls, name: str) -> str:
+        return cls.ENV_PREFIX + name.upper()
 
     @classmethod
     def describe(cls, name: str) -> str:
         return f"{cls.flag(name)} / {cls.env_name(name)}"
 
     @classmethod
-    def parser(cls, prog: str = "streamguard run") -> argparse.ArgumentParser:
-        parser = argparse.ArgumentParser(
-            prog=prog,
-            description=(
-                "Run the stream processor: consume agent events, publish alerts and "
-                "guardrail trips. Every flag also reads STREAMGUARD_<NAME> from the "
-                "environment (flags win)."
-            ),
-        )
+    def parser(cls, prog: str | None = None) -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(prog=prog or cls.PROG, description=cls.DESCRIPTION)
         defaults = cls()
         for field in msgspec.structs.fields(cls):
             name = field.name
             default = getattr(defaults, name)
             help_text = cls.HELP.get(name, "")
             help_text += f" [env {cls.env_name(name)}"
-            if name not in ("sasl_password", "ssl_key_password"):
+            if name not in cls.SECRETS:
                 shown = ",".join(default) if isinstance(default, list) else default
                 help_text += f"; default {shown}"
             help_text += "]"
@@ -216,18 +139,22 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         cls,
         argv: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
-    ) -> ProcessorConfig:
+    ) -> Self:
         """Parse flags (``argv``, without the program name) over ``env`` over defaults."""
         args = cls.parser().parse_args(list(argv) if argv is not None else [])
         return cls.from_namespace(args, env)
 
-    # The CLI's spelling.
-    from_args = from_env_and_args
+    @classmethod
+    def from_args(
+        cls,
+        argv: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Self:
+        """The CLI's spelling of :meth:`from_env_and_args`."""
+        return cls.from_env_and_args(argv, env)
 
     @classmethod
-    def from_namespace(
-        cls, args: argparse.Namespace, env: Mapping[str, str] | None = None
-    ) -> ProcessorConfig:
+    def from_namespace(cls, args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Self:
         env = os.environ if env is None else env
         raw: dict[str, Any] = {}
         for field in msgspec.structs.fields(cls):
@@ -257,8 +184,8 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         return value
 
     @classmethod
-    def build(cls, raw: Mapping[str, Any]) -> ProcessorConfig:
-        """Validate a mapping of settings (strings are coerced) into a config."""
+    def build(cls, raw: Mapping[str, Any]) -> Self:
+        """Validate a mapping of settings (strings are coerced) into settings."""
         try:
             config = msgspec.convert(dict(raw), cls, strict=False)
         except msgspec.ValidationError as exc:
@@ -285,33 +212,8 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     # ------------------------------------------------------------ validation
 
     def validate(self) -> None:
-        """Cross-field checks; raises :class:`ConfigError` naming the setting."""
+        """The connection's cross-field checks; raises :class:`ConfigError` naming the setting."""
         d = type(self).describe
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ConfigError(
-                f"invalid {d('heartbeat_interval_ms')}: must be below "
-                f"{d('session_timeout_ms')} ({self.session_timeout_ms})"
-            )
-        if self.halted_session_ttl_s < self.session_idle_ttl_s:
-            raise ConfigError(
-                f"invalid {d('halted_session_ttl_s')}: must be at least "
-                f"{d('session_idle_ttl_s')} ({self.session_idle_ttl_s:g}); halted sessions are "
-                "kept longer than idle ones"
-            )
-        topics = {
-            "events_topic": self.events_topic,
-            "control_topic": self.control_topic,
-            "alerts_topic": self.alerts_topic,
-            "dlq_topic": self.dlq_topic,
-            "changelog_topic": self.changelog_topic,
-        }
-        seen: dict[str, str] = {}
-        for name, topic in topics.items():
-            if topic in seen:
-                raise ConfigError(
-                    f"invalid {d(name)}: {topic!r} is already used by {d(seen[topic])}"
-                )
-            seen[topic] = name
         for server in self.bootstrap_servers.split(","):
             host, sep, port = server.strip().rpartition(":")
             if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -337,17 +239,10 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
                 f"invalid {d('ssl_certfile')}: mutual TLS needs both {d('ssl_certfile')} "
                 f"and {d('ssl_keyfile')}"
             )
-        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "policy"):
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
             path = getattr(self, name)
             if path is not None and not os.access(path, os.R_OK):
                 raise ConfigError(f"invalid {d(name)}: cannot read {path!r}")
-        if self.policy is not None:
-            from ..policy import PolicyError, load_policy_set
-
-            try:
-                load_policy_set(self.policy)
-            except PolicyError as exc:
-                raise ConfigError(f"invalid {d('policy')}: {exc}") from None
         if self.compression_type != "none":
             from aiokafka import codec
 
@@ -357,8 +252,6 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
                     "installation lacks (pip install cramjam)"
                 )
         self.client_overrides()  # every KEY=VALUE known to some client
-        if self.group_instance_id is not None and not self.group_instance_id:
-            raise ConfigError(f"invalid {d('group_instance_id')}: must not be empty")
 
     # --------------------------------------------------------------- clients
 
@@ -467,6 +360,146 @@ class ProcessorConfig(Struct, kw_only=True, forbid_unknown_fields=True):
             options["sasl_oauth_token_provider"] = self.token_provider()
         options.update(self.client_overrides()["common"])
         return options
+
+
+class ProcessorConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
+    """Everything ``streamguard run`` can be told. Defaults suit a production cluster."""
+
+    PROG: ClassVar[str] = "streamguard run"
+    DESCRIPTION: ClassVar[str] = (
+        "Run the stream processor: consume agent events, publish alerts and "
+        "guardrail trips. Every flag also reads STREAMGUARD_<NAME> from the "
+        "environment (flags win)."
+    )
+
+    # -- consumer group
+    group_id: Annotated[str, Meta(min_length=1)] = "streamguard"
+    group_instance_id: str | None = None
+    session_timeout_ms: Millis = 10_000
+    heartbeat_interval_ms: Millis = 3_000
+    rebalance_timeout_ms: Millis = 60_000
+    max_poll_interval_ms: Millis = 300_000
+    fetch_max_wait_ms: Millis = 500
+
+    # -- topics
+    events_topic: TopicName = "agent.events"
+    control_topic: TopicName = "streamguard.control"
+    alerts_topic: TopicName = "streamguard.alerts"
+    dlq_topic: TopicName = "streamguard.dlq"
+    changelog_topic: TopicName = "streamguard.changelog"
+    create_topics: bool = False
+    partitions: Annotated[int, Meta(ge=1, le=100_000)] = 12
+    replication_factor: Annotated[int, Meta(ge=1, le=32)] = 3
+
+    # -- detection
+    policy: str | None = None
+    agent_header: Annotated[str, Meta(min_length=1, max_length=249)] | None = None
+
+    # -- processing and checkpoints
+    max_poll_records: Annotated[int, Meta(ge=1, le=1_000_000)] = 500
+    checkpoint_every_events: PositiveInt = 5_000
+    checkpoint_interval_ms: Millis = 1_000
+    max_in_flight: PositiveInt = 10_000
+    send_timeout_ms: Millis = 30_000
+    linger_ms: Annotated[int, Meta(ge=0, le=60_000)] = 5
+    max_output_bytes: Annotated[int, Meta(ge=4096, le=64 * 1024 * 1024)] = 256 * 1024
+    max_clock_skew_s: Annotated[float, Meta(ge=0, le=7 * 24 * 3600.0)] = 300.0
+
+    # -- session state
+    session_idle_ttl_s: Seconds = 6 * 3600.0
+    halted_session_ttl_s: Seconds = 7 * 24 * 3600.0
+    eviction_batch: PositiveInt = 10_000
+
+    # -- observability and lifecycle
+    metrics_host: Annotated[str, Meta(min_length=1)] = "0.0.0.0"
+    metrics_port: Port = 9464
+    metrics_agents: list[str] = []
+    metrics_max_agents: Annotated[int, Meta(ge=0, le=10_000)] = 50
+    shutdown_timeout_s: Seconds = 25.0
+    log_level: LogLevel = "info"
+    log_format: LogFormat = "text"
+
+    HELP: ClassVar[dict[str, str]] = {
+        **KafkaSettings.HELP,
+        "group_id": "consumer group shared by every instance of this processor",
+        "group_instance_id": "static membership id (stable per replica, e.g. the pod name)",
+        "session_timeout_ms": "how long the group waits for a silent member before rebalancing",
+        "heartbeat_interval_ms": "heartbeat period (well below the session timeout)",
+        "rebalance_timeout_ms": "time a member has to flush and commit during a rebalance",
+        "max_poll_interval_ms": "longest pause between fetches before the member is evicted",
+        "fetch_max_wait_ms": "longest time the broker may hold a fetch waiting for data (lower it for latency on brokers that hold fetches)",
+        "events_topic": "topic of agent events, keyed by session",
+        "control_topic": "topic of operator commands (resets), co-partitioned with the events",
+        "alerts_topic": "topic the alerts, trips, feedback and reset receipts go to",
+        "dlq_topic": "dead-letter topic for records that cannot be processed",
+        "changelog_topic": "compacted topic of session snapshots, co-partitioned with the events",
+        "create_topics": "create missing topics at start-up",
+        "partitions": "partition count of topics created by --create-topics",
+        "replication_factor": "replication factor of created topics (1 for a single-broker dev cluster)",
+        "policy": "policy TOML file (default: the built-in defaults)",
+        "agent_header": "take each event's agent name (which picks its policy) from this record header, set by the publishing service, instead of the event's own `agent` field",
+        "max_poll_records": "most records taken from the consumer per batch",
+        "checkpoint_every_events": "checkpoint (flush outputs and snapshots, commit) after this many records",
+        "checkpoint_interval_ms": "checkpoint at least this often while records flow",
+        "max_in_flight": "unacknowledged produced records before fetching pauses",
+        "send_timeout_ms": "how long a checkpoint waits for acknowledgements before failing",
+        "linger_ms": "producer batching delay",
+        "max_output_bytes": "largest output or dead letter produced; a bigger one is cut down to a stub that says so (keep below the producer's and the topics' message size limits)",
+        "max_clock_skew_s": "record timestamps later than the processor's clock plus this are clamped to it (and counted)",
+        "session_idle_ttl_s": "evict a session after this long without records (processing time)",
+        "halted_session_ttl_s": "keep halted sessions this long without records (processing time)",
+        "eviction_batch": "most sessions examined per partition per eviction sweep",
+        "metrics_host": "address of the /metrics, /healthz and /readyz endpoint",
+        "metrics_port": "port of that endpoint (0: any free port)",
+        "metrics_agents": "comma-separated agent names used as metric labels (others: `other`)",
+        "metrics_max_agents": "without an allow-list: label the first N agents seen, the rest `other`",
+        "shutdown_timeout_s": "bound on the final flush and commit at shutdown",
+        "log_level": "debug, info, warning or error",
+        "log_format": "text (for people) or json (one object per line, for log pipelines)",
+    }
+
+    # ------------------------------------------------------------ validation
+
+    def validate(self) -> None:
+        """Cross-field checks; raises :class:`ConfigError` naming the setting."""
+        super().validate()
+        d = type(self).describe
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigError(
+                f"invalid {d('heartbeat_interval_ms')}: must be below "
+                f"{d('session_timeout_ms')} ({self.session_timeout_ms})"
+            )
+        if self.halted_session_ttl_s < self.session_idle_ttl_s:
+            raise ConfigError(
+                f"invalid {d('halted_session_ttl_s')}: must be at least "
+                f"{d('session_idle_ttl_s')} ({self.session_idle_ttl_s:g}); halted sessions are "
+                "kept longer than idle ones"
+            )
+        topics = {
+            "events_topic": self.events_topic,
+            "control_topic": self.control_topic,
+            "alerts_topic": self.alerts_topic,
+            "dlq_topic": self.dlq_topic,
+            "changelog_topic": self.changelog_topic,
+        }
+        seen: dict[str, str] = {}
+        for name, topic in topics.items():
+            if topic in seen:
+                raise ConfigError(
+                    f"invalid {d(name)}: {topic!r} is already used by {d(seen[topic])}"
+                )
+            seen[topic] = name
+        if self.policy is not None:
+            if not os.access(self.policy, os.R_OK):
+                raise ConfigError(f"invalid {d('policy')}: cannot read {self.policy!r}")
+            from ..policy import PolicyError, load_policy_set
+
+            try:
+                load_policy_set(self.policy)
+            except PolicyError as exc:
+                raise ConfigError(f"invalid {d('policy')}: {exc}") from None
+        if self.group_instance_id is not None and not self.group_instance_id:
+            raise ConfigError(f"invalid {d('group_instance_id')}: must not be empty")
 
 
 # Options streamguard sets itself, for its guarantees: not to be overridden.

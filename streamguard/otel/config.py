@@ -5,28 +5,23 @@ the bridge's own prefix (``STREAMGUARD_BRIDGE_SPANS_TOPIC``), so a bridge and a
 processor deployed from one environment never read each other's group id. A
 flag wins over the environment, the environment over the default; values are
 validated together at start-up and an invalid one is named with both spellings.
-The parsing and the Kafka client options are the processor's own
-(:class:`~streamguard.kafka.config.ProcessorConfig`), reused as they are.
+The connection settings, the parsing and the Kafka client options are the
+shared :class:`~streamguard.kafka.config.KafkaSettings`, as for the processor.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Mapping, Sequence
 from typing import Annotated, ClassVar
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import Meta
 
 from ..kafka.config import (
-    CompressionType,
     ConfigError,
+    KafkaSettings,
     Millis,
     Port,
-    ProcessorConfig,
-    SaslMechanism,
     Seconds,
-    SecurityProtocol,
     TopicName,
 )
 from .mapping import TRACE, MappingConfig
@@ -35,27 +30,19 @@ from .otlp import Encoding
 ENV_PREFIX = "STREAMGUARD_BRIDGE_"
 
 
-class BridgeConfig(Struct, kw_only=True, forbid_unknown_fields=True):
+class BridgeConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
     """Everything ``streamguard bridge`` can be told."""
 
-    # -- connection (as `streamguard run`)
-    bootstrap_servers: Annotated[str, Meta(min_length=1)] = "localhost:9092"
+    ENV_PREFIX: ClassVar[str] = ENV_PREFIX
+    PROG: ClassVar[str] = "streamguard bridge"
+    DESCRIPTION: ClassVar[str] = (
+        "Run the OpenTelemetry bridge: consume OTLP spans and logs (the Collector's "
+        "Kafka exporter, or OTLP/HTTP), publish contract-v1 events keyed by session. "
+        "Every flag also reads STREAMGUARD_BRIDGE_<NAME> from the environment (flags win)."
+    )
+
+    # -- connection: as `streamguard run` (KafkaSettings), under the bridge's own id
     client_id: Annotated[str, Meta(min_length=1)] = "streamguard-bridge"
-    security_protocol: SecurityProtocol = "PLAINTEXT"
-    sasl_mechanism: SaslMechanism = "PLAIN"
-    sasl_username: str | None = None
-    sasl_password: str | None = None
-    sasl_kerberos_service_name: str = "kafka"
-    sasl_kerberos_domain_name: str | None = None
-    ssl_cafile: str | None = None
-    ssl_certfile: str | None = None
-    ssl_keyfile: str | None = None
-    ssl_key_password: str | None = None
-    ssl_check_hostname: bool = True
-    request_timeout_ms: Millis = 40_000
-    sasl_oauth_token_provider: str | None = None
-    compression_type: CompressionType = "none"
-    client_properties: list[str] = []
 
     # -- consumer group
     group_id: Annotated[str, Meta(min_length=1)] = "streamguard-bridge"
@@ -109,7 +96,7 @@ class BridgeConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     shutdown_timeout_s: Seconds = 25.0
 
     HELP: ClassVar[dict[str, str]] = {
-        **ProcessorConfig.HELP,
+        **KafkaSettings.HELP,
         "group_id": "consumer group shared by every bridge instance (never the processor's)",
         "spans_topic": "topic the Collector's Kafka exporter writes traces to",
         "logs_topic": "topic the Collector's Kafka exporter writes logs to",
@@ -134,48 +121,8 @@ class BridgeConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         "metrics_port": "port of /metrics, /healthz and /readyz (0: any free port)",
     }
 
-    @staticmethod
-    def flag(name: str) -> str:
-        return "--" + name.replace("_", "-")
-
-    @staticmethod
-    def env_name(name: str) -> str:
-        return ENV_PREFIX + name.upper()
-
-    @classmethod
-    def describe(cls, name: str) -> str:
-        return f"{cls.flag(name)} / {cls.env_name(name)}"
-
-    @classmethod
-    def parser(cls, prog: str = "streamguard bridge") -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = ProcessorConfig.parser.__func__(cls, prog)  # type: ignore[attr-defined]
-        parser.description = (
-            "Run the OpenTelemetry bridge: consume OTLP spans and logs (the Collector's "
-            "Kafka exporter, or OTLP/HTTP), publish contract-v1 events keyed by session. "
-            "Every flag also reads STREAMGUARD_BRIDGE_<NAME> from the environment (flags win)."
-        )
-        return parser
-
-    @classmethod
-    def from_env_and_args(
-        cls, argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
-    ) -> BridgeConfig:
-        args = cls.parser().parse_args(list(argv) if argv is not None else [])
-        return cls.from_namespace(args, env)
-
-    # The processor's generic machinery, reused: it reads fields, flags and
-    # environment names through ``cls``.
-    from_namespace = classmethod(ProcessorConfig.from_namespace.__func__)  # type: ignore[attr-defined]
-    _coerce = classmethod(ProcessorConfig._coerce.__func__)  # type: ignore[attr-defined]
-    build = classmethod(ProcessorConfig.build.__func__)  # type: ignore[attr-defined]
-    uses_ssl = ProcessorConfig.uses_ssl
-    client_options = ProcessorConfig.client_options
-    producer_options = ProcessorConfig.producer_options
-    consumer_options = ProcessorConfig.consumer_options
-    client_overrides = ProcessorConfig.client_overrides
-    token_provider = ProcessorConfig.token_provider
-
     def validate(self) -> None:
+        super().validate()
         d = type(self).describe
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ConfigError(
@@ -195,16 +142,6 @@ class BridgeConfig(Struct, kw_only=True, forbid_unknown_fields=True):
             seen[topic] = name
         if not self.session_keys:
             raise ConfigError(f"invalid {d('session_keys')}: name at least one attribute")
-        for server in self.bootstrap_servers.split(","):
-            host, sep, port = server.strip().rpartition(":")
-            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ConfigError(
-                    f"invalid {d('bootstrap_servers')}: {server.strip()!r} is not host:port"
-                )
-        if self.security_protocol.startswith("SASL") and self.sasl_mechanism != "GSSAPI":
-            for name in ("sasl_username", "sasl_password"):
-                if not getattr(self, name):
-                    raise ConfigError(f"missing {d(name)}: required by {self.sasl_mechanism}")
 
     def mapping(self) -> MappingConfig:
         return MappingConfig(
