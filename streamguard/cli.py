@@ -1049,6 +1049,8 @@ def _view_line(view: Any) -> str:
     who = view.session + (f" ({view.agent})" if view.agent else "")
     if view.halted:
         state = f"HALTED by {', '.join(view.halted_by)}" + (f" ({view.halt_signal})" if view.halt_signal else "")
+        if view.halted_at is not None:
+            state += f" since {_timestamp(view.halted_at)}"
     elif view.cut_streak:
         state = f"active, {view.cut_streak} cut turn(s) in a row by {view.cut_by}"
     else:
@@ -1145,6 +1147,8 @@ def _cmd_session(args: argparse.Namespace) -> int:
         for record, output in outputs:
             if isinstance(output, GuardrailTrip) and output.session_halted:
                 halted_since = record.timestamp / 1000.0
+        if view.halted_at is not None:
+            halted_since = view.halted_at  # the snapshot's own record of it
         if args.json:
             doc = msgspec.to_builtins(view)
             doc["halted_since"] = halted_since if view.halted else None

@@ -175,6 +175,7 @@ class Engine:
             "halted_by": list(state.halted_by),
             "halt_signal": state.halt_signal,
             "halt_reason": state.halt_reason,
+            "halted_at": state.halted_at,
             "cut_streak": state.cut_streak,
             "queued_feedback": [signal for signal, _ in state.feedback],
             "last_seq": state.last_seq,

@@ -128,6 +128,7 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     halted_by: tuple[str, ...] = ()  # guardrails holding a session halt
     halt_signal: str | None = None
     halt_reason: str | None = None
+    halted_at: float | None = None  # event time of the first halt still held
     ignored_latched: bool = False  # halt-ignored already raised since the last turn start
     feedback: tuple[tuple[str, str], ...] = ()  # (signal, model-facing text), oldest first
     history: list[int] = []  # recent call keys shared by the history-reading signals
@@ -616,10 +617,19 @@ class Watchdog:
             )
             self._halt(ctx, finding, reason, consecutive=state.cut_streak)
             return
+        # Say what the session's state is: a cut by one guardrail leaves a halt by
+        # another in place, and "not halted" would then be wrong.
+        if state.halted_by:
+            outcome = (
+                f"The turn in flight was cut; {guardrail} did not halt the session, which "
+                f"stays halted by {', '.join(state.halted_by)}."
+            )
+        else:
+            outcome = "The turn in flight was cut; the session was NOT halted."
         self._emit_trip(
             ctx,
             finding,
-            f"The turn in flight was cut; the session was NOT halted. {finding.reason}",
+            f"{outcome} {finding.reason}",
             scope="turn",
             halted=False,
             consecutive=state.cut_streak,
@@ -629,6 +639,8 @@ class Watchdog:
 
     def _halt(self, ctx: _Ctx, finding: Finding, reason: str, consecutive: int) -> None:
         state = ctx.state
+        if not state.halted_by:
+            state.halted_at = state.last_ts
         state.halted_by = (*state.halted_by, finding.guardrail)
         state.halt_signal = finding.signal
         state.halt_reason = reason
@@ -693,7 +705,7 @@ class Watchdog:
                 for i, sig in cost:
                     state.signals[i] = sig.apply_reset(state.signals[i], budget)
             if not state.halted_by:
-                state.halt_signal = state.halt_reason = None
+                state.halt_signal = state.halt_reason = state.halted_at = None
             state.ignored_latched = False
             reason = f"reset of {target} accepted"
             if state.halted_by:

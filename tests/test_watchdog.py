@@ -465,3 +465,46 @@ def test_result_and_alerts_types():
     got = run.call("sweep")
     assert isinstance(got[0], Alert)
     assert not any(isinstance(o, Feedback) for o in run.out)
+
+
+def test_a_turn_cut_on_a_session_halted_by_another_guardrail_says_it_stays_halted() -> None:
+    from streamguard.engine import Engine
+    from streamguard.events import GuardrailTrip, ToolCall, ToolResult, TurnStart, Usage
+    from streamguard.policy import parse_policy_set
+
+    engine = Engine(parse_policy_set('mode = "enforce"\n[cost_ceiling]\nmax_session_usd = 1.0\n'))
+    engine.process(TurnStart(session="s", ts=100.0))
+    outputs = engine.process(Usage(session="s", cost_usd=2.0, ts=101.0))
+    assert any(isinstance(o, GuardrailTrip) and o.session_halted for o in outputs)
+    state = engine.sessions["s"]
+    assert state.halted_by == ("cost_ceiling",) and state.halted_at == 101.0
+    trips = []
+    for i in range(3):
+        engine.process(ToolCall(session="s", tool="apply", args={"i": i}, ts=102.0 + i))
+        trips += [
+            o
+            for o in engine.process(ToolResult(session="s", tool="apply", no_op=True, ts=102.5 + i))
+            if isinstance(o, GuardrailTrip)
+        ]
+    (cut,) = [t for t in trips if t.guardrail == "watchdog"]
+    assert cut.scope == "turn"
+    assert "stays halted by cost_ceiling" in cut.reason and "NOT halted" not in cut.reason
+    assert engine.sessions["s"].halted_at == 101.0  # the first halt's time is kept
+
+
+def test_the_halt_time_survives_a_snapshot_and_goes_with_the_reset() -> None:
+    from streamguard.engine import Engine
+    from streamguard.events import Reset, ToolCall
+    from streamguard.policy import parse_policy_set
+
+    policy = parse_policy_set('mode = "enforce"\n')
+    engine = Engine(policy)
+    for i in range(5):
+        engine.process(ToolCall(session="s", tool="read_file", args={"path": "a"}, ts=10.0 + i))
+    assert engine.sessions["s"].halted_at == 14.0
+    assert engine.describe("s")["halted_at"] == 14.0
+    again = Engine(policy)
+    again.restore("s", engine.snapshot("s"))
+    assert again.sessions["s"].halted_at == 14.0
+    again.control(Reset(session="s", by="ops"), 20.0)
+    assert again.sessions["s"].halted_at is None and not again.sessions["s"].halted_by

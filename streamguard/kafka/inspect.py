@@ -57,6 +57,7 @@ class _StateFields(Struct):
     halted_by: list[str] = []
     halt_signal: str | None = None
     halt_reason: str | None = None
+    halted_at: float | None = None
     feedback: list[tuple[str, str]] = []
 
 
@@ -74,6 +75,7 @@ class SessionView(Struct, kw_only=True, omit_defaults=False):
     halted_by: list[str]
     halt_signal: str | None
     halt_reason: str | None
+    halted_at: float | None  # the event time of the halt (snapshots from before it: None)
     cut_streak: int
     cut_by: str | None
     in_turn: bool
@@ -114,6 +116,7 @@ def decode_view(partition: int, offset: int, value: bytes) -> SessionView:
         halted_by=list(fields.halted_by),
         halt_signal=fields.halt_signal,
         halt_reason=fields.halt_reason,
+        halted_at=fields.halted_at,
         cut_streak=fields.cut_streak,
         cut_by=fields.cut_kind,
         in_turn=fields.in_turn,

@@ -68,6 +68,8 @@ async def test_sessions_and_session_show_the_fleet_from_the_changelog(topics, st
     assert loop["agent"] == "triage-bot" and loop["halted_by"] == ["watchdog"]
     assert loop["halt_signal"] == "repeated-tool-call" and loop["halt_reason"]
     assert loop["last_seq"] == 13 and loop["records_applied"] == 13
+    assert loop["halted_at"] is not None  # since when, from the snapshot itself
+    assert next(v for v in views if v["session"] == "s-ok")["halted_at"] is None
 
     assert [v["session"] for v in await sessions_json(topics, "--halted", capsys=capsys)] == ["s-read-loop"]
     assert [v["session"] for v in await sessions_json(topics, "--agent", "billing-*", capsys=capsys)] == ["s-ok"]
@@ -75,7 +77,7 @@ async def test_sessions_and_session_show_the_fleet_from_the_changelog(topics, st
     assert await run_main(["sessions", *kafka_args(topics, "changelog")]) == 0
     captured = capsys.readouterr()
     [line] = [x for x in captured.out.splitlines() if "s-read-loop" in x]
-    assert "s-read-loop (triage-bot)" in line and "HALTED by watchdog (repeated-tool-call)" in line
+    assert "s-read-loop (triage-bot)" in line and "HALTED by watchdog (repeated-tool-call) since " in line
     assert "2 session(s), 1 halted" in captured.err
 
     code = await run_main(["session", "s-read-loop", *kafka_args(topics, "changelog", "alerts")])
