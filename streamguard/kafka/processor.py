@@ -969,8 +969,18 @@ async def run_processor(config: ProcessorConfig) -> None:
             installed.append(signum)
     try:
         await processor.run()
-    except (StartupError, KafkaConnectionError) as exc:
+    except StartupError as exc:
         log.error("cannot start: %s", exc)
+        raise SystemExit(1) from None
+    except KafkaConnectionError as exc:
+        # One sentence, as the other commands say it (the client's own message
+        # lists resolved addresses, which says less).
+        log.error(
+            "cannot start: cannot reach the Kafka cluster at %s: no broker answered (%s); "
+            "is it running, and are --bootstrap-servers and the security settings right?",
+            config.bootstrap_servers,
+            type(exc).__name__,
+        )
         raise SystemExit(1) from None
     finally:
         for signum in installed:
