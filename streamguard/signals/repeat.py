@@ -51,6 +51,11 @@ Results (``result_aware``, default on; off is the reference behaviour)
     * Calls that write (an identical edit re-sent) are never a poll: their
       result changes because of them.
     * Unknown results keep the blind rule: ``threshold`` calls in a row.
+    * One behaviour, one alert: a call this rule reported that comes back after
+      an interleaved call (``status ×4, logs, status ×4…``) is the same answered
+      question asked again; its new run starts latched, and ``dominant-tool-call``
+      defers to that latch. Runs reported by the blind rule alert again after an
+      interleave, as the reference does.
 
 Known false positives
     A hand-rolled poll that re-issues one status call until something changes
