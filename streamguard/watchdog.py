@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from hashlib import blake2b
 from sys import intern
-from typing import Any, get_type_hints
+from typing import Any
 
 import msgspec
 from msgspec import Struct
@@ -91,6 +91,7 @@ from .signals.facts import (
     plain_facts,
     runner_facts,
 )
+from .snapshot import SnapshotCodec, peek_agent
 
 OFF, WARN, FEEDBACK, ENFORCE = range(4)
 _NO_OUTPUT: list[Output] = []  # shared, never mutated: the common case allocates nothing
@@ -140,47 +141,6 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     @property
     def halted(self) -> bool:
         return bool(self.halted_by)
-
-
-class _Envelope(Struct, array_like=True):
-    """The outer array of a snapshot, read without decoding what it wraps.
-
-    Version 2 (written now): ``[2, [signal ids...], state]``, the whole state,
-    signal states inline and in the order of the ids, encoded in one pass.
-    Version 1 (still read): ``[1, state without signals, {signal id: state}]``.
-    """
-
-    version: int
-    first: msgspec.Raw
-    second: msgspec.Raw
-
-
-class _AgentOnly(Struct):
-    agent: str | None = None
-
-
-def _wire_type() -> type[Struct]:
-    """SessionState's wire twin: same fields, signal states left undecoded."""
-    hints = get_type_hints(SessionState)
-    fields = SessionState.__struct_fields__
-    defaults = dict(zip(fields[len(fields) - len(SessionState.__struct_defaults__) :],
-                        SessionState.__struct_defaults__, strict=True))
-    spec: list[Any] = []
-    for name in fields:
-        kind = list[msgspec.Raw] if name == "signals" else hints[name]
-        spec.append((name, kind, defaults[name]) if name in defaults else (name, kind))
-    return msgspec.defstruct("_WireState", spec, kw_only=True)
-
-
-SNAPSHOT_VERSION = 2
-_core_encoder = msgspec.msgpack.Encoder()
-_core_decoder = msgspec.msgpack.Decoder(SessionState)
-_envelope_decoder = msgspec.msgpack.Decoder(_Envelope)
-_agent_decoder = msgspec.msgpack.Decoder(_AgentOnly)
-_ids_decoder = msgspec.msgpack.Decoder(list[str])
-_v1_signals_decoder = msgspec.msgpack.Decoder(dict[str, msgspec.Raw])
-_wire_decoder = msgspec.msgpack.Decoder(_wire_type())
-_asdict = msgspec.structs.asdict
 
 
 class Watchdog:
@@ -243,8 +203,7 @@ class Watchdog:
         self._classify = getattr(verification, "classify", None)
         self._plain_facts: dict[tuple[str, str | None], CallFacts | bool] = {}
         self._need_pairing = any(getattr(s, "needs_pairing", False) for s in signals)
-        # Snapshots name their signal states by id; the id list is encoded once.
-        self._signal_ids = msgspec.Raw(_core_encoder.encode([s.id for s in signals]))
+        self._codec = SnapshotCodec(SessionState, [s.id for s in signals])
         self._state_decoders = {s.id: msgspec.msgpack.Decoder(s.State) for s in signals}
 
     # ------------------------------------------------------------------ state
@@ -258,21 +217,19 @@ class Watchdog:
         )
 
     def encode_state(self, state: SessionState) -> bytes:
-        """Snapshot bytes (msgpack), encoded in one pass; signal states named by id.
+        """Snapshot bytes (:mod:`streamguard.snapshot`); signal states named by id.
 
         Fields at their defaults are left out (``omit_defaults``), which makes
         the typical snapshot a third smaller and its encoding faster.
         """
         if len(state.signals) != len(self.signals):
             raise ValueError("state was not built by this watchdog (signal count differs)")
-        return _core_encoder.encode((SNAPSHOT_VERSION, self._signal_ids, state))
+        return self._codec.encode(state)
 
     @staticmethod
     def peek_agent(data: bytes) -> str | None:
         """The agent a snapshot belongs to (to pick its policy before decoding it)."""
-        envelope = _envelope_decoder.decode(data)
-        body = envelope.second if envelope.version >= 2 else envelope.first
-        return _agent_decoder.decode(body).agent
+        return peek_agent(data)
 
     def decode_state(self, data: bytes) -> SessionState:
         """Rebuild a state from :meth:`encode_state` bytes (or a version 1 snapshot).
@@ -280,17 +237,7 @@ class Watchdog:
         Signals added to the policy since the snapshot start fresh; signals
         removed are dropped. Restored state never overrules live configuration.
         """
-        envelope = _envelope_decoder.decode(data)
-        if envelope.version == SNAPSHOT_VERSION:
-            wire = _wire_decoder.decode(envelope.second)
-            fields = _asdict(wire)
-            by_id = dict(zip(_ids_decoder.decode(envelope.first), wire.signals, strict=True))
-            state = SessionState(**fields)
-        elif envelope.version == 1:
-            state = _core_decoder.decode(envelope.first)
-            by_id = _v1_signals_decoder.decode(envelope.second)
-        else:
-            raise ValueError(f"unsupported snapshot version {envelope.version}")
+        state, by_id = self._codec.decode(data)
         decoders = self._state_decoders
         state.signals = [
             decoders[s.id].decode(raw) if (raw := by_id.get(s.id)) is not None else s.new_state()

@@ -508,3 +508,21 @@ def test_the_halt_time_survives_a_snapshot_and_goes_with_the_reset() -> None:
     assert again.sessions["s"].halted_at == 14.0
     again.control(Reset(session="s", by="ops"), 20.0)
     assert again.sessions["s"].halted_at is None and not again.sessions["s"].halted_by
+
+
+def test_snapshots_from_a_newer_writer_with_an_unknown_field_still_decode() -> None:
+    """Rule 1 of the snapshot format: a field added later is ignored by older readers."""
+    import msgspec
+
+    from streamguard.events import ToolCall
+    from streamguard.snapshot import SNAPSHOT_VERSION
+    from streamguard.watchdog import Watchdog
+
+    watchdog = Watchdog()
+    state = watchdog.new_state("s", "coder")
+    watchdog.process(state, ToolCall(session="s", tool="ls", args={"p": 1}), 5.0)
+    version, ids, body = msgspec.msgpack.decode(watchdog.encode_state(state))
+    assert version == SNAPSHOT_VERSION and "halted_at" not in body  # defaults are left out
+    body["a_field_from_the_future"] = [1, 2, 3]
+    restored = watchdog.decode_state(msgspec.msgpack.encode([version, ids, body]))
+    assert watchdog.encode_state(restored) == watchdog.encode_state(state)
