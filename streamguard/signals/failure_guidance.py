@@ -150,7 +150,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """A failed search (grep finding nothing) is neither a failure nor a success here."""
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+class FailureGuidanceState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     tools: list[int] | None = None
     """Failing tools, least recently failed first (packed, at most MAX_TOOLS)."""
     sigs: list[int] | None = None
@@ -164,11 +164,14 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Current run of consecutive failed results: 0 none, -1 several tools, else tool32 + 1."""
 
 
+
+State = FailureGuidanceState  # the name the signal declares, and tests import
+
 class ToolFailureGuidance(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity: ClassVar[Severity] = "warn"
     scope: ClassVar[Scope] = "session"
-    State: ClassVar[type[Struct]] = State
+    State: ClassVar[type[Struct]] = FailureGuidanceState
     Config: ClassVar[type[SignalConfig]] = Config
     needs_fingerprint: ClassVar[bool] = False  # reads only the failed bit and the error
     needs_pairing: ClassVar[bool] = True  # the call's action, write and search facts
@@ -192,7 +195,7 @@ class ToolFailureGuidance(Signal):
 
     # ------------------------------------------------------------------ calls
 
-    def on_call(self, state: State, call: CallView) -> Finding | None:
+    def on_call(self, state: FailureGuidanceState, call: CallView) -> Finding | None:
         tool = call.tool
         if tool in self.exempt:
             return None
@@ -229,7 +232,7 @@ class ToolFailureGuidance(Signal):
 
     # ------------------------------------------------------------------ results
 
-    def on_result(self, state: State, result: ResultView) -> Finding | None:
+    def on_result(self, state: FailureGuidanceState, result: ResultView) -> Finding | None:
         tool = result.tool
         if tool in self.exempt:
             return None
@@ -323,7 +326,7 @@ class ToolFailureGuidance(Signal):
             )
         return finding
 
-    def _clear_tool(self, state: State, tool32: int) -> None:
+    def _clear_tool(self, state: FailureGuidanceState, tool32: int) -> None:
         tools = state.tools or ()
         for i, entry in enumerate(tools):
             if entry >> 20 == tool32:
@@ -334,14 +337,14 @@ class ToolFailureGuidance(Signal):
                 return
 
     @staticmethod
-    def _drop_signatures(state: State, tool16: int) -> None:
+    def _drop_signatures(state: FailureGuidanceState, tool16: int) -> None:
         sigs = state.sigs
         if sigs:
             sigs[:] = [e for e in sigs if (e >> 20) & _M16 != tool16]
             if not sigs:
                 state.sigs = None
 
-    def is_latched(self, state: State) -> bool:
+    def is_latched(self, state: FailureGuidanceState) -> bool:
         """True while the current failure run is all one tool this signal already spoke about."""
         run = state.run
         if run <= 0:

@@ -201,7 +201,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True, dict=True):
         return None
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+class VerificationState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     phase: int = _RESOLVING
     """The machine's state (a :class:`Phase` value)."""
     before_write: int = _RESOLVING
@@ -217,13 +217,16 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     +16: keyed by the tool name)."""
 
 
+
+State = VerificationState  # the name the signal declares, and tests import
+
 class Verification(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity: ClassVar[Severity] = "warn"
     scope: ClassVar[Scope] = "session"
     default_enabled: ClassVar[bool] = False
     policy_table: ClassVar[str] = "verification"
-    State: ClassVar[type[Struct]] = State
+    State: ClassVar[type[Struct]] = VerificationState
     Config: ClassVar[type[SignalConfig]] = Config
     needs_fingerprint: ClassVar[bool] = False  # reads only the failed bit
 
@@ -250,7 +253,7 @@ class Verification(Signal):
 
     # ------------------------------------------------------------------ calls
 
-    def on_call(self, state: State, call: CallView) -> Finding | None:
+    def on_call(self, state: VerificationState, call: CallView) -> Finding | None:
         tool = call.tool
         if tool in self.exempt:
             return None
@@ -298,7 +301,7 @@ class Verification(Signal):
 
     # ------------------------------------------------------------------ results
 
-    def on_result(self, state: State, result: ResultView) -> Finding | None:
+    def on_result(self, state: VerificationState, result: ResultView) -> Finding | None:
         tool = result.tool
         if tool in self.exempt:
             return None
@@ -352,11 +355,11 @@ class Verification(Signal):
 
     # ------------------------------------------------------------------ turns, answers
 
-    def on_turn_start(self, state: State) -> Finding | None:
+    def on_turn_start(self, state: VerificationState) -> Finding | None:
         state.flags &= _RESOLVED
         return None
 
-    def on_final_answer(self, state: State, event: FinalAnswer) -> Finding | None:
+    def on_final_answer(self, state: VerificationState, event: FinalAnswer) -> Finding | None:
         phase = state.phase
         if phase not in (_WRITING, _VERIFYING) or state.flags & _L_ANSWER:
             return None
@@ -384,7 +387,7 @@ class Verification(Signal):
             detail={"state": Phase(phase).name},
         )
 
-    def is_latched(self, state: State) -> bool:
+    def is_latched(self, state: VerificationState) -> bool:
         return bool(state.flags & _LATCHES)
 
     # ------------------------------------------------------------------ text

@@ -104,19 +104,22 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
         validate(self.window, self.threshold)
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+class WindowRepeatState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     keys: list[int] = []
     """Keys of the last ``window`` calls, oldest first."""
     latched: list[int] = []
     """Keys that alerted and still reach the threshold (at most window // threshold)."""
 
 
+
+State = WindowRepeatState  # the name the signal declares, and tests import
+
 class WindowRepeat(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity: ClassVar[Severity] = "warn"
     scope: ClassVar[Scope] = "session"
     default_enabled: ClassVar[bool] = False
-    State: ClassVar[type[Struct]] = State
+    State: ClassVar[type[Struct]] = WindowRepeatState
     Config: ClassVar[type[SignalConfig]] = Config
     defers_to: ClassVar[tuple[str, ...]] = (
         "repeated-tool-call",
@@ -165,7 +168,7 @@ class WindowRepeat(Signal):
 
     # ------------------------------------------------------------------ hooks
 
-    def on_call(self, state: State, call: CallView) -> Finding | None:
+    def on_call(self, state: WindowRepeatState, call: CallView) -> Finding | None:
         if call.tool in self.exempt:
             return None
         key = self.key_of(call)
@@ -191,7 +194,7 @@ class WindowRepeat(Signal):
         latched.append(key)
         return self._finding(call, count)
 
-    def would_trip(self, state: State, call: CallView) -> bool:
+    def would_trip(self, state: WindowRepeatState, call: CallView) -> bool:
         """Whether recording ``call`` next would meet the threshold (state untouched).
 
         Like the crate's preview, it accounts for the eviction of the oldest key
@@ -208,7 +211,7 @@ class WindowRepeat(Signal):
             count -= keys[:evict].count(key)
         return count + 1 >= self.threshold
 
-    def is_latched(self, state: State) -> bool:
+    def is_latched(self, state: WindowRepeatState) -> bool:
         return bool(state.latched)
 
     # ------------------------------------------------------------------ text
