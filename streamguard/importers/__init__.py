@@ -137,7 +137,7 @@ def discover(paths: Iterable[str | os.PathLike[str]], format: str | None = None)
         if not os.path.isdir(path):
             yield path
             continue
-        found = []
+        found: list[str] = []
         for root, dirs, files in os.walk(path):
             dirs.sort()
             found.extend(os.path.join(root, name) for name in files if name.endswith(suffixes))

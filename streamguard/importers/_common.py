@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Any
@@ -262,7 +263,7 @@ class SessionBuilder:
         cost_usd: Any = None,
         ts: float | None = None,
     ) -> None:
-        fields = {
+        fields: dict[str, Any] = {
             "input_tokens": non_negative_int(input_tokens),
             "output_tokens": non_negative_int(output_tokens),
             "cost_usd": non_negative_float(cost_usd),
@@ -290,6 +291,12 @@ class SessionBuilder:
             ended=ended,
             extra=extra or {},
         )
+
+
+def sub(obj: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is an object, else an empty one (formats leave fields out)."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def require_dict(value: Any, record: int | None, where: str, what: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from ._common import (
     require_dict,
     require_list,
     run_label,
+    sub,
 )
 
 NAME = "mini-swe-agent"
@@ -76,10 +77,10 @@ def harness_reply(text: str) -> tuple[str, str | None] | None:
 
 def parse(path: str, data: Any) -> list[ImportedSession]:
     doc = require_dict(data, None, "file", "the trajectory file")
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    info = sub(doc, "info")
     messages = require_list(doc.get("messages"), None, "messages", "messages")
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
-    model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
+    config = sub(info, "config")
+    model_cfg = sub(config, "model")
     model = model_cfg.get("model_name") if isinstance(model_cfg.get("model_name"), str) else None
     instance = doc.get("instance_id") if isinstance(doc.get("instance_id"), str) else None
     instance = instance or PurePath(path).name.removesuffix(".traj.json")
@@ -93,7 +94,7 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
     for number, message in enumerate(messages, start=1):
         message = require_dict(message, number, "messages", "a message")
         role = message.get("role")
-        extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+        extra = sub(message, "extra")
         ts = parse_ts(extra.get("timestamp"))
         text = block_text(message.get("content"))
         if role == "system":
@@ -116,7 +117,7 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
             pending_text_call = None
             builder.text(text, role="system", ts=ts)
         elif role == "assistant":
-            response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+            response = sub(extra, "response")
             reasoning = message.get("reasoning_content")
             if isinstance(reasoning, str):
                 builder.text(reasoning, role="reasoning", ts=ts)
@@ -125,7 +126,7 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
             if calls:
                 for call in require_list(calls, number, "messages", "tool_calls"):
                     call = require_dict(call, number, "messages", "a tool call")
-                    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+                    function = sub(call, "function")
                     name = function.get("name")
                     if not isinstance(name, str) or not name:
                         raise RecordError(number, "a tool call has no function name", "messages")
@@ -136,7 +137,7 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
                 if len(blocks) == 1:
                     pending_text_call = f"message-{number}"
                     builder.call("bash", {"command": blocks[0]}, call_id=pending_text_call, ts=ts)
-            usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+            usage = sub(response, "usage")
             builder.usage(
                 model=response.get("model") if isinstance(response.get("model"), str) else model,
                 input_tokens=usage.get("prompt_tokens"),
@@ -156,7 +157,7 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
                 exit_status = extra["exit_status"]
         else:
             raise RecordError(number, f"unknown role {role!r}", "messages")
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    stats = sub(info, "model_stats")
     result_extra: dict[str, Any] = {"harness_messages": complaints}
     if stats:
         result_extra["model_stats"] = stats

@@ -39,6 +39,7 @@ from ._common import (
     parse_ts,
     require_dict,
     require_list,
+    sub,
 )
 
 NAME = "openai-chat"
@@ -82,7 +83,7 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
             name = f"{stem}/task-{result.get('task_id')}/trial-{result.get('trial', 0)}"
             builder = SessionBuilder(name, "tau-bench")
             _messages(builder, traj, f"results[{number}].traj")
-            extra = {k: result[k] for k in ("reward", "task_id", "trial") if k in result}
+            extra: dict[str, Any] = {k: result[k] for k in ("reward", "task_id", "trial") if k in result}
             sessions.append(builder.finish(path, None, extra))
         return sessions
     messages = require_list(data, None, "file", "the message list")
@@ -109,8 +110,8 @@ def _agentdojo_outcome(data: dict[str, Any]) -> tuple[str | None, dict[str, Any]
 
 
 def _tau2(path: str, stem: str, data: dict[str, Any]) -> list[ImportedSession]:
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
-    agent_info = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
+    info = sub(data, "info")
+    agent_info = sub(info, "agent_info")
     llm = agent_info.get("llm") if isinstance(agent_info.get("llm"), str) else None
     sessions = []
     for number, simulation in enumerate(data["simulations"], start=1):
@@ -169,7 +170,7 @@ def _messages(builder: SessionBuilder, messages: list[Any], where: str, model: s
                     raise RecordError(number, "a tool call has no function name", where)
                 call_id = str(call["id"]) if call.get("id") is not None else None
                 builder.call(name, args, call_id=call_id, ts=ts)
-            usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+            usage = sub(message, "usage")
             cost = message.get("cost")
             builder.usage(
                 model=model,

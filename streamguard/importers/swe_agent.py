@@ -28,6 +28,7 @@ from ._common import (
     require_dict,
     require_list,
     run_label,
+    sub,
 )
 
 NAME = "swe-agent"
@@ -139,7 +140,7 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
     else:
         dropped = _map_trajectory(builder, require_list(doc.get("trajectory"), None, "trajectory", "trajectory"))
         version = "0.x"
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    stats = sub(info, "model_stats")
     # Only the run's total is recorded: one usage event with its cost. tokens_sent
     # is a sum over every model call, not a context size, so it is not reported.
     builder.usage(model=model, cost_usd=stats.get("instance_cost"))
@@ -191,7 +192,7 @@ def _map_history(builder: SessionBuilder, history: list[Any]) -> int:
             calls = message.get("tool_calls") or []
             for call in require_list(calls, number, "history", "tool_calls"):
                 call = require_dict(call, number, "history", "a tool call")
-                function = call.get("function") if isinstance(call.get("function"), dict) else {}
+                function = sub(call, "function")
                 name = function.get("name")
                 if not isinstance(name, str) or not name:
                     raise RecordError(number, "a tool call has no function name", "history")

@@ -94,7 +94,7 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
             raise RecordError(number, "content must be a string", "history")
     p = PurePath(path)
     name = f"{p.parent.name}/{p.stem}" if p.parent.name else p.stem
-    extra = {
+    extra: dict[str, Any] = {
         k: doc[k]
         for k in ("question_ID", "is_correct", "is_corrected", "mistake_agent", "mistake_step", "level")
         if k in doc
