@@ -241,6 +241,7 @@ class ToolFailureGuidance(Signal):
         ids = state.pending_ids
         if ids:
             sigs = state.pending_sigs
+            assert sigs is not None  # kept parallel to pending_ids
             call_id = result.call_id
             i = -1
             if call_id:
