@@ -362,15 +362,8 @@ class KafkaSettings(Struct, kw_only=True, forbid_unknown_fields=True):
         return options
 
 
-class ProcessorConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
-    """Everything ``streamguard run`` can be told. Defaults suit a production cluster."""
-
-    PROG: ClassVar[str] = "streamguard run"
-    DESCRIPTION: ClassVar[str] = (
-        "Run the stream processor: consume agent events, publish alerts and "
-        "guardrail trips. Every flag also reads STREAMGUARD_<NAME> from the "
-        "environment (flags win)."
-    )
+class GroupSettings(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
+    """:class:`KafkaSettings` of a job that consumes in a consumer group of its own."""
 
     # -- consumer group
     group_id: Annotated[str, Meta(min_length=1)] = "streamguard"
@@ -380,6 +373,59 @@ class ProcessorConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
     rebalance_timeout_ms: Millis = 60_000
     max_poll_interval_ms: Millis = 300_000
     fetch_max_wait_ms: Millis = 500
+
+    HELP: ClassVar[dict[str, str]] = {
+        **KafkaSettings.HELP,
+        "group_id": "consumer group shared by every instance of this job",
+        "group_instance_id": "static membership id (stable per replica, e.g. the pod name)",
+        "session_timeout_ms": "how long the group waits for a silent member before rebalancing",
+        "heartbeat_interval_ms": "heartbeat period (well below the session timeout)",
+        "rebalance_timeout_ms": "time a member has to flush and commit during a rebalance",
+        "max_poll_interval_ms": "longest pause between fetches before the member is evicted",
+        "fetch_max_wait_ms": "longest time the broker may hold a fetch waiting for data (lower it for latency on brokers that hold fetches)",
+    }
+
+    def validate(self) -> None:
+        super().validate()
+        d = type(self).describe
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigError(
+                f"invalid {d('heartbeat_interval_ms')}: must be below "
+                f"{d('session_timeout_ms')} ({self.session_timeout_ms})"
+            )
+        if self.group_instance_id is not None and not self.group_instance_id:
+            raise ConfigError(f"invalid {d('group_instance_id')}: must not be empty")
+
+    def group_consumer_options(self) -> dict[str, Any]:
+        """:meth:`consumer_options` for the job's group member: the group, its timings,
+        manual commits (offsets are committed after each checkpoint) and the range
+        assignor (which keeps co-partitioned topics on one member)."""
+        from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+
+        return {
+            **self.consumer_options(),
+            "group_id": self.group_id,
+            "group_instance_id": self.group_instance_id,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "partition_assignment_strategy": (RangePartitionAssignor,),
+            "session_timeout_ms": self.session_timeout_ms,
+            "heartbeat_interval_ms": self.heartbeat_interval_ms,
+            "rebalance_timeout_ms": self.rebalance_timeout_ms,
+            "max_poll_interval_ms": self.max_poll_interval_ms,
+            "fetch_max_wait_ms": self.fetch_max_wait_ms,
+        }
+
+
+class ProcessorConfig(GroupSettings, kw_only=True, forbid_unknown_fields=True):
+    """Everything ``streamguard run`` can be told. Defaults suit a production cluster."""
+
+    PROG: ClassVar[str] = "streamguard run"
+    DESCRIPTION: ClassVar[str] = (
+        "Run the stream processor: consume agent events, publish alerts and "
+        "guardrail trips. Every flag also reads STREAMGUARD_<NAME> from the "
+        "environment (flags win)."
+    )
 
     # -- topics
     events_topic: TopicName = "agent.events"
@@ -420,14 +466,8 @@ class ProcessorConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
     log_format: LogFormat = "text"
 
     HELP: ClassVar[dict[str, str]] = {
-        **KafkaSettings.HELP,
+        **GroupSettings.HELP,
         "group_id": "consumer group shared by every instance of this processor",
-        "group_instance_id": "static membership id (stable per replica, e.g. the pod name)",
-        "session_timeout_ms": "how long the group waits for a silent member before rebalancing",
-        "heartbeat_interval_ms": "heartbeat period (well below the session timeout)",
-        "rebalance_timeout_ms": "time a member has to flush and commit during a rebalance",
-        "max_poll_interval_ms": "longest pause between fetches before the member is evicted",
-        "fetch_max_wait_ms": "longest time the broker may hold a fetch waiting for data (lower it for latency on brokers that hold fetches)",
         "events_topic": "topic of agent events, keyed by session",
         "control_topic": "topic of operator commands (resets), co-partitioned with the events",
         "alerts_topic": "topic the alerts, trips, feedback and reset receipts go to",
@@ -464,11 +504,6 @@ class ProcessorConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
         """Cross-field checks; raises :class:`ConfigError` naming the setting."""
         super().validate()
         d = type(self).describe
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ConfigError(
-                f"invalid {d('heartbeat_interval_ms')}: must be below "
-                f"{d('session_timeout_ms')} ({self.session_timeout_ms})"
-            )
         if self.halted_session_ttl_s < self.session_idle_ttl_s:
             raise ConfigError(
                 f"invalid {d('halted_session_ttl_s')}: must be at least "
@@ -498,8 +533,6 @@ class ProcessorConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
                 load_policy_set(self.policy)
             except PolicyError as exc:
                 raise ConfigError(f"invalid {d('policy')}: {exc}") from None
-        if self.group_instance_id is not None and not self.group_instance_id:
-            raise ConfigError(f"invalid {d('group_instance_id')}: must not be empty")
 
 
 # Options streamguard sets itself, for its guarantees: not to be overridden.

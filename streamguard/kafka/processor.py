@@ -41,7 +41,6 @@ from typing import Any
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.errors import (
     CommitFailedError,
     IllegalStateError,
@@ -334,19 +333,7 @@ class Processor:
                 auto_offset_reset="earliest",
             )
             await self._restorer.start()
-            self._consumer = AIOKafkaConsumer(
-                **consumer_options,
-                group_id=cfg.group_id,
-                group_instance_id=cfg.group_instance_id,
-                enable_auto_commit=False,
-                auto_offset_reset="earliest",
-                partition_assignment_strategy=(RangePartitionAssignor,),
-                session_timeout_ms=cfg.session_timeout_ms,
-                heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-                rebalance_timeout_ms=cfg.rebalance_timeout_ms,
-                max_poll_interval_ms=cfg.max_poll_interval_ms,
-                fetch_max_wait_ms=cfg.fetch_max_wait_ms,
-            )
+            self._consumer = AIOKafkaConsumer(**cfg.group_consumer_options())
             self._consumer.subscribe(
                 [cfg.events_topic, cfg.control_topic], listener=Listener(self.rebalancer)
             )

@@ -46,7 +46,6 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaConnectionError
 from aiokafka.partitioner import murmur2
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -271,7 +270,6 @@ class Bridge:
 
     async def start(self) -> None:
         cfg = self.config
-        options = cfg.client_options()
         if cfg.metrics_port is not None:
             self.health = HealthServer(
                 self.metrics.registry,
@@ -284,28 +282,21 @@ class Bridge:
         try:
             await prepare_bridge_topics(cfg)
             self._producer = AIOKafkaProducer(
-                **options, acks="all", enable_idempotence=False, linger_ms=cfg.linger_ms,
+                **cfg.producer_options(), acks="all", enable_idempotence=False, linger_ms=cfg.linger_ms,
                 max_batch_size=512 * 1024, max_request_size=cfg.max_payload_bytes + 65536,
             )
             await self._producer.start()
             self._restorer = AIOKafkaConsumer(
-                **options, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
+                **cfg.consumer_options(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
             )
             await self._restorer.start()
             self._consumer = AIOKafkaConsumer(
-                **options,
-                group_id=cfg.group_id,
-                group_instance_id=cfg.group_instance_id,
-                enable_auto_commit=False,
-                auto_offset_reset="earliest",
-                partition_assignment_strategy=(RangePartitionAssignor,),
-                session_timeout_ms=cfg.session_timeout_ms,
-                heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-                rebalance_timeout_ms=cfg.rebalance_timeout_ms,
-                max_poll_interval_ms=cfg.max_poll_interval_ms,
-                fetch_max_wait_ms=cfg.fetch_max_wait_ms,
-                fetch_max_bytes=max(52428800, cfg.max_payload_bytes * 2),
-                max_partition_fetch_bytes=cfg.max_payload_bytes + 65536,
+                **{
+                    **cfg.group_consumer_options(),
+                    # one OTLP export batch is one record: fetches must hold the largest
+                    "fetch_max_bytes": max(52428800, cfg.max_payload_bytes * 2),
+                    "max_partition_fetch_bytes": cfg.max_payload_bytes + 65536,
+                }
             )
             self._consumer.subscribe(
                 [cfg.spans_topic, cfg.logs_topic, cfg.sessions_topic], listener=_Listener(self)

@@ -18,7 +18,7 @@ from msgspec import Meta
 
 from ..kafka.config import (
     ConfigError,
-    KafkaSettings,
+    GroupSettings,
     Millis,
     Port,
     Seconds,
@@ -30,7 +30,7 @@ from .otlp import Encoding
 ENV_PREFIX = "STREAMGUARD_BRIDGE_"
 
 
-class BridgeConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
+class BridgeConfig(GroupSettings, kw_only=True, forbid_unknown_fields=True):
     """Everything ``streamguard bridge`` can be told."""
 
     ENV_PREFIX: ClassVar[str] = ENV_PREFIX
@@ -44,14 +44,8 @@ class BridgeConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
     # -- connection: as `streamguard run` (KafkaSettings), under the bridge's own id
     client_id: Annotated[str, Meta(min_length=1)] = "streamguard-bridge"
 
-    # -- consumer group
+    # -- consumer group: as `streamguard run` (GroupSettings), a group of its own
     group_id: Annotated[str, Meta(min_length=1)] = "streamguard-bridge"
-    group_instance_id: str | None = None
-    session_timeout_ms: Millis = 10_000
-    heartbeat_interval_ms: Millis = 3_000
-    rebalance_timeout_ms: Millis = 60_000
-    max_poll_interval_ms: Millis = 300_000
-    fetch_max_wait_ms: Millis = 500
 
     # -- topics
     spans_topic: TopicName = "otlp_spans"
@@ -96,7 +90,7 @@ class BridgeConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
     shutdown_timeout_s: Seconds = 25.0
 
     HELP: ClassVar[dict[str, str]] = {
-        **KafkaSettings.HELP,
+        **GroupSettings.HELP,
         "group_id": "consumer group shared by every bridge instance (never the processor's)",
         "spans_topic": "topic the Collector's Kafka exporter writes traces to",
         "logs_topic": "topic the Collector's Kafka exporter writes logs to",
@@ -124,10 +118,6 @@ class BridgeConfig(KafkaSettings, kw_only=True, forbid_unknown_fields=True):
     def validate(self) -> None:
         super().validate()
         d = type(self).describe
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ConfigError(
-                f"invalid {d('heartbeat_interval_ms')}: must be below {d('session_timeout_ms')}"
-            )
         topics = {
             name: getattr(self, name)
             for name in (
