@@ -159,7 +159,7 @@ def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> Canon
             paths[key] = cleaned
             if cleaned != value:
                 changed = True
-    if changed:
+    if changed and paths is not None:  # changed implies paths
         if not copied:
             obj = dict(obj)
         obj.update(paths)

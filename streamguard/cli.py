@@ -873,7 +873,7 @@ def _cmd_reset(args: argparse.Namespace) -> int:
 
     import msgspec
 
-    from .events import Reset, control_decoder, encode
+    from .events import GuardrailReset, Reset, control_decoder, encode
 
     if args.add_budget is not None:
         if not args.add_budget > 0:
@@ -989,6 +989,7 @@ def _cmd_reset(args: argparse.Namespace) -> int:
                         with contextlib.suppress(msgspec.DecodeError):
                             selected, ack = select_record(record, reset_filter)
                             if selected and _acknowledges(ack, event):
+                                assert isinstance(ack, GuardrailReset)
                                 if args.json:
                                     print(record.value.decode("utf-8", "replace"))
                                 else:

@@ -92,7 +92,7 @@ max_turn_usd = 5.0          # healthy turns spend well under this; the runaway t
 enabled = true              # the verification state machine: claims of success nobody checked
 """
 
-GROUP_TIMINGS = {
+GROUP_TIMINGS: dict[str, Any] = {
     # A single-machine run: notice a vanished member within seconds.
     "session_timeout_ms": 6000,
     "heartbeat_interval_ms": 500,
@@ -185,12 +185,12 @@ DEMO_PLANTED: dict[DemoShape, frozenset[str]] = {
 ALL_HEALTHY: tuple[Scenario | DemoShape, ...] = (*HEALTHY, *DEMO_HEALTHY)
 ALL_FAILURES: tuple[Scenario | DemoShape, ...] = (*FAILURES, *DEMO_FAILURES)
 ALL_PLANTED: dict[Scenario | DemoShape, frozenset[str]] = {
-    **PLANTED,
+    **{kind: signals for kind, signals in PLANTED.items()},
     # The fleet's interleaved loop makes four identical status calls with identical
     # answers between reads: the result-aware repeat detector proves that loop at the
     # fourth pair, before the window-density detector the shape was written for.
     Scenario.INTERLEAVED_LOOP: frozenset({"repeated-tool-call"}),
-    **DEMO_PLANTED,
+    **{kind: signals for kind, signals in DEMO_PLANTED.items()},
 }
 
 _SHELL = "bash"
@@ -366,7 +366,7 @@ def session_plans(seed: int, failure_share: float) -> Iterator[SessionPlan]:
         for plan in plan_fleet(made + chunk, seed=fleet_seed)[made:]:
             if not deck:
                 deck = shape_deck(rng, failure_share)
-            yield plan._replace(kind=deck.pop())
+            yield plan._replace(kind=deck.pop())  # type: ignore[arg-type]  # demo shapes ride in the fleet's plans
         made += chunk
 
 
@@ -658,6 +658,7 @@ class Demo:
         from .client import TripSubscriber
 
         config = self.processor.config
+        assert self.bootstrap_servers is not None  # set when the broker started
         subscriber = TripSubscriber(
             self.bootstrap_servers,
             group_id=CONTROLLER_GROUP,
@@ -687,6 +688,7 @@ class Demo:
     def _start_publisher(self) -> Any:
         from .client import AsyncPublisher
 
+        assert self.bootstrap_servers is not None  # set when the broker started
         publisher = AsyncPublisher(
             self.bootstrap_servers,
             topic=self.processor.config.events_topic,
@@ -1093,18 +1095,18 @@ class Demo:
             (set(self._signal_alerts) | set(self._signal_trips)) - set(planted_in)
         )
         for name in names:
-            kind = planted_in.get(name)
-            if kind is None:
+            planted = planted_in.get(name)
+            if planted is None:
                 where, score = f"({SIDE_NOTES.get(name, 'not planted')})", ""
-            elif kind in shown:
-                where, score = f"{kind}", ""
+            elif planted in shown:
+                where, score = f"{planted}", ""
             else:
-                shown.add(kind)
-                where, score = str(kind), f"{caught[kind]}/{started[kind]}"
+                shown.add(planted)
+                where, score = str(planted), f"{caught[planted]}/{started[planted]}"
             trips = self._signal_trips[name]
             lines.append(
                 f"{name:<24}{self._signal_alerts[name]:>7}{trips or '-':>7}  {where:<18}{score:>9}"
-                if kind is not None
+                if planted is not None
                 else f"{name:<24}{self._signal_alerts[name]:>7}{trips or '-':>7}  {where}"
             )
         lines.append("")

@@ -108,7 +108,8 @@ class FinalAnswer(Event, tag="final_answer"):
 
 AgentEvent = ToolCall | ToolResult | Text | TurnStart | TurnEnd | Usage | FinalAnswer
 AGENT_EVENT_TYPES: frozenset[str] = frozenset(
-    c.__struct_config__.tag for c in (ToolCall, ToolResult, Text, TurnStart, TurnEnd, Usage, FinalAnswer)
+    str(c.__struct_config__.tag)
+    for c in (ToolCall, ToolResult, Text, TurnStart, TurnEnd, Usage, FinalAnswer)
 )
 
 

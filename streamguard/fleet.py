@@ -711,7 +711,7 @@ def generate_session(
 class SessionPlan(NamedTuple):
     """What :func:`fleet` will generate for one session."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # a field, shadowing tuple.index on purpose
     session: str
     agent: str
     kind: Scenario

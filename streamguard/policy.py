@@ -121,18 +121,24 @@ _policy_fields: list[Any] = [
     ("command_runners", CommandRunnersPolicy, field(default_factory=CommandRunnersPolicy)),
     ("signals", SignalsPolicy, field(default_factory=SignalsPolicy)),
 ]
-_policy_fields += [(_field_name(c.policy_table), c.Config, field(default_factory=c.Config)) for c in _TOP]
+def _table(cls: type[Signal]) -> str:
+    """The top-level policy table of a guardrail in ``_TOP`` (each has one)."""
+    assert cls.policy_table is not None
+    return cls.policy_table
+
+
+_policy_fields += [(_field_name(_table(c)), c.Config, field(default_factory=c.Config)) for c in _TOP]
 
 _PolicyBase = msgspec.defstruct(
     "_PolicyBase",
     _policy_fields,
-    rename={_field_name(c.policy_table): c.policy_table for c in _TOP},
+    rename={_field_name(_table(c)): _table(c) for c in _TOP},
     kw_only=True,
     forbid_unknown_fields=True,
 )
 
 
-class Policy(_PolicyBase, kw_only=True, forbid_unknown_fields=True):  # type: ignore[misc,valid-type]
+class Policy(_PolicyBase, kw_only=True, forbid_unknown_fields=True):  # type: ignore[misc,valid-type,call-arg]
     """A resolved, validated policy (the base, or the base with one agent's overrides)."""
 
     def config_for(self, cls: type[Signal]) -> SignalConfig:

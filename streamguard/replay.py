@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from typing import IO
+from typing import Any, Protocol
 
 import msgspec
 
@@ -33,6 +33,13 @@ from .events import (
     decode_operator_event,
     encode,
 )
+
+
+class TextSink(Protocol):
+    """Where replay reports bad lines: a text stream, or anything with ``write``."""
+
+    def write(self, text: str, /) -> Any: ...
+
 
 # Halted session names kept for the summary once their state is evicted.
 MAX_HALTED_LISTED = 1000
@@ -137,7 +144,7 @@ class _Recency:
 def replay_lines(
     lines: Iterable[bytes | str],
     engine: Engine,
-    errors: IO[str] | None = None,
+    errors: TextSink | None = None,
     report: ReplayReport | None = None,
     limits: ReplayLimits | None = None,
 ) -> Iterator[bytes]:
@@ -149,7 +156,7 @@ def replay_lines(
 def replay_sources(
     sources: Iterable[tuple[str, Iterable[bytes | str]]],
     engine: Engine,
-    errors: IO[str] | None = None,
+    errors: TextSink | None = None,
     report: ReplayReport | None = None,
     limits: ReplayLimits | None = None,
 ) -> Iterator[Output]:

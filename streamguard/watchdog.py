@@ -402,7 +402,7 @@ class Watchdog:
             if want_fingerprint:
                 fingerprint = fingerprint_payload(event.result, event.result_digest)
             if self._need_size:
-                size = event.result_bytes
+                size = event.result_bytes or 0
         # The outcome, once for every reader (see ResultView): only a failure hashes.
         if failed:
             outcome = outcome_of(event, True, 0)

@@ -80,10 +80,10 @@ def encode_event(event: AgentEvent | Mapping[str, Any], *, validate: bool = True
         except (UnknownEventType, ControlOnAgentStream, msgspec.DecodeError) as exc:
             raise InvalidEvent(str(exc)) from None
         return session, data
-    session = event.get("session") if isinstance(event, Mapping) else getattr(event, "session", None)
-    if not isinstance(session, str) or not session:
+    named: Any = event.get("session") if isinstance(event, Mapping) else getattr(event, "session", None)
+    if not isinstance(named, str) or not named:
         raise InvalidEvent("the event has no session")
-    return session, data
+    return named, data
 
 
 # --------------------------------------------------------------------------- publisher

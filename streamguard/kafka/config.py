@@ -562,7 +562,7 @@ def _client_parameters() -> dict[str, set[str]]:
     from aiokafka.admin import AIOKafkaAdminClient
 
     def names(cls: type) -> set[str]:
-        params = inspect.signature(cls.__init__).parameters.values()
+        params = inspect.signature(cls).parameters.values()
         return {p.name for p in params if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD} - {"self"}
 
     return {

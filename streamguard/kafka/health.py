@@ -83,11 +83,11 @@ class HealthServer:
                 return
             path, _, query = path.partition("?")
             if self.sessions is not None and (path == "/sessions" or path.startswith("/sessions/")):
-                params = dict(
-                    item.split("=", 1) if "=" in item else (item, "1")
-                    for item in unquote(query).split("&")
-                    if item
-                )
+                params: dict[str, str] = {}
+                for item in unquote(query).split("&"):
+                    if item:
+                        name, sep, value = item.partition("=")
+                        params[name] = value if sep else "1"
                 status, body = self.sessions(unquote(path[len("/sessions") :].lstrip("/")), params)
                 await self._respond(writer, status, body, "application/json", method == "HEAD")
             elif path == "/metrics":
@@ -96,9 +96,9 @@ class HealthServer:
             elif path in ("/healthz", "/readyz"):
                 probe = self.liveness if path == "/healthz" else self.readiness
                 ok, detail = probe()
-                body = (("ok" if ok else "unavailable") + (f": {detail}" if detail else "")) + "\n"
+                text = (("ok" if ok else "unavailable") + (f": {detail}" if detail else "")) + "\n"
                 await self._respond(
-                    writer, 200 if ok else 503, body.encode(), "text/plain", method == "HEAD"
+                    writer, 200 if ok else 503, text.encode(), "text/plain", method == "HEAD"
                 )
             else:
                 await self._respond(writer, 404, b"not found\n", "text/plain")

@@ -591,10 +591,10 @@ class Bridge:
         offsets: dict[TopicPartition, int] = {}
         for tp, position in self.positions.items():
             if tp.topic == cfg.sessions_topic:
-                window = self.windows.get(tp.partition)
-                if window is None:
+                held = self.windows.get(tp.partition)
+                if held is None:
                     continue
-                low = window.low_offset()
+                low = held.low_offset()
                 if low is not None:
                     position = min(position, low)
             offsets[tp] = position

@@ -318,12 +318,11 @@ def _spans_from_json(data: bytes, wanted: AttributeFilter | None) -> list[SpanRe
             for span in spans:
                 status = span.status
                 if status is None:
-                    code: int | str = 0
+                    code = 0
                     message = ""
                 else:
-                    code, message = status.code, status.message
-                    if isinstance(code, str):
-                        code = _STATUS_NAMES.get(code, 0)
+                    raw_code, message = status.code, status.message
+                    code = _STATUS_NAMES.get(raw_code, 0) if isinstance(raw_code, str) else raw_code
                 start, end = span.start_time_unix_nano, span.end_time_unix_nano
                 append(
                     SpanRecord(

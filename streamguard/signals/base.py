@@ -201,6 +201,9 @@ class Signal:
     needs_pairing: ClassVar[bool] = False
     """The signal reads ``ResultView.call_key``/``call_flags``/``action``: the watchdog
     keeps the session's pending calls only when some active signal does."""
+    policy_table: ClassVar[str | None] = None
+    """A guardrail with a top-level policy table of its own (``[cost_ceiling]``) names it;
+    other signals are configured under ``[signals.<id>]``."""
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         self.config = config if config is not None else self.Config()

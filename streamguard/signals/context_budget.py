@@ -128,6 +128,8 @@ class ContextBudget(Signal):
     needs_fingerprint: ClassVar[bool] = False
     needs_result_size: ClassVar[bool] = True
 
+    config: ContextBudgetConfig
+
     def __init__(self, config: ContextBudgetConfig | None = None) -> None:
         super().__init__(config)
         cfg = self.config
@@ -147,9 +149,9 @@ class ContextBudget(Signal):
                 threshold = float(self.config.tiers.get(rule.tier, threshold))
                 break
         window = 0
-        for rule in self.config.model_windows:
-            if fnmatch.fnmatchcase(model, rule.match):
-                window = rule.tokens
+        for sized in self.config.model_windows:
+            if fnmatch.fnmatchcase(model, sized.match):
+                window = sized.tokens
                 break
         facts = (threshold, window)
         if len(self._tier_cache) < 1024:

@@ -82,6 +82,8 @@ class CostCeiling(Signal):
     Config = CostCeilingConfig
     needs_fingerprint: ClassVar[bool] = False
 
+    config: CostCeilingConfig
+
     def __init__(self, config: CostCeilingConfig | None = None) -> None:
         super().__init__(config)
         self.max_turn = max(float(self.config.max_turn_usd), 0.0)

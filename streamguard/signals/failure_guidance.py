@@ -322,16 +322,17 @@ class ToolFailureGuidance(Signal):
 
         tools.append((tool32 << 20) | (failures << 1) | alerted)
         if sig:
+            assert sigs is not None  # made above for a result with a signature
             sigs.append(
                 (sig << 36) | (tool16 << 20) | (same << 2) | (halted << 1) | warned
             )
         return finding
 
     def _clear_tool(self, state: FailureGuidanceState, tool32: int) -> None:
-        tools = state.tools or ()
+        tools = state.tools or []
         for i, entry in enumerate(tools):
             if entry >> 20 == tool32:
-                del tools[i]  # type: ignore[attr-defined]
+                del tools[i]
                 self._drop_signatures(state, tool32 & _M16)
                 if not tools:
                     state.tools = None

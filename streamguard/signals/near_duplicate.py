@@ -176,7 +176,7 @@ class NearDuplicateCalls(Signal):
         if count < self.threshold:
             return None
         state.latched = shape32
-        return self._finding(call, count, form if type(form) is str else form.decode())
+        return self._finding(call, count, form if isinstance(form, str) else form.decode())
 
     @staticmethod
     def _variants(state: Any, packed: bytes) -> int:

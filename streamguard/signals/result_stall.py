@@ -282,7 +282,8 @@ class ResultStall(Signal):
                         if flags & FLAG_SEARCH:
                             return self._stale(state, _NOTHING, result, b"(nothing found)")
                         if flags & FLAG_WRITE:
-                            return self._news(state)
+                            self._news(state)
+                            return None
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
             masked = template(text)
@@ -314,7 +315,8 @@ class ResultStall(Signal):
         if excess > 0:
             del seen[:excess]
         seen.extend(packed)
-        return self._news(state)
+        self._news(state)
+        return None
 
     def _futile(
         self, state: Any, key: int, code: int, flags: int, result: ResultView, masked: bytes

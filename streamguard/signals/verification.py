@@ -292,9 +292,9 @@ class Verification(Signal):
                 state.before_write = phase
                 state.phase = _WRITING
             # Checks already in flight ran (or may have run) before this change.
-            for i, kind in enumerate(kinds):
-                if kind & 7 != _WRITE:
-                    kinds[i] = kind | _STALE
+            for i, entry_kind in enumerate(kinds):
+                if entry_kind & 7 != _WRITE:
+                    kinds[i] = entry_kind | _STALE
         ids.append(key)
         kinds.append(entry)
         return finding
