@@ -526,3 +526,26 @@ def test_snapshots_from_a_newer_writer_with_an_unknown_field_still_decode() -> N
     body["a_field_from_the_future"] = [1, 2, 3]
     restored = watchdog.decode_state(msgspec.msgpack.encode([version, ids, body]))
     assert watchdog.encode_state(restored) == watchdog.encode_state(state)
+
+
+def test_the_signal_registry_is_checked() -> None:
+    import pytest
+
+    from streamguard.signals import RegistryError, check_registry, signal_classes
+
+    classes = signal_classes()
+    check_registry(classes)  # the shipped order holds
+    ids = [c.id for c in classes]
+    repeat = classes[ids.index("repeated-tool-call")]
+    dominant = classes[ids.index("dominant-tool-call")]
+    with pytest.raises(RegistryError, match="comes after it"):
+        check_registry([dominant, repeat])  # dominant defers to the repeat rule
+    with pytest.raises(RegistryError, match="registered twice"):
+        check_registry([repeat, repeat])
+
+    class Orphan(repeat):  # type: ignore[misc, valid-type]
+        id = "orphan"
+        defers_to = ("no-such-signal",)
+
+    with pytest.raises(RegistryError, match="not a signal"):
+        check_registry([repeat, Orphan])

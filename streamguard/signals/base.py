@@ -254,10 +254,6 @@ class Signal:
         """The state after an accepted reset of this guardrail."""
         return self.new_state()
 
-    def is_halting(self, state: Any) -> bool:
-        """For guardrail signals: whether the session is currently halted by it."""
-        return False
-
     def describe(self, state: Any) -> dict[str, Any]:
         """Extra facts for a reset acknowledgement (e.g. the session ceiling after it)."""
         return {}

@@ -156,9 +156,6 @@ class CostCeiling(Signal):
     def is_latched(self, state: CostCeilingState) -> bool:
         return state.turn_tripped or state.session_tripped
 
-    def is_halting(self, state: CostCeilingState) -> bool:
-        return state.session_tripped
-
     def check_reset(self, state: CostCeilingState, additional_budget_usd: float | None) -> str | None:
         if additional_budget_usd is not None and self.max_session <= 0:
             return "no per-session cost ceiling is configured: nothing to raise"
