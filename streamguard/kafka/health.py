@@ -33,23 +33,14 @@ Probe = Callable[[], tuple[bool, str]]
 SessionsView = Callable[[str, dict[str, str]], tuple[int, bytes]]
 
 
-class HealthServer:
-    """Serves the three endpoints until :meth:`close`."""
+class HttpListener:
+    """A plain asyncio HTTP listener on ``host:port`` (port 0: any free one).
 
-    def __init__(
-        self,
-        registry: CollectorRegistry,
-        *,
-        liveness: Probe,
-        readiness: Probe,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        sessions: SessionsView | None = None,
-    ) -> None:
-        self.registry = registry
-        self.sessions = sessions
-        self.liveness = liveness
-        self.readiness = readiness
+    Subclasses answer connections in :meth:`_handle`; binding, the bound port and
+    closing are here, once.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
         self._server: asyncio.Server | None = None
@@ -70,6 +61,29 @@ class HealthServer:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
             self._server = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class HealthServer(HttpListener):
+    """Serves the three endpoints until :meth:`close`."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        *,
+        liveness: Probe,
+        readiness: Probe,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        sessions: SessionsView | None = None,
+    ) -> None:
+        super().__init__(host, port)
+        self.registry = registry
+        self.sessions = sessions
+        self.liveness = liveness
+        self.readiness = readiness
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -624,7 +624,12 @@ class Processor:
         session = event.session
         meta = self.sessions.meta.get(session)
         key = record.key
-        home = self._home(key) if key is not None else -1
+        if key is None:
+            home = -1
+        elif meta is not None and meta.partition == part.number:
+            home = part.number  # held here, so here is home: spare the hash (replays take this path)
+        else:
+            home = self._home(key)
         verdict = routing.route_event(event, key, record.offset, part.number, meta, home)
         if not isinstance(verdict, routing.Apply):
             self._refuse(tp, record, verdict)

@@ -98,6 +98,17 @@ class Held(Protocol):
     def control_offset(self) -> int: ...
 
 
+def _malformed(exc: Exception) -> DeadLetter:
+    """The dead letter of a value the decoders refused (either topic)."""
+    if isinstance(exc, NestingTooDeep):
+        return DeadLetter("too_deep", str(exc))
+    if isinstance(exc, msgspec.ValidationError):
+        return DeadLetter("invalid_event", str(exc))
+    if isinstance(exc, msgspec.DecodeError):
+        return DeadLetter("malformed", str(exc))
+    return DeadLetter("malformed", repr(exc))  # a value that is not bytes (a broken deserializer)
+
+
 def decode_event(value: bytes | None) -> AgentEvent | DeadLetter | Skip:
     """An events-topic record's value as an agent event, or why not."""
     if value is None:
@@ -106,16 +117,10 @@ def decode_event(value: bytes | None) -> AgentEvent | DeadLetter | Skip:
         return decode_agent_event(value)
     except UnknownEventType:
         return Skip("unknown_type")
-    except NestingTooDeep as exc:
-        return DeadLetter("too_deep", str(exc))
     except ControlOnAgentStream as exc:
         return DeadLetter("control_on_events_topic", str(exc), security="control_on_events_topic")
-    except msgspec.ValidationError as exc:
-        return DeadLetter("invalid_event", str(exc))
-    except msgspec.DecodeError as exc:
-        return DeadLetter("malformed", str(exc))
-    except TypeError as exc:  # a value that is not bytes (a broken deserializer)
-        return DeadLetter("malformed", repr(exc))
+    except (msgspec.DecodeError, TypeError) as exc:
+        return _malformed(exc)
 
 
 def route_event(
@@ -162,14 +167,8 @@ def decode_control(value: bytes | None) -> ControlEvent | DeadLetter:
         event = decode_operator_event(value)
     except UnknownEventType as exc:
         return DeadLetter("unknown_type", str(exc))
-    except NestingTooDeep as exc:
-        return DeadLetter("too_deep", str(exc))
-    except msgspec.ValidationError as exc:
-        return DeadLetter("invalid_event", str(exc))
-    except msgspec.DecodeError as exc:
-        return DeadLetter("malformed", str(exc))
-    except TypeError as exc:
-        return DeadLetter("malformed", repr(exc))
+    except (msgspec.DecodeError, TypeError) as exc:
+        return _malformed(exc)
     if not isinstance(event, Reset):
         tag = type(event).__struct_config__.tag
         return DeadLetter(

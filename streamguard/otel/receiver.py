@@ -29,6 +29,7 @@ from typing import Any
 import msgspec
 from aiokafka import AIOKafkaProducer
 
+from ..kafka.health import HttpListener
 from . import otlp
 from .config import BridgeConfig
 
@@ -88,7 +89,7 @@ class HttpError(Exception):
         self.status = status
 
 
-class OtlpReceiver:
+class OtlpReceiver(HttpListener):
     """Serves OTLP/HTTP on ``host:port`` and hands bodies to ``producer``."""
 
     def __init__(
@@ -100,26 +101,10 @@ class OtlpReceiver:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
+        super().__init__(host, port)
         self.producer = producer
         self.config = config
         self.metrics = metrics
-        self.host = host
-        self.port = port
-        self._server: asyncio.Server | None = None
-
-    async def start(self) -> int:
-        self._server = await asyncio.start_server(self._handle, self.host, self.port, reuse_address=True)
-        sockets = self._server.sockets or ()
-        if sockets:
-            self.port = int(sockets[0].getsockname()[1])
-        return self.port
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2.0)
-            self._server = None
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
