@@ -43,13 +43,14 @@ class Driver:
         error: str | None = None,
         no_op: bool = False,
         result_bytes: int | None = None,
+        call_flags: int = 0,
     ) -> Finding | None:
         event = ToolResult(session="s", tool=tool, result=result, error=error, no_op=no_op,
                            result_bytes=result_bytes)
         failed = bool(error)
         fingerprint = 0 if failed or no_op else fingerprint_payload(result)
         size = result_bytes if result_bytes is not None else payload_size(result)
-        return self._keep(self.signal.on_result(self.state, ResultView(event, failed, fingerprint, size)))
+        return self._keep(self.signal.on_result(self.state, ResultView(event, failed, fingerprint, size, call_flags=call_flags)))
 
     def text(self, text: str = "progress update") -> Finding | None:
         return self._keep(self.signal.on_text(self.state, Text(session="s", text=text)))

@@ -236,6 +236,8 @@ def test_different_actions_failing_are_separate_streaks_for_guidance() -> None:
     trace: list[Any] = []
     for command in ("cat missing.txt", "ls /nope", "python nope.py"):
         trace += [sh(command), err("No such file or directory")]
+    assert signals(trace) == []  # three runner failures are a debugging rhythm
+    trace += [sh("head nope.cfg"), err("No such file or directory")]
     got = signals(trace)
     assert "tool-failure-guidance" not in got
     assert got == ["tool-failure-streak"]

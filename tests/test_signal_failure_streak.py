@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamguard.signals.base import SignalConfig, overrides
+from streamguard.signals.facts import FLAG_RUNNER
 from streamguard.signals.failure_streak import Config, State, ToolFailureStreak
 from tests.harness import Driver
 
@@ -347,3 +348,63 @@ def test_one_alert_per_failure_run_at_least_threshold(events: list[str], raw: in
         assert d.signal.is_latched(d.state) == (run >= threshold)
         assert len(d.state.tools) <= threshold
     assert len(d.findings) == expected
+
+
+# --------------------------------------------------------------------- command runners
+
+
+def runner_fail(d: Driver, error: str = "exit code 1") -> object:
+    return d.result("bash", error=error, call_flags=FLAG_RUNNER)
+
+
+def test_a_streak_of_runner_failures_trips_at_the_runner_threshold() -> None:
+    d = driver()
+    assert [runner_fail(d) for _ in range(3)] == [None, None, None]
+    finding = runner_fail(d)
+    assert finding is not None
+    assert finding.detail["count"] == 4
+    assert finding.detail["threshold"] == 4
+    assert runner_fail(d) is None  # one alert per streak
+
+
+def test_one_named_failure_puts_the_streak_on_the_named_threshold() -> None:
+    d = driver()
+    runner_fail(d)
+    runner_fail(d)
+    finding = fail(d)
+    assert finding is not None
+    assert finding.detail["threshold"] == 3
+
+
+def test_a_success_clears_the_named_mark() -> None:
+    d = driver()
+    fail(d)
+    ok(d)
+    assert [runner_fail(d) for _ in range(3)] == [None, None, None]
+    assert runner_fail(d) is not None
+
+
+def test_runner_threshold_is_configurable_and_clamped() -> None:
+    assert ToolFailureStreak(Config(runner_threshold=6)).runner_threshold == 6
+    assert ToolFailureStreak(SignalConfig()).runner_threshold == 4
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"runner_threshold": 1}, Config)
+
+
+@given(st.lists(st.sampled_from(["ok", "named", "runner"]), max_size=40))
+def test_one_alert_when_the_streak_reaches_its_threshold(events: list[str]) -> None:
+    d = driver()
+    run, named, alerted = 0, False, False
+    for event in events:
+        if event == "ok":
+            found = ok(d)
+            run, named, alerted = 0, False, False
+            assert found is None
+            continue
+        found = fail(d) if event == "named" else runner_fail(d)
+        run += 1
+        named = named or event == "named"
+        due = not alerted and run >= (3 if named else 4)
+        assert (found is not None) == due
+        alerted = alerted or due
+        assert d.signal.is_latched(d.state) == alerted

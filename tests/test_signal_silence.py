@@ -272,3 +272,43 @@ def test_counting_starts_at_the_first_word_by_default() -> None:
 def test_reference_counts_from_the_first_call() -> None:
     d = Driver(ToolsWithoutText(Config(after_first_text=False)))
     assert calls(d, 12) == [12]
+
+
+# --------------------------------------------------------------------- command runners
+
+
+def shell_calls(d: Driver, count: int) -> list[int]:
+    hits = []
+    for i in range(count):
+        if d.call("bash", {"command": f"grep -n item{i} src/app.py"}) is not None:
+            hits.append(i + 1)
+    return hits
+
+
+def test_a_silent_stretch_of_runner_calls_trips_at_the_runner_threshold() -> None:
+    d = driver()
+    assert shell_calls(d, 40) == [25]
+    assert d.findings[0].detail == {"count": 25, "threshold": 25, "tool": "bash"}
+
+
+def test_one_named_call_puts_the_stretch_on_the_named_threshold() -> None:
+    d = driver()
+    assert shell_calls(d, 14) == []
+    assert d.call("read_file", {"path": "a.go"}) is not None  # 15 >= 12
+    assert d.findings[0].detail["threshold"] == 12
+    assert shell_calls(d, 20) == []  # one alert per stretch
+
+
+def test_speech_clears_the_named_mark() -> None:
+    d = driver()
+    d.call("read_file", {"path": "a.go"})
+    d.text("found it")
+    assert shell_calls(d, 24) == []
+    assert shell_calls(d, 1) == [1]
+
+
+def test_runner_threshold_is_configurable_and_clamped() -> None:
+    assert ToolsWithoutText(Config(runner_threshold=30)).runner_threshold == 30
+    assert ToolsWithoutText(SignalConfig()).runner_threshold == 25
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"runner_threshold": 1}, Config)

@@ -37,13 +37,29 @@ Failed searches (``search_failures_are_answers``, default on)
     A search that finds nothing (``grep`` exits 1) is not an error: it neither
     counts nor breaks the streak. Off is the reference behaviour.
 
+Command runners (``runner_threshold``, default 4)
+    A streak made only of command-runner results (the policy's
+    ``[command_runners]`` list) trips at 4. A runner's failure is a program's
+    non-zero exit, and in coding work that is mostly an answer, not missing
+    evidence: a failing test, a compiler error, the traceback of a probe
+    script. Three in a row is the rhythm of setting up an environment
+    (``pytest: command not found``, then ``python -m pytest``, then a script
+    that imports the module by hand). In the real-session benchmark, 7 of the
+    617 normally-ended sessions had a streak of exactly three runner failures
+    (4 of them mini-SWE-agent debugging) and only two had four, both agents
+    sending one rejected edit over and over. A single failure of a named tool
+    puts the streak back on ``threshold``, so an agent whose ``kubectl_get``,
+    ``get_events`` and a shell probe all fail still warns at the third; the
+    reference cases, which use named tools, are unchanged.
+
 Known false positives
     Deliberate probing (RBAC checks, existence tests that are expected to
     fail) and a dependency that is down for a while. Both cost one log line
     and one paragraph of next-turn context; the guidance asks the model to
     report what it could not check, which is the right outcome in both cases.
 
-State: the run length, up to ``threshold`` distinct tool names (each cut to
+State: the run length, whether a named tool failed in it, whether it has
+alerted, up to ``threshold`` distinct tool names (each cut to
 64 bytes; real tool names are far shorter) and the last error cut to 200
 bytes. The names and the error stop being updated once the streak has
 alerted, since nothing else reads them.
@@ -58,7 +74,7 @@ from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
 from .base import Finding, ResultView, Signal, SignalConfig, config_int, tool_list_text
-from .facts import FLAG_SEARCH
+from .facts import FLAG_RUNNER, FLAG_SEARCH
 
 SIGNAL_ID = "tool-failure-streak"
 ERROR_LIMIT = 200  # bytes kept of the last error message
@@ -70,6 +86,9 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
 
     threshold: Annotated[int, Meta(ge=2)] = 3
     """Consecutive failed results that trip the signal."""
+    runner_threshold: Annotated[int, Meta(ge=2)] = 4
+    """The same, for a streak made only of command-runner results (whose failures
+    are mostly a program's answer: a failing test, a compiler error)."""
     search_failures_are_answers: bool = True
     """A failed search (grep finding nothing) neither counts nor breaks the streak
     (false: the reference behaviour, every failed result counts)."""
@@ -84,6 +103,10 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Distinct tool names of the streak, at most ``threshold`` of them."""
     last_error: str = ""
     """The latest error of the streak, cut to 200 bytes."""
+    named: bool = False
+    """A failure of the streak came from a tool that is not a command runner."""
+    reported: bool = False
+    """The streak has alerted."""
 
 
 
@@ -111,10 +134,13 @@ class ToolFailureStreak(Signal):
         threshold = max(2, config_int(getattr(self.config, "threshold", 3), 3))
         self.config = structs.replace(self.config, threshold=threshold)
         self.threshold = threshold
+        runner_threshold = max(2, config_int(getattr(self.config, "runner_threshold", 4), 4))
+        self.config = structs.replace(self.config, runner_threshold=runner_threshold)
+        self.runner_threshold = runner_threshold
         self.search_answers = bool(getattr(self.config, "search_failures_are_answers", True))
 
     def is_latched(self, state: Any) -> bool:
-        return state.run >= self.threshold
+        return state.reported
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
         if self.exempt and result.tool in self.exempt:
@@ -126,11 +152,15 @@ class ToolFailureStreak(Signal):
                 state.run = 0
                 state.tools = ()
                 state.last_error = ""
+                state.named = False
+                state.reported = False
             return None
         state.run += 1
-        threshold = self.threshold
-        if state.run > threshold:
+        if state.reported:
             return None  # already reported this streak
+        if not result.call_flags & FLAG_RUNNER:
+            state.named = True
+        threshold = self.threshold if state.named else self.runner_threshold
         name = _cut(result.tool, NAME_LIMIT)
         tools = state.tools
         if name not in tools and len(tools) < threshold:
@@ -138,6 +168,7 @@ class ToolFailureStreak(Signal):
         state.last_error = _cut(result.error or "", ERROR_LIMIT)
         if state.run < threshold:
             return None
+        state.reported = True
         return self._finding(state)
 
     def _finding(self, state: Any) -> Finding:
@@ -161,7 +192,7 @@ class ToolFailureStreak(Signal):
             ),
             detail={
                 "count": count,
-                "threshold": self.threshold,
+                "threshold": self.threshold if state.named else self.runner_threshold,
                 "tools": [name or "unnamed tool" for name in state.tools],
                 "last_error": state.last_error,
             },

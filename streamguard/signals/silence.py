@@ -52,6 +52,22 @@ From the first word (``after_first_text``, default on)
     in every session (26 of 210 AgentDojo runs and 26 of 38 mini-SWE-agent runs
     of the development corpus). Off is the reference behaviour.
 
+Command runners (``runner_threshold``, default 25)
+    A silent stretch made only of command-runner calls (``bash``, ``python``,
+    an editor tool: the policy's ``[command_runners]`` list) trips at 25, not
+    12. Coding agents that drive a shell narrate far less than assistants with
+    named actions, and reasoning models narrate least of all: they deliberate
+    in a trace the provider keeps private, then send the command. In the
+    real-session benchmark (``bench/detection.py``), the normally-ended
+    mini-SWE-agent sessions of a reasoning model had silent stretches of p90
+    16 and at most 24 calls after their first word, and 7 of 38 of them
+    warned at 12 while every command differed and each answered something new.
+    Sessions with named tools stayed at 2 or below, and Claude Code sessions at
+    14. At 25 none of the normally-ended sessions warns; a silent grind through
+    a shell still does, and its loops are the loop detectors' to halt. One
+    call to a named tool in the stretch puts it back on ``threshold``, so the
+    reference cases, which use named tools, are unchanged.
+
 Known false positives
     Long silent sweeps. The corpus is cluster triage; a twelve-call silent
     walk through a code base is far more plausible, and an operator who sees
@@ -82,6 +98,10 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
 
     threshold: Annotated[int, Meta(ge=2)] = 12
     """Tool calls without assistant speech that trip the signal."""
+    runner_threshold: Annotated[int, Meta(ge=2)] = 25
+    """The same, for a silent stretch made only of command-runner calls (a coding
+    agent driving a shell, which narrates far less than an assistant with named
+    actions)."""
     after_first_text: bool = True
     """Count only once the agent has spoken in this session (false: the reference
     behaviour, which also counts the calls before its first word)."""
@@ -94,6 +114,10 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Tool calls since the agent last spoke."""
     spoke: bool = False
     """The agent has said something in this session."""
+    named: bool = False
+    """A call of the current silent stretch was not to a command runner."""
+    reported: bool = False
+    """The current silent stretch has alerted."""
 
 
 
@@ -122,10 +146,13 @@ class ToolsWithoutText(Signal):
         threshold = max(2, config_int(getattr(self.config, "threshold", 12), 12))
         self.config = structs.replace(self.config, threshold=threshold)
         self.threshold = threshold
+        runner_threshold = max(2, config_int(getattr(self.config, "runner_threshold", 25), 25))
+        self.config = structs.replace(self.config, runner_threshold=runner_threshold)
+        self.runner_threshold = runner_threshold
         self.after_first_text = bool(getattr(self.config, "after_first_text", True))
 
     def is_latched(self, state: Any) -> bool:
-        return state.calls >= self.threshold
+        return state.reported
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
@@ -133,13 +160,20 @@ class ToolsWithoutText(Signal):
         if self.after_first_text and not state.spoke:
             return None
         state.calls += 1
-        if state.calls == self.threshold:
+        if state.reported:
+            return None
+        if not call.runner:
+            state.named = True
+        if state.calls >= (self.threshold if state.named else self.runner_threshold):
+            state.reported = True
             return self._finding(state, call.tool)
         return None
 
     def on_text(self, state: Any, event: Text) -> Finding | None:
         state.calls = 0
         state.spoke = True
+        state.named = False
+        state.reported = False
         return None
 
     def _finding(self, state: Any, tool: str) -> Finding:
@@ -162,5 +196,9 @@ class ToolsWithoutText(Signal):
                 "you are not converging, say what you were trying to establish, what you "
                 "observed and what you need. Do not carry on in silence."
             ),
-            detail={"count": count, "threshold": self.threshold, "tool": label},
+            detail={
+                "count": count,
+                "threshold": self.threshold if state.named else self.runner_threshold,
+                "tool": label,
+            },
         )
