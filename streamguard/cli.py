@@ -869,11 +869,11 @@ def _cmd_tail(args: argparse.Namespace) -> int:
 
 
 def _cmd_reset(args: argparse.Namespace) -> int:
+    """``streamguard reset``: the changelog look-up and the exit codes around
+    :class:`~streamguard.client.AsyncSessionControl`, which sends and confirms."""
     import getpass
 
-    import msgspec
-
-    from .events import GuardrailReset, Reset, control_decoder, encode
+    from .client import InvalidReset, make_reset
 
     if args.add_budget is not None:
         if not args.add_budget > 0:
@@ -893,81 +893,67 @@ def _cmd_reset(args: argparse.Namespace) -> int:
     if by is None:
         with contextlib.suppress(Exception):
             by = getpass.getuser()
-    event = Reset(
-        session=args.session,
-        guardrail=args.guardrail,
-        additional_budget_usd=args.add_budget,
-        by=by or None,
-        ts=round(time.time(), 6),
-    )
     try:
-        payload = encode(event)
-        control_decoder.decode(payload)  # the processor's own validation
-    except msgspec.ValidationError as exc:
+        event = make_reset(args.session, args.guardrail, add_budget_usd=args.add_budget, by=by or None)
+    except InvalidReset as exc:
         print(f"streamguard reset: invalid reset: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 
     async def body(config: Any) -> int:
         import asyncio
 
-        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+        from aiokafka.errors import KafkaError
 
-        from .client import Filter, select_record
+        from .client import AsyncSessionControl, ResetTimedOut, TopicNotFound
 
-        reset_filter = (Filter(types=("guardrail_reset",)),)
-        consumer = None
-        producer = AIOKafkaProducer(
-            **config.producer_options(), acks="all", enable_idempotence=False
-        )
         remains: list[str] = []  # guardrails the session stays halted by, as its snapshot says
-        try:
-            if not args.force:
+        if not args.force:
+            view = await _lookup_session(config, event.session)
+            # A session halted a moment ago is on the changelog at the next
+            # checkpoint (1 s by default): look again for a little while.
+            deadline = time.monotonic() + LOOKUP_PATIENCE_S
+            while view is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.5)
                 view = await _lookup_session(config, event.session)
-                # A session halted a moment ago is on the changelog at the next
-                # checkpoint (1 s by default): look again for a little while.
-                deadline = time.monotonic() + LOOKUP_PATIENCE_S
-                while view is None and time.monotonic() < deadline:
-                    await asyncio.sleep(0.5)
-                    view = await _lookup_session(config, event.session)
-                if view is None:
-                    raise _CommandError(
-                        f"no session {event.session!r} on {config.changelog_topic} after "
-                        f"{LOOKUP_PATIENCE_S:g} s: never seen, evicted, or not checkpointed (is "
-                        "`streamguard run` running?); nothing was sent (--force sends the reset anyway)",
-                        EXIT_NO_SESSION,
-                    )
-                targets = {"watchdog", "cost_ceiling"} if event.guardrail == "all" else {event.guardrail}
-                remains = [g for g in view.halted_by if g not in targets]
-                if not view.halted:
-                    print(
-                        f"streamguard reset: session {event.session!r} is not halted; the reset "
-                        "still clears its detectors' counts",
-                        file=sys.stderr,
-                    )
-            if args.wait:
-                # Position on the output topic *before* sending, so the
-                # acknowledgement cannot slip past.
-                consumer = AIOKafkaConsumer(**config.consumer_options(), enable_auto_commit=False)
-                await _start_client(consumer, config)
-                partitions = await _require_topic(
-                    consumer, config.alerts_topic, config, "--alerts-topic"
+            if view is None:
+                raise _CommandError(
+                    f"no session {event.session!r} on {config.changelog_topic} after "
+                    f"{LOOKUP_PATIENCE_S:g} s: never seen, evicted, or not checkpointed (is "
+                    "`streamguard run` running?); nothing was sent (--force sends the reset anyway)",
+                    EXIT_NO_SESSION,
                 )
-                tps = [TopicPartition(config.alerts_topic, p) for p in sorted(partitions)]
-                consumer.assign(tps)
-                await consumer.seek_to_end(*tps)
-                for tp in tps:
-                    await consumer.position(tp)
-            await _start_client(producer, config)
-            await _require_topic(producer, config.control_topic, config, "--control-topic")
-            meta = await producer.send_and_wait(
-                config.control_topic, value=payload, key=event.session.encode()
-            )
-            sent = (
-                f"reset of {event.guardrail} for session {event.session!r} sent to "
-                f"{config.control_topic} (partition {meta.partition}, offset {meta.offset})"
-            )
-            if consumer is None:
-                print(sent)
+            targets = {"watchdog", "cost_ceiling"} if event.guardrail == "all" else {event.guardrail}
+            remains = [g for g in view.halted_by if g not in targets]
+            if not view.halted:
+                print(
+                    f"streamguard reset: session {event.session!r} is not halted; the reset "
+                    "still clears its detectors' counts",
+                    file=sys.stderr,
+                )
+        control = AsyncSessionControl(
+            config.bootstrap_servers,
+            control_topic=config.control_topic,
+            alerts_topic=config.alerts_topic,
+            confirm=args.wait,
+            producer_options=config.producer_options(),
+            consumer_options=config.consumer_options(),
+        )
+        try:
+            try:
+                await control.start()
+            except TopicNotFound as exc:
+                flag = "--alerts-topic" if exc.role == "alerts" else "--control-topic"
+                raise _CommandError(
+                    f"topic {exc.topic!r} does not exist on {config.bootstrap_servers} (create it, run "
+                    f"`streamguard run --create-topics`, or point {flag} at the right topic)"
+                ) from None
+            except (KafkaError, OSError, TimeoutError) as exc:
+                raise _CommandError(
+                    f"cannot reach the Kafka cluster at {config.bootstrap_servers} ({_kafka_reason(exc)})"
+                ) from None
+            if not args.wait:
+                sent = await control.publish(event)
+                print(_reset_sent_line(sent, config))
                 if remains:
                     print(
                         f"streamguard reset: session {event.session!r} stays halted by "
@@ -977,45 +963,41 @@ def _cmd_reset(args: argparse.Namespace) -> int:
                     )
                     return EXIT_STILL_HALTED
                 return EXIT_OK
-            print(f"{sent}; waiting for the acknowledgement", file=sys.stderr)
-            key = event.session.encode()
-            deadline = time.monotonic() + args.timeout
-            while (left := deadline - time.monotonic()) > 0:
-                batch = await consumer.getmany(timeout_ms=int(min(left, 0.5) * 1000) + 1)
-                for records in batch.values():
-                    for record in records:
-                        if record.key != key:
-                            continue
-                        with contextlib.suppress(msgspec.DecodeError):
-                            selected, ack = select_record(record, reset_filter)
-                            if selected and _acknowledges(ack, event):
-                                assert isinstance(ack, GuardrailReset)
-                                if args.json:
-                                    print(record.value.decode("utf-8", "replace"))
-                                else:
-                                    print(format_output(ack, record.timestamp / 1000.0))
-                                if not ack.accepted:
-                                    return EXIT_REJECTED
-                                if ack.still_halted_by:
-                                    print(
-                                        f"streamguard reset: accepted, but session {event.session!r} "
-                                        f"stays halted by {', '.join(ack.still_halted_by)}",
-                                        file=sys.stderr,
-                                    )
-                                    return EXIT_STILL_HALTED
-                                return EXIT_OK
-            raise _CommandError(
-                f"no acknowledgement on {config.alerts_topic} within {args.timeout:g} s; is "
-                f"`streamguard run` running and consuming {config.control_topic}? (the reset "
-                "was sent and will be applied when it is)",
-                EXIT_NO_ACK,
-            )
+            pending = await control.request(event)
+            print(f"{_reset_sent_line(pending.sent, config)}; waiting for the acknowledgement", file=sys.stderr)
+            outcome = await pending.wait(args.timeout)
+            if isinstance(outcome, ResetTimedOut):
+                raise _CommandError(
+                    f"no acknowledgement on {config.alerts_topic} within {args.timeout:g} s; is "
+                    f"`streamguard run` running and consuming {config.control_topic}? (the reset "
+                    "was sent and will be applied when it is)",
+                    EXIT_NO_ACK,
+                )
+            if args.json:
+                print(outcome.value.decode("utf-8", "replace"))
+            else:
+                print(format_output(outcome.confirmation, outcome.record_ts))
+            if not outcome.accepted:
+                return EXIT_REJECTED
+            if outcome.still_halted_by:
+                print(
+                    f"streamguard reset: accepted, but session {event.session!r} "
+                    f"stays halted by {', '.join(outcome.still_halted_by)}",
+                    file=sys.stderr,
+                )
+                return EXIT_STILL_HALTED
+            return EXIT_OK
         finally:
-            await producer.stop()
-            if consumer is not None:
-                await consumer.stop()
+            await control.close()
 
     return _run_kafka_command("reset", args, ("control_topic", "alerts_topic", "changelog_topic"), body)
+
+
+def _reset_sent_line(sent: Any, config: Any) -> str:
+    return (
+        f"reset of {sent.reset.guardrail} for session {sent.reset.session!r} sent to "
+        f"{config.control_topic} (partition {sent.partition}, offset {sent.offset})"
+    )
 
 
 async def _changelog_reader(config: Any) -> tuple[Any, set[int]]:
@@ -1182,17 +1164,6 @@ def _cmd_session(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return _run_kafka_command("session", args, ("changelog_topic", "alerts_topic"), body)
-
-
-def _acknowledges(ack: Any, event: Any) -> bool:
-    """Whether a guardrail_reset output answers this reset (the processor echoes ts and by)."""
-    return (
-        ack is not None
-        and ack.session == event.session
-        and ack.guardrail == event.guardrail
-        and ack.by == event.by
-        and ack.ts == event.ts
-    )
 
 
 def _cmd_emit(args: argparse.Namespace) -> int:

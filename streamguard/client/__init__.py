@@ -1,9 +1,10 @@
-"""Client library: publish agent events, and subscribe to trips to halt agents.
+"""Client library: publish agent events, subscribe to trips to halt agents, reset sessions.
 
-Two modules: :mod:`.publish` (the publishers) and :mod:`.subscribe` (filters and
-the trip subscriber); everything is importable from here.
+Three modules: :mod:`.publish` (the publishers), :mod:`.subscribe` (filters and
+the trip subscriber) and :mod:`.control` (resetting a session and waiting for
+the processor's confirmation); everything is importable from here.
 
-Three classes:
+The main classes:
 
 * :class:`AsyncPublisher`, for asyncio agent runtimes. Events go into a
   bounded in-memory buffer; a background task drains it into an aiokafka
@@ -24,6 +25,13 @@ Three classes:
   into output Structs, drops duplicates by their deterministic ``id``, and
   commits a record's offset only after the code handling it has returned
   (at-least-once).
+* :class:`AsyncSessionControl` (and :class:`SessionControl`, its synchronous
+  twin), for whoever clears halts: sends a validated ``reset`` to the control
+  topic keyed by the session and waits, with a timeout, for the
+  ``guardrail_reset`` the processor answers it with, telling this reset's
+  answer from any other's by the fields the processor echoes. The result is
+  typed: :class:`ResetConfirmed` (with the answer) or :class:`ResetTimedOut`.
+  ``streamguard reset`` is built on it.
 
 Each publisher has helpers (``tool_call``, ``tool_result``, ``text``,
 ``turn_start``, ``turn_end``, ``usage``, ``final_answer``) that fill ``agent``,
@@ -45,6 +53,20 @@ See ``docs/client.md`` for examples.
 
 from __future__ import annotations
 
+from .control import (
+    AsyncSessionControl,
+    InvalidReset,
+    PendingReset,
+    ResetConfirmed,
+    ResetOutcome,
+    ResetSent,
+    ResetTimedOut,
+    SessionControl,
+    TopicNotFound,
+    confirms,
+    encode_reset,
+    make_reset,
+)
 from .defaults import DEFAULT_ALERTS_TOPIC, DEFAULT_CONTROL_TOPIC, DEFAULT_EVENTS_TOPIC
 from .publish import AsyncPublisher, InvalidEvent, Publisher, PublisherStats, encode_event
 from .subscribe import (
@@ -62,15 +84,27 @@ __all__ = [
     "DEFAULT_CONTROL_TOPIC",
     "DEFAULT_EVENTS_TOPIC",
     "AsyncPublisher",
+    "AsyncSessionControl",
     "Filter",
     "InvalidEvent",
+    "InvalidReset",
+    "PendingReset",
     "Publisher",
     "PublisherStats",
+    "ResetConfirmed",
+    "ResetOutcome",
+    "ResetSent",
+    "ResetTimedOut",
+    "SessionControl",
     "SubscriberStats",
+    "TopicNotFound",
     "TripSubscriber",
+    "confirms",
     "encode_event",
+    "encode_reset",
     "header_decision",
     "header_fields",
+    "make_reset",
     "output_fields",
     "select_record",
 ]
