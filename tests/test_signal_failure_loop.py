@@ -66,7 +66,7 @@ def test_reads_in_between_do_not_break_the_loop() -> None:
 
 def test_a_write_in_between_is_debugging() -> None:
     trace: list[Any] = []
-    for i in range(8):
+    for i in range(7):  # the same error an eighth time would be the across-writes rule
         trace += [sh(TEST), fail(), sh(f"sed -i 's/{i}/{i + 1}/' src/app.py"), ok("")]
     assert "failure-loop" not in ids(trace)
 
@@ -171,3 +171,65 @@ def test_is_latched_only_while_the_latest_call_is_a_failing_one() -> None:
     assert signal.is_latched(state.signals[index])
     watchdog.process(state, sh("ls"))
     assert not signal.is_latched(state.signals[index])
+
+
+# --------------------------------------------------------------------- across writes
+
+
+INSTALL = "apt-get install -y maven"
+
+
+def mirror_switch(i: int) -> list[Any]:
+    return [sh(f"sed -i 's/mirror{i}/mirror{i + 1}/' /etc/apt/sources.list"), ok("")]
+
+
+def test_one_error_eight_times_across_writes_is_critical() -> None:
+    trace: list[Any] = []
+    for i in range(7):
+        trace += [sh(INSTALL), fail("EXECUTION TIMED OUT"), *mirror_switch(i)]
+    assert "failure-loop" not in ids(trace)
+    got = run([*trace, sh(INSTALL), fail("EXECUTION TIMED OUT")])
+    loop = [a for a in got if a.signal == "failure-loop"]
+    assert len(loop) == 1
+    assert loop[0].severity == "critical"
+    assert loop[0].detail["rule"] == "across_writes"
+    assert loop[0].detail["count"] == 8
+    assert "apt-get install" in loop[0].detail["args"]
+
+
+def test_a_changing_error_across_writes_is_debugging() -> None:
+    trace: list[Any] = []
+    for i in range(12):
+        trace += [sh(TEST), fail(f"AssertionError: expected {i + 1}, got {i}"), *mirror_switch(i)]
+    assert "failure-loop" not in ids(trace)
+
+
+def test_a_success_of_the_call_restarts_the_across_writes_count() -> None:
+    trace: list[Any] = []
+    for i in range(7):
+        trace += [sh(INSTALL), fail("EXECUTION TIMED OUT"), *mirror_switch(i)]
+    trace += [sh(INSTALL), ok("installed")]
+    for i in range(7):
+        trace += [sh(INSTALL), fail("EXECUTION TIMED OUT"), *mirror_switch(i)]
+    assert "failure-loop" not in ids(trace)
+
+
+def test_the_across_writes_rule_does_not_report_a_loop_twice() -> None:
+    trace: list[Any] = [sh(INSTALL), fail("EXECUTION TIMED OUT")] * 5  # the first rule reports
+    for i in range(6):
+        trace += [*mirror_switch(i), sh(INSTALL), fail("EXECUTION TIMED OUT")]
+    got = [a for a in run(trace) if a.signal == "failure-loop"]
+    assert len(got) == 1
+    assert "rule" not in got[0].detail
+
+
+def test_across_writes_is_configurable_and_validated() -> None:
+    trace: list[Any] = []
+    for i in range(4):
+        trace += [sh(INSTALL), fail("EXECUTION TIMED OUT"), *mirror_switch(i)]
+    assert "failure-loop" not in ids(trace)
+    assert "failure-loop" in ids(trace, WARN + "[signals.failure-loop]\nacross_writes = 4\nthreshold = 3\n")
+    off = trace * 5
+    assert "failure-loop" not in ids(off, WARN + "[signals.failure-loop]\nacross_writes = 0\n")
+    with pytest.raises(PolicyError, match="across_writes"):
+        parse_policy_set("[signals.failure-loop]\nacross_writes = 5\n")

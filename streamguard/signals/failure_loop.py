@@ -34,6 +34,24 @@ Threshold: 5 failures of one call since the last write (``threshold``, ≥ 2)
     threshold, so "the same call, five times, nothing learned" means one thing
     whether the answers were results or errors.
 
+Across writes: 8 identical failures since the call last worked (``across_writes``)
+    Writes do not always reach what fails. The environment-repair loop re-sends
+    one install command that times out, with a mirror switch, an index update
+    or a network probe in between; each of those is a write and ends the count
+    above, so the loop runs until the budget does. The second rule counts, for
+    each call, its failures *with the same error text* since it last
+    succeeded, whatever happened in between, and trips at 8. The error must
+    match (a hash of its text, unmasked): debugging changes the failure (a new
+    assertion, another line, a different exception), and a changed error
+    restarts the count, so edit, re-run, fail stays work for as long as the
+    edits change anything. In the real-session benchmark, no normally-ended
+    session had a call fail the same way more than 4 times in a row of its own
+    attempts except one that was already halted by the first rule (7); judged
+    loops that reach 8 include the package install timing out nine times
+    between mirror edits. Eight is the first rule's five plus the three
+    attempts a fair fix-and-retry gets. 0 switches the rule off; otherwise it
+    must be above ``threshold``.
+
 Severity: critical, session scope
     The call is byte-for-byte the one that failed, and nothing that could change
     its outcome has happened since: the loop is proven, not inferred, like
@@ -47,7 +65,9 @@ Known false positives
     writes in a way the heuristic misses only makes this signal quieter.
 
 State: up to 8 failing calls since the last write (56 bits of the call key and
-a 7-bit count, packed in one integer each), the latched call and the last call.
+a 7-bit count, packed in one integer each), up to 8 calls failing since they
+last worked (the same, with the error's hash), the latched calls and the last
+call.
 Results are paired with their calls by the watchdog (``ResultView.call_key``);
 an unpaired result is not counted.
 """
@@ -73,6 +93,16 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
 
     threshold: Annotated[int, Meta(ge=2, le=100)] = 5
     """Failures of one unchanged call, with no write in between, that trip the signal."""
+    across_writes: Annotated[int, Meta(ge=0, le=100)] = 8
+    """Failures of one unchanged call with one unchanged error since it last succeeded,
+    whatever was written in between, that trip the signal (0: off; otherwise above
+    ``threshold``)."""
+
+    def validate(self) -> None:
+        if self.across_writes and self.across_writes <= self.threshold:
+            raise ValueError(
+                f"across_writes ({self.across_writes}) must be 0 or above threshold ({self.threshold})"
+            )
 
 
 class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
@@ -83,6 +113,13 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     latched: int = 0
     """key56 of the reported call (0: none). Until a write (or a success of that call)
     no other call's failures are reported: the stretch is one loop."""
+    persistent: list[tuple[int, int]] = []
+    """Calls whose latest failures since they last succeeded, writes or not, came back
+    with one unchanged error: (key56 << 7 | failures, the error's outcome hash), least
+    recently failed first."""
+    persistent_latched: int = 0
+    """key56 of the call last reported (by either rule), until it succeeds: the
+    across-writes rule does not report the same loop again after a write."""
     last: int = 0
     """key56 of the most recent call."""
     write_pending: bool = False
@@ -113,6 +150,11 @@ class FailureLoop(Signal):
         threshold = min(max(2, config_int(getattr(self.config, "threshold", 5), 5)), 100)
         self.config = structs.replace(self.config, threshold=threshold)
         self.threshold = threshold
+        across = min(max(0, config_int(getattr(self.config, "across_writes", 8), 8)), 100)
+        if across and across <= threshold:
+            across = 0
+        self.config = structs.replace(self.config, across_writes=across)
+        self.across_writes = across
 
     def is_latched(self, state: Any) -> bool:
         """True while a reported loop goes on: the latest call is one of its failing calls."""
@@ -131,19 +173,28 @@ class FailureLoop(Signal):
             state.write_pending = True
         key = call.key & _KEY_MASK
         state.last = key
-        if state.failing and any(entry >> 7 == key for entry in state.failing):
+        if (state.failing and any(entry >> 7 == key for entry in state.failing)) or (
+            state.persistent and any(entry >> 7 == key for entry, _ in state.persistent)
+        ):
             state.args = truncate_middle(call.canonical.text, 200)
         return None
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
         if self.exempt and result.tool in self.exempt:
             return None
+        key = result.call_key & _KEY_MASK
+        if key and self.across_writes:
+            # Before the write check: a write that keeps failing (an install) is counted too.
+            finding = self._across_writes(state, result, key)
+            if finding is not None:
+                if result.call_flags & FLAG_WRITE:
+                    state.write_pending = False  # a failed write changed nothing
+                return finding
         if result.call_flags & FLAG_WRITE:
             state.write_pending = False
             if not result.failed:
                 self._clear(state)
                 return None
-        key = result.call_key & _KEY_MASK
         if not key:
             return None
         failing = state.failing
@@ -167,7 +218,34 @@ class FailureLoop(Signal):
         if count < self.threshold or state.latched:
             return None  # one alert per stretch without a write: it is one behaviour
         state.latched = key
+        state.persistent_latched = key
         return self._finding(state, result, count)
+
+    def _across_writes(self, state: Any, result: ResultView, key: int) -> Finding | None:
+        """The same call failing ``across_writes`` times since it last worked: the writes
+        in between (edits, installs, mirror switches) are not reaching it."""
+        persistent = state.persistent
+        count = 0
+        outcome = result.outcome
+        for i, (entry, previous) in enumerate(persistent):
+            if entry >> 7 == key:
+                # A different error is a different failure: the write reached the call.
+                count = entry & _COUNT_MASK if previous == outcome else 0
+                del persistent[i]
+                break
+        if not result.failed:
+            if state.persistent_latched == key:
+                state.persistent_latched = 0
+            return None
+        count = min(count + 1, _COUNT_MASK)
+        if len(persistent) >= MAX_CALLS:
+            del persistent[0]
+        persistent.append((key << 7 | count, outcome))
+        if count < self.across_writes or state.persistent_latched == key or state.latched:
+            return None
+        state.persistent_latched = key
+        state.latched = key
+        return self._finding(state, result, count, across=True)
 
     @staticmethod
     def _clear(state: Any) -> None:
@@ -176,11 +254,40 @@ class FailureLoop(Signal):
         state.write_pending = False
         state.args = ""
 
-    def _finding(self, state: Any, result: ResultView, count: int) -> Finding:
+    def _finding(self, state: Any, result: ResultView, count: int, across: bool = False) -> Finding:
         tool = result.tool or "unnamed tool"
         what = f"{tool} ({result.action})" if result.action and result.action != tool else tool
         args = state.args or "(arguments not retained)"
         error = truncate_middle((result.error or "").strip(), 200) or "(no error text)"
+        if across:
+            return Finding(
+                signal=SIGNAL_ID,
+                severity="critical",
+                scope="session",
+                reason=(
+                    f"{what} failed {count} times with identical arguments {args} since it last "
+                    f"succeeded, with writes in between that did not change that; last error: "
+                    f"{error}. The agent keeps changing something that does not reach this call "
+                    "and re-sending it: it is looping. Under enforce the halting controller stops "
+                    "the session; if this call waits for something outside the agent, exempt the "
+                    "tool in the policy."
+                ),
+                guidance=(
+                    f"{what} has failed {count} times with exactly the same arguments (last "
+                    f"error: {error}), and what you changed in between did not help. Running it "
+                    "again will fail again. Stop retrying it: find out why it fails, try a "
+                    "different way to reach the goal, or stop and explain what is blocking you."
+                ),
+                detail={
+                    "tool": tool,
+                    "action": result.action,
+                    "count": count,
+                    "threshold": self.across_writes,
+                    "args": args,
+                    "error": error,
+                    "rule": "across_writes",
+                },
+            )
         return Finding(
             signal=SIGNAL_ID,
             severity="critical",
