@@ -323,35 +323,12 @@ class Demo:
 
     async def _create_topics(self) -> None:
         """The processor's five topics, the changelog compacted (as ``--create-topics`` would)."""
-        from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+        from ..kafka.topics import create_processor_topics
 
-        config = self.processor.config
-        admin = AIOKafkaAdminClient(**config.client_options())
         try:
-            await admin.start()
-            await admin.create_topics(
-                [
-                    NewTopic(
-                        topic,
-                        self.options.partitions,
-                        1,
-                        topic_configs=(
-                            {"cleanup.policy": "compact"} if topic == config.changelog_topic else {}
-                        ),
-                    )
-                    for topic in (
-                        config.events_topic,
-                        config.control_topic,
-                        config.changelog_topic,
-                        config.alerts_topic,
-                        config.dlq_topic,
-                    )
-                ]
-            )
+            await create_processor_topics(self.processor.config, self.options.partitions)
         except Exception as exc:
             raise _DemoError(f"cannot create the demo topics: {exc!r}") from None
-        finally:
-            await admin.close()
 
     async def _start_processor(self) -> None:
         opts = self.options
