@@ -73,6 +73,7 @@ from .events import Feedback as FeedbackEvent
 from .policy import MODES, Policy
 from .signals import signal_classes
 from .signals.base import (
+    HALT_IGNORED,
     NO_OP_OUTCOME,
     CallView,
     Finding,
@@ -80,6 +81,7 @@ from .signals.base import (
     Signal,
     outcome_of,
     overrides,
+    previews,
 )
 from .signals.facts import (
     FLAG_RUNNER,
@@ -96,7 +98,6 @@ from .snapshot import SnapshotCodec, peek_agent
 OFF, WARN, FEEDBACK, ENFORCE = range(4)
 _NO_OUTPUT: list[Output] = []  # shared, never mutated: the common case allocates nothing
 
-HALT_IGNORED = "halt-ignored"
 MAX_PENDING = 8
 """Calls remembered while they await their result (oldest dropped)."""
 _FACTS_CACHE_MAX = 512
@@ -157,7 +158,8 @@ class Watchdog:
         self._has_ignores = bool(self.policy.arguments.ignore_fields or self.policy.arguments.tools)
 
         signals: list[Signal] = []
-        for cls in classes if classes is not None else signal_classes():
+        classes = classes if classes is not None else signal_classes()
+        for cls in classes:
             try:
                 config = self.policy.config_for(cls)
             except AttributeError:  # a signal outside the registry (library use, tests)
@@ -168,7 +170,7 @@ class Watchdog:
             if cls.guardrail == "watchdog" and self.mode == OFF:
                 continue
             signal = cls(config)
-            if not getattr(signal, "active", True):  # e.g. a cost ceiling with no bound set
+            if not signal.active:  # e.g. a cost ceiling with no bound set
                 continue
             signals.append(signal)
         self.signals = signals
@@ -193,16 +195,25 @@ class Watchdog:
         self._call_hooks = [(i, s.exempt or None, h) for i, s, h in self._on_call]
         self._result_hooks = [(i, s.exempt or None, h) for i, s, h in self._on_result]
         self.history_len = max((s.history_needed() for s in signals), default=0)
-        self._need_fingerprint = any(getattr(s, "needs_fingerprint", True) for _, s, _ in self._on_result)
-        self._need_size = any(getattr(s, "needs_result_size", False) for _, s, _ in self._on_result)
+        self._need_fingerprint = any(s.needs_fingerprint for _, s, _ in self._on_result)
+        self._need_size = any(s.needs_result_size for _, s, _ in self._on_result)
         self._watchdog_indices = [i for i, s in enumerate(signals) if s.guardrail == "watchdog"]
         self._ctx = _Ctx(None, None)  # type: ignore[arg-type]
-        runners = getattr(self.policy, "command_runners", None)
-        self._runners = CommandRunners(runners.tools) if runners is not None else CommandRunners()
-        verification = getattr(self.policy, "verification", None)
-        self._classify = getattr(verification, "classify", None)
+        self._runners = CommandRunners(self.policy.command_runners.tools)
+        # Plain tools' write facts use the verification signal's name classification.
+        self._classify = self.policy.verification.classify
         self._plain_facts: dict[tuple[str, str | None], CallFacts | bool] = {}
-        self._need_pairing = any(getattr(s, "needs_pairing", False) for s in signals)
+        self._need_pairing = any(s.needs_pairing for s in signals)
+        self._previews = [(i, s) for i, s in enumerate(signals) if previews(s)]
+        # The guardrails an operator resets by name come from the registry, whatever this
+        # watchdog runs: a reset releases a guardrail's halt even where its signal is
+        # inactive (a restored halt, a bound since removed).
+        known = [*signal_classes(), *classes]
+        self._resettable = tuple(dict.fromkeys(c.guardrail for c in known if c.resettable))
+        self._budget_guardrails = tuple(dict.fromkeys(c.guardrail for c in known if c.takes_budget))
+        self._guardrail_signals = [
+            (i, s) for i, s in enumerate(signals) if s.guardrail in self._resettable
+        ]
         self._codec = SnapshotCodec(SessionState, [s.id for s in signals])
         self._state_decoders = {s.id: msgspec.msgpack.Decoder(s.State) for s in signals}
 
@@ -624,33 +635,31 @@ class Watchdog:
         ctx = _Ctx(state, event)
         target = event.guardrail
         budget = event.additional_budget_usd
-        cost = [(i, s) for i, s in enumerate(self.signals) if s.guardrail == "cost_ceiling"]
+        guardrails: tuple[str, ...] = (
+            self._resettable if target == "all" else () if target == "watchdog" else (target,)
+        )
+        chosen = [(i, s) for i, s in self._guardrail_signals if s.guardrail in guardrails]
 
         refusal = None
-        if budget is not None and target == "watchdog":
-            refusal = "additional_budget_usd applies to the cost_ceiling guardrail, not the watchdog"
-        elif target in ("cost_ceiling", "all"):
-            if budget is not None and not cost:
-                refusal = "no cost ceiling is configured for this session: nothing to raise"
-            for i, sig in cost:
-                refusal = refusal or sig.check_reset(state.signals[i], budget)
+        if budget is not None and not any(s.takes_budget for _, s in chosen):
+            budgeted = [g for g in guardrails if g in self._budget_guardrails]
+            if budgeted:
+                what = " or ".join(g.replace("_", " ") for g in budgeted)
+                refusal = f"no {what} is configured for this session: nothing to raise"
+            else:
+                what = " or ".join(self._budget_guardrails)
+                refusal = f"additional_budget_usd applies to the {what} guardrail, not the {target}"
+        for i, sig in chosen:
+            refusal = refusal or sig.check_reset(state.signals[i], budget)
 
         if refusal is None:
             if target in ("watchdog", "all"):
-                state.halted_by = tuple(g for g in state.halted_by if g != "watchdog")
-                if state.cut_kind == "watchdog":
-                    state.cut_kind, state.cut_streak = None, 0
-                if state.turn_cut == "watchdog":
-                    state.turn_cut = None
+                self._release(state, "watchdog")
                 self._reset_detectors(state)
-            if target in ("cost_ceiling", "all"):
-                state.halted_by = tuple(g for g in state.halted_by if g != "cost_ceiling")
-                if state.cut_kind == "cost_ceiling":
-                    state.cut_kind, state.cut_streak = None, 0
-                if state.turn_cut == "cost_ceiling":
-                    state.turn_cut = None
-                for i, sig in cost:
-                    state.signals[i] = sig.apply_reset(state.signals[i], budget)
+            for guardrail in guardrails:
+                self._release(state, guardrail)
+            for i, sig in chosen:
+                state.signals[i] = sig.apply_reset(state.signals[i], budget)
             if not state.halted_by:
                 state.halt_signal = state.halt_reason = state.halted_at = None
             state.ignored_latched = False
@@ -661,7 +670,7 @@ class Watchdog:
             reason = f"reset of {target} refused: {refusal}"
 
         ceiling = None
-        for i, sig in cost:
+        for i, sig in self._guardrail_signals:
             ceiling = sig.describe(state.signals[i]).get("max_session_usd", ceiling)
         ctx.emit(
             GuardrailReset,
@@ -674,6 +683,15 @@ class Watchdog:
         )
         return ctx.outputs or []
 
+    @staticmethod
+    def _release(state: SessionState, guardrail: str) -> None:
+        """Lift ``guardrail``'s halt, its run of cut turns and its cut of this turn."""
+        state.halted_by = tuple(g for g in state.halted_by if g != guardrail)
+        if state.cut_kind == guardrail:
+            state.cut_kind, state.cut_streak = None, 0
+        if state.turn_cut == guardrail:
+            state.turn_cut = None
+
     # ---------------------------------------------------------------- preview
 
     def would_trip(self, state: SessionState, event: ToolCall) -> list[str]:
@@ -684,12 +702,7 @@ class Watchdog:
         key = stable_hash(event.tool, canonical.text)
         history = [*state.history, key][-max(self.history_len, 1) :]
         view = self._view(event, canonical, key, history)
-        tripped = []
-        for i, sig in enumerate(self.signals):
-            preview = getattr(sig, "would_trip", None)
-            if preview is not None and event.tool not in sig.exempt and preview(state.signals[i], view):
-                tripped.append(sig.id)
-        return tripped
+        return [sig.id for i, sig in self._previews if sig.would_trip(state.signals[i], view)]
 
 
 class _Ctx:

@@ -14,12 +14,13 @@ from streamguard.signals.failure_guidance import (
     MAX_PENDING,
     MAX_SIGNATURES,
     MAX_TOOLS,
-    Config,
-    State,
     ToolFailureGuidance,
     signature,
 )
 from tests.harness import Driver
+
+Config = ToolFailureGuidance.Config
+State = ToolFailureGuidance.State
 
 
 class IdDriver(Driver):

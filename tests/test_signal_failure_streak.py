@@ -7,8 +7,11 @@ from hypothesis import strategies as st
 
 from streamguard.signals.base import SignalConfig, overrides
 from streamguard.signals.facts import FLAG_RUNNER
-from streamguard.signals.failure_streak import Config, State, ToolFailureStreak
+from streamguard.signals.failure_streak import ToolFailureStreak
 from tests.harness import Driver
+
+Config = ToolFailureStreak.Config
+State = ToolFailureStreak.State
 
 OPERATOR_WORDS = ("threshold", "policy", "operator", "/interrupt", "reset", "exempt", "--")
 

@@ -10,8 +10,11 @@ from hypothesis import strategies as st
 from streamguard.canonical import fingerprint_payload
 from streamguard.events import ToolResult
 from streamguard.signals.base import ResultView, SignalConfig, overrides
-from streamguard.signals.no_new_state import Config, NoNewState, State, remembered
+from streamguard.signals.no_new_state import NoNewState, remembered
 from tests.harness import Driver
+
+Config = NoNewState.Config
+State = NoNewState.State
 
 OPERATOR_WORDS = ("threshold", "policy", "operator", "/interrupt", "reset", "exempt", "--")
 

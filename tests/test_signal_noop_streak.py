@@ -6,8 +6,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamguard.signals.base import SignalConfig, overrides
-from streamguard.signals.noop_streak import Config, NoOpStreak, State
+from streamguard.signals.noop_streak import NoOpStreak
 from tests.harness import Driver
+
+Config = NoOpStreak.Config
+State = NoOpStreak.State
 
 OPERATOR_WORDS = ("threshold", "policy", "operator", "/interrupt", "reset", "exempt", "--")
 

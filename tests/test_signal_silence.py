@@ -6,8 +6,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamguard.signals.base import SignalConfig, overrides
-from streamguard.signals.silence import CORPUS_LONGEST_SILENT_RUN, Config, State, ToolsWithoutText
+from streamguard.signals.silence import CORPUS_LONGEST_SILENT_RUN, ToolsWithoutText
 from tests.harness import Driver
+
+Config = ToolsWithoutText.Config
+State = ToolsWithoutText.State
 
 OPERATOR_WORDS = ("threshold", "policy", "operator", "/interrupt", "reset", "exempt", "--")
 

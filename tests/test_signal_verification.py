@@ -13,12 +13,13 @@ from streamguard.signals.base import CallView, Finding, ResultView, SignalConfig
 from streamguard.signals.verification import (
     FINDING_IDS,
     MAX_INFLIGHT,
-    Config,
     Phase,
-    State,
     Verification,
 )
 from tests.harness import Driver
+
+Config = Verification.Config
+State = Verification.State
 
 
 class IdDriver(Driver):

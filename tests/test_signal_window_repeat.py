@@ -10,8 +10,11 @@ from hypothesis import strategies as st
 from streamguard.canonical import canonicalize, stable_hash
 from streamguard.events import ToolCall
 from streamguard.signals.base import CallView, Signal, SignalConfig
-from streamguard.signals.window_repeat import Config, State, WindowRepeat, validate
+from streamguard.signals.window_repeat import WindowRepeat, validate
 from tests.harness import Driver
+
+Config = WindowRepeat.Config
+State = WindowRepeat.State
 
 
 def driver(**config: object) -> Driver:

@@ -16,20 +16,47 @@ by the finding's severity, scope and guardrail; signals never decide it.
 
 Adding a signal: subclass :class:`Signal`, give it ``id``, ``severity``,
 ``State`` and ``Config``, and register it in :mod:`streamguard.signals`. The
-watchdog, the policy loader and the snapshot format need no change.
+watchdog, the policy loader and the snapshot format need no change. Every member
+the watchdog reads is declared on :class:`Signal` (the contract, checked for each
+registered signal at first use by :func:`streamguard.signals.check_registry`):
+
+* class declarations: ``id``, ``severity``, ``scope``, ``guardrail``,
+  ``default_enabled``, ``State``, ``Config``, ``defers_to``,
+  ``withdrawn_by_text``, ``policy_table``, ``alert_ids`` (the alert ids its
+  findings carry, when more than its ``id``), and for guardrails ``resettable``
+  and ``takes_budget``;
+* what the watchdog asks an instance, which may depend on its config and so is
+  set in ``__init__``: ``active``, ``needs_fingerprint``, ``needs_result_size``,
+  ``needs_pairing``;
+* hooks: ``on_call`` ... ``on_final_answer``, ``history_needed``,
+  ``is_latched``, ``would_trip`` (through ``preview_state``), and for guardrails
+  ``check_reset``, ``apply_reset``, ``describe``.
+
+``Config`` and ``State`` are module-level classes named for their signal
+(``RepeatedToolCallConfig``, ``RepeatedToolCallState``), assigned on the class.
+A config's bounds are declared once, on its fields (``Annotated[int,
+Meta(ge=2)]``): the policy loader rejects a value outside them, and
+:meth:`SignalConfig.resolved` clamps a hand-built one into them (msgspec does
+not validate direct construction). Rules across fields are ``validate`` (what a
+policy must not say) and ``resolved`` (how a signal repairs a hand-built config).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from functools import cache
+from sys import intern
+from typing import Annotated, Any, ClassVar, Self, TypeVar, get_args, get_origin, get_type_hints
 
-from msgspec import Struct
+from msgspec import Meta, Struct, structs
 
-from ..canonical import CanonicalArgs, stable_hash
+from ..canonical import CanonicalArgs, stable_hash, truncate_middle
 from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
 from .facts import CallFacts, CommandRunners, is_code_tool, plain_facts, runner_facts
 
 _default_runners = CommandRunners()
+
+HALT_IGNORED = "halt-ignored"
+"""The watchdog's own alert (a halted session that keeps working): no signal emits it."""
 
 
 class SignalConfig(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -42,6 +69,21 @@ class SignalConfig(Struct, kw_only=True, forbid_unknown_fields=True):
 
     enabled: bool | None = None
     exempt_tools: list[str] = []
+
+    def validate(self) -> None:
+        """Refuse a combination of values a policy must not hold (``ValueError``, its
+        message starting with the field at fault).
+
+        One field's bounds are its ``Meta`` annotation, which msgspec checks when
+        the policy is loaded; the loader then calls this for the rules across fields.
+        """
+
+    def resolved(self) -> Self:
+        """The config as a signal runs it: :func:`within_bounds`, then the repair of any
+        rule across fields (a subclass extends this). ``self`` when nothing changes:
+        always for a config a policy loaded, except for the few values a policy may give
+        and the signal repairs (a dominant-call threshold above its window is the window)."""
+        return within_bounds(self)
 
 
 class Finding(Struct, kw_only=True, gc=False):
@@ -187,26 +229,56 @@ def outcome_of(event: Any, failed: bool, fingerprint: int) -> int:
 class Signal:
     """Base class of every detector. Subclasses override the hooks they need."""
 
+    # ------------------------------------------------------------ declarations
     id: ClassVar[str]
     severity: ClassVar[Severity]
     scope: ClassVar[Scope] = "session"
     guardrail: ClassVar[str] = "watchdog"
+    """``watchdog`` (the mode decides), or the guardrail that owns this signal's findings."""
     default_enabled: ClassVar[bool] = True
     State: ClassVar[type[Struct]]
+    """Per-session state: every field has a default, its tag is the signal's ``id``
+    (snapshots carry it; see :mod:`streamguard.snapshot` for evolving it)."""
     Config: ClassVar[type[SignalConfig]] = SignalConfig
     defers_to: ClassVar[tuple[str, ...]] = ()
     """Signal ids whose *active latch* silences this signal (one behaviour, one alert)."""
     withdrawn_by_text: ClassVar[bool] = False
     """A queued feedback note from this signal is dropped if the agent speaks first."""
-    needs_pairing: ClassVar[bool] = False
-    """The signal reads ``ResultView.call_key``/``call_flags``/``action``: the watchdog
-    keeps the session's pending calls only when some active signal does."""
     policy_table: ClassVar[str | None] = None
     """A guardrail with a top-level policy table of its own (``[cost_ceiling]``) names it;
     other signals are configured under ``[signals.<id>]``."""
+    alert_ids: ClassVar[tuple[str, ...]] = ()
+    """The alert ids of this signal's findings when they are not just its ``id``
+    (``verification`` reports three rules under their own ids); see :func:`alert_ids`."""
+    resettable: ClassVar[bool] = False
+    """A guardrail an operator resets by name (``streamguard reset --guardrail``), through
+    :meth:`check_reset` and :meth:`apply_reset`; ``all`` resets every one of them."""
+    takes_budget: ClassVar[bool] = False
+    """A resettable guardrail that a reset's ``additional_budget_usd`` raises."""
+
+    # ------------------------------------- what the watchdog asks an instance
+    # Instance attributes, set in __init__ when they depend on the config.
+    active: bool = True
+    """False: the signal has nothing to do under its config (a cost ceiling with no
+    bound set) and the watchdog leaves it out."""
+    needs_fingerprint: bool = True
+    """The signal reads ``ResultView.fingerprint`` (the watchdog hashes payloads only
+    when an active result reader does)."""
+    needs_result_size: bool = False
+    """The signal reads ``ResultView.size``."""
+    needs_pairing: bool = False
+    """The signal reads ``ResultView.call_key``/``call_flags``/``action``: the watchdog
+    keeps the session's pending calls only when some active signal does."""
+
+    config: SignalConfig
 
     def __init__(self, config: SignalConfig | None = None) -> None:
-        self.config = config if config is not None else self.Config()
+        if config is None:
+            config = self.Config()
+        elif not isinstance(config, self.Config):
+            # A bare SignalConfig (enabled/exempt_tools only): this signal's defaults.
+            config = self.Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
+        self.config = config.resolved()
         self.exempt = frozenset(self.config.exempt_tools)
 
     def new_state(self) -> Struct:
@@ -244,6 +316,24 @@ class Signal:
     def on_final_answer(self, state: Any, event: FinalAnswer) -> Finding | None:  # pragma: no cover
         return None
 
+    # Previews, for a caller that gates a call before running it.
+    def preview_state(self, state: Any) -> Struct | None:
+        """A copy of ``state`` that :meth:`on_call` may change, its latches cleared,
+        for :meth:`would_trip`; ``None`` (the default): this signal has no preview."""
+        return None
+
+    def would_trip(self, state: Any, call: CallView) -> bool:
+        """Whether ``call``, observed next, would find this signal tripped (state untouched).
+
+        A behaviour that was already reported still counts: :meth:`on_call` runs on
+        :meth:`preview_state`'s copy, whose latches are cleared, so every call that
+        continues a reported loop answers ``True``.
+        """
+        if call.tool in self.exempt:
+            return False
+        probe = self.preview_state(state)
+        return probe is not None and self.on_call(probe, call) is not None
+
     # Guardrail signals (guardrail != "watchdog") keep state that a watchdog
     # reset must not wipe (spend, for instance) and decide their own resets.
     def check_reset(self, state: Any, additional_budget_usd: float | None) -> str | None:
@@ -271,6 +361,62 @@ def config_int(value: Any, default: int) -> int:
         return default
 
 
+_ConfigT = TypeVar("_ConfigT", bound=SignalConfig)
+
+
+@cache
+def _bounded_fields(cls: type[SignalConfig]) -> tuple[tuple[str, type, Any, Any, Any], ...]:
+    """(name, int/float/bool, lower, upper, default) of the fields :func:`within_bounds`
+    coerces; inclusive bounds only (``gt``/``lt`` cannot be clamped onto)."""
+    hints = get_type_hints(cls, include_extras=True)
+    names = cls.__struct_fields__
+    defaults = dict(zip(names[len(names) - len(cls.__struct_defaults__) :],
+                        cls.__struct_defaults__, strict=True))
+    bounded = []
+    for name in names:
+        hint = hints[name]
+        metas: tuple[Any, ...] = ()
+        if get_origin(hint) is Annotated:
+            hint, *extra = get_args(hint)
+            metas = tuple(m for m in extra if isinstance(m, Meta))
+        if hint not in (int, float, bool) or name not in defaults:
+            continue
+        lower = max((m.ge for m in metas if m.ge is not None), default=None)
+        upper = min((m.le for m in metas if m.le is not None), default=None)
+        bounded.append((name, hint, lower, upper, defaults[name]))
+    return tuple(bounded)
+
+
+def within_bounds(config: _ConfigT) -> _ConfigT:
+    """``config`` with every number and flag coerced to its declared type (a value
+    that cannot be falls back to the field's default) and clamped into its declared
+    inclusive bounds; ``config`` itself when nothing changes."""
+    changes: dict[str, Any] = {}
+    for name, kind, lower, upper, default in _bounded_fields(type(config)):
+        raw = getattr(config, name)
+        if kind is bool:
+            value: Any = bool(raw)
+        else:
+            try:
+                value = kind(raw)
+            except (TypeError, ValueError, OverflowError):
+                value = default
+            if lower is not None and value < lower:
+                value = kind(lower)
+            if upper is not None and value > upper:
+                value = kind(upper)
+        if type(value) is not type(raw) or value != raw:
+            changes[name] = value
+    return structs.replace(config, **changes) if changes else config
+
+
+def field_default(cls: type[SignalConfig], name: str) -> Any:
+    """The declared default of one of ``cls``'s fields."""
+    names = cls.__struct_fields__
+    defaults = cls.__struct_defaults__
+    return defaults[names.index(name) - (len(names) - len(defaults))]
+
+
 def push_own_ring(state: Any, key: int, size: int) -> list[int]:
     """Append ``key`` to ``state.ring``, the signal's own recent call keys (created on
     demand, at most ``size``), and return it.
@@ -287,6 +433,21 @@ def push_own_ring(state: Any, key: int, size: int) -> list[int]:
     return ring
 
 
+NAME_LIMIT = 64
+"""Bytes kept of a tool name in a streak's state (real tool names are far shorter)."""
+
+
+def streak_tools(tools: tuple[str, ...], tool: str, most: int) -> tuple[str, ...]:
+    """``tools``, the distinct tool names of a streak (for its alert text), with ``tool``
+    added: cut to :data:`NAME_LIMIT` bytes, interned (one copy across the fleet), at
+    most ``most`` of them."""
+    # len(tool) * 4 bounds the UTF-8 size, so a short name skips the encode.
+    name = tool if len(tool) * 4 <= NAME_LIMIT else truncate_middle(tool, NAME_LIMIT)
+    if name in tools or len(tools) >= most:
+        return tools
+    return (*tools, intern(name))
+
+
 def tool_list_text(tools: Any) -> str:
     """Tool names for an alert text: ``unnamed tool`` for blanks, ``unknown tools`` for none."""
     if not tools:
@@ -294,6 +455,17 @@ def tool_list_text(tools: Any) -> str:
     return ", ".join(name or "unnamed tool" for name in tools)
 
 
-def overrides(signal: Signal, hook: str) -> bool:
+def overrides(signal: Signal | type[Signal], hook: str) -> bool:
     """Whether ``signal`` implements ``hook`` itself (the watchdog skips the rest)."""
-    return getattr(type(signal), hook) is not getattr(Signal, hook)
+    cls = signal if isinstance(signal, type) else type(signal)
+    return getattr(cls, hook) is not getattr(Signal, hook)
+
+
+def previews(signal: Signal | type[Signal]) -> bool:
+    """Whether ``signal`` answers :meth:`Signal.would_trip` (others always say no)."""
+    return overrides(signal, "would_trip") or overrides(signal, "preview_state")
+
+
+def alert_ids(cls: type[Signal]) -> tuple[str, ...]:
+    """The alert ids ``cls``'s findings carry: its ``alert_ids``, else its ``id``."""
+    return cls.alert_ids or (cls.id,)

@@ -50,11 +50,11 @@ import zlib
 from itertools import pairwise
 from typing import Annotated, Any, ClassVar
 
-from msgspec import Meta, Struct, structs
+from msgspec import Meta, Struct
 
 from ..canonical import truncate_middle
 from ..events import Text
-from .base import CallView, Finding, Signal, SignalConfig, config_int
+from .base import CallView, Finding, Signal, SignalConfig
 
 SIGNAL_ID = "chat-stall"
 TEXT_LIMIT = 512
@@ -86,7 +86,7 @@ def similarity(a: bytes, b: bytes) -> float:
     return sum(1 for v in union if v in left and v in right) / len(union)
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class ChatStallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``chat-stall``."""
 
     repeats: Annotated[int, Meta(ge=2, le=20)] = 3
@@ -99,7 +99,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Assistant messages in a row without a tool call that raise the warning (0: off)."""
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+class ChatStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``chat-stall``."""
 
     sketches: bytearray = bytearray()
@@ -120,25 +120,19 @@ class ChatStall(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity = "warn"
     scope = "session"
-    State = State
-    Config = Config
+    State = ChatStallState
+    Config = ChatStallConfig
+
+    config: ChatStallConfig
 
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
         cfg = self.config
-        self.repeats = min(max(config_int(getattr(cfg, "repeats", 3), 3), 2), 20)
-        try:
-            similar = float(getattr(cfg, "min_similarity", 0.7))
-        except (TypeError, ValueError):
-            similar = 0.7
-        self.min_similarity = min(max(similar, 0.3), 1.0)
-        self.memory = min(max(config_int(getattr(cfg, "memory", 6), 6), 2), 32)
-        self.max_messages = max(config_int(getattr(cfg, "max_messages", 12), 12), 0)
+        self.repeats = cfg.repeats
+        self.min_similarity = cfg.min_similarity
+        self.memory = cfg.memory
+        self.max_messages = cfg.max_messages
         self._sketches: dict[str, bytes] = {}
-        self.config = structs.replace(cfg, repeats=self.repeats, min_similarity=self.min_similarity,
-                                      memory=self.memory, max_messages=self.max_messages)
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)

@@ -43,9 +43,9 @@ from __future__ import annotations
 
 import fnmatch
 import sys
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Self
 
-from msgspec import Meta, Struct, field
+from msgspec import Meta, Struct, field, structs
 
 from ..events import Usage
 from .base import Finding, ResultView, Signal, SignalConfig
@@ -106,6 +106,13 @@ class ContextBudgetConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True
                     f"tiers.{tier}: {value} is above hard_ceiling {self.hard_ceiling}"
                 )
 
+    def resolved(self) -> Self:
+        config = super().resolved()
+        # The bound is exclusive (gt=0), so it cannot be clamped onto: a floor instead.
+        if config.hard_ceiling < 0.01:
+            return structs.replace(config, hard_ceiling=0.01)
+        return config
+
 
 class ContextBudgetState(Struct, tag=CUT, gc=False, omit_defaults=True):
     measured: int = 0
@@ -125,17 +132,18 @@ class ContextBudget(Signal):
     policy_table: ClassVar[str] = "context_budget"
     State = ContextBudgetState
     Config = ContextBudgetConfig
-    needs_fingerprint: ClassVar[bool] = False
-    needs_result_size: ClassVar[bool] = True
+    alert_ids = (PRESSURE, CUT)
+    needs_fingerprint = False
+    needs_result_size = True
 
     config: ContextBudgetConfig
 
-    def __init__(self, config: ContextBudgetConfig | None = None) -> None:
+    def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
         cfg = self.config
-        self.hard = min(max(float(cfg.hard_ceiling), 0.01), 1.0)
-        self.default_threshold = float(cfg.default_threshold)
-        self.bytes_per_token = max(int(cfg.bytes_per_token), 1)
+        self.hard = cfg.hard_ceiling
+        self.default_threshold = cfg.default_threshold
+        self.bytes_per_token = cfg.bytes_per_token
         self._tier_cache: dict[str, tuple[float, int]] = {}
 
     def _model_facts(self, model: str) -> tuple[float, int]:

@@ -78,20 +78,19 @@ class CostCeiling(Signal):
     scope = "turn"
     guardrail: ClassVar[str] = "cost_ceiling"
     policy_table: ClassVar[str] = "cost_ceiling"
+    resettable = True  # a halt by spend needs an operator (and maybe more budget)
+    takes_budget = True
     State = CostCeilingState
     Config = CostCeilingConfig
-    needs_fingerprint: ClassVar[bool] = False
+    needs_fingerprint = False
 
     config: CostCeilingConfig
 
-    def __init__(self, config: CostCeilingConfig | None = None) -> None:
+    def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
-        self.max_turn = max(float(self.config.max_turn_usd), 0.0)
-        self.max_session = max(float(self.config.max_session_usd), 0.0)
-
-    @property
-    def active(self) -> bool:
-        return self.max_turn > 0 or self.max_session > 0
+        self.max_turn = self.config.max_turn_usd
+        self.max_session = self.config.max_session_usd
+        self.active = self.max_turn > 0 or self.max_session > 0  # no bound set: nothing to do
 
     def session_cap(self, state: CostCeilingState) -> float:
         return self.max_session + state.granted

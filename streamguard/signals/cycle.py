@@ -55,7 +55,7 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
-from .base import CallView, Finding, Signal, SignalConfig, config_int, push_own_ring
+from .base import CallView, Finding, Signal, SignalConfig, push_own_ring
 
 SIGNAL_ID = "alternating-tool-cycle"
 MAX_PERIOD_LIMIT = 8
@@ -78,38 +78,43 @@ def _repeats(history: list[int], period: int, span: int) -> bool:
     return history[-span:-period] == history[period - span :]
 
 
+class AlternatingToolCycleConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``alternating-tool-cycle``."""
+
+    max_period: Annotated[int, Meta(ge=2, le=MAX_PERIOD_LIMIT)] = 4
+    """Longest block length examined (periods start at 2)."""
+    laps: Annotated[int, Meta(ge=2, le=LAPS_LIMIT)] = 3
+    """Consecutive copies of the block that trip the signal."""
+
+
+class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+    """Per-session state: a few ints and the last ``max_period`` tool names."""
+
+    seen: int = 0
+    """Calls observed since the last reset, capped at the history needed."""
+    pattern: tuple[int, ...] = ()
+    """Fingerprint of the latched cycle (empty: not latched)."""
+    names: list[str] = []
+    """Tool names of the most recent calls, oldest first (at most ``max_period``)."""
+    ring: list[int] | None = None
+    """Own key history, used only when the policy exempts tools."""
+
+
 class AlternatingToolCycle(Signal):
     """Trips when a non-uniform block of 2..``max_period`` calls repeats ``laps`` times."""
 
     id = SIGNAL_ID
     severity = "critical"
     scope = "session"
+    Config = AlternatingToolCycleConfig
+    State = AlternatingToolCycleState
 
-    class Config(SignalConfig, kw_only=True):
-        """Policy table of ``alternating-tool-cycle``."""
-
-        max_period: Annotated[int, Meta(ge=2, le=MAX_PERIOD_LIMIT)] = 4
-        """Longest block length examined (periods start at 2)."""
-        laps: Annotated[int, Meta(ge=2, le=LAPS_LIMIT)] = 3
-        """Consecutive copies of the block that trip the signal."""
-
-    class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
-        """Per-session state: a few ints and the last ``max_period`` tool names."""
-
-        seen: int = 0
-        """Calls observed since the last reset, capped at the history needed."""
-        pattern: tuple[int, ...] = ()
-        """Fingerprint of the latched cycle (empty: not latched)."""
-        names: list[str] = []
-        """Tool names of the most recent calls, oldest first (at most ``max_period``)."""
-        ring: list[int] | None = None
-        """Own key history, used only when the policy exempts tools."""
+    config: AlternatingToolCycleConfig
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
-        max_period = config_int(getattr(self.config, "max_period", 4), 4)
-        self.max_period: int = min(max(max_period, 2), MAX_PERIOD_LIMIT)
-        self.laps: int = min(max(config_int(getattr(self.config, "laps", 3), 3), 2), LAPS_LIMIT)
+        self.max_period: int = self.config.max_period
+        self.laps: int = self.config.laps
         self.need: int = self.max_period * self.laps
         self._spans = tuple((p, p * self.laps) for p in range(2, self.max_period + 1))
 
@@ -156,18 +161,9 @@ class AlternatingToolCycle(Signal):
             state.pattern = ()
         return None
 
-    def would_trip(self, state: Any, call: CallView) -> bool:
-        """Whether ``call``, observed next, would find this signal tripped (state untouched).
-
-        For a caller that gates a call before running it. A behaviour that was
-        already reported still counts: the latch is ignored, so every call that
-        continues a reported loop answers ``True``.
-        """
-        if call.tool in self.exempt:
-            return False
+    def preview_state(self, state: Any) -> Struct:
         ring = list(state.ring) if state.ring is not None else None
-        probe = replace(state, pattern=(), names=list(state.names), ring=ring)
-        return self.on_call(probe, call) is not None
+        return replace(state, pattern=(), names=list(state.names), ring=ring)
 
     def _finding(self, tools: list[str], period: int) -> Finding:
         sequence = " → ".join(tools)

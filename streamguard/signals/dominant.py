@@ -62,13 +62,13 @@ from __future__ import annotations
 
 from operator import itemgetter
 from sys import intern
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, Signal, SignalConfig, config_int, push_own_ring
+from .base import CallView, Finding, Signal, SignalConfig, push_own_ring
 
 SIGNAL_ID = "dominant-tool-call"
 ARGS_LIMIT = 200
@@ -103,6 +103,45 @@ def periodic(window: list[int], max_period: int) -> bool:
     return False
 
 
+class DominantToolCallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``dominant-tool-call``."""
+
+    window: Annotated[int, Meta(ge=2, le=WINDOW_LIMIT)] = 12
+    """How many recent calls are considered."""
+    threshold: Annotated[int, Meta(ge=2)] = 8
+    """How many of them must be the same call (at most ``window``)."""
+    defer_run: Annotated[int, Meta(ge=0)] = 5
+    """Stand down while the dominant call has a run this long in the window (0: never)."""
+    defer_cycle_period: Annotated[int, Meta(ge=0)] = 4
+    """Stand down while the window is a clean cycle of period 2..this (0: never)."""
+
+    def resolved(self) -> Self:
+        config = super().resolved()
+        if config.threshold > config.window:  # accepted from a policy too: the window
+            return replace(config, threshold=config.window)
+        return config
+
+
+class DominantToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+    """Per-session state: the latch, a hot flag and the candidate's alert text."""
+
+    seen: int = 0
+    """Calls observed since the last reset, capped at the window."""
+    hot: bool = False
+    """Some key was at or above the threshold at the last evaluation."""
+    latched: bool = False
+    """An alert was raised for ``latched_key`` and the window still shows it."""
+    latched_key: int = 0
+    cand_key: int = 0
+    """Key whose tool name and arguments are kept below (the most recent call
+    of a key at or above the threshold)."""
+    cand_tool: str = ""
+    cand_args: str = ""
+    """Canonical arguments of that call, cut to :data:`ARGS_LIMIT` bytes."""
+    ring: list[int] | None = None
+    """Own key history, used only when the policy exempts tools."""
+
+
 class DominantToolCall(Signal):
     """Trips when one call key makes up ``threshold`` of the last ``window`` calls."""
 
@@ -112,46 +151,18 @@ class DominantToolCall(Signal):
     # A loop the result-aware repeat rule already reported (four identical answers)
     # and that goes on between interleaves is that rule's behaviour, not a new one.
     defers_to = ("repeated-tool-call",)
+    Config = DominantToolCallConfig
+    State = DominantToolCallState
 
-    class Config(SignalConfig, kw_only=True):
-        """Policy table of ``dominant-tool-call``."""
-
-        window: Annotated[int, Meta(ge=2, le=WINDOW_LIMIT)] = 12
-        """How many recent calls are considered."""
-        threshold: Annotated[int, Meta(ge=2)] = 8
-        """How many of them must be the same call (at most ``window``)."""
-        defer_run: Annotated[int, Meta(ge=0)] = 5
-        """Stand down while the dominant call has a run this long in the window (0: never)."""
-        defer_cycle_period: Annotated[int, Meta(ge=0)] = 4
-        """Stand down while the window is a clean cycle of period 2..this (0: never)."""
-
-    class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
-        """Per-session state: the latch, a hot flag and the candidate's alert text."""
-
-        seen: int = 0
-        """Calls observed since the last reset, capped at the window."""
-        hot: bool = False
-        """Some key was at or above the threshold at the last evaluation."""
-        latched: bool = False
-        """An alert was raised for ``latched_key`` and the window still shows it."""
-        latched_key: int = 0
-        cand_key: int = 0
-        """Key whose tool name and arguments are kept below (the most recent call
-        of a key at or above the threshold)."""
-        cand_tool: str = ""
-        cand_args: str = ""
-        """Canonical arguments of that call, cut to :data:`ARGS_LIMIT` bytes."""
-        ring: list[int] | None = None
-        """Own key history, used only when the policy exempts tools."""
+    config: DominantToolCallConfig
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
         cfg = self.config
-        self.window: int = min(max(config_int(getattr(cfg, "window", 12), 12), 2), WINDOW_LIMIT)
-        threshold = max(config_int(getattr(cfg, "threshold", 8), 8), 2)
-        self.threshold: int = min(threshold, self.window)
-        self.defer_run: int = max(config_int(getattr(cfg, "defer_run", 5), 5), 0)
-        self.defer_cycle_period: int = max(config_int(getattr(cfg, "defer_cycle_period", 4), 4), 0)
+        self.window: int = cfg.window
+        self.threshold: int = cfg.threshold
+        self.defer_run: int = cfg.defer_run
+        self.defer_cycle_period: int = cfg.defer_cycle_period
 
     def history_needed(self) -> int:
         return 0 if self.exempt else self.window
@@ -179,18 +190,10 @@ class DominantToolCall(Signal):
             return None
         return self._evaluate(state, call, window)
 
-    def would_trip(self, state: Any, call: CallView) -> bool:
-        """Whether ``call``, observed next, would find this signal tripped (state untouched).
-
-        For a caller that gates a call before running it. A behaviour that was
-        already reported still counts: the latch is ignored, so every call that
-        continues a reported loop answers ``True``.
-        """
-        if call.tool in self.exempt:
-            return False
+    def preview_state(self, state: Any) -> Struct:
         ring = list(state.ring) if state.ring is not None else None
-        probe = replace(state, latched=False, hot=True, ring=ring)
-        return self.on_call(probe, call) is not None
+        # hot: evaluate the window in full, as the latch may hide a key at the threshold.
+        return replace(state, latched=False, hot=True, ring=ring)
 
     def _evaluate(self, state: Any, call: CallView, window: list[int]) -> Finding | None:
         counts: dict[int, int] = {}

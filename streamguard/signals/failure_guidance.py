@@ -82,13 +82,22 @@ arguments; the advice is then merely redundant).
 from __future__ import annotations
 
 import zlib
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Self
 
-from msgspec import Meta, Struct
+from msgspec import Meta, Struct, structs
 
 from ..canonical import stable_hash, truncate_middle
 from ..events import Scope, Severity
-from .base import CallView, Finding, ResultView, Signal, SignalConfig, config_int
+from .base import (
+    CallView,
+    Finding,
+    ResultView,
+    Signal,
+    SignalConfig,
+    config_int,
+    field_default,
+    within_bounds,
+)
 from .facts import FLAG_RUNNER, FLAG_SEARCH
 
 SIGNAL_ID = "tool-failure-guidance"
@@ -139,7 +148,7 @@ def signature(tool: str, canonical_text: str) -> int:
     return (stable_hash(tool, normalised) & _M24) or 1
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class ToolFailureGuidanceConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     warn_after_tool_failures: Annotated[int, Meta(ge=2)] = 3
     warn_after_same_signature: Annotated[int, Meta(ge=1)] = 2
     halt_after_same_signature: Annotated[int, Meta(ge=0)] = 0
@@ -149,8 +158,19 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     search_failures_are_answers: bool = True
     """A failed search (grep finding nothing) is neither a failure nor a success here."""
 
+    def resolved(self) -> Self:
+        # The reference replaces a non-positive threshold by its default (the bounds
+        # would make it the lowest value instead). A drift threshold of 1 could never
+        # fire (one failure is one signature): its bound raises it to 2.
+        fallback = {}
+        for name in ("warn_after_tool_failures", "warn_after_same_signature"):
+            default = field_default(type(self), name)
+            if config_int(getattr(self, name), default) <= 0:
+                fallback[name] = default
+        return within_bounds(structs.replace(self, **fallback) if fallback else self)
 
-class FailureGuidanceState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+
+class ToolFailureGuidanceState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     tools: list[int] | None = None
     """Failing tools, least recently failed first (packed, at most MAX_TOOLS)."""
     sigs: list[int] | None = None
@@ -165,37 +185,29 @@ class FailureGuidanceState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
 
 
 
-State = FailureGuidanceState  # the name the signal declares, and tests import
-
 class ToolFailureGuidance(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity: ClassVar[Severity] = "warn"
     scope: ClassVar[Scope] = "session"
-    State: ClassVar[type[Struct]] = FailureGuidanceState
-    Config: ClassVar[type[SignalConfig]] = Config
-    needs_fingerprint: ClassVar[bool] = False  # reads only the failed bit and the error
-    needs_pairing: ClassVar[bool] = True  # the call's action, write and search facts
+    State = ToolFailureGuidanceState
+    Config = ToolFailureGuidanceConfig
+    needs_fingerprint = False  # reads only the failed bit and the error
+    needs_pairing = True  # the call's action, write and search facts
+
+    config: ToolFailureGuidanceConfig
 
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            # A bare SignalConfig (enabled/exempt_tools only): this signal's defaults.
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
         cfg = self.config
-        assert isinstance(cfg, Config)
-        # The reference replaces a non-positive threshold by its default. A drift
-        # threshold of 1 could never fire (one failure is one signature): raise it to 2.
-        tool_n = config_int(cfg.warn_after_tool_failures, 3)
-        self.warn_after_tool_failures = 3 if tool_n <= 0 else max(tool_n, 2)
-        same_n = config_int(cfg.warn_after_same_signature, 2)
-        self.warn_after_same_signature = 2 if same_n <= 0 else same_n
-        self.halt_after_same_signature = max(config_int(cfg.halt_after_same_signature, 0), 0)
-        self.reset_on_write = bool(cfg.reset_on_write)
-        self.search_answers = bool(cfg.search_failures_are_answers)
+        self.warn_after_tool_failures = cfg.warn_after_tool_failures
+        self.warn_after_same_signature = cfg.warn_after_same_signature
+        self.halt_after_same_signature = cfg.halt_after_same_signature
+        self.reset_on_write = cfg.reset_on_write
+        self.search_answers = cfg.search_failures_are_answers
 
     # ------------------------------------------------------------------ calls
 
-    def on_call(self, state: FailureGuidanceState, call: CallView) -> Finding | None:
+    def on_call(self, state: ToolFailureGuidanceState, call: CallView) -> Finding | None:
         tool = call.tool
         if tool in self.exempt:
             return None
@@ -232,7 +244,7 @@ class ToolFailureGuidance(Signal):
 
     # ------------------------------------------------------------------ results
 
-    def on_result(self, state: FailureGuidanceState, result: ResultView) -> Finding | None:
+    def on_result(self, state: ToolFailureGuidanceState, result: ResultView) -> Finding | None:
         tool = result.tool
         if tool in self.exempt:
             return None
@@ -328,7 +340,7 @@ class ToolFailureGuidance(Signal):
             )
         return finding
 
-    def _clear_tool(self, state: FailureGuidanceState, tool32: int) -> None:
+    def _clear_tool(self, state: ToolFailureGuidanceState, tool32: int) -> None:
         tools = state.tools or []
         for i, entry in enumerate(tools):
             if entry >> 20 == tool32:
@@ -339,14 +351,14 @@ class ToolFailureGuidance(Signal):
                 return
 
     @staticmethod
-    def _drop_signatures(state: FailureGuidanceState, tool16: int) -> None:
+    def _drop_signatures(state: ToolFailureGuidanceState, tool16: int) -> None:
         sigs = state.sigs
         if sigs:
             sigs[:] = [e for e in sigs if (e >> 20) & _M16 != tool16]
             if not sigs:
                 state.sigs = None
 
-    def is_latched(self, state: FailureGuidanceState) -> bool:
+    def is_latched(self, state: ToolFailureGuidanceState) -> bool:
         """True while the current failure run is all one tool this signal already spoke about."""
         run = state.run
         if run <= 0:

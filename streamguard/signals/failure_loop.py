@@ -74,12 +74,12 @@ an unpaired result is not counted.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Self
 
 from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, ResultView, Signal, SignalConfig, config_int
+from .base import CallView, Finding, ResultView, Signal, SignalConfig
 from .facts import FLAG_WRITE
 
 SIGNAL_ID = "failure-loop"
@@ -88,7 +88,7 @@ _KEY_MASK = (1 << 56) - 1
 _COUNT_MASK = 0x7F
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class FailureLoopConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``failure-loop``."""
 
     threshold: Annotated[int, Meta(ge=2, le=100)] = 5
@@ -104,8 +104,14 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
                 f"across_writes ({self.across_writes}) must be 0 or above threshold ({self.threshold})"
             )
 
+    def resolved(self) -> Self:
+        config = super().resolved()
+        if config.across_writes and config.across_writes <= config.threshold:
+            return structs.replace(config, across_writes=0)  # hand-built: the rule off
+        return config
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+
+class FailureLoopState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``failure-loop``."""
 
     failing: list[int] = []
@@ -136,25 +142,19 @@ class FailureLoop(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity = "critical"
     scope = "session"
-    State = State
-    Config = Config
+    State = FailureLoopState
+    Config = FailureLoopConfig
     needs_pairing = True
     needs_fingerprint = False
     # A cycle or a dominant call that fails unchanged is already reported by them.
     defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call")
 
+    config: FailureLoopConfig
+
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
-        threshold = min(max(2, config_int(getattr(self.config, "threshold", 5), 5)), 100)
-        self.config = structs.replace(self.config, threshold=threshold)
-        self.threshold = threshold
-        across = min(max(0, config_int(getattr(self.config, "across_writes", 8), 8)), 100)
-        if across and across <= threshold:
-            across = 0
-        self.config = structs.replace(self.config, across_writes=across)
-        self.across_writes = across
+        self.threshold = self.config.threshold
+        self.across_writes = self.config.across_writes
 
     def is_latched(self, state: Any) -> bool:
         """True while a reported loop goes on: the latest call is one of its failing calls."""

@@ -67,21 +67,19 @@ alerted, since nothing else reads them.
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
-from msgspec import Meta, Struct, structs
+from msgspec import Meta, Struct
 
 from ..canonical import truncate_middle
-from .base import Finding, ResultView, Signal, SignalConfig, config_int, tool_list_text
+from .base import Finding, ResultView, Signal, SignalConfig, streak_tools, tool_list_text
 from .facts import FLAG_RUNNER, FLAG_SEARCH
 
 SIGNAL_ID = "tool-failure-streak"
 ERROR_LIMIT = 200  # bytes kept of the last error message
-NAME_LIMIT = 64  # bytes kept of a tool name
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class ToolFailureStreakConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``tool-failure-streak``."""
 
     threshold: Annotated[int, Meta(ge=2)] = 3
@@ -94,7 +92,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     (false: the reference behaviour, every failed result counts)."""
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+class ToolFailureStreakState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``tool-failure-streak``."""
 
     run: int = 0
@@ -124,20 +122,16 @@ class ToolFailureStreak(Signal):
     needs_fingerprint = False
     needs_pairing = True  # whether the failed call was a search
     severity = "warn"
-    State = State
-    Config = Config
+    State = ToolFailureStreakState
+    Config = ToolFailureStreakConfig
+
+    config: ToolFailureStreakConfig
 
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
-        threshold = max(2, config_int(getattr(self.config, "threshold", 3), 3))
-        self.config = structs.replace(self.config, threshold=threshold)
-        self.threshold = threshold
-        runner_threshold = max(2, config_int(getattr(self.config, "runner_threshold", 4), 4))
-        self.config = structs.replace(self.config, runner_threshold=runner_threshold)
-        self.runner_threshold = runner_threshold
-        self.search_answers = bool(getattr(self.config, "search_failures_are_answers", True))
+        self.threshold = self.config.threshold
+        self.runner_threshold = self.config.runner_threshold
+        self.search_answers = self.config.search_failures_are_answers
 
     def is_latched(self, state: Any) -> bool:
         return state.reported
@@ -161,10 +155,7 @@ class ToolFailureStreak(Signal):
         if not result.call_flags & FLAG_RUNNER:
             state.named = True
         threshold = self.threshold if state.named else self.runner_threshold
-        name = _cut(result.tool, NAME_LIMIT)
-        tools = state.tools
-        if name not in tools and len(tools) < threshold:
-            state.tools = (*tools, sys.intern(name))
+        state.tools = streak_tools(state.tools, result.tool, threshold)
         state.last_error = _cut(result.error or "", ERROR_LIMIT)
         if state.run < threshold:
             return None

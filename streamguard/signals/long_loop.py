@@ -54,11 +54,11 @@ Known false positives
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Self
 
 from msgspec import Meta, Struct, structs
 
-from .base import CallView, Finding, ResultView, Signal, SignalConfig, config_int
+from .base import CallView, Finding, ResultView, Signal, SignalConfig
 
 SIGNAL_ID = "long-loop"
 WINDOW_LIMIT = 64
@@ -68,7 +68,7 @@ _M64 = (1 << 64) - 1
 _M32 = (1 << 32) - 1
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class LongLoopConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``long-loop``."""
 
     window: Annotated[int, Meta(ge=8, le=WINDOW_LIMIT)] = 24
@@ -82,8 +82,14 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
         if self.threshold > self.window:
             raise ValueError(f"threshold ({self.threshold}) must not exceed window ({self.window})")
 
+    def resolved(self) -> Self:
+        config = super().resolved()
+        if config.threshold > config.window:  # hand-built: the window
+            return structs.replace(config, threshold=config.window)
+        return config
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+
+class LongLoopState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``long-loop``."""
 
     open_key: int = 0
@@ -105,25 +111,21 @@ class LongLoop(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity = "critical"
     scope = "session"
-    State = State
-    Config = Config
+    State = LongLoopState
+    Config = LongLoopConfig
     needs_pairing = True
     defers_to = ("failure-loop", "repeated-tool-call", "alternating-tool-cycle",
                  "dominant-tool-call")
 
+    config: LongLoopConfig
+
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
         cfg = self.config
-        window = min(max(config_int(getattr(cfg, "window", 24), 24), 8), WINDOW_LIMIT)
-        threshold = min(max(config_int(getattr(cfg, "threshold", 18), 18), 4), window)
-        memory = min(max(config_int(getattr(cfg, "memory", 128), 128), 16), MEMORY_LIMIT)
-        self.config = structs.replace(cfg, window=window, threshold=threshold, memory=memory)
-        self.window, self.threshold, self.memory = window, threshold, memory
-        self._full = (1 << window) - 1
-        self._keep = (memory - 1) * _WIDTH
-        self._release = window // 2
+        self.window, self.threshold, self.memory = cfg.window, cfg.threshold, cfg.memory
+        self._full = (1 << cfg.window) - 1
+        self._keep = (cfg.memory - 1) * _WIDTH
+        self._release = cfg.window // 2
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)

@@ -46,12 +46,12 @@ from __future__ import annotations
 
 import re
 import zlib
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Self
 
 from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, Signal, SignalConfig, config_int
+from .base import CallView, Finding, Signal, SignalConfig
 from .facts import command_text
 
 SIGNAL_ID = "near-duplicate-calls"
@@ -83,7 +83,7 @@ def shape_bytes(text: str) -> bytes:
     return data.rstrip(b"/")
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class NearDuplicateCallsConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``near-duplicate-calls``."""
 
     window: Annotated[int, Meta(ge=4, le=WINDOW_LIMIT)] = 12
@@ -95,8 +95,14 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
         if self.threshold > self.window:
             raise ValueError(f"threshold ({self.threshold}) must not exceed window ({self.window})")
 
+    def resolved(self) -> Self:
+        config = super().resolved()
+        if config.threshold > config.window:  # hand-built: the window
+            return structs.replace(config, threshold=config.window)
+        return config
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+
+class NearDuplicateCallsState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``near-duplicate-calls``."""
 
     shapes: bytearray = bytearray()
@@ -113,22 +119,18 @@ class NearDuplicateCalls(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity = "warn"
     scope = "session"
-    State = State
-    Config = Config
+    State = NearDuplicateCallsState
+    Config = NearDuplicateCallsConfig
     defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
                  "failure-loop", "long-loop", "result-stall")
 
+    config: NearDuplicateCallsConfig
+
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
-        cfg = self.config
-        window = min(max(config_int(getattr(cfg, "window", 12), 12), 4), WINDOW_LIMIT)
-        threshold = min(max(config_int(getattr(cfg, "threshold", 8), 8), 3), window)
-        self.config = structs.replace(cfg, window=window, threshold=threshold)
-        self.window, self.threshold = window, threshold
+        self.window, self.threshold = self.config.window, self.config.threshold
         self._shapes: dict[int, tuple[int, str | bytes]] = {}
-        self._bytes = window * 4
+        self._bytes = self.window * 4
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)

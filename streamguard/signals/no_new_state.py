@@ -87,12 +87,12 @@ Known false positives
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
-from .base import Finding, ResultView, Signal, SignalConfig, config_int
+from .base import Finding, ResultView, Signal, SignalConfig
 
 SIGNAL_ID = "no-new-state"
 WAIT_TOOL = "wait_and_verify"
@@ -100,7 +100,7 @@ _WIDTH = 8  # bytes per packed fingerprint
 _MASK = (1 << 64) - 1
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class NoNewStateConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``no-new-state``."""
 
     threshold: Annotated[int, Meta(ge=3)] = 6
@@ -108,8 +108,14 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     memory: Annotated[int, Meta(ge=3)] = 64
     """Distinct payload fingerprints remembered per turn (raised to at least ``threshold``)."""
 
+    def resolved(self) -> Self:
+        config = super().resolved()
+        if config.memory < config.threshold:  # accepted from a policy too: raised
+            return structs.replace(config, memory=config.threshold)
+        return config
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+
+class NoNewStateState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``no-new-state``."""
 
     run: int = 0
@@ -119,7 +125,7 @@ class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
 
 
 
-def remembered(state: State) -> list[int]:
+def remembered(state: NoNewStateState) -> list[int]:
     """The fingerprints ``state`` remembers, oldest first."""
     seen = state.seen
     return [
@@ -132,8 +138,8 @@ class NoNewState(Signal):
 
     id = SIGNAL_ID
     severity = "warn"
-    State = State
-    Config = Config
+    State = NoNewStateState
+    Config = NoNewStateConfig
     defers_to = (
         "failure-loop",
         "repeated-tool-call",
@@ -143,16 +149,12 @@ class NoNewState(Signal):
         "result-stall",
     )
 
+    config: NoNewStateConfig
+
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
-        threshold = max(3, config_int(getattr(self.config, "threshold", 6), 6))
-        memory = max(threshold, config_int(getattr(self.config, "memory", 64), 64))
-        self.config = structs.replace(self.config, threshold=threshold, memory=memory)
-        self.threshold = threshold
-        self.memory = memory
-        self._keep = (memory - 1) * _WIDTH  # bytes that may stay before one more entry
+        self.threshold, self.memory = self.config.threshold, self.config.memory
+        self._keep = (self.memory - 1) * _WIDTH  # bytes that may stay before one more entry
         self.exempt = self.exempt | {WAIT_TOOL}
 
     def is_latched(self, state: Any) -> bool:

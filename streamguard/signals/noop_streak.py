@@ -59,26 +59,23 @@ alerted.
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
-from msgspec import Meta, Struct, structs
+from msgspec import Meta, Struct
 
-from ..canonical import truncate_middle
-from .base import Finding, ResultView, Signal, SignalConfig, config_int, tool_list_text
+from .base import Finding, ResultView, Signal, SignalConfig, streak_tools, tool_list_text
 
 SIGNAL_ID = "no-op-streak"
-NAME_LIMIT = 64  # bytes kept of a tool name
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class NoOpStreakConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``no-op-streak``."""
 
     threshold: Annotated[int, Meta(ge=2)] = 3
     """Consecutive no-op results that trip the signal."""
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+class NoOpStreakState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``no-op-streak``."""
 
     run: int = 0
@@ -95,16 +92,14 @@ class NoOpStreak(Signal):
     id = SIGNAL_ID
     severity = "critical"
     scope = "turn"
-    State = State
-    Config = Config
+    State = NoOpStreakState
+    Config = NoOpStreakConfig
+
+    config: NoOpStreakConfig
 
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
-        threshold = max(2, config_int(getattr(self.config, "threshold", 3), 3))
-        self.config = structs.replace(self.config, threshold=threshold)
-        self.threshold = threshold
+        self.threshold = self.config.threshold
 
     def is_latched(self, state: Any) -> bool:
         return state.run >= self.threshold
@@ -121,12 +116,7 @@ class NoOpStreak(Signal):
         threshold = self.threshold
         if state.run > threshold:
             return None  # already reported this streak
-        name = result.tool
-        if len(name) * 4 > NAME_LIMIT:  # only then can it exceed the byte limit
-            name = truncate_middle(name, NAME_LIMIT)
-        tools = state.tools
-        if name not in tools and len(tools) < threshold:
-            state.tools = (*tools, sys.intern(name))
+        state.tools = streak_tools(state.tools, result.tool, threshold)
         if state.run < threshold:
             return None
         return self._finding(state)

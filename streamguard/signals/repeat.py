@@ -77,7 +77,7 @@ from msgspec import Meta, Struct, field
 from msgspec.structs import replace
 
 from ..canonical import CanonicalArgs, args_equivalent, restore_canonical, truncate_middle
-from .base import CallView, Finding, ResultView, Signal, SignalConfig, config_int
+from .base import CallView, Finding, ResultView, Signal, SignalConfig
 
 SIGNAL_ID = "repeated-tool-call"
 ARGS_LIMIT = 200
@@ -93,74 +93,78 @@ bounds per-session state when path-bearing calls carry bulky content.
 """
 
 
+class RepeatedToolCallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``repeated-tool-call``."""
+
+    threshold: Annotated[int, Meta(ge=2)] = 5
+    """Consecutive equivalent calls that trip the signal (results unknown)."""
+    result_aware: bool = True
+    """Read the results of the run's calls (false: the reference behaviour)."""
+    same_result_threshold: Annotated[int, Meta(ge=2)] = 4
+    """Consecutive identical call-and-result pairs that trip the signal."""
+    polling_warn_after: Annotated[int, Meta(ge=0)] = 20
+    """Identical calls with changing results that raise one warning (0: never)."""
+    polling_tools: list[str] = field(default_factory=lambda: list(DEFAULT_POLLING_TOOLS))
+    """Tools that poll by design: no warning while their results change (globs)."""
+
+
+class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+    """Per-session state: the current run and its anchor (never raw payloads)."""
+
+    run: int = 0
+    """Length of the current run of equivalent calls (0: no call seen yet)."""
+    latched: bool = False
+    """The current run has already been reported."""
+    tool: str = ""
+    """Tool name of the anchor."""
+    key: int = 0
+    """Call key of the anchor (tool plus cleaned arguments)."""
+    text: str = ""
+    """The anchor's canonical text, kept only when it has path-shaped keys and
+    is at most :data:`ANCHOR_TEXT_LIMIT` long; empty otherwise."""
+    last_key: int = 0
+    """Call key of the run's latest call (an equivalent spelling may differ)."""
+    outcome: int = 0
+    """Outcome of the run's latest known successful result (0: none yet)."""
+    frozen: int = 0
+    """Consecutive results of the run equal to ``outcome``, ending at the latest."""
+    changes: int = 0
+    """Times a result of the run differed from the one before it."""
+    polled: bool = False
+    """The polling warning was raised for this run."""
+    write: bool = False
+    """The run's calls write: their results change because of them, which is no poll."""
+    failed: int = 0
+    """Failed results of the run (an unchanged failing call is failure-loop's)."""
+    reported: int = 0
+    """Call key of the last run reported by the same-result rule: a later run of
+    the same call, after an interleaved one, asks the same answered question
+    again; it is the same behaviour going on and starts latched (one behaviour,
+    one alert; the density rule defers to that latch). Runs reported by the
+    call-only rule keep the reference behaviour: a new run alerts again."""
+
+
 class RepeatedToolCall(Signal):
     """Trips on ``threshold`` consecutive calls equivalent to the run's first call."""
 
     id = SIGNAL_ID
     severity = "critical"
     scope = "session"
+    Config = RepeatedToolCallConfig
+    State = RepeatedToolCallState
 
-    class Config(SignalConfig, kw_only=True):
-        """Policy table of ``repeated-tool-call``."""
-
-        threshold: Annotated[int, Meta(ge=2)] = 5
-        """Consecutive equivalent calls that trip the signal (results unknown)."""
-        result_aware: bool = True
-        """Read the results of the run's calls (false: the reference behaviour)."""
-        same_result_threshold: Annotated[int, Meta(ge=2)] = 4
-        """Consecutive identical call-and-result pairs that trip the signal."""
-        polling_warn_after: Annotated[int, Meta(ge=0)] = 20
-        """Identical calls with changing results that raise one warning (0: never)."""
-        polling_tools: list[str] = field(default_factory=lambda: list(DEFAULT_POLLING_TOOLS))
-        """Tools that poll by design: no warning while their results change (globs)."""
-
-    class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
-        """Per-session state: the current run and its anchor (never raw payloads)."""
-
-        run: int = 0
-        """Length of the current run of equivalent calls (0: no call seen yet)."""
-        latched: bool = False
-        """The current run has already been reported."""
-        tool: str = ""
-        """Tool name of the anchor."""
-        key: int = 0
-        """Call key of the anchor (tool plus cleaned arguments)."""
-        text: str = ""
-        """The anchor's canonical text, kept only when it has path-shaped keys and
-        is at most :data:`ANCHOR_TEXT_LIMIT` long; empty otherwise."""
-        last_key: int = 0
-        """Call key of the run's latest call (an equivalent spelling may differ)."""
-        outcome: int = 0
-        """Outcome of the run's latest known successful result (0: none yet)."""
-        frozen: int = 0
-        """Consecutive results of the run equal to ``outcome``, ending at the latest."""
-        changes: int = 0
-        """Times a result of the run differed from the one before it."""
-        polled: bool = False
-        """The polling warning was raised for this run."""
-        write: bool = False
-        """The run's calls write: their results change because of them, which is no poll."""
-        failed: int = 0
-        """Failed results of the run (an unchanged failing call is failure-loop's)."""
-        reported: int = 0
-        """Call key of the last run reported by the same-result rule: a later run of
-        the same call, after an interleaved one, asks the same answered question
-        again; it is the same behaviour going on and starts latched (one behaviour,
-        one alert; the density rule defers to that latch). Runs reported by the
-        call-only rule keep the reference behaviour: a new run alerts again."""
+    config: RepeatedToolCallConfig
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
-        try:
-            threshold = int(getattr(self.config, "threshold", 5))
-        except (TypeError, ValueError):  # a hand-built Config holding garbage
-            threshold = 5
-        self.threshold: int = max(2, threshold)
         cfg = self.config
-        self.result_aware: bool = bool(getattr(cfg, "result_aware", True))
-        self.same_result_threshold: int = max(2, config_int(getattr(cfg, "same_result_threshold", 4), 4))
-        self.polling_warn_after: int = max(0, config_int(getattr(cfg, "polling_warn_after", 20), 20))
-        patterns = list(getattr(cfg, "polling_tools", DEFAULT_POLLING_TOOLS))
+        self.threshold: int = cfg.threshold
+        self.result_aware: bool = cfg.result_aware
+        self.same_result_threshold: int = cfg.same_result_threshold
+        self.polling_warn_after: int = cfg.polling_warn_after
+        # Results are read (paired with their calls, fingerprinted) only when result-aware.
+        self.needs_pairing = self.needs_fingerprint = self.result_aware
+        patterns = list(cfg.polling_tools)
         joined = "|".join(fnmatch.translate(p.lower()) for p in patterns)
         self._polling = re.compile(joined).match if patterns else None
         self._polling_cache: dict[str, bool] = {}
@@ -168,14 +172,6 @@ class RepeatedToolCall(Signal):
         # compares every call with the previous one, which was just canonicalised.
         self._anchor_text: str | None = None
         self._anchor: CanonicalArgs | None = None
-
-    @property
-    def needs_pairing(self) -> bool:  # type: ignore[override]
-        return self.result_aware
-
-    @property
-    def needs_fingerprint(self) -> bool:
-        return self.result_aware
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
@@ -301,16 +297,8 @@ class RepeatedToolCall(Signal):
                     "calls": state.run, "rule": "same_result"},
         )
 
-    def would_trip(self, state: Any, call: CallView) -> bool:
-        """Whether ``call``, observed next, would find this signal tripped (state untouched).
-
-        For a caller that gates a call before running it. A behaviour that was
-        already reported still counts: the latch is ignored, so every call that
-        continues a reported loop answers ``True``.
-        """
-        if call.tool in self.exempt:
-            return False
-        return self.on_call(replace(state, latched=False), call) is not None
+    def preview_state(self, state: Any) -> Struct:
+        return replace(state, latched=False)
 
     def _equivalent(self, state: Any, call: CallView) -> bool:
         """Slow path (keys differ): same tool and path-suffix equivalent arguments."""

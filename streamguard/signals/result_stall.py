@@ -79,13 +79,13 @@ from __future__ import annotations
 import fnmatch
 import re
 import zlib
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Self
 
 import msgspec
 from msgspec import Meta, Struct, field, structs
 
 from ..canonical import truncate_middle
-from .base import NO_OP_OUTCOME, Finding, ResultView, Signal, SignalConfig, config_int
+from .base import NO_OP_OUTCOME, Finding, ResultView, Signal, SignalConfig
 from .facts import FLAG_SEARCH, FLAG_WRITE
 from .repeat import DEFAULT_POLLING_TOOLS
 
@@ -153,7 +153,7 @@ def light_template(text: str) -> str:
     return _SHELL_LINE.sub("line #", text) if "line " in text else text
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class ResultStallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``result-stall``."""
 
     threshold: Annotated[int, Meta(ge=3, le=100)] = 8
@@ -176,8 +176,14 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
                 f"window_threshold ({self.window_threshold}) must not exceed window ({self.window})"
             )
 
+    def resolved(self) -> Self:
+        config = super().resolved()
+        if config.window_threshold > config.window:  # hand-built: the window
+            return structs.replace(config, window_threshold=config.window)
+        return config
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+
+class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``result-stall``."""
 
     seen: bytearray = bytearray()
@@ -215,31 +221,27 @@ class ResultStall(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity = "critical"
     scope = "session"
-    State = State
-    Config = Config
+    State = ResultStallState
+    Config = ResultStallConfig
     needs_pairing = True
     defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
                  "failure-loop", "long-loop")
 
+    config: ResultStallConfig
+
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
         cfg = self.config
-        threshold = min(max(config_int(getattr(cfg, "threshold", 8), 8), 3), 100)
-        memory = min(max(config_int(getattr(cfg, "memory", 128), 128), 8), MEMORY_LIMIT)
-        self.config = structs.replace(cfg, threshold=threshold, memory=memory)
-        self.threshold, self.memory = threshold, memory
-        self._keep = (memory - 1) * _WIDTH
-        self.window = min(max(config_int(getattr(cfg, "window", 12), 12), 4), 64)
-        self.window_threshold = min(max(config_int(getattr(cfg, "window_threshold", 9), 9), 0),
-                                    self.window)
+        self.threshold, self.memory = cfg.threshold, cfg.memory
+        self._keep = (cfg.memory - 1) * _WIDTH
+        self.window = cfg.window
+        self.window_threshold = cfg.window_threshold
         self._full = (1 << self.window) - 1
         # outcome -> (template code, light code, masked text): a pure function of the
         # result, cached per process so a payload seen again costs one lookup.
         self._codes: dict[Any, tuple[int, int, bytes]] = {}
-        self.futile_writes = min(max(config_int(getattr(cfg, "futile_writes", 5), 5), 0), 100)
-        steady = list(getattr(cfg, "steady_checks", DEFAULT_POLLING_TOOLS))
+        self.futile_writes = cfg.futile_writes
+        steady = list(cfg.steady_checks)
         joined = "|".join(fnmatch.translate(p.lower()) for p in steady)
         self._steady = re.compile(joined).match if steady else None
         self._steady_cache: dict[str, bool] = {}

@@ -81,11 +81,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from msgspec import Meta, Struct, structs
+from msgspec import Meta, Struct
 
 from ..canonical import truncate_middle
 from ..events import Text
-from .base import CallView, Finding, Signal, SignalConfig, config_int
+from .base import CallView, Finding, Signal, SignalConfig
 
 SIGNAL_ID = "tools-without-text"
 
@@ -93,7 +93,7 @@ CORPUS_LONGEST_SILENT_RUN = 10
 """Longest textless run of calls in the reference corpus of 64 good sessions."""
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class ToolsWithoutTextConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``tools-without-text``."""
 
     threshold: Annotated[int, Meta(ge=2)] = 12
@@ -107,7 +107,7 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     behaviour, which also counts the calls before its first word)."""
 
 
-class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+class ToolsWithoutTextState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``tools-without-text``."""
 
     calls: int = 0
@@ -135,21 +135,17 @@ class ToolsWithoutText(Signal):
         "result-stall",
     )
     severity = "warn"
-    State = State
-    Config = Config
+    State = ToolsWithoutTextState
+    Config = ToolsWithoutTextConfig
     withdrawn_by_text = True
 
+    config: ToolsWithoutTextConfig
+
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
-        threshold = max(2, config_int(getattr(self.config, "threshold", 12), 12))
-        self.config = structs.replace(self.config, threshold=threshold)
-        self.threshold = threshold
-        runner_threshold = max(2, config_int(getattr(self.config, "runner_threshold", 25), 25))
-        self.config = structs.replace(self.config, runner_threshold=runner_threshold)
-        self.runner_threshold = runner_threshold
-        self.after_first_text = bool(getattr(self.config, "after_first_text", True))
+        self.threshold = self.config.threshold
+        self.runner_threshold = self.config.runner_threshold
+        self.after_first_text = self.config.after_first_text
 
     def is_latched(self, state: Any) -> bool:
         return state.reported

@@ -59,10 +59,36 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
-from .base import CallView, Finding, Signal, SignalConfig, config_int
+from .base import CallView, Finding, Signal, SignalConfig
 
 SIGNAL_ID = "repeated-tool-name"
 
+
+
+class RepeatedToolNameConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``repeated-tool-name``."""
+
+    threshold: Annotated[int, Meta(ge=2)] = 15
+    """Consecutive same-name calls that trip the signal."""
+    defer_run: Annotated[int, Meta(ge=0)] = 5
+    """Stay silent while the run's args-identical tail is this long (0: never)."""
+    by_action: bool = True
+    """Command runners (``[command_runners]``) are compared by action, not by name
+    (false: the reference behaviour, every call of one runner is one name)."""
+
+
+class RepeatedToolNameState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+    """Per-session state: the name run, its args-identical tail and the latch."""
+
+    run: int = 0
+    """Consecutive calls to ``tool``."""
+    same: int = 0
+    """Length of the run's trailing stretch with identical cleaned arguments."""
+    latched: bool = False
+    """The current run has already been reported."""
+    tool: str = ""
+    last_key: int = 0
+    """Call key of the most recent call."""
 
 
 class RepeatedToolName(Signal):
@@ -74,37 +100,17 @@ class RepeatedToolName(Signal):
                  "near-duplicate-calls")
     severity = "warn"
     scope = "session"
+    Config = RepeatedToolNameConfig
+    State = RepeatedToolNameState
 
-    class Config(SignalConfig, kw_only=True):
-        """Policy table of ``repeated-tool-name``."""
-
-        threshold: Annotated[int, Meta(ge=2)] = 15
-        """Consecutive same-name calls that trip the signal."""
-        defer_run: Annotated[int, Meta(ge=0)] = 5
-        """Stay silent while the run's args-identical tail is this long (0: never)."""
-        by_action: bool = True
-        """Command runners (``[command_runners]``) are compared by action, not by name
-        (false: the reference behaviour, every call of one runner is one name)."""
-
-    class State(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
-        """Per-session state: the name run, its args-identical tail and the latch."""
-
-        run: int = 0
-        """Consecutive calls to ``tool``."""
-        same: int = 0
-        """Length of the run's trailing stretch with identical cleaned arguments."""
-        latched: bool = False
-        """The current run has already been reported."""
-        tool: str = ""
-        last_key: int = 0
-        """Call key of the most recent call."""
+    config: RepeatedToolNameConfig
 
     def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
         cfg = self.config
-        self.threshold: int = max(config_int(getattr(cfg, "threshold", 15), 15), 2)
-        self.defer_run: int = max(config_int(getattr(cfg, "defer_run", 5), 5), 0)
-        self.by_action: bool = bool(getattr(cfg, "by_action", True))
+        self.threshold: int = cfg.threshold
+        self.defer_run: int = cfg.defer_run
+        self.by_action: bool = cfg.by_action
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
@@ -141,16 +147,8 @@ class RepeatedToolName(Signal):
         state.latched = True
         return self._finding(name, state.run)
 
-    def would_trip(self, state: Any, call: CallView) -> bool:
-        """Whether ``call``, observed next, would find this signal tripped (state untouched).
-
-        For a caller that gates a call before running it. A behaviour that was
-        already reported still counts: the latch is ignored, so every call that
-        continues a reported loop answers ``True``.
-        """
-        if call.tool in self.exempt:
-            return False
-        return self.on_call(replace(state, latched=False), call) is not None
+    def preview_state(self, state: Any) -> Struct:
+        return replace(state, latched=False)
 
     def _finding(self, tool: str, count: int) -> Finding:
         reason = (

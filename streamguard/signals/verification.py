@@ -150,7 +150,7 @@ DEFAULT_USER_INPUT_TOOLS = (
 )
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True, dict=True):
+class VerificationConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True, dict=True):
     """Tool-name globs per kind (case-insensitive, :mod:`fnmatch` syntax).
 
     Treat an instance as read-only once a signal is built from it: the compiled
@@ -218,25 +218,22 @@ class VerificationState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
 
 
 
-State = VerificationState  # the name the signal declares, and tests import
-
 class Verification(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity: ClassVar[Severity] = "warn"
     scope: ClassVar[Scope] = "session"
     default_enabled: ClassVar[bool] = False
     policy_table: ClassVar[str] = "verification"
-    State: ClassVar[type[Struct]] = VerificationState
-    Config: ClassVar[type[SignalConfig]] = Config
-    needs_fingerprint: ClassVar[bool] = False  # reads only the failed bit
+    State = VerificationState
+    Config = VerificationConfig
+    needs_fingerprint = False  # reads only the failed bit
+    alert_ids = FINDING_IDS
+
+    config: VerificationConfig
 
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            # A bare SignalConfig (enabled/exempt_tools only): this signal's defaults.
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
         cfg = self.config
-        assert isinstance(cfg, Config)
         cfg._compile()  # pick up the lists as they are now
         self.classify = cfg.classify
         self._codes: dict[str, int] = {}  # tool name -> kind code (bounded)

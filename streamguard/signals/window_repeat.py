@@ -55,7 +55,7 @@ arguments carry no per-call variation although each call is different work
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Self
 
 import msgspec
 from msgspec import Meta, Struct
@@ -90,7 +90,7 @@ def validate(window: int, threshold: int) -> None:
         )
 
 
-class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+class WindowRepeatConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     window: Annotated[int, Meta(ge=2, le=MAX_WINDOW)] = 8
     threshold: Annotated[int, Meta(ge=2, le=MAX_WINDOW)] = 3
     ignore_fields: list[str] = []
@@ -103,6 +103,11 @@ class Config(SignalConfig, kw_only=True, forbid_unknown_fields=True):
         """
         validate(self.window, self.threshold)
 
+    def resolved(self) -> Self:
+        """Refused, not clamped: the crate rejects an invalid guard at construction."""
+        self.validate()
+        return self
+
 
 class WindowRepeatState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     keys: list[int] = []
@@ -112,29 +117,24 @@ class WindowRepeatState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
 
 
 
-State = WindowRepeatState  # the name the signal declares, and tests import
-
 class WindowRepeat(Signal):
     id: ClassVar[str] = SIGNAL_ID
     severity: ClassVar[Severity] = "warn"
     scope: ClassVar[Scope] = "session"
     default_enabled: ClassVar[bool] = False
-    State: ClassVar[type[Struct]] = WindowRepeatState
-    Config: ClassVar[type[SignalConfig]] = Config
+    State = WindowRepeatState
+    Config = WindowRepeatConfig
     defers_to: ClassVar[tuple[str, ...]] = (
         "repeated-tool-call",
         "alternating-tool-cycle",
         "dominant-tool-call",
     )
 
+    config: WindowRepeatConfig
+
     def __init__(self, config: SignalConfig | None = None) -> None:
-        if config is not None and not isinstance(config, Config):
-            # A bare SignalConfig (enabled/exempt_tools only): this signal's defaults.
-            config = Config(enabled=config.enabled, exempt_tools=list(config.exempt_tools))
         super().__init__(config)
         cfg = self.config
-        assert isinstance(cfg, Config)
-        cfg.validate()  # the crate rejects an invalid guard at construction
         self.window = cfg.window
         self.threshold = cfg.threshold
         fields = tuple(dict.fromkeys(cfg.ignore_fields))
@@ -196,6 +196,8 @@ class WindowRepeat(Signal):
 
     def would_trip(self, state: WindowRepeatState, call: CallView) -> bool:
         """Whether recording ``call`` next would meet the threshold (state untouched).
+
+        Not the shared preview (:meth:`Signal.preview_state`): the crate's preview counts.
 
         Like the crate's preview, it accounts for the eviction of the oldest key
         when the window is full. It answers the counting question only: a key
