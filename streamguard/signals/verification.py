@@ -14,7 +14,7 @@ one. It reports the same three violations instead, each under its own id:
 * ``unverified-final-answer``: a final answer while a change is unchecked.
 
 **Tool kinds.** ``CallView.kind`` (the kind the agent declared on the event)
-wins; otherwise :meth:`Config.classify` matches the tool name
+wins; otherwise :meth:`VerificationConfig.classify` matches the tool name
 against the glob lists ``resolve_tools``, ``read_tools``, ``verify_tools``,
 ``write_tools`` and ``user_input_tools`` (case-insensitive; a namespaced name
 such as ``fs.read_file`` or ``srv__read_file`` is also tried by its last part).

@@ -18,7 +18,7 @@ poll that checks a status between two steps of real work reaches 3 in 8 quickly.
 
 **Configuration rules** (those of the crate, in its order): ``window >= 2``,
 ``threshold >= 2``, ``threshold <= window``. :func:`validate` (and
-:meth:`Config.validate`, which the policy loader calls after decoding) raises
+:meth:`WindowRepeatConfig.validate`, which the policy loader calls after decoding) raises
 :class:`ValueError` with a message that starts with the offending field; the
 signal validates its config when it is built, as the crate does when a guard is
 constructed. Invalid values are rejected, not clamped, because the reference
