@@ -87,7 +87,7 @@ class CommandRunnersPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 def _table_name(cls: type[Signal]) -> str:
-    return getattr(cls, "policy_table", None) or cls.id
+    return cls.policy_table or cls.id
 
 
 def _field_name(table: str) -> str:
@@ -97,8 +97,8 @@ def _field_name(table: str) -> str:
 def _build_tables() -> tuple[type[Struct], list[type[Signal]], list[type[Signal]]]:
     """The ``[signals.*]`` table type and the top-level guardrail tables, from the registry."""
     classes = signal_classes()
-    nested = [c for c in classes if getattr(c, "policy_table", None) is None]
-    top = [c for c in classes if getattr(c, "policy_table", None) is not None]
+    nested = [c for c in classes if c.policy_table is None]
+    top = [c for c in classes if c.policy_table is not None]
     signals_struct = msgspec.defstruct(
         "SignalsPolicy",
         [(_field_name(c.id), c.Config, field(default_factory=c.Config)) for c in nested],
@@ -142,9 +142,9 @@ class Policy(_PolicyBase, kw_only=True, forbid_unknown_fields=True):  # type: ig
     """A resolved, validated policy (the base, or the base with one agent's overrides)."""
 
     def config_for(self, cls: type[Signal]) -> SignalConfig:
-        table = getattr(cls, "policy_table", None)
+        table = cls.policy_table
         if table is not None:
-            return getattr(self, _field_name(table))
+            return getattr(self, _field_name(table))  # a field named after the table
         return getattr(self.signals, _field_name(cls.id))
 
     def enabled(self, cls: type[Signal]) -> bool:
@@ -226,14 +226,11 @@ def _convert(raw: dict[str, Any], source: str, prefix: str) -> Policy:
             f"known: {', '.join(SIGNAL_IDS)}"
         )
     for cls in signal_classes():
-        config = policy.config_for(cls)
-        validate = getattr(config, "validate", None)
-        if callable(validate):
-            table = getattr(cls, "policy_table", None) or f"signals.{cls.id}"
-            try:
-                validate()
-            except ValueError as exc:
-                raise PolicyError(f"{source}: `{prefix}{table}`: {exc}") from None
+        try:
+            policy.config_for(cls).validate()
+        except ValueError as exc:
+            table = cls.policy_table or f"signals.{cls.id}"
+            raise PolicyError(f"{source}: `{prefix}{table}`: {exc}") from None
     return policy
 
 
