@@ -214,6 +214,16 @@ def test_claude_code_main_chain_turns_errors_usage_and_interrupt():
     assert session.events[0].ts == 1735725600.0
 
 
+def test_claude_code_usage_carries_the_window_of_claude_models(tmp_path: Path):
+    session = only("claude-code", "claude-code/session.jsonl")
+    assert {u.context_window for u in session.events if isinstance(u, Usage)} == {200_000}
+    lines = (FIXTURES / "claude-code" / "session.jsonl").read_text().splitlines()
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(line.replace("claude-test-1", "other-model") for line in lines) + "\n")
+    other = read_sessions("claude-code", path)[0]
+    assert {u.context_window for u in other.events if isinstance(u, Usage)} == {None}
+
+
 def test_claude_code_without_an_interrupt_has_no_end_label(tmp_path: Path):
     lines = (FIXTURES / "claude-code" / "session.jsonl").read_text().splitlines()
     path = tmp_path / "s.jsonl"

@@ -262,6 +262,7 @@ class SessionBuilder:
         output_tokens: Any = None,
         cost_usd: Any = None,
         ts: float | None = None,
+        context_window: int | None = None,
     ) -> None:
         fields: dict[str, Any] = {
             "input_tokens": non_negative_int(input_tokens),
@@ -271,7 +272,9 @@ class SessionBuilder:
         if all(v is None for v in fields.values()):
             return
         self.ensure_turn(ts)
-        self.events.append(Usage(**self._common(ts), model=model or None, **fields))
+        self.events.append(
+            Usage(**self._common(ts), model=model or None, context_window=context_window, **fields)
+        )
 
     def final_answer(self, text: str, ts: float | None = None) -> None:
         if not text.strip():

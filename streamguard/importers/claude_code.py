@@ -11,7 +11,11 @@ One JSON record per line: ``type`` user / assistant / system / summary, with
   Claude Code writes one record per block of a model message, each repeating
   the message's ``usage``: one ``usage`` event per message id, with the figures
   of its last record. ``input_tokens`` is the context the call measured: input
-  plus cache creation plus cache reads.
+  plus cache creation plus cache reads. ``context_window`` is 200,000 for a
+  ``claude-*`` model, the window Claude Code runs them with (its own
+  auto-compaction fires before the end of it); the log does not record it, and
+  without it the context guardrail would assume 128,000 and cut turns that
+  Claude Code compacts on its own.
 * user ``tool_result`` blocks are results; ``is_error: true`` makes the result's
   text its error. Other user text is a prompt and starts a turn; a
   ``[Request interrupted by user`` block is a user text too, and when it is the
@@ -39,6 +43,7 @@ from ._common import (
 )
 
 NAME = "claude-code"
+CLAUDE_WINDOW = 200_000  # tokens: the window Claude Code runs claude-* models with
 SUFFIXES = (".jsonl",)
 
 INTERRUPT_MARKER = "[Request interrupted by user"
@@ -171,10 +176,12 @@ def _usage(builder: SessionBuilder, message: dict[str, Any], ts: float | None) -
         return
     parts = [usage.get(k) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
     numbers = [p for p in parts if isinstance(p, int) and not isinstance(p, bool) and p >= 0]
+    model = message.get("model") if isinstance(message.get("model"), str) else None
     builder.usage(
-        model=message.get("model") if isinstance(message.get("model"), str) else None,
+        model=model,
         input_tokens=sum(numbers) if numbers else None,
         output_tokens=usage.get("output_tokens"),
         cost_usd=None,
         ts=ts,
+        context_window=CLAUDE_WINDOW if model and model.startswith("claude-") else None,
     )
