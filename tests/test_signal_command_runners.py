@@ -111,7 +111,8 @@ def test_code_writes_err_towards_write(code: str, write: bool) -> None:
 
 def test_runner_globs_are_case_insensitive_and_namespaced() -> None:
     runners = CommandRunners()
-    for name in ("bash", "Bash", "execute_bash", "run_command", "str_replace_editor", "mcp__shell"):
+    for name in ("bash", "Bash", "execute_bash", "run_command", "str_replace_editor", "mcp__shell",
+                 "exec_command", "str_replace_based_edit_tool"):
         assert runners(name), name
     for name in ("read_file", "bash_history_lookup", "search"):
         assert not runners(name), name

@@ -50,8 +50,8 @@ import re
 DEFAULT_COMMAND_RUNNERS = (
     "bash", "sh", "zsh", "shell", "shell_*", "*_shell", "run_shell*", "powershell", "cmd",
     "python", "python3", "ipython", "terminal", "terminal_*", "*_terminal*", "execute*",
-    "exec", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
-    "*_editor", "editor",
+    "exec", "exec_command", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
+    "str_replace_based_edit_tool", "*_editor", "editor",
 )
 
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER = 1, 2, 4
