@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import time
@@ -63,6 +64,7 @@ log = logging.getLogger("streamguard.otel")
 
 POLL_MS = 200
 MAX_IN_FLIGHT = 10_000
+MAX_CACHED_PARTITIONS = 200_000
 MAX_ERROR_HEADER = 1000
 MAX_DEAD_LETTER_VALUE = 512 * 1024
 OWNED_HEADER_PREFIXES = ("dlq.", "streamguard.")
@@ -226,6 +228,7 @@ class Bridge:
         # most of what producing costs in aiokafka).
         self._batches: dict[tuple[str, int], Any] = {}
         self._partition_counts: dict[str, int] = {}
+        self._partitions: dict[tuple[str, bytes], int] = {}  # (topic, key) -> partition
         # The test hook: called with a name from FAULT_POINTS; what it raises
         # stops the bridge there, without a checkpoint (a crash).
         self.fault = fault
@@ -453,10 +456,9 @@ class Bridge:
         except (ValueError, msgspec.DecodeError) as exc:
             await self._dead_letter(tp, record, "malformed_session_record", repr(exc))
             return
-        for key, items in entries:
-            early = window.add(session, key, items, record.offset, now)
-            if early:
-                await self._produce_released(early)
+        early = window.add_entries(session, entries, record.offset, now)
+        if early:
+            await self._produce_released(early)
 
     async def _release(self, now: float) -> None:
         for window in self.windows.values():
@@ -500,8 +502,15 @@ class Bridge:
     async def _queue(self, topic: str, key: bytes, value: bytes, timestamp_ms: int | None) -> None:
         """Add a keyed record to its partition's batch: the partition the default
         partitioner would choose (murmur2 of the key, as the processor expects)."""
-        count = self._partition_counts.get(topic) or await self._partition_count(topic)
-        partition = (murmur2(key) & 0x7FFFFFFF) % count
+        partition = self._partitions.get((topic, key))
+        if partition is None:
+            # murmur2 is pure Python in aiokafka (microseconds a key); a session's
+            # records all go to one partition, so each key is hashed once
+            count = self._partition_counts.get(topic) or await self._partition_count(topic)
+            partition = (murmur2(key) & 0x7FFFFFFF) % count
+            if len(self._partitions) >= MAX_CACHED_PARTITIONS:
+                self._partitions.clear()
+            self._partitions[(topic, key)] = partition
         batches = self._batches
         batch = batches.get((topic, partition))
         if batch is None:
@@ -633,6 +642,7 @@ class Bridge:
         async with self.lock:
             self.generation += 1
             self._partition_counts.clear()  # partitions may have been added
+            self._partitions.clear()
             cfg = self.config
             new = sorted(
                 tp.partition
@@ -793,6 +803,11 @@ async def run_bridge(config: BridgeConfig) -> None:
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     bridge = Bridge(config)
+    # What exists now (modules, clients' plumbing) lives as long as the process:
+    # leave it out of every future collection, as the processor does, so that
+    # full passes scan only what mapping and ordering create.
+    gc.collect()
+    gc.freeze()
     loop = asyncio.get_running_loop()
     installed = []
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -420,28 +420,89 @@ def _span_error(span: SpanRecord) -> str | None:
     return None
 
 
+# Keys whose presence means the slower, general rules must run; a span carrying
+# none of them (the usual case) skips them with one set test.
+_CACHE_KEYS = frozenset({
+    "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+    "llm.token_count.prompt_details.cache_read", "gen_ai.usage.cache_creation.input_tokens",
+    "gen_ai.usage.cache_creation_input_tokens", "llm.token_count.prompt_details.cache_write",
+})
+_OUTPUT_KEYS = frozenset({
+    "gen_ai.output.messages", "gen_ai.completion", "output.value",
+    *(content for content, _ in _OPENLLMETRY_COMPLETIONS[:2]),
+    *(content for content, _ in _OPENINFERENCE_OUTPUTS[:2]),
+})
+_TOOL_KEYS = ("gen_ai.tool.name", "tool.name", "tool_call.function.name")
+_CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool_call.id")
+_ARGS_KEYS = ("gen_ai.tool.call.arguments", "input.value", "tool_call.function.arguments")
+_RESULT_KEYS = ("gen_ai.tool.call.result", "output.value")
+_MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+_INPUT_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
+_OUTPUT_TOKEN_KEYS = (
+    "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"
+)
+_CACHE_READ_KEYS = (
+    "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+    "llm.token_count.prompt_details.cache_read",
+)
+_CACHE_WRITE_KEYS = (
+    "gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
+    "llm.token_count.prompt_details.cache_write",
+)
+_COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
+
+
+def _name_of(attrs: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """``_name(_first(attrs, keys))``, the common case (the first key holds a valid
+    name) without a call."""
+    value = attrs.get(keys[0])
+    if type(value) is str and 0 < len(value) <= MAX_NAME_CHARS:
+        return value
+    return _name(_first(attrs, keys))
+
+
+def _count_of(attrs: dict[str, Any], keys: tuple[str, ...]) -> int | None:
+    """``_count(_first(attrs, keys))``, the common case (an int under the first key) without a call."""
+    value = attrs.get(keys[0])
+    if type(value) is int and 0 <= value <= MAX_COUNT:
+        return value
+    return _count(_first(attrs, keys))
+
+
+def _bounded_content(value: Any, limit: int) -> Any:
+    """``_content``, a short string (the usual captured argument) without a call."""
+    if type(value) is str and len(value) <= limit // 4:
+        return value
+    return _content(value, limit)
+
+
 def _tool_events(
     span: SpanRecord, session: str, agent: str | None, config: MappingConfig
 ) -> list[tuple[int, int, AgentEvent]] | None:
     attrs = span.attrs
-    tool = _name(_first(attrs, ("gen_ai.tool.name", "tool.name", "tool_call.function.name")))
+    tool = _name_of(attrs, _TOOL_KEYS)
     if tool is None:
         name = span.name
         if name.startswith("execute_tool "):
             tool = _name(name[len("execute_tool ") :])
     if tool is None:
         return None
-    call_id = _name(_first(attrs, ("gen_ai.tool.call.id", "tool_call.id")))
+    call_id = _name_of(attrs, _CALL_ID_KEYS)
     limit = config.max_content_bytes
-    raw_args = _first(attrs, ("gen_ai.tool.call.arguments", "input.value", "tool_call.function.arguments"))
+    raw_args = attrs.get(_ARGS_KEYS[0])
+    if raw_args is None or raw_args == "":
+        raw_args = _first(attrs, _ARGS_KEYS)
     args: Any = (
-        _content(raw_args, limit) if raw_args is not None else {"otel.span_id": span.span_id}
+        _bounded_content(raw_args, limit) if raw_args is not None else {"otel.span_id": span.span_id}
     )
-    raw_result = _first(attrs, ("gen_ai.tool.call.result", "output.value"))
-    result = _content(raw_result, limit) if raw_result is not None else None
+    raw_result = attrs.get(_RESULT_KEYS[0])
+    if raw_result is None or raw_result == "":
+        raw_result = _first(attrs, _RESULT_KEYS)
+    result = _bounded_content(raw_result, limit) if raw_result is not None else None
     turn = span.trace_id or None
+    start_ns, end_ns = span.start_ns, span.end_ns
     call = ToolCall(
-        session=session, agent=agent, ts=_seconds(span.start_ns), turn=turn, tool=tool,
+        session=session, agent=agent, ts=_seconds(start_ns), turn=turn, tool=tool,
         args=args, call_id=call_id,
     )
     if _may_be_deep(args):
@@ -450,69 +511,46 @@ def _tool_events(
         except NestingTooDeep:
             call.args = {"otel.span_id": span.span_id, "otel.args_dropped": "nested too deep"}
     outcome = ToolResult(
-        session=session, agent=agent, ts=_seconds(span.end_ns), turn=turn, tool=tool,
-        call_id=call_id, error=_span_error(span), result=result,
+        session=session, agent=agent, ts=_seconds(end_ns), turn=turn, tool=tool,
+        call_id=call_id,
+        error=_span_error(span) if span.status_code == 2 or attrs.get("error.type") else None,
+        result=result,
     )
-    if _may_be_deep(result):
+    if result is not None and _may_be_deep(result):
         try:
             check_nesting(outcome)
         except NestingTooDeep:
             outcome.result = None
-    return [(span.start_ns, RANK_CALL, call), (span.end_ns, RANK_RESULT, outcome)]
+    return [(start_ns, RANK_CALL, call), (end_ns, RANK_RESULT, outcome)]
 
 
 def _inference_events(
     span: SpanRecord, session: str, agent: str | None, config: MappingConfig
 ) -> list[tuple[int, int, AgentEvent]]:
     attrs = span.attrs
-    model = _name(_first(attrs, ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")))
-    input_tokens = _count(
-        _first(attrs, ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"))
-    )
-    output_tokens = _count(
-        _first(
-            attrs,
-            ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"),
+    model = _name_of(attrs, _MODEL_KEYS)
+    input_tokens = _count_of(attrs, _INPUT_KEYS)
+    output_tokens = _count_of(attrs, _OUTPUT_TOKEN_KEYS)
+    if not _CACHE_KEYS.isdisjoint(attrs):
+        cached = (_count(_first(attrs, _CACHE_READ_KEYS)) or 0) + (
+            _count(_first(attrs, _CACHE_WRITE_KEYS)) or 0
         )
-    )
-    cached = (
-        _count(
-            _first(
-                attrs,
-                (
-                    "gen_ai.usage.cache_read.input_tokens",
-                    "gen_ai.usage.cache_read_input_tokens",
-                    "llm.token_count.prompt_details.cache_read",
-                ),
-            )
-        )
-        or 0
-    ) + (
-        _count(
-            _first(
-                attrs,
-                (
-                    "gen_ai.usage.cache_creation.input_tokens",
-                    "gen_ai.usage.cache_creation_input_tokens",
-                    "llm.token_count.prompt_details.cache_write",
-                ),
-            )
-        )
-        or 0
-    )
-    if cached and (input_tokens is None or cached > input_tokens):
-        # The current conventions count cached tokens inside the input tokens; a
-        # producer whose cache counts exceed its input count reports them apart.
-        input_tokens = min((input_tokens or 0) + cached, MAX_COUNT)
-    cost = _first(attrs, ("gen_ai.usage.cost", "llm.cost.total"))
+        if cached and (input_tokens is None or cached > input_tokens):
+            # The current conventions count cached tokens inside the input tokens; a
+            # producer whose cache counts exceed its input count reports them apart.
+            input_tokens = min((input_tokens or 0) + cached, MAX_COUNT)
+    cost = attrs.get(_COST_KEYS[0])
+    if cost is None or cost == "":
+        cost = _first(attrs, _COST_KEYS)
     cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
     if cost_usd is not None and not 0 <= cost_usd <= MAX_USD:
         cost_usd = None
     turn = span.trace_id or None
-    ts = _seconds(span.end_ns)
+    end_ns = span.end_ns
+    ts = _seconds(end_ns)
     items: list[tuple[int, int, AgentEvent]] = [
         (
-            span.end_ns,
+            end_ns,
             RANK_USAGE,
             Usage(
                 session=session, agent=agent, ts=ts, turn=turn, model=model,
@@ -520,10 +558,12 @@ def _inference_events(
             ),
         )
     ]
-    text = _captured_output(span)
+    # Content is rarely captured: a span without any output attribute or event
+    # has no text to find.
+    text = _captured_output(span) if span.events or not _OUTPUT_KEYS.isdisjoint(attrs) else None
     if text is not None:
         items.append(
-            (span.end_ns, RANK_TEXT, Text(
+            (end_ns, RANK_TEXT, Text(
                 session=session, agent=agent, ts=ts, turn=turn,
                 text=truncate_middle(text, config.max_content_bytes),
             ))
@@ -532,7 +572,7 @@ def _inference_events(
         # Content not captured, but the model answered in words: that is the agent
         # speaking, whose size is estimated from the output tokens.
         items.append(
-            (span.end_ns, RANK_TEXT, Text(
+            (end_ns, RANK_TEXT, Text(
                 session=session, agent=agent, ts=ts, turn=turn,
                 chars=min(output_tokens * CHARS_PER_TOKEN, MAX_COUNT),
             ))
@@ -567,6 +607,9 @@ def _captured_output(span: SpanRecord) -> str | None:
 
 def _finished_with_text(attrs: dict[str, Any]) -> bool:
     reasons = attrs.get("gen_ai.response.finish_reasons")
+    if type(reasons) is list and len(reasons) == 1 and type(reasons[0]) is str:
+        # one reason (the usual case): text, or not (the two sets are disjoint)
+        return reasons[0].lower() in TEXT_FINISH_REASONS
     if isinstance(reasons, str):
         reasons = [reasons]
     if not isinstance(reasons, list) or not reasons:
@@ -581,7 +624,9 @@ def _span_items(
     session: str,
     config: MappingConfig,
 ) -> Mapped | IgnoredReason:
-    agent = _agent(span.attrs, span.resource)
+    agent = span.attrs.get("gen_ai.agent.name")
+    if type(agent) is not str or not 0 < len(agent) <= MAX_NAME_CHARS:
+        agent = _agent(span.attrs, span.resource)
     key = f"{span.trace_id}:{span.span_id}"
     if kind == "tool":
         items = _tool_events(span, session, agent, config)
@@ -765,7 +810,12 @@ def map_spans(
         if not span.span_id:
             result = "no_span_id"
         else:
-            kind = span_kind(span)
+            operation = span.attrs.get("gen_ai.operation.name")
+            kind = (
+                "tool" if operation == "execute_tool"
+                else "inference" if operation == "chat"
+                else span_kind(span)
+            )
             if kind is None:
                 result = "not_genai"
             else:

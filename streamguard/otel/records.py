@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ..events import encode
+from ..events import encoder
 from .mapping import Mapped
 
 EventItems = list[tuple[int, int, bytes]]
@@ -32,11 +32,22 @@ def session_records(mapped: list[Mapped]) -> list[tuple[str, bytes]]:
     """One payload's mapped records as ``(session, value)``, one per session, in
     the order each session first appears."""
     grouped: dict[str, SessionEntries] = {}
+    encode_event = encoder.encode
     for record in mapped:
+        items = record.items
+        # a span is one or two events: no comprehension (a frame of its own) per span
+        if len(items) == 1:
+            t, rank, event = items[0]
+            encoded: EventItems = [(t, rank, encode_event(event))]
+        else:
+            encoded = []
+            for t, rank, event in items:
+                encoded.append((t, rank, encode_event(event)))
         entries = grouped.get(record.session)
         if entries is None:
-            entries = grouped[record.session] = []
-        entries.append((record.key, [(t, rank, encode(event)) for t, rank, event in record.items]))
+            grouped[record.session] = [(record.key, encoded)]
+        else:
+            entries.append((record.key, encoded))
     return [(session, _encode(entries)) for session, entries in grouped.items()]
 
 

@@ -128,49 +128,70 @@ class ReorderWindow:
 
         A duplicate (``key`` pending or remembered for ``session``) is dropped.
         """
-        state = self.sessions.get(session)
+        return self.add_entries(session, [(key, items)], offset, now)
+
+    def add_entries(
+        self,
+        session: str,
+        entries: list[tuple[str, list[tuple[int, int, bytes]]]],
+        offset: int,
+        now: float,
+    ) -> list[Released]:
+        """:meth:`add` for each ``(key, items)`` of one sessions-topic record, in
+        order (the same outcome), with the session looked up once."""
+        sessions = self.sessions
+        state = sessions.get(session)
         if state is None:
-            state = self.sessions[session] = SessionWindow()
-            self._bound_sessions()
+            state = sessions[session] = SessionWindow()
+            self._bound_sessions(session)
         else:
-            self.sessions.move_to_end(session)
+            sessions.move_to_end(session)
         state.last_active = now
-        if key in state.pending_keys:
-            self.stats.duplicates += 1
-            return []
-        if len(items) == 1:
-            time_ns, rank, data = items[0]
-            ordered: list[Item] = [(time_ns, rank, key, 0, data, offset)]
-        else:
-            ordered = [
-                (time_ns, rank, key, index, data, offset)
-                for index, (time_ns, rank, data) in enumerate(items)
-            ]
-            ordered.sort()
-        released_before = state.seen.get(key)
-        if released_before is not None:
-            if released_before >= len(ordered):
-                self.stats.duplicates += 1
-                return []
-            # Part of it was released before a restart: only the rest is new.
-            # Events of one record are released in this same order.
-            ordered = ordered[released_before:]
-        if not ordered:
-            return []
-        pending = state.pending
-        in_order = not pending or pending[-1] < ordered[0]
-        pending.extend(ordered)
-        if not in_order:
-            pending.sort()
-        self._due.append((now + self.window_s, session, ordered[-1]))
-        state.pending_keys[key] = len(ordered)
-        offsets = self._offsets
-        offsets[offset] = offsets.get(offset, 0) + len(ordered)
-        excess = len(pending) - self.max_pending
-        if excess > 0:
-            self.stats.forced += excess
-            return self._release_first(session, state, excess)
-        return []
+        stats, offsets, deadline = self.stats, self._offsets, now + self.window_s
+        pending, pending_keys, seen = state.pending, state.pending_keys, state.seen
+        out: list[Released] = []
+        for key, items in entries:
+            if key in pending_keys:
+                stats.duplicates += 1
+                continue
+            count = len(items)
+            ordered: list[Item]
+            if count == 1:
+                time_ns, rank, data = items[0]
+                ordered = [(time_ns, rank, key, 0, data, offset)]
+            elif count == 2:  # a call and its result: two items, sorted without a sort
+                (time_a, rank_a, data_a), (time_b, rank_b, data_b) = items
+                first: Item = (time_a, rank_a, key, 0, data_a, offset)
+                second: Item = (time_b, rank_b, key, 1, data_b, offset)
+                ordered = [first, second] if first < second else [second, first]
+            else:
+                ordered = [
+                    (time_ns, rank, key, index, data, offset)
+                    for index, (time_ns, rank, data) in enumerate(items)
+                ]
+                ordered.sort()
+            released_before = seen.get(key) if seen else None
+            if released_before is not None:
+                if released_before >= len(ordered):
+                    stats.duplicates += 1
+                    continue
+                # Part of it was released before a restart: only the rest is new.
+                # Events of one record are released in this same order.
+                ordered = ordered[released_before:]
+            if not ordered:
+                continue
+            in_order = not pending or pending[-1] < ordered[0]
+            pending.extend(ordered)
+            if not in_order:
+                pending.sort()
+            self._due.append((deadline, session, ordered[-1]))
+            pending_keys[key] = len(ordered)
+            offsets[offset] = offsets.get(offset, 0) + len(ordered)
+            excess = len(pending) - self.max_pending
+            if excess > 0:
+                stats.forced += excess
+                out += self._release_first(session, state, excess)
+        return out
 
     # ----------------------------------------------------------------- output
 
@@ -257,14 +278,16 @@ class ReorderWindow:
 
     # -------------------------------------------------------------- lifetime
 
-    def _bound_sessions(self) -> None:
-        """Forget the least recently active idle sessions beyond ``max_sessions``."""
+    def _bound_sessions(self, arriving: str) -> None:
+        """Forget the least recently active idle sessions beyond ``max_sessions``,
+        never ``arriving``: its events are about to be held (forgetting it would
+        lose them, and their offsets would hold back every commit)."""
         if len(self.sessions) <= self.max_sessions:
             return
         for session in list(self.sessions):
             if len(self.sessions) <= self.max_sessions:
                 break
-            if not self.sessions[session].pending:
+            if session != arriving and not self.sessions[session].pending:
                 del self.sessions[session]
                 self.changed.add(session)
                 self.stats.evicted += 1

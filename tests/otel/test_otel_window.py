@@ -113,3 +113,51 @@ def test_state_is_bounded() -> None:
     w.add("third", "t", [(1, 1, ev("t"))], offset=20, now=1.0)
     assert len(w.sessions) == 2 and w.stats.evicted == 1
     assert w.sweep(now=100.0 + 8 * 24 * 3600.0) == 1  # the idle one expired, "third" pending
+
+
+def _released(released: list) -> list[tuple[str, int, bytes, int, bool]]:
+    return [(r.session, r.seq, r.data, r.offset, r.late) for r in released]
+
+
+def test_a_sessions_record_added_at_once_is_the_same_as_entry_by_entry() -> None:
+    """add_entries (one call per sessions-topic record) against add (one per span):
+    duplicates inside the record, three-event records, forced releases and the
+    session bound forgetting the session meanwhile all come out the same."""
+    records = [
+        ("s", [("k1", [(200, 2, ev("r1")), (100, 1, ev("c1"))]), ("k2", [(150, 3, ev("u2"))])]),
+        ("t", [("k3", [(50, 1, ev("x")), (60, 2, ev("y")), (55, 4, ev("z"))])]),
+        ("s", [("k1", [(200, 2, ev("r1")), (100, 1, ev("c1"))]), ("k4", [(90, 1, ev("late"))])]),
+        ("u", [("k5", [(10, 1, ev("a"))]), ("k6", [(11, 1, ev("b"))]), ("k7", [(12, 1, ev("c"))])]),
+        ("s", [("k8", [(300, 1, ev("d"))]), ("k8", [(300, 1, ev("d"))])]),
+    ]
+    for bounds in ({}, {"max_pending_per_session": 2}, {"max_sessions": 1}):
+        one, each = ReorderWindow(window_s=1.0, **bounds), ReorderWindow(window_s=1.0, **bounds)
+        out_one: list = []
+        out_each: list = []
+        for offset, (session, entries) in enumerate(records):
+            out_one += one.add_entries(session, entries, offset, float(offset))
+            for key, items in entries:
+                out_each += each.add(session, key, items, offset, float(offset))
+            if offset == 2:
+                out_one += one.release(2.5)
+                out_each += each.release(2.5)
+        out_one += one.flush()
+        out_each += each.flush()
+        assert _released(out_one) == _released(out_each)
+        for field in ("duplicates", "late", "forced", "evicted", "released"):
+            assert getattr(one.stats, field) == getattr(each.stats, field), (bounds, field)
+        assert list(one.sessions) == list(each.sessions)
+    assert _released(out_one)  # the scenario releases events at all
+
+
+def test_a_new_session_is_never_forgotten_by_the_bound_it_arrives_at() -> None:
+    """Every other session holds pending events: the bound cannot make room, and
+    the arriving session is kept (over the bound) rather than losing its events."""
+    w = ReorderWindow(window_s=1.0, max_sessions=1)
+    w.add("s", "k1", [(100, 1, ev("a"))], offset=0, now=0.0)
+    w.add("t", "k2", [(200, 1, ev("b"))], offset=1, now=0.0)
+    assert set(w.sessions) == {"s", "t"}
+    assert sorted(names(w.release(1.0))) == ["a", "b"]
+    assert w.low_offset() is None  # nothing stuck: commits can move past both
+    w.add("u", "k3", [(300, 1, ev("c"))], offset=2, now=2.0)
+    assert "u" in w.sessions and len(w.sessions) == 1  # idle ones make room
