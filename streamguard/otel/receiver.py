@@ -12,10 +12,13 @@ at-least-once processing.
 Status codes follow the OTLP/HTTP specification: 200 with an
 ``Export*ServiceResponse`` (``partial_success`` when some spans or records
 cannot be used: no span id, no session), 400 for a body that is not OTLP
-(not retryable), 404, 405, 411 (no ``Content-Length``), 413 (too large), 415
-(neither ``application/x-protobuf`` nor ``application/json``), 503 when the
-broker did not acknowledge (retryable). Bodies may be gzip-compressed
-(``Content-Encoding: gzip``); decompression is bounded by the same size limit.
+(not retryable), 404, 405, 411 (neither ``Content-Length`` nor chunked), 413
+(too large), 415 (neither ``application/x-protobuf`` nor ``application/json``),
+501 (a transfer coding other than chunked), 503 when the broker did not
+acknowledge (retryable). Bodies come with a ``Content-Length`` or chunked
+(``Transfer-Encoding: chunked``), and may be gzip-compressed
+(``Content-Encoding: gzip``); reading and decompression are bounded by the same
+size limit, and a request by the read timeout.
 """
 
 from __future__ import annotations
@@ -89,6 +92,53 @@ class HttpError(Exception):
         self.status = status
 
 
+MAX_CHUNK_LINE_BYTES = 1024
+_HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
+
+
+async def _chunk_line(reader: asyncio.StreamReader) -> bytes:
+    """One line of chunked framing (a size line or a trailer), bounded, without its CRLF."""
+    try:
+        line = await reader.readuntil(b"\n")
+    except asyncio.LimitOverrunError:
+        raise HttpError(400, "chunk framing line too long") from None
+    if len(line) > MAX_CHUNK_LINE_BYTES:
+        raise HttpError(400, "chunk framing line too long")
+    if not line.endswith(b"\r\n"):
+        raise HttpError(400, "chunk framing line not ended by CRLF")
+    return line[:-2]
+
+
+async def read_chunked(reader: asyncio.StreamReader, limit: int) -> bytes:
+    """A chunked body (RFC 9112 §7.1): ``size[;ext] CRLF data CRLF`` ... ``0 CRLF``,
+    trailers, ``CRLF``. 413 as soon as the chunks announced pass ``limit``; 400 for
+    any framing that is not exactly this (sizes are hex digits only: no sign, no
+    ``0x``, no spaces, at most 16 of them)."""
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        size_text = (await _chunk_line(reader)).split(b";", 1)[0]
+        if not size_text or len(size_text) > 16 or not _HEX_DIGITS.issuperset(size_text):
+            raise HttpError(400, f"bad chunk size {size_text[:20]!r}")
+        size = int(size_text, 16)
+        if size == 0:
+            break
+        total += size
+        if total > limit:
+            raise HttpError(413, f"chunked body over max_payload_bytes ({limit} bytes)")
+        parts.append(await reader.readexactly(size))
+        if await reader.readexactly(2) != b"\r\n":
+            raise HttpError(400, "chunk data not followed by CRLF")
+    trailers = 0
+    while True:  # trailer fields, ignored, bounded like a head
+        line = await _chunk_line(reader)
+        if not line:
+            return b"".join(parts)
+        trailers += len(line)
+        if trailers > MAX_HEAD_BYTES:
+            raise HttpError(400, "trailers too large")
+
+
 class OtlpReceiver(HttpListener):
     """Serves OTLP/HTTP on ``host:port`` and hands bodies to ``producer``."""
 
@@ -113,6 +163,8 @@ class OtlpReceiver(HttpListener):
                 if not keep:
                     break
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except ValueError:  # a head line past the stream's limit: nothing to answer
             pass
         finally:
             writer.close()
@@ -148,13 +200,7 @@ class OtlpReceiver(HttpListener):
         try:
             if kind is None:
                 raise HttpError(404, f"no such path {path[:100]!r}: POST /v1/traces or /v1/logs")
-            length_text = headers.get("content-length")
-            if length_text is None or not length_text.isdigit():
-                raise HttpError(411, "Content-Length is required")
-            length = int(length_text)
-            if length > self.config.max_payload_bytes:
-                raise HttpError(413, f"{length} bytes, over max_payload_bytes")
-            body = await reader.readexactly(length)
+            body = await self._read_body(reader, headers)
             if method != "POST":
                 raise HttpError(405, "only POST")
             if content_type not in ("application/x-protobuf", "application/json"):
@@ -177,6 +223,28 @@ class OtlpReceiver(HttpListener):
             "application/json" if json else "application/x-protobuf", keep,
         )
         return keep
+
+    async def _read_body(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
+        """The request body, by ``Content-Length`` or chunked (``Transfer-Encoding:
+        chunked``, as streaming clients send it), never more than
+        ``max_payload_bytes``. A request carrying both is refused: a proxy in front
+        could read it the other way (request smuggling). The caller's timeout
+        bounds how long a client may take over it."""
+        limit = self.config.max_payload_bytes
+        transfer = headers.get("transfer-encoding")
+        if transfer is not None:
+            if "content-length" in headers:
+                raise HttpError(400, "both Transfer-Encoding and Content-Length")
+            if transfer.strip().lower() != "chunked":
+                raise HttpError(501, f"unsupported Transfer-Encoding {transfer[:40]!r}: only chunked")
+            return await read_chunked(reader, limit)
+        length_text = headers.get("content-length")
+        if length_text is None or not length_text.isdigit() or not length_text.isascii():
+            raise HttpError(411, "Content-Length (or Transfer-Encoding: chunked) is required")
+        length = int(length_text)
+        if length > limit:
+            raise HttpError(413, f"{length} bytes, over max_payload_bytes")
+        return await reader.readexactly(length)
 
     def _gunzip(self, body: bytes) -> bytes:
         limit = self.config.max_payload_bytes

@@ -1,0 +1,235 @@
+"""The OTLP/HTTP receiver without a broker: request bodies by length or chunked.
+
+The real OpenTelemetry SDK exporter posts to the receiver (its bodies sent as
+they are, and sent chunked, as streaming clients send them); raw sockets send
+what no well-behaved client does. The broker is a stand-in that records what it
+was given and acknowledges it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import requests
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from streamguard.otel import otlp
+from streamguard.otel.bridge import BridgeMetrics
+from streamguard.otel.config import BridgeConfig
+from streamguard.otel.receiver import OtlpReceiver
+
+from .agent import LOOP, Collecting, provider, run_agent
+from .otlp_fixtures import spans_proto
+
+LIMIT = 64 * 1024
+
+
+class AcknowledgingProducer:
+    """Takes every record and acknowledges it at once."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes]] = []
+
+    async def send(self, topic: str, value: bytes) -> asyncio.Future[None]:
+        self.sent.append((topic, value))
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+
+class ChunkingSession(requests.Session):
+    """A session that streams every body (``Transfer-Encoding: chunked``) in
+    pieces of ``size`` bytes, as clients that stream their exports do."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> Any:
+        body = kwargs.get("data")
+        if isinstance(body, bytes):
+            size = self.size
+            kwargs["data"] = iter([body[i : i + size] for i in range(0, len(body), size)])
+        return super().request(method, url, *args, **kwargs)
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[OtlpReceiver]:
+    config = BridgeConfig.build({"max_payload_bytes": LIMIT})
+    server = OtlpReceiver(AcknowledgingProducer(), config, BridgeMetrics())
+    await server.start()
+    yield server
+    await server.close()
+
+
+def sent(server: OtlpReceiver) -> list[tuple[str, bytes]]:
+    producer = server.producer
+    assert isinstance(producer, AcknowledgingProducer)
+    return producer.sent
+
+
+def requests_counted(server: OtlpReceiver, path: str, code: int) -> float:
+    value = server.metrics.registry.get_sample_value(
+        "streamguard_bridge_http_requests_total", {"path": path, "code": str(code)}
+    )
+    return value or 0.0
+
+
+def sdk_loop_spans() -> list[Any]:
+    exporter = Collecting()
+    run_agent(provider(exporter), "conv-http", LOOP[:3])
+    return exporter.spans
+
+
+async def export_with_sdk(server: OtlpReceiver, spans: list[Any], **options: Any) -> SpanExportResult:
+    exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{server.port}/v1/traces", **options)
+    try:
+        # the SDK exporter blocks: it runs in a thread, the receiver on this loop
+        return await asyncio.to_thread(exporter.export, spans)
+    finally:
+        exporter.shutdown()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"session": ChunkingSession(size=100)},
+        {"session": ChunkingSession(size=7), "compression": Compression.Gzip},
+    ],
+    ids=["content-length", "chunked", "chunked-gzip"],
+)
+async def test_the_sdk_exporter_is_received_by_length_and_chunked(
+    receiver: OtlpReceiver, options: dict[str, Any]
+) -> None:
+    spans = sdk_loop_spans()
+    assert await export_with_sdk(receiver, spans, **options) is SpanExportResult.SUCCESS
+    [(topic, body)] = sent(receiver)
+    assert topic == receiver.config.spans_topic
+    # what reaches the spans topic is the export request itself, decompressed
+    assert otlp.decode_spans(body, "otlp_proto") == otlp.decode_spans(spans_proto(spans), "otlp_proto")
+    assert requests_counted(receiver, "/v1/traces", 200) == 1
+
+
+async def exchange(server: OtlpReceiver, request: bytes, *, half_close: bool = True) -> bytes:
+    """Send raw bytes; everything the receiver answers until it closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(request)
+    await writer.drain()
+    if half_close:
+        writer.write_eof()
+    answer = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return answer
+
+
+def chunked_request(chunks: bytes, *, extra_headers: str = "", content_type: str = "application/x-protobuf") -> bytes:
+    return (
+        "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+        f"Content-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n{extra_headers}\r\n"
+    ).encode() + chunks
+
+
+def chunk(data: bytes, extension: bytes = b"") -> bytes:
+    return b"%x%s\r\n%s\r\n" % (len(data), extension, data)
+
+
+def status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+async def test_chunked_framing_with_extensions_and_trailers_is_read(receiver: OtlpReceiver) -> None:
+    body = spans_proto(sdk_loop_spans())
+    framed = chunk(body[:10], b";name=value") + chunk(body[10:]) + b"0\r\nX-Trailer: 1\r\n\r\n"
+    answer = await exchange(receiver, chunked_request(framed, extra_headers="Connection: close\r\n"))
+    assert status_of(answer) == 200
+    assert sent(receiver) == [(receiver.config.spans_topic, body)]
+
+
+async def test_keep_alive_survives_a_chunked_request(receiver: OtlpReceiver) -> None:
+    body = spans_proto(sdk_loop_spans())
+    framed = chunk(body) + b"0\r\n\r\n"
+    answer = await exchange(receiver, chunked_request(framed) * 2)
+    assert answer.count(b"HTTP/1.1 200 OK") == 2
+    assert len(sent(receiver)) == 2
+
+
+@pytest.mark.parametrize(
+    "framed, code",
+    [
+        (b"zz\r\nabc\r\n0\r\n\r\n", 400),  # not hex
+        (b"-5\r\nabc\r\n0\r\n\r\n", 400),  # a sign
+        (b"0x3\r\nabc\r\n0\r\n\r\n", 400),  # a prefix
+        (b" 3\r\nabc\r\n0\r\n\r\n", 400),  # a space
+        (b"\r\nabc\r\n0\r\n\r\n", 400),  # no size at all
+        (b"3\nabc\r\n0\r\n\r\n", 400),  # a bare LF
+        (b"3\r\nabcXY0\r\n\r\n", 400),  # data not followed by CRLF
+        (b"1" * 17 + b"\r\n", 400),  # more hex digits than any size
+        (b"3;" + b"e" * 2000 + b"\r\nabc\r\n0\r\n\r\n", 400),  # an extension past the line bound
+        (b"%x\r\n" % (LIMIT + 1), 413),  # announced over the limit: refused before it is sent
+        (chunk(b"a" * 40_000) + b"%x\r\n" % 40_000, 413),  # the sum passes the limit
+    ],
+    ids=[
+        "not-hex", "sign", "0x", "space", "empty", "bare-lf", "no-crlf-after-data", "too-many-digits",
+        "long-extension", "chunk-over-limit", "sum-over-limit",
+    ],
+)
+async def test_malformed_or_oversized_chunks_get_a_status_and_nothing_is_forwarded(
+    receiver: OtlpReceiver, framed: bytes, code: int
+) -> None:
+    answer = await exchange(receiver, chunked_request(framed))
+    assert status_of(answer) == code
+    assert b"Connection: close" in answer
+    assert sent(receiver) == []
+    assert requests_counted(receiver, "/v1/traces", code) == 1
+
+
+async def test_too_many_trailers_are_refused(receiver: OtlpReceiver) -> None:
+    trailers = b"".join(b"X-T%d: %s\r\n" % (i, b"v" * 900) for i in range(40))
+    answer = await exchange(receiver, chunked_request(b"0\r\n" + trailers + b"\r\n"))
+    assert status_of(answer) == 400 and sent(receiver) == []
+
+
+async def test_length_and_chunked_together_and_other_codings_are_refused(receiver: OtlpReceiver) -> None:
+    both = chunked_request(b"3\r\nabc\r\n0\r\n\r\n", extra_headers="Content-Length: 3\r\n")
+    assert status_of(await exchange(receiver, both)) == 400
+    gzip_coding = (
+        b"POST /v1/traces HTTP/1.1\r\nContent-Type: application/x-protobuf\r\n"
+        b"Transfer-Encoding: gzip, chunked\r\n\r\n"
+    )
+    assert status_of(await exchange(receiver, gzip_coding)) == 501
+    neither = b"POST /v1/traces HTTP/1.1\r\nContent-Type: application/x-protobuf\r\n\r\n"
+    assert status_of(await exchange(receiver, neither)) == 411
+    assert sent(receiver) == []
+
+
+async def test_a_chunked_body_that_is_not_otlp_is_a_400_with_a_reason(receiver: OtlpReceiver) -> None:
+    answer = await exchange(
+        receiver, chunked_request(chunk(b'{"resourceSpans": 7}') + b"0\r\n\r\n", content_type="application/json")
+    )
+    assert status_of(answer) == 400 and b"malformed_otlp" in answer
+    assert sent(receiver) == []
+
+
+async def test_a_gzip_bomb_sent_chunked_is_refused(receiver: OtlpReceiver) -> None:
+    bomb = gzip.compress(b"\0" * (LIMIT * 4))
+    request = chunked_request(
+        chunk(bomb) + b"0\r\n\r\n", extra_headers="Content-Encoding: gzip\r\n"
+    )
+    assert status_of(await exchange(receiver, request)) == 413
+    assert sent(receiver) == []
+
+
+async def test_a_client_that_stops_mid_chunk_is_dropped_and_the_receiver_goes_on(
+    receiver: OtlpReceiver,
+) -> None:
+    assert await exchange(receiver, chunked_request(b"100\r\nonly a little")) == b""
+    assert await exchange(receiver, b"GET / HTTP/1.1\r\n" + b"X: " + b"h" * 70_000 + b"\r\n\r\n") == b""
+    # the receiver still serves: nothing a client sent stopped it
+    assert await export_with_sdk(receiver, sdk_loop_spans()) is SpanExportResult.SUCCESS
