@@ -474,7 +474,13 @@ def _proto_attrs(attributes: Any, wanted: AttributeFilter | None) -> dict[str, A
             continue
         value = kv.value
         text = value.string_value  # what almost every attribute is: one read
-        out[key] = text if text else _proto_value(value)
+        if text:
+            out[key] = text
+            continue
+        # then counts (tokens): a non-zero int_value can only be the oneof's case,
+        # so no WhichOneof (the dearest read) is needed for it
+        number = value.int_value
+        out[key] = number if number else _proto_value(value)
     return out
 
 
