@@ -31,10 +31,8 @@ re-derived.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections import Counter, OrderedDict, deque
-from itertools import chain, repeat
-from operator import itemgetter
+from bisect import bisect_right
+from collections import OrderedDict, deque
 from typing import Any
 
 import msgspec
@@ -46,14 +44,6 @@ Item = tuple[int, int, str, int, bytes, int]
 is the event's JSON without ``seq`` and ``offset`` the input record it came from.
 Plain tuples sort by (time, rank, key, index) in C: deterministic, and no object
 of our own per event."""
-
-
-_KEY = itemgetter(2)
-_OFFSET = itemgetter(5)
-
-
-def _late_flags(late: int, count: int) -> chain[bool]:
-    return chain(repeat(True, late), repeat(False, count - late))
 
 
 class Released(msgspec.Struct, gc=False):
@@ -237,41 +227,37 @@ class ReorderWindow:
         return out
 
     def _release_first(self, session: str, state: SessionWindow, count: int) -> list[Released]:
-        """Release the session's ``count`` earliest pending events, in order, with seq.
-
-        The run is sorted, so the late events (before the last one released) are
-        a prefix of it, found by bisection; the bookkeeping per record key and per
-        input offset is done once per key and per offset (counted in C), not once
-        per event."""
+        """Release the session's ``count`` earliest pending events, in order, with seq."""
         pending = state.pending
         run = pending[:count]
         del pending[:count]
         seq = state.next_seq
-        late_count = bisect_left(run, (state.last_time, state.last_rank))
-        if late_count < len(run):
-            state.last_time, state.last_rank = run[-1][0], run[-1][1]
+        last_time, last_rank = state.last_time, state.last_rank
         pending_keys, seen, offsets = state.pending_keys, state.seen, self._offsets
-        # first-occurrence order: the remembered keys age in the order they were released
-        for key, released in Counter(map(_KEY, run)).items():
-            left = pending_keys[key] - released
+        out: list[Released] = []
+        append = out.append
+        late_count = 0
+        for time_ns, rank, key, _, data, offset in run:
+            late = time_ns < last_time or (time_ns == last_time and rank < last_rank)
+            if late:
+                late_count += 1
+            else:
+                last_time, last_rank = time_ns, rank
+            left = pending_keys[key] - 1
             if left:
                 pending_keys[key] = left
             else:
                 del pending_keys[key]
-            seen[key] = seen.get(key, 0) + released
-        for offset, released in Counter(map(_OFFSET, run)).items():
-            left = offsets[offset] - released
+            seen[key] = seen.get(key, 0) + 1
+            left = offsets[offset] - 1
             if left:
                 offsets[offset] = left
             else:
                 del offsets[offset]
-        out = [
-            Released(session, number, b"%s,\"seq\":%d}" % (item[4][:-1], number), item[5], late)
-            for number, item, late in zip(
-                range(seq, seq + len(run)), run, _late_flags(late_count, len(run)), strict=True
-            )
-        ]
-        state.next_seq = seq + len(run)
+            append(Released(session, seq, b"%s,\"seq\":%d}" % (data[:-1], seq), offset, late))
+            seq += 1
+        state.next_seq = seq
+        state.last_time, state.last_rank = last_time, last_rank
         while len(seen) > self.max_seen:
             seen.popitem(last=False)
         self.changed.add(session)
