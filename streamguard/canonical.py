@@ -38,6 +38,10 @@ from typing import Any
 import msgspec
 
 _sorted_encoder = msgspec.json.Encoder(order="sorted")
+# A fresh 8-byte BLAKE2b state, copied for every hash: ``copy()`` and ``update()`` cost
+# half of what the constructor does (it parses its keyword arguments each time), and
+# the digest is the same.
+_blake8 = blake2b(digest_size=8).copy
 _json_decoder = msgspec.json.Decoder()
 
 _EXACT_PATH_KEYS = frozenset({"target", "source", "destination", "src", "dst", "cwd"})
@@ -118,11 +122,14 @@ class CanonicalArgs:
     relation needs.
     """
 
-    __slots__ = ("paths", "text")
+    __slots__ = ("paths", "raw", "text")
 
-    def __init__(self, text: str, paths: dict[str, str] | None) -> None:
+    def __init__(self, text: str, paths: dict[str, str] | None, raw: bytes | None = None) -> None:
         self.text = text
         self.paths = paths
+        # ``text`` as UTF-8 when the encoder produced it (what the call key hashes, so it
+        # is not encoded a second time); ``None`` for the fixed texts and rebuilt forms.
+        self.raw = raw
 
 
 def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> CanonicalArgs:
@@ -132,9 +139,10 @@ def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> Canon
         return CanonicalArgs(EMPTY_ARGS, None)
     if not isinstance(obj, dict):
         try:
-            return CanonicalArgs(_sorted_encoder.encode(obj).decode(), None)
+            raw = _sorted_encoder.encode(obj)
         except (TypeError, ValueError, OverflowError):
             return CanonicalArgs(UNENCODABLE_ARGS, None)
+        return CanonicalArgs(raw.decode(), None, raw)
     paths: dict[str, str] | None = None
     copied = False
     if ignore_fields:
@@ -164,11 +172,11 @@ def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> Canon
             obj = dict(obj)
         obj.update(paths)
     try:
-        text = _sorted_encoder.encode(obj).decode()
+        raw = _sorted_encoder.encode(obj)
     except (TypeError, ValueError, OverflowError):
         # No JSON text to compare the other keys against: exact match only.
         return CanonicalArgs(UNENCODABLE_ARGS, None)
-    return CanonicalArgs(text, paths)
+    return CanonicalArgs(raw.decode(), paths, raw)
 
 
 def args_equivalent(a: CanonicalArgs, b: CanonicalArgs) -> bool:
@@ -232,8 +240,36 @@ def restore_canonical(text: str) -> CanonicalArgs:
 def stable_hash(tool: str, canonical_text: str) -> int:
     """64-bit call key, stable across processes: ``tool NUL canonical-args``."""
     # surrogatepass: a lone surrogate (possible from library callers) must not raise.
-    data = f"{tool}\0{canonical_text}".encode("utf-8", "surrogatepass")
-    return int.from_bytes(blake2b(data, digest_size=8).digest(), "little")
+    state = _blake8()
+    state.update(f"{tool}\0{canonical_text}".encode("utf-8", "surrogatepass"))
+    return int.from_bytes(state.digest(), "little")
+
+
+_tool_states: dict[str, Any] = {}
+_TOOL_STATES_MAX = 512
+
+
+def call_key(tool: str, canonical: CanonicalArgs) -> int:
+    """``stable_hash(tool, canonical.text)``, computed from what canonicalisation already has.
+
+    The hash state after ``tool NUL`` is kept per tool (a fleet calls few tools), and the
+    canonical bytes are the encoder's own output: ``raw.decode()`` is ``text``, so
+    ``raw`` is exactly the UTF-8 that :func:`stable_hash` would hash after the prefix
+    (UTF-8 encodes a string piece by piece). Same value, no f-string and no re-encode.
+    """
+    raw = canonical.raw
+    if raw is None:
+        return stable_hash(tool, canonical.text)
+    prefix = _tool_states.get(tool)
+    if prefix is None:
+        prefix = _blake8()
+        prefix.update(f"{tool}\0".encode("utf-8", "surrogatepass"))
+        if len(_tool_states) >= _TOOL_STATES_MAX:  # bounded: tool names are untrusted input
+            _tool_states.clear()
+        _tool_states[tool] = prefix
+    state = prefix.copy()
+    state.update(raw)
+    return int.from_bytes(state.digest(), "little")
 
 
 def fingerprint_payload(result: Any, digest: str | None = None) -> int:
@@ -252,12 +288,26 @@ def fingerprint_payload(result: Any, digest: str | None = None) -> int:
             data = _sorted_encoder.encode(result)
         except (TypeError, ValueError, OverflowError):
             return UNFINGERPRINTABLE
-    value = int.from_bytes(blake2b(data, digest_size=8).digest(), "little")
-    return value or 1
+    state = _blake8()
+    state.update(data)
+    return int.from_bytes(state.digest(), "little") or 1
 
 
 def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, int]:
     """``(fingerprint_payload(result, digest), payload_size(result))``, encoding once."""
+    if type(result) is str and not digest:
+        # The common payload, both halves inline (the same steps as the two functions).
+        fingerprint = UNFINGERPRINTABLE
+        if result:
+            try:
+                data = _sorted_encoder.encode(result)
+            except (TypeError, ValueError, OverflowError):
+                pass
+            else:
+                state = _blake8()
+                state.update(data)
+                fingerprint = int.from_bytes(state.digest(), "little") or 1
+        return fingerprint, len(result.encode())
     if digest or result is None or isinstance(result, str):
         return fingerprint_payload(result, digest), payload_size(result)
     try:
@@ -266,8 +316,9 @@ def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, i
         return UNFINGERPRINTABLE, 0
     if result == "" or result == {} or result == []:
         return UNFINGERPRINTABLE, len(data)
-    value = int.from_bytes(blake2b(data, digest_size=8).digest(), "little")
-    return value or 1, len(data)
+    state = _blake8()
+    state.update(data)
+    return int.from_bytes(state.digest(), "little") or 1, len(data)
 
 
 def payload_size(result: Any) -> int:

@@ -49,11 +49,11 @@ import msgspec
 from msgspec import Struct
 
 from .canonical import (
+    call_key,
     canonicalize,
     fingerprint_and_size,
     fingerprint_payload,
     payload_size,
-    stable_hash,
 )
 from .events import (
     Alert,
@@ -194,6 +194,16 @@ class Watchdog:
         # for the usual signal that exempts no tool.
         self._call_hooks = [(i, s.exempt or None, h) for i, s, h in self._on_call]
         self._result_hooks = [(i, s.exempt or None, h) for i, s, h in self._on_result]
+        # The usual policy exempts no tool from any call or result reader: those events
+        # then run a loop with no exemption test at all.
+        self._call_plain = (
+            None if any(e for _, e, _ in self._call_hooks) else [(i, h) for i, _, h in self._call_hooks]
+        )
+        self._result_plain = (
+            None
+            if any(e for _, e, _ in self._result_hooks)
+            else [(i, h) for i, _, h in self._result_hooks]
+        )
         self.history_len = max((s.history_needed() for s in signals), default=0)
         self._need_fingerprint = any(s.needs_fingerprint for _, s, _ in self._on_result)
         self._need_size = any(s.needs_result_size for _, s, _ in self._on_result)
@@ -203,6 +213,9 @@ class Watchdog:
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
         self._plain_facts: dict[tuple[str, str | None], CallFacts | bool] = {}
+        # The views handed to the hooks, refilled per event (see _call and _result).
+        self._call_view: CallView = CallView.__new__(CallView)
+        self._result_view: ResultView = ResultView.__new__(ResultView)
         self._need_pairing = any(s.needs_pairing for s in signals)
         self._previews = [(i, s) for i, s in enumerate(signals) if previews(s)]
         # The guardrails an operator resets by name come from the registry, whatever this
@@ -324,21 +337,52 @@ class Watchdog:
         canonical = canonicalize(
             event.args, self._ignore_fields.fields_for(tool) if self._has_ignores else None
         )
-        key = stable_hash(tool, canonical.text)
+        key = call_key(tool, canonical)
         history = state.history
         history.append(key)
         if len(history) > self.history_len:
             del history[0]
-        view = self._view(event, canonical, key, history)
+        kind = event.kind
+        facts = self._plain_facts.get((tool, kind))
+        if facts is None:
+            facts = self._tool_facts(tool, kind)
+        # One view per watchdog, refilled for every call: events are processed one at a
+        # time and no signal keeps a view past its hook, so no call allocates one.
+        view = self._call_view
+        if facts is True or facts is False:
+            facts = runner_facts(event.args, facts)
+            if kind == "write":
+                facts.write = True
+            view.runner = runner = True
+        else:
+            view.runner = runner = False
+        view.event = event
+        view.tool = tool
+        view.args = event.args
+        view.call_id = call_id = event.call_id
+        view.canonical = canonical
+        view.key = key
+        view.history = history
+        view.kind = kind
+        view.action = action = facts.action
+        view.write = write = facts.write
+        view.search = search = facts.search
         if self._need_pairing:
             pending = state.pending
             if len(pending) >= MAX_PENDING:
                 del pending[0]
-            flags = (FLAG_WRITE if view.write else 0) | (FLAG_SEARCH if view.search else 0)
-            if view.runner:
+            flags = (FLAG_WRITE if write else 0) | (FLAG_SEARCH if search else 0)
+            if runner:
                 flags |= FLAG_RUNNER
-            pending.append((event.call_id or "", intern(tool), key, flags, view.action))
+            pending.append((call_id or "", intern(tool), key, flags, action))
         signals = state.signals
+        plain = self._call_plain
+        if plain is not None:
+            for i, hook in plain:
+                finding = hook(signals[i], view)
+                if finding is not None:
+                    self._handle(ctx, i, finding)
+            return
         for i, exempt, hook in self._call_hooks:
             if exempt is not None and tool in exempt:
                 continue
@@ -356,25 +400,30 @@ class Watchdog:
         """
         tool = event.tool
         kind = event.kind
-        cache = self._plain_facts
-        facts = cache.get((tool, kind))
+        facts = self._plain_facts.get((tool, kind))
         if facts is None:
-            if self._runners(tool):
-                facts = is_code_tool(tool)
-            else:
-                named = kind
-                if named is None and self._classify is not None:
-                    named = self._classify(tool)
-                facts = plain_facts(tool, named)
-            if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
-                cache.clear()
-            cache[(tool, kind)] = facts
+            facts = self._tool_facts(tool, kind)
         if facts is True or facts is False:
             facts = runner_facts(event.args, facts)
             if kind == "write":
                 facts.write = True
             return CallView(event, canonical, key, history, kind, facts, True)
         return CallView(event, canonical, key, history, kind, facts, False)
+
+    def _tool_facts(self, tool: str, kind: str | None) -> CallFacts | bool:
+        """Fill the per-tool cache of :meth:`_view` for ``(tool, kind)`` and return the entry."""
+        if self._runners(tool):
+            facts: CallFacts | bool = is_code_tool(tool)
+        else:
+            named = kind
+            if named is None and self._classify is not None:
+                named = self._classify(tool)
+            facts = plain_facts(tool, named)
+        cache = self._plain_facts
+        if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
+            cache.clear()
+        cache[(tool, kind)] = facts
+        return facts
 
     @staticmethod
     def _pair(state: SessionState, event: ToolResult) -> tuple[str, str, int, int, str] | None:
@@ -421,17 +470,34 @@ class Watchdog:
             outcome = NO_OP_OUTCOME
         else:
             outcome = fingerprint
-        if self._need_pairing and state.pending:
-            paired = self._pair(state, event)
-            if paired is not None:
-                view = ResultView(event, failed, fingerprint, size, paired[2], paired[3],
-                                  paired[4], outcome)
-            else:
-                view = ResultView(event, failed, fingerprint, size, 0, 0, None, outcome)
-        else:
-            view = ResultView(event, failed, fingerprint, size, 0, 0, None, outcome)
+        # Refilled like the call view (see _call): what ResultView's constructor would set.
+        view = self._result_view
         tool = event.tool
+        paired = self._pair(state, event) if self._need_pairing and state.pending else None
+        if paired is not None:
+            view.call_key = paired[2]
+            view.call_flags = paired[3]
+            view.action = paired[4]
+        else:
+            view.call_key = view.call_flags = 0
+            view.action = tool
+        view.event = event
+        view.tool = tool
+        view.call_id = event.call_id
+        view.error = event.error
+        view.no_op = event.no_op
+        view.failed = failed
+        view.fingerprint = fingerprint
+        view.size = size
+        view.outcome = outcome
         signals = state.signals
+        plain = self._result_plain
+        if plain is not None:
+            for i, hook in plain:
+                finding = hook(signals[i], view)
+                if finding is not None:
+                    self._handle(ctx, i, finding)
+            return
         for i, exempt, hook in self._result_hooks:
             if exempt is not None and tool in exempt:
                 continue
@@ -699,7 +765,7 @@ class Watchdog:
         canonical = canonicalize(
             event.args, self._ignore_fields.fields_for(event.tool) if self._has_ignores else None
         )
-        key = stable_hash(event.tool, canonical.text)
+        key = call_key(event.tool, canonical)
         history = [*state.history, key][-max(self.history_len, 1) :]
         view = self._view(event, canonical, key, history)
         return [sig.id for i, sig in self._previews if sig.would_trip(state.signals[i], view)]

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import posixpath
 import random
+from hashlib import blake2b
 from typing import Any
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamguard.canonical import (
+    CanonicalArgs,
+    call_key,
+    canonicalize,
     clean_path,
     fingerprint_and_size,
     fingerprint_payload,
     payload_size,
+    stable_hash,
 )
 from streamguard.engine import Engine
 from streamguard.events import ToolCall
@@ -83,3 +89,54 @@ def test_engine_is_deterministic_over_a_fleet_session():
         engine = Engine()
         runs.append([o for e in events for o in engine.process(e)])
     assert runs[0] == runs[1] and runs[0], "same events, fresh engine: same outputs, ids included"
+
+
+def reference_blake8(data: bytes) -> int:
+    """The keys' definition: BLAKE2b with an 8-byte digest, read little-endian."""
+    return int.from_bytes(blake2b(data, digest_size=8).digest(), "little")
+
+
+# Tool names and argument strings with what UTF-8 treats specially: non-ASCII, astral
+# characters, NUL, and lone surrogates (library callers can pass them).
+odd_text = st.text(max_size=12) | st.sampled_from(["", "é", "\U0001f600", "a\0b", "\ud800", "x\udfff"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(odd_text, odd_text)
+def test_hashes_are_the_blake2b_definition(tool: str, text: str):
+    # The hashes reuse one copied hash state instead of constructing one per call;
+    # snapshots hold these values, so they must not move.
+    assert stable_hash(tool, text) == reference_blake8(
+        f"{tool}\0{text}".encode("utf-8", "surrogatepass"))
+    try:
+        payload = msgspec.json.Encoder(order="sorted").encode(text)
+    except ValueError:  # a lone surrogate: the payload cannot be fingerprinted
+        expected = 0
+    else:
+        expected = (reference_blake8(payload) or 1) if text else 0
+    assert fingerprint_payload(text) == expected
+    if text.isascii() and text:  # an agent's digest is hashed as given
+        assert fingerprint_payload(None, text) == (reference_blake8(text.encode()) or 1)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values | st.dictionaries(st.sampled_from(["path", "file", "q", "x"]), odd_text),
+       odd_text)
+def test_call_key_is_stable_hash_of_the_canonical_text(args: Any, tool: str):
+    # call_key hashes the encoder's bytes after a per-tool prefix state; the value is
+    # the stable hash of the canonical text, whatever the arguments hold.
+    try:
+        canonical = canonicalize(args)
+    except UnicodeError:  # a lone surrogate the encoder passes through: no canonical text
+        return
+    assert call_key(tool, canonical) == stable_hash(tool, canonical.text)
+    rebuilt = CanonicalArgs(canonical.text, canonical.paths)  # no encoder bytes: fallback
+    assert call_key(tool, rebuilt) == stable_hash(tool, canonical.text)
+
+
+def test_call_key_prefix_cache_is_bounded_and_keeps_values():
+    canonical = canonicalize({"path": "a/b"})
+    expected = {f"tool-{i}": stable_hash(f"tool-{i}", canonical.text) for i in range(1300)}
+    for _ in range(2):
+        for tool, key in expected.items():
+            assert call_key(tool, canonical) == key

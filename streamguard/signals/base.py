@@ -127,6 +127,10 @@ class CallView:
     something or looks something up. The watchdog computes them once per call
     from the policy; a view built without them (a signal tested alone) derives
     them with the default command-runner list.
+
+    A view is valid for the duration of the hook it is passed to: the watchdog refills
+    one view object for every call (no allocation per event), so a signal keeps the
+    values it needs, never the view.
     """
 
     __slots__ = (
@@ -182,6 +186,8 @@ class ResultView:
     ``action`` (the call's action; the tool name when unpaired). ``outcome``
     identifies what came back: the fingerprint of a successful payload, a hash
     of the error text of a failure, a constant for a no-op; ``0`` when unknown.
+
+    Like :class:`CallView`, valid only during the hook (the watchdog refills one object).
     """
 
     __slots__ = (

@@ -271,13 +271,13 @@ class ToolFailureGuidance(Signal):
                     state.pending_ids = state.pending_sigs = None
         if result.failed and self.search_answers and result.call_flags & FLAG_SEARCH:
             return None  # a search that found nothing answered the question
-        label = identity(result, sig)
         if not result.failed:
             state.run = 0
-            if state.tools:
-                self._clear_tool(state, _crc(label))
+            if state.tools:  # the label only matters to a tool with failures on record
+                self._clear_tool(state, _crc(identity(result, sig)))
             return None
 
+        label = identity(result, sig)
         tool32 = _crc(label)
         run = state.run
         if run == 0:

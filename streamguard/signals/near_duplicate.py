@@ -71,9 +71,15 @@ def shape(text: str) -> str:
     return shape_bytes(text).decode("utf-8", "replace")
 
 
-def shape_bytes(text: str) -> bytes:
-    """:func:`shape` before it is decoded: what the shape code hashes when it is ASCII."""
-    data = text[:TEXT_LIMIT].encode("utf-8", "surrogatepass").lower()
+def shape_bytes(text: str, encoded: bytes | None = None) -> bytes:
+    """:func:`shape` before it is decoded: what the shape code hashes when it is ASCII.
+
+    ``encoded``: ``text`` as UTF-8 when the caller already has it (the canonical
+    arguments' encoder output), for a text of at most :data:`TEXT_LIMIT` characters.
+    """
+    if encoded is None:
+        encoded = text[:TEXT_LIMIT].encode("utf-8", "surrogatepass")
+    data = encoded.lower()
     if b" -" in data or data[:1] == b"-":
         data = _FLAG.sub(b" ", data)
     data = data.translate(_DIGITS, _NOISE)
@@ -130,6 +136,7 @@ class NearDuplicateCalls(Signal):
         super().__init__(config)
         self.window, self.threshold = self.config.window, self.config.threshold
         self._shapes: dict[int, tuple[int, str | bytes]] = {}
+        self._seeds: dict[str, int] = {}
         self._bytes = self.window * 4
 
     def is_latched(self, state: Any) -> bool:
@@ -142,12 +149,22 @@ class NearDuplicateCalls(Signal):
         if cached is None:
             text = command_text(call.args) if call.runner else None
             if text is None:
-                text = call.canonical.text
-            data = shape_bytes(text)
+                canonical = call.canonical
+                text = canonical.text
+                # The encoder's bytes are the text's UTF-8: no second encode.
+                data = shape_bytes(text, canonical.raw if len(text) <= TEXT_LIMIT else None)
+            else:
+                data = shape_bytes(text)
             tool = call.tool
             if data.isascii() and tool.isascii():
                 # ASCII decodes and re-encodes to itself: hash the bytes, decode on a finding.
-                shape32 = zlib.crc32(data, zlib.crc32(tool.encode() + b"\0")) or 1
+                # The CRC of the tool's prefix is the same for every call of it: kept.
+                seed = self._seeds.get(tool)
+                if seed is None:
+                    if len(self._seeds) >= 512:  # bounded: tool names come from untrusted input
+                        self._seeds.clear()
+                    seed = self._seeds[tool] = zlib.crc32(tool.encode() + b"\0")
+                shape32 = zlib.crc32(data, seed) or 1
                 form: str | bytes = data
             else:
                 form = data.decode("utf-8", "replace")

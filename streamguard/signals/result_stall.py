@@ -274,8 +274,11 @@ class ResultStall(Signal):
             if result.failed:
                 text = result.error or ""
             else:
-                text = result_text(result.event.result)
-                if not text.strip():
+                payload = result.event.result
+                # A string payload's text is its head (result_text, without the call).
+                text = payload[:TEXT_LIMIT] if type(payload) is str else result_text(payload)
+                # isspace, not strip(): the same test without copying up to 2 KB of text.
+                if not text or text.isspace():
                     if not result.event.result_digest:
                         if self.futile_writes and key:
                             finding = self._futile(state, key, _EMPTY, flags, result, b"(no output)")
@@ -292,8 +295,13 @@ class ResultStall(Signal):
             if result.failed:
                 code = _crc(result.tool.encode("utf-8", "surrogatepass") + b"\0" + masked)
             else:
-                code = _crc(masked)
-            light = _crc(light_template(text).encode("utf-8", "surrogatepass"))
+                code = zlib.crc32(masked) or 1
+            # light_template inline: most answers hold no "line " and are their own.
+            light = zlib.crc32(
+                (_SHELL_LINE.sub("line #", text) if "line " in text else text).encode(
+                    "utf-8", "surrogatepass"
+                )
+            ) or 1
             cached = (code, light, masked)
             if outcome:
                 if len(self._codes) >= 4096:
@@ -331,16 +339,22 @@ class ResultStall(Signal):
         # answers like a check: the same failure after an edit is a futile edit.
         if not state.wrote and not state.checks:
             return None
-        if self._is_steady(result.tool):
+        steady = self._steady_cache.get(result.tool)
+        if steady is None:
+            steady = self._is_steady(result.tool)
+        if steady:
             return None  # no write yet in this session: no write can have been futile
         key32 = (key & _M32).to_bytes(4, "little")
         checks = state.checks
         before = 0
-        for i in range(0, len(checks), 8):
-            if checks[i : i + 4] == key32:
-                before = int.from_bytes(checks[i + 4 : i + 8], "little") or -1
-                del checks[i : i + 8]
-                break
+        # The first entry whose key half is key32: a C-level search, then the alignment
+        # test (a hit in an answer half, or straddling two entries, is no hit).
+        at = checks.find(key32)
+        while at >= 0 and at % 8:
+            at = checks.find(key32, at + 1)
+        if at >= 0:
+            before = int.from_bytes(checks[at + 4 : at + 8], "little") or -1
+            del checks[at : at + 8]
         if len(checks) >= 8 * CHECKS:
             del checks[:8]
         checks += key32
