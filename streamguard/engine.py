@@ -104,6 +104,8 @@ class Engine:
             watchdog = self._by_agent.get(state.agent) or self.watchdog_for(state.agent)
         else:
             state, watchdog = self._session(event.session, event.agent)
+            if state.tenant is None and event.tenant is not None:
+                state.tenant = intern(event.tenant)
         seq = event.seq
         if seq is not None:
             last = state.last_seq
@@ -126,6 +128,24 @@ class Engine:
         self.stats.controls += 1
         ts = event.ts if event.ts is not None else record_ts
         return watchdog.reset(state, event, ts)
+
+    def fleet_halt(
+        self, session: str, scope: str, generation: int, reason: str, ts: float | None = None
+    ) -> list[Output]:
+        """Halt a held session because its scope's fleet circuit is open (none: not held)."""
+        state = self.sessions.get(session)
+        if state is None:
+            return []
+        return self.watchdog_for(state.agent).fleet_halt(state, scope, generation, reason, ts)
+
+    def fleet_release(
+        self, session: str, scope: str, generation: int, reason: str, ts: float | None = None
+    ) -> list[Output]:
+        """Lift the fleet halt of a held session: its scope's circuit closed."""
+        state = self.sessions.get(session)
+        if state is None:
+            return []
+        return self.watchdog_for(state.agent).fleet_release(state, scope, generation, reason, ts)
 
     def would_trip(self, event: ToolCall) -> list[str]:
         """Preview: which preview-capable signals this call would trip. Mutates nothing."""
@@ -179,4 +199,7 @@ class Engine:
             "cut_streak": state.cut_streak,
             "queued_feedback": [signal for signal, _ in state.feedback],
             "last_seq": state.last_seq,
+            "tenant": state.tenant,
+            "spend_usd": state.spend_usd,
+            "fleet_scope": state.fleet_scope,
         }

@@ -49,8 +49,11 @@ ToolKind = Literal["resolve", "read", "write", "user_input"]
 TextRole = Literal["assistant", "reasoning", "user", "system", "tool"]
 Severity = Literal["warn", "critical"]
 Scope = Literal["session", "turn"]
-Guardrail = Literal["watchdog", "cost_ceiling", "context_budget"]
+Guardrail = Literal["watchdog", "cost_ceiling", "context_budget", "fleet"]
 ResetTarget = Literal["watchdog", "cost_ceiling", "all"]
+# What a reset receipt can name: a session reset's target, or ``fleet`` when a
+# fleet circuit that halted the session closed (docs/fleet.md).
+ReleasedGuardrail = Literal["watchdog", "cost_ceiling", "all", "fleet"]
 
 
 class Event(Struct, tag_field="type", kw_only=True, omit_defaults=True):
@@ -58,6 +61,7 @@ class Event(Struct, tag_field="type", kw_only=True, omit_defaults=True):
 
     session: Annotated[SessionId, Meta(description="the session id; must equal the record key")]
     agent: Annotated[Name, Meta(description="the deployment or agent name: selects [[agents]] policy overrides")] | None = None
+    tenant: Annotated[Name, Meta(description="the customer or user the session works for: a scope of [[fleet]] guardrails (docs/fleet.md)")] | None = None
     ts: Annotated[Timestamp, Meta(description="event time, unix seconds (default: the record timestamp)")] | None = None
     seq: Annotated[Seq, Meta(description="per-session counter: an event not above the last one applied is a replay")] | None = None
     turn: Annotated[Name | TurnNumber, Meta(description="the turn the event belongs to; a change acts as a turn start")] | None = None
@@ -123,8 +127,17 @@ class Reset(Struct, tag_field="type", tag="reset", kw_only=True, omit_defaults=T
     ts: Timestamp | None = None
 
 
-ControlEvent = Reset
-CONTROL_EVENT_TYPES: frozenset[str] = frozenset({"reset"})
+class ScopeReset(Struct, tag_field="type", tag="scope_reset", kw_only=True, omit_defaults=True):
+    """Operator close of a fleet circuit (control source only): every session the
+    circuit halted runs again (docs/fleet.md). Keyed by the scope on the control topic."""
+
+    scope: SessionId
+    by: Name | None = None
+    ts: Timestamp | None = None
+
+
+ControlEvent = Reset | ScopeReset
+CONTROL_EVENT_TYPES: frozenset[str] = frozenset({"reset", "scope_reset"})
 
 
 # --------------------------------------------------------------------------- outputs
@@ -172,7 +185,7 @@ class Feedback(Output, tag="feedback"):
 
 
 class GuardrailReset(Output, tag="guardrail_reset"):
-    guardrail: ResetTarget
+    guardrail: ReleasedGuardrail
     accepted: bool
     reason: str
     by: str | None = None
@@ -180,7 +193,28 @@ class GuardrailReset(Output, tag="guardrail_reset"):
     still_halted_by: list[str] = []
 
 
-OutputEvent = Alert | GuardrailTrip | Feedback | GuardrailReset
+class FleetAlert(Output, tag="fleet_alert"):
+    """A ``[[fleet]]`` limit crossed by one scope (docs/fleet.md).
+
+    Keyed by the scope on the alerts topic, and ``session`` carries the scope
+    (``rule:by=value``), so consumers that de-duplicate by ``id`` and route by
+    ``session`` handle it like any output; ``agent`` is the scope's agent when
+    the rule groups by agent. ``seq`` is always null.
+    """
+
+    rule: str
+    by: Literal["agent", "tenant"]
+    value: str
+    metric: str
+    observed: float
+    limit: float
+    window_s: float
+    action: Literal["alert", "halt"]
+    circuit: Literal["open", "closed"]
+    reason: str
+
+
+OutputEvent = Alert | GuardrailTrip | Feedback | GuardrailReset | FleetAlert
 
 
 # --------------------------------------------------------------------------- codecs

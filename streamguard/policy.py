@@ -40,6 +40,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct, field
 
+from .fleet_windows import METRICS as FLEET_METRICS
+from .fleet_windows import FleetRule, validate_rules
 from .signals import signal_classes
 from .signals.base import Signal, SignalConfig
 from .signals.facts import DEFAULT_COMMAND_RUNNERS
@@ -161,6 +163,7 @@ class PolicySet:
         raw = copy.deepcopy(raw or {})
         overrides = raw.pop("agents", [])
         self.source = source
+        self.fleet: list[FleetRule] = _convert_fleet(raw.pop("fleet", []), source)
         self.base: Policy = _convert(raw, source, "")
         if not isinstance(overrides, list):
             raise PolicyError(f"{source}: `agents` must be an array of tables ([[agents]])")
@@ -175,6 +178,11 @@ class PolicySet:
                 raise PolicyError(f"{source}: `{where}.match` is required: a glob on the agent name")
             if "agents" in override:
                 raise PolicyError(f"{source}: `{where}.agents`: overrides cannot nest")
+            if "fleet" in override:
+                raise PolicyError(
+                    f"{source}: `{where}.fleet`: fleet rules are fleet-wide; give them a `match` "
+                    "glob in a top-level [[fleet]] table"
+                )
             merged = _deep_merge(raw, override)
             self.overrides.append((pattern, _convert(merged, source, where + ".")))
 
@@ -207,6 +215,39 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
 def _format_path(path: str) -> str:
     # msgspec reports "$.signals.repeated-tool-call.threshold"; operators write TOML keys.
     return path.removeprefix("$").lstrip(".") or "(top level)"
+
+
+def _convert_fleet(raw: Any, source: str) -> list[FleetRule]:
+    """The ``[[fleet]]`` tables, validated; errors name ``fleet[N].<field>``."""
+    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+        raise PolicyError(f"{source}: `fleet` must be an array of tables ([[fleet]])")
+    rules: list[FleetRule] = []
+    for index, item in enumerate(raw):
+        where = f"fleet[{index}]"
+        if "name" not in item:
+            raise PolicyError(f"{source}: `{where}.name` is required: the rule's name, used in its scopes")
+        if "limits" not in item:
+            raise PolicyError(
+                f"{source}: `{where}.limits` is required: at least one [[fleet.limits]] table "
+                f"(metric: {', '.join(FLEET_METRICS)})"
+            )
+        try:
+            rule = msgspec.convert(item, FleetRule)
+        except msgspec.ValidationError as exc:
+            message = str(exc)
+            what, _, at = message.rpartition(" - at `")
+            path = _format_path(at.rstrip("`")) if at else "(table)"
+            raise PolicyError(f"{source}: `{where}.{path}`: {what or message}") from None
+        try:
+            rule.validate()
+        except ValueError as exc:
+            raise PolicyError(f"{source}: `{where}`: {exc}") from None
+        rules.append(rule)
+    try:
+        validate_rules(rules)
+    except ValueError as exc:
+        raise PolicyError(f"{source}: {exc}") from None
+    return rules
 
 
 def _convert(raw: dict[str, Any], source: str, prefix: str) -> Policy:

@@ -29,6 +29,7 @@ from .events import (
     GuardrailTrip,
     Output,
     Reset,
+    ScopeReset,
     UnknownEventType,
     decode_operator_event,
     encode,
@@ -190,6 +191,12 @@ def replay_sources(
                 continue
             replays, jumps = stats.replays_skipped, stats.seq_jumps
             try:
+                if isinstance(event, ScopeReset):
+                    # Fleet circuits live in the fleet stage of `run`, not in a replay.
+                    report.unknown_types += 1
+                    if errors is not None:
+                        errors.write(f"{where}line {number}: skipped: scope_reset applies to fleet circuits, which replay does not keep\n")
+                    continue
                 if isinstance(event, Reset):
                     report.controls += 1
                     outputs = engine.control(event)

@@ -70,6 +70,7 @@ from .events import (
     Usage,
 )
 from .events import Feedback as FeedbackEvent
+from .fleet_windows import FLEET_GUARDRAIL, FLEET_SIGNAL, fleet_trip_id
 from .policy import MODES, Policy
 from .signals import signal_classes
 from .signals.base import (
@@ -119,6 +120,7 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
 
     session: str
     agent: str | None = None
+    tenant: str | None = None  # the first event's: a scope of [[fleet]] rules
     last_seq: int = -1
     applied: int = 0  # events and controls applied; keys deterministic output ids
     last_ts: float | None = None
@@ -138,6 +140,13 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # (call id or "", tool, call key, fact flags, action).
     pending: list[tuple[str, str, int, int, str]] = []
     signals: list[Any] = []  # per-signal states, aligned with Watchdog.signals
+    # The session's spend (sums of usage events), and how much of it fleet facts
+    # have already published (docs/fleet.md).
+    spend_usd: float = 0.0
+    spend_tokens: int = 0
+    fleet_usd: float = 0.0
+    fleet_tokens: int = 0
+    fleet_scope: str | None = None  # the scope whose open circuit halts the session
 
     @property
     def halted(self) -> bool:
@@ -273,7 +282,9 @@ class Watchdog:
         state.halted_by = tuple(
             g
             for g in state.halted_by
-            if (g == "watchdog" and self.mode == ENFORCE) or (g != "watchdog" and g in live)
+            if (g == "watchdog" and self.mode == ENFORCE)
+            or (g != "watchdog" and g in live)
+            or g == FLEET_GUARDRAIL  # held by the fleet circuit, whatever the session's policy
         )
         if len(state.history) > self.history_len:
             del state.history[: len(state.history) - self.history_len]
@@ -314,6 +325,10 @@ class Watchdog:
             self._close_turn(state)
         elif kind is Usage:
             state.in_turn = True
+            if event.cost_usd:
+                state.spend_usd += event.cost_usd
+            if event.input_tokens or event.output_tokens:
+                state.spend_tokens += (event.input_tokens or 0) + (event.output_tokens or 0)
             for i, _, hook in self._on_usage:
                 finding = hook(state.signals[i], event)
                 if finding is not None:
@@ -757,6 +772,69 @@ class Watchdog:
             state.cut_kind, state.cut_streak = None, 0
         if state.turn_cut == guardrail:
             state.turn_cut = None
+
+    # ---------------------------------------------------------- fleet circuits
+
+    def fleet_halt(
+        self, state: SessionState, scope: str, generation: int, reason: str, ts: float | None
+    ) -> list[Output]:
+        """Halt the session because the circuit of ``scope`` is open (docs/fleet.md).
+
+        Enforced whatever the session's mode, like a cost ceiling. Idempotent: a
+        session halted by a fleet circuit already is left alone. The trip's id
+        names the session, the scope and the circuit's generation, not the
+        session's record count: the circuit comes from outside the session's
+        stream, and every instance or replay that applies it must make the same id.
+        """
+        if FLEET_GUARDRAIL in state.halted_by:
+            return []
+        if not state.halted_by:
+            state.halted_at = ts if ts is not None else state.last_ts
+        state.halted_by = (*state.halted_by, FLEET_GUARDRAIL)
+        state.halt_signal = FLEET_SIGNAL
+        state.halt_reason = reason
+        state.fleet_scope = scope
+        state.ignored_latched = False
+        trip = GuardrailTrip(
+            id=fleet_trip_id(state.session, scope, generation),
+            session=state.session,
+            agent=state.agent,
+            ts=ts if ts is not None else state.last_ts,
+            seq=None,
+            guardrail=FLEET_GUARDRAIL,
+            signal=FLEET_SIGNAL,
+            scope="session",
+            halted_turn=state.in_turn,
+            session_halted=True,
+            reason=reason,
+        )
+        return [trip]
+
+    def fleet_release(
+        self, state: SessionState, scope: str, generation: int, reason: str, ts: float | None
+    ) -> list[Output]:
+        """The circuit of ``scope`` closed: lift the fleet halt it put on the session."""
+        if FLEET_GUARDRAIL not in state.halted_by or state.fleet_scope != scope:
+            return []
+        state.halted_by = tuple(g for g in state.halted_by if g != FLEET_GUARDRAIL)
+        state.fleet_scope = None
+        if not state.halted_by:
+            state.halt_signal = state.halt_reason = state.halted_at = None
+        state.ignored_latched = False
+        receipt = GuardrailReset(
+            id=fleet_trip_id(state.session, scope, generation, "release"),
+            session=state.session,
+            agent=state.agent,
+            ts=ts if ts is not None else state.last_ts,
+            seq=None,
+            guardrail=FLEET_GUARDRAIL,
+            accepted=True,
+            reason=reason + (
+                "; still halted by " + ", ".join(state.halted_by) if state.halted_by else ""
+            ),
+            still_halted_by=list(state.halted_by),
+        )
+        return [receipt]
 
     # ---------------------------------------------------------------- preview
 

@@ -433,6 +433,10 @@ class ProcessorConfig(GroupSettings, kw_only=True, forbid_unknown_fields=True):
     alerts_topic: TopicName = "streamguard.alerts"
     dlq_topic: TopicName = "streamguard.dlq"
     changelog_topic: TopicName = "streamguard.changelog"
+    fleet_facts_topic: TopicName = "streamguard.fleet.facts"
+    fleet_state_topic: TopicName = "streamguard.fleet.state"
+    fleet_circuits_topic: TopicName = "streamguard.fleet.circuits"
+    fleet_stage: bool = True
     create_topics: bool = False
     partitions: Annotated[int, Meta(ge=1, le=100_000)] = 12
     replication_factor: Annotated[int, Meta(ge=1, le=32)] = 3
@@ -473,6 +477,10 @@ class ProcessorConfig(GroupSettings, kw_only=True, forbid_unknown_fields=True):
         "alerts_topic": "topic the alerts, trips, feedback and reset receipts go to",
         "dlq_topic": "dead-letter topic for records that cannot be processed",
         "changelog_topic": "compacted topic of session snapshots, co-partitioned with the events",
+        "fleet_facts_topic": "internal topic of fleet facts (spend, session starts, trips, halts), keyed by fleet scope; used when the policy has [[fleet]] rules",
+        "fleet_state_topic": "compacted topic of the fleet stage's window snapshots, co-partitioned with the fleet facts",
+        "fleet_circuits_topic": "compacted topic of every fleet scope's circuit, read in full by every instance",
+        "fleet_stage": "run the fleet stage (windows per scope, circuits) in this instance too, in the consumer group <group-id>.fleet; with --no-fleet-stage the instance only publishes facts and applies circuits",
         "create_topics": "create missing topics at start-up",
         "partitions": "partition count of topics created by --create-topics",
         "replication_factor": "replication factor of created topics (1 for a single-broker dev cluster)",
@@ -500,6 +508,11 @@ class ProcessorConfig(GroupSettings, kw_only=True, forbid_unknown_fields=True):
 
     # ------------------------------------------------------------ validation
 
+    @property
+    def fleet_group_id(self) -> str:
+        """The consumer group of the fleet stage: its own, beside the session stage's."""
+        return f"{self.group_id}.fleet"
+
     def validate(self) -> None:
         """Cross-field checks; raises :class:`ConfigError` naming the setting."""
         super().validate()
@@ -516,6 +529,9 @@ class ProcessorConfig(GroupSettings, kw_only=True, forbid_unknown_fields=True):
             "alerts_topic": self.alerts_topic,
             "dlq_topic": self.dlq_topic,
             "changelog_topic": self.changelog_topic,
+            "fleet_facts_topic": self.fleet_facts_topic,
+            "fleet_state_topic": self.fleet_state_topic,
+            "fleet_circuits_topic": self.fleet_circuits_topic,
         }
         seen: dict[str, str] = {}
         for name, topic in topics.items():

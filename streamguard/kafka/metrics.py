@@ -111,6 +111,9 @@ class Metrics:
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.agent_label = agents or AgentLabels()
+        # Fleet scope values (agent names, tenants) come from event data too: the
+        # same bound, a label set of its own.
+        self.scope_label = AgentLabels((), getattr(agents, "_limit", 50))
         r = self.registry
         add_runtime_collectors(r)
         self.events = Counter(
@@ -298,5 +301,54 @@ class Metrics:
         self.owned_partitions = Gauge(
             "streamguard_owned_partitions",
             "Events-topic partitions currently assigned to this instance.",
+            registry=r,
+        )
+        # ------------------------------------------------ fleet guardrails (docs/fleet.md)
+        self.fleet_facts = Counter(
+            "streamguard_fleet_facts_published_total",
+            "Fleet facts published by the session stage, by rule and scope value (bounded).",
+            ["rule", "scope"],
+            registry=r,
+        )
+        self.fleet_facts_applied = Counter(
+            "streamguard_fleet_facts_applied_total",
+            "Fleet facts folded into a scope's windows by the fleet stage, by rule and scope value (bounded).",
+            ["rule", "scope"],
+            registry=r,
+        )
+        self.fleet_facts_skipped = Counter(
+            "streamguard_fleet_facts_skipped_total",
+            "Fleet facts the fleet stage consumed and did not count, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.fleet_window = Gauge(
+            "streamguard_fleet_window_value",
+            "A fleet scope's rolling-window value per limited metric, as the fleet stage owning the scope has it.",
+            ["rule", "scope", "metric"],
+            registry=r,
+        )
+        self.fleet_alerts = Counter(
+            "streamguard_fleet_alerts_total",
+            "Fleet limits crossed (fleet_alert outputs), by rule, metric and action.",
+            ["rule", "metric", "action"],
+            registry=r,
+        )
+        self.fleet_circuit_open = Gauge(
+            "streamguard_fleet_circuit_open",
+            "1 while a fleet scope's circuit is open, as this instance's copy of the circuits table has it.",
+            ["rule", "scope"],
+            registry=r,
+        )
+        self.fleet_trips = Counter(
+            "streamguard_fleet_trips_total",
+            "Sessions halted by an open fleet circuit on this instance, by rule and scope value (bounded).",
+            ["rule", "scope"],
+            registry=r,
+        )
+        self.fleet_apply_delay = Histogram(
+            "streamguard_fleet_circuit_apply_seconds",
+            "From the fleet stage opening or closing a circuit to this instance applying it to its sessions.",
+            buckets=LATENCY_BUCKETS,
             registry=r,
         )

@@ -19,7 +19,10 @@ The parts, each the only owner of its state (``docs/architecture.md``):
 * :mod:`.checkpoint` — positions, changed sessions and the checkpoint cycle
   (outputs acknowledged, then snapshots, then the commit), copy on write;
 * :mod:`.rebalance` — revoke, suspend, assign, restore;
-* :mod:`.topics` — the topics' shape and creation.
+* :mod:`.topics` — the topics' shape and creation;
+* :mod:`.fleet_facts`, :mod:`.fleet_stage`, :mod:`.circuits` — fleet
+  guardrails (``docs/fleet.md``): the facts this stage publishes, the fleet
+  stage's windows and circuits, the circuits table every instance applies.
 
 This module wires them to the Kafka clients and runs the loop. The loop's hot
 path (a well-formed event of a held session, in order) is inlined here with
@@ -50,12 +53,16 @@ from aiokafka.errors import (
 from aiokafka.partitioner import murmur2
 
 from ..engine import Engine
-from ..events import Output, Reset, decode_agent_record
+from ..events import Output, Reset, ScopeReset, Usage, decode_agent_record
+from ..fleet_windows import FLEET_GUARDRAIL, CircuitRecord
 from ..policy import Policy, PolicySet, load_policy_set
 from . import routing
 from .changelog import encode_entry
 from .checkpoint import ENCODE_SLICE, ChangelogRecord, Checkpointer, CheckpointPlan, within
+from .circuits import CircuitTable
 from .config import ProcessorConfig
+from .fleet_facts import FactPublisher
+from .fleet_stage import FLEET_FAULT_POINTS, FleetStage
 from .health import HealthServer
 from .metrics import AgentLabels, Metrics
 from .outbox import REROUTED_HEADER, SEND_EVERY, Outbox
@@ -66,7 +73,13 @@ from .topics import StartupError, prepare_topics
 log = logging.getLogger("streamguard.kafka")
 
 # Named points where a test can inject a crash (see ``fault``).
-FAULT_POINTS = ("record_processed", "outputs_acked", "changelog_acked", "committed")
+FAULT_POINTS = (
+    "record_processed",
+    "outputs_acked",
+    "changelog_acked",
+    "committed",
+    *FLEET_FAULT_POINTS,
+)
 
 POLL_MS = 200
 # Largest record batch the producer builds. A checkpoint writes thousands of
@@ -156,6 +169,17 @@ class Processor:
         self.rebalancer = Rebalancer(
             config, metrics, self.engine, self.sessions, self.checkpointer, host=self
         )
+        # Fleet guardrails (docs/fleet.md): only with [[fleet]] rules in the policy.
+        self.fleet_rules = list(getattr(self.engine.policies, "fleet", []))
+        self.facts: FactPublisher | None = (
+            FactPublisher(
+                self.fleet_rules, config.fleet_facts_topic, metrics, self.outbox.queued.append
+            )
+            if self.fleet_rules
+            else None
+        )
+        self.fleet_stage: FleetStage | None = None
+        self.circuits: CircuitTable | None = None
 
         # engine counters already exported (seq replays and jumps are counted
         # there, once per event; the processor adds the difference per batch)
@@ -254,6 +278,7 @@ class Processor:
             and not self.stopping.is_set()
             and self.fatal is None
             and not self.sessions.restoring()
+            and (self.circuits is None or self.circuits.loaded.is_set())
         )
 
     def _liveness(self) -> tuple[bool, str]:
@@ -275,6 +300,8 @@ class Processor:
         restoring = self.sessions.restoring()
         if restoring:
             return False, f"restoring partitions {restoring}"
+        if self.circuits is not None and not self.circuits.loaded.is_set():
+            return False, "reading the fleet circuits table"
         return False, "stopping"
 
     def request_stop(self) -> None:
@@ -306,7 +333,7 @@ class Processor:
             )
             self.metrics_port = await self.health.start()
         try:
-            self.partition_count = await prepare_topics(cfg)
+            self.partition_count = await prepare_topics(cfg, fleet=bool(self.fleet_rules))
             self._producer = AIOKafkaProducer(
                 **producer_options,
                 acks="all",
@@ -338,6 +365,8 @@ class Processor:
                 [cfg.events_topic, cfg.control_topic], listener=Listener(self.rebalancer)
             )
             await self._consumer.start()
+            if self.fleet_rules:
+                await self._start_fleet()
         except BaseException:
             await self._close_clients()
             raise
@@ -352,6 +381,28 @@ class Processor:
             self.partition_count,
             self.metrics_port,
         )
+
+    async def _start_fleet(self) -> None:
+        """The circuits table (every instance) and, unless switched off, the fleet stage."""
+        cfg = self.config
+        self.circuits = CircuitTable(
+            cfg.consumer_options(),
+            cfg.fleet_circuits_topic,
+            on_change=self.apply_circuit,
+            on_invalid=self._invalid_circuit,
+            fetch_max_wait_ms=min(cfg.fetch_max_wait_ms, 100),
+        )
+        await self.circuits.start()
+        if cfg.fleet_stage:
+            self.fleet_stage = FleetStage(
+                cfg,
+                self.fleet_rules,
+                self.metrics,
+                clock=self.clock,
+                fault=self.fault,
+                on_failure=self._fail,
+            )
+            await self.fleet_stage.start()
 
     async def run(self) -> None:
         """Run until :meth:`request_stop` (graceful) or a failure (no flush, no commit)."""
@@ -376,6 +427,8 @@ class Processor:
                     "the final checkpoint did not finish (shutdown_timeout_s)",
                 )
             log.info("final checkpoint done; leaving the group")
+            if self.fleet_stage is not None:
+                await self.fleet_stage.stop(checkpoint=True)
         except BaseException as exc:
             log.error("final checkpoint failed (%r): offsets left uncommitted", exc)
             await self._close_clients()
@@ -385,6 +438,12 @@ class Processor:
     async def _close_clients(self) -> None:
         await self.rebalancer.cancel()
         await self.checkpointer.cancel_pending()
+        stage, self.fleet_stage = self.fleet_stage, None
+        if stage is not None:
+            await stage.stop(checkpoint=False)
+        circuits, self.circuits = self.circuits, None
+        if circuits is not None:
+            await circuits.stop()
         for client in (self._consumer, self._restorer, self._producer, self._changelog_producer):
             if client is None:
                 continue
@@ -508,6 +567,10 @@ class Processor:
         agent_label = self.metrics.agent_label
         agent_header = self.config.agent_header
         emit = self.outbox.emit
+        facts = self.facts
+        fleet_pending = facts.pending if facts is not None else None
+        circuits = self.circuits
+        fleet_open = circuits.open if circuits is not None else None
         now = self.clock()
         # Record time later than this is a forged or broken producer clock.
         horizon_ms = (now + self.config.max_clock_skew_s) * 1000.0
@@ -572,6 +635,17 @@ class Processor:
                         else:
                             halted.discard(session)
                     meta.events_offset = offset
+                    if fleet_pending is not None and state is not None:
+                        if type(event) is Usage:  # spend, published at the next checkpoint
+                            fleet_pending[session] = (
+                                event.ts if event.ts is not None else record_ts / 1000.0
+                            )
+                        if outputs:
+                            facts.after_event(  # type: ignore[union-attr]  # set with fleet_pending
+                                state, outputs, event.ts or record_ts / 1000.0, False
+                            )
+                        if fleet_open and FLEET_GUARDRAIL not in state.halted_by:
+                            outputs = [*outputs, *self._fleet_gate(state, record_ts / 1000.0)]
                     label_key = (type(event), event.agent)
                     tally = counts_get(label_key)
                     if tally is None:
@@ -638,6 +712,7 @@ class Processor:
         if session in self.checkpointer.unstaged:
             self.checkpointer.before_change(session)
             meta = self.sessions.meta.get(session)
+        started = session not in self.engine.sessions
         try:
             outputs = self.engine.process(event, record_ts / 1000.0)
         except Exception as exc:
@@ -645,6 +720,15 @@ class Processor:
         meta = self.sessions.touch(part, session, meta, now)
         if meta is None:
             return
+        facts = self.facts
+        state = self.engine.sessions.get(session)
+        if facts is not None and state is not None:
+            ts = event.ts if event.ts is not None else record_ts / 1000.0
+            if isinstance(event, Usage):
+                facts.pending[session] = ts
+            facts.after_event(state, outputs, ts, started)
+            if self.circuits is not None and self.circuits.open:
+                outputs = [*outputs, *self._fleet_gate(state, record_ts / 1000.0)]
         self.checkpointer.changed(session, part.number)
         meta.events_offset = record.offset
         self._event_counter(type(event), self.metrics.agent_label(event.agent)).inc()
@@ -655,6 +739,9 @@ class Processor:
         decoded = routing.decode_control(record.value)
         if isinstance(decoded, routing.DeadLetter):
             self._refuse(tp, record, decoded)
+            return
+        if isinstance(decoded, ScopeReset):
+            self._on_scope_reset(tp, record, decoded)
             return
         event: Reset = decoded
         session = event.session
@@ -702,6 +789,130 @@ class Processor:
         meta.control_offset = record.offset
         for output in outputs:
             self.outbox.emit(output, record_ts)
+
+    # ------------------------------------------------------------ fleet
+
+    def _on_scope_reset(self, tp: TopicPartition, record: Any, event: ScopeReset) -> None:
+        """An operator closes a fleet circuit: forward it to the fleet stage owning the scope."""
+        verdict = routing.route_scope_reset(
+            event, record.key, {rule.name for rule in self.fleet_rules}
+        )
+        if isinstance(verdict, routing.DeadLetter):
+            self._refuse(tp, record, verdict)
+            return
+        if self.facts is None:  # no rules: route_scope_reset refused it already
+            return
+        self.metrics.controls.labels("scope_reset").inc()
+        ts = event.ts if event.ts is not None else record.timestamp / 1000.0
+        log.info("close of the circuit of scope %s by %s forwarded", event.scope, event.by or "?")
+        self.facts.close(event.scope, event.by, ts)
+
+    def _fleet_gate(self, state: Any, ts: float) -> list[Output]:
+        """Trip a session whose scope's circuit is open (its first event, or any later one)."""
+        circuits, facts = self.circuits, self.facts
+        if circuits is None or facts is None:
+            return []
+        circuit = circuits.open_for(facts.scopes(state))
+        if circuit is None:
+            return []
+        outputs = self.engine.fleet_halt(
+            state.session, circuit.scope, circuit.generation, self._circuit_reason(circuit), ts
+        )
+        self._count_fleet_trips(circuit, outputs)
+        return outputs
+
+    @staticmethod
+    def _circuit_reason(circuit: CircuitRecord) -> str:
+        return (
+            f"The fleet circuit of scope {circuit.scope} is open: {circuit.reason}. Every session "
+            "of the scope is halted until an operator closes it (`streamguard reset --scope "
+            f"{circuit.scope}`)" + (" or its cool-down ends." if circuit.until is not None else ".")
+        )
+
+    def _count_fleet_trips(self, circuit: CircuitRecord, outputs: list[Output]) -> None:
+        if outputs:
+            self.metrics.fleet_trips.labels(
+                circuit.rule, self.metrics.scope_label(circuit.value)
+            ).inc(len(outputs))
+
+    async def apply_circuit(self, circuit: CircuitRecord, previous: CircuitRecord | None) -> None:
+        """A scope's circuit changed (the circuits table): halt or release the sessions
+        of the scope held here."""
+        metrics = self.metrics
+        is_open = circuit.state == "open"
+        metrics.fleet_circuit_open.labels(circuit.rule, metrics.scope_label(circuit.value)).set(
+            1.0 if is_open else 0.0
+        )
+        if is_open and circuit.opened_at is not None:
+            metrics.fleet_apply_delay.observe(max(0.0, self.clock() - circuit.opened_at))
+        facts = self.facts
+        if facts is None:
+            return
+        async with self.lock:
+            now = self.clock()
+            engine = self.engine
+            checkpointer = self.checkpointer
+            partitions = self.sessions.partitions
+            reason = self._circuit_reason(circuit) if is_open else (
+                f"The fleet circuit of scope {circuit.scope} closed ({circuit.reason}); the "
+                "session may run again."
+            )
+            affected = 0
+            for session, meta in list(self.sessions.meta.items()):
+                part = partitions.get(meta.partition)
+                if part is None or part.status is not PartitionStatus.ACTIVE:
+                    continue
+                state = engine.sessions.get(session)
+                if state is None:
+                    continue
+                if is_open:
+                    if FLEET_GUARDRAIL in state.halted_by or circuit.scope not in facts.scopes(state):
+                        continue
+                elif state.fleet_scope != circuit.scope:
+                    continue
+                if session in checkpointer.unstaged:
+                    checkpointer.before_change(session)
+                if is_open:
+                    outputs = engine.fleet_halt(session, circuit.scope, circuit.generation, reason, now)
+                    self._count_fleet_trips(circuit, outputs)
+                else:
+                    outputs = engine.fleet_release(session, circuit.scope, circuit.generation, reason, now)
+                    if not state.halted_by:
+                        self.sessions.halted.discard(session)
+                if outputs:
+                    affected += 1
+                    if state.halted_by:
+                        self.sessions.halted.add(session)
+                    checkpointer.changed(session, meta.partition)
+                    for output in outputs:
+                        self.outbox.emit(output, None)
+            if affected:
+                log.warning(
+                    "fleet circuit of scope %s %s: %d sessions here %s",
+                    circuit.scope,
+                    circuit.state,
+                    affected,
+                    "halted" if is_open else "released",
+                )
+            await self._send_outbox()
+
+    def _invalid_circuit(self, tp: TopicPartition, record: Any, error: str) -> None:
+        log.error("unreadable circuit record %s[%d]@%d: %s", tp.topic, tp.partition, record.offset, error)
+        self.outbox.dead_letter(tp, record, "invalid_circuit", error)
+
+    def _flush_facts(self) -> None:
+        facts = self.facts
+        if facts is None or not facts.pending:
+            return
+        meta = self.sessions.meta
+        checkpointer = self.checkpointer
+
+        def changed(session: str) -> None:
+            held = meta.get(session)
+            if held is not None:
+                checkpointer.changed(session, held.partition)
+
+        facts.flush(self.engine, changed)
 
     def _refuse(
         self, tp: TopicPartition, record: Any, verdict: routing.DeadLetter | routing.Skip
@@ -861,6 +1072,8 @@ class Processor:
 
     async def _stage(self) -> CheckpointPlan:
         self._sweep()
+        # Spend facts go out with the checkpoint that snapshots them as published.
+        self._flush_facts()
         await self._send_outbox()
         partitions = self.sessions.partitions
         return self.checkpointer.stage(

@@ -23,6 +23,7 @@ from ..events import (
     ControlOnAgentStream,
     NestingTooDeep,
     Reset,
+    ScopeReset,
     UnknownEventType,
     decode_agent_event,
     decode_operator_event,
@@ -41,6 +42,8 @@ DeadLetterReason = Literal[
     "unknown_type",
     "processing_error",
     "output_too_large",
+    "invalid_fleet_fact",
+    "invalid_circuit",
 ]
 SkipReason = Literal[
     "unknown_type",
@@ -169,13 +172,33 @@ def decode_control(value: bytes | None) -> ControlEvent | DeadLetter:
         return DeadLetter("unknown_type", str(exc))
     except (msgspec.DecodeError, TypeError) as exc:
         return _malformed(exc)
-    if not isinstance(event, Reset):
+    if not isinstance(event, Reset | ScopeReset):
         tag = type(event).__struct_config__.tag
         return DeadLetter(
             "not_a_control_event",
             f"{tag!r} is an agent event; the control topic takes control events only",
         )
     return event
+
+
+def route_scope_reset(event: ScopeReset, key: bytes | None, known_rules: set[str]) -> Apply | DeadLetter:
+    """Whether an operator's close of a fleet circuit may be forwarded to the fleet stage.
+
+    Any control partition will do (the fleet stage owns scopes by the facts
+    topic's partitioning, not the sessions'); the key must be the scope, and
+    the scope must name a rule of the policy.
+    """
+    from ..fleet_windows import parse_scope
+
+    scope = event.scope
+    if key is not None and key != scope.encode():
+        return DeadLetter("key_mismatch", f"record key {key!r} is not the event's scope {scope!r}")
+    parsed = parse_scope(scope)
+    if parsed is None:
+        return DeadLetter("invalid_event", f"{scope!r} is not a scope (rule:agent=value or rule:tenant=value)")
+    if parsed[0] not in known_rules:
+        return DeadLetter("invalid_event", f"scope {scope!r} names no [[fleet]] rule of the policy")
+    return Apply(event)
 
 
 def route_control(

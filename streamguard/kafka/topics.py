@@ -36,8 +36,22 @@ def all_topics(config: ProcessorConfig) -> list[str]:
     return [*co_partitioned(config), config.alerts_topic, config.dlq_topic]
 
 
+def fleet_co_partitioned(config: ProcessorConfig) -> list[str]:
+    """The fleet facts and the fleet stage's snapshots: partition *p* belongs together."""
+    return [config.fleet_facts_topic, config.fleet_state_topic]
+
+
+def fleet_topics(config: ProcessorConfig) -> list[str]:
+    """The topics of fleet guardrails (needed only when the policy has [[fleet]] rules)."""
+    return [*fleet_co_partitioned(config), config.fleet_circuits_topic]
+
+
+def compacted(config: ProcessorConfig) -> set[str]:
+    return {config.changelog_topic, config.fleet_state_topic, config.fleet_circuits_topic}
+
+
 def topic_configs(config: ProcessorConfig, topic: str, replication_factor: int) -> dict[str, str]:
-    configs = {"cleanup.policy": "compact"} if topic == config.changelog_topic else {}
+    configs = {"cleanup.policy": "compact"} if topic in compacted(config) else {}
     if replication_factor >= 3:
         # acks=all only means "on two brokers" with this floor
         configs["min.insync.replicas"] = "2"
@@ -61,28 +75,35 @@ def new_topics(
 async def create_processor_topics(
     config: ProcessorConfig, partitions: int, replication_factor: int = 1
 ) -> None:
-    """Create all five topics (for the demo, benchmarks and tests); existing ones are kept."""
+    """Create every topic, the fleet's included (for the demo, benchmarks and tests);
+    existing ones are kept."""
     admin = AIOKafkaAdminClient(**config.client_options())
     await admin.start()
     try:
         response = await admin.create_topics(
-            new_topics(config, all_topics(config), partitions, replication_factor)
+            new_topics(
+                config, [*all_topics(config), *fleet_topics(config)], partitions, replication_factor
+            )
         )
         _raise_errors(response)
     finally:
         await admin.close()
 
 
-async def prepare_topics(config: ProcessorConfig) -> int:
+async def prepare_topics(config: ProcessorConfig, *, fleet: bool = False) -> int:
     """Check (or, with ``create_topics``, create) the topics; the shared partition count.
 
-    Raises :class:`StartupError` naming what is missing or mismatched.
+    ``fleet``: the policy has [[fleet]] rules, so the fleet topics are needed too
+    (the facts and the fleet stage's snapshots co-partitioned, both compacted
+    topics compacted). Raises :class:`StartupError` naming what is missing or
+    mismatched.
     """
     admin = AIOKafkaAdminClient(**config.client_options())
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        missing = [t for t in all_topics(config) if t not in existing]
+        wanted = all_topics(config) + (fleet_topics(config) if fleet else [])
+        missing = [t for t in wanted if t not in existing]
         if missing and config.create_topics:
             replication = await _placeable_replication(admin, config.replication_factor)
             count = config.partitions
@@ -90,18 +111,38 @@ async def prepare_topics(config: ProcessorConfig) -> int:
             if present:  # keep new co-partitioned topics aligned with existing ones
                 described = await admin.describe_topics(present)
                 count = len(described[0]["partitions"])
-            response = await admin.create_topics(new_topics(config, missing, count, replication))
+            fleet_count = count
+            present_fleet = [t for t in fleet_co_partitioned(config) if t in existing]
+            if fleet and present_fleet:
+                described = await admin.describe_topics(present_fleet)
+                fleet_count = len(described[0]["partitions"])
+            sessions_side = [t for t in missing if t not in fleet_topics(config)]
+            fleet_side = [t for t in missing if t in fleet_topics(config)]
+            response = await admin.create_topics(
+                new_topics(config, sessions_side, count, replication)
+                + new_topics(config, fleet_side, fleet_count, replication)
+            )
             _raise_errors(response)
             log.info("created topics %s", ", ".join(missing))
             missing = []
         if missing:
             raise StartupError(
-                f"missing topics: {', '.join(missing)}; create them (the changelog "
-                "with cleanup.policy=compact) or pass --create-topics"
+                f"missing topics: {', '.join(missing)}; create them (the changelog, the "
+                "fleet state and the fleet circuits with cleanup.policy=compact) or pass "
+                "--create-topics"
             )
         counts = await _partition_counts(admin, co_partitioned(config))
+        fleet_counts = (
+            await _partition_counts(admin, fleet_co_partitioned(config)) if fleet else {}
+        )
     finally:
         await admin.close()
+    if len(set(fleet_counts.values())) > 1:
+        listing = ", ".join(f"{t}={n}" for t, n in fleet_counts.items())
+        raise StartupError(
+            "the fleet facts and fleet state topics must have the same partition count "
+            f"(co-partitioning by scope): {listing}"
+        )
     if len(set(counts.values())) != 1:
         listing = ", ".join(f"{t}={n}" for t, n in counts.items())
         raise StartupError(
