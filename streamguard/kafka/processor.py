@@ -173,7 +173,11 @@ class Processor:
         self.fleet_rules = list(getattr(self.engine.policies, "fleet", []))
         self.facts: FactPublisher | None = (
             FactPublisher(
-                self.fleet_rules, config.fleet_facts_topic, metrics, self.outbox.queued.append
+                self.fleet_rules,
+                config.fleet_facts_topic,
+                metrics,
+                # not the list's bound append: the outbox swaps its queue for a new list
+                lambda record: self.outbox.queued.append(record),
             )
             if self.fleet_rules
             else None

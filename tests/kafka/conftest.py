@@ -64,6 +64,9 @@ class Topics:
         self.alerts = f"{prefix}.alerts"
         self.dlq = f"{prefix}.dlq"
         self.changelog = f"{prefix}.changelog"
+        self.fleet_facts = f"{prefix}.fleet.facts"
+        self.fleet_state = f"{prefix}.fleet.state"
+        self.fleet_circuits = f"{prefix}.fleet.circuits"
         self.group = f"{prefix}.group"
         self._producer: AIOKafkaProducer | None = None
 
@@ -82,6 +85,9 @@ class Topics:
             "alerts_topic": self.alerts,
             "dlq_topic": self.dlq,
             "changelog_topic": self.changelog,
+            "fleet_facts_topic": self.fleet_facts,
+            "fleet_state_topic": self.fleet_state,
+            "fleet_circuits_topic": self.fleet_circuits,
             "metrics_host": "127.0.0.1",
             "metrics_port": 0,
             "checkpoint_interval_ms": 200,
