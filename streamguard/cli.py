@@ -430,16 +430,32 @@ def _render_with_overrides(path: str, policies: Any) -> str:
     ``[[agents]]`` overrides as written (each is merged onto the base at load)."""
     import tomllib
 
+    import msgspec
+
     from .policy import render_policy
 
     text = render_policy(policies.base)
+    from .policy import _emit_table
+
+    if policies.fleet:
+        lines: list[str] = []
+        for rule in msgspec.to_builtins(policies.fleet):
+            limits = rule.pop("limits")
+            _emit_table(lines, [], {"fleet": [rule]})
+            for limit in limits:
+                lines.append("")
+                lines.append("[[fleet.limits]]")
+                lines += [f"{k} = {msgspec.json.encode(v).decode()}" for k, v in limit.items()]
+        text += (
+            "\n# [[fleet]] rules, with every default: each scope (one agent, or one tenant) has "
+            "its own rolling windows (docs/fleet.md).\n" + "\n".join(lines).lstrip("\n") + "\n"
+        )
     if not policies.overrides:
         return text
     with open(path, "rb") as handle:
         raw = tomllib.load(handle)
-    from .policy import _emit_table
 
-    lines: list[str] = []
+    lines = []
     _emit_table(lines, [], {"agents": raw.get("agents", [])})
     header = (
         "\n# [[agents]] overrides, as written in the file: each is merged key by key onto the "
@@ -471,6 +487,17 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
         "mode": policies.base.mode,
         "signals": [s.id for s in base.signals],
         "agent_overrides": [pattern for pattern, _ in policies.overrides],
+        "fleet_rules": [
+            {
+                "name": rule.name,
+                "by": rule.by,
+                "match": rule.match,
+                "window_s": rule.window_s,
+                "cooldown_s": rule.cooldown_s,
+                "limits": [f"{limit.metric} > {limit.above:g} -> {limit.action}" for limit in rule.limits],
+            }
+            for rule in policies.fleet
+        ],
         "warnings": policy_warnings(policies),
     }
     if args.json:
@@ -481,6 +508,11 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
         print(f"  signals: {', '.join(info['signals']) or '(none)'}")
         for pattern in info["agent_overrides"]:
             print(f"  override for agents matching {pattern!r}")
+        for rule in info["fleet_rules"]:
+            print(
+                f"  fleet rule {rule['name']!r}: one scope per {rule['by']} (agents matching "
+                f"{rule['match']!r}), {rule['window_s']:g} s window: {'; '.join(rule['limits'])}"
+            )
         for warning in info["warnings"]:
             print(f"  warning: {warning}")
     return EXIT_OK
@@ -875,6 +907,16 @@ def _cmd_reset(args: argparse.Namespace) -> int:
 
     from .client import InvalidReset, make_reset
 
+    if args.scope is not None:
+        if args.session is not None or args.guardrail is not None or args.add_budget is not None:
+            print("streamguard reset: --scope closes a fleet circuit; it takes no SESSION, "
+                  "--guardrail or --add-budget", file=sys.stderr)
+            return EXIT_CONFIG
+        return _cmd_reset_scope(args)
+    if args.session is None or args.guardrail is None:
+        print("streamguard reset: SESSION and --guardrail are required (or --scope SCOPE)", file=sys.stderr)
+        return EXIT_CONFIG
+
     if args.add_budget is not None:
         if not args.add_budget > 0:
             print("streamguard reset: --add-budget must be a positive amount of USD", file=sys.stderr)
@@ -998,6 +1040,151 @@ def _reset_sent_line(sent: Any, config: Any) -> str:
         f"reset of {sent.reset.guardrail} for session {sent.reset.session!r} sent to "
         f"{config.control_topic} (partition {sent.partition}, offset {sent.offset})"
     )
+
+
+def _cmd_reset_scope(args: argparse.Namespace) -> int:
+    """``reset --scope``: close a fleet circuit through the control topic."""
+    import getpass
+
+    import msgspec
+
+    from .events import ScopeReset, control_decoder, encode
+    from .fleet_windows import decode_circuit, parse_scope
+
+    if parse_scope(args.scope) is None:
+        print(f"streamguard reset: {args.scope!r} is not a scope: rule:agent=NAME or rule:tenant=NAME",
+              file=sys.stderr)
+        return EXIT_CONFIG
+    if args.timeout <= 0:
+        print("streamguard reset: --timeout must be positive", file=sys.stderr)
+        return EXIT_CONFIG
+    by = args.by
+    if by is None:
+        with contextlib.suppress(Exception):
+            by = getpass.getuser()
+    event = ScopeReset(scope=args.scope, by=by or None, ts=round(time.time(), 6))
+    try:
+        payload = encode(event)
+        control_decoder.decode(payload)
+    except msgspec.ValidationError as exc:
+        print(f"streamguard reset: invalid reset: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+    async def body(config: Any) -> int:
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+        key = event.scope.encode()
+        consumer = None
+        producer = AIOKafkaProducer(**config.producer_options(), acks="all", enable_idempotence=False)
+        try:
+            if args.wait:
+                consumer = AIOKafkaConsumer(**config.consumer_options(), enable_auto_commit=False)
+                await _start_client(consumer, config)
+                partitions = await _require_topic(
+                    consumer, config.fleet_circuits_topic, config, "--fleet-circuits-topic"
+                )
+                tps = [TopicPartition(config.fleet_circuits_topic, p) for p in sorted(partitions)]
+                consumer.assign(tps)
+                await consumer.seek_to_end(*tps)
+                for tp in tps:
+                    await consumer.position(tp)
+            await _start_client(producer, config)
+            await _require_topic(producer, config.control_topic, config, "--control-topic")
+            meta = await producer.send_and_wait(config.control_topic, value=payload, key=key)
+            sent = (
+                f"close of the circuit of scope {event.scope!r} sent to {config.control_topic} "
+                f"(partition {meta.partition}, offset {meta.offset})"
+            )
+            if consumer is None:
+                print(sent)
+                return EXIT_OK
+            print(f"{sent}; waiting for the circuits topic", file=sys.stderr)
+            deadline = time.monotonic() + args.timeout
+            while (left := deadline - time.monotonic()) > 0:
+                batch = await consumer.getmany(timeout_ms=int(min(left, 0.5) * 1000) + 1)
+                for records in batch.values():
+                    for record in records:
+                        if record.key != key or record.value is None:
+                            continue
+                        with contextlib.suppress(msgspec.DecodeError, ValueError):
+                            circuit = decode_circuit(record.value)
+                            if circuit.state == "closed":
+                                if args.json:
+                                    print(record.value.decode("utf-8", "replace"))
+                                else:
+                                    print(f"circuit of scope {circuit.scope} closed: {circuit.reason}")
+                                return EXIT_OK
+            raise _CommandError(
+                f"the circuit of {event.scope!r} was not reported closed on "
+                f"{config.fleet_circuits_topic} within {args.timeout:g} s; is `streamguard run` "
+                "running with a policy that has this scope's [[fleet]] rule? (the close was sent "
+                "and will be applied when it is)",
+                EXIT_NO_ACK,
+            )
+        finally:
+            await producer.stop()
+            if consumer is not None:
+                await consumer.stop()
+
+    return _run_kafka_command("reset", args, ("control_topic", "fleet_circuits_topic"), body)
+
+
+def _fleet_line(view: Any) -> str:
+    """One line of ``streamguard fleet``."""
+    if view.circuit == "open":
+        until = f"until {_timestamp(view.until)}" if view.until is not None else "until an operator closes it"
+        state = f"OPEN since {_timestamp(view.opened_at)} {until} (generation {view.generation})"
+    else:
+        state = view.circuit
+    totals = (
+        f"spend {view.spend_usd:.2f} USD, {view.tokens} tokens, {view.sessions_started} started, "
+        f"{view.sessions_tripped} tripped ({view.tripped_share:.0%}), {view.sessions_halted} halted"
+    )
+    line = f"{view.scope} {state}: {totals} (window to {_timestamp(view.watermark)})"
+    if view.circuit == "open" and view.reason:
+        line += f": {_one_line(view.reason, 200)}"
+    return line
+
+
+def _cmd_fleet(args: argparse.Namespace) -> int:
+    async def body(config: Any) -> int:
+        import msgspec
+        from aiokafka import AIOKafkaConsumer
+
+        from .kafka.fleet_inspect import read_scopes
+
+        consumer = AIOKafkaConsumer(
+            **config.consumer_options(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
+        )
+        await _start_client(consumer, config)
+
+        def unreadable(topic: str, partition: int, offset: int, reason: str) -> None:
+            print(f"streamguard fleet: skipping an unreadable record at {topic}[{partition}]@{offset}: "
+                  f"{reason}", file=sys.stderr)
+
+        try:
+            await _require_topic(consumer, config.fleet_state_topic, config, "--fleet-state-topic")
+            await _require_topic(consumer, config.fleet_circuits_topic, config, "--fleet-circuits-topic")
+            views = await read_scopes(
+                consumer, config.fleet_state_topic, config.fleet_circuits_topic, on_unreadable=unreadable
+            )
+        finally:
+            await consumer.stop()
+        shown = [
+            v for v in views
+            if (not args.open or v.circuit == "open") and (args.rule is None or v.rule == args.rule)
+        ]
+        for view in shown:
+            if args.json:
+                sys.stdout.write(msgspec.json.encode(view).decode() + "\n")
+            else:
+                sys.stdout.write(_fleet_line(view) + "\n")
+        sys.stdout.flush()
+        opened = sum(v.circuit == "open" for v in views)
+        print(f"streamguard fleet: {len(views)} scope(s), {opened} circuit(s) open", file=sys.stderr)
+        return EXIT_OK
+
+    return _run_kafka_command("fleet", args, ("fleet_state_topic", "fleet_circuits_topic"), body)
 
 
 async def _changelog_reader(config: Any) -> tuple[Any, set[int]]:
@@ -1539,12 +1726,18 @@ def build_parser() -> argparse.ArgumentParser:
             "in time."
         ),
     )
-    reset.add_argument("session", metavar="SESSION")
+    reset.add_argument("session", metavar="SESSION", nargs="?")
     reset.add_argument(
         "--guardrail",
-        required=True,
         choices=["watchdog", "cost_ceiling", "all"],
-        help="which guardrail to reset",
+        help="which guardrail to reset (required with SESSION)",
+    )
+    reset.add_argument(
+        "--scope",
+        metavar="SCOPE",
+        help="instead of a session: close the fleet circuit of SCOPE (rule:agent=NAME or "
+        "rule:tenant=NAME, as `streamguard fleet` lists it); with --wait, wait until the "
+        "circuits topic says it is closed",
     )
     reset.add_argument(
         "--add-budget",
@@ -1565,7 +1758,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send the reset without looking the session up on the changelog first",
     )
-    _add_kafka_args(reset, ("control_topic", "alerts_topic", "changelog_topic"))
+    _add_kafka_args(reset, ("control_topic", "alerts_topic", "changelog_topic", "fleet_circuits_topic"))
+
+    fleet = sub.add_parser(
+        "fleet",
+        help="list the fleet scopes: their rolling windows and circuits",
+        description=(
+            "List every fleet scope ([[fleet]] rules, docs/fleet.md) from the fleet state and "
+            "circuits topics: no group is joined. One line per scope (circuit, window totals), or "
+            "one JSON object per line with --json. The windows are at most one fleet-stage "
+            "checkpoint (about 1 s) behind."
+        ),
+    )
+    fleet.add_argument("--open", action="store_true", help="only scopes whose circuit is open")
+    fleet.add_argument("--rule", metavar="NAME", help="only the scopes of this rule")
+    fleet.add_argument("--json", action="store_true", help="one JSON object per scope")
+    _add_kafka_args(fleet, ("fleet_state_topic", "fleet_circuits_topic"))
 
     sessions = sub.add_parser(
         "sessions",
@@ -1677,6 +1885,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_emit(args)
         if args.command == "sessions":
             return _cmd_sessions(args)
+        if args.command == "fleet":
+            return _cmd_fleet(args)
         if args.command == "session":
             return _cmd_session(args)
         if args.command == "import":
