@@ -280,3 +280,45 @@ async def test_hostile_fleet_records_go_to_the_dead_letter_topic(
         timeout=30, what="the scope's alert",
     )
     assert not running.task.done()
+
+
+async def test_fleet_lists_the_scopes_and_reset_scope_closes_a_circuit(
+    topics: Topics, start_processor: Any, tmp_path: Path, capsys: Any
+) -> None:
+    from tests.kafka.test_cli_ops import run_main
+
+    args = [
+        "--bootstrap-servers", topics.bootstrap,
+        "--fleet-state-topic", topics.fleet_state,
+        "--fleet-circuits-topic", topics.fleet_circuits,
+    ]
+    await start_processor(policy=policy_file(tmp_path, 2.0))
+    await topics.send(topics.events, usage("s-1", "hot", 1, 1.5))
+    await topics.send(topics.events, usage("s-2", "hot", 1, 1.0))
+    await topics.send(topics.events, usage("s-3", "cool", 1, 0.25))
+
+    async def listed() -> dict[str, Any]:
+        assert await run_main(["fleet", "--json", *args]) == 0
+        return {v["scope"]: v for v in map(json.loads, capsys.readouterr().out.splitlines())}
+
+    views: dict[str, Any] = {}
+
+    async def both_listed_and_open() -> bool:
+        views.update(await listed())
+        hot = views.get(SCOPE)
+        return hot is not None and hot["circuit"] == "open" and "spend:agent=cool" in views
+
+    await poll_until(both_listed_and_open, 30, "the hot scope open, the cool one listed")
+    assert views[SCOPE]["spend_usd"] == pytest.approx(2.5)
+    assert views[SCOPE]["sessions_started"] == 2
+    assert views["spend:agent=cool"]["spend_usd"] == pytest.approx(0.25)
+    assert await run_main(["fleet", "--open", *args]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"{SCOPE} OPEN since") and "cool" not in text
+
+    reset_args = ["--bootstrap-servers", topics.bootstrap, "--control-topic", topics.control,
+                  "--fleet-circuits-topic", topics.fleet_circuits]
+    assert await run_main(["reset", "--scope", "spend:agent=hot", "--wait", "--by", "ops", *reset_args]) == 0
+    assert "closed: closed by ops" in capsys.readouterr().out
+    assert (await listed())[SCOPE]["circuit"] == "closed"
+    assert await run_main(["reset", "--scope", "nonsense", *reset_args]) == 2
