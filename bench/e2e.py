@@ -273,7 +273,7 @@ def _peak_open(events: list[Any]) -> int:
 
 
 class RunTopics:
-    """The five topics of one processor run, with a unique prefix."""
+    """The topics of one processor run (the fleet's included), with a unique prefix."""
 
     def __init__(self, prefix: str, partitions: int) -> None:
         self.prefix = prefix
@@ -283,6 +283,9 @@ class RunTopics:
         self.alerts = f"{prefix}.alerts"
         self.dlq = f"{prefix}.dlq"
         self.changelog = f"{prefix}.changelog"
+        self.fleet_facts = f"{prefix}.fleet.facts"
+        self.fleet_state = f"{prefix}.fleet.state"
+        self.fleet_circuits = f"{prefix}.fleet.circuits"
         self.group = f"{prefix}.group"
 
     def flags(self) -> list[str]:
@@ -293,6 +296,9 @@ class RunTopics:
             "--alerts-topic", self.alerts,
             "--dlq-topic", self.dlq,
             "--changelog-topic", self.changelog,
+            "--fleet-facts-topic", self.fleet_facts,
+            "--fleet-state-topic", self.fleet_state,
+            "--fleet-circuits-topic", self.fleet_circuits,
         ]
 
     def tps(self, topic: str) -> list[TopicPartition]:
@@ -307,6 +313,9 @@ class RunTopics:
             "alerts_topic": self.alerts,
             "dlq_topic": self.dlq,
             "changelog_topic": self.changelog,
+            "fleet_facts_topic": self.fleet_facts,
+            "fleet_state_topic": self.fleet_state,
+            "fleet_circuits_topic": self.fleet_circuits,
         })
 
     async def create(self, bootstrap: str) -> None:
