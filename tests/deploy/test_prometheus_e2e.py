@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 from aiokafka.partitioner import murmur2
 
-from streamguard.events import Reset, ToolCall, TurnStart
+from streamguard.events import Reset, ToolCall, TurnStart, Usage
 from streamguard.kafka.broker import free_port
 from tests.deploy.promql import (
     RULES,
@@ -51,6 +51,14 @@ from tests.kafka.scenarios import T0, cycle_loop, failure_streak, repeat_loop
 pytestmark = pytest.mark.kafka
 
 DEADLINE_S = 45.0
+FLEET_POLICY = """
+[[fleet]]
+name = "spend"
+[[fleet.limits]]
+metric = "spend_usd"
+above = 1.0
+action = "halt"
+"""
 
 
 class Prometheus:
@@ -156,13 +164,28 @@ async def feed(topics: Any) -> None:
         TurnStart(session=late, agent="ops", ts=T0 + 60),
         timestamp_ms=int(time.time() * 1000) + 3_600_000,
     )
+    # Fleet guardrails: one agent's spend over its [[fleet]] limit opens its circuit
+    # (a fleet alert, fleet trips); a fact dated two days back falls outside the window.
+    await topics.send(topics.events, Usage(session="s-spend", agent="coder", cost_usd=2.0, ts=time.time()))
+    await topics.send(
+        topics.events, Usage(session="s-old", agent="ops", cost_usd=0.1, ts=time.time() - 172_800)
+    )
+    await topics.send(topics.events, Usage(session="s-new-ops", agent="ops", cost_usd=0.1, ts=time.time()))
+    await topics.send(
+        topics.events, Usage(session="s-older", agent="ops", cost_usd=0.1, ts=time.time() - 172_800)
+    )
 
 
 async def test_prometheus_scrapes_the_processor_and_every_query_works(
     prometheus_bin, yaml_module, topics, start_processor, tmp_path
 ) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(FLEET_POLICY)
     running = await start_processor(
-        session_idle_ttl_s=5, halted_session_ttl_s=3600, max_output_bytes=64 * 1024
+        session_idle_ttl_s=5,
+        halted_session_ttl_s=3600,
+        max_output_bytes=64 * 1024,
+        policy=str(policy),
     )
     prometheus = Prometheus(prometheus_bin, tmp_path, f"127.0.0.1:{running.processor.metrics_port}")
     try:
