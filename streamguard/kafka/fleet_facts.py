@@ -96,6 +96,8 @@ class FactPublisher:
             state = sessions.get(session)
             if state is None:
                 continue  # evicted meanwhile
+            if not self.scopes(state):
+                continue  # in no rule's scope: nothing to publish, nothing changed
             if state.spend_usd != state.fleet_usd or state.spend_tokens != state.fleet_tokens:
                 self.publish(state, ts, 0)
                 changed(session)
