@@ -649,7 +649,10 @@ class Processor:
                                 state, outputs, event.ts or record_ts / 1000.0, False
                             )
                         if fleet_open and FLEET_GUARDRAIL not in state.halted_by:
-                            outputs = [*outputs, *self._fleet_gate(state, record_ts / 1000.0)]
+                            tripped = self._fleet_gate(state, record_ts / 1000.0)
+                            if tripped:
+                                outputs = [*outputs, *tripped]
+                                halted.add(session)
                     label_key = (type(event), event.agent)
                     tally = counts_get(label_key)
                     if tally is None:
@@ -732,7 +735,10 @@ class Processor:
                 facts.pending[session] = ts
             facts.after_event(state, outputs, ts, started)
             if self.circuits is not None and self.circuits.open:
-                outputs = [*outputs, *self._fleet_gate(state, record_ts / 1000.0)]
+                tripped = self._fleet_gate(state, record_ts / 1000.0)
+                if tripped:
+                    outputs = [*outputs, *tripped]
+                    self.sessions.halted.add(session)
         self.checkpointer.changed(session, part.number)
         meta.events_offset = record.offset
         self._event_counter(type(event), self.metrics.agent_label(event.agent)).inc()
