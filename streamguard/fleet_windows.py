@@ -173,17 +173,38 @@ class Fact(Struct, array_like=True, kw_only=True, gc=False):
     by: Annotated[str, Meta(max_length=MAX_NAME_CHARS)] | None = None
 
 
+MAX_FACTS_PER_RECORD = 4096
+
 _fact_encoder = msgspec.msgpack.Encoder()
 fact_decoder = msgspec.msgpack.Decoder(Fact)
+_facts_decoder = msgspec.msgpack.Decoder(
+    Annotated[list[Fact], Meta(min_length=1, max_length=MAX_FACTS_PER_RECORD)]
+)
 
 
 def encode_fact(fact: Fact) -> bytes:
     return _fact_encoder.encode(fact)
 
 
+def encode_facts(facts: list[Fact]) -> bytes:
+    """One record's value: the facts of one scope, in the order they were made."""
+    return _fact_encoder.encode(facts)
+
+
+def decode_facts(data: bytes) -> list[Fact]:
+    """The facts of one record, each checked as :func:`decode_fact` checks one."""
+    facts = _facts_decoder.decode(data)
+    for fact in facts:
+        _check_fact(fact)
+    return facts
+
+
 def decode_fact(data: bytes) -> Fact:
     """A fact from its bytes; raises ``msgspec.DecodeError`` (or ``ValueError``) when bad."""
-    fact = fact_decoder.decode(data)
+    return _check_fact(fact_decoder.decode(data))
+
+
+def _check_fact(fact: Fact) -> Fact:
     if parse_scope(fact.scope) is None:
         raise ValueError(f"{fact.scope!r} is not a scope (rule:agent=value or rule:tenant=value)")
     if fact.kind == "session" and not fact.session:

@@ -15,7 +15,7 @@ from streamguard.events import (
     Usage,
     decode_agent_event,
 )
-from streamguard.fleet_windows import HALTED, STARTED, TRIPPED, FleetLimit, FleetRule, decode_fact
+from streamguard.fleet_windows import HALTED, STARTED, TRIPPED, FleetLimit, FleetRule, decode_facts
 from streamguard.kafka.fleet_facts import FactPublisher
 from streamguard.kafka.metrics import Metrics
 from streamguard.kafka.outbox import OutputRecord
@@ -83,14 +83,14 @@ def test_spend_is_published_once_per_flush_as_cumulative_and_delta_per_scope() -
     changed: list[str] = []
     assert facts.flush(engine, changed.append) == 1
     assert changed == ["s"]
-    assert [r.key for r in records] == [b"spend:agent=bot", b"tenants:tenant=acme"]
-    first = decode_fact(records[0].value or b"")
+    assert [r.key for r in records] == [b"spend:agent=bot", b"tenants:tenant=acme"]  # a record per scope
+    first = decode_facts(records[0].value or b"")[0]
     assert (first.index, first.cum_usd, first.usd, first.cum_tokens, first.ts) == (2, 0.75, 0.75, 200, 100.0)
     assert facts.flush(engine, changed.append) == 0  # nothing new
     engine.process(Usage(session="s", cost_usd=1.0))
     facts.pending["s"] = 101.0
     facts.flush(engine, changed.append)
-    second = decode_fact(records[2].value or b"")
+    second = decode_facts(records[2].value or b"")[0]
     assert (second.index, second.cum_usd, second.usd) == (3, 1.75, 1.0)
 
 
@@ -107,9 +107,9 @@ def test_start_trip_and_halt_are_published_at_once_and_fleet_trips_are_not() -> 
     facts.after_event(engine.sessions["s"], [trip], 2.0, started=False)
     fleet = engine.fleet_halt("s", "spend:agent=bot", 1, "r", 3.0)
     facts.after_event(engine.sessions["s"], fleet, 3.0, started=False)
-    flags = [decode_fact(r.value or b"").flags for r in records]
+    flags = [decode_facts(r.value or b"")[0].flags for r in records]
     assert flags == [STARTED, TRIPPED | HALTED]
-    assert decode_fact(records[0].value or b"").usd == 0.5
+    assert decode_facts(records[0].value or b"")[0].usd == 0.5
 
 
 def test_sessions_outside_every_rule_publish_nothing() -> None:
@@ -121,3 +121,14 @@ def test_sessions_outside_every_rule_publish_nothing() -> None:
     changed: list[str] = []
     assert facts.flush(engine, changed.append) == 0
     assert records == [] and changed == []
+
+
+def test_a_flush_sends_the_facts_of_one_scope_together() -> None:
+    engine = Engine()
+    facts, records = publisher(RULES[0])
+    for i in range(3):
+        engine.process(Usage(session=f"s{i}", agent="bot", cost_usd=0.1))
+        facts.pending[f"s{i}"] = 1.0
+    assert facts.flush(engine, lambda s: None) == 3
+    (record,) = records
+    assert [f.session for f in decode_facts(record.value or b"")] == ["s0", "s1", "s2"]

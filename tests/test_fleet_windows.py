@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from streamguard.fleet_windows import (
     BUCKETS,
     HALTED,
+    MAX_FACTS_PER_RECORD,
     MAX_SESSIONS,
     STARTED,
     TRIPPED,
@@ -26,6 +27,7 @@ from streamguard.fleet_windows import (
     close,
     decode_circuit,
     decode_fact,
+    decode_facts,
     decode_scope,
     encode_fact,
     encode_scope,
@@ -313,6 +315,19 @@ def test_scopes_of_a_session() -> None:
 def test_hostile_facts_are_refused_at_decoding(raw: bytes) -> None:
     with pytest.raises((msgspec.DecodeError, ValueError)):
         decode_fact(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        msgspec.msgpack.encode([]),
+        msgspec.msgpack.encode([["session", SCOPE, "s", 1, 1.0]] * (MAX_FACTS_PER_RECORD + 1)),
+        msgspec.msgpack.encode([["session", SCOPE, "s", 1, 1.0], ["session", "bad", "s", 2, 1.0]]),
+    ],
+)
+def test_hostile_fact_records_are_refused_whole(raw: bytes) -> None:
+    with pytest.raises((msgspec.DecodeError, ValueError)):
+        decode_facts(raw)
 
 
 def test_fact_and_circuit_round_trip() -> None:

@@ -10,7 +10,7 @@ Cost on the hot path: a usage event costs one dict store (``pending``). Spend
 is published once per session per checkpoint (``flush``, called when a
 checkpoint is staged: every ``--checkpoint-interval-ms`` or
 ``--checkpoint-every-events``), as the session's cumulative spend plus the
-spend since its previous fact. A session's start, trip and halt are published
+spend since its previous fact, the facts of one scope together in one record. A session's start, trip and halt are published
 at once, with its spend up to that event, since they are rare and a share of
 tripped sessions should not wait. Facts carry the session's applied-record
 count as ``index``: the fleet stage drops any fact not above the last one it
@@ -31,7 +31,7 @@ from ..fleet_windows import (
     TRIPPED,
     Fact,
     FleetRule,
-    encode_fact,
+    encode_facts,
     parse_scope,
     scopes_for,
 )
@@ -40,6 +40,9 @@ from .metrics import Metrics
 from .outbox import OutputRecord
 
 _SCOPES_CACHE_MAX = 4096
+# Facts of one scope per record at a flush: about 60 bytes each, so a record stays
+# far below --max-output-bytes.
+FACTS_PER_RECORD = 1024
 
 
 class FactPublisher:
@@ -88,10 +91,16 @@ class FactPublisher:
             self.publish(state, ts, flags)
 
     def flush(self, engine: Engine, changed: Callable[[str], None]) -> int:
-        """Publish the spend of every session with usage since its last fact."""
+        """Publish the spend of every session with usage since its last fact.
+
+        The facts of one scope go out together, :data:`FACTS_PER_RECORD` to a
+        record: a record costs the producer, the broker and the fleet stage's
+        consumer far more than a fact inside it.
+        """
         pending, self.pending = self.pending, {}
         sessions = engine.sessions
         published = 0
+        by_scope: dict[str, list[Fact]] = {}
         for session, ts in pending.items():
             state = sessions.get(session)
             if state is None:
@@ -99,9 +108,13 @@ class FactPublisher:
             if not self.scopes(state):
                 continue  # in no rule's scope: nothing to publish, nothing changed
             if state.spend_usd != state.fleet_usd or state.spend_tokens != state.fleet_tokens:
-                self.publish(state, ts, 0)
+                for fact in self._facts(state, ts, 0):
+                    by_scope.setdefault(fact.scope, []).append(fact)
                 changed(session)
                 published += 1
+        for scope, facts in by_scope.items():
+            for start in range(0, len(facts), FACTS_PER_RECORD):
+                self._send(scope, facts[start : start + FACTS_PER_RECORD])
         return published
 
     def forget(self, sessions: list[str] | set[str]) -> None:
@@ -111,17 +124,21 @@ class FactPublisher:
     # ------------------------------------------------------------- publishing
 
     def publish(self, state: SessionState, ts: float, flags: int) -> None:
-        """One fact per scope of the session; marks its spend as published."""
-        scopes = self.scopes(state)
+        """A fact per scope of the session, sent now; marks its spend as published."""
         self.pending.pop(state.session, None)
+        for fact in self._facts(state, ts, flags):
+            self._send(fact.scope, [fact])
+
+    def _facts(self, state: SessionState, ts: float, flags: int) -> list[Fact]:
+        scopes = self.scopes(state)
         if not scopes:
-            return
+            return []
         usd = max(0.0, state.spend_usd - state.fleet_usd)
         tokens = max(0, state.spend_tokens - state.fleet_tokens)
         state.fleet_usd = state.spend_usd
         state.fleet_tokens = state.spend_tokens
-        for scope in scopes:
-            fact = Fact(
+        return [
+            Fact(
                 kind="session",
                 scope=scope,
                 session=state.session,
@@ -133,15 +150,18 @@ class FactPublisher:
                 usd=usd,
                 tokens=tokens,
             )
-            self._queue(OutputRecord(self.topic, scope.encode(), encode_fact(fact), None, [], None))
-            self._count(scope)
+            for scope in scopes
+        ]
 
     def close(self, scope: str, by: str | None, ts: float) -> None:
         """Forward an operator's close of a circuit to the fleet stage owning the scope."""
-        fact = Fact(kind="close", scope=scope, ts=max(0.0, ts), by=by)
-        self._queue(OutputRecord(self.topic, scope.encode(), encode_fact(fact), None, [], None))
+        self._send(scope, [Fact(kind="close", scope=scope, ts=max(0.0, ts), by=by)])
 
-    def _count(self, scope: str) -> None:
+    def _send(self, scope: str, facts: list[Fact]) -> None:
+        self._queue(OutputRecord(self.topic, scope.encode(), encode_facts(facts), None, [], None))
+        self._count(scope, len(facts))
+
+    def _count(self, scope: str, n: int) -> None:
         counter = self._counters.get(scope)
         if counter is None:
             parsed = parse_scope(scope)
@@ -149,4 +169,4 @@ class FactPublisher:
             counter = self.metrics.fleet_facts.labels(rule, self.metrics.scope_label(value))
             if len(self._counters) < _SCOPES_CACHE_MAX:
                 self._counters[scope] = counter
-        counter.inc()
+        counter.inc(n)

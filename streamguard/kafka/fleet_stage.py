@@ -48,7 +48,7 @@ from ..fleet_windows import (
     ScopeState,
     apply_fact,
     circuit_record,
-    decode_fact,
+    decode_facts,
     decode_scope,
     encode_scope,
     fleet_alert,
@@ -234,41 +234,51 @@ class FleetStage:
     def _apply(
         self, tp: TopicPartition, record: Any, scopes: dict[str, ScopeState], now: float, skew: float
     ) -> None:
+        """One record: the facts of one scope, applied in order (all or none of them)."""
         metrics = self.metrics
         if record.value is None:
             self.outbox.dead_letter(tp, record, "invalid_fleet_fact", "a fleet fact needs a value")
             return
         try:
-            fact = decode_fact(record.value)
+            facts = decode_facts(record.value)
         except (msgspec.DecodeError, ValueError, RecursionError) as exc:
             self.outbox.dead_letter(tp, record, "invalid_fleet_fact", str(exc))
             return
-        if record.key != fact.scope.encode():
+        scope = facts[0].scope
+        if record.key != scope.encode() or any(f.scope != scope for f in facts):
             self.outbox.dead_letter(
-                tp, record, "invalid_fleet_fact", f"record key {record.key!r} is not the fact's scope"
+                tp, record, "invalid_fleet_fact", f"record key {record.key!r} is not its facts' scope"
             )
             return
-        parsed = parse_scope(fact.scope)
+        parsed = parse_scope(scope)
         rule = self.rules.get(parsed[0]) if parsed else None
         if rule is None or parsed is None or parsed[1] != rule.by:
-            metrics.fleet_facts_skipped.labels("unknown_rule").inc()
+            metrics.fleet_facts_skipped.labels("unknown_rule").inc(len(facts))
             return
-        state = scopes.get(fact.scope)
+        state = scopes.get(scope)
         if state is None:
-            state = scopes[fact.scope] = new_scope(fact.scope, rule)
+            state = scopes[scope] = new_scope(scope, rule)
         if record.offset <= state.offset:
-            metrics.fleet_facts_skipped.labels("already_applied").inc()
+            metrics.fleet_facts_skipped.labels("already_applied").inc(len(facts))
             return
-        applied = apply_fact(state, rule, fact, now, skew)
+        counted = clamped = 0
+        skipped: dict[str, int] = {}
+        for fact in facts:
+            applied = apply_fact(state, rule, fact, now, skew)
+            clamped += applied.clamped
+            if applied.counted:
+                counted += 1
+            elif applied.skip is not None:
+                skipped[applied.skip] = skipped.get(applied.skip, 0) + 1
+            self._decide(state, rule, applied.decisions)
         state.offset = record.offset
-        self.dirty[fact.scope] = tp.partition
-        if applied.clamped:
-            metrics.timestamps_clamped.inc()
-        if applied.counted:
-            metrics.fleet_facts_applied.labels(rule.name, metrics.scope_label(parsed[2])).inc()
-        elif applied.skip is not None:
-            metrics.fleet_facts_skipped.labels(applied.skip).inc()
-        self._decide(state, rule, applied.decisions)
+        self.dirty[scope] = tp.partition
+        if clamped:
+            metrics.timestamps_clamped.inc(clamped)
+        if counted:
+            metrics.fleet_facts_applied.labels(rule.name, metrics.scope_label(parsed[2])).inc(counted)
+        for reason, n in skipped.items():
+            metrics.fleet_facts_skipped.labels(reason).inc(n)
 
     def _decide(self, state: ScopeState, rule: FleetRule, decisions: list[Decision]) -> None:
         if not decisions:

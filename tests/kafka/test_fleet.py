@@ -267,7 +267,7 @@ async def test_hostile_fleet_records_go_to_the_dead_letter_topic(
         30, "the fleet stage assigned",
     )
     await topics.send(topics.fleet_facts, b"\x93not a fact", key=SCOPE)
-    await topics.send(topics.fleet_facts, msgspec.msgpack.encode(["session", SCOPE, "s", 1, 1.0]), key="other")
+    await topics.send(topics.fleet_facts, msgspec.msgpack.encode([["session", SCOPE, "s", 1, 1.0]]), key="other")
     await topics.send(topics.fleet_circuits, b'{"scope": "spend:agent=hot", "state": "ajar"}', key=SCOPE)
     await topics.send(topics.control, ScopeReset(scope="nope:agent=hot"), key="nope:agent=hot")
     dead = await topics.read_until(topics.dlq, lambda rs: len(rs) >= 4, timeout=30, what="four dead letters")
@@ -322,3 +322,52 @@ async def test_fleet_lists_the_scopes_and_reset_scope_closes_a_circuit(
     assert "closed: closed by ops" in capsys.readouterr().out
     assert (await listed())[SCOPE]["circuit"] == "closed"
     assert await run_main(["reset", "--scope", "nonsense", *reset_args]) == 2
+
+
+async def test_fleet_topics_are_required_with_rules_and_created_on_request(broker: Any, tmp_path: Path) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient, ConfigResource, ConfigResourceType, NewTopic
+
+    from streamguard.kafka.processor import Processor, StartupError
+
+    policy = policy_file(tmp_path, 10.0)
+    bare = Topics(broker.bootstrap_servers, f"fleet-bare-{int(time.time() * 1000) % 100000}", 2)
+    admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(t, 2, 1) for t in bare.all()])
+    finally:
+        await admin.close()
+    # Without rules, the fleet topics are not needed...
+    plain = Processor(bare.config())
+    await plain.start()
+    plain.request_stop()
+    await plain._close_clients()
+    # ...with rules they are, and the error names them.
+    with pytest.raises(StartupError, match=r"missing topics: .*fleet\.facts.*fleet\.state.*fleet\.circuits"):
+        await Processor(bare.config(policy=policy)).start()
+
+    created = Processor(bare.config(policy=policy, create_topics=True))
+    await created.start()
+    try:
+        admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        await admin.start()
+        try:
+            fleet = [bare.fleet_facts, bare.fleet_state, bare.fleet_circuits]
+            described = await admin.describe_topics(fleet)
+            assert {d["topic"]: len(d["partitions"]) for d in described} == dict.fromkeys(fleet, 2)
+            configs = await admin.describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, t) for t in fleet]
+            )
+            cleanup = {
+                resource[3]: {e[0]: e[1] for e in resource[4]}.get("cleanup.policy")
+                for response in configs
+                for resource in response.resources
+            }
+            assert cleanup[bare.fleet_state] == cleanup[bare.fleet_circuits] == "compact"
+            assert cleanup.get(bare.fleet_facts) != "compact"
+        finally:
+            await admin.close()
+    finally:
+        created.request_stop()
+        await created._close_clients()
+    await bare.close()
