@@ -88,10 +88,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-try:
-    import streamguard  # noqa: F401
-except ModuleNotFoundError:  # run from a checkout without an installed package
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# The checkout this file is in, before any installed copy: a benchmark measures its own code.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
