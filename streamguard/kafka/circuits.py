@@ -42,12 +42,14 @@ class CircuitTable:
         *,
         on_change: Callable[[CircuitRecord, CircuitRecord | None], Awaitable[None]],
         on_invalid: Callable[[TopicPartition, Any, str], None],
+        on_failure: Callable[[BaseException], None] = lambda exc: None,
         fetch_max_wait_ms: int = 100,
     ) -> None:
         self._options = consumer_options
         self.topic = topic
         self._on_change = on_change
         self._on_invalid = on_invalid
+        self._on_failure = on_failure
         self._fetch_max_wait_ms = fetch_max_wait_ms
         self.circuits: dict[str, CircuitRecord] = {}
         self.open: dict[str, CircuitRecord] = {}  # scope -> its circuit, while open
@@ -127,8 +129,11 @@ class CircuitTable:
         except asyncio.CancelledError:
             raise
         except (KafkaError, OSError) as exc:
+            # A table that stops following its topic would leave circuits unapplied
+            # without a sound: the instance fails, and its orchestrator restarts it.
             self.failure = exc
             log.error("reading the circuits table failed: %r", exc)
+            self._on_failure(exc)
             raise
 
     async def _apply(self, tp: TopicPartition, record: Any) -> None:
@@ -153,4 +158,7 @@ class CircuitTable:
         else:
             self.open.pop(circuit.scope, None)
         if previous is None or (previous.state, previous.generation) != (circuit.state, circuit.generation):
-            await self._on_change(circuit, previous)
+            try:
+                await self._on_change(circuit, previous)
+            except Exception:  # a bug applying one circuit must not stop the table
+                log.exception("applying the circuit of scope %s failed", circuit.scope)

@@ -394,6 +394,7 @@ class Processor:
             cfg.fleet_circuits_topic,
             on_change=self.apply_circuit,
             on_invalid=self._invalid_circuit,
+            on_failure=self._fail,
             fetch_max_wait_ms=min(cfg.fetch_max_wait_ms, 100),
         )
         await self.circuits.start()
