@@ -325,7 +325,8 @@ async def test_fleet_lists_the_scopes_and_reset_scope_closes_a_circuit(
 
 
 async def test_fleet_topics_are_required_with_rules_and_created_on_request(broker: Any, tmp_path: Path) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient, ConfigResource, ConfigResourceType, NewTopic
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
     from streamguard.kafka.processor import Processor, StartupError
 
