@@ -320,7 +320,11 @@ async def test_fleet_lists_the_scopes_and_reset_scope_closes_a_circuit(
                   "--fleet-circuits-topic", topics.fleet_circuits]
     assert await run_main(["reset", "--scope", "spend:agent=hot", "--wait", "--by", "ops", *reset_args]) == 0
     assert "closed: closed by ops" in capsys.readouterr().out
-    assert (await listed())[SCOPE]["circuit"] == "closed"
+
+    async def closed() -> bool:
+        return (await listed())[SCOPE]["circuit"] == "closed"
+
+    await poll_until(closed, 20, "`fleet` to show the circuit closed")
     assert await run_main(["reset", "--scope", "nonsense", *reset_args]) == 2
 
 
