@@ -22,9 +22,17 @@ from streamguard.canonical import (
     stable_hash,
 )
 from streamguard.engine import Engine
-from streamguard.events import ToolCall
+from streamguard.events import ToolCall, ToolResult
 from streamguard.fleet import generate_session
 from streamguard.policy import PolicySet
+from streamguard.signals import near_duplicate
+from streamguard.signals.base import CallView, ResultView, Signal
+from streamguard.signals.facts import FLAG_RUNNER
+from streamguard.watchdog import Watchdog
+
+
+class RecorderState(msgspec.Struct, tag="recorder"):
+    """State of the recording signal of test_refilled_views_match_freshly_built_ones."""
 
 
 def reference_clean(path: str) -> str:
@@ -140,3 +148,63 @@ def test_call_key_prefix_cache_is_bounded_and_keeps_values():
     for _ in range(2):
         for tool, key in expected.items():
             assert call_key(tool, canonical) == key
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values | st.dictionaries(st.sampled_from(["path", "cmd", "q"]), odd_text))
+def test_near_duplicate_shape_from_the_encoder_bytes(args: Any):
+    # near-duplicate-calls shapes the canonical encoder's bytes instead of encoding the
+    # canonical text again; the shape must be the one of the text.
+    try:
+        canonical = canonicalize(args)
+    except UnicodeError:
+        return
+    if canonical.raw is not None and len(canonical.text) <= near_duplicate.TEXT_LIMIT:
+        assert near_duplicate.shape_bytes(canonical.text, canonical.raw) == (
+            near_duplicate.shape_bytes(canonical.text))
+
+
+def test_refilled_views_match_freshly_built_ones():
+    # The watchdog refills one CallView and one ResultView per event; what a hook sees
+    # must equal what the constructors would have built for the same event.
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    class Recorder(Signal):
+        id = "recorder"
+        severity = "warn"
+        State = RecorderState
+        needs_pairing = True
+
+        def on_call(self, state: Any, call: CallView) -> None:
+            seen.append(("call", {name: getattr(call, name) for name in CallView.__slots__}))
+
+        def on_result(self, state: Any, result: ResultView) -> None:
+            seen.append(("result", {name: getattr(result, name) for name in ResultView.__slots__}))
+
+    watchdog = Watchdog(classes=[Recorder])
+    state = watchdog.new_state("s")
+    events = [
+        ToolCall(session="s", tool="read_file", args={"path": "./a.py"}, call_id="c1"),
+        ToolCall(session="s", tool="bash", args={"command": "git diff"}, call_id="c2"),
+        ToolResult(session="s", tool="bash", call_id="c2", result="diff"),
+        ToolResult(session="s", tool="read_file", call_id="c1", error="no such file"),
+        ToolResult(session="s", tool="other", result={"a": 1}),
+    ]
+    for event in events:
+        watchdog.process(state, event)
+    calls = [fields for kind, fields in seen if kind == "call"]
+    results = [fields for kind, fields in seen if kind == "result"]
+    assert len(calls) == 2 and len(results) == 3
+    for fields, event in zip(calls, events[:2], strict=True):
+        canonical = fields["canonical"]
+        assert canonical == canonicalize(event.args)
+        expected = CallView(event, canonical, fields["key"], fields["history"], event.kind)
+        assert fields == {name: getattr(expected, name) for name in CallView.__slots__}
+    paired = {"c2": (calls[1]["key"], FLAG_RUNNER, "git diff"), "c1": (calls[0]["key"], 0, "read_file")}
+    for fields, event in zip(results, events[2:], strict=True):
+        key, flags, action = paired.get(event.call_id or "", (0, 0, None))
+        expected_result = ResultView(event, bool(event.error), fields["fingerprint"], fields["size"],
+                                     key, flags, action)
+        assert fields == {name: getattr(expected_result, name) for name in ResultView.__slots__}
+    assert results[0]["fingerprint"] == fingerprint_payload("diff")
+    assert results[1]["outcome"] == stable_hash("\0error", "no such file")
