@@ -55,3 +55,22 @@ def test_the_status_line_counts_what_the_controller_read():
         "[   4.0 s] events 8,000 published (2,000/s), 7,900 processed; alerts 3, trips 0, "
         "halted 0, false alarms 1"
     )
+
+
+def test_the_summary_keeps_long_shape_names_apart_from_their_signals():
+    from streamguard.demo.render import format_summary
+
+    row = {"signals": ["failure-loop"], "sessions": 3, "caught": 3, "missed": 0, "open": 0,
+           "verdict": "caught"}
+    summary = {
+        "error": None, "elapsed_s": 1.0, "events": {"published": 10, "processed": 10},
+        "sessions": {"finished": 3, "halted": 3, "turns_cut": 0}, "seed": 0, "interrupted": None,
+        "drained": True, "planted": {"read_loop": row, "runner_failing_rerun": row},
+        "healthy": {"sessions": 5, "false_alarms": 0, "false_alarm_signals": {}},
+        "other_findings": {}, "ok": True, "missed": [], "unconfirmed": [], "exit_code": 0,
+    }
+    lines = format_summary(summary).splitlines()
+    rows = [line for line in lines if line.startswith(("read_loop", "runner_failing_rerun"))]
+    assert [line.split()[:2] for line in rows] == [["read_loop", "failure-loop"],
+                                                  ["runner_failing_rerun", "failure-loop"]]
+    assert len({line.index("failure-loop") for line in rows}) == 1  # one column

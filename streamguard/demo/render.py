@@ -17,6 +17,9 @@ from typing import Any, TextIO
 from .score import LiveTally, OutputTally
 from .shapes import ALL_FAILURES, ALL_PLANTED, Shape
 
+# The live table's "planted in" column: the longest shape name and a space.
+SHAPE_WIDTH = max([18, *(len(str(kind)) + 1 for kind in ALL_FAILURES)])
+
 SIDE_NOTES = {
     "halt-ignored": "kept working after its halt",
     "unverified-write": "verification side finding",
@@ -66,7 +69,7 @@ def table(frame: Frame) -> list[str]:
         f"sessions {tally.started:,} started, {tally.running:,} {'unfinished' if final else 'running'}, "
         f"{outputs.halted:,} halted, {outputs.turns_cut:,} turns cut",
         "",
-        f"{'signal':<24}{'alerts':>7}{'trips':>7}  {'planted in':<18}{'caught':>9}",
+        f"{'signal':<24}{'alerts':>7}{'trips':>7}  {'planted in':<{SHAPE_WIDTH}}{'caught':>9}",
     ]
     planted_in: dict[str, Shape] = {}
     for kind in ALL_FAILURES:
@@ -86,7 +89,7 @@ def table(frame: Frame) -> list[str]:
             where, score = str(planted), f"{caught[planted]}/{started[planted]}"
         trips = signal_trips[name]
         lines.append(
-            f"{name:<24}{signal_alerts[name]:>7}{trips or '-':>7}  {where:<18}{score:>9}"
+            f"{name:<24}{signal_alerts[name]:>7}{trips or '-':>7}  {where:<{SHAPE_WIDTH}}{score:>9}"
             if planted is not None
             else f"{name:<24}{signal_alerts[name]:>7}{trips or '-':>7}  {where}"
         )
@@ -203,18 +206,20 @@ def format_summary(summary: dict[str, Any]) -> str:
     if not summary["drained"]:
         lines.append("  (not drained: outputs still in flight are not counted)")
     lines.append("")
+    # the shape names set the first column (the longest are 22 characters)
+    w = max([18, *(len(name) + 2 for name in summary["planted"])])
     lines.append(
-        f"{'planted shape':<18}{'must raise':<33}{'sessions':>8}{'caught':>7}{'missed':>7}{'open':>6}"
+        f"{'planted shape':<{w}}{'must raise':<33}{'sessions':>8}{'caught':>7}{'missed':>7}{'open':>6}"
     )
     for name, row in summary["planted"].items():
         lines.append(
-            f"{name:<18}{', '.join(row['signals']):<33}{row['sessions']:>8}{row['caught']:>7}"
+            f"{name:<{w}}{', '.join(row['signals']):<33}{row['sessions']:>8}{row['caught']:>7}"
             f"{row['missed']:>7}{row['open']:>6}"
             + ("" if row["verdict"] == "caught" else f"  {row['verdict'].upper()}")
         )
     healthy = summary["healthy"]
     lines.append(
-        f"{'healthy':<18}{'(nothing)':<33}{healthy['sessions']:>8}"
+        f"{'healthy':<{w}}{'(nothing)':<33}{healthy['sessions']:>8}"
         f"   false alarms: {healthy['false_alarms']}"
     )
     lines.append("(open: not finished when the run ended, nothing raised yet)")
