@@ -37,7 +37,7 @@ from typing import Any
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from ..events import encode
 from ..fleet_windows import (
@@ -62,6 +62,7 @@ from .checkpoint import within
 from .config import ProcessorConfig
 from .metrics import Metrics
 from .outbox import Outbox, OutputRecord
+from .rebalance import rewind
 
 log = logging.getLogger("streamguard.kafka.fleet")
 
@@ -201,12 +202,7 @@ class FleetStage:
             raise
 
     def _rewind(self, tp: TopicPartition, records: list[Any]) -> None:
-        consumer = self._consumer
-        if consumer is None or not records:
-            return
-        with contextlib.suppress(IllegalStateError, KafkaError, AssertionError):
-            if tp in consumer.assignment():
-                consumer.seek(tp, records[0].offset)
+        rewind(self._consumer, tp, records)
 
     def _process(self, tp: TopicPartition, records: list[Any]) -> None:
         if not records:

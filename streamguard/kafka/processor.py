@@ -66,7 +66,7 @@ from .fleet_stage import FLEET_FAULT_POINTS, FleetStage
 from .health import HealthServer
 from .metrics import AgentLabels, Metrics
 from .outbox import REROUTED_HEADER, SEND_EVERY, Outbox
-from .rebalance import Listener, Rebalancer
+from .rebalance import Listener, Rebalancer, rewind
 from .sessions import OwnedPartition, PartitionStatus, SessionMeta, SessionTable
 from .topics import StartupError, prepare_topics
 
@@ -503,13 +503,7 @@ class Processor:
         self._loop_beat = time.monotonic()
 
     def _rewind(self, tp: TopicPartition, records: list[Any]) -> None:
-        """Fetch ``records`` again later: they were returned but not processed."""
-        consumer = self._consumer
-        if consumer is None or not records:
-            return
-        with contextlib.suppress(IllegalStateError, KafkaError, AssertionError):
-            if tp in consumer.assignment():
-                consumer.seek(tp, records[0].offset)
+        rewind(self._consumer, tp, records)
 
     # ------------------------------------------------------------- records
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import IllegalStateError, KafkaError
 
 from ..engine import Engine
 from .changelog import ChangelogEntry, ChangelogError, decode_entry, read_partitions
@@ -282,3 +282,15 @@ class Rebalancer:
             with contextlib.suppress(BaseException):
                 await task
 
+
+def rewind(consumer: AIOKafkaConsumer | None, tp: TopicPartition, records: list[Any]) -> None:
+    """Fetch ``records`` again later: they were returned but not processed.
+
+    A partition revoked meanwhile is left alone: its new owner starts from the
+    committed offset.
+    """
+    if consumer is None or not records:
+        return
+    with contextlib.suppress(IllegalStateError, KafkaError, AssertionError):
+        if tp in consumer.assignment():
+            consumer.seek(tp, records[0].offset)

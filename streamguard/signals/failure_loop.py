@@ -259,58 +259,49 @@ class FailureLoop(Signal):
         what = f"{tool} ({result.action})" if result.action and result.action != tool else tool
         args = state.args or "(arguments not retained)"
         error = truncate_middle((result.error or "").strip(), 200) or "(no error text)"
+        detail: dict[str, Any] = {
+            "tool": tool,
+            "action": result.action,
+            "count": count,
+            "threshold": self.across_writes if across else self.threshold,
+            "args": args,
+            "error": error,
+        }
         if across:
-            return Finding(
-                signal=SIGNAL_ID,
-                severity="critical",
-                scope="session",
-                reason=(
-                    f"{what} failed {count} times with identical arguments {args} since it last "
-                    f"succeeded, with writes in between that did not change that; last error: "
-                    f"{error}. The agent keeps changing something that does not reach this call "
-                    "and re-sending it: it is looping. Under enforce the halting controller stops "
-                    "the session; if this call waits for something outside the agent, exempt the "
-                    "tool in the policy."
-                ),
-                guidance=(
-                    f"{what} has failed {count} times with exactly the same arguments (last "
-                    f"error: {error}), and what you changed in between did not help. Running it "
-                    "again will fail again. Stop retrying it: find out why it fails, try a "
-                    "different way to reach the goal, or stop and explain what is blocking you."
-                ),
-                detail={
-                    "tool": tool,
-                    "action": result.action,
-                    "count": count,
-                    "threshold": self.across_writes,
-                    "args": args,
-                    "error": error,
-                    "rule": "across_writes",
-                },
+            detail["rule"] = "across_writes"
+            reason = (
+                f"{what} failed {count} times with identical arguments {args} since it last "
+                f"succeeded, with writes in between that did not change that; last error: "
+                f"{error}. The agent keeps changing something that does not reach this call "
+                "and re-sending it: it is looping."
+            )
+            guidance = (
+                f"{what} has failed {count} times with exactly the same arguments (last "
+                f"error: {error}), and what you changed in between did not help. Running it "
+                "again will fail again. Stop retrying it: find out why it fails, try a "
+                "different way to reach the goal, or stop and explain what is blocking you."
+            )
+        else:
+            reason = (
+                f"{what} failed {count} times with identical arguments {args} and nothing was "
+                f"changed in between (no write since the first failure); last error: {error}. "
+                "An unchanged call against an unchanged state fails the same way: the agent is "
+                "looping."
+            )
+            guidance = (
+                f"{what} has failed {count} times with exactly the same arguments and you "
+                f"changed nothing in between (last error: {error}). Running it again will fail "
+                "again. Read the error and change something first (the code, the arguments, "
+                "the approach), or stop and explain what is blocking you."
             )
         return Finding(
             signal=SIGNAL_ID,
             severity="critical",
             scope="session",
             reason=(
-                f"{what} failed {count} times with identical arguments {args} and nothing was "
-                f"changed in between (no write since the first failure); last error: {error}. "
-                "An unchanged call against an unchanged state fails the same way: the agent is "
-                "looping. Under enforce the halting controller stops the session; if this call "
+                f"{reason} Under enforce the halting controller stops the session; if this call "
                 "waits for something outside the agent, exempt the tool in the policy."
             ),
-            guidance=(
-                f"{what} has failed {count} times with exactly the same arguments and you "
-                f"changed nothing in between (last error: {error}). Running it again will fail "
-                "again. Read the error and change something first (the code, the arguments, "
-                "the approach), or stop and explain what is blocking you."
-            ),
-            detail={
-                "tool": tool,
-                "action": result.action,
-                "count": count,
-                "threshold": self.threshold,
-                "args": args,
-                "error": error,
-            },
+            guidance=guidance,
+            detail=detail,
         )
