@@ -281,3 +281,34 @@ def test_row_call_only_repeats_alert_again_after_an_interleave():
     a, b = call("read_file", path="a.go"), call("grep", pattern="x")
     policy = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "dominant-tool-call"]\n'
     assert run([a] * 5 + [b] + [a] * 5, policy) == ["repeated-tool-call", "repeated-tool-call"]
+
+
+def test_row_loop_detectors_defer_to_a_latched_setup_detour():
+    # The same install failing between mirror edits: a detour, and at its eighth
+    # failure failure-loop's across-writes case. One behaviour, one alert.
+    trace: list[Any] = []
+    for i in range(10):
+        trace += [sh("sudo apt-get install -y maven"), fail("bash", "EXECUTION TIMED OUT"),
+                  sh(f"sudo sed -i 's/m{i}/m{i + 1}/' /etc/apt/sources.list"), ok("bash", "")]
+    got = run(trace)
+    assert got.count("setup-detour") == 1
+    for silent in ("failure-loop", "result-stall", "long-loop", "tool-failure-streak"):
+        assert silent not in got
+
+
+def test_row_system_search_finding_nothing_is_one_setup_detour():
+    roots = ["/usr", "/opt", "/usr/local", "/usr/lib", "/opt/java", "/", "/lib", "/usr/share",
+             "/opt/jdk", "/usr/lib/jvm", "/usr/java", "/opt/local"]
+    trace: list[Any] = []
+    for root in roots:
+        trace += [sh(f"find {root} -name javac 2>/dev/null"), ok("bash", "")]
+    got = run(trace, QUIET_OFF)
+    assert got == ["setup-detour"]
+
+
+def test_row_an_identical_failing_install_is_failure_loop_then_the_detour():
+    # Not deferred: failure-loop comes after setup-detour in the fan-out, so the
+    # detour cannot wait on its latch; the stretch going on is reported once more.
+    trace = [sh("sudo apt-get install -y maven"), fail("bash", "EXECUTION TIMED OUT")] * 8
+    got = run(trace, QUIET_OFF)
+    assert [s for s in got if s in ("failure-loop", "setup-detour")] == ["failure-loop", "setup-detour"]

@@ -24,8 +24,8 @@ def test_empty_file_is_the_default_policy():
 
 def test_default_signal_set():
     ids = [s.id for s in Watchdog(Policy()).signals]
-    assert ids[:5] == ["repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
-                       "failure-loop", "long-loop"]
+    assert ids[:6] == ["repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
+                       "setup-detour", "failure-loop", "long-loop"]
     for expected in ("repeated-tool-name", "tool-failure-streak", "no-op-streak", "no-new-state",
                      "tools-without-text", "tool-failure-guidance", "context-budget"):
         assert expected in ids
@@ -45,6 +45,8 @@ def test_default_signal_set():
         ("feedback_queue_size = 0", "`feedback_queue_size`"),
         ("halt_after_cut_turns = 1", "`halt_after_cut_turns`"),
         ("[signals.window-repeat]\nwindow = 4\nthreshold = 5", "signals.window-repeat"),
+        ("[signals.setup-detour]\nthreshold = 4\nmin_failures = 5", "signals.setup-detour"),
+        ("[signals.setup-detour]\nthreshold = 2", "`signals.setup-detour.threshold`"),
         ("[[agents]]\nmode = \"warn\"", "`agents[0].match` is required"),
         ('[[agents]]\nmatch = "a*"\nmode = "sometimes"', "`agents[0].mode`"),
         ("mode = ", "not valid TOML"),

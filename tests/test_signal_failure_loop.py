@@ -183,12 +183,17 @@ def mirror_switch(i: int) -> list[Any]:
     return [sh(f"sed -i 's/mirror{i}/mirror{i + 1}/' /etc/apt/sources.list"), ok("")]
 
 
+# The mirror switches and installs below are also machine work, which setup-detour
+# reports first (docs/signals.md, deference table); these tests are failure-loop's own.
+NO_DETOUR = WARN.replace('"near-duplicate-calls"]', '"near-duplicate-calls", "setup-detour"]')
+
+
 def test_one_error_eight_times_across_writes_is_critical() -> None:
     trace: list[Any] = []
     for i in range(7):
         trace += [sh(INSTALL), fail("EXECUTION TIMED OUT"), *mirror_switch(i)]
-    assert "failure-loop" not in ids(trace)
-    got = run([*trace, sh(INSTALL), fail("EXECUTION TIMED OUT")])
+    assert "failure-loop" not in ids(trace, NO_DETOUR)
+    got = run([*trace, sh(INSTALL), fail("EXECUTION TIMED OUT")], NO_DETOUR)
     loop = [a for a in got if a.signal == "failure-loop"]
     assert len(loop) == 1
     assert loop[0].severity == "critical"

@@ -36,6 +36,7 @@ class DemoShape(StrEnum):
     RUNNER_LONG_CYCLE = "runner_long_cycle"
     RUNNER_PAGING_SCAN = "runner_paging_scan"
     RUNNER_REWORDED_GREP = "runner_reworded_grep"
+    RUNNER_SETUP_DETOUR = "runner_setup_detour"
     REPEATED_USER_QUESTION = "repeated_user_question"
 
 
@@ -48,6 +49,7 @@ DEMO_PLANTED: dict[DemoShape, frozenset[str]] = {
     DemoShape.RUNNER_PAGING_SCAN: frozenset({"near-duplicate-calls"}),
     DemoShape.RUNNER_REWORDED_GREP: frozenset({"near-duplicate-calls", "result-stall"}),
     DemoShape.REPEATED_USER_QUESTION: frozenset({"chat-stall"}),
+    DemoShape.RUNNER_SETUP_DETOUR: frozenset({"setup-detour"}),
 }
 ALL_HEALTHY: tuple[Scenario | DemoShape, ...] = (*HEALTHY, *DEMO_HEALTHY)
 ALL_FAILURES: tuple[Scenario | DemoShape, ...] = (*FAILURES, *DEMO_FAILURES)
@@ -156,6 +158,22 @@ def _runner_reworded_grep(b: Any) -> None:
         _sh(b, f"grep {flags[i % 4]} {spelling} src/", "")
 
 
+def _runner_setup_detour(b: Any) -> None:
+    """A missing compiler, then package installs, mirror edits and network probes, failing."""
+    rng = b.rng
+    _sh(b, "python -m pytest -q", error="ERROR: javac: command not found")
+    mirrors = ["archive", "old-releases", "mirror.example", "deb.example"]
+    packages = ["default-jdk", "openjdk-17-jdk", "openjdk-11-jdk", "maven"]
+    for attempt in range(3):
+        _sh(b, "sudo apt-get update", "Reading package lists... Done\nW: Failed to fetch")
+        _sh(b, f"sudo apt-get install -y {packages[attempt]}", error="EXECUTION TIMED OUT")
+        _sh(b, f"sudo sed -i 's/{mirrors[attempt]}/{mirrors[attempt + 1]}/' /etc/apt/sources.list", "")
+        if rng.random() < 0.5:
+            _sh(b, "ping -c 1 deb.example", error="ping: unknown host")
+        else:
+            _sh(b, "which javac", "")
+
+
 _ASK = (
     "Could you please confirm the booking reference, so that I can look it up?",
     "Could you please confirm the booking reference so I can look it up?",
@@ -181,6 +199,7 @@ _DEMO_TURNS = {
     DemoShape.RUNNER_PAGING_SCAN: _runner_paging_scan,
     DemoShape.RUNNER_REWORDED_GREP: _runner_reworded_grep,
     DemoShape.REPEATED_USER_QUESTION: _repeated_user_question,
+    DemoShape.RUNNER_SETUP_DETOUR: _runner_setup_detour,
 }
 
 

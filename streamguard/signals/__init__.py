@@ -21,6 +21,7 @@ _REGISTRY: tuple[tuple[str, str], ...] = (
     ("repeat", "RepeatedToolCall"),
     ("cycle", "AlternatingToolCycle"),
     ("dominant", "DominantToolCall"),
+    ("setup_detour", "SetupDetour"),
     ("failure_loop", "FailureLoop"),
     ("long_loop", "LongLoop"),
     ("result_stall", "ResultStall"),

@@ -147,7 +147,8 @@ class FailureLoop(Signal):
     needs_pairing = True
     needs_fingerprint = False
     # A cycle or a dominant call that fails unchanged is already reported by them.
-    defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call")
+    defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
+                 "setup-detour")
 
     config: FailureLoopConfig
 

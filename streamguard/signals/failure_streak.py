@@ -118,7 +118,7 @@ class ToolFailureStreak(Signal):
     """Warns after ``threshold`` consecutive failed tool results."""
 
     id = SIGNAL_ID
-    defers_to = ("failure-loop", "tool-failure-guidance")
+    defers_to = ("setup-detour", "failure-loop", "tool-failure-guidance")
     needs_fingerprint = False
     needs_pairing = True  # whether the failed call was a search
     severity = "warn"

@@ -115,7 +115,7 @@ class LongLoop(Signal):
     Config = LongLoopConfig
     needs_pairing = True
     defers_to = ("failure-loop", "repeated-tool-call", "alternating-tool-cycle",
-                 "dominant-tool-call")
+                 "dominant-tool-call", "setup-detour")
 
     config: LongLoopConfig
 

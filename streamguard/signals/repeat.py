@@ -50,7 +50,14 @@ Results (``result_aware``, default on; off is the reference behaviour)
       does not trip here.
     * Calls that write (an identical edit re-sent) are never a poll: their
       result changes because of them.
-    * Unknown results keep the blind rule: ``threshold`` calls in a row.
+    * Unknown results keep the blind rule: ``threshold`` calls in a row. An
+      empty payload is unknown (a runtime that does not capture results sends
+      none), except the empty output of a command runner's call (``""``
+      sent as the result of ``bash``): a program that printed nothing has
+      answered, and the same command printing nothing four times is four
+      identical pairs. In the real-session benchmark this halts one loop (a
+      script re-run 24 times, silent every time) one call sooner, and no
+      normally finished session.
     * One behaviour, one alert: a call this rule reported that comes back after
       an interleaved call (``status ×4, logs, status ×4…``) is the same answered
       question asked again; its new run starts latched, and ``dominant-tool-call``
@@ -78,8 +85,11 @@ from msgspec.structs import replace
 
 from ..canonical import CanonicalArgs, args_equivalent, restore_canonical, truncate_middle
 from .base import CallView, Finding, ResultView, Signal, SignalConfig
+from .facts import FLAG_RUNNER
 
 SIGNAL_ID = "repeated-tool-call"
+EMPTY_OUTPUT = 0x454D505459
+"""The outcome of a command runner's empty output (a program that printed nothing)."""
 ARGS_LIMIT = 200
 """Bytes of arguments quoted in alert text."""
 DEFAULT_POLLING_TOOLS = ("*status*", "wait*", "poll*", "get_job*", "check_job*", "*progress*",
@@ -231,7 +241,9 @@ class RepeatedToolCall(Signal):
             return None  # an unchanged failing call is failure-loop's to report
         outcome = result.outcome
         if not outcome:
-            return None  # unknown: no evidence either way
+            if result.event.result != "" or not result.call_flags & FLAG_RUNNER:
+                return None  # unknown: no evidence either way
+            outcome = EMPTY_OUTPUT  # a command that printed nothing said so
         if outcome == state.outcome:
             state.frozen += 1
         else:

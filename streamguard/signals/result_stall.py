@@ -225,7 +225,7 @@ class ResultStall(Signal):
     Config = ResultStallConfig
     needs_pairing = True
     defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
-                 "failure-loop", "long-loop")
+                 "setup-detour", "failure-loop", "long-loop")
 
     config: ResultStallConfig
 

@@ -1,0 +1,286 @@
+"""``setup-detour``: a stretch of machine work (installs, network probes, toolchain
+lookups) with failing repairs, and nothing done on the task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamguard.engine import Engine
+from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
+from streamguard.policy import PolicyError, parse_policy_set
+from streamguard.signals.setup_detour import (
+    DEFAULT_PROGRAMS,
+    MACHINE,
+    NEUTRAL,
+    TASK,
+    SetupDetour,
+    SetupDetourState,
+    classify,
+)
+
+# Warn mode keeps every detector running after an alert; the other signals that read
+# these traces are switched off so each test sees this signal's alerts alone.
+ONLY = (
+    'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls", '
+    '"tool-failure-streak", "tool-failure-guidance", "repeated-tool-name", "result-stall", '
+    '"failure-loop", "long-loop", "repeated-tool-call", "dominant-tool-call"]\n'
+)
+PROGRAMS = frozenset(DEFAULT_PROGRAMS)
+
+
+def sh(command: str, call_id: str | None = None) -> ToolCall:
+    return ToolCall(session="d", tool="bash", args={"command": command}, call_id=call_id)
+
+
+def ok(text: str = "done", call_id: str | None = None) -> ToolResult:
+    return ToolResult(session="d", tool="bash", result=text, call_id=call_id)
+
+
+def fail(error: str = "EXECUTION TIMED OUT", call_id: str | None = None) -> ToolResult:
+    return ToolResult(session="d", tool="bash", error=error, call_id=call_id)
+
+
+def run(trace: list[Any], policy: str = ONLY) -> list[Alert]:
+    engine = Engine(parse_policy_set(policy))
+    engine.process(TurnStart(session="d"))
+    out: list[Alert] = []
+    for event in trace:
+        out += [o for o in engine.process(event) if isinstance(o, Alert)]
+    return out
+
+
+def detours(trace: list[Any], policy: str = ONLY) -> list[Alert]:
+    return [a for a in run(trace, policy) if a.signal == "setup-detour"]
+
+
+# A repair going nowhere: eight different machine-work commands, three of them failing.
+REPAIR: list[tuple[str, str | None]] = [
+    ("sudo apt-get update", None),
+    ("sudo apt-get install -y default-jdk", "E: Unable to locate package default-jdk"),
+    ("ping -c 1 8.8.8.8", "EXECUTION TIMED OUT"),
+    ("sudo sed -i 's/archive/old-releases/' /etc/apt/sources.list", None),
+    ("sudo apt-get update", None),
+    ("which java", None),
+    ("sudo apt-get install -y openjdk-17-jdk", "EXECUTION TIMED OUT"),
+    ("export JAVA_HOME=/usr/lib/jvm/default", None),
+]
+
+
+def repair_trace(steps: list[tuple[str, str | None]] = REPAIR) -> list[Any]:
+    trace: list[Any] = []
+    for command, error in steps:
+        trace += [sh(command), fail(error) if error else ok("Reading package lists... Done")]
+    return trace
+
+
+# ----------------------------------------------------------------------- classification
+
+
+@pytest.mark.parametrize(
+    ("action", "command", "kind"),
+    [
+        ("apt-get install", "sudo apt-get install -y maven", MACHINE),
+        ("pip install", "pip install pytest", MACHINE),
+        ("ping", "ping -c 1 example.org", MACHINE),
+        ("systemctl restart", "systemctl restart networking", MACHINE),
+        ("which", "which javac", MACHINE),
+        ("export", "export PATH=$PATH:/opt/jdk/bin", MACHINE),
+        ("java", "java -version", MACHINE),
+        ("mvn", "mvn --version", MACHINE),
+        ("find", "find / -name javac 2>/dev/null", MACHINE),
+        ("ls", "ls /usr/lib/jvm", MACHINE),
+        ("cat", "cat /etc/resolv.conf", MACHINE),
+        ("nano", "sudo nano /etc/apt/sources.list", MACHINE),
+        ("rm", "sudo rm -rf /var/cache/apt/archives/lock", MACHINE),
+        ("echo", "echo nameserver 8.8.8.8 > /etc/resolv.conf", MACHINE),
+        ("echo", "echo $JAVA_HOME", NEUTRAL),
+        ("pwd", "pwd", NEUTRAL),
+        ("", "# install the JDK here", NEUTRAL),
+        ("", "", NEUTRAL),
+        ("python", "python -m pytest tests/", TASK),
+        ("grep", "grep -rn parse_config src/", TASK),
+        ("find", "find . -name '*.java'", TASK),
+        ("ls", "ls src/main/java", TASK),
+        ("cat", "cat README.md", TASK),
+        ("java", "java Reproduce.java", TASK),
+        ("git diff", "git diff", TASK),
+        ("ls", "ls /home/dev/project", TASK),
+    ],
+)
+def test_classification(action: str, command: str, kind: int) -> None:
+    assert classify(action, command, PROGRAMS) == kind
+
+
+def test_programs_come_from_the_policy() -> None:
+    assert classify("kubectl apply", "kubectl apply -f x.yaml", PROGRAMS) == TASK
+    assert classify("kubectl apply", "kubectl apply -f x.yaml", frozenset({"kubectl"})) == MACHINE
+
+
+# ----------------------------------------------------------------------- the rule
+
+
+def test_eight_machine_calls_three_failing_trip_once_as_critical() -> None:
+    trace = repair_trace()
+    assert detours(trace[:-2]) == []  # seven calls: not yet
+    got = detours(trace + repair_trace())  # and the stretch goes on: still one alert
+    assert len(got) == 1
+    alert = got[0]
+    assert alert.severity == "critical"
+    assert alert.scope == "session"
+    assert alert.detail["count"] == 8
+    assert alert.detail["failures"] == 3
+    assert "export" in alert.reason and "3 of them failed" in alert.reason
+    assert len(alert.detail["actions"]) <= 3
+
+
+def test_a_trip_halts_under_enforce() -> None:
+    outputs: list[Any] = []
+    engine = Engine(parse_policy_set('disabled_signals = ["tool-failure-streak"]\n'))
+    engine.process(TurnStart(session="d"))
+    for event in repair_trace():
+        outputs += engine.process(event)
+    assert any(getattr(o, "signal", None) == "setup-detour" for o in outputs)
+    assert engine.sessions["d"].halted_by == ("watchdog",)
+
+
+def test_successful_provisioning_is_not_a_detour() -> None:
+    steps = [(command, None) for command, _ in REPAIR] * 3
+    assert detours(repair_trace(steps)) == []
+
+
+def test_the_failure_may_come_last() -> None:
+    steps = [(c, None) for c, _ in REPAIR[:5]] + [(c, "timed out") for c, _ in REPAIR[5:]]
+    got = run(repair_trace(steps))
+    assert [a.signal for a in got] == ["setup-detour"]
+    assert got[0].detail["failures"] == 3
+
+
+def test_task_work_ends_the_stretch_and_rearms() -> None:
+    trace = [*repair_trace(REPAIR[:6]), sh("python -m pytest -x"), fail("1 failed")]
+    trace += repair_trace(REPAIR[:6])
+    assert detours(trace) == []  # two stretches of six
+    assert len(detours([*repair_trace(), sh("git status"), ok("clean"), *repair_trace()])) == 2
+
+
+def test_a_call_to_another_tool_ends_the_stretch() -> None:
+    edit = ToolCall(session="d", tool="edit_file", args={"path": "a.py", "text": "x"})
+    trace = [*repair_trace(REPAIR[:5]), edit, ToolResult(session="d", tool="edit_file", result="ok")]
+    assert detours(trace + repair_trace(REPAIR[5:])) == []
+
+
+def test_neutral_commands_neither_extend_nor_end_the_stretch() -> None:
+    trace: list[Any] = []
+    for command, error in REPAIR[:7]:
+        trace += [sh(command), fail(error) if error else ok("ok"), sh("echo $PATH"), ok("/usr/bin")]
+    assert detours(trace) == []  # seven machine calls among seven echoes
+    got = detours([*trace, sh("# try the next mirror"), ok(""), sh("dpkg -l"), ok("ii ...")])
+    assert len(got) == 1 and got[0].detail["count"] == 8
+
+
+def test_a_search_of_the_system_that_finds_nothing_counts_as_a_failure() -> None:
+    roots = ["/usr", "/opt", "/usr/local", "/usr/lib", "/opt/java", "/", "/lib", "/usr/share"]
+    trace: list[Any] = []
+    for root in roots:
+        trace += [sh(f"find {root} -name javac 2>/dev/null"), ok("")]
+    got = detours(trace)
+    # it trips at the eighth call, before that call's own answer
+    assert len(got) == 1 and got[0].detail["failures"] == 7
+
+
+def test_a_result_is_credited_to_its_own_call() -> None:
+    # Results arrive by call id, out of order: each failure is the setup call's.
+    trace: list[Any] = []
+    for i, (command, _) in enumerate(REPAIR):
+        trace.append(sh(command, call_id=f"c{i}"))
+    for i, (_, error) in reversed(list(enumerate(REPAIR))):
+        trace.append(fail(error, call_id=f"c{i}") if error else ok("ok", call_id=f"c{i}"))
+    got = detours(trace)
+    assert len(got) == 1 and got[0].detail["failures"] == 3
+
+
+def test_min_failures_zero_needs_no_failure() -> None:
+    steps = [(command, None) for command, _ in REPAIR]
+    policy = ONLY + "[signals.setup-detour]\nmin_failures = 0\nthreshold = 5\n"
+    got = detours(repair_trace(steps), policy)
+    assert len(got) == 1 and got[0].detail["count"] == 5
+
+
+def test_exempt_tools_are_invisible() -> None:
+    policy = ONLY + '[signals.setup-detour]\nexempt_tools = ["bash"]\n'
+    assert detours(repair_trace(), policy) == []
+
+
+def test_config_errors_name_the_field() -> None:
+    with pytest.raises(PolicyError, match=r"signals\.setup-detour"):
+        parse_policy_set("[signals.setup-detour]\nthreshold = 4\nmin_failures = 6\n")
+    with pytest.raises(PolicyError, match=r"signals\.setup-detour\.threshold"):
+        parse_policy_set("[signals.setup-detour]\nthreshold = 1\n")
+
+
+def test_hand_built_config_is_clamped() -> None:
+    signal = SetupDetour(SetupDetour.Config(threshold=4, min_failures=9))
+    assert signal.min_failures == 4
+
+
+# ----------------------------------------------------------------------- state
+
+
+def test_state_round_trips_through_a_snapshot() -> None:
+    engine = Engine(parse_policy_set(ONLY))
+    engine.process(TurnStart(session="d"))
+    for event in repair_trace(REPAIR[:6]):
+        engine.process(event)
+    data = engine.snapshot("d")
+    assert data is not None
+    restored = Engine(parse_policy_set(ONLY))
+    restored.restore("d", data)
+    tail = repair_trace(REPAIR[6:])
+    first = [o for e in tail for o in engine.process(e) if isinstance(o, Alert)]
+    second = [o for e in tail for o in restored.process(e) if isinstance(o, Alert)]
+    assert [a.signal for a in first] == [a.signal for a in second] == ["setup-detour"]
+
+
+def test_fresh_state_encodes_to_its_tag_alone() -> None:
+    assert msgspec.json.encode(SetupDetourState()) == b'{"type":"setup-detour"}'
+
+
+COMMANDS = st.sampled_from([c for c, _ in REPAIR] + ["echo hi", "pwd", "python -m pytest",
+                                                      "git diff", "cat src/app.py"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(COMMANDS, st.booleans()), max_size=60))
+def test_alerts_match_a_reference_count(steps: list[tuple[str, bool]]) -> None:
+    """The signal agrees with a direct count over the classified stretch, whatever the mix."""
+    expected = 0
+    run_length = failures = 0
+    reported = False
+    trace: list[Any] = []
+    for command, failed in steps:
+        trace += [sh(command), fail("boom") if failed else ok("fine")]
+        kind = classify(SetupDetourProbe.action(command), command, PROGRAMS)
+        if kind == TASK:
+            run_length = failures = 0
+            reported = False
+        elif kind == MACHINE:
+            run_length += 1
+            failures += failed
+            if not reported and run_length >= 8 and failures >= 3:
+                reported = True
+                expected += 1
+    assert len(detours(trace)) == expected
+
+
+class SetupDetourProbe:
+    """The action the watchdog derives for a shell command (signals/facts.py)."""
+
+    @staticmethod
+    def action(command: str) -> str:
+        from streamguard.signals.facts import shell_facts
+
+        return shell_facts(command).action
