@@ -101,14 +101,18 @@ NEUTRAL_PROGRAMS = frozenset({
     "", "echo", "printf", "cd", "pwd", "env", "printenv", "source", ".", "whoami", "id",
     "uname", "hostname", "date", "true", ":", "sleep", "clear",
 })
-# A listing, search or read of the system's roots (not the project's tree, nor $HOME).
+# A listing, search or read of the system's roots (not the project's tree, nor $HOME),
+# for the programs that list, search or read.
+_LOOKING = frozenset({"find", "ls", "cat", "head", "tail", "du", "tree", "stat"})
 _SYSTEM_ROOTS = re.compile(
-    r"(?:^|[\s;&|(])(?:find|ls|locate|cat|head|tail|du|tree|stat)\s+(?:-\S+\s+)*['\"]?"
+    r"(?:^|[\s;&|(])(?:find|ls|cat|head|tail|du|tree|stat)\s+(?:-\S+\s+)*['\"]?"
     r"/(?:usr|opt|lib|lib64|etc|Library|Applications|System|snap|nix)?(?=[/\s'\"]|$)"
 )
 # A command run as root, or one that names the system's configuration (``/etc/...``).
 _AS_ROOT_OR_ETC = re.compile(r"(?:^|[;&|\n(]\s*)sudo\s|(?:^|[\s'\"=>])/etc/")
 _VERSION_CHECK = re.compile(r"\s*(?:sudo\s+)?\S+\s+(?:-version|--version|-v|-V|version)\s*")
+VERSION_LIMIT = 80
+"""Longest command line read as a bare version check."""
 
 MACHINE, NEUTRAL, TASK = 1, 0, -1
 OPEN_LIMIT = 8
@@ -126,8 +130,13 @@ def classify(action: str, command: str | None, programs: frozenset[str]) -> int:
         return MACHINE
     if command:
         text = command[:TEXT_LIMIT]
-        if (_AS_ROOT_OR_ETC.search(text) or _SYSTEM_ROOTS.search(text)
-                or _VERSION_CHECK.fullmatch(text)):
+        # The patterns run only where a C-level substring test says they can match:
+        # agents paste long text into commands, and a regex pass costs per character.
+        if ("sudo" in text or "/etc/" in text) and _AS_ROOT_OR_ETC.search(text):
+            return MACHINE
+        if program in _LOOKING and _SYSTEM_ROOTS.search(text):
+            return MACHINE
+        if len(text) <= VERSION_LIMIT and "v" in text and _VERSION_CHECK.fullmatch(text):
             return MACHINE
         if text.lstrip().startswith("#"):
             return NEUTRAL  # a comment runs nothing
