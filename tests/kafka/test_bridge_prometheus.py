@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import pytest
 
 from streamguard.kafka.broker import free_port
+from tests.deploy.conftest import prometheus_bin  # noqa: F401 (fixture)
 from tests.deploy.promql import RULES, dashboard_exprs, metric_names, recording_rules, substitute
 from tests.deploy.test_prometheus_e2e import Prometheus
 
@@ -75,14 +75,6 @@ class FleetPrometheus(Prometheus):
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
-
-
-@pytest.fixture(scope="module")
-def prometheus_bin() -> str:
-    path = shutil.which("prometheus")
-    if path is None:
-        pytest.skip("`prometheus` is not installed (Debian: apt-get install -y --no-install-recommends prometheus)")
-    return path
 
 
 def bridge_row() -> list[tuple[str, str]]:
