@@ -17,17 +17,28 @@ event of each session in turn (round-robin, in sorted order), through one
 Each session is labelled by how its run ended, never by its events
 (:func:`label_of`, the one place that maps a source's end label):
 
-* ``normal``: the agent finished (SWE-agent ``submitted``, mini-SWE-agent
-  ``Submitted``, tau2 ``user_stop`` / ``agent_stop``, Who&When and AgentDojo
+* ``normal``: the agent finished (SWE-agent ``submitted`` and the agent's own
+  ``exit_command`` / ``exit_forfeit``, mini-SWE-agent ``Submitted``, tau-bench
+  and tau2 ``user_stop`` / ``agent_stop``, Who&When and AgentDojo
   ``finished``). An alert here is a false alarm, or a loop the agent got out of;
 * ``budget``: the harness stopped the run for its budget (``exit_cost``,
-  ``submitted (exit_cost)``, ``exit_context``, ``max_rounds``, ``max_time``,
-  ``max_steps``, ``LimitsExceeded``). Not always a loop: a slow honest run
-  also runs out;
-* ``api_failure``: the model's API failed (``RateLimitError``,
-  ``InternalServerError``...): neither;
+  ``exit_context``, ``exit_total_execution_time``, ``max_rounds``,
+  ``max_time``, ``max_steps``, tau2 ``timeout`` / ``too_many_errors`` /
+  ``context_window_exceeded``, ``LimitsExceeded``, ``TimeExceeded``,
+  ``ContextWindowExceededError``). Not always a loop: a slow honest run also
+  runs out;
+* ``api_failure``: the model's API or its infrastructure failed
+  (``RateLimitError``, ``InternalServerError``, ``exit_api``, tau2
+  ``infrastructure_error``, Claude Code ``api_error``...): neither;
 * ``unknown``: no label (Claude Code, runs without an exit status) or one not
-  listed above.
+  listed above, among them the stops that are neither a budget nor the API:
+  format failures (``exit_format``, ``RepeatedFormatError``, tau2
+  ``agent_error``), harness or environment errors (``exit_error``,
+  ``exit_environment_error``, ``exit_command_timeout``, ``early_exit``),
+  ``skipped``, ``interrupted``.
+
+SWE-agent's ``submitted (X)`` (the harness stopped the run for X, then
+submitted the patch so far) is labelled as X is.
 
 Figures, per source and overall: for normal endings, the sessions with any
 alert and with any critical alert, by signal; for budget stops, the sessions
@@ -55,6 +66,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -83,36 +95,62 @@ LABELS = (NORMAL, BUDGET, API_FAILURE, UNKNOWN)
 # case-insensitively) to the bench's label. Anything not listed is unknown.
 _END_LABELS: dict[str, str] = {
     # the agent finished
-    "submitted": NORMAL,
-    "finished": NORMAL,
-    "user_stop": NORMAL,
+    "submitted": NORMAL,  # SWE-agent, mini-SWE-agent
+    "finished": NORMAL,  # Who&When, AgentDojo
+    "user_stop": NORMAL,  # tau-bench, tau2
     "agent_stop": NORMAL,
+    "exit_command": NORMAL,  # SWE-agent 1.x: the agent typed `exit`
+    "exit_forfeit": NORMAL,  # SWE-agent: the agent gave up
     # the harness stopped it for its budget
-    "exit_cost": BUDGET,
-    "submitted (exit_cost)": BUDGET,
+    "exit_cost": BUDGET,  # SWE-agent
     "exit_context": BUDGET,
-    "submitted (exit_context)": BUDGET,
-    "max_rounds": BUDGET,
+    "exit_total_execution_time": BUDGET,
+    "max_rounds": BUDGET,  # Who&When
     "max_time": BUDGET,
-    "max_steps": BUDGET,
-    "limitsexceeded": BUDGET,
-    # the model's API failed
+    "max_steps": BUDGET,  # tau-bench, tau2
+    "too_many_errors": BUDGET,  # tau2: its max_errors limit on failed tool calls
+    "context_window_exceeded": BUDGET,  # tau2
+    "limitsexceeded": BUDGET,  # mini-SWE-agent: step or cost limit
+    "timeexceeded": BUDGET,  # mini-SWE-agent 2.x: wall-clock limit
+    "contextwindowexceedederror": BUDGET,  # mini-SWE-agent: the model's exception class
+    "budgetexceedederror": BUDGET,
+    # the model's API (or the run's infrastructure) failed
     "ratelimiterror": API_FAILURE,
     "internalservererror": API_FAILURE,
     "apierror": API_FAILURE,
     "apiconnectionerror": API_FAILURE,
     "apitimeouterror": API_FAILURE,
     "serviceunavailableerror": API_FAILURE,
-    "exit_api": API_FAILURE,
-    "submitted (exit_api)": API_FAILURE,
+    "badrequesterror": API_FAILURE,
+    "authenticationerror": API_FAILURE,
+    "permissiondeniederror": API_FAILURE,
+    "notfounderror": API_FAILURE,
+    "overloadederror": API_FAILURE,
+    "contentpolicyviolationerror": API_FAILURE,
+    "apiresponsevalidationerror": API_FAILURE,
+    "exit_api": API_FAILURE,  # SWE-agent: the model's retries ran out
+    "infrastructure_error": API_FAILURE,  # tau2
+    "api_error": API_FAILURE,  # Claude Code: the session ended on an API error notice
 }
+# Labels whose case tells two harnesses apart: tau2's `timeout` is its simulation
+# time limit; mini-SWE-agent's `Timeout` is the model client's exception class.
+_CASED_END_LABELS: dict[str, str] = {"timeout": BUDGET, "Timeout": API_FAILURE}
+# SWE-agent's "submitted (exit_cost)": stopped for exit_cost, then autosubmitted.
+_AUTOSUBMITTED = re.compile(r"submitted \((.+)\)", re.IGNORECASE)
 
 
 def label_of(ended: str | None) -> str:
-    """The bench label of a session whose source says it ended ``ended``."""
+    """The bench label of a session whose source says it ended ``ended``
+    (``submitted (X)`` is labelled as X is)."""
     if ended is None:
         return UNKNOWN
-    return _END_LABELS.get(ended.strip().lower(), UNKNOWN)
+    ended = ended.strip()
+    autosubmitted = _AUTOSUBMITTED.fullmatch(ended)
+    if autosubmitted:
+        ended = autosubmitted.group(1).strip()
+    if ended in _CASED_END_LABELS:
+        return _CASED_END_LABELS[ended]
+    return _END_LABELS.get(ended.lower(), UNKNOWN)
 
 
 class Corpus:

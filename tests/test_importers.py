@@ -368,3 +368,236 @@ def test_failures_raise_without_a_handler_and_unknown_files_in_folders_are_skipp
         read_sessions("openai-chat", tmp_path / "broken.json")
     with pytest.raises(ValueError, match="unknown format"):
         read_sessions("nope", tmp_path / "results.json")
+
+
+# --------------------------------------------------------------------------- format variants across versions
+
+
+def write_json(path: Path, document: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_swe_agent_1x_errors_are_read_under_the_observation_template_and_the_harness_exit_is_dropped():
+    session = only("swe-agent", "swe-agent/run-1x-fc/acme__widgets-11.traj")
+    assert session.ended == "submitted (exit_cost)" and session.extra["harness_steps_dropped"] == 1
+    # exit_forfeit is a tool the model called: 1.x writes its own exits as no call at all.
+    assert [(c.tool, c.call_id) for c in calls(session)] == [("bash", "call_1"), ("bash", "call_2"), ("exit_forfeit", "call_3")]
+    assert [r.error for r in results(session)] == [None, "bash: javac: command not found", None]
+    assert results(session)[0].result == "OBSERVATION:\nWidget.java"  # what the model was shown
+    assert "Exit due to cost limit" not in texts(session)  # the harness's words, not the model's
+
+
+def test_swe_agent_1x_text_actions_make_no_call_for_steps_no_shell_ran():
+    session = only("swe-agent", "swe-agent/run-1x-text/acme__widgets-12.traj")
+    assert session.extra["format_version"] == "1.x"
+    assert session.ended == "submitted (exit_context)"
+    # An unparsed reply and a refused action ran nothing; the harness's exit step is dropped.
+    assert [c.args["command"] for c in calls(session)] == ["cat src/Widget.java"]
+    assert session.extra["unexecuted_steps"] == 2 and session.extra["harness_steps_dropped"] == 1
+    assert texts(session) == ["I am not sure what to do.", "Edit interactively.", "Read it instead."]
+
+
+def test_swe_agent_0x_empty_action_runs_nothing(tmp_path: Path):
+    steps = [
+        {"action": "ls", "observation": "a.py", "thought": "List."},
+        {"action": "\n", "observation": "", "thought": "DISCUSSION\nno command given"},
+        {"action": "exit_cost", "observation": "Exited (autosubmitted)", "thought": "Exit due to cost limit"},
+    ]
+    path = write_json(tmp_path / "r" / "x__y-1.traj", {"trajectory": steps, "info": {"exit_status": "submitted (exit_cost)"}})
+    session = read_sessions("swe-agent", path)[0]
+    assert [c.args["command"] for c in calls(session)] == ["ls"]
+    assert session.extra == {"format_version": "0.x", "harness_steps_dropped": 1, "unexecuted_steps": 1}
+    assert texts(session) == ["List.", "DISCUSSION\nno command given"]
+
+
+def test_swe_agent_retry_loop_files(tmp_path: Path):
+    attempt = {"trajectory": [{"action": "ls", "observation": "a.py", "thought": "t"}], "history": [], "info": {"exit_status": "submitted"}}
+    second = {"trajectory": [{"action": "pwd", "observation": "/repo", "thought": "t"}], "history": [], "info": {}}
+    chosen = write_json(tmp_path / "run" / "a__b-1.traj", {"attempts": [attempt, second], **attempt})
+    assert [c.args["command"] for c in calls(read_sessions(None, chosen)[0])] == ["ls"]
+    # Saved before the loop chose an attempt: only ``attempts``, the last one still running.
+    running = write_json(tmp_path / "run" / "a__b-2.traj", {"attempts": [attempt, second]})
+    assert detect_format(running) == "swe-agent"
+    session = read_sessions(None, running)[0]
+    assert [c.args["command"] for c in calls(session)] == ["pwd"] and session.ended is None
+
+
+def test_mini_swe_agent_2x_text_model_uses_the_harness_parse_and_recorded_return_codes():
+    session = only("mini-swe-agent", "mini-swe-agent/run-c/acme__widgets-13.traj.json")
+    assert session.ended == "LimitsExceeded"  # info.exit_status unset: the exit message says
+    assert [(c.args, c.call_id) for c in calls(session)] == [({"command": "ls"}, "message-3"), ({"command": "python widget.py"}, "message-5")]
+    # The second observation uses another template: its recorded fields give the result.
+    assert [(r.result, r.error) for r in results(session)] == [
+        ("widget.py\n", None),
+        ("Traceback (most recent call last):\nNameError: green\n", "exit code 1"),
+    ]
+    assert session.extra["harness_messages"] == 0
+    assert calls(session)[0].ts == 1700000100.0
+
+
+@pytest.mark.parametrize(
+    ("text", "blocks"),
+    [
+        ("```bash\nls\n```", ["ls"]),
+        ("```mswea_bash_command\nls -la\n```", ["ls -la"]),
+        ("<bash_code>cat a</bash_code>", ["cat a"]),
+        ("<mswea_bash_command>\npwd\n</mswea_bash_command>", ["pwd"]),
+        ("```python\nprint(1)\n```", []),
+        ("```bash\nls\n```\n```bash\npwd\n```", ["ls", "pwd"]),
+    ],
+)
+def test_mini_swe_agent_action_formats(text: str, blocks: list[str]):
+    from streamguard.importers.mini_swe_agent import action_blocks
+
+    assert action_blocks(text) == blocks
+
+
+def test_mini_swe_agent_responses_api_items_are_messages_calls_and_results():
+    session = only("mini-swe-agent", "mini-swe-agent/run-d/acme__widgets-14.traj.json")
+    assert session.ended == "Submitted" and session.agent == "mini-swe-agent/openai/test-resp"
+    assert [(c.args, c.call_id) for c in calls(session)] == [
+        ({"command": "grep -rn red ."}, "call_r1"),
+        ({"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}, "call_r2"),
+    ]
+    assert [(r.call_id, r.result, r.error) for r in results(session)] == [("call_r1", "./widget.py:3: color = 'red'\n", None)]
+    assert texts(session, "reasoning") == ["Find the colour first."] and texts(session) == ["Searching."]
+    assert texts(session, "system") == ["No tool calls found in the response. Every response MUST include at least one tool call."]
+    usage = [(u.model, u.input_tokens, u.output_tokens, u.cost_usd) for u in session.events if isinstance(u, Usage)]
+    assert usage == [("test-resp-2025", 1200, 50, 0.005), ("test-resp-2025", 1400, 20, 0.005)]
+
+
+def test_mini_swe_agent_1x_submission_answers_the_last_command_and_message_stamps_are_times():
+    session = only("mini-swe-agent", "mini-swe-agent/run-e/acme__widgets-15.traj.json")
+    assert [(r.call_id, r.result, r.error) for r in results(session)] == [
+        ("message-3", "", None),
+        ("message-5", "diff --git a/widget.py", None),
+    ]
+    assert session.extra["harness_messages"] == 0
+    assert calls(session)[0].ts == 1700000301.0
+
+
+def test_claude_code_2x_bookkeeping_first_lines_api_error_and_system_subtypes():
+    path = FIXTURES / "claude-code" / "v2-session.jsonl"
+    assert detect_format(path) == "claude-code"  # the first records are a file snapshot and a queue operation
+    session = read_sessions(None, path)[0]
+    assert session.session == "5e1f0a2c-0000-4000-8000-000000000002" and session.agent == "claude-code/claude-test-2"
+    assert session.ended == "api_error"
+    assert [(r.tool, r.result, r.error) for r in results(session)] == [("Bash", "1 failed", "1 failed")]
+    assert texts(session, "reasoning") == ["Run pytest."] and texts(session) == []
+    # The local command echo is dropped; the compaction notice and the API error are the harness's.
+    assert texts(session, "system") == ["Conversation compacted", "API Error: 529 Overloaded"]
+    assert [(u.model, u.input_tokens, u.output_tokens) for u in session.events if isinstance(u, Usage)] == [
+        ("claude-test-2", 2010, 30)
+    ]
+
+
+def test_claude_code_subagent_transcript_is_its_own_session():
+    sid = "5e1f0a2c-0000-4000-8000-000000000002"
+    session = only("claude-code", f"claude-code/{sid}/subagents/agent-a1b2c3.jsonl")
+    assert session.session == f"{sid}/agent-a1b2c3" and session.extra["subagent"] is True
+    assert [(c.tool, c.call_id) for c in calls(session)] == [("Grep", "toolu_s1")]
+    assert [r.result for r in results(session)] == ["tests/test_w.py:3:def test_green"]
+
+
+def test_claude_code_detection_gives_up_on_a_foreign_jsonl(tmp_path: Path):
+    path = tmp_path / "other.jsonl"
+    path.write_text('{"type": "file-history-snapshot", "snapshot": {}}\n{"event": "click"}\n')
+    assert detect_format(path) is None
+
+
+def test_tau2_directory_format_simulation_files_and_their_index_is_skipped(tmp_path: Path):
+    run = tmp_path / "tau2-dir-run"
+    shutil.copytree(FIXTURES / "openai-chat" / "tau2-dir-run", run)
+    (run / "results.json").write_text(json.dumps({"info": {"agent_info": {"llm": "x"}}, "tasks": [],
+                                                  "simulation_index": [{"id": "sim-c", "task_id": "7", "trial": 0}]}))
+    skipped: list[str] = []
+    (session,) = list(iter_sessions(None, [tmp_path], on_skip=skipped.append))
+    assert [Path(p).name for p in skipped] == ["results.json"]
+    assert (session.session, session.agent, session.ended) == ("tau2-dir-run/sim-c", "tau2", "too_many_errors")
+    # A grouped tool message is one result per call.
+    assert [(c.tool, c.call_id) for c in calls(session)] == [("cancel_order", "c1"), ("cancel_order", "c2")]
+    assert [(r.call_id, r.error) for r in results(session)] == [("c1", "Order 1 not found"), ("c2", None)]
+
+
+def test_tau2_voice_simulation_is_refused_by_name(tmp_path: Path):
+    path = write_json(tmp_path / "simulations" / "v.json",
+                      {"id": "v", "task_id": "1", "termination_reason": "user_stop", "messages": [], "ticks": []})
+    assert len(read_sessions(None, path)) == 1  # an empty message list is still a simulation
+    path.write_text(json.dumps({"id": "v", "task_id": "1", "termination_reason": "user_stop", "messages": None, "ticks": [{}]}))
+    for format in ("openai-chat", None):
+        with pytest.raises(ImportFailure, match="full-duplex"):
+            read_sessions(format, path)
+
+
+def test_agentdojo_own_log_ids_thinking_and_end():
+    path = "openai-chat/agentdojo-runs/test-pipeline/workspace/user_task_3/important_instructions/injection_task_1.json"
+    session = only("openai-chat", path)
+    assert session.session == "test-pipeline/workspace/user_task_3/important_instructions/injection_task_1"
+    assert session.agent == "agentdojo/test-pipeline"
+    assert session.ended == "finished"  # no error, and the model answered without a tool call
+    assert session.extra == {"utility": True, "security": False}
+    assert texts(session, "reasoning") == ["Look at the calendar."]  # the redacted block is no text
+    assert texts(session) == ["Your meeting is in room 4."]
+    assert [(r.tool, r.result) for r in results(session)] == [("search_calendar", "Room 4")]
+
+
+def test_agentdojo_own_log_ending_on_a_tool_result_has_no_end_label(tmp_path: Path):
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": None,
+                "tool_calls": [{"function": "f", "args": {}, "id": "1"}]}, {"role": "tool", "content": "r", "tool_call_id": "1"}]
+    path = write_json(tmp_path / "none.json", {"suite_name": "s", "pipeline_name": "p", "user_task_id": "user_task_0",
+                                               "injection_task_id": None, "attack_type": None, "messages": messages, "error": None})
+    session = read_sessions("openai-chat", path)[0]
+    assert session.session == "p/s/user_task_0/none/none" and session.ended is None
+
+
+def test_tau_bench_react_calls_and_end_labels_from_info():
+    s1, s2 = read_sessions(None, FIXTURES / "openai-chat" / "react-gpt-test-0.0_range_0-2_user-gpt-test-llm_0101.json")
+    assert (s1.ended, s2.ended) == ("user_stop", "max_steps")
+    assert [(c.tool, c.args, c.call_id) for c in calls(s1)] == [("get_order_details", {"order_id": "R7"}, "message-3")]
+    assert [(r.call_id, r.result) for r in results(s1)] == [("message-3", '{"status": "delivered"}')]
+    assert texts(s1, "user") == ["Where is order R7?", "Thanks! ###STOP###"]  # no "API output:" as the user's words
+    assert [c.tool for c in calls(s2)] == ["get_order_details"]
+
+
+def test_tau_bench_errors_and_early_claude_agent_blocks(tmp_path: Path):
+    traj = [
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": "Cancel R1."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Checking."},
+                                          {"type": "tool_use", "id": "tu1", "name": "cancel", "input": {"id": "R1"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "cancelled"}]},
+    ]
+    results_list = [
+        {"task_id": 0, "reward": 0.0, "trial": 0, "info": {"error": "litellm.RateLimitError: slow down", "traceback": "..."}, "traj": []},
+        {"task_id": 1, "reward": 0.0, "trial": 0, "info": "Error: boom", "traj": traj},
+    ]
+    path = write_json(tmp_path / "tool-calling-x.json", results_list)
+    errored, early = read_sessions("openai-chat", path)
+    assert errored.ended == "RateLimitError" and early.ended == "error"
+    assert [(c.tool, c.args, c.call_id) for c in calls(early)] == [("cancel", {"id": "R1"}, "tu1")]
+    assert [(r.tool, r.result) for r in results(early)] == [("cancel", "cancelled")]
+    assert texts(early, "user") == ["Cancel R1."] and texts(early) == ["Checking."]
+
+
+def test_bench_labels_the_end_states_these_harnesses_write():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("detection_bench_labels", Path(__file__).resolve().parent.parent / "bench" / "detection.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    expected = {
+        bench.NORMAL: ["submitted", "Submitted", "exit_command", "user_stop", "agent_stop", "finished"],
+        bench.BUDGET: ["exit_cost", "submitted (exit_cost)", "submitted (exit_total_execution_time)", "exit_context",
+                       "LimitsExceeded", "TimeExceeded", "ContextWindowExceededError", "max_steps", "timeout",
+                       "too_many_errors", "context_window_exceeded", "max_rounds", "max_time"],
+        bench.API_FAILURE: ["exit_api", "submitted (exit_api)", "RateLimitError", "APIConnectionError", "Timeout",
+                            "infrastructure_error", "api_error", "InternalServerError"],
+        bench.UNKNOWN: ["exit_format", "submitted (exit_format)", "exit_error", "early_exit", "skipped",
+                        "RepeatedFormatError", "agent_error", "user_error", "interrupted", "terminated", "", None],
+    }
+    assert {label: [bench.label_of(x) for x in ends] for label, ends in expected.items()} == {
+        label: [label] * len(ends) for label, ends in expected.items()
+    }

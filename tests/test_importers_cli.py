@@ -31,8 +31,8 @@ def test_import_writes_contract_v1_lines_for_every_fixture(tmp_path: Path):
     lines = out.read_text().splitlines()
     events = [decode_agent_event(line) for line in lines]
     sessions = {e.session for e in events}
-    assert len(sessions) == 12  # every fixture session; tau2 file holds two
-    assert f"12 session(s), {len(lines)} event(s)" in proc.stderr
+    assert len(sessions) == 23  # every fixture session; the tau2 and tau-bench result files hold two each
+    assert f"23 session(s), {len(lines)} event(s)" in proc.stderr
 
 
 def test_import_with_an_explicit_format_to_stdout():

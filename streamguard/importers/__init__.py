@@ -66,13 +66,21 @@ def _decode_json(path: str, raw: bytes) -> Any:
 def _sniff(path: str, raw: bytes) -> tuple[str | None, Any]:
     """``(format, decoded data)``; format None when no importer recognises the file."""
     if path.endswith(".jsonl"):
+        # Newer Claude Code versions open a log with bookkeeping records (file
+        # snapshots, queue operations) that carry no session fields: look past them.
+        looked = 0
         for line in raw.splitlines():
-            if line.strip():
-                try:
-                    first = _json_decoder.decode(line)
-                except msgspec.DecodeError:
-                    return None, raw
-                return (claude_code.NAME if claude_code.sniff_record(first) else None), raw
+            if not line.strip():
+                continue
+            try:
+                record = _json_decoder.decode(line)
+            except msgspec.DecodeError:
+                return None, raw
+            if claude_code.sniff_record(record):
+                return claude_code.NAME, raw
+            looked += 1
+            if not claude_code.is_bookkeeping(record) or looked >= claude_code.SNIFF_RECORDS:
+                return None, raw
         return None, raw
     if not path.endswith((".traj", ".json")):
         return None, None

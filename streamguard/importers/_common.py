@@ -136,8 +136,14 @@ def non_negative_float(value: Any) -> float | None:
     return float(value) if value >= 0 else None
 
 
+#: Content blocks that are not the message's text: hidden thinking (read with
+#: :func:`reasoning_text`; a redacted block's "content" is an opaque blob).
+_NOT_TEXT_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
+
+
 def block_text(content: Any) -> str:
-    """The text of a message ``content``: a string, or a list of blocks with text parts."""
+    """The text of a message ``content``: a string, or a list of blocks with text parts
+    (thinking blocks are not its text)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -147,6 +153,8 @@ def block_text(content: Any) -> str:
         for block in content:
             if isinstance(block, str):
                 parts.append(block)
+            elif isinstance(block, dict) and block.get("type") in _NOT_TEXT_BLOCKS:
+                continue
             elif isinstance(block, dict):
                 # OpenAI/Anthropic blocks say "text"; AgentDojo's say "content".
                 value = block.get("text", block.get("content"))
@@ -158,6 +166,20 @@ def block_text(content: Any) -> str:
     if isinstance(content, dict):
         return block_text([content])
     return json.dumps(content, sort_keys=True, default=str)
+
+
+def reasoning_text(content: Any) -> str:
+    """The thinking blocks of a message ``content`` (Anthropic's ``thinking`` key,
+    AgentDojo's ``content``); redacted thinking has no readable text."""
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "thinking":
+            value = block.get("thinking", block.get("content"))
+            if isinstance(value, str):
+                parts.append(value)
+    return "\n".join(parts)
 
 
 def parse_arguments(raw: Any) -> Any:

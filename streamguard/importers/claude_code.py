@@ -24,7 +24,16 @@ One JSON record per line: ``type`` user / assistant / system / summary, with
 * Compaction summaries (``isCompactSummary``) and ``system`` notices are text
   with role ``system``. Meta records (``isMeta``), local command echoes
   (``<command-name>``, ``<local-command-stdout>``) and ``summary`` records (the
-  session's title, kept in ``extra["title"]``) are dropped.
+  session's title, kept in ``extra["title"]``) are dropped, as are the
+  bookkeeping records newer versions write (``file-history-snapshot``,
+  ``queue-operation``, ``custom-title``...), which may come first in the file.
+* An assistant record Claude Code writes itself when the API fails
+  (``isApiErrorMessage``, model ``<synthetic>``: "API Error: 529 ...") is text
+  with role ``system``, never the model speaking; when it is the session's last
+  word ``ended`` is ``"api_error"``.
+* A sub-agent's own transcript (``agent-<id>.jsonl``, every record a
+  sidechain) is that sub-agent's session: its records are mapped, and its id is
+  ``<sessionId>/agent-<agentId>``.
 """
 
 from __future__ import annotations
@@ -50,12 +59,24 @@ INTERRUPT_MARKER = "[Request interrupted by user"
 _LOCAL_COMMAND_PREFIXES = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>")
 
 
+#: Records newer versions write around the conversation; none of them is an event.
+BOOKKEEPING_TYPES = frozenset({"file-history-snapshot", "queue-operation", "custom-title", "summary"})
+#: How many leading bookkeeping records detection looks past before giving up.
+SNIFF_RECORDS = 50
+
+
 def sniff_record(record: Any) -> bool:
     return (
         isinstance(record, dict)
         and record.get("type") in ("user", "assistant", "summary", "system")
         and ("sessionId" in record or "leafUuid" in record or "parentUuid" in record)
     )
+
+
+def is_bookkeeping(record: Any) -> bool:
+    """A record Claude Code writes beside the conversation (file snapshots, queue
+    operations, titles): one that says nothing about the format on its own."""
+    return isinstance(record, dict) and record.get("type") in BOOKKEEPING_TYPES and "message" not in record
 
 
 def decode_lines(path: str, data: bytes) -> list[tuple[int, Any]]:
@@ -72,13 +93,20 @@ def decode_lines(path: str, data: bytes) -> list[tuple[int, Any]]:
 
 def parse(path: str, data: bytes) -> list[ImportedSession]:
     records = decode_lines(path, data)
+    for number, record in records:
+        require_dict(record, number, "line", "a record")
+    conversation = [r for _, r in records if r.get("type") in ("user", "assistant")]
+    # A sub-agent's own transcript: every conversation record is a sidechain.
+    subagent = bool(conversation) and all(r.get("isSidechain") for r in conversation)
     session: str | None = None
+    agent_id: str | None = None
     model = None
     last_record_of_message: dict[str, int] = {}
     for number, record in records:
-        record = require_dict(record, number, "line", "a record")
-        if record.get("isSidechain"):
+        if record.get("isSidechain") and not subagent:
             continue
+        if subagent and agent_id is None and isinstance(record.get("agentId"), str) and record["agentId"]:
+            agent_id = record["agentId"]
         if session is None and isinstance(record.get("sessionId"), str) and record["sessionId"]:
             session = record["sessionId"]
         message = record.get("message")
@@ -87,13 +115,20 @@ def parse(path: str, data: bytes) -> list[ImportedSession]:
                 model = message["model"]
             if isinstance(message.get("id"), str):
                 last_record_of_message[message["id"]] = number
-    session = session or PurePath(path).name.removesuffix(".jsonl")
+    stem = PurePath(path).name.removesuffix(".jsonl")
+    if subagent:
+        agent_name = f"agent-{agent_id}" if agent_id else stem
+        session = f"{session}/{agent_name}" if session else agent_name
+    session = session or stem
     builder = SessionBuilder(session, f"claude-code/{model}" if model else "claude-code")
     extra: dict[str, Any] = {"sidechain_records_dropped": 0}
+    if subagent:
+        extra["subagent"] = True
     last_word_interrupt = False
+    last_word_api_error = False
     for number, record in records:
         kind = record.get("type")
-        if record.get("isSidechain"):
+        if record.get("isSidechain") and not subagent:
             extra["sidechain_records_dropped"] += 1
             continue
         ts = parse_ts(record.get("timestamp"))
@@ -102,7 +137,9 @@ def parse(path: str, data: bytes) -> list[ImportedSession]:
                 extra.setdefault("title", record["summary"])
             continue
         if kind == "system":
-            builder.text(block_text(record.get("content")), role="system", ts=ts)
+            notice = block_text(record.get("content"))
+            if not record.get("isMeta") and not notice.lstrip().startswith(_LOCAL_COMMAND_PREFIXES):
+                builder.text(notice, role="system", ts=ts)
             continue
         if kind not in ("user", "assistant"):
             continue  # other record kinds carry no conversation
@@ -111,12 +148,19 @@ def parse(path: str, data: bytes) -> list[ImportedSession]:
         message = require_dict(record.get("message"), number, "line", "message")
         content = message.get("content")
         if kind == "assistant":
+            last_word_interrupt = False
+            if record.get("isApiErrorMessage"):
+                # Claude Code's own notice that the API call failed, not the model.
+                builder.text(block_text(content), role="system", ts=ts)
+                last_word_api_error = True
+                continue
+            last_word_api_error = False
             _assistant(builder, number, message, content, ts)
             message_id = message.get("id")
             if isinstance(message_id, str) and last_record_of_message.get(message_id) == number:
                 _usage(builder, message, ts)
-            last_word_interrupt = False
             continue
+        last_word_api_error = False
         if record.get("isCompactSummary"):
             builder.text(block_text(content), role="system", ts=ts)
             continue
@@ -145,7 +189,7 @@ def parse(path: str, data: bytes) -> list[ImportedSession]:
                     builder.turn_start(ts)
                 builder.text(block["text"], role="user", ts=ts)
                 last_word_interrupt = interrupt
-    ended = "interrupted" if last_word_interrupt else None
+    ended = "interrupted" if last_word_interrupt else "api_error" if last_word_api_error else None
     return [builder.finish(path, ended, extra)]
 
 

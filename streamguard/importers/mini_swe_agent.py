@@ -3,13 +3,22 @@
 ``messages[]`` of system/user/assistant (and, for tool-call models, ``tool``)
 messages, ``info{exit_status, model_stats, config}``.
 
-* Actions: an assistant's ``tool_calls`` (tool-call variant), or the single
-  fenced ``bash`` block of its text (text-action variant; an answer with no
-  block or several blocks is no call: the harness refuses it).
+* Actions: an assistant's ``tool_calls`` (tool-call variant); else the actions
+  the harness parsed (``extra.actions``, 2.x); else the single action block of
+  its text (1.x text variant: a fenced ``bash``/``sh``/``mswea_bash_command``
+  block or a ``<bash_code>``/``<mswea_bash_command>`` element; an answer with
+  no block or several is no call: the harness refuses it).
+* Responses-API models (2.x) write the model's whole response (``object:
+  "response"``, ``output[]`` items: ``message``, ``reasoning``,
+  ``function_call``) and answer with ``function_call_output`` items: read as
+  the same assistant message and tool results.
 * Results: the harness answers ``<returncode>N</returncode><output>…</output>``
   (a ``tool`` message, or the next user message in the text variant). A
   non-zero return code, an ``<exception>`` or a timeout notice is an error; the
-  result is the text inside ``<output>``.
+  result is the text inside ``<output>``. An observation in another template
+  is read from its recorded ``extra`` (``returncode``, ``raw_output``,
+  ``exception_info``). In 1.x the submitting command is answered by the
+  submission itself (no return code): that is its result.
 * Harness bookkeeping: a complaint about the answer's format ("No tool calls
   found", "Please always provide EXACTLY ONE action", any user message the
   harness marks with ``extra.interrupt_type``) is mapped to a ``text`` event with
@@ -39,7 +48,12 @@ from ._common import (
 NAME = "mini-swe-agent"
 SUFFIXES = (".traj.json",)
 
-_BASH_BLOCK = re.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.DOTALL)
+# The action formats mini-SWE-agent's configurations parse (1.x ``bash`` blocks,
+# 2.x ``mswea_bash_command`` blocks, and the XML-style variants of both).
+_ACTION_BLOCKS = (
+    re.compile(r"```(?:bash|sh|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL),
+    re.compile(r"<(bash_code|mswea_bash_command)>(.*?)</\1>", re.DOTALL),
+)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.DOTALL)
 _EXCEPTION = re.compile(r"<exception>(.*?)</exception>", re.DOTALL)
@@ -75,6 +89,60 @@ def harness_reply(text: str) -> tuple[str, str | None] | None:
     return output, (f"exit code {rc}" if rc != 0 else None)
 
 
+def action_blocks(text: str) -> list[str]:
+    """The action blocks of a text-variant answer, in every format the harness parses."""
+    found = _ACTION_BLOCKS[0].findall(text)
+    found += [body for _, body in _ACTION_BLOCKS[1].findall(text)]
+    return [block.strip("\n") for block in found]
+
+
+def _structured_reply(extra: dict[str, Any]) -> tuple[str, str | None] | None:
+    """``(output, error)`` from an observation's recorded fields (2.x), or None."""
+    if "returncode" not in extra:
+        return None
+    output = extra.get("raw_output")
+    exception = extra.get("exception_info")
+    rc = extra.get("returncode")
+    if isinstance(exception, str) and exception.strip():
+        error: str | None = exception.strip()
+    elif isinstance(rc, int) and not isinstance(rc, bool) and rc != 0:
+        error = f"exit code {rc}"
+    else:
+        error = None
+    return (output if isinstance(output, str) else ""), error
+
+
+def _response_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A Responses-API entry as the chat message it stands for."""
+    if message.get("object") == "response":
+        texts, reasoning, calls = [], [], []
+        for item in message.get("output") or []:
+            if not isinstance(item, dict):
+                continue
+            kind = item.get("type")
+            if kind == "message":
+                texts.append(block_text(item.get("content")))
+            elif kind == "reasoning":
+                reasoning.append(block_text(item.get("summary")))
+            elif kind == "function_call":
+                call_id = item.get("call_id") or item.get("id")
+                calls.append({"id": call_id, "function": {"name": item.get("name"), "arguments": item.get("arguments")}})
+        usage = sub(message, "usage")
+        response = {"model": message.get("model"), "usage": {
+            "prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens")}}
+        return {
+            "role": "assistant",
+            "content": "\n".join(t for t in texts if t),
+            "reasoning_content": "\n".join(r for r in reasoning if r) or None,
+            "tool_calls": calls,
+            "extra": {**sub(message, "extra"), "response": response},
+        }
+    if message.get("type") == "function_call_output":
+        return {"role": "tool", "tool_call_id": message.get("call_id"), "content": message.get("output"),
+                "extra": sub(message, "extra")}
+    return message
+
+
 def parse(path: str, data: Any) -> list[ImportedSession]:
     doc = require_dict(data, None, "file", "the trajectory file")
     info = sub(doc, "info")
@@ -91,11 +159,17 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
     seen_task = False
     complaints = 0
     exit_status = info.get("exit_status")
+    if not (isinstance(exit_status, str) and exit_status.strip()):
+        exit_status = None  # unset (a run saved before it ended): the exit message may say
+    last_conversation = max(
+        (n for n, m in enumerate(messages, start=1) if isinstance(m, dict) and m.get("role") != "exit"), default=0
+    )
     for number, message in enumerate(messages, start=1):
-        message = require_dict(message, number, "messages", "a message")
+        message = _response_message(require_dict(message, number, "messages", "a message"))
         role = message.get("role")
         extra = sub(message, "extra")
-        ts = parse_ts(extra.get("timestamp"))
+        # 2.x stamps extra.timestamp; 1.x stamps the message itself.
+        ts = parse_ts(extra.get("timestamp", message.get("timestamp")))
         text = block_text(message.get("content"))
         if role == "system":
             continue
@@ -105,7 +179,11 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
                 builder.turn_start(ts)
                 builder.text(text, role="user", ts=ts)
                 continue
-            reply = harness_reply(text) if pending_text_call is not None else None
+            reply = None
+            if pending_text_call is not None and not extra.get("interrupt_type"):
+                reply = harness_reply(text) or _structured_reply(extra)
+                if reply is None and number == last_conversation and exit_status == "Submitted":
+                    reply = (text, None)  # 1.x: the submission answers the submitting command
             if reply is not None and pending_text_call is not None:
                 output, error = reply
                 builder.result("bash", output, call_id=pending_text_call, error=error, ts=ts)
@@ -133,7 +211,11 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
                     call_id = str(call["id"]) if call.get("id") is not None else None
                     builder.call(name, parse_arguments(function.get("arguments")), call_id=call_id, ts=ts)
             else:
-                blocks = _BASH_BLOCK.findall(text)
+                actions = extra.get("actions")
+                if isinstance(actions, list) and actions:  # 2.x: the harness's own parse
+                    blocks = [a["command"] for a in actions if isinstance(a, dict) and isinstance(a.get("command"), str)]
+                else:
+                    blocks = action_blocks(text)
                 if len(blocks) == 1:
                     pending_text_call = f"message-{number}"
                     builder.call("bash", {"command": blocks[0]}, call_id=pending_text_call, ts=ts)
@@ -148,12 +230,12 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
         elif role == "tool":
             call_id = message.get("tool_call_id")
             key = str(call_id) if call_id is not None else None
-            reply = harness_reply(text)
+            reply = harness_reply(text) or _structured_reply(extra)
             output, error = reply if reply is not None else (text, None)
             tool = builder.tool_of_call.get(key, "bash") if key else "bash"
             builder.result(tool, output, call_id=key, error=error, ts=ts)
         elif role == "exit":
-            if exit_status is None and isinstance(extra.get("exit_status"), str):
+            if exit_status is None and isinstance(extra.get("exit_status"), str) and extra["exit_status"].strip():
                 exit_status = extra["exit_status"]
         else:
             raise RecordError(number, f"unknown role {role!r}", "messages")
