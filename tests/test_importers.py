@@ -601,3 +601,15 @@ def test_bench_labels_the_end_states_these_harnesses_write():
     assert {label: [bench.label_of(x) for x in ends] for label, ends in expected.items()} == {
         label: [label] * len(ends) for label, ends in expected.items()
     }
+
+
+def test_openai_legacy_function_calls(tmp_path: Path):
+    messages = [
+        {"role": "user", "content": "Weather in Bern?"},
+        {"role": "assistant", "content": None, "function_call": {"name": "get_weather", "arguments": "{\"city\": \"Bern\"}"}},
+        {"role": "function", "name": "get_weather", "content": "sunny"},
+        {"role": "assistant", "content": "It is sunny."},
+    ]
+    session = read_sessions(None, write_json(tmp_path / "legacy.json", messages))[0]
+    assert [(c.tool, c.args) for c in calls(session)] == [("get_weather", {"city": "Bern"})]
+    assert [(r.tool, r.result) for r in results(session)] == [("get_weather", "sunny")]

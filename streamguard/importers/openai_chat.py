@@ -21,7 +21,8 @@ OpenAI's ``{id, function: {name, arguments}}``, tau2's ``{id, name,
 arguments}`` and AgentDojo's ``{id, function: "name", args}``; Anthropic-style
 ``tool_use`` content blocks (early tau-bench's Claude agent) are calls too. A
 ``tool`` message is the result of the call its ``tool_call_id`` (tau2: ``id``)
-names (tau2's grouped ``tool_messages``: each one); a user message's
+names (tau2's grouped ``tool_messages``: each one; a legacy ``function_call``
+is a call answered by a ``function`` message); a user message's
 ``tool_result`` blocks are results, not the user speaking. tau-bench's
 ReAct agents write their calls as text (``Action: {"name", "arguments"}``)
 answered by a user message the harness starts with ``API output:``: a call
@@ -305,13 +306,18 @@ def _messages(builder: SessionBuilder, messages: list[Any], where: str, model: s
                     raise RecordError(number, "a tool call has no function name", where)
                 call_id = str(call["id"]) if call.get("id") is not None else None
                 builder.call(name, args, call_id=call_id, ts=ts)
+            legacy = message.get("function_call")  # OpenAI's function calling before tool calls
+            if isinstance(legacy, dict) and not tool_calls:
+                if not isinstance(legacy.get("name"), str) or not legacy["name"]:
+                    raise RecordError(number, "a function_call has no name", where)
+                builder.call(legacy["name"], parse_arguments(legacy.get("arguments")), ts=ts)
             uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"] if isinstance(content, list) else []
             for block in uses:
                 if not isinstance(block.get("name"), str) or not block["name"]:
                     raise RecordError(number, "a tool_use block has no name", where)
                 call_id = str(block["id"]) if block.get("id") is not None else None
                 builder.call(block["name"], block.get("input"), call_id=call_id, ts=ts)
-            if not tool_calls and not uses and isinstance(content, str):
+            if not tool_calls and not uses and legacy is None and isinstance(content, str):
                 action = _react_action(content, messages[number] if number < len(messages) else None)
                 if action is not None:
                     react_call = f"message-{number}"
@@ -325,6 +331,8 @@ def _messages(builder: SessionBuilder, messages: list[Any], where: str, model: s
                 cost_usd=cost if cost else None,
                 ts=ts,
             )
+        elif role == "function":  # the legacy function call's answer, named by the function
+            _tool_result(builder, message, user_calls, ts)
         elif role == "tool":
             # tau2 groups parallel results as one message's ``tool_messages``.
             grouped = message.get("tool_messages")
