@@ -613,3 +613,16 @@ def test_openai_legacy_function_calls(tmp_path: Path):
     session = read_sessions(None, write_json(tmp_path / "legacy.json", messages))[0]
     assert [(c.tool, c.args) for c in calls(session)] == [("get_weather", {"city": "Bern"})]
     assert [(r.tool, r.result) for r in results(session)] == [("get_weather", "sunny")]
+
+
+def test_claude_code_shell_mode_echoes_are_neither_prompts_nor_calls(tmp_path: Path):
+    base = {"sessionId": "s-1", "parentUuid": None, "isSidechain": False, "timestamp": "2026-01-02T10:00:00Z"}
+    records = [
+        {**base, "type": "user", "message": {"role": "user", "content": "<bash-input>git status</bash-input>"}},
+        {**base, "type": "user", "message": {"role": "user", "content": "<bash-stdout>clean</bash-stdout><bash-stderr></bash-stderr>"}},
+        {**base, "type": "user", "message": {"role": "user", "content": "Commit it."}},
+    ]
+    path = tmp_path / "s-1.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    session = read_sessions(None, path)[0]
+    assert texts(session, "user") == ["Commit it."] and kinds(session).count("TurnStart") == 1

@@ -23,7 +23,8 @@ One JSON record per line: ``type`` user / assistant / system / summary, with
   no exit label).
 * Compaction summaries (``isCompactSummary``) and ``system`` notices are text
   with role ``system``. Meta records (``isMeta``), local command echoes
-  (``<command-name>``, ``<local-command-stdout>``) and ``summary`` records (the
+  (``<command-name>``, ``<local-command-stdout>``, the shell mode's
+  ``<bash-input>`` / ``<bash-stdout>``) and ``summary`` records (the
   session's title, kept in ``extra["title"]``) are dropped, as are the
   bookkeeping records newer versions write (``file-history-snapshot``,
   ``queue-operation``, ``custom-title``...), which may come first in the file.
@@ -56,7 +57,17 @@ CLAUDE_WINDOW = 200_000  # tokens: the window Claude Code runs claude-* models w
 SUFFIXES = (".jsonl",)
 
 INTERRUPT_MARKER = "[Request interrupted by user"
-_LOCAL_COMMAND_PREFIXES = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>")
+# Echoes of what the person ran themselves (slash commands, and the ``!`` shell
+# mode's ``<bash-input>``/``<bash-stdout>``): neither a prompt nor the agent's call.
+_LOCAL_COMMAND_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+)
 
 
 #: Records newer versions write around the conversation; none of them is an event.
