@@ -72,6 +72,19 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("make build && ./run_tests.sh", "make build", True, False),
         ("open src/Main.java 120", "open", False, False),
         ("search_dir parseConfig", "search_dir", False, True),
+        # wrappers and stage-setters around the program that does the work
+        ("source /opt/conda/bin/activate && conda activate testbed && python reproduce.py",
+         "python reproduce.py", False, False),
+        ("conda activate testbed", "conda activate", False, False),
+        ("conda run -n testbed --no-capture-output python -m pytest -x", "pytest", False, False),
+        ('bash -lc "grep -rn Foo src/"', "grep", False, True),
+        ("sh -c 'make test'", "make test", True, False),
+        ("sudo -u postgres psql -c 'select 1'", "psql", False, False),
+        ("timeout -s KILL 30 pytest -q", "pytest", False, False),
+        # comments and shebangs run nothing
+        ("# try again with the mirror\napt-get install -y maven", "apt-get install", True, False),
+        ("#!/bin/bash\nset -e\ngit status", "git status", False, False),
+        ("# only a note", "", False, False),
     ],
 )
 def test_shell_facts(command: str, action: str, write: bool, search: bool) -> None:

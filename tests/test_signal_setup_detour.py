@@ -21,6 +21,7 @@ from streamguard.signals.setup_detour import (
     SetupDetour,
     SetupDetourState,
     classify,
+    classify_tool,
 )
 
 # Warn mode keeps every detector running after an alert; the other signals that read
@@ -193,14 +194,117 @@ def test_a_search_of_the_system_that_finds_nothing_counts_as_a_failure() -> None
 
 
 def test_a_result_is_credited_to_its_own_call() -> None:
-    # Results arrive by call id, out of order: each failure is the setup call's.
+    # Three rounds of parallel calls; each round's results come back by call id in
+    # reverse order: each failure is still its own call's.
     trace: list[Any] = []
-    for i, (command, _) in enumerate(REPAIR):
-        trace.append(sh(command, call_id=f"c{i}"))
-    for i, (_, error) in reversed(list(enumerate(REPAIR))):
-        trace.append(fail(error, call_id=f"c{i}") if error else ok("ok", call_id=f"c{i}"))
+    for batch in (range(0, 3), range(3, 6), range(6, 8)):
+        trace += [sh(REPAIR[i][0], call_id=f"c{i}") for i in batch]
+        for i in reversed(batch):
+            error = REPAIR[i][1]
+            trace.append(fail(error, call_id=f"c{i}") if error else ok("ok", call_id=f"c{i}"))
     got = detours(trace)
     assert len(got) == 1 and got[0].detail["failures"] == 3
+
+
+def test_one_parallel_batch_of_lookups_is_a_survey_not_a_detour() -> None:
+    tools = ["node", "npm", "pnpm", "yarn", "docker", "psql", "redis-server", "javac"]
+    trace: list[Any] = [sh(f"which {tool}", call_id=f"w{i}") for i, tool in enumerate(tools)]
+    trace += [fail("exit status 1", call_id=f"w{i}") for i in range(len(tools))]
+    assert detours(trace) == []
+    # the same lookups one at a time, each answer read before the next: a hunt
+    sequential: list[Any] = []
+    for tool in tools:
+        sequential += [sh(f"which {tool}"), fail("exit status 1")]
+    assert len(detours(sequential)) == 1
+
+
+def test_a_repair_whose_last_step_worked_is_given_its_chance() -> None:
+    steps = [
+        ("pip install -r requirements.txt", "Error: pg_config executable not found"),
+        ("sudo apt-get update", None),
+        ("sudo apt-get install -y libpq", "E: Unable to locate package libpq"),
+        ("apt-cache search libpq", None),
+        ("sudo apt-get install -y libpq-dev", None),
+        ("which pg_config", "exit status 1"),
+        ("export PATH=$PATH:/usr/lib/postgresql/bin", None),
+        ("pip install -r requirements.txt", None),
+    ]
+    trace = [*repair_trace(steps), sh("python -m pytest -q"), ok("12 passed")]
+    assert detours(trace) == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "source /opt/miniconda3/bin/activate && conda activate testbed && python reproduce.py",
+        "conda run -n testbed python -m pytest tests/test_io.py",
+        "pytest -v tests/test_io.py",
+        "sudo docker compose exec api pytest",
+        "ls /usr/src/app/src",
+        "find /opt/app -name '*.test.js'",
+        "cat > deploy/app.service <<EOF\n[Service]\nEnvironmentFile=/etc/app/env\nEOF",
+    ],
+)
+def test_task_work_dressed_as_machine_work_ends_the_stretch(command: str) -> None:
+    action = SetupDetourProbe.action(command)
+    assert classify(action, command, PROGRAMS) == TASK
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'bash -lc "apt-get install -y maven"',
+        "# attempt 3: another mirror\napt-get install -y maven",
+        "java -version 2>&1 | head -1",
+        "node -v",
+        "command -v javac",
+        "type java",
+        "curl -sI http://archive.ubuntu.com/ubuntu/",
+        "wget --spider http://deb.example/",
+        "npm install --registry http://registry.example/",
+        "pip3.11 install requests",
+        "sudo rm -rf /var/lib/apt/lists/lock",
+    ],
+)
+def test_machine_work_in_other_spellings(command: str) -> None:
+    action = SetupDetourProbe.action(command)
+    assert classify(action, command, PROGRAMS) == MACHINE
+
+
+def test_an_argument_list_command_is_read_as_its_command_line() -> None:
+    call = ToolCall(session="d", tool="exec_command",
+                    args={"command": ["bash", "-lc", "apt-get install -y maven"]})
+    timed_out = ToolResult(session="d", tool="exec_command", error="EXECUTION TIMED OUT")
+    trace: list[Any] = []
+    for _ in range(8):
+        trace += [call, timed_out]
+    assert len(detours(trace)) == 1
+
+
+def test_code_for_an_interpreter_ends_the_stretch() -> None:
+    cell = ToolCall(session="d", tool="python", args={"code": "df = load('sales.csv')"})
+    trace: list[Any] = []
+    for command, error in REPAIR:
+        trace += [sh(command), fail(error) if error else ok("ok"),
+                  cell, ToolResult(session="d", tool="python", result="ok")]
+    assert detours(trace) == []
+
+
+def test_file_tools_on_the_system_configuration_are_machine_work() -> None:
+    edit = ToolCall(session="d", tool="Edit",
+                    args={"file_path": "/etc/apt/sources.list", "old_string": "a", "new_string": "b"})
+    todo = ToolCall(session="d", tool="TodoWrite", args={"todos": []})
+    assert classify_tool("Edit", edit.args) == MACHINE
+    assert classify_tool("Edit", {"file_path": "/home/dev/app/main.py"}) == TASK
+    assert classify_tool("TodoWrite", todo.args) == NEUTRAL
+    trace: list[Any] = []
+    for i, (command, error) in enumerate(REPAIR[:4]):
+        edited = (ToolResult(session="d", tool="Edit", error="String to replace not found")
+                  if i == 3 else ToolResult(session="d", tool="Edit", result="ok"))
+        trace += [sh(command), fail(error) if error else ok("ok"), todo,
+                  ToolResult(session="d", tool="TodoWrite", result="ok"), edit, edited]
+    got = detours(trace)
+    assert len(got) == 1 and got[0].detail["count"] == 8
 
 
 def test_min_failures_zero_needs_no_failure() -> None:
@@ -259,20 +363,24 @@ def test_alerts_match_a_reference_count(steps: list[tuple[str, bool]]) -> None:
     """The signal agrees with a direct count over the classified stretch, whatever the mix."""
     expected = 0
     run_length = failures = 0
-    reported = False
+    reported = last_failed = False
     trace: list[Any] = []
     for command, failed in steps:
         trace += [sh(command), fail("boom") if failed else ok("fine")]
         kind = classify(SetupDetourProbe.action(command), command, PROGRAMS)
         if kind == TASK:
             run_length = failures = 0
-            reported = False
+            reported = last_failed = False
         elif kind == MACHINE:
-            run_length += 1
-            failures += failed
-            if not reported and run_length >= 8 and failures >= 3:
-                reported = True
-                expected += 1
+            run_length += 1  # each call here follows an answer: a round of its own
+            for trip_on_result in (False, True):
+                if trip_on_result:
+                    failures += failed
+                    last_failed = failed
+                if (not reported and run_length >= 8 and failures >= 3 and last_failed
+                        and (failed or not trip_on_result)):
+                    reported = True
+                    expected += 1
     assert len(detours(trace)) == expected
 
 

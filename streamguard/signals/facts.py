@@ -29,7 +29,13 @@ Three more facts per call, all cheap and conservative in the same direction:
     ``search_dir``; or a tool the classification calls ``resolve``). A search
     that finds nothing fails with an answer, not with an error.
 ``action``
-    As above; the tool name for tools that are not command runners.
+    As above; the tool name for tools that are not command runners. The
+    program is found behind what only sets the stage or wraps it: environment
+    assignments, ``cd``, ``source``, ``export``, ``conda activate``; ``sudo -u
+    user``, ``timeout -s KILL 30``, ``env``, ``nohup``; ``bash -lc "..."`` and
+    ``sh -c '...'`` (an argument list such as ``["bash", "-lc", "..."]`` is
+    joined first); ``conda run -n env``. Comment lines and shebangs run
+    nothing and are skipped.
 
 Shell heuristic for writes: any segment of the command line (split at ``&&``,
 ``||``, ``;``, ``|`` and newlines) that runs a program which changes files or
@@ -69,7 +75,8 @@ _PATH_KEYS = ("path", "file_path", "file", "filename", "target")
 _SUBCOMMAND_PROGRAMS = frozenset({
     "git", "docker", "kubectl", "npm", "yarn", "pnpm", "cargo", "go", "pip", "pip3",
     "poetry", "mvn", "gradle", "./gradlew", "gradlew", "./mvnw", "mvnw", "helm", "apt",
-    "apt-get", "conda", "uv", "dotnet", "bundle", "systemctl", "gh", "terraform", "make",
+    "apt-get", "conda", "mamba", "micromamba", "uv", "dotnet", "bundle", "systemctl", "gh",
+    "terraform", "make",
     "rustup", "brew", "composer", "dnf", "yum", "django-admin", "manage.py", "tox", "nox",
 })
 # Segments that only set the stage; the action is the next segment.
@@ -77,6 +84,19 @@ _PRELUDE = frozenset({"cd", "source", ".", "export", "set", "unset", "pushd", "p
                       "echo", "printf", "sleep", "clear", ":"})
 _WRAPPERS = frozenset({"sudo", "time", "env", "nohup", "timeout", "nice", "stdbuf", "exec",
                        "command", "builtin"})
+# Wrapper options that take a value (`sudo -u postgres psql`: the program is psql).
+_WRAPPER_VALUE_FLAGS = {
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}),
+    "env": frozenset({"-u", "-C", "-S"}),
+    "timeout": frozenset({"-s", "-k"}),
+    "nice": frozenset({"-n"}),
+}
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+# `conda run -n env CMD` runs CMD; these of its options take a value.
+_ENV_RUNNERS = frozenset({"conda", "mamba", "micromamba"})
+_ENV_RUN_VALUE_FLAGS = frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})
+# `conda activate env` only sets the stage, like `source venv/bin/activate`.
+_ENV_PRELUDE_SUBCOMMANDS = frozenset({"activate", "deactivate"})
 _WRITE_PROGRAMS = frozenset({
     "tee", "patch", "cp", "mv", "rm", "rmdir", "touch", "mkdir", "ln", "chmod", "chown",
     "install", "truncate", "dd", "unzip", "tar", "gunzip", "make", "cmake", "javac", "gcc",
@@ -161,7 +181,8 @@ def _basename(token: str) -> str:
 
 
 def _program_tokens(tokens: list[str]) -> list[str]:
-    """Tokens from the program on: environment assignments and wrappers skipped."""
+    """Tokens from the program on: environment assignments, wrappers (``sudo -u x``,
+    ``timeout 30``), ``bash -lc "..."`` and ``conda run -n env`` skipped."""
     i, n = 0, len(tokens)
     while i < n:
         token = tokens[i]
@@ -172,8 +193,23 @@ def _program_tokens(tokens: list[str]) -> list[str]:
         if name in _WRAPPERS:
             i += 1
             # timeout 30 cmd / nice -n 5 cmd: skip the wrapper's own flags and numbers
+            takes_value = _WRAPPER_VALUE_FLAGS.get(name, frozenset())
             while i < n and (tokens[i].startswith("-") or tokens[i][:1].isdigit()):
-                i += 1
+                i += 2 if tokens[i] in takes_value else 1
+            continue
+        if name in _SHELLS and i + 1 < n and tokens[i + 1][:1] == "-" and "c" in tokens[i + 1][1:]:
+            # bash -lc "apt-get install x" (argument lists joined by spaces): the quoted command
+            tokens = tokens[i + 2 :]
+            if tokens:
+                tokens[0] = tokens[0].lstrip("'\"")
+                if not tokens[0]:
+                    del tokens[0]
+            i, n = 0, len(tokens)
+            continue
+        if name in _ENV_RUNNERS and i + 1 < n and tokens[i + 1] == "run":
+            i += 2
+            while i < n and tokens[i].startswith("-"):
+                i += 2 if tokens[i] in _ENV_RUN_VALUE_FLAGS else 1
             continue
         break
     return tokens[i:]
@@ -181,7 +217,7 @@ def _program_tokens(tokens: list[str]) -> list[str]:
 
 def _segment_action(tokens: list[str]) -> tuple[str, str]:
     """(program, sub-command or script) of one segment's tokens (program first)."""
-    program = _basename(tokens[0]).lower()
+    program = _basename(tokens[0].strip("'\"")).lower()
     rest = tokens[1:]
     if _PYTHON.match(program):
         program = "python"
@@ -209,7 +245,7 @@ def _first_word(tokens: list[str], skip_value: bool = False) -> str:
         if token.startswith("-"):
             skip = skip_value and token in ("-C", "-c")
             continue
-        return token.lower()
+        return token.lower().rstrip("'\"")  # the end of a quoted command (bash -c "make test")
     return ""
 
 
@@ -283,8 +319,8 @@ def shell_facts(text: str) -> CallFacts:
     fallback = ""
     for segment in _SEGMENT_SPLIT.split(head):
         tokens = _program_tokens(segment.split())
-        if not tokens:
-            continue
+        if not tokens or tokens[0][:1] == "#":
+            continue  # nothing, or a comment (a shebang too)
         program, sub = _segment_action(tokens)
         in_place = program in ("sed", "perl", "ruby") and _IN_PLACE.search(segment)
         if in_place or program in _WRITE_PROGRAMS:
@@ -295,8 +331,8 @@ def shell_facts(text: str) -> CallFacts:
                 write = True
         if program in _SEARCH_PROGRAMS or (program == "git" and sub == "grep"):
             search = search or not action  # the searched-for segment leads the line
-        if program in _PRELUDE:
-            fallback = fallback or program
+        if program in _PRELUDE or (program in _ENV_RUNNERS and sub in _ENV_PRELUDE_SUBCOMMANDS):
+            fallback = fallback or (f"{program} {sub}" if sub else program)
             continue
         if not action:
             action = f"{program} {sub}" if sub else program

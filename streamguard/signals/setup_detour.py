@@ -11,25 +11,40 @@ What it catches
     repetition to find, and the failure detectors see a debugging session. What
     is constant is *what the calls work on*: the machine, not the project.
 
-    Each command-runner call is sorted by what it runs (the call's action, see
-    :mod:`streamguard.signals.facts`, and its command line):
+    Each call is sorted by what it runs (for a command runner, the call's
+    action, see :mod:`streamguard.signals.facts`, which looks through ``sudo
+    -u x``, ``bash -lc "..."``, ``conda run -n env`` and comment lines, and
+    its command line):
 
     * *machine work*: a package manager (``apt-get``, ``yum``, ``pip``,
-      ``conda``, ``brew``...), service and network management (``systemctl``,
-      ``service``, ``ping``, ``ifconfig``, ``nslookup``...), a toolchain lookup
-      (``which``, ``whereis``, ``update-alternatives``, a bare version check
-      such as ``java -version``), an ``export``, a listing or search of the
-      system's roots (``find / ...``, ``ls /usr/lib/jvm``, ``cat
-      /etc/apt/sources.list``) or a write under ``/etc``;
-    * *neutral*: a command that says nothing either way (``echo``, ``pwd``,
-      ``env``, ``cd``, ``source``, ``whoami``, a comment, a command line with
-      no readable action): it neither extends nor ends the stretch;
-    * anything else (an editor command, a build, a test run, a ``grep`` in the
-      project, any call to a tool that is not a command runner) is work on the
-      task and ends the stretch.
+      ``conda``, ``brew``...; ``npm``, ``yarn``, ``poetry``, ``uv``, ``cargo``
+      and ``go`` when they install or configure packages), service and network
+      management (``systemctl``, ``service``, ``ping``, ``ifconfig``,
+      ``nslookup``, ``curl -I`` or ``wget --spider`` of a mirror...), a
+      toolchain lookup (``which``, ``command -v``, ``type``,
+      ``update-alternatives``, a bare version check such as ``java -version``;
+      ``-v`` only for programs where it means the version, not ``pytest -v``),
+      an ``export``, a listing or search of the system's roots (``find /``,
+      ``ls /usr/lib/jvm``; not ``/usr/src`` or ``/opt/app``, where projects
+      live in containers), any command naming the system's configuration or
+      package state (``/etc/...``, ``/var/cache/...``, ``/var/lib/apt``; before
+      a here-document, whose text may mention them), and a file tool's read or
+      edit of such a path (``Edit /etc/apt/sources.list``);
+    * *neutral*: what says nothing either way (``echo``, ``pwd``, ``env``,
+      ``cd``, ``source``, ``conda activate``, ``whoami``, a comment, a command
+      line with no readable action, a note-keeping tool such as
+      ``TodoWrite``): it neither extends nor ends the stretch;
+    * anything else (an editor command in the project, a build, a test run, a
+      ``grep`` in the project, code handed to an interpreter, ``sudo docker
+      compose exec api pytest``) is work on the task and ends the stretch.
 
     The signal trips on a stretch of ``threshold`` machine-work calls with no
-    task work between them, of which at least ``min_failures`` failed.
+    task work between them, of which at least ``min_failures`` failed, when
+    the stretch's latest answer is a failure and the stretch spans at least
+    three rounds (a call that follows an answer starts a new round): eight
+    ``which`` calls sent at once in one parallel batch are a survey, and a
+    repair whose last step just worked (the install went through) is given
+    its chance.
 
 Threshold: 8 calls, 3 of them failed (``threshold``, ``min_failures``)
     Installing a missing dependency is ordinary: an index update, an install,
@@ -83,65 +98,139 @@ from .facts import FLAG_SEARCH, command_text
 
 SIGNAL_ID = "setup-detour"
 TEXT_LIMIT = 1024
-"""Characters of a command line read for the system-root and version patterns."""
+"""Characters of a command line read for the path, probe and version patterns."""
 
 DEFAULT_PROGRAMS = (
     # package managers
     "apt", "apt-get", "aptitude", "apt-cache", "dpkg", "dpkg-deb", "add-apt-repository",
     "yum", "dnf", "rpm", "zypper", "apk", "pacman", "brew", "port", "snap", "flatpak",
-    "pip", "pip3", "conda", "mamba", "gem", "sdk", "jenv",
+    "pip", "pip3", "conda", "mamba", "micromamba", "gem", "sdk", "jenv", "pyenv", "nvm",
+    "rustup",
     # services and the network
     "systemctl", "service", "ping", "traceroute", "ifconfig", "ip", "nmcli", "nslookup",
-    "dig", "host", "netstat", "resolvconf",
+    "dig", "host", "netstat", "resolvconf", "systemd-resolve", "resolvectl", "ldconfig",
     # toolchain lookups and the environment
     "which", "whereis", "locate", "update-alternatives", "update-java-alternatives", "export",
-    "systemd-resolve", "resolvectl", "journalctl", "ldconfig",
 )
+# Sub-commands of language package managers that install or configure packages; their
+# other sub-commands (`npm test`, `cargo build`, `go vet`) are work on the project.
+MACHINE_SUBCOMMANDS = {
+    "npm": frozenset({"install", "i", "ci", "add", "uninstall", "cache", "config"}),
+    "yarn": frozenset({"install", "add", "cache", "config"}),
+    "pnpm": frozenset({"install", "i", "add", "store", "config"}),
+    "poetry": frozenset({"install", "add", "lock", "env", "config", "self"}),
+    "uv": frozenset({"pip", "sync", "add", "venv", "python", "tool"}),
+    "cargo": frozenset({"install"}),
+    "go": frozenset({"install", "get"}),
+}
 NEUTRAL_PROGRAMS = frozenset({
     "", "echo", "printf", "cd", "pwd", "env", "printenv", "source", ".", "whoami", "id",
-    "uname", "hostname", "date", "true", ":", "sleep", "clear",
+    "uname", "hostname", "date", "true", ":", "sleep", "clear", "conda activate",
+    "conda deactivate",
 })
-# A listing, search or read of the system's roots (not the project's tree, nor $HOME),
-# for the programs that list, search or read.
+# Tools (not command runners) that only keep the agent's notes: they say nothing either way.
+NEUTRAL_TOOLS = frozenset({"todowrite", "todoread", "think", "sequentialthinking"})
+_PATH_KEYS = ("file_path", "path", "file", "filename", "target", "notebook_path")
+
+# The system's roots, where a listing or a search looks for an installed tool. Not
+# the project's tree nor $HOME, and not the directories projects live in inside
+# containers (/usr/src/app, /opt/app): /opt only as itself or a toolchain's home.
+_ROOT = (
+    r"/(?:usr(?!/(?:local/)?src\b)|lib|lib64|etc|Library|Applications|System|snap|nix"
+    r"|opt(?=[\s'\"]|$|/(?:java|jdk|openjdk|homebrew|conda|miniconda|anaconda|local|hostedtoolcache)))?"
+    r"(?=[/\s'\"]|$)"
+)
 _LOOKING = frozenset({"find", "ls", "cat", "head", "tail", "du", "tree", "stat"})
 _SYSTEM_ROOTS = re.compile(
-    r"(?:^|[\s;&|(])(?:find|ls|cat|head|tail|du|tree|stat)\s+(?:-\S+\s+)*['\"]?"
-    r"/(?:usr|opt|lib|lib64|etc|Library|Applications|System|snap|nix)?(?=[/\s'\"]|$)"
+    r"(?:^|[\s;&|(])(?:find|ls|cat|head|tail|du|tree|stat)\s+(?:-\S+\s+)*['\"]?" + _ROOT
 )
-# A command run as root, or one that names the system's configuration (``/etc/...``).
-_AS_ROOT_OR_ETC = re.compile(r"(?:^|[;&|\n(]\s*)sudo\s|(?:^|[\s'\"=>])/etc/")
-_VERSION_CHECK = re.compile(r"\s*(?:sudo\s+)?\S+\s+(?:-version|--version|-v|-V|version)\s*")
+# The system's configuration and package state, named anywhere on a command line
+# (before a here-document: a unit file written into the project may mention /etc).
+_SYSTEM_PATH = re.compile(r"(?:^|[\s'\"=>:])/(?:etc|var/cache|var/lib/(?:apt|dpkg))/")
+# A bare version check (`java -version`, `node --version 2>&1 | head -1`); `-v` and
+# `-V` only for programs where they mean the version (`pytest -v` is verbose).
+_VERSION_CHECK = re.compile(
+    r"\s*(\S+)\s+(-version|--version|version|-v|-V)(?:\s+2>&1)?(?:\s*\|\s*(?:head|tail)\b[^|;&]*)?\s*"
+)
+_SHORT_VERSION_PROGRAMS = frozenset({
+    "java", "javac", "mvn", "node", "npm", "python", "python3", "go", "gcc", "g++", "clang",
+    "rustc", "cargo", "ruby", "perl", "php", "dotnet", "gradle", "make", "cmake", "git",
+})
 VERSION_LIMIT = 80
 """Longest command line read as a bare version check."""
+# Lookups of an installed program, and probes of a package mirror.
+_LOOKUP = re.compile(r"\s*(?:command\s+-v|type(?:\s+-[aPpt]+)?)\s+\S+")
+_NETWORK_PROBE = re.compile(
+    r"\bcurl\b[^|;&\n]*?\s(?:-[A-Za-z]*I[A-Za-z]*|--head)\b|\bwget\b[^|;&\n]*?\s--spider\b"
+)
 
 MACHINE, NEUTRAL, TASK = 1, 0, -1
 OPEN_LIMIT = 8
 """Machine-work calls in flight whose results are matched (parallel calls are few)."""
+MIN_ROUNDS = 3
+"""Separate decisions a stretch must span: a machine-work call counts as a new round
+when a result came back since the previous call. Eight lookups sent at once in
+one parallel batch are one survey of the machine, not a repair going round."""
+
+
+def _program_of(action: str) -> tuple[str, str]:
+    program, _, sub = action.partition(" ")
+    if program.startswith("pip") and program[3:].replace(".", "").isdigit():
+        program = "pip"  # pip3.11
+    return program, sub
 
 
 def classify(action: str, command: str | None, programs: frozenset[str]) -> int:
     """``MACHINE``, ``NEUTRAL`` or ``TASK`` for one command-runner call.
 
     ``action`` is the call's action (program and sub-command, ``""`` when it
-    cannot be read); ``command`` its command line, if any.
+    cannot be read); ``command`` its command line (``None``: the call carries
+    none, such as code handed to an interpreter, which is work on the task).
     """
-    program = action.split(" ", 1)[0]
+    if command is None:
+        return TASK
+    program, sub = _program_of(action)
     if program in programs:
         return MACHINE
-    if command:
-        text = command[:TEXT_LIMIT]
-        # The patterns run only where a C-level substring test says they can match:
-        # agents paste long text into commands, and a regex pass costs per character.
-        if ("sudo" in text or "/etc/" in text) and _AS_ROOT_OR_ETC.search(text):
+    subs = MACHINE_SUBCOMMANDS.get(program)
+    if subs is not None and sub in subs:
+        return MACHINE
+    text = command[:TEXT_LIMIT]
+    # The patterns run only where a C-level substring test says they can match:
+    # agents paste long text into commands, and a regex pass costs per character.
+    if "/" in text:
+        head = text.split("<<", 1)[0] if "<<" in text else text
+        if ("/etc/" in head or "/var/" in head) and _SYSTEM_PATH.search(head):
             return MACHINE
-        if program in _LOOKING and _SYSTEM_ROOTS.search(text):
+        if program in _LOOKING and _SYSTEM_ROOTS.search(head):
             return MACHINE
-        if len(text) <= VERSION_LIMIT and "v" in text and _VERSION_CHECK.fullmatch(text):
+    if len(text) <= VERSION_LIMIT and "v" in text:
+        version = _VERSION_CHECK.fullmatch(text)
+        if version is not None and (
+            version.group(2) not in ("-v", "-V")
+            or version.group(1).rpartition("/")[2] in _SHORT_VERSION_PROGRAMS
+        ):
             return MACHINE
-        if text.lstrip().startswith("#"):
-            return NEUTRAL  # a comment runs nothing
-    if program in NEUTRAL_PROGRAMS:
+    if (program in ("command", "type") or "command -v" in text) and _LOOKUP.match(text):
+        return MACHINE
+    if ("curl" in text or "wget" in text) and _NETWORK_PROBE.search(text):
+        return MACHINE
+    if action in NEUTRAL_PROGRAMS or program in NEUTRAL_PROGRAMS:
         return NEUTRAL
+    return TASK
+
+
+def classify_tool(tool: str, args: object) -> int:
+    """``MACHINE``, ``NEUTRAL`` or ``TASK`` for a call to a tool that is not a command
+    runner: a file tool reading or writing the system's configuration is machine work
+    (``Edit /etc/apt/sources.list``), a note-keeping tool is neutral, the rest is work."""
+    if tool.lower() in NEUTRAL_TOOLS:
+        return NEUTRAL
+    if isinstance(args, dict):
+        for key in _PATH_KEYS:
+            value = args.get(key)
+            if isinstance(value, str) and value.startswith("/") and _SYSTEM_PATH.match(value):
+                return MACHINE
     return TASK
 
 
@@ -179,7 +268,13 @@ class SetupDetourState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Call keys of the stretch's calls still awaiting their results (the latest
     :data:`OPEN_LIMIT`)."""
     actions: tuple[str, ...] = ()
-    """The stretch's last distinct actions (at most three), for the alert text."""
+    """The stretch's latest distinct actions (at most three), for the alert text."""
+    rounds: int = 0
+    """Separate decisions in the stretch (see :data:`MIN_ROUNDS`)."""
+    answered: bool = False
+    """A result came back since the latest call."""
+    last_failed: bool = False
+    """The stretch's latest answer was a failure."""
     reported: bool = False
     """The stretch has alerted."""
 
@@ -208,11 +303,10 @@ class SetupDetour(Signal):
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
             return None
-        if not call.runner:
-            if state.run:
-                self._end(state)
-            return None
-        kind = classify(call.action, command_text(call.args), self.programs)
+        if call.runner:
+            kind = classify(call.action, command_text(call.args), self.programs)
+        else:
+            kind = classify_tool(call.tool, call.args)
         if kind == NEUTRAL:
             return None
         if kind == TASK:
@@ -220,31 +314,42 @@ class SetupDetour(Signal):
                 self._end(state)
             return None
         state.run += 1
+        if state.answered or state.run == 1:
+            state.rounds += 1
+        state.answered = False
         state.open_keys = (*state.open_keys[1 - OPEN_LIMIT:], call.key)
-        action = call.action or call.tool
-        if action not in state.actions:
-            state.actions = (*state.actions[-2:], *streak_tools((), action, 1))
-        return self._check(state)
+        name = streak_tools((), call.action or call.tool, 1)[0]
+        if name in state.actions:  # the latest three, most recent last
+            state.actions = (*(a for a in state.actions if a != name), name)
+        else:
+            state.actions = (*state.actions[-2:], name)
+        # With failures required, a trip needs the latest answer to be a failure: a
+        # repair whose last step just worked (the install went through) gets its chance.
+        return self._check(state) if state.last_failed or not self.min_failures else None
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
+        state.answered = True
         keys = state.open_keys
         if not keys or result.call_key not in keys:
             return None
         i = keys.index(result.call_key)
         state.open_keys = keys[:i] + keys[i + 1:]
         if not result.failed and (result.outcome or not result.call_flags & FLAG_SEARCH):
+            state.last_failed = False
             return None  # a success, unless it is a search that found nothing
         state.failures += 1
+        state.last_failed = True
         return self._check(state)
 
     @staticmethod
     def _end(state: Any) -> None:
-        state.run = state.failures = 0
+        state.run = state.failures = state.rounds = 0
         state.open_keys = state.actions = ()
-        state.reported = False
+        state.reported = state.last_failed = False
 
     def _check(self, state: Any) -> Finding | None:
-        if state.reported or state.run < self.threshold or state.failures < self.min_failures:
+        if (state.reported or state.run < self.threshold or state.failures < self.min_failures
+                or state.rounds < MIN_ROUNDS):
             return None
         state.reported = True
         actions = ", ".join(state.actions)
