@@ -55,8 +55,9 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from streamguard.otel import otlp
-from streamguard.otel.mapping import MappingConfig, TraceSessions, map_spans, span_filter
-from streamguard.otel.records import decode_session_record, session_records
+from streamguard.otel.direct import span_session_records
+from streamguard.otel.mapping import MappingConfig, TraceSessions, span_filter
+from streamguard.otel.records import decode_session_record
 from streamguard.otel.window import ReorderWindow
 
 TARGET_SPANS_PER_S = 50_000
@@ -181,8 +182,8 @@ def bridge_pass(payloads: list[bytes]) -> int:
     produced = 0
     offset = 0
     for payload in payloads:
-        result = map_spans(otlp.decode_spans(payload, "auto", wanted), config, traces)
-        for session, value in session_records(result.mapped):
+        batch = span_session_records(otlp.decode_spans(payload, "auto", wanted), config, traces)
+        for session, value in batch.records:
             window.add_entries(session, decode_session_record(value), offset, 0.0)
             offset += 1
         produced += len(window.release(0.0))

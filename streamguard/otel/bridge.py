@@ -56,8 +56,9 @@ from ..kafka.health import HealthServer
 from ..kafka.topics import StartupError
 from . import otlp
 from .config import BridgeConfig
-from .mapping import BatchResult, MappingConfig, TraceSessions, map_logs, map_spans, span_filter
-from .records import decode_session_record, session_records
+from .direct import SessionBatch, log_session_records, span_session_records
+from .mapping import MappingConfig, TraceSessions, span_filter
+from .records import decode_session_record
 from .window import Released, ReorderWindow
 
 log = logging.getLogger("streamguard.otel")
@@ -409,21 +410,22 @@ class Bridge:
 
     # ------------------------------------------------------------ stage 1: map
 
-    def map_payload(self, topic: str, value: bytes) -> BatchResult:
-        """Decode and map one OTLP payload (raises :class:`~.otlp.OtlpError`)."""
+    def map_payload(self, topic: str, value: bytes) -> SessionBatch:
+        """Decode and map one OTLP payload into its sessions-topic records (raises
+        :class:`~.otlp.OtlpError`)."""
         cfg = self.config
         if len(value) > cfg.max_payload_bytes:
             raise otlp.OtlpError("too_large", f"{len(value)} bytes, over max_payload_bytes")
         if topic == cfg.logs_topic:
-            result = map_logs(otlp.decode_logs(value, cfg.otlp_encoding), self.mapping)
+            result = log_session_records(otlp.decode_logs(value, cfg.otlp_encoding), self.mapping)
             kind = "log"
         else:
             spans = otlp.decode_spans(value, cfg.otlp_encoding, self.span_filter)
-            result = map_spans(spans, self.mapping, self.traces)
+            result = span_session_records(spans, self.mapping, self.traces)
             kind = "span"
         items = self.metrics.items
         if result.mapped:
-            items.labels(kind, "mapped").inc(len(result.mapped))
+            items.labels(kind, "mapped").inc(result.mapped)
         for reason, count in result.ignored.items():
             items.labels(kind, reason).inc(count)
         return result
@@ -439,7 +441,7 @@ class Bridge:
             return
         self.metrics.records.labels(tp.topic, "mapped").inc()
         topic = self.config.sessions_topic
-        for session, value in session_records(result.mapped):
+        for session, value in result.records:
             await self._queue(topic, session.encode(), value, record.timestamp)
 
     # ---------------------------------------------------------- stage 2: order
