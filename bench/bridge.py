@@ -23,10 +23,10 @@ process, so that a ratio compares runs made under the same load):
   attribute filter, as the bridge calls it (ids to hex, the wanted attributes
   to Python values, every bound checked);
 * **bridge**: everything the bridge's two stages do per record except the
-  network: decode, map (:mod:`streamguard.otel.mapping`), group each payload's
-  events into one session record per session (:mod:`streamguard.otel.records`),
-  decode those again, the reorder window (order, duplicates, ``seq``), and the
-  events' JSON with their ``seq``.
+  network: decode, map each payload's spans into one session record per session
+  (:mod:`streamguard.otel.direct`, which leaves uncommon spans to
+  :mod:`streamguard.otel.mapping`), decode those again, the reorder window (order,
+  duplicates, ``seq``), and the events' JSON with their ``seq``.
 
 The spans are GenAI-shaped (an ``invoke_agent`` root per run, a ``chat`` span
 before each ``execute_tool`` span, 5 to 9 attributes each, content captured),

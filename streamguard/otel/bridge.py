@@ -5,7 +5,7 @@ its loop:
 
 1. **map** (stateless): records of the OTLP topics (``otlp_spans``,
    ``otlp_logs``: one exported batch each, unkeyed or keyed by trace id, never
-   by conversation) are decoded (:mod:`.otlp`) and mapped (:mod:`.mapping`);
+   by conversation) are decoded (:mod:`.otlp`) and mapped (:mod:`.direct`, :mod:`.mapping`);
    each span's or log record's events go to the bridge's *sessions topic*,
    keyed by session. This is the repartition: from here on a session lives on
    one partition and is handled by one member, whatever partitions its spans
