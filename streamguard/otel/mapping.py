@@ -29,6 +29,7 @@ every call. ``docs/otel.md`` lists what runs at which capture level.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -186,7 +187,9 @@ def _name(value: Any) -> str | None:
 def _count(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, float) and value == value:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None  # NaN, or an infinity int() cannot take
         value = int(value)
     if isinstance(value, str):
         try:

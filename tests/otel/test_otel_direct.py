@@ -48,7 +48,7 @@ CONTENT = st.one_of(
 )
 COUNTS = st.one_of(
     st.integers(0, 5000), st.sampled_from([-1, 2**40, 2**40 + 1, 2**62]), st.booleans(),
-    st.floats(allow_nan=True, allow_infinity=False), st.sampled_from(["77", "x", ""]), st.none(),
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["77", "x", ""]), st.none(),
 )
 REASONS = st.one_of(
     st.lists(st.sampled_from(["stop", "STOP", "tool_calls", "length", "end_turn", 3]), max_size=3),

@@ -92,6 +92,26 @@ def test_failures_map_from_status_and_error_type() -> None:
     assert signals & {"tool-failure-streak", "tool-failure-guidance"}  # one alert: deference
 
 
+def test_a_token_count_that_is_not_finite_is_no_count() -> None:
+    # OTLP/JSON may carry a double as "Infinity" or "NaN": that span's count is dropped,
+    # the payload and its other events map as usual.
+    document = json.loads(spans_json(sdk_spans("inf", SWEEP[:1])))
+    changed = 0
+    for resource in document["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for attribute in span.get("attributes", []):
+                    if attribute["key"] == "gen_ai.usage.input_tokens":
+                        attribute["value"] = {"doubleValue": "Infinity" if not changed else "NaN"}
+                        changed += 1
+    assert changed == 2
+    events = events_of(json.dumps(document).encode())
+    assert [type(e).__name__ for e in events] == ["Usage", "ToolCall", "ToolResult", "Usage", "Text", "TurnEnd"]
+    usages = [e for e in events if type(e).__name__ == "Usage"]
+    assert [u.input_tokens for u in usages] == [None, None]
+    assert all(u.output_tokens is not None for u in usages)
+
+
 def test_usage_text_and_turns() -> None:
     events = events_of(spans_proto(sdk_spans("turns", SWEEP[:1])))
     kinds = [type(e).__name__ for e in events]
