@@ -128,9 +128,10 @@ NEUTRAL_PROGRAMS = frozenset({
     "uname", "hostname", "date", "true", ":", "sleep", "clear", "conda activate",
     "conda deactivate",
 })
-# Tools (not command runners) that only keep the agent's notes: they say nothing either way.
-NEUTRAL_TOOLS = frozenset({"todowrite", "todoread", "think", "sequentialthinking"})
-_PATH_KEYS = ("file_path", "path", "file", "filename", "target", "notebook_path")
+# Tools (not command runners) that only keep the agent's notes: they say nothing either way
+# (exact names, as the runtimes that have them spell them).
+NEUTRAL_TOOLS = frozenset({"TodoWrite", "TodoRead", "todo_write", "todo_read", "think", "Think",
+                           "sequentialthinking", "sequential_thinking"})
 
 # The system's roots, where a listing or a search looks for an installed tool. Not
 # the project's tree nor $HOME, and not the directories projects live in inside
@@ -224,13 +225,14 @@ def classify_tool(tool: str, args: object) -> int:
     """``MACHINE``, ``NEUTRAL`` or ``TASK`` for a call to a tool that is not a command
     runner: a file tool reading or writing the system's configuration is machine work
     (``Edit /etc/apt/sources.list``), a note-keeping tool is neutral, the rest is work."""
-    if tool.lower() in NEUTRAL_TOOLS:
+    if tool in NEUTRAL_TOOLS:
         return NEUTRAL
-    if isinstance(args, dict):
-        for key in _PATH_KEYS:
-            value = args.get(key)
-            if isinstance(value, str) and value.startswith("/") and _SYSTEM_PATH.match(value):
-                return MACHINE
+    if type(args) is dict:
+        # The path keys file tools use (Claude Code's file_path, the editors' path); a
+        # prefix test first, since this runs on every call to a named tool.
+        path = args.get("file_path") or args.get("path")
+        if type(path) is str and path[:5] in ("/etc/", "/var/") and _SYSTEM_PATH.match(path):
+            return MACHINE
     return TASK
 
 
