@@ -626,3 +626,41 @@ def test_claude_code_shell_mode_echoes_are_neither_prompts_nor_calls(tmp_path: P
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     session = read_sessions(None, path)[0]
     assert texts(session, "user") == ["Commit it."] and kinds(session).count("TurnStart") == 1
+
+
+# --------------------------------------------------------------------------- hostile values
+
+# Every fixture with its values replaced, one kind at a time, by values of the wrong
+# type or out of range (a number JSON can carry but no field can hold: 1e400 decodes
+# as infinity). Each file must import or fail as an ImportFailure naming it, and what
+# imports must encode as contract events: never another exception.
+_NUMBER = r"(?<=[:\[,]\s)-?\d+(\.\d+)?(?=[,\]}\s])"
+_STRING = r"(?<=:)\s*\"[^\"\n]*\"(?=\s*[,}])"
+_LITERAL = r"(?<=:\s)(true|false|null)(?=[,}\s])"
+_HOSTILE = ["1e400", "-1e400", "9" * 30, "-1", "null", "[]", "{}", '"x"', "true", "[[[[[[1]]]]]]"]
+
+
+@pytest.mark.parametrize("pattern", [_NUMBER, _STRING, _LITERAL], ids=["numbers", "strings", "literals"])
+def test_no_value_of_the_wrong_type_escapes_as_another_exception(pattern: str, tmp_path: Path) -> None:
+    import re
+
+    from streamguard.events import encode
+
+    variants = 0
+    for source in sorted(p for p in FIXTURES.rglob("*") if p.is_file()):
+        text = source.read_text()
+        for n, value in enumerate(_HOSTILE):
+            mutated = re.sub(pattern, value, text)
+            if mutated == text:
+                continue
+            variants += 1
+            folder = tmp_path / f"{source.parent.name}-{source.stem}-{n}"
+            folder.mkdir()
+            target = folder / source.name
+            target.write_text(mutated)
+            failures: list[ImportFailure] = []
+            for session in iter_sessions(None, [target], on_error=failures.append):
+                for event in session.events:
+                    encode(event)
+            assert all(failure.path == str(target) for failure in failures)
+    assert variants > 50

@@ -116,23 +116,29 @@ def _parse_file(path: str, format: str | None, skip_unrecognised: bool) -> list[
     if format is None and skip_unrecognised and not path.endswith(_KNOWN_SUFFIXES):
         return None
     raw = _read(path)
-    if format is None:
-        format, data = _sniff(path, raw)
-        if format is None:
-            if skip_unrecognised:
-                return None
-            raise ImportFailure(path, f"not a recognised session file (formats: {', '.join(sorted(FORMATS))})")
-    elif format == claude_code.NAME:
-        data = raw
-    else:
-        data = _decode_json(path, raw)
     try:
+        if format is None:
+            format, data = _sniff(path, raw)
+            if format is None:
+                if skip_unrecognised:
+                    return None
+                raise ImportFailure(
+                    path, f"not a recognised session file (formats: {', '.join(sorted(FORMATS))})"
+                )
+        elif format == claude_code.NAME:
+            data = raw
+        else:
+            data = _decode_json(path, raw)
         return FORMATS[format].parse(path, data)
     except RecordError as exc:
         raise ImportFailure(path, exc.message, exc.record, exc.where) from None
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-        # The file decoded but has a shape the format does not allow.
-        raise ImportFailure(path, f"unexpected shape for {format}: {type(exc).__name__}: {exc}") from None
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, ArithmeticError,
+            RecursionError) as exc:
+        # The file decoded but has a shape the format does not allow (a number too
+        # large for the field included).
+        raise ImportFailure(
+            path, f"unexpected shape for {format or 'detection'}: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def discover(paths: Iterable[str | os.PathLike[str]], format: str | None = None) -> Iterator[str]:

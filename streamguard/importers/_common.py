@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -127,11 +128,15 @@ def parse_ts(value: Any) -> float | None:
 def non_negative_int(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # 1e400 decodes as infinity, which int() refuses
     return int(value) if value >= 0 else None
 
 
 def non_negative_float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     return float(value) if value >= 0 else None
 

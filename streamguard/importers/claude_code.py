@@ -87,7 +87,10 @@ def sniff_record(record: Any) -> bool:
 def is_bookkeeping(record: Any) -> bool:
     """A record Claude Code writes beside the conversation (file snapshots, queue
     operations, titles): one that says nothing about the format on its own."""
-    return isinstance(record, dict) and record.get("type") in BOOKKEEPING_TYPES and "message" not in record
+    if not isinstance(record, dict):
+        return False
+    kind = record.get("type")
+    return isinstance(kind, str) and kind in BOOKKEEPING_TYPES and "message" not in record
 
 
 def decode_lines(path: str, data: bytes) -> list[tuple[int, Any]]:
