@@ -168,7 +168,7 @@ def test_mini_swe_agent_tool_calls_return_codes_usage_and_format_complaints():
     ]
     # The format complaint is harness text, never a call nor the agent speaking.
     assert texts(session, "system") == [
-        "No tool calls found in the response. Every response MUST include at least one tool call."
+        "Format error: this reply has no tool call; send one."
     ]
     assert texts(session) == []
     usage = [(u.model, u.input_tokens, u.output_tokens, u.cost_usd, u.ts) for u in session.events if isinstance(u, Usage)]
@@ -463,7 +463,7 @@ def test_mini_swe_agent_responses_api_items_are_messages_calls_and_results():
     ]
     assert [(r.call_id, r.result, r.error) for r in results(session)] == [("call_r1", "./widget.py:3: color = 'red'\n", None)]
     assert texts(session, "reasoning") == ["Find the colour first."] and texts(session) == ["Searching."]
-    assert texts(session, "system") == ["No tool calls found in the response. Every response MUST include at least one tool call."]
+    assert texts(session, "system") == ["Format error: this reply has no tool call; send one."]
     usage = [(u.model, u.input_tokens, u.output_tokens, u.cost_usd) for u in session.events if isinstance(u, Usage)]
     assert usage == [("test-resp-2025", 1200, 50, 0.005), ("test-resp-2025", 1400, 20, 0.005)]
 
