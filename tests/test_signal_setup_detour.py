@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
+from streamguard.signals.facts import shell_facts
 from streamguard.signals.setup_detour import (
     DEFAULT_PROGRAMS,
     MACHINE,
@@ -83,38 +84,59 @@ def repair_trace(steps: list[tuple[str, str | None]] = REPAIR) -> list[Any]:
 
 
 @pytest.mark.parametrize(
-    ("action", "command", "kind"),
+    ("command", "kind"),
     [
-        ("apt-get install", "sudo apt-get install -y maven", MACHINE),
-        ("pip install", "pip install pytest", MACHINE),
-        ("ping", "ping -c 1 example.org", MACHINE),
-        ("systemctl restart", "systemctl restart networking", MACHINE),
-        ("which", "which javac", MACHINE),
-        ("export", "export PATH=$PATH:/opt/jdk/bin", MACHINE),
-        ("java", "java -version", MACHINE),
-        ("mvn", "mvn --version", MACHINE),
-        ("find", "find / -name javac 2>/dev/null", MACHINE),
-        ("ls", "ls /usr/lib/jvm", MACHINE),
-        ("cat", "cat /etc/resolv.conf", MACHINE),
-        ("nano", "sudo nano /etc/apt/sources.list", MACHINE),
-        ("rm", "sudo rm -rf /var/cache/apt/archives/lock", MACHINE),
-        ("echo", "echo nameserver 8.8.8.8 > /etc/resolv.conf", MACHINE),
-        ("echo", "echo $JAVA_HOME", NEUTRAL),
-        ("pwd", "pwd", NEUTRAL),
-        ("", "# install the JDK here", NEUTRAL),
-        ("", "", NEUTRAL),
-        ("python", "python -m pytest tests/", TASK),
-        ("grep", "grep -rn parse_config src/", TASK),
-        ("find", "find . -name '*.java'", TASK),
-        ("ls", "ls src/main/java", TASK),
-        ("cat", "cat README.md", TASK),
-        ("java", "java Reproduce.java", TASK),
-        ("git diff", "git diff", TASK),
-        ("ls", "ls /home/dev/project", TASK),
+        ("sudo apt-get install -y maven", MACHINE),
+        ("pip install pytest", MACHINE),
+        ("ping -c 1 example.org", MACHINE),
+        ("systemctl restart networking", MACHINE),
+        ("which javac", MACHINE),
+        ("export PATH=$PATH:/opt/jdk/bin", MACHINE),
+        ("java -version", MACHINE),
+        ("mvn --version", MACHINE),
+        ("find / -name javac 2>/dev/null", MACHINE),
+        ("ls /usr/lib/jvm", MACHINE),
+        ("cat /etc/resolv.conf", MACHINE),
+        ("sudo nano /etc/apt/sources.list", MACHINE),
+        ("sudo rm -rf /var/cache/apt/archives/lock", MACHINE),
+        ("echo nameserver 8.8.8.8 > /etc/resolv.conf", MACHINE),
+        ("echo $JAVA_HOME", NEUTRAL),
+        ("pwd", NEUTRAL),
+        ("# install the JDK here", NEUTRAL),
+        ("", NEUTRAL),
+        ("python -m pytest tests/", TASK),
+        ("grep -rn parse_config src/", TASK),
+        ("find . -name '*.java'", TASK),
+        ("ls src/main/java", TASK),
+        ("cat README.md", TASK),
+        ("java Reproduce.java", TASK),
+        ("git diff", TASK),
+        ("ls /home/dev/project", TASK),
+        # task work dressed as machine work
+        ("source /opt/miniconda3/bin/activate && conda activate testbed && python reproduce.py", TASK),
+        ("conda run -n testbed python -m pytest tests/test_io.py", TASK),
+        ("pytest -v tests/test_io.py", TASK),
+        ("sudo docker compose exec api pytest", TASK),
+        ("ls /usr/src/app/src", TASK),
+        ("find /opt/app -name '*.test.js'", TASK),
+        ("cat > deploy/app.service <<EOF\n[Service]\nEnvironmentFile=/etc/app/env\nEOF", TASK),
+        # machine work in other spellings
+        ('bash -lc "apt-get install -y maven"', MACHINE),
+        ("# attempt 3: another mirror\napt-get install -y maven", MACHINE),
+        ("java -version 2>&1 | head -1", MACHINE),
+        ("node -v", MACHINE),
+        ("command -v javac", MACHINE),
+        ("type java", MACHINE),
+        ("curl -sI http://archive.ubuntu.com/ubuntu/", MACHINE),
+        ("wget --spider http://deb.example/", MACHINE),
+        ("npm install --registry http://registry.example/", MACHINE),
+        ("pip3.11 install requests", MACHINE),
+        ("sudo rm -rf /var/lib/apt/lists/lock", MACHINE),
     ],
 )
-def test_classification(action: str, command: str, kind: int) -> None:
-    assert classify(action, command, PROGRAMS) == kind
+def test_classification(command: str, kind: int) -> None:
+    """Each command line as the watchdog hands it over: its action from the shared facts."""
+    assert classify(shell_facts(command).action, command, PROGRAMS) == kind
 
 
 def test_programs_come_from_the_policy() -> None:
@@ -233,44 +255,6 @@ def test_a_repair_whose_last_step_worked_is_given_its_chance() -> None:
     assert detours(trace) == []
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "source /opt/miniconda3/bin/activate && conda activate testbed && python reproduce.py",
-        "conda run -n testbed python -m pytest tests/test_io.py",
-        "pytest -v tests/test_io.py",
-        "sudo docker compose exec api pytest",
-        "ls /usr/src/app/src",
-        "find /opt/app -name '*.test.js'",
-        "cat > deploy/app.service <<EOF\n[Service]\nEnvironmentFile=/etc/app/env\nEOF",
-    ],
-)
-def test_task_work_dressed_as_machine_work_ends_the_stretch(command: str) -> None:
-    action = SetupDetourProbe.action(command)
-    assert classify(action, command, PROGRAMS) == TASK
-
-
-@pytest.mark.parametrize(
-    "command",
-    [
-        'bash -lc "apt-get install -y maven"',
-        "# attempt 3: another mirror\napt-get install -y maven",
-        "java -version 2>&1 | head -1",
-        "node -v",
-        "command -v javac",
-        "type java",
-        "curl -sI http://archive.ubuntu.com/ubuntu/",
-        "wget --spider http://deb.example/",
-        "npm install --registry http://registry.example/",
-        "pip3.11 install requests",
-        "sudo rm -rf /var/lib/apt/lists/lock",
-    ],
-)
-def test_machine_work_in_other_spellings(command: str) -> None:
-    action = SetupDetourProbe.action(command)
-    assert classify(action, command, PROGRAMS) == MACHINE
-
-
 def test_an_argument_list_command_is_read_as_its_command_line() -> None:
     call = ToolCall(session="d", tool="exec_command",
                     args={"command": ["bash", "-lc", "apt-get install -y maven"]})
@@ -367,7 +351,7 @@ def test_alerts_match_a_reference_count(steps: list[tuple[str, bool]]) -> None:
     trace: list[Any] = []
     for command, failed in steps:
         trace += [sh(command), fail("boom") if failed else ok("fine")]
-        kind = classify(SetupDetourProbe.action(command), command, PROGRAMS)
+        kind = classify(shell_facts(command).action, command, PROGRAMS)
         if kind == TASK:
             run_length = failures = 0
             reported = last_failed = False
@@ -383,12 +367,3 @@ def test_alerts_match_a_reference_count(steps: list[tuple[str, bool]]) -> None:
                     expected += 1
     assert len(detours(trace)) == expected
 
-
-class SetupDetourProbe:
-    """The action the watchdog derives for a shell command (signals/facts.py)."""
-
-    @staticmethod
-    def action(command: str) -> str:
-        from streamguard.signals.facts import shell_facts
-
-        return shell_facts(command).action
