@@ -70,6 +70,11 @@ class SignalConfig(Struct, kw_only=True, forbid_unknown_fields=True):
     enabled: bool | None = None
     exempt_tools: list[str] = []
 
+    at_most: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """``(field, bound)`` pairs: ``field`` must not exceed ``bound`` (a threshold and its
+    window). :meth:`validate` refuses a policy that breaks one; :meth:`resolved` clamps
+    a hand-built config onto it."""
+
     def validate(self) -> None:
         """Refuse a combination of values a policy must not hold (``ValueError``, its
         message starting with the field at fault).
@@ -77,13 +82,22 @@ class SignalConfig(Struct, kw_only=True, forbid_unknown_fields=True):
         One field's bounds are its ``Meta`` annotation, which msgspec checks when
         the policy is loaded; the loader then calls this for the rules across fields.
         """
+        for name, bound in self.at_most:
+            value, limit = getattr(self, name), getattr(self, bound)
+            if value > limit:
+                raise ValueError(f"{name} ({value}) must not exceed {bound} ({limit})")
 
     def resolved(self) -> Self:
         """The config as a signal runs it: :func:`within_bounds`, then the repair of any
         rule across fields (a subclass extends this). ``self`` when nothing changes:
         always for a config a policy loaded, except for the few values a policy may give
         and the signal repairs (a dominant-call threshold above its window is the window)."""
-        return within_bounds(self)
+        config = within_bounds(self)
+        for name, bound in self.at_most:
+            limit = getattr(config, bound)
+            if getattr(config, name) > limit:  # hand-built: the bound
+                config = structs.replace(config, **{name: limit})
+        return config
 
 
 class Finding(Struct, kw_only=True, gc=False):

@@ -54,9 +54,9 @@ Known false positives
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar
 
-from msgspec import Meta, Struct, structs
+from msgspec import Meta, Struct
 
 from .base import CallView, Finding, ResultView, Signal, SignalConfig
 
@@ -78,15 +78,7 @@ class LongLoopConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     memory: Annotated[int, Meta(ge=16, le=MEMORY_LIMIT)] = 128
     """Distinct step pairs remembered (the longest loop period that can be seen)."""
 
-    def validate(self) -> None:
-        if self.threshold > self.window:
-            raise ValueError(f"threshold ({self.threshold}) must not exceed window ({self.window})")
-
-    def resolved(self) -> Self:
-        config = super().resolved()
-        if config.threshold > config.window:  # hand-built: the window
-            return structs.replace(config, threshold=config.window)
-        return config
+    at_most = (("threshold", "window"),)
 
 
 class LongLoopState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):

@@ -46,9 +46,9 @@ from __future__ import annotations
 
 import re
 import zlib
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar
 
-from msgspec import Meta, Struct, structs
+from msgspec import Meta, Struct
 
 from ..canonical import truncate_middle
 from .base import CallView, Finding, Signal, SignalConfig
@@ -97,15 +97,7 @@ class NearDuplicateCallsConfig(SignalConfig, kw_only=True, forbid_unknown_fields
     threshold: Annotated[int, Meta(ge=3, le=WINDOW_LIMIT)] = 8
     """Distinct calls of one shape among them that raise the warning (at most ``window``)."""
 
-    def validate(self) -> None:
-        if self.threshold > self.window:
-            raise ValueError(f"threshold ({self.threshold}) must not exceed window ({self.window})")
-
-    def resolved(self) -> Self:
-        config = super().resolved()
-        if config.threshold > config.window:  # hand-built: the window
-            return structs.replace(config, threshold=config.window)
-        return config
+    at_most = (("threshold", "window"),)
 
 
 class NearDuplicateCallsState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):

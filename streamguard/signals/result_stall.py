@@ -79,10 +79,10 @@ from __future__ import annotations
 import fnmatch
 import re
 import zlib
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar
 
 import msgspec
-from msgspec import Meta, Struct, field, structs
+from msgspec import Meta, Struct, field
 
 from ..canonical import truncate_middle
 from .base import NO_OP_OUTCOME, Finding, ResultView, Signal, SignalConfig
@@ -170,17 +170,7 @@ class ResultStallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Tools whose answer is expected to stay the same across writes (status reads, waits):
     never a check for the futile-write rule (globs, case-insensitive)."""
 
-    def validate(self) -> None:
-        if self.window_threshold > self.window:
-            raise ValueError(
-                f"window_threshold ({self.window_threshold}) must not exceed window ({self.window})"
-            )
-
-    def resolved(self) -> Self:
-        config = super().resolved()
-        if config.window_threshold > config.window:  # hand-built: the window
-            return structs.replace(config, window_threshold=config.window)
-        return config
+    at_most = (("window_threshold", "window"),)
 
 
 class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):

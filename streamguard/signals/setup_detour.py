@@ -89,9 +89,9 @@ and the last three distinct actions (for the alert text, 64 bytes each).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Self
+from typing import Annotated, Any
 
-from msgspec import Meta, Struct, field, structs
+from msgspec import Meta, Struct, field
 
 from .base import CallView, Finding, ResultView, Signal, SignalConfig, streak_tools
 from .facts import FLAG_SEARCH, command_text
@@ -246,17 +246,7 @@ class SetupDetourConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     programs: list[str] = field(default_factory=lambda: list(DEFAULT_PROGRAMS))
     """Programs whose calls work on the machine (exact names, as the action reads them)."""
 
-    def validate(self) -> None:
-        if self.min_failures > self.threshold:
-            raise ValueError(
-                f"min_failures ({self.min_failures}) must not exceed threshold ({self.threshold})"
-            )
-
-    def resolved(self) -> Self:
-        config = super().resolved()
-        if config.min_failures > config.threshold:  # hand-built: the threshold
-            return structs.replace(config, min_failures=config.threshold)
-        return config
+    at_most = (("min_failures", "threshold"),)
 
 
 class SetupDetourState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
