@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
-import signal
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from fnmatch import fnmatchcase
@@ -47,7 +45,6 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import (
     CommitFailedError,
     IllegalStateError,
-    KafkaConnectionError,
     KafkaError,
 )
 from aiokafka.partitioner import murmur2
@@ -64,6 +61,7 @@ from .config import ProcessorConfig
 from .fleet_facts import FactPublisher
 from .fleet_stage import FLEET_FAULT_POINTS, FleetStage
 from .health import HealthServer
+from .lifecycle import serve
 from .metrics import AgentLabels, Metrics
 from .outbox import REROUTED_HEADER, SEND_EVERY, Outbox
 from .rebalance import Listener, Rebalancer, rewind
@@ -1161,37 +1159,4 @@ def _where(tp: TopicPartition, record: Any, session: str | None = None) -> dict[
 
 async def run_processor(config: ProcessorConfig) -> None:
     """Entry point of ``streamguard run``: run until SIGTERM/SIGINT, then shut down cleanly."""
-    if not logging.getLogger().handlers:
-        logging.basicConfig(
-            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
-    processor = Processor(config)
-    # What exists now (modules, policy, clients' plumbing) lives as long as the
-    # process: leave it out of every future collection, so that full passes
-    # scan only what processing creates and stall the loop for less.
-    gc.collect()
-    gc.freeze()
-    loop = asyncio.get_running_loop()
-    installed = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, processor.request_stop)
-            installed.append(signum)
-    try:
-        await processor.run()
-    except StartupError as exc:
-        log.error("cannot start: %s", exc)
-        raise SystemExit(1) from None
-    except KafkaConnectionError as exc:
-        # One sentence, as the other commands say it (the client's own message
-        # lists resolved addresses, which says less).
-        log.error(
-            "cannot start: cannot reach the Kafka cluster at %s: no broker answered (%s); "
-            "is it running, and are --bootstrap-servers and the security settings right?",
-            config.bootstrap_servers,
-            type(exc).__name__,
-        )
-        raise SystemExit(1) from None
-    finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
+    await serve(Processor(config), config.bootstrap_servers, log)

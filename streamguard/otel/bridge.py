@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
-import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -47,12 +45,13 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaConnectionError
+from aiokafka.errors import CommitFailedError, IllegalStateError
 from aiokafka.partitioner import murmur2
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..kafka.changelog import iter_to_end
 from ..kafka.health import HealthServer
+from ..kafka.lifecycle import serve
 from ..kafka.topics import StartupError
 from . import otlp
 from .config import BridgeConfig
@@ -802,25 +801,8 @@ async def create_bridge_topics(config: BridgeConfig, partitions: int) -> None:
 
 async def run_bridge(config: BridgeConfig) -> None:
     """Entry point of ``streamguard bridge``: run until SIGTERM/SIGINT, then checkpoint."""
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    bridge = Bridge(config)
-    # What exists now (modules, clients' plumbing) lives as long as the process:
-    # leave it out of every future collection, as the processor does, so that
-    # full passes scan only what mapping and ordering create.
-    gc.collect()
-    gc.freeze()
-    loop = asyncio.get_running_loop()
-    installed = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, bridge.request_stop)
-            installed.append(signum)
     try:
-        await bridge.run()
-    except (StartupError, KafkaConnectionError, OSError) as exc:
+        await serve(Bridge(config), config.bootstrap_servers, log)
+    except OSError as exc:  # the receiver's or the health port already taken
         log.error("cannot start: %s", exc)
         raise SystemExit(1) from None
-    finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)

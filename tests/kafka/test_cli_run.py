@@ -69,6 +69,19 @@ def test_an_unreachable_cluster_stops_run_with_exit_1_in_json_logs() -> None:
     assert len(kafka_errors) <= 5
 
 
+def test_an_unreachable_cluster_stops_bridge_with_the_same_sentence_and_exit_1() -> None:
+    # `bridge` runs under the same process frame as `run`: one sentence naming the cluster.
+    address = f"127.0.0.1:{free_port()}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "streamguard.cli", "bridge", "--bootstrap-servers", address,
+         "--metrics-port", "0", "--request-timeout-ms", "3000"],
+        capture_output=True, text=True, timeout=90, env=run_env(),
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"cannot start: cannot reach the Kafka cluster at {address}" in proc.stderr
+
+
 @kafka
 async def test_tail_does_not_reprint_the_end_of_the_last_batch(topics, capsys) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=topics.bootstrap, linger_ms=200, enable_idempotence=False)

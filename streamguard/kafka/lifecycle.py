@@ -1,0 +1,69 @@
+"""The process around a consumer-group job: what ``streamguard run`` and ``streamguard bridge`` share.
+
+Both jobs run until SIGTERM or SIGINT asks them to stop (then they checkpoint and
+leave their group), and both turn a failure to start into one line on the log and
+exit status 1, never a traceback. The job owns everything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import signal
+from collections.abc import Awaitable
+from typing import Protocol
+
+from aiokafka.errors import KafkaConnectionError
+
+from .topics import StartupError
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class Job(Protocol):
+    """A long-running consumer-group job."""
+
+    def run(self) -> Awaitable[None]: ...
+
+    def request_stop(self) -> None: ...
+
+
+async def serve(job: Job, bootstrap_servers: str, log: logging.Logger) -> None:
+    """Run ``job`` until SIGTERM/SIGINT; a job that cannot start exits with status 1.
+
+    ``bootstrap_servers`` names the cluster in the message when no broker answers;
+    ``log`` is the job's own logger.
+    """
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    # What exists now (modules, policy, clients' plumbing) lives as long as the
+    # process: leave it out of every future collection, so that full passes scan
+    # only what processing creates and stall the loop for less.
+    gc.collect()
+    gc.freeze()
+    loop = asyncio.get_running_loop()
+    installed = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, job.request_stop)
+            installed.append(signum)
+    try:
+        await job.run()
+    except KafkaConnectionError as exc:
+        # One sentence, as the other commands say it (the client's own message
+        # lists resolved addresses, which says less).
+        log.error(
+            "cannot start: cannot reach the Kafka cluster at %s: no broker answered (%s); "
+            "is it running, and are --bootstrap-servers and the security settings right?",
+            bootstrap_servers,
+            type(exc).__name__,
+        )
+        raise SystemExit(1) from None
+    except StartupError as exc:
+        log.error("cannot start: %s", exc)
+        raise SystemExit(1) from None
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
