@@ -87,6 +87,7 @@ from .signals.base import (
 from .signals.facts import (
     FLAG_RUNNER,
     FLAG_SEARCH,
+    FLAG_WAIT,
     FLAG_WRITE,
     CallFacts,
     CommandRunners,
@@ -108,6 +109,18 @@ FEEDBACK_HEADER = (
     "the user, and the user cannot see it."
 )
 FEEDBACK_FOOTER = "Change your approach in this turn accordingly."
+
+
+def _dispatch(
+    hooks: list[tuple[int, Signal, Any]],
+) -> tuple[list[tuple[int, Any]] | None, list[tuple[int, frozenset[str] | None, Any]]]:
+    """The dispatch lists of one event type: ``(index, exempt tools or None, bound hook)``
+    for every reader, and, when no reader exempts a tool (the usual policy), the same
+    without the exemption (``(index, bound hook)``; None otherwise), so those events run a
+    loop with no exemption test at all."""
+    exempting = [(i, s.exempt or None, h) for i, s, h in hooks]
+    plain = None if any(e for _, e, _ in exempting) else [(i, h) for i, _, h in exempting]
+    return plain, exempting
 
 
 class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
@@ -199,19 +212,15 @@ class Watchdog:
         self._on_turn_end = hooked("on_turn_end")
         self._on_usage = hooked("on_usage")
         self._on_final = hooked("on_final_answer")
-        # (index, exempt tools or None, bound hook): the exemption test costs nothing
-        # for the usual signal that exempts no tool.
-        self._call_hooks = [(i, s.exempt or None, h) for i, s, h in self._on_call]
-        self._result_hooks = [(i, s.exempt or None, h) for i, s, h in self._on_result]
-        # The usual policy exempts no tool from any call or result reader: those events
-        # then run a loop with no exemption test at all.
-        self._call_plain = (
-            None if any(e for _, e, _ in self._call_hooks) else [(i, h) for i, _, h in self._call_hooks]
+        self._call_plain, self._call_hooks = _dispatch(self._on_call)
+        self._result_plain, self._result_hooks = _dispatch(self._on_result)
+        # A call that waits on purpose (CallView.wait) and its result reach only the
+        # signals that read waits: to the loop detectors a wait is no evidence.
+        self._wait_call_plain, self._wait_call_hooks = _dispatch(
+            [h for h in self._on_call if h[1].sees_waits]
         )
-        self._result_plain = (
-            None
-            if any(e for _, e, _ in self._result_hooks)
-            else [(i, h) for i, _, h in self._result_hooks]
+        self._wait_result_plain, self._wait_result_hooks = _dispatch(
+            [h for h in self._on_result if h[1].sees_waits]
         )
         self.history_len = max((s.history_needed() for s in signals), default=0)
         self._need_fingerprint = any(s.needs_fingerprint for _, s, _ in self._on_result)
@@ -382,6 +391,7 @@ class Watchdog:
         view.action = action = facts.action
         view.write = write = facts.write
         view.search = search = facts.search
+        view.wait = wait = facts.wait
         if self._need_pairing:
             pending = state.pending
             if len(pending) >= MAX_PENDING:
@@ -389,16 +399,18 @@ class Watchdog:
             flags = (FLAG_WRITE if write else 0) | (FLAG_SEARCH if search else 0)
             if runner:
                 flags |= FLAG_RUNNER
+            if wait:
+                flags |= FLAG_WAIT
             pending.append((call_id or "", intern(tool), key, flags, action))
         signals = state.signals
-        plain = self._call_plain
+        plain = self._wait_call_plain if wait else self._call_plain
         if plain is not None:
             for i, hook in plain:
                 finding = hook(signals[i], view)
                 if finding is not None:
                     self._handle(ctx, i, finding)
             return
-        for i, exempt, hook in self._call_hooks:
+        for i, exempt, hook in self._wait_call_hooks if wait else self._call_hooks:
             if exempt is not None and tool in exempt:
                 continue
             finding = hook(signals[i], view)
@@ -489,10 +501,12 @@ class Watchdog:
         view = self._result_view
         tool = event.tool
         paired = self._pair(state, event) if self._need_pairing and state.pending else None
+        wait = False
         if paired is not None:
             view.call_key = paired[2]
-            view.call_flags = paired[3]
+            view.call_flags = flags = paired[3]
             view.action = paired[4]
+            wait = flags & FLAG_WAIT != 0
         else:
             view.call_key = view.call_flags = 0
             view.action = tool
@@ -506,14 +520,14 @@ class Watchdog:
         view.size = size
         view.outcome = outcome
         signals = state.signals
-        plain = self._result_plain
+        plain = self._wait_result_plain if wait else self._result_plain
         if plain is not None:
             for i, hook in plain:
                 finding = hook(signals[i], view)
                 if finding is not None:
                     self._handle(ctx, i, finding)
             return
-        for i, exempt, hook in self._result_hooks:
+        for i, exempt, hook in self._wait_result_hooks if wait else self._result_hooks:
             if exempt is not None and tool in exempt:
                 continue
             finding = hook(signals[i], view)

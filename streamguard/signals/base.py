@@ -43,13 +43,14 @@ policy must not say) and ``resolved`` (how a signal repairs a hand-built config)
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from sys import intern
 from typing import Annotated, Any, ClassVar, Self, TypeVar, get_args, get_origin, get_type_hints
 
 from msgspec import Meta, Struct, structs
 
-from ..canonical import CanonicalArgs, stable_hash, truncate_middle
+from ..canonical import CanonicalArgs, fingerprint_payload, stable_hash, truncate_middle
 from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
 from .facts import CallFacts, CommandRunners, is_code_tool, plain_facts, runner_facts
 
@@ -134,11 +135,11 @@ class CallView:
     ``history``; its length is the largest ``history_needed()`` of the active
     signals.
 
-    ``runner``, ``action``, ``write`` and ``search`` are the shared call facts
+    ``runner``, ``action``, ``write``, ``search`` and ``wait`` are the shared call facts
     of :mod:`streamguard.signals.facts`: whether the tool is a command runner,
     what the call does (the program and sub-command for a runner, empty when
     that cannot be read; the tool name otherwise), and whether it changes
-    something or looks something up. The watchdog computes them once per call
+    something, looks something up, or waits on purpose. The watchdog computes them once per call
     from the policy; a view built without them (a signal tested alone) derives
     them with the default command-runner list.
 
@@ -149,7 +150,7 @@ class CallView:
 
     __slots__ = (
         "action", "args", "call_id", "canonical", "event", "history", "key", "kind", "runner",
-        "search", "tool", "write",
+        "search", "tool", "wait", "write",
     )
 
     def __init__(
@@ -182,6 +183,7 @@ class CallView:
         self.action = facts.action
         self.write = facts.write
         self.search = facts.search
+        self.wait = facts.wait
 
 
 class ResultView:
@@ -199,7 +201,7 @@ class ResultView:
     ``FLAG_SEARCH``, ``FLAG_RUNNER`` of :mod:`~streamguard.signals.facts`) and
     ``action`` (the call's action; the tool name when unpaired). ``outcome``
     identifies what came back: the fingerprint of a successful payload, a hash
-    of the error text of a failure, a constant for a no-op; ``0`` when unknown.
+    of the error text of a failure (:func:`failure_outcome`), a constant for a no-op; ``0`` when unknown.
 
     Like :class:`CallView`, valid only during the hook (the watchdog refills one object).
     """
@@ -240,10 +242,39 @@ NO_OP_OUTCOME = 0x6E6F2D6F70  # any fixed non-zero value: every no-op says the s
 def outcome_of(event: Any, failed: bool, fingerprint: int) -> int:
     """The ``outcome`` of a result (see :class:`ResultView`)."""
     if failed:
-        return stable_hash("\0error", event.error)
+        return failure_outcome(event)
     if event.no_op:
         return NO_OP_OUTCOME
     return fingerprint
+
+
+_STATUS_ONLY = re.compile(
+    r"(?i)command|process|program|exit(?:ed)?|return(?:ed)?|returncode|rc|status|code|with"
+    r"|non-?zero|errors?|failed|failure|[\W\d_]"
+)
+
+
+def says_only_status(error: str) -> bool:
+    """Whether an error text says no more than that the program failed, and with which
+    status (``exit code 1``, ``Command failed with exit status 2``, ``error``)."""
+    return len(error) <= 64 and not _STATUS_ONLY.sub("", error)
+
+
+def failure_outcome(event: Any) -> int:
+    """A failure's identity: its error text; when that says only that the program failed
+    (:func:`says_only_status`), also the output the failure came with.
+
+    Runtimes that record an exit status say ``exit code 1`` for every red test run and
+    put what the program printed in ``result``: by the error alone, each of those runs
+    would be the same failure. An error that says what went wrong is the identity on its
+    own (outputs carry timings and addresses that differ from run to run).
+    """
+    error = event.error
+    if says_only_status(error):
+        payload = fingerprint_payload(event.result, event.result_digest)
+        if payload:
+            return stable_hash("\0error", f"{error}\0{payload:016x}")
+    return stable_hash("\0error", error)
 
 
 class Signal:
@@ -289,6 +320,10 @@ class Signal:
     needs_pairing: bool = False
     """The signal reads ``ResultView.call_key``/``call_flags``/``action``: the watchdog
     keeps the session's pending calls only when some active signal does."""
+    sees_waits: ClassVar[bool] = True
+    """The signal's call and result hooks see calls that wait on purpose
+    (``CallView.wait``: ``sleep 60 && gh run view 42``) and their results. Loop
+    detectors set it False: identical answers to a wait are what waiting looks like."""
 
     config: SignalConfig
 

@@ -108,6 +108,7 @@ class AlternatingToolCycle(Signal):
     scope = "session"
     Config = AlternatingToolCycleConfig
     State = AlternatingToolCycleState
+    sees_waits = False  # a wait's answers are no loop evidence (signals/facts.py)
 
     config: AlternatingToolCycleConfig
 

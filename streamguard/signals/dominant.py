@@ -153,6 +153,7 @@ class DominantToolCall(Signal):
     defers_to = ("repeated-tool-call",)
     Config = DominantToolCallConfig
     State = DominantToolCallState
+    sees_waits = False  # a wait's answers are no loop evidence (signals/facts.py)
 
     config: DominantToolCallConfig
 

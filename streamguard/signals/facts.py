@@ -28,6 +28,12 @@ Three more facts per call, all cheap and conservative in the same direction:
     The call looks something up (``grep``, ``rg``, ``find``, SWE-agent's
     ``search_dir``; or a tool the classification calls ``resolve``). A search
     that finds nothing fails with an answer, not with an error.
+``wait``
+    The call waits on purpose: a command line with a ``sleep`` in it (``sleep 60
+    && gh run view 42``, ``until curl ...; do sleep 2; done``), or an empty
+    command sent to a runner, which is how OpenHands' agents wait for more output
+    of a command still running. Identical answers to a wait are what waiting
+    looks like, not a loop (``repeated-tool-call``, ``failure-loop``).
 ``action``
     As above; the tool name for tools that are not command runners. The
     program is found behind what only sets the stage or wraps it: environment
@@ -60,7 +66,7 @@ DEFAULT_COMMAND_RUNNERS = (
     "str_replace_based_edit_tool", "*_editor", "editor",
 )
 
-FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER = 1, 2, 4
+FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT = 1, 2, 4, 8
 
 _CACHE_MAX = 512
 
@@ -135,6 +141,9 @@ _REDIRECT = re.compile(r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s&|;]")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?\w")
 _IN_PLACE = re.compile(r"(?:^|\s)-(?:i\w*|-in-place)\b")
 _PYTHON = re.compile(r"python(?:\d+(?:\.\d+)*)?$")
+# `sleep` run as a command: at the start of the line or of a segment, or after a shell
+# keyword (`until curl ...; do sleep 2; done`).
+_SLEEP = re.compile(r"(?:^|[;&|\n(]|\b(?:do|then|else))[ \t]*sleep\s")
 
 
 class CommandRunners:
@@ -250,14 +259,15 @@ def _first_word(tokens: list[str], skip_value: bool = False) -> str:
 
 
 class CallFacts:
-    """What one call does: its action, and whether it writes or searches."""
+    """What one call does: its action, and whether it writes, searches or waits."""
 
-    __slots__ = ("action", "search", "write")
+    __slots__ = ("action", "search", "wait", "write")
 
-    def __init__(self, action: str, write: bool, search: bool) -> None:
+    def __init__(self, action: str, write: bool, search: bool, wait: bool = False) -> None:
         self.action = action
         self.write = write
         self.search = search
+        self.wait = wait
 
 
 _CODE_KEYS = ("code", "script", "source")
@@ -296,7 +306,8 @@ def runner_facts(args: object, code_tool: bool = False) -> CallFacts:
             return CallFacts(action, command in EDITOR_WRITES, False)
     text = command_text(args)
     if not text or not text.strip():
-        return CallFacts("", False, False)
+        # An empty command line (not an absent one) asks for more output: a wait.
+        return CallFacts("", False, False, text is not None)
     if code_tool:
         return code_facts(text)
     return shell_facts(text)
@@ -315,6 +326,7 @@ def shell_facts(text: str) -> CallFacts:
     head = text if len(text) <= 4096 else text[:4096]
     write = bool(_REDIRECT.search(head) or _HEREDOC.search(head))
     search = False
+    wait = "sleep" in head and bool(_SLEEP.search(head))
     action = ""
     fallback = ""
     for segment in _SEGMENT_SPLIT.split(head):
@@ -336,7 +348,7 @@ def shell_facts(text: str) -> CallFacts:
             continue
         if not action:
             action = f"{program} {sub}" if sub else program
-    return CallFacts(action or fallback, write, search)
+    return CallFacts(action or fallback, write, search, wait)
 
 
 def plain_facts(tool: str, kind: str | None) -> CallFacts:

@@ -61,8 +61,21 @@ Known false positives
     Waiting for something outside the agent's reach by retrying a call (a
     service still starting, a lock held elsewhere): three failures in a row of
     the very same call with no sleep-and-check tool in between. Poll with a
-    tool that waits (``wait_and_verify``), or exempt the tool. A command that
-    writes in a way the heuristic misses only makes this signal quieter.
+    tool that waits (``wait_and_verify``), put a ``sleep`` in the command (a
+    call that waits on purpose is no evidence here: signals/facts.py), or
+    exempt the tool. A write the classification misses makes this signal
+    *louder*: an edit tool whose name is not in ``[verification] write_tools``
+    turns edit, re-run, fail into re-run, fail. The defaults name the editors of
+    the common harnesses (``Edit``, ``MultiEdit``, ``NotebookEdit``,
+    ``replace_in_file``, ``replace``, ``str_replace``, ``apply_diff``...); add a
+    runtime's own, or send ``kind: write`` on the event.
+
+Errors that say only ``exit code 1``
+    The error text identifies the failure for the across-writes rule. Where a
+    runtime records only the exit status as the error and the program's output
+    as the result, the output is part of the failure's identity
+    (:func:`~streamguard.signals.base.failure_outcome`): a red test run that
+    fails differently after an edit is a different failure.
 
 State: up to 8 failing calls since the last write (56 bits of the call key and
 a 7-bit count, packed in one integer each), up to 8 calls failing since they
@@ -143,6 +156,7 @@ class FailureLoop(Signal):
     severity = "critical"
     scope = "session"
     State = FailureLoopState
+    sees_waits = False  # a wait's answers are no loop evidence (signals/facts.py)
     Config = FailureLoopConfig
     needs_pairing = True
     needs_fingerprint = False

@@ -104,6 +104,7 @@ class LongLoop(Signal):
     severity = "critical"
     scope = "session"
     State = LongLoopState
+    sees_waits = False  # a wait's answers are no loop evidence (signals/facts.py)
     Config = LongLoopConfig
     needs_pairing = True
     defers_to = ("failure-loop", "repeated-tool-call", "alternating-tool-cycle",

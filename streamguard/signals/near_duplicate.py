@@ -118,6 +118,7 @@ class NearDuplicateCalls(Signal):
     severity = "warn"
     scope = "session"
     State = NearDuplicateCallsState
+    sees_waits = False  # a wait's answers are no loop evidence (signals/facts.py)
     Config = NearDuplicateCallsConfig
     defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
                  "failure-loop", "long-loop", "result-stall")

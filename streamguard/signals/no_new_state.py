@@ -139,6 +139,7 @@ class NoNewState(Signal):
     id = SIGNAL_ID
     severity = "warn"
     State = NoNewStateState
+    sees_waits = False  # a wait's answers are no loop evidence (signals/facts.py)
     Config = NoNewStateConfig
     defers_to = (
         "failure-loop",

@@ -50,6 +50,12 @@ Results (``result_aware``, default on; off is the reference behaviour)
       does not trip here.
     * Calls that write (an identical edit re-sent) are never a poll: their
       result changes because of them.
+    * Calls that wait on purpose (``sleep 60 && gh run view 42``, the empty
+      command OpenHands sends to wait for more output; ``CallView.wait``) are
+      a poll whatever they answer: identical answers are what waiting looks
+      like. They get the polling warning after ``polling_warn_after`` calls,
+      never a halt (under ``result_aware = false``, the reference rule, they
+      count like any call).
     * Unknown results keep the blind rule: ``threshold`` calls in a row. An
       empty payload is unknown (a runtime that does not capture results sends
       none), except the empty output of a command runner's call (``""``
@@ -144,6 +150,9 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     """The polling warning was raised for this run."""
     write: bool = False
     """The run's calls write: their results change because of them, which is no poll."""
+    wait: bool = False
+    """The run's calls wait on purpose (``sleep 60 && gh run view``): a poll, whatever
+    their answers."""
     failed: int = 0
     """Failed results of the run (an unchanged failing call is failure-loop's)."""
     reported: int = 0
@@ -211,6 +220,7 @@ class RepeatedToolCall(Signal):
             state.outcome = state.frozen = state.changes = 0
             state.polled = False
             state.write = call.write
+            state.wait = call.wait
             state.failed = 0
             if canonical.paths and len(canonical.text) <= ANCHOR_TEXT_LIMIT:
                 state.text = canonical.text
@@ -223,7 +233,7 @@ class RepeatedToolCall(Signal):
         if self.result_aware:
             if state.failed:
                 return None  # failing unchanged calls: failure-loop's rule, on the result
-            if state.changes and not state.write:
+            if (state.changes or state.wait) and not state.write:
                 # Results have been changing: a poll, not (yet) a loop. It becomes
                 # one on the result side, once results stop changing.
                 return self._polling_finding(state, call)
@@ -251,8 +261,8 @@ class RepeatedToolCall(Signal):
                 state.changes += 1
             state.outcome = outcome
             state.frozen = 1
-        if state.frozen < self.same_result_threshold or state.latched:
-            return None
+        if state.frozen < self.same_result_threshold or state.latched or state.wait:
+            return None  # a wait answered the same again: still waiting (see on_call)
         state.latched = True
         state.reported = state.key
         return self._same_result_finding(state, result)

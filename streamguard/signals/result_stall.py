@@ -14,12 +14,21 @@ What it catches
     near its start and every digit masked and whitespace collapsed, then
     hashed. A structured payload (a JSON object or array from an API tool) is
     not masked: its numbers and strings are its data, so it is compared exactly
-    (its fingerprint, or the agent's ``result_digest``). A step is *stale* when its template was already received in this
-    session. The signal counts consecutive stale steps and trips at the
-    threshold. A result with a template not seen before is news and resets the
-    count; so is a write whose result is new (an edit that took). Two more
-    rules keep ordinary work out:
+    (its fingerprint, or the agent's ``result_digest``), and so is a string
+    payload that is JSON text (how MCP servers and many frameworks deliver
+    API answers: pages of a list, one route on several dates). A failure whose
+    error says only ``exit code 1`` is read with the output it came with. A step
+    is *stale* when its template was already received in this session. The
+    signal counts consecutive stale steps and trips at the threshold. A result
+    with a template not seen before is news and resets the count; so is a write
+    whose result is new (an edit that took). More rules keep ordinary work out:
 
+    * a write tool's short acknowledgement (at most ``ACK_LIMIT`` bytes:
+      "File written successfully.", ``{"ok": true}``) is news, however often
+      it was received: each write changed something. A command's output, or an
+      editor showing the file after its edit, is read like any answer;
+    * a call that waits on purpose (``sleep 60 && gh run view``) is not read
+      at all (signals/facts.py);
     * an empty result is stale only for a search (nothing found, again); an
       empty result of any other call (``mv``, ``mkdir``) is neither stale nor
       news, so a tidy-up of eleven silent moves does not count;
@@ -85,8 +94,8 @@ import msgspec
 from msgspec import Meta, Struct, field
 
 from ..canonical import truncate_middle
-from .base import NO_OP_OUTCOME, Finding, ResultView, Signal, SignalConfig
-from .facts import FLAG_SEARCH, FLAG_WRITE
+from .base import NO_OP_OUTCOME, Finding, ResultView, Signal, SignalConfig, says_only_status
+from .facts import FLAG_RUNNER, FLAG_SEARCH, FLAG_WRITE
 from .repeat import DEFAULT_POLLING_TOOLS
 
 SIGNAL_ID = "result-stall"
@@ -96,6 +105,9 @@ _WIDTH = 4
 _M32 = (1 << 32) - 1
 _NOTHING = 0x4E4F4E45  # the template of "a search found nothing"
 _EMPTY = 0x454D5054  # an empty answer, for the futile-write rule
+_NAMED_WRITE = FLAG_WRITE | FLAG_RUNNER  # masked: a write by a tool that is not a runner
+ACK_LIMIT = 200
+"""Longest template of a write's answer read as a bare acknowledgement (bytes)."""
 CHECKS = 8
 """Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
 
@@ -125,6 +137,24 @@ def result_text(result: Any) -> str:
         return _encoder.encode(result)[: TEXT_LIMIT * 2].decode(errors="ignore")[:TEXT_LIMIT]
     except (TypeError, ValueError, OverflowError):
         return ""
+
+
+JSON_TEXT_LIMIT = 65536
+"""Longest string payload tried as JSON text (a longer one is compared as text)."""
+_json_decoder = msgspec.json.Decoder()
+
+
+def is_json_text(text: str) -> bool:
+    """Whether a string payload is a JSON object or array (then compared exactly)."""
+    if text[:1] not in ("{", "[") or len(text) > JSON_TEXT_LIMIT:
+        return False
+    if text.rstrip()[-1:] not in ("}", "]"):
+        return False
+    try:
+        _json_decoder.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return True
 
 
 def _squeeze(data: bytes) -> bytes:
@@ -212,6 +242,7 @@ class ResultStall(Signal):
     severity = "critical"
     scope = "session"
     State = ResultStallState
+    sees_waits = False  # a wait's answers are no loop evidence (signals/facts.py)
     Config = ResultStallConfig
     needs_pairing = True
     defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
@@ -253,16 +284,21 @@ class ResultStall(Signal):
         # A failure's template is the tool's: "exit code 1" from two tools is two answers.
         memo = (outcome, result.tool) if result.failed else outcome
         cached = self._codes.get(memo) if outcome else None
-        if cached is None and outcome and not result.failed and not isinstance(
-            result.event.result, str
+        if cached is None and outcome and not result.failed and (
+            type(result.event.result) is not str or is_json_text(result.event.result)
         ):
-            # A structured payload (an API's JSON) is compared exactly: its numbers and
-            # strings are its data (prices, ids, names), not noise to mask.
+            # A structured payload (an API's JSON, as an object or as the JSON text that
+            # MCP servers and many frameworks deliver) is compared exactly: its numbers
+            # and strings are its data (prices, ids, names, pages), not noise to mask.
             code = (outcome & _M32) or 1
             cached = (code, code, b"(structured result)")
         if cached is None:
             if result.failed:
                 text = result.error or ""
+                if says_only_status(text) and result.event.result:
+                    # "exit code 1" says nothing of what failed: the output does.
+                    payload = result.event.result
+                    text += "\n" + (payload[:TEXT_LIMIT] if type(payload) is str else result_text(payload))
             else:
                 payload = result.event.result
                 # A string payload's text is its head (result_text, without the call).
@@ -307,6 +343,18 @@ class ResultStall(Signal):
         at = seen.find(packed)
         while at > 0 and at % _WIDTH:  # a hit straddling two entries is no hit
             at = seen.find(packed, at + 1)
+        if (
+            at >= 0
+            and flags & _NAMED_WRITE == FLAG_WRITE
+            and len(masked) <= ACK_LIMIT
+            and not result.failed
+        ):
+            # A write tool's short acknowledgement says only that it worked ("File
+            # written successfully." for the twelfth new file): the write changed
+            # something, so it is news, never stale. A command's output, or an editor
+            # showing the file after the edit, says what happened: the same again is stale.
+            self._news(state)
+            return None
         if at >= 0:
             if polled:
                 return None  # the same call, new numbers: a poll

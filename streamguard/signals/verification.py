@@ -144,6 +144,11 @@ DEFAULT_WRITE_TOOLS = (
     "write*", "edit*", "create*", "update*", "delete*", "remove*", "rm", "mv", "move*",
     "rename*", "patch*", "apply*", "set_*", "put*", "restart*", "start*", "stop*", "kill*",
     "reboot*", "scale*", "deploy*", "install*", "uninstall*", "enable*", "disable*",
+    # The editors of the common coding harnesses whose names open with another word:
+    # Claude Code's MultiEdit and NotebookEdit, Cline's replace_in_file, Gemini CLI's
+    # replace, insert/append/overwrite tools, and any *_edit.
+    "multiedit", "multi_edit", "notebookedit", "notebook_edit", "*_edit", "replace*",
+    "str_replace*", "insert*", "append*", "overwrite*", "modify*", "save*",
 )
 DEFAULT_USER_INPUT_TOOLS = (
     "ask*", "confirm*", "prompt_user*", "request_user_input*", "*user_input*",

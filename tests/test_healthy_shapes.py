@@ -1,0 +1,249 @@
+"""Healthy work of common agent runtimes that once drew a critical, and the loops beside them
+that must still be halted: each case is the smallest trace that showed the shape.
+
+- editors whose names open with another word (``MultiEdit``, ``replace_in_file``, ``replace``)
+  are writes, so edit, re-run, fail is debugging;
+- an error that says only ``exit code 1`` is told apart by the output it came with;
+- a write tool's bare acknowledgement is news, never stale;
+- JSON delivered as text is compared exactly, like a JSON payload;
+- a call that waits on purpose (``sleep 60 && ...``, OpenHands' empty command) is a poll.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from streamguard.engine import Engine
+from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
+from streamguard.policy import parse_policy_set
+from streamguard.signals.base import failure_outcome, says_only_status
+from streamguard.signals.facts import runner_facts, shell_facts
+from streamguard.signals.result_stall import is_json_text
+
+DEFAULT = ""
+
+
+def alerts(trace: list[Any], policy: str = DEFAULT) -> list[Alert]:
+    engine = Engine(parse_policy_set(policy))
+    engine.process(TurnStart(session="h"))
+    out: list[Alert] = []
+    for event in trace:
+        out += [o for o in engine.process(event) if isinstance(o, Alert)]
+    return out
+
+
+def criticals(trace: list[Any], policy: str = DEFAULT) -> list[str]:
+    return [a.signal for a in alerts(trace, policy) if a.severity == "critical"]
+
+
+class Calls:
+    """Calls and their results with ids, as runtimes send them."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def call(self, tool: str, args: Any) -> tuple[ToolCall, str]:
+        self.n += 1
+        cid = f"c{self.n}"
+        return ToolCall(session="h", tool=tool, args=args, call_id=cid), cid
+
+    def pair(self, tool: str, args: Any, result: Any = None, error: str | None = None) -> list[Any]:
+        call, cid = self.call(tool, args)
+        return [call, ToolResult(session="h", tool=tool, call_id=cid, result=result, error=error)]
+
+
+# ----------------------------------------------------------------------- editors
+
+
+@pytest.mark.parametrize("editor", ["MultiEdit", "replace_in_file", "replace", "NotebookEdit",
+                                    "str_replace", "insert_lines", "apply_diff"])
+def test_edit_rerun_fail_with_named_editors_is_debugging(editor: str) -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for attempt in range(7):
+        trace += c.pair(editor, {"file_path": "src/app.py", "edits": [f"fix {attempt}"]}, "ok")
+        trace += c.pair("Bash", {"command": "pytest tests/test_app.py -x"},
+                        error="1 failed: assert parse('a') == 'A'")
+    assert "failure-loop" not in criticals(trace)
+
+
+def test_rerun_fail_with_no_edit_between_is_still_a_loop() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(6):
+        trace += c.pair("Read", {"file_path": f"src/mod_{i}.py"}, f"def parse_{i}(s): ...")
+        trace += c.pair("Bash", {"command": "pytest tests/test_app.py -x"},
+                        error="1 failed: assert parse('a') == 'A'")
+    assert "failure-loop" in criticals(trace)
+
+
+# ------------------------------------------------------------- bare exit statuses
+
+
+@pytest.mark.parametrize("error", ["exit code 1", "Command failed with exit status 2",
+                                   "returncode=127", "Error: exit status 1", "failed"])
+def test_an_error_with_only_a_status_says_only_status(error: str) -> None:
+    assert says_only_status(error)
+
+
+@pytest.mark.parametrize("error", ["timed out", "1 failed: assert 3 == 4",
+                                   "/bin/bash: line 3: foo: command not found",
+                                   "ModuleNotFoundError: No module named 'x'", "exit code 1 " * 10])
+def test_an_error_that_says_what_failed_is_its_own_identity(error: str) -> None:
+    assert not says_only_status(error)
+
+
+def test_a_bare_status_failure_is_told_apart_by_its_output() -> None:
+    def result(output: str, error: str = "exit code 1") -> ToolResult:
+        return ToolResult(session="h", tool="bash", error=error, result=output)
+
+    red_a, red_b = result("FAILED test_a - assert 1 == 2"), result("FAILED test_a - assert 2 == 3")
+    assert failure_outcome(red_a) != failure_outcome(red_b)
+    assert failure_outcome(red_a) == failure_outcome(result("FAILED test_a - assert 1 == 2"))
+    # An error that says what went wrong is the identity alone (outputs carry timings).
+    timeout_a = result("Retrying after 0.41 s", error="ConnectTimeout: pypi.org")
+    timeout_b = result("Retrying after 0.73 s", error="ConnectTimeout: pypi.org")
+    assert failure_outcome(timeout_a) == failure_outcome(timeout_b)
+
+
+def _exit_code_debugging(outputs: list[str]) -> list[Any]:
+    c = Calls()
+    trace: list[Any] = []
+    for i, output in enumerate(outputs):
+        trace += c.pair("bash", {"command": f"sed -i 's/x{i}/x{i + 1}/' src/app.py"}, "")
+        trace += c.pair("bash", {"command": "pytest -x -q"}, output, error="exit code 1")
+    return trace
+
+
+def test_edits_changing_an_exit_code_failure_are_debugging() -> None:
+    outputs = [f"FAILED tests/test_app.py::test_parse - AssertionError: assert {i} == 9" for i in range(9)]
+    found = criticals(_exit_code_debugging(outputs))
+    assert "result-stall" not in found and "failure-loop" not in found
+
+
+def test_edits_that_never_change_an_exit_code_failure_are_futile() -> None:
+    outputs = ["FAILED tests/test_app.py::test_parse - ImportError: cannot import name 'parse'"] * 9
+    found = criticals(_exit_code_debugging(outputs))
+    assert {"result-stall", "failure-loop"} & set(found)
+
+
+# ------------------------------------------------------------ write acknowledgements
+
+
+def test_a_write_tools_bare_acknowledgement_is_never_stale() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(14):
+        trace += c.pair("write_to_file", {"path": f"src/pkg/module_{i}.py", "content": f"X = {i}\n"},
+                        "File written successfully.")
+    for i in range(10):
+        trace += c.pair("update_ticket", {"ticket": 4100 + i, "label": "billing"}, {"ok": True})
+    assert criticals(trace) == []
+
+
+def test_a_command_that_writes_and_prints_the_same_again_is_still_stale() -> None:
+    # The re-sent "rm, create, edit" command of a stuck agent prints the same file each time.
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(12):
+        script = f"rm repro.py\ncreate repro.py\nedit 1:1\n# attempt {i}\nend_of_edit"
+        trace += c.pair("bash", {"command": script},
+                        f"[File: /repo/repro.py (1 lines total)]\n1:\n/bin/bash: line {900 + i}: "
+                        "end_of_edit: command not found")
+    assert "result-stall" in criticals(trace)
+
+
+# -------------------------------------------------------------------- JSON as text
+
+
+def test_json_text_is_recognised_and_prose_is_not() -> None:
+    assert is_json_text('{"page": 3, "items": []}') and is_json_text("[1, 2]\n")
+    assert not is_json_text("[File: /repo/a.py (10 lines total)]")
+    assert not is_json_text("{not json}") and not is_json_text("plain text")
+
+
+def test_pages_of_a_json_text_api_are_news() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for page in range(1, 13):
+        body = {"page": page, "total": 12, "items": [{"id": 1000 + page * 10 + k} for k in range(3)]}
+        trace += c.pair("list_invoices", {"page": page}, json.dumps(body))
+    assert "result-stall" not in criticals(trace)
+
+
+def test_the_same_json_text_again_and_again_is_stale() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    body = json.dumps({"status": "not_found", "flight": None})
+    for day in range(1, 12):
+        trace += c.pair("search_flights", {"origin": "SFO", "dest": "JFK", "date": f"2026-05-{day:02d}"},
+                        body)
+    assert "result-stall" in criticals(trace)
+
+
+# ----------------------------------------------------------------------------- waits
+
+
+@pytest.mark.parametrize("command,wait", [
+    ("sleep 60 && gh run view 42", True),
+    ("until curl -sf localhost:8000; do sleep 2; done", True),
+    ("gh run view 42", False),
+    ("sleepy_script.sh", False),
+])
+def test_a_command_with_a_sleep_waits(command: str, wait: bool) -> None:
+    assert shell_facts(command).wait is wait
+
+
+def test_an_empty_runner_command_waits_and_an_absent_one_does_not() -> None:
+    assert runner_facts({"command": "", "is_input": "false"}).wait
+    assert not runner_facts({"timeout": 30}).wait
+
+
+def _ci_watch(polls: int) -> list[Any]:
+    c = Calls()
+    return [e for _ in range(polls)
+            for e in c.pair("bash", {"command": "sleep 60 && gh run view 42 --json status"},
+                            '{"status": "in_progress"}')]
+
+
+def test_waiting_on_a_ci_run_is_a_poll_not_a_loop() -> None:
+    got = alerts(_ci_watch(12))
+    assert [a for a in got if a.severity == "critical"] == []
+
+
+def test_a_wait_that_goes_on_for_long_draws_one_polling_warning() -> None:
+    warns = [a for a in alerts(_ci_watch(24)) if a.signal == "repeated-tool-call"]
+    assert [(a.severity, a.detail["rule"]) for a in warns] == [("warn", "polling")]
+
+
+def test_under_the_reference_rule_a_wait_counts_like_any_call() -> None:
+    policy = "[signals.repeated-tool-call]\nresult_aware = false\n"
+    assert "repeated-tool-call" in criticals(_ci_watch(5), policy)
+
+
+def test_openhands_empty_command_waits() -> None:
+    c = Calls()
+    note = "[The command has no new output after 30 seconds. You may wait longer by sending empty command '']"
+    trace = [e for _ in range(10) for e in c.pair("execute_bash", {"command": "", "is_input": "false"}, note)]
+    assert criticals(trace) == []
+
+
+def test_a_server_start_waited_out_with_sleep_is_no_failure_loop() -> None:
+    c = Calls()
+    trace: list[Any] = c.pair("bash", {"command": "nohup uvicorn app:api --port 8000 &"}, "")
+    for _ in range(7):
+        trace += c.pair("bash", {"command": "sleep 3 && curl -sf localhost:8000/health"},
+                        error="curl: (7) Failed to connect to localhost port 8000")
+    assert criticals(trace) == []
+
+
+def test_the_same_failing_call_without_a_sleep_is_still_a_failure_loop() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for _ in range(6):
+        trace += c.pair("bash", {"command": "curl -sf localhost:8000/health"},
+                        error="curl: (7) Failed to connect to localhost port 8000")
+    assert "failure-loop" in criticals(trace)
