@@ -33,6 +33,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Mapping
 from hashlib import blake2b
+from itertools import islice
 from typing import Any
 
 import msgspec
@@ -48,6 +49,8 @@ _EXACT_PATH_KEYS = frozenset({"target", "source", "destination", "src", "dst", "
 _PATH_KEY_PARTS = ("path", "file", "dir", "folder")
 _path_key_cache: dict[str, bool] = {}
 _PATH_KEY_CACHE_MAX = 4096
+MAX_PATH_KEYS_SCANNED = 64
+"""Keys of an argument object examined for paths (the rest compare exactly)."""
 
 EMPTY_ARGS = "{}"
 UNENCODABLE_ARGS = "<unencodable-args>"
@@ -62,7 +65,9 @@ def is_path_key(key: str) -> bool:
         return cached
     lowered = key.lower()
     result = lowered in _EXACT_PATH_KEYS or any(part in lowered for part in _PATH_KEY_PARTS)
-    if len(_path_key_cache) < _PATH_KEY_CACHE_MAX:  # bounded: keys come from untrusted input
+    if len(key) <= 64:  # bounded, like its size: keys come from untrusted input
+        if len(_path_key_cache) >= _PATH_KEY_CACHE_MAX:
+            _path_key_cache.clear()
         _path_key_cache[key] = result
     return result
 
@@ -154,7 +159,9 @@ def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> Canon
                 del obj[field]
     changed = False
     known = _path_key_cache.get
-    for key, value in obj.items():
+    # Path keys are looked for among the first MAX_PATH_KEYS_SCANNED keys (argument
+    # objects have a handful; a crafted one with 70,000 would cost Python work per key).
+    for key, value in islice(obj.items(), MAX_PATH_KEYS_SCANNED):
         if not isinstance(value, str) or not isinstance(key, str):
             continue
         path_key = known(key)

@@ -19,6 +19,7 @@ Schemas generated from these classes.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -253,6 +254,20 @@ class NestingTooDeep(msgspec.ValidationError):
         super().__init__(f"{where} is nested deeper than {MAX_NESTING} levels")
 
 
+class IntegerTooLarge(msgspec.ValidationError):
+    """An integer in a free-form field beyond 64 bits. Refused: no reader needs one,
+    and turning a 4,000-digit number into text and back costs quadratic time."""
+
+    def __init__(self, where: str = "the event") -> None:
+        super().__init__(f"{where} holds an integer beyond 64 bits")
+
+
+_INT_MIN, _INT_MAX = -(2**63), 2**64
+# A run of 19 digits is what the shortest integer outside 64 bits needs (-(2**63) - 1).
+_LONG_DIGITS_BYTES = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+
+
 def _may_be_deep(data: bytes | str) -> bool:
     """Cheap upper bound: a value cannot nest deeper than the record has brackets.
 
@@ -264,52 +279,95 @@ def _may_be_deep(data: bytes | str) -> bool:
     return data.count(b"[") + data.count(b"{") > MAX_NESTING
 
 
+def _may_hold_big_int(data: bytes | str) -> bool:
+    """Cheap necessary condition for an integer beyond 64 bits: a run of 19 digits."""
+    if isinstance(data, str):
+        return _LONG_DIGITS_TEXT.search(data) is not None
+    return _LONG_DIGITS_BYTES.search(data) is not None
+
+
 _JSON_OPENERS = frozenset("[{")
+_JSON_SPACE = " \t\n\r"
+
+
+def _json_opener(text: str) -> bool:
+    """Whether a string starts like JSON text (leading whitespace allowed), without copying it."""
+    head = text[:1]
+    if head in _JSON_SPACE and head:
+        head = text.lstrip(_JSON_SPACE)[:1]
+    return head in _JSON_OPENERS
+
+
+def _limits_exceeded(value: Any, limit: int, ints: bool) -> str | None:
+    """Why ``value`` breaks the contract's bounds, or None: nested deeper than ``limit``
+    levels (``"depth"``), or, when ``ints``, holding an integer beyond 64 bits (``"int"``).
+
+    A string that holds JSON text counts with its own depth, since the canonicalization
+    of string arguments reads it as JSON. The walk goes level by level, children
+    gathered in C (``list.extend``), with no per-element tuple or recursion: its cost is
+    one type test per element.
+    """
+    level: list[Any] = [value]
+    depth = 0
+    while level:
+        children: list[Any] = []
+        extend = children.extend
+        containers = False
+        for item in level:  # the list grows with decoded JSON text of this level
+            kind = type(item)
+            if kind is dict:
+                containers = True
+                extend(item.values())
+            elif kind is list:
+                containers = True
+                extend(item)
+            elif kind is str:
+                if (
+                    item[:1]
+                    and _json_opener(item)
+                    and item.count("[") + item.count("{") > limit - depth
+                ):
+                    try:
+                        inner = _any_decoder.decode(item)
+                    except RecursionError:
+                        return "depth"
+                    except msgspec.DecodeError:
+                        continue  # not JSON: a plain string
+                    level.append(inner)  # at this string's depth
+            elif ints and kind is int and not _INT_MIN <= item < _INT_MAX:
+                return "int"
+        if containers:
+            depth += 1
+            if depth > limit:
+                return "depth"
+        level = children
+    return None
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests deeper than ``limit`` levels (iterative: no recursion).
-
-    A string that holds JSON text counts with its own depth, since the
-    canonicalization of string arguments reads it as JSON.
-    """
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        item, depth = pop()
-        if isinstance(item, dict):
-            depth += 1
-            if depth > limit:
-                return True
-            for child in item.values():
-                if isinstance(child, (dict, list, str)):
-                    push((child, depth))
-        elif isinstance(item, list):
-            depth += 1
-            if depth > limit:
-                return True
-            for child in item:
-                if isinstance(child, (dict, list, str)):
-                    push((child, depth))
-        elif isinstance(item, str):
-            head = item.lstrip(" \t\n\r")[:1]
-            if head in _JSON_OPENERS and item.count("[") + item.count("{") > limit - depth:
-                try:
-                    inner = _any_decoder.decode(item)
-                except RecursionError:
-                    return True
-                except msgspec.DecodeError:
-                    continue  # not JSON: a plain string
-                push((inner, depth))
-    return False
+    """Whether ``value`` nests deeper than ``limit`` levels (see :func:`_limits_exceeded`)."""
+    return _limits_exceeded(value, limit, False) == "depth"
 
 
-def check_nesting(event: Any) -> None:
-    """Raise :class:`NestingTooDeep` if a free-form field of ``event`` nests too deep."""
+def check_nesting(event: Any, ints: bool = False) -> None:
+    """Raise :class:`NestingTooDeep` if a free-form field of ``event`` nests too deep
+    (and, with ``ints``, :class:`IntegerTooLarge` for an integer beyond 64 bits)."""
     for field in ("args", "result"):
         value = getattr(event, field, None)
-        if value is not None and _depth_exceeds(value, MAX_NESTING):
-            raise NestingTooDeep(f"{field!r}")
+        if value is not None:
+            broken = _limits_exceeded(value, MAX_NESTING, ints)
+            if broken == "depth":
+                raise NestingTooDeep(f"{field!r}")
+            if broken == "int":
+                raise IntegerTooLarge(f"{field!r}")
+
+
+def _check_bounds(data: bytes | str, event: Any) -> None:
+    """The bounds the typed decode cannot state, checked only where the raw record says
+    they may be broken (two byte counts and one regex search otherwise)."""
+    ints = _may_hold_big_int(data)
+    if ints or _may_be_deep(data):
+        check_nesting(event, ints)
 
 
 def _classify_failure(data: bytes | str, error: msgspec.DecodeError) -> Exception:
@@ -348,8 +406,7 @@ def decode_agent_record(data: bytes | str) -> AgentEvent:
         event = agent_decoder.decode(data)
     except RecursionError:
         raise NestingTooDeep() from None
-    if _may_be_deep(data):
-        check_nesting(event)
+    _check_bounds(data, event)
     return event
 
 
@@ -368,8 +425,7 @@ def decode_agent_event(data: bytes | str) -> AgentEvent:
         raise NestingTooDeep() from None
     except msgspec.DecodeError as exc:
         raise _classify_failure(data, exc) from exc
-    if _may_be_deep(data):
-        check_nesting(event)
+    _check_bounds(data, event)
     return event
 
 
@@ -387,8 +443,7 @@ def decode_operator_event(data: bytes | str) -> AgentEvent | ControlEvent:
         if isinstance(failure, ControlOnAgentStream):
             return control_decoder.decode(data)
         raise failure from exc
-    if _may_be_deep(data):
-        check_nesting(event)
+    _check_bounds(data, event)
     return event
 
 

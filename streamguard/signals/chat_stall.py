@@ -156,9 +156,10 @@ class ChatStall(Signal):
         value = self._sketches.get(text)
         if value is None:
             value = sketch(text)  # a pure function of the text: cached per process
-            if len(self._sketches) >= 1024:
-                self._sketches.clear()
-            self._sketches[text] = value
+            if len(text) <= 2048:  # a cache of short texts: a long one would pin its bytes
+                if len(self._sketches) >= 1024:
+                    self._sketches.clear()
+                self._sketches[text] = value
         if not value:
             return None
         value = value.ljust(_SLOT, b"\0")  # short messages have fewer than 8 pairs
@@ -190,7 +191,7 @@ class ChatStall(Signal):
         return None
 
     def _finding(self, rule: str, count: int, text: str) -> Finding:
-        quote = truncate_middle(" ".join(text.split()), 160)
+        quote = truncate_middle(" ".join(text[:4096].split()), 160)  # cut first: texts are unbounded
         if rule == "repeated_message":
             reason = (
                 f"The agent has said the same thing {count} times without doing anything in "

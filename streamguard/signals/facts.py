@@ -69,6 +69,10 @@ DEFAULT_COMMAND_RUNNERS = (
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT = 1, 2, 4, 8
 
 _CACHE_MAX = 512
+MAX_SEGMENTS = 32
+"""Segments of a command line whose programs are read (``a && b; c | d``: four)."""
+COMMAND_TEXT_LIMIT = 4096
+"""Characters of a command line read (the argument-list form is joined up to here)."""
 
 EDITOR_COMMANDS = frozenset(
     {"view", "create", "str_replace", "insert", "edit", "write", "undo_edit", "append"}
@@ -180,9 +184,25 @@ def command_text(args: object) -> str | None:
             value = args.get(key)
             if isinstance(value, str):
                 return value
-            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-                return " ".join(value)
+            if isinstance(value, list) and value:
+                return _joined_prefix(value)
     return None
+
+
+def _joined_prefix(parts: list[object]) -> str | None:
+    """An argument list (``["bash", "-lc", "..."]``) as one line, joined only as far as
+    :data:`COMMAND_TEXT_LIMIT` characters (nothing past it is read); None unless every
+    part joined is a string."""
+    taken: list[str] = []
+    size = 0
+    for part in parts:
+        if not isinstance(part, str):
+            return None
+        taken.append(part)
+        size += len(part) + 1
+        if size > COMMAND_TEXT_LIMIT:
+            break
+    return " ".join(taken)
 
 
 def _basename(token: str) -> str:
@@ -272,7 +292,9 @@ class CallFacts:
 
 _CODE_KEYS = ("code", "script", "source")
 _CODE_WRITES = re.compile(
-    r"write|open\([^)]*,\s*(?:mode\s*=\s*)?['\"][rb]*[wax+]|remove|unlink|rename|replace|subprocess|os\.system|shutil"
+    # The argument scan of open( is bounded: unbounded, it rescans to the end from every
+    # "open(" of a crafted line (quadratic).
+    r"write|open\([^)]{0,200}?,\s*(?:mode\s*=\s*)?['\"][rb]*[wax+]|remove|unlink|rename|replace|subprocess|os\.system|shutil"
     r"|mkdir|patch|install|sed -i|>"
 )
 
@@ -329,7 +351,9 @@ def shell_facts(text: str) -> CallFacts:
     wait = "sleep" in head and bool(_SLEEP.search(head))
     action = ""
     fallback = ""
-    for segment in _SEGMENT_SPLIT.split(head):
+    # At most MAX_SEGMENTS segments are parsed (each is Python work); a write further on
+    # is still seen by the redirection and here-document tests over the whole head.
+    for segment in _SEGMENT_SPLIT.split(head, MAX_SEGMENTS)[:MAX_SEGMENTS]:
         tokens = _program_tokens(segment.split())
         if not tokens or tokens[0][:1] == "#":
             continue  # nothing, or a comment (a shebang too)

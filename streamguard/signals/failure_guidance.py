@@ -139,6 +139,10 @@ def identity(result: ResultView, sig: int) -> str:
     return f"{result.tool}: #{sig}"
 
 
+SIGNATURE_TEXT_LIMIT = 4096
+"""Longest canonical text normalised for a signature; a longer call is known by its key."""
+
+
 def signature(tool: str, canonical_text: str) -> int:
     """A stable 24-bit identity of a call: tool plus whitespace-normalised arguments.
 
@@ -218,8 +222,12 @@ class ToolFailureGuidance(Signal):
         # Canonical JSON has no whitespace between tokens and escapes control
         # characters, so only runs of spaces (or non-ASCII spaces) inside strings
         # can change under normalisation; otherwise the shared call key serves.
-        if ("  " in text or not text.isascii()) and " ".join(text.split()) != text:
-            sig = signature(tool, text)
+        if (
+            len(text) <= SIGNATURE_TEXT_LIMIT
+            and ("  " in text or not text.isascii())
+            and (normalised := " ".join(text.split())) != text
+        ):
+            sig = (stable_hash(tool, normalised) & _M24) or 1  # signature(), normalised once
         else:
             sig = (call.key & _M24) or 1
         ids, sigs = state.pending_ids, state.pending_sigs

@@ -294,7 +294,7 @@ class ResultStall(Signal):
             cached = (code, code, b"(structured result)")
         if cached is None:
             if result.failed:
-                text = result.error or ""
+                text = (result.error or "")[:TEXT_LIMIT]
                 if says_only_status(text) and result.event.result:
                     # "exit code 1" says nothing of what failed: the output does.
                     payload = result.event.result

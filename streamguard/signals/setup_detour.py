@@ -162,7 +162,9 @@ VERSION_LIMIT = 80
 # Lookups of an installed program, and probes of a package mirror.
 _LOOKUP = re.compile(r"\s*(?:command\s+-v|type(?:\s+-[aPpt]+)?)\s+\S+")
 _NETWORK_PROBE = re.compile(
-    r"\bcurl\b[^|;&\n]*?\s(?:-[A-Za-z]*I[A-Za-z]*|--head)\b|\bwget\b[^|;&\n]*?\s--spider\b"
+    # Bounded gaps: unbounded, the lazy scan restarts at every "curl" of a crafted line.
+    r"\bcurl\b[^|;&\n]{0,200}?\s(?:-[A-Za-z]*I[A-Za-z]*|--head)\b"
+    r"|\bwget\b[^|;&\n]{0,200}?\s--spider\b"
 )
 
 MACHINE, NEUTRAL, TASK = 1, 0, -1

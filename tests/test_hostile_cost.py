@@ -1,0 +1,178 @@
+"""Records crafted to cost: what bounds the work, asserted by behaviour (no timing).
+
+Each bound here replaced work that grew faster than the record: a regex rescanning from
+every ``open(``, a nesting walk allocating per element, Python work per key, per shell
+segment or per list element, integers thousands of digits long, whole unbounded texts
+normalised, and caches pinning the long strings they were keyed by. The costs measured
+before and after are in docs/performance.md ("Records crafted to cost").
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamguard import canonical
+from streamguard.canonical import MAX_PATH_KEYS_SCANNED, canonicalize
+from streamguard.engine import Engine
+from streamguard.events import (
+    MAX_NESTING,
+    IntegerTooLarge,
+    NestingTooDeep,
+    ToolCall,
+    ToolResult,
+    TurnStart,
+    decode_agent_event,
+    decode_agent_record,
+)
+from streamguard.events import _depth_exceeds as depth_exceeds
+from streamguard.kafka.routing import DeadLetter, decode_event
+from streamguard.policy import PolicySet
+from streamguard.signals.chat_stall import ChatStall
+from streamguard.signals.facts import (
+    COMMAND_TEXT_LIMIT,
+    MAX_SEGMENTS,
+    code_facts,
+    command_text,
+    shell_facts,
+)
+from streamguard.signals.result_stall import TEXT_LIMIT, template
+
+
+def reference_depth(value: Any) -> int:
+    """The nesting the contract bounds, written plainly (recursive): containers count one
+    level each, and a string holding JSON text counts with its own depth."""
+    if isinstance(value, dict):
+        return 1 + max((reference_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((reference_depth(v) for v in value), default=0)
+    if isinstance(value, str) and value.lstrip(" \t\n\r")[:1] in ("[", "{"):
+        try:
+            return reference_depth(json.loads(value))
+        except (ValueError, RecursionError):
+            return 0
+    return 0
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text("ab[{ ", max_size=4),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text("kx", max_size=2), inner, max_size=3)
+    | inner.map(lambda v: json.dumps(v)),  # JSON text inside a string
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.integers(0, 6))
+def test_the_level_walk_bounds_exactly_the_depth_defined(value: Any, limit: int) -> None:
+    assert depth_exceeds(value, limit) == (reference_depth(value) > limit)
+
+
+def test_wide_shallow_values_pass_and_deep_ones_are_refused() -> None:
+    wide = json.dumps({"items": [[] for _ in range(50_000)]})
+    assert decode_agent_record(f'{{"type":"tool_result","session":"s","tool":"t","result":{wide}}}')
+    deep = "[" * (MAX_NESTING + 1) + "]" * (MAX_NESTING + 1)
+    with pytest.raises(NestingTooDeep):
+        decode_agent_record(f'{{"type":"tool_result","session":"s","tool":"t","result":[1,{deep}]}}')
+
+
+# -------------------------------------------------------------------- integers
+
+
+def record(field: str, value: str) -> bytes:
+    return f'{{"type":"tool_call","session":"s","tool":"t","{field}":{value}}}'.encode()
+
+
+@pytest.mark.parametrize("number", [2**64, -(2**63) - 1, 10**4000], ids=["2^64", "-2^63-1", "4001 digits"])
+def test_an_integer_beyond_64_bits_is_refused_to_the_dead_letters(number: int) -> None:
+    data = record("args", json.dumps({"n": [1, {"deep": number}]}))
+    with pytest.raises(IntegerTooLarge):
+        decode_agent_event(data)
+    letter = decode_event(data)
+    assert isinstance(letter, DeadLetter) and letter.reason == "invalid_event"
+    assert "integer beyond 64 bits" in letter.error
+
+
+@pytest.mark.parametrize("number", [2**64 - 1, -(2**63), 12345678901234567890])
+def test_integers_within_64_bits_and_long_digit_strings_pass(number: int) -> None:
+    event = decode_agent_event(record("args", json.dumps({"n": number, "id": "9" * 400})))
+    assert isinstance(event, ToolCall) and event.args["n"] == number
+
+
+# ----------------------------------------------------------------- call facts
+
+
+def test_code_that_opens_for_writing_is_a_write_and_crafted_opens_are_not() -> None:
+    assert code_facts("with open('out.txt', 'w') as f:\n    f.write(x)").write
+    assert code_facts("data = open(path, mode='a')").write
+    assert not code_facts("print(open('a.txt').read())").write
+    assert not code_facts("open(," * 683).write  # a crafted line: no write, and bounded
+
+
+def test_only_the_first_segments_of_a_command_line_are_read() -> None:
+    line = " && ".join(["git status"] + [f"echo {i}" for i in range(MAX_SEGMENTS * 3)])
+    facts = shell_facts(line + " && make install")
+    assert facts.action == "git status"
+    assert not facts.write  # `make install` lies past the segments read
+    assert shell_facts(line + " > build.log").write  # a redirection is seen on the whole head
+
+
+def test_an_argument_list_is_joined_only_as_far_as_it_is_read() -> None:
+    parts = ["bash", "-lc", "pytest -x"] + ["a"] * 250_000
+    text = command_text({"command": parts})
+    assert text is not None and text.startswith("bash -lc pytest -x")
+    assert len(text) <= COMMAND_TEXT_LIMIT + 2
+    assert command_text({"command": ["ls", 3]}) is None  # not a command line
+
+
+# -------------------------------------------------------------- canonical args
+
+
+def test_path_keys_are_looked_for_among_the_first_keys_only() -> None:
+    args = {f"k{i}": "v" for i in range(MAX_PATH_KEYS_SCANNED)}
+    args["path"] = "./src//a.py"
+    late = canonicalize(args)
+    assert late.paths is None  # past the keys scanned: compared exactly
+    early = canonicalize({"path": "./src//a.py", **{f"k{i}": "v" for i in range(70_000)}})
+    assert early.paths == {"path": "src/a.py"}
+
+
+def test_the_path_key_cache_keeps_no_long_keys() -> None:
+    long_key = "file_" + "x" * 5000
+    canonicalize({long_key: "a.py"})
+    assert long_key not in canonical._path_key_cache
+
+
+# ---------------------------------------------------------------------- texts
+
+
+def test_a_failures_error_is_read_to_the_same_bound_as_a_payload() -> None:
+    head = "E" * TEXT_LIMIT
+    engine = Engine(PolicySet())
+    engine.process(TurnStart(session="s"))
+    outs = []
+    for i in range(12):
+        engine.process(ToolCall(session="s", tool="bash", args={"command": f"make t{i}"}, call_id=f"c{i}"))
+        # The same first TEXT_LIMIT characters, then a megabyte that differs each time.
+        error = head + str(i) * 1_000_000
+        outs += engine.process(ToolResult(session="s", tool="bash", call_id=f"c{i}", error=error))
+    assert "result-stall" in {getattr(o, "signal", None) for o in outs}
+    assert template(head) == template(head[:TEXT_LIMIT])
+
+
+def test_the_sketch_cache_of_chat_stall_keeps_no_long_texts() -> None:
+    from streamguard.events import Text
+
+    signal = ChatStall()
+    state = signal.new_state()
+    long_text = "word " * 100_000
+    for _ in range(4):
+        signal.on_text(state, Text(session="s", role="assistant", text=long_text))
+    assert long_text not in signal._sketches
+    signal.on_text(state, Text(session="s", role="assistant", text="short"))
+    assert "short" in signal._sketches
