@@ -247,3 +247,43 @@ def test_the_same_failing_call_without_a_sleep_is_still_a_failure_loop() -> None
         trace += c.pair("bash", {"command": "curl -sf localhost:8000/health"},
                         error="curl: (7) Failed to connect to localhost port 8000")
     assert "failure-loop" in criticals(trace)
+
+
+# ------------------------------------------------------------ numbers and bare answers
+
+
+def test_successes_that_differ_in_their_numbers_are_news() -> None:
+    # A learning-rate sweep: one line of metrics per run, only the numbers differ.
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(12):
+        lr = 10 ** -(i % 6 + 1)
+        trace += c.pair("bash", {"command": f"python train.py --lr {lr} --seed {i}"},
+                        f"epoch 3/3 loss={0.9 - i / 40:.4f} acc={0.61 + i / 100:.3f} time=41.{i}s")
+    assert "result-stall" not in criticals(trace)
+
+
+def test_failures_and_search_answers_still_have_their_numbers_masked() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(10):
+        trace += c.pair("bash", {"command": f"DISCUSSION step {i}"},
+                        error=f"/bin/bash: line {27_000 + i * 37}: DISCUSSION: command not found")
+    assert "result-stall" in criticals(trace)
+    c = Calls()
+    trace = []
+    for i in range(10):
+        trace += c.pair("search_dir", {"term": f"parseConfig{i}"},
+                        f'No matches found for "parseConfig{i}" in /repo ({300 + i} files searched)')
+    assert "result-stall" in criticals(trace)
+
+
+@pytest.mark.parametrize("answer", ["200", "true", "OK", "0", "3.14", "done"])
+def test_a_bare_answer_to_different_calls_is_neither_stale_nor_news(answer: str) -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for endpoint in ["health", "ready", "users", "orders", "items", "carts", "search", "login",
+                     "logout", "metrics", "admin"]:
+        trace += c.pair("bash", {"command": f"curl -s -o /dev/null -w '%{{http_code}}' localhost/{endpoint}"},
+                        answer)
+    assert "result-stall" not in criticals(trace)

@@ -11,8 +11,13 @@ What it catches
 
     Each result is reduced to a *template*: its text (the payload of a success,
     the error of a failure; its first 2,048 characters) with quoted strings
-    near its start and every digit masked and whitespace collapsed, then
-    hashed. A structured payload (a JSON object or array from an API tool) is
+    near its start and whitespace collapsed, then hashed. Digits are masked in
+    the answers where they are noise: errors (``bash: line 27424``, a new
+    line number for every failing command) and answers to searches ("No
+    matches found ... (312 files searched)"). A success of any other call keeps
+    them (only the shell's ``line N`` is masked): there the numbers are the
+    answer (a metric per run, a count per column, a page of a log), and
+    masking them would make every sweep a stall. A structured payload (a JSON object or array from an API tool) is
     not masked: its numbers and strings are its data, so it is compared exactly
     (its fingerprint, or the agent's ``result_digest``), and so is a string
     payload that is JSON text (how MCP servers and many frameworks deliver
@@ -29,6 +34,9 @@ What it catches
       editor showing the file after its edit, is read like any answer;
     * a call that waits on purpose (``sleep 60 && gh run view``) is not read
       at all (signals/facts.py);
+    * a bare answer (at most ``TINY_ANSWER`` characters: a number, ``true``,
+      ``OK``) is neither stale nor news unless it answers a search: "200" for
+      the eleventh endpoint says what the call asked, not that nothing is new;
     * an empty result is stale only for a search (nothing found, again); an
       empty result of any other call (``mv``, ``mkdir``) is neither stale nor
       news, so a tidy-up of eleven silent moves does not count;
@@ -78,9 +86,12 @@ Severity: critical, session scope
 
 Known false positives
     A monitor that walks through many objects whose status lines differ only in
-    names and numbers ("pod <name> Running 3/3"), since quoted names and digits
-    are masked: exempt the tool, or raise the threshold for that agent. A
-    stream whose results carry no text gives this signal nothing to read.
+    quoted names ("pod 'web-1' Running"), since quoted strings near the start
+    are masked; and a sweep of searches for *different* terms that all find
+    nothing (a dead-code check over a dozen names): a search that finds nothing
+    is stale whatever it looked for, which is what makes reworded hunts for a
+    missing symbol visible. Exempt the tool, or raise the threshold for that
+    agent. A stream whose results carry no text gives this signal nothing to read.
 """
 
 from __future__ import annotations
@@ -106,6 +117,12 @@ _M32 = (1 << 32) - 1
 _NOTHING = 0x4E4F4E45  # the template of "a search found nothing"
 _EMPTY = 0x454D5054  # an empty answer, for the futile-write rule
 _NAMED_WRITE = FLAG_WRITE | FLAG_RUNNER  # masked: a write by a tool that is not a runner
+TINY_ANSWER = 16
+"""Longest bare answer (a number, ``true``, ``OK``: :data:`_BARE_ANSWER`), in characters,
+that is neither stale nor news unless it answers a search."""
+_BARE_ANSWER = re.compile(
+    r"\s*(?:-?[0-9][0-9.]*|true|false|ok|yes|no|null|none|success|done)\s*", re.IGNORECASE
+)
 ACK_LIMIT = 200
 """Longest template of a write's answer read as a bare acknowledgement (bytes)."""
 CHECKS = 8
@@ -164,7 +181,7 @@ def _squeeze(data: bytes) -> bytes:
     return data
 
 
-def template(text: str) -> bytes:
+def template(text: str, digits: bool = True) -> bytes:
     """``text`` with quoted strings (near its start) and every digit run masked,
     whitespace collapsed. Done on bytes, where each step is one C-level pass."""
     head = text[:QUOTE_SPAN]
@@ -172,6 +189,8 @@ def template(text: str) -> bytes:
         # Prose (an error message, a tool's sentence): the quoted term is the variable
         # part. Structured payloads keep their strings: there they are the content.
         text = _QUOTED.sub("Q", head) + text[QUOTE_SPAN:]
+    if not digits:
+        return b" ".join(_SHELL_LINE.sub("line #", text).encode("utf-8", "surrogatepass").split())
     data = _squeeze(text.encode("utf-8", "surrogatepass").translate(_DIGITS))
     return b" ".join(data.split())
 
@@ -317,7 +336,7 @@ class ResultStall(Signal):
                             return None
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
-            masked = template(text)
+            masked = template(text) if result.failed or flags & FLAG_SEARCH else template(text, digits=False)
             if result.failed:
                 code = _crc(result.tool.encode("utf-8", "surrogatepass") + b"\0" + masked)
             else:
@@ -338,6 +357,14 @@ class ResultStall(Signal):
             finding = self._futile(state, key, light, flags, result, masked)
             if finding is not None:
                 return finding
+        if (
+            not flags & FLAG_SEARCH
+            and not result.failed
+            and type(payload := result.event.result) is str
+            and len(payload) <= TINY_ANSWER
+            and _BARE_ANSWER.fullmatch(payload)
+        ):
+            return None  # "200", "true", "OK": what it says is in the call; neither
         packed = code.to_bytes(_WIDTH, "little")
         seen = state.seen
         at = seen.find(packed)
