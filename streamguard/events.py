@@ -19,7 +19,6 @@ Schemas generated from these classes.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -254,18 +253,11 @@ class NestingTooDeep(msgspec.ValidationError):
         super().__init__(f"{where} is nested deeper than {MAX_NESTING} levels")
 
 
-class IntegerTooLarge(msgspec.ValidationError):
-    """An integer in a free-form field beyond 64 bits. Refused: no reader needs one,
-    and turning a 4,000-digit number into text and back costs quadratic time."""
-
-    def __init__(self, where: str = "the event") -> None:
-        super().__init__(f"{where} holds an integer beyond 64 bits")
-
-
-_INT_MIN, _INT_MAX = -(2**63), 2**64
-# A run of 19 digits is what the shortest integer outside 64 bits needs (-(2**63) - 1).
-_LONG_DIGITS_BYTES = re.compile(rb"[0-9]{19}")
-_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+MAX_INT_DIGITS = 640
+"""Digits of the longest integer `streamguard run` and `bridge` decode (the interpreter's
+``sys.set_int_max_str_digits``, set by :mod:`streamguard.kafka.lifecycle`): reading and
+writing an integer costs time quadratic in its digits, and CPython's default allows
+4,300. A record with a longer one is refused by the decoder (``invalid_event``)."""
 
 
 def _may_be_deep(data: bytes | str) -> bool:
@@ -277,13 +269,6 @@ def _may_be_deep(data: bytes | str) -> bool:
     if isinstance(data, str):
         return data.count("[") + data.count("{") > MAX_NESTING
     return data.count(b"[") + data.count(b"{") > MAX_NESTING
-
-
-def _may_hold_big_int(data: bytes | str) -> bool:
-    """Cheap necessary condition for an integer beyond 64 bits: a run of 19 digits."""
-    if isinstance(data, str):
-        return _LONG_DIGITS_TEXT.search(data) is not None
-    return _LONG_DIGITS_BYTES.search(data) is not None
 
 
 _JSON_OPENERS = frozenset("[{")
@@ -298,9 +283,8 @@ def _json_opener(text: str) -> bool:
     return head in _JSON_OPENERS
 
 
-def _limits_exceeded(value: Any, limit: int, ints: bool) -> str | None:
-    """Why ``value`` breaks the contract's bounds, or None: nested deeper than ``limit``
-    levels (``"depth"``), or, when ``ints``, holding an integer beyond 64 bits (``"int"``).
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests deeper than ``limit`` levels.
 
     A string that holds JSON text counts with its own depth, since the canonicalization
     of string arguments reads it as JSON. The walk goes level by level, children
@@ -321,53 +305,33 @@ def _limits_exceeded(value: Any, limit: int, ints: bool) -> str | None:
             elif kind is list:
                 containers = True
                 extend(item)
-            elif kind is str:
-                if (
-                    item[:1]
-                    and _json_opener(item)
-                    and item.count("[") + item.count("{") > limit - depth
-                ):
-                    try:
-                        inner = _any_decoder.decode(item)
-                    except RecursionError:
-                        return "depth"
-                    except msgspec.DecodeError:
-                        continue  # not JSON: a plain string
-                    level.append(inner)  # at this string's depth
-            elif ints and kind is int and not _INT_MIN <= item < _INT_MAX:
-                return "int"
+            elif (
+                kind is str
+                and item[:1]
+                and _json_opener(item)
+                and item.count("[") + item.count("{") > limit - depth
+            ):
+                try:
+                    inner = _any_decoder.decode(item)
+                except RecursionError:
+                    return True
+                except msgspec.DecodeError:
+                    continue  # not JSON: a plain string
+                level.append(inner)  # at this string's depth
         if containers:
             depth += 1
             if depth > limit:
-                return "depth"
+                return True
         level = children
-    return None
+    return False
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests deeper than ``limit`` levels (see :func:`_limits_exceeded`)."""
-    return _limits_exceeded(value, limit, False) == "depth"
-
-
-def check_nesting(event: Any, ints: bool = False) -> None:
-    """Raise :class:`NestingTooDeep` if a free-form field of ``event`` nests too deep
-    (and, with ``ints``, :class:`IntegerTooLarge` for an integer beyond 64 bits)."""
+def check_nesting(event: Any) -> None:
+    """Raise :class:`NestingTooDeep` if a free-form field of ``event`` nests too deep."""
     for field in ("args", "result"):
         value = getattr(event, field, None)
-        if value is not None:
-            broken = _limits_exceeded(value, MAX_NESTING, ints)
-            if broken == "depth":
-                raise NestingTooDeep(f"{field!r}")
-            if broken == "int":
-                raise IntegerTooLarge(f"{field!r}")
-
-
-def _check_bounds(data: bytes | str, event: Any) -> None:
-    """The bounds the typed decode cannot state, checked only where the raw record says
-    they may be broken (two byte counts and one regex search otherwise)."""
-    ints = _may_hold_big_int(data)
-    if ints or _may_be_deep(data):
-        check_nesting(event, ints)
+        if value is not None and _depth_exceeds(value, MAX_NESTING):
+            raise NestingTooDeep(f"{field!r}")
 
 
 def _classify_failure(data: bytes | str, error: msgspec.DecodeError) -> Exception:
@@ -406,7 +370,8 @@ def decode_agent_record(data: bytes | str) -> AgentEvent:
         event = agent_decoder.decode(data)
     except RecursionError:
         raise NestingTooDeep() from None
-    _check_bounds(data, event)
+    if _may_be_deep(data):
+        check_nesting(event)
     return event
 
 
@@ -425,7 +390,8 @@ def decode_agent_event(data: bytes | str) -> AgentEvent:
         raise NestingTooDeep() from None
     except msgspec.DecodeError as exc:
         raise _classify_failure(data, exc) from exc
-    _check_bounds(data, event)
+    if _may_be_deep(data):
+        check_nesting(event)
     return event
 
 
@@ -443,7 +409,8 @@ def decode_operator_event(data: bytes | str) -> AgentEvent | ControlEvent:
         if isinstance(failure, ControlOnAgentStream):
             return control_decoder.decode(data)
         raise failure from exc
-    _check_bounds(data, event)
+    if _may_be_deep(data):
+        check_nesting(event)
     return event
 
 

@@ -2,7 +2,8 @@
 
 Both jobs run until SIGTERM or SIGINT asks them to stop (then they checkpoint and
 leave their group), and both turn a failure to start into one line on the log and
-exit status 1, never a traceback. The job owns everything else.
+exit status 1, never a traceback. Both bound the digits of the integers their records
+may hold (:func:`bound_integer_digits`). The job owns everything else.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import contextlib
 import gc
 import logging
 import signal
+import sys
 from collections.abc import Awaitable
 from typing import Protocol
 
 from aiokafka.errors import KafkaConnectionError
 
+from ..events import MAX_INT_DIGITS
 from .topics import StartupError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -30,6 +33,13 @@ class Job(Protocol):
     def request_stop(self) -> None: ...
 
 
+def bound_integer_digits() -> None:
+    """Refuse integers of more than :data:`~streamguard.events.MAX_INT_DIGITS` digits in
+    every record this process decodes: converting one costs time quadratic in its digits
+    (CPython's own default bound, 4,300, lets one record of them cost seconds)."""
+    sys.set_int_max_str_digits(MAX_INT_DIGITS)
+
+
 async def serve(job: Job, bootstrap_servers: str, log: logging.Logger) -> None:
     """Run ``job`` until SIGTERM/SIGINT; a job that cannot start exits with status 1.
 
@@ -38,6 +48,7 @@ async def serve(job: Job, bootstrap_servers: str, log: logging.Logger) -> None:
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    bound_integer_digits()
     # What exists now (modules, policy, clients' plumbing) lives as long as the
     # process: leave it out of every future collection, so that full passes scan
     # only what processing creates and stall the loop for less.

@@ -190,7 +190,9 @@ def template(text: str, digits: bool = True) -> bytes:
         # part. Structured payloads keep their strings: there they are the content.
         text = _QUOTED.sub("Q", head) + text[QUOTE_SPAN:]
     if not digits:
-        return b" ".join(_SHELL_LINE.sub("line #", text).encode("utf-8", "surrogatepass").split())
+        if "line " in text:
+            text = _SHELL_LINE.sub("line #", text)
+        return b" ".join(text.encode("utf-8", "surrogatepass").split())
     data = _squeeze(text.encode("utf-8", "surrogatepass").translate(_DIGITS))
     return b" ".join(data.split())
 
