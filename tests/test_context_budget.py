@@ -78,6 +78,20 @@ def test_unknown_window_assumes_128k_and_says_so():
     assert "assumed" in f.reason
 
 
+def test_known_model_families_have_their_published_window():
+    # 112,000 measured tokens and a 36 KB result: 95 % of an assumed 128,000, not of 200,000.
+    d = driver()
+    d.usage(model="claude-sonnet-4-5-20250929", input_tokens=112_000)
+    assert d.result("read", result_bytes=36_000) is None  # 62 %: below even the mid tier
+    assert d.state.window == 200_000
+    d = driver()
+    d.usage(model="gpt-4o-2024-08-06", input_tokens=112_000)
+    assert d.result("read", result_bytes=36_000).signal == "context-budget"
+    d = driver()
+    d.usage(model="claude-sonnet-4-5", input_tokens=1000, context_window=1_000_000)
+    assert d.state.window == 1_000_000  # the event's own window wins
+
+
 def test_small_tier_threshold():
     d = driver()
     d.usage(model="claude-haiku-4-5", input_tokens=30_000, context_window=100_000)

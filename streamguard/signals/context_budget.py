@@ -23,7 +23,10 @@ Thresholds and why
     (a turn cut, guardrail ``context_budget``) at **0.95**: past that the next
     request is likely to fail at the provider. Both fire only when an
     unmeasured tail exists (a measured figure alone triggers nothing in-turn),
-    and each at most once per turn. An unknown window is assumed to be
+    and each at most once per turn. A model's window comes from the usage
+    event's ``context_window``, else from ``model_windows`` (the published
+    windows of the Claude, GPT-4o/4.1, o3/o4-mini and Gemini 2.5 families by
+    default). An unknown window is assumed to be
     **128,000** tokens and the alert says so: guessing small costs a visible
     early warning, guessing large costs the session.
 
@@ -68,6 +71,17 @@ class ModelWindow(Struct, kw_only=True, forbid_unknown_fields=True):
     tokens: Annotated[int, Meta(ge=1)]
 
 
+DEFAULT_MODEL_WINDOWS = [
+    # The providers' published context windows of the common families: a model the table
+    # names is not cut at 95 % of an assumed 128,000 tokens it does not have. A usage
+    # event's own context_window wins over this table.
+    ModelWindow(match="claude-*", tokens=200_000),
+    ModelWindow(match="gpt-4.1*", tokens=1_047_576),
+    ModelWindow(match="gpt-4o*", tokens=128_000),
+    ModelWindow(match="o3*", tokens=200_000),
+    ModelWindow(match="o4-mini*", tokens=200_000),
+    ModelWindow(match="gemini-2.5-*", tokens=1_048_576),
+]
 DEFAULT_MODEL_TIERS = [
     ModelTier(match="claude-haiku-*", tier="small"),
     ModelTier(match="*flash-lite*", tier="small"),
@@ -89,7 +103,7 @@ class ContextBudgetConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True
         default_factory=lambda: {"frontier": 0.85, "mid": 0.65, "small": 0.35}
     )
     model_tiers: list[ModelTier] = field(default_factory=lambda: list(DEFAULT_MODEL_TIERS))
-    model_windows: list[ModelWindow] = []
+    model_windows: list[ModelWindow] = field(default_factory=lambda: list(DEFAULT_MODEL_WINDOWS))
     assumed_window: Annotated[int, Meta(ge=1)] = ASSUMED_WINDOW
     bytes_per_token: Annotated[int, Meta(ge=1, le=16)] = BYTES_PER_TOKEN
 
@@ -162,8 +176,9 @@ class ContextBudget(Signal):
                 window = sized.tokens
                 break
         facts = (threshold, window)
-        if len(self._tier_cache) < 1024:
-            self._tier_cache[model] = facts
+        if len(self._tier_cache) >= 1024:  # bounded: model names come from untrusted input
+            self._tier_cache.clear()
+        self._tier_cache[model] = facts
         return facts
 
     def on_usage(self, state: ContextBudgetState, event: Usage) -> Finding | None:
