@@ -287,3 +287,15 @@ def test_a_bare_answer_to_different_calls_is_neither_stale_nor_news(answer: str)
         trace += c.pair("bash", {"command": f"curl -s -o /dev/null -w '%{{http_code}}' localhost/{endpoint}"},
                         answer)
     assert "result-stall" not in criticals(trace)
+
+
+def test_write_acknowledgements_are_no_data_already_seen() -> None:
+    c = Calls()
+    writes: list[Any] = []
+    for i in range(9):
+        writes += c.pair("update_record", {"id": 300 + i, "status": "done"}, "ok")
+    assert [a for a in alerts(writes) if a.signal == "no-new-state"] == []
+    reads: list[Any] = []
+    for i in range(9):
+        reads += c.pair("get_record", {"id": 300 + i}, '{"id": 300, "status": "open"}')
+    assert "no-new-state" in [a.signal for a in alerts(reads, 'disabled_signals = ["result-stall"]')]

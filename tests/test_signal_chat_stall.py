@@ -83,15 +83,30 @@ def test_talking_without_acting_in_a_session_with_tools() -> None:
              "Window seat or aisle?", "Any luggage to check?", "Do you travel with pets?",
              "Would you like a meal?", "Is this for business?", "Do you hold a loyalty card?",
              "Shall I add insurance?", "Paying by card?", "One more thing: your name?"]
-    chat: list[Any] = []
-    for turn, text in enumerate(lines):
-        chat += say(text, turn)
+    chat: list[Any] = [TurnStart(session="c", turn=1)]
+    chat += [Text(session="c", text=text, turn=1) for text in lines]  # the user never speaks
     assert hits(chat) == []  # never acted: a pure chat agent talks
     acted = [ToolCall(session="c", tool="lookup", args={}),
              ToolResult(session="c", tool="lookup", result="ok"), *chat]
     got = hits(acted)
     assert [a.detail["rule"] for _, a in got] == ["talking_without_acting"]
     assert got[0][1].detail["count"] == 12
+
+
+def test_answering_a_new_question_every_turn_is_no_monologue() -> None:
+    # A tutor that looked one thing up, then answers twelve questions in twelve turns.
+    answers = ["Fractions add once their denominators match.", "A prime has exactly two divisors.",
+               "Multiply both sides by the same number.", "The slope is rise over run.",
+               "Area of a circle: pi times r squared.", "Negative times negative is positive.",
+               "Percent means per hundred.", "An equation balances like scales.",
+               "Exponents multiply when you raise a power.", "Parallel lines never meet.",
+               "A ratio compares two quantities.", "Round half up at five.",
+               "Angles in a triangle sum to 180 degrees.", "Square roots undo squares."]
+    trace: list[Any] = [ToolCall(session="c", tool="lookup", args={}),
+                        ToolResult(session="c", tool="lookup", result="ok")]
+    for turn, text in enumerate(answers):
+        trace += say(text, turn)
+    assert hits(trace) == []
 
 
 def test_reasoning_and_user_text_do_not_count() -> None:

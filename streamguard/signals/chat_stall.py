@@ -18,8 +18,10 @@ What it catches
       times (default 3: said three times) with no tool call since its first
       appearance;
     * *talking without acting*: ``max_messages`` assistant messages in a row
-      (default 12) with no tool call in between, in a session where the agent
-      has made at least one tool call (an agent with no tools is meant to talk).
+      (default 12) within one turn, with no tool call in between, in a session
+      where the agent has made at least one tool call (an agent with no tools is
+      meant to talk). A new turn (the user speaking) starts the count again: a
+      tutor answering twelve questions in twelve turns is doing its job.
 
     A tool call resets both: the agent did something.
 
@@ -146,6 +148,13 @@ class ChatStall(Signal):
             state.sketches.clear()
             state.counts.clear()
             state.latched = False
+        return None
+
+    def on_turn_start(self, state: Any) -> Finding | None:
+        # A new turn is the user speaking: answering the next question is the job, not a
+        # monologue. Sketches persist: the same question asked turn after turn is the
+        # repeated-message rule's case.
+        state.messages = 0
         return None
 
     def on_text(self, state: Any, event: Text) -> Finding | None:

@@ -29,6 +29,9 @@ Rules, per successful result
       whose alert becomes prompt text;
     * a payload not seen before in this turn is remembered and resets the run
       (new information, which also re-arms the alert);
+    * a write tool's acknowledgement seen before (at most ``ACK_BYTES``:
+      ``ok``, ``{"ok": true}``) neither counts nor resets: it says the write
+      worked, and seven writes that each worked are no stall;
     * a payload seen before extends the run; the run reaching the threshold
       raises one alert, and nothing more until the run is broken.
 
@@ -93,8 +96,12 @@ from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
 from .base import Finding, ResultView, Signal, SignalConfig
+from .facts import FLAG_RUNNER, FLAG_WRITE
 
 SIGNAL_ID = "no-new-state"
+_NAMED_WRITE = FLAG_WRITE | FLAG_RUNNER  # masked: a write by a tool that is not a runner
+ACK_BYTES = 200
+"""Largest payload of a write tool read as a bare acknowledgement."""
 WAIT_TOOL = "wait_and_verify"
 _WIDTH = 8  # bytes per packed fingerprint
 _MASK = (1 << 64) - 1
@@ -140,6 +147,8 @@ class NoNewState(Signal):
     severity = "warn"
     State = NoNewStateState
     sees_waits = False  # a wait's answers are no loop evidence (signals/facts.py)
+    needs_pairing = True  # call_flags: a write's acknowledgement is no data
+    needs_result_size = True
     Config = NoNewStateConfig
     defers_to = (
         "failure-loop",
@@ -173,6 +182,8 @@ class NoNewState(Signal):
         at = seen.find(key)
         while at > 0 and at % _WIDTH:  # a hit straddling two entries is no hit
             at = seen.find(key, at + 1)
+        if at >= 0 and result.call_flags & _NAMED_WRITE == FLAG_WRITE and result.size <= ACK_BYTES:
+            return None  # a write tool's bare acknowledgement ("ok") is no data: neither
         if at >= 0:
             state.run += 1
             if state.run == self.threshold:
