@@ -299,3 +299,32 @@ def test_write_acknowledgements_are_no_data_already_seen() -> None:
     for i in range(9):
         reads += c.pair("get_record", {"id": 300 + i}, '{"id": 300, "status": "open"}')
     assert "no-new-state" in [a.signal for a in alerts(reads, 'disabled_signals = ["result-stall"]')]
+
+
+# ------------------------------------------------------------------ paging a file
+
+
+def _paging(pages: list[str]) -> list[Any]:
+    c = Calls()
+    trace: list[Any] = []
+    for i, page in enumerate(pages):
+        if i % 4 == 3:
+            trace += c.pair("search_file", {"term": f"parse{i}"}, f"Found {i} matches for parse{i}")
+        trace += c.pair("scroll_down", {}, page)
+    return trace
+
+
+def test_scrolling_through_a_file_with_searches_between_is_paging() -> None:
+    pages = [f"[File: /repo/big.py (2000 lines total)]\n{100 * i}: def f{i}(): ..." for i in range(12)]
+    assert "dominant-tool-call" not in criticals(_paging(pages))
+
+
+def test_scrolling_that_shows_the_same_page_again_and_again_is_still_a_loop() -> None:
+    pages = ["[File: /repo/big.py (2000 lines total)]\n(this is the end of the file)"] * 12
+    assert {"dominant-tool-call", "repeated-tool-call", "result-stall"} & set(criticals(_paging(pages)))
+
+
+def test_under_the_reference_rule_dominance_ignores_the_answers() -> None:
+    pages = [f"[File: /repo/big.py (2000 lines total)]\n{100 * i}: def f{i}(): ..." for i in range(12)]
+    policy = "[signals.dominant-tool-call]\nresult_aware = false\n"
+    assert "dominant-tool-call" in criticals(_paging(pages), policy)

@@ -44,6 +44,15 @@ Severity
     for their reason: the dominant call's arguments are equivalent every time,
     so its answers are too.
 
+Result-aware (``result_aware``, default on; not in the reference)
+    The claim behind a trip is that the dominant call's answers do not change,
+    so another one cannot help. A call whose answer has changed twice or more
+    (``scroll_down`` paging through a file with a search between pages, a
+    status that moves) is paging or polling, and does not trip; the call's
+    last answer and how often it changed are kept for the 16 most recently
+    answered calls. Without results (a runtime that sends none) nothing
+    changes; ``result_aware = false`` is the reference rule.
+
 Known false positives
     A hand-rolled poll with other calls interleaved. Without the interleaves
     such a poll would meet ``repeated-tool-call`` after five calls anyway, so
@@ -68,12 +77,17 @@ from msgspec import Meta, Struct
 from msgspec.structs import replace
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, Signal, SignalConfig, push_own_ring
+from .base import CallView, Finding, ResultView, Signal, SignalConfig, push_own_ring
 
 SIGNAL_ID = "dominant-tool-call"
 ARGS_LIMIT = 200
 """Bytes of arguments kept for alert text (the counting key is never truncated)."""
 WINDOW_LIMIT = 64
+ANSWERS_KEPT = 16
+"""Calls whose last answer is remembered (a window's dominant call is among them)."""
+CHANGES_FOR_PAGING = 2
+"""Changes of a call's answer that make it paging or polling rather than a loop."""
+_M32 = (1 << 32) - 1
 
 _second = itemgetter(1)
 
@@ -114,6 +128,10 @@ class DominantToolCallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=T
     """Stand down while the dominant call has a run this long in the window (0: never)."""
     defer_cycle_period: Annotated[int, Meta(ge=0)] = 4
     """Stand down while the window is a clean cycle of period 2..this (0: never)."""
+    result_aware: bool = True
+    """A dominant call whose answer keeps changing (``scroll_down`` paging through a file,
+    a status that moves) is paging or polling, not a loop: no trip (false: the reference
+    rule, results ignored)."""
 
     def resolved(self) -> Self:
         config = super().resolved()
@@ -140,6 +158,9 @@ class DominantToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     """Canonical arguments of that call, cut to :data:`ARGS_LIMIT` bytes."""
     ring: list[int] | None = None
     """Own key history, used only when the policy exempts tools."""
+    answers: dict[int, int] | None = None
+    """Recent calls' answers: call key -> (last outcome, 32 bits) << 8 | times it changed,
+    at most :data:`ANSWERS_KEPT` calls, least recently answered first."""
 
 
 class DominantToolCall(Signal):
@@ -164,9 +185,34 @@ class DominantToolCall(Signal):
         self.threshold: int = cfg.threshold
         self.defer_run: int = cfg.defer_run
         self.defer_cycle_period: int = cfg.defer_cycle_period
+        self.result_aware: bool = cfg.result_aware
+        # Results are read (paired with their calls, fingerprinted) only when result-aware.
+        self.needs_pairing = self.needs_fingerprint = self.result_aware
 
     def history_needed(self) -> int:
         return 0 if self.exempt else self.window
+
+    def on_result(self, state: Any, result: ResultView) -> Finding | None:
+        if not self.result_aware:
+            return None
+        key = result.call_key
+        outcome = result.outcome & _M32
+        if not key or not outcome or result.failed or (self.exempt and result.tool in self.exempt):
+            return None  # unpaired, unknown or failed: no evidence of a changing answer
+        answers = state.answers
+        if answers is None:
+            answers = state.answers = {}
+        packed = answers.pop(key, None)
+        if packed is None:
+            if len(answers) >= ANSWERS_KEPT:
+                del answers[next(iter(answers))]
+            answers[key] = outcome << 8
+        else:
+            changes = packed & 0xFF
+            if packed >> 8 != outcome and changes < 0xFF:
+                changes += 1
+            answers[key] = outcome << 8 | changes
+        return None
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
@@ -193,8 +239,9 @@ class DominantToolCall(Signal):
 
     def preview_state(self, state: Any) -> Struct:
         ring = list(state.ring) if state.ring is not None else None
+        answers = dict(state.answers) if state.answers is not None else None
         # hot: evaluate the window in full, as the latch may hide a key at the threshold.
-        return replace(state, latched=False, hot=True, ring=ring)
+        return replace(state, latched=False, hot=True, ring=ring, answers=answers)
 
     def _evaluate(self, state: Any, call: CallView, window: list[int]) -> Finding | None:
         counts: dict[int, int] = {}
@@ -220,6 +267,10 @@ class DominantToolCall(Signal):
             return None
         if state.latched and state.latched_key == top:
             return None
+        if self.result_aware and state.answers:
+            packed = state.answers.get(top)
+            if packed is not None and packed & 0xFF >= CHANGES_FOR_PAGING:
+                return None  # its answer keeps changing: paging or polling, not a loop
         state.latched = True
         state.latched_key = top
         return self._finding(state, top, count, len(window))
