@@ -292,9 +292,11 @@ class CallFacts:
 
 _CODE_KEYS = ("code", "script", "source")
 _CODE_WRITES = re.compile(
-    # The argument scan of open( is bounded: unbounded, it rescans to the end from every
-    # "open(" of a crafted line (quadratic).
-    r"write|open\([^)]{0,200}?,\s*(?:mode\s*=\s*)?['\"][rb]*[wax+]|remove|unlink|rename|replace|subprocess|os\.system|shutil"
+    # open(path, "w") and mode="w" anywhere. The path argument is matched up to its first
+    # comma only: a scan that may run on past commas rescans from every "open(" of a
+    # crafted line (quadratic).
+    r"write|open\([^),]{0,200},\s*['\"][rb]*[wax+]|mode\s*=\s*['\"][rb]*[wax+]|remove|unlink|rename|replace"
+    r"|subprocess|os\.system|shutil"
     r"|mkdir|patch|install|sed -i|>"
 )
 

@@ -216,7 +216,9 @@ def classify(action: str, command: str | None, programs: frozenset[str]) -> int:
             return MACHINE
     if (program in ("command", "type") or "command -v" in text) and _LOOKUP.match(text):
         return MACHINE
-    if ("curl" in text or "wget" in text) and _NETWORK_PROBE.search(text):
+    if (
+        ("curl" in text and ("I" in text or "--head" in text)) or ("wget" in text and "--spider" in text)
+    ) and _NETWORK_PROBE.search(text):
         return MACHINE
     if action in NEUTRAL_PROGRAMS or program in NEUTRAL_PROGRAMS:
         return NEUTRAL
