@@ -19,6 +19,7 @@ Schemas generated from these classes.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -326,6 +327,36 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+# The raw record's own bracket depth, computed in C: strings removed, every bracket kept
+# as "[" or "]" (valid JSON nests them properly, whatever their kind), then innermost
+# pairs removed a level per pass. Exact for a record with no string that may hold JSON
+# text (which the walk decodes and counts); the event object is one level.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_JSON_TEXT_STRING = re.compile(rb'"(?:[ \t]|\\[nrt])*[\[{]')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")
+
+
+def _record_too_deep(data: bytes | str, event: Any) -> None:
+    """Raise :class:`NestingTooDeep` for a record whose ``args`` or ``result`` nest too deep
+    (called only for records with more than :data:`MAX_NESTING` brackets)."""
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    if (b'"[' in raw or b'"{' in raw or b'" ' in raw or b'"\t' in raw or b'"\\' in raw) and (
+        _JSON_TEXT_STRING.search(raw)  # the substring tests spare the pattern most records
+    ):
+        check_nesting(event)  # JSON text inside a string counts: the walk decodes it
+        return
+    # Without an escaped quote, every other piece between quotes is a string's content.
+    unquoted = b"".join(raw.split(b'"')[::2]) if b'\\"' not in raw else _STRING.sub(b"", raw)
+    skeleton = unquoted.translate(_ONE_KIND, _NOT_BRACKETS)
+    for _ in range(MAX_NESTING + 1):  # the event object's level, then the bound
+        if not skeleton:
+            return
+        skeleton = skeleton.replace(b"[]", b"")
+    if skeleton:
+        raise NestingTooDeep("'args' or 'result'")
+
+
 def check_nesting(event: Any) -> None:
     """Raise :class:`NestingTooDeep` if a free-form field of ``event`` nests too deep."""
     for field in ("args", "result"):
@@ -371,7 +402,7 @@ def decode_agent_record(data: bytes | str) -> AgentEvent:
     except RecursionError:
         raise NestingTooDeep() from None
     if _may_be_deep(data):
-        check_nesting(event)
+        _record_too_deep(data, event)
     return event
 
 
@@ -391,7 +422,7 @@ def decode_agent_event(data: bytes | str) -> AgentEvent:
     except msgspec.DecodeError as exc:
         raise _classify_failure(data, exc) from exc
     if _may_be_deep(data):
-        check_nesting(event)
+        _record_too_deep(data, event)
     return event
 
 
@@ -410,7 +441,7 @@ def decode_operator_event(data: bytes | str) -> AgentEvent | ControlEvent:
             return control_decoder.decode(data)
         raise failure from exc
     if _may_be_deep(data):
-        check_nesting(event)
+        _record_too_deep(data, event)
     return event
 
 

@@ -178,3 +178,32 @@ def test_the_sketch_cache_of_chat_stall_keeps_no_long_texts() -> None:
     assert long_text not in signal._sketches
     signal.on_text(state, Text(session="s", role="assistant", text="short"))
     assert "short" in signal._sketches
+
+
+def _record_of(value: Any) -> bytes:
+    return json.dumps({"type": "tool_result", "session": "s", "tool": "t", "result": value}).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_the_raw_depth_test_refuses_exactly_what_the_walk_refuses(value: Any) -> None:
+    # Padded past the bracket count that sends a record to the nesting test at all.
+    padded = [value, [[]] * (MAX_NESTING // 2 + 1)]
+    data = _record_of(padded)
+    try:
+        decode_agent_record(data)
+        refused = False
+    except NestingTooDeep:
+        refused = True
+    assert refused == (reference_depth(padded) > MAX_NESTING)
+
+
+def test_a_megabyte_of_shallow_containers_passes_and_one_level_too_many_does_not() -> None:
+    assert decode_agent_record(_record_of([[] for _ in range(300_000)]))
+    deep: Any = []
+    for _ in range(MAX_NESTING - 1):
+        deep = [deep]
+    assert reference_depth(deep) == MAX_NESTING
+    assert decode_agent_record(_record_of(deep))  # 64 levels: the bound itself
+    with pytest.raises(NestingTooDeep):
+        decode_agent_record(_record_of([deep, [[]] * 1000]))
