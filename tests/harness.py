@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from streamguard.canonical import canonicalize, fingerprint_payload, payload_size, stable_hash
-from streamguard.events import FinalAnswer, Text, ToolCall, ToolResult, Usage
+from streamguard.engine import Engine
+from streamguard.events import Alert, FinalAnswer, Text, ToolCall, ToolResult, TurnStart, Usage
+from streamguard.policy import parse_policy_set
 from streamguard.signals.base import CallView, Finding, ResultView, Signal
 
 
@@ -73,3 +75,14 @@ class Driver:
 
     def ids(self) -> list[str]:
         return [f.signal for f in self.findings]
+
+
+def engine_alerts(trace: list[Any], policy: str, session: str) -> list[Alert]:
+    """The alerts a fresh engine under ``policy`` (TOML) raises on ``trace``, after a turn
+    start for ``session``: the whole watchdog, as ``replay`` runs it."""
+    engine = Engine(parse_policy_set(policy))
+    engine.process(TurnStart(session=session))
+    out: list[Alert] = []
+    for event in trace:
+        out += [o for o in engine.process(event) if isinstance(o, Alert)]
+    return out

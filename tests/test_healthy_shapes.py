@@ -16,23 +16,17 @@ from typing import Any
 
 import pytest
 
-from streamguard.engine import Engine
-from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
-from streamguard.policy import parse_policy_set
+from streamguard.events import Alert, ToolCall, ToolResult
 from streamguard.signals.base import failure_outcome, says_only_status
 from streamguard.signals.facts import runner_facts, shell_facts
 from streamguard.signals.result_stall import is_json_text
+from tests.harness import engine_alerts
 
 DEFAULT = ""
 
 
 def alerts(trace: list[Any], policy: str = DEFAULT) -> list[Alert]:
-    engine = Engine(parse_policy_set(policy))
-    engine.process(TurnStart(session="h"))
-    out: list[Alert] = []
-    for event in trace:
-        out += [o for o in engine.process(event) if isinstance(o, Alert)]
-    return out
+    return engine_alerts(trace, policy, "h")
 
 
 def criticals(trace: list[Any], policy: str = DEFAULT) -> list[str]:

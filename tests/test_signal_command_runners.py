@@ -6,21 +6,16 @@ from typing import Any
 
 import pytest
 
-from streamguard.engine import Engine
-from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
+from streamguard.events import Alert, Text, ToolCall, ToolResult
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.facts import CommandRunners, runner_facts, shell_facts
+from tests.harness import engine_alerts
 
 WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 
 
 def alerts(trace: list[Any], policy: str = WARN) -> list[Alert]:
-    engine = Engine(parse_policy_set(policy))
-    engine.process(TurnStart(session="r"))
-    out: list[Alert] = []
-    for event in trace:
-        out += [o for o in engine.process(event) if isinstance(o, Alert)]
-    return out
+    return engine_alerts(trace, policy, "r")
 
 
 def signals(trace: list[Any], policy: str = WARN) -> list[str]:

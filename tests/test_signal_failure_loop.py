@@ -11,6 +11,7 @@ from streamguard.events import Alert, GuardrailTrip, ToolCall, ToolResult, TurnS
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.failure_loop import FailureLoop
 from streamguard.watchdog import Watchdog
+from tests.harness import engine_alerts
 
 WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 # The laps below are also clean cycles, which the cycle detector reports first.
@@ -18,12 +19,7 @@ NO_CYCLE = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "alternatin
 
 
 def run(trace: list[Any], policy: str = WARN) -> list[Alert]:
-    engine = Engine(parse_policy_set(policy))
-    engine.process(TurnStart(session="f"))
-    out: list[Alert] = []
-    for event in trace:
-        out += [o for o in engine.process(event) if isinstance(o, Alert)]
-    return out
+    return engine_alerts(trace, policy, "f")
 
 
 def ids(trace: list[Any], policy: str = WARN) -> list[str]:

@@ -11,18 +11,14 @@ from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.repeat import RepeatedToolCall
 from streamguard.watchdog import Watchdog
+from tests.harness import engine_alerts
 
 WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 REFERENCE = WARN + "[signals.repeated-tool-call]\nresult_aware = false\n"
 
 
 def run(trace: list[Any], policy: str = WARN) -> list[Alert]:
-    engine = Engine(parse_policy_set(policy))
-    engine.process(TurnStart(session="p"))
-    out: list[Alert] = []
-    for event in trace:
-        out += [o for o in engine.process(event) if isinstance(o, Alert)]
-    return out
+    return engine_alerts(trace, policy, "p")
 
 
 def positions(trace: list[Any], policy: str = WARN, signal: str = "repeated-tool-call") -> list[int]:

@@ -24,6 +24,7 @@ from streamguard.signals.setup_detour import (
     classify,
     classify_tool,
 )
+from tests.harness import engine_alerts
 
 # Warn mode keeps every detector running after an alert; the other signals that read
 # these traces are switched off so each test sees this signal's alerts alone.
@@ -48,12 +49,7 @@ def fail(error: str = "EXECUTION TIMED OUT", call_id: str | None = None) -> Tool
 
 
 def run(trace: list[Any], policy: str = ONLY) -> list[Alert]:
-    engine = Engine(parse_policy_set(policy))
-    engine.process(TurnStart(session="d"))
-    out: list[Alert] = []
-    for event in trace:
-        out += [o for o in engine.process(event) if isinstance(o, Alert)]
-    return out
+    return engine_alerts(trace, policy, "d")
 
 
 def detours(trace: list[Any], policy: str = ONLY) -> list[Alert]:
