@@ -148,7 +148,7 @@ DEFAULT_WRITE_TOOLS = (
     # Claude Code's MultiEdit and NotebookEdit, Cline's replace_in_file, Gemini CLI's
     # replace, insert/append/overwrite tools, and any *_edit.
     "multiedit", "multi_edit", "notebookedit", "notebook_edit", "*_edit", "replace*",
-    "str_replace*", "insert*", "append*", "overwrite*", "modify*", "save*",
+    "str_replace", "insert*", "append*", "overwrite*", "modify*", "save*",
 )
 DEFAULT_USER_INPUT_TOOLS = (
     "ask*", "confirm*", "prompt_user*", "request_user_input*", "*user_input*",
