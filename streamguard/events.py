@@ -265,7 +265,10 @@ def _may_be_deep(data: bytes | str) -> bool:
     """Cheap upper bound: a value cannot nest deeper than the record has brackets.
 
     Two C-speed counts per record; only the rare record with more than
-    :data:`MAX_NESTING` brackets is walked (:func:`check_nesting`).
+    :data:`MAX_NESTING` brackets is examined (:func:`_record_too_deep`). Brackets spelled
+    as unicode escapes inside a string are not counted (a third search on every record
+    would cost more than the rest of this test): JSON text written that way is read
+    downstream by code that guards its own recursion (``tests/test_hostile_cost.py``).
     """
     if isinstance(data, str):
         return data.count("[") + data.count("{") > MAX_NESTING
@@ -332,7 +335,9 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
 # pairs removed a level per pass. Exact for a record with no string that may hold JSON
 # text (which the walk decodes and counts); the event object is one level.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_JSON_TEXT_STRING = re.compile(rb'"(?:[ \t]|\\[nrt])*[\[{]')
+# A string that may open with JSON text: "[", "{", after whitespace or escaped whitespace,
+# or any string opening with a \u escape (which may spell a bracket).
+_JSON_TEXT_STRING = re.compile(rb'"(?:[ \t]|\\[nrt])*(?:[\[{]|\\u)')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _ONE_KIND = bytes.maketrans(b"{}", b"[]")
 

@@ -207,3 +207,15 @@ def test_a_megabyte_of_shallow_containers_passes_and_one_level_too_many_does_not
     assert decode_agent_record(_record_of(deep))  # 64 levels: the bound itself
     with pytest.raises(NestingTooDeep):
         decode_agent_record(_record_of([deep, [[]] * 1000]))
+
+
+def test_json_text_spelled_with_escapes_is_read_safely_downstream() -> None:
+    # Escaped brackets are not counted by the raw bound; whatever reads the JSON text
+    # (canonical arguments, the repeat comparison) guards its own recursion.
+    deep = "\\u007b\\u0022a\\u0022:" * 900 + "1" + "\\u007d" * 900
+    engine = Engine(PolicySet())
+    for i in range(6):
+        data = f'{{"type":"tool_call","session":"s","tool":"t","call_id":"c{i}","args":"{deep}"}}'
+        engine.process(decode_agent_record(data.encode()))
+        engine.process(ToolResult(session="s", tool="t", call_id=f"c{i}", result=deep))
+    assert engine.snapshot("s")
