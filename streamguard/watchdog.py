@@ -363,9 +363,6 @@ class Watchdog:
         )
         key = call_key(tool, canonical)
         history = state.history
-        history.append(key)
-        if len(history) > self.history_len:
-            del history[0]
         kind = event.kind
         facts = self._plain_facts.get((tool, kind))
         if facts is None:
@@ -392,6 +389,10 @@ class Watchdog:
         view.write = write = facts.write
         view.search = search = facts.search
         view.wait = wait = facts.wait
+        if not wait:  # the history's readers (cycle, dominance) take no wait as evidence
+            history.append(key)
+            if len(history) > self.history_len:
+                del history[0]
         if self._need_pairing:
             pending = state.pending
             if len(pending) >= MAX_PENDING:

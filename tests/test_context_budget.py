@@ -136,3 +136,11 @@ def test_cut_through_watchdog_is_a_context_budget_trip_in_warn_mode():
     assert out[1].guardrail == "context_budget" and out[1].scope == "turn"
     assert not out[1].session_halted
     assert st.cut_streak == 0  # not part of the escalation
+
+
+def test_a_model_switch_to_an_unlisted_model_forgets_the_previous_window():
+    d = driver()
+    d.usage(model="claude-sonnet-4-5", input_tokens=1000)
+    d.usage(model="deepseek-chat", input_tokens=125_000)
+    f = d.result("read", result_bytes=3 * 2_000)
+    assert f.detail["window"] == 128_000 and f.detail["window_assumed"] is True

@@ -322,3 +322,37 @@ def test_under_the_reference_rule_dominance_ignores_the_answers() -> None:
     pages = [f"[File: /repo/big.py (2000 lines total)]\n{100 * i}: def f{i}(): ..." for i in range(12)]
     policy = "[signals.dominant-tool-call]\nresult_aware = false\n"
     assert "dominant-tool-call" in criticals(_paging(pages), policy)
+
+
+# ------------------------------------------------------------- review regressions
+
+
+def test_a_wait_between_reads_is_no_cycle_and_no_dominance() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(10):
+        trace += c.pair("bash", {"command": "sleep 30 && gh run view 42"}, f"in_progress {i} min")
+        trace += c.pair("read_file", {"path": "ci.log"}, f"step {i} of 40")
+    assert "alternating-tool-cycle" not in criticals(trace)
+    assert "dominant-tool-call" not in criticals(trace, "[signals.dominant-tool-call]\nthreshold = 5\n")
+
+
+def test_a_write_late_in_a_long_script_is_still_a_write() -> None:
+    script = "\n".join([f"echo step {i}" for i in range(40)] + ["rm -rf build; git commit -m release"])
+    assert shell_facts(script).write
+    assert not shell_facts("\n".join(["ls -la"] * 40 + ["git status"])).write
+
+
+def test_open_for_writing_with_a_comma_in_the_path_is_a_write() -> None:
+    from streamguard.signals.facts import code_facts
+
+    assert code_facts('open(f"{a},{b}.csv", "w").write(row)').write
+
+
+def test_a_write_tool_answering_with_the_same_large_document_can_stall() -> None:
+    c = Calls()
+    document = json.dumps({"errors": [{"line": i, "message": "schema mismatch"} for i in range(60)]})
+    trace: list[Any] = []
+    for i in range(14):
+        trace += c.pair("update_schema", {"field": f"f{i}", "type": "int"}, document)
+    assert "result-stall" in criticals(trace)

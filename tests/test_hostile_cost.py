@@ -120,7 +120,8 @@ def test_only_the_first_segments_of_a_command_line_are_read() -> None:
     line = " && ".join(["git status"] + [f"echo {i}" for i in range(MAX_SEGMENTS * 3)])
     facts = shell_facts(line + " && make install")
     assert facts.action == "git status"
-    assert not facts.write  # `make install` lies past the segments read
+    assert facts.write  # `make install` lies past the segments parsed: one pattern finds it
+    assert not shell_facts(line + " && ls -la").write
     assert shell_facts(line + " > build.log").write  # a redirection is seen on the whole head
 
 
@@ -219,3 +220,11 @@ def test_json_text_spelled_with_escapes_is_read_safely_downstream() -> None:
         engine.process(decode_agent_record(data.encode()))
         engine.process(ToolResult(session="s", tool="t", call_id=f"c{i}", result=deep))
     assert engine.snapshot("s")
+
+
+def test_a_deep_field_the_contract_does_not_know_is_ignored_either_way() -> None:
+    deep = "[" * 70 + "]" * 70
+    for pad in ('"plain"', '"[not json"'):
+        data = ('{"type":"tool_call","session":"s","tool":"t","args":{"q":' + pad + '},"x_trace":'
+                + deep + "}").encode()
+        assert isinstance(decode_agent_record(data), ToolCall)

@@ -185,8 +185,7 @@ class ContextBudget(Signal):
         if event.model is not None and event.model != state.model:
             state.model = sys.intern(event.model)  # one copy across the fleet
             state.threshold, window = self._model_facts(event.model)
-            if window:
-                state.window = window
+            state.window = window  # the window is the model's: unknown (0) for one not listed
         if event.context_window:
             state.window = event.context_window
         if event.input_tokens is not None:

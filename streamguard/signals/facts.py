@@ -145,6 +145,21 @@ _REDIRECT = re.compile(r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s&|;]")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?\w")
 _IN_PLACE = re.compile(r"(?:^|\s)-(?:i\w*|-in-place)\b")
 _PYTHON = re.compile(r"python(?:\d+(?:\.\d+)*)?$")
+# A writing program at a segment's start, for the part of a long command line past the
+# segments parsed one by one. Anchored at separators, so most positions fail at once;
+# ``[ \t]*``, not ``\s*``: a run of newlines must not be rescanned from each of them.
+_LATE_WRITE = re.compile(
+    r"(?:^|[;&|\n(])[ \t]*(?:sudo[ \t]+)?(?:"
+    + "|".join(
+        [re.escape(p) for p in sorted(_WRITE_PROGRAMS, key=len, reverse=True)]
+        + [r"(?:sed|perl|ruby)[ \t]+-i"]
+        + [
+            rf"{re.escape(program)}[ \t]+(?:{'|'.join(re.escape(s) for s in sorted(subs))})"
+            for program, subs in _WRITE_SUBCOMMANDS.items()
+        ]
+    )
+    + r")\b"
+)
 # `sleep` run as a command: at the start of the line or of a segment, or after a shell
 # keyword (`until curl ...; do sleep 2; done`).
 _SLEEP = re.compile(r"(?:^|[;&|\n(]|\b(?:do|then|else))[ \t]*sleep\s")
@@ -295,7 +310,8 @@ _CODE_WRITES = re.compile(
     # open(path, "w") and mode="w" anywhere. The path argument is matched up to its first
     # comma only: a scan that may run on past commas rescans from every "open(" of a
     # crafted line (quadratic).
-    r"write|open\([^),]{0,200},\s*['\"][rb]*[wax+]|mode\s*=\s*['\"][rb]*[wax+]|remove|unlink|rename|replace"
+    r"write|open\((?:\"[^\"]{0,200}\"|'[^']{0,200}'|[^),'\"]){0,200},\s*['\"][rb]*[wax+]"
+    r"|mode\s*=\s*['\"][rb]*[wax+]|remove|unlink|rename|replace"
     r"|subprocess|os\.system|shutil"
     r"|mkdir|patch|install|sed -i|>"
 )
@@ -353,9 +369,13 @@ def shell_facts(text: str) -> CallFacts:
     wait = "sleep" in head and bool(_SLEEP.search(head))
     action = ""
     fallback = ""
-    # At most MAX_SEGMENTS segments are parsed (each is Python work); a write further on
-    # is still seen by the redirection and here-document tests over the whole head.
-    for segment in _SEGMENT_SPLIT.split(head, MAX_SEGMENTS)[:MAX_SEGMENTS]:
+    # At most MAX_SEGMENTS segments are parsed (each is Python work). A write further on
+    # is still seen: by the redirection and here-document tests over the whole head, and
+    # by one pattern over the rest that finds a writing program at a segment's start.
+    segments = _SEGMENT_SPLIT.split(head, MAX_SEGMENTS)
+    if len(segments) > MAX_SEGMENTS:
+        write = write or bool(_LATE_WRITE.search(segments.pop()))
+    for segment in segments:
         tokens = _program_tokens(segment.split())
         if not tokens or tokens[0][:1] == "#":
             continue  # nothing, or a comment (a shebang too)

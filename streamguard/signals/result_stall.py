@@ -124,7 +124,7 @@ _BARE_ANSWER = re.compile(
     r"\s*(?:-?[0-9][0-9.]*|true|false|ok|yes|no|null|none|success|done)\s*", re.IGNORECASE
 )
 ACK_LIMIT = 200
-"""Longest template of a write's answer read as a bare acknowledgement (bytes)."""
+"""Largest payload of a write tool read as a bare acknowledgement (bytes)."""
 CHECKS = 8
 """Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
 
@@ -266,6 +266,7 @@ class ResultStall(Signal):
     sees_waits = False  # a wait's answers are no loop evidence (signals/facts.py)
     Config = ResultStallConfig
     needs_pairing = True
+    needs_result_size = True  # a write's bare acknowledgement is known by its size
     defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
                  "setup-detour", "failure-loop", "long-loop")
 
@@ -375,7 +376,7 @@ class ResultStall(Signal):
         if (
             at >= 0
             and flags & _NAMED_WRITE == FLAG_WRITE
-            and len(masked) <= ACK_LIMIT
+            and result.size <= ACK_LIMIT
             and not result.failed
         ):
             # A write tool's short acknowledgement says only that it worked ("File
