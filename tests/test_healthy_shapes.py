@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
+from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult
+from streamguard.policy import parse_policy_set
 from streamguard.signals.base import failure_outcome, says_only_status
 from streamguard.signals.facts import runner_facts, shell_facts
 from streamguard.signals.result_stall import is_json_text
@@ -356,3 +358,27 @@ def test_a_write_tool_answering_with_the_same_large_document_can_stall() -> None
     for i in range(14):
         trace += c.pair("update_schema", {"field": f"f{i}", "type": "int"}, document)
     assert "result-stall" in criticals(trace)
+
+
+def test_another_sessions_answers_never_change_how_this_one_is_read() -> None:
+    # The same payload answers a plain call in one session and a search in another: the
+    # search's answer is read with its digits masked whatever the other session did.
+    def searches(session: str) -> list[Any]:
+        trace: list[Any] = []
+        for i in range(10):
+            trace += [ToolCall(session=session, tool="search_dir", args={"term": f"cfg{i}"}, call_id=f"s{i}"),
+                      ToolResult(session=session, tool="search_dir", call_id=f"s{i}",
+                                 result=f"No matches found ({300 + i} files searched)")]
+        return trace
+
+    def signals_of(engine: Engine, trace: list[Any]) -> list[str]:
+        return [o.signal for e in trace for o in engine.process(e) if isinstance(o, Alert)]
+
+    alone = Engine(parse_policy_set(DEFAULT))
+    expected = signals_of(alone, searches("y"))
+    assert "result-stall" in expected
+    shared = Engine(parse_policy_set(DEFAULT))
+    signals_of(shared, [ToolCall(session="x", tool="read_log", args={}, call_id="r"),
+                        ToolResult(session="x", tool="read_log", call_id="r",
+                                   result="No matches found (300 files searched)")])
+    assert signals_of(shared, searches("y")) == expected

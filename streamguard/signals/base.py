@@ -52,7 +52,15 @@ from msgspec import Meta, Struct, structs
 
 from ..canonical import CanonicalArgs, fingerprint_payload, stable_hash, truncate_middle
 from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
-from .facts import CallFacts, CommandRunners, is_code_tool, plain_facts, runner_facts
+from .facts import (
+    FLAG_RUNNER,
+    FLAG_WRITE,
+    CallFacts,
+    CommandRunners,
+    is_code_tool,
+    plain_facts,
+    runner_facts,
+)
 
 _default_runners = CommandRunners()
 
@@ -275,6 +283,22 @@ def failure_outcome(event: Any) -> int:
         if payload:
             return stable_hash("\0error", f"{error}\0{payload:016x}")
     return stable_hash("\0error", error)
+
+
+ACK_BYTES = 200
+"""Largest answer of a write tool read as a bare acknowledgement."""
+
+
+def is_write_acknowledgement(result: ResultView) -> bool:
+    """Whether a result is a write tool's bare acknowledgement ("File written
+    successfully.", ``{"ok": true}``: a success of at most :data:`ACK_BYTES` from a write
+    that is no command runner's). It says only that the write worked: readers of
+    repeated answers take it as no evidence. A command's output says what happened."""
+    return (
+        result.call_flags & (FLAG_WRITE | FLAG_RUNNER) == FLAG_WRITE
+        and not result.failed
+        and result.size <= ACK_BYTES
+    )
 
 
 class Signal:

@@ -33,7 +33,8 @@ Three more facts per call, all cheap and conservative in the same direction:
     && gh run view 42``, ``until curl ...; do sleep 2; done``), or an empty
     command sent to a runner, which is how OpenHands' agents wait for more output
     of a command still running. Identical answers to a wait are what waiting
-    looks like, not a loop (``repeated-tool-call``, ``failure-loop``).
+    looks like, not a loop: the loop detectors do not read waits
+    (``Signal.sees_waits``), and ``repeated-tool-call`` reads a run of them as a poll.
 ``action``
     As above; the tool name for tools that are not command runners. The
     program is found behind what only sets the stage or wraps it: environment

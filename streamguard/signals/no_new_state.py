@@ -29,7 +29,7 @@ Rules, per successful result
       whose alert becomes prompt text;
     * a payload not seen before in this turn is remembered and resets the run
       (new information, which also re-arms the alert);
-    * a write tool's acknowledgement seen before (at most ``ACK_BYTES``:
+    * a write tool's acknowledgement seen before (``is_write_acknowledgement``:
       ``ok``, ``{"ok": true}``) neither counts nor resets: it says the write
       worked, and seven writes that each worked are no stall;
     * a payload seen before extends the run; the run reaching the threshold
@@ -95,13 +95,9 @@ from typing import Annotated, Any, Self
 from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
-from .base import Finding, ResultView, Signal, SignalConfig
-from .facts import FLAG_RUNNER, FLAG_WRITE
+from .base import Finding, ResultView, Signal, SignalConfig, is_write_acknowledgement
 
 SIGNAL_ID = "no-new-state"
-_NAMED_WRITE = FLAG_WRITE | FLAG_RUNNER  # masked: a write by a tool that is not a runner
-ACK_BYTES = 200
-"""Largest payload of a write tool read as a bare acknowledgement."""
 WAIT_TOOL = "wait_and_verify"
 _WIDTH = 8  # bytes per packed fingerprint
 _MASK = (1 << 64) - 1
@@ -182,7 +178,7 @@ class NoNewState(Signal):
         at = seen.find(key)
         while at > 0 and at % _WIDTH:  # a hit straddling two entries is no hit
             at = seen.find(key, at + 1)
-        if at >= 0 and result.call_flags & _NAMED_WRITE == FLAG_WRITE and result.size <= ACK_BYTES:
+        if at >= 0 and is_write_acknowledgement(result):
             return None  # a write tool's bare acknowledgement ("ok") is no data: neither
         if at >= 0:
             state.run += 1

@@ -28,7 +28,7 @@ What it catches
     with a template not seen before is news and resets the count; so is a write
     whose result is new (an edit that took). More rules keep ordinary work out:
 
-    * a write tool's short acknowledgement (at most ``ACK_LIMIT`` bytes:
+    * a write tool's short acknowledgement (``is_write_acknowledgement``:
       "File written successfully.", ``{"ok": true}``) is news, however often
       it was received: each write changed something. A command's output, or an
       editor showing the file after its edit, is read like any answer;
@@ -105,8 +105,16 @@ import msgspec
 from msgspec import Meta, Struct, field
 
 from ..canonical import truncate_middle
-from .base import NO_OP_OUTCOME, Finding, ResultView, Signal, SignalConfig, says_only_status
-from .facts import FLAG_RUNNER, FLAG_SEARCH, FLAG_WRITE
+from .base import (
+    NO_OP_OUTCOME,
+    Finding,
+    ResultView,
+    Signal,
+    SignalConfig,
+    is_write_acknowledgement,
+    says_only_status,
+)
+from .facts import FLAG_SEARCH, FLAG_WRITE
 from .repeat import DEFAULT_POLLING_TOOLS
 
 SIGNAL_ID = "result-stall"
@@ -116,15 +124,12 @@ _WIDTH = 4
 _M32 = (1 << 32) - 1
 _NOTHING = 0x4E4F4E45  # the template of "a search found nothing"
 _EMPTY = 0x454D5054  # an empty answer, for the futile-write rule
-_NAMED_WRITE = FLAG_WRITE | FLAG_RUNNER  # masked: a write by a tool that is not a runner
 TINY_ANSWER = 16
 """Longest bare answer (a number, ``true``, ``OK``: :data:`_BARE_ANSWER`), in characters,
 that is neither stale nor news unless it answers a search."""
 _BARE_ANSWER = re.compile(
     r"\s*(?:-?[0-9][0-9.]*|true|false|ok|yes|no|null|none|success|done)\s*", re.IGNORECASE
 )
-ACK_LIMIT = 200
-"""Largest payload of a write tool read as a bare acknowledgement (bytes)."""
 CHECKS = 8
 """Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
 
@@ -303,8 +308,11 @@ class ResultStall(Signal):
             state.last_key, state.last_outcome = key, outcome
         if outcome == NO_OP_OUTCOME:
             return None  # the no-op streak reads these
-        # A failure's template is the tool's: "exit code 1" from two tools is two answers.
-        memo = (outcome, result.tool) if result.failed else outcome
+        # The cache key holds all the template depends on besides the payload: a failure's
+        # template is the tool's ("exit code 1" from two tools is two answers), and a
+        # search's answer has its digits masked where another call's keeps them.
+        masks_digits = result.failed or flags & FLAG_SEARCH
+        memo = (outcome, result.tool) if result.failed else -outcome if masks_digits else outcome
         cached = self._codes.get(memo) if outcome else None
         if cached is None and outcome and not result.failed and (
             type(result.event.result) is not str or is_json_text(result.event.result)
@@ -339,7 +347,7 @@ class ResultStall(Signal):
                             return None
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
-            masked = template(text) if result.failed or flags & FLAG_SEARCH else template(text, digits=False)
+            masked = template(text, digits=bool(masks_digits))
             if result.failed:
                 code = _crc(result.tool.encode("utf-8", "surrogatepass") + b"\0" + masked)
             else:
@@ -373,12 +381,7 @@ class ResultStall(Signal):
         at = seen.find(packed)
         while at > 0 and at % _WIDTH:  # a hit straddling two entries is no hit
             at = seen.find(packed, at + 1)
-        if (
-            at >= 0
-            and flags & _NAMED_WRITE == FLAG_WRITE
-            and result.size <= ACK_LIMIT
-            and not result.failed
-        ):
+        if at >= 0 and is_write_acknowledgement(result):
             # A write tool's short acknowledgement says only that it worked ("File
             # written successfully." for the twelfth new file): the write changed
             # something, so it is news, never stale. A command's output, or an editor
