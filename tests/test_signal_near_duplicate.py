@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamguard.engine import Engine
 from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
@@ -28,10 +30,21 @@ def hits(trace: list[Any], policy: str = WARN) -> list[tuple[int, Alert]]:
     return out
 
 
-def sh(command: str) -> list[Any]:
+CALL_ONLY = WARN + "[signals.near-duplicate-calls]\nresult_aware = false\n"
+SAME_VIEW = "[File: src/app.py (34 lines total)]\n1: import os\n2: ..."
+
+
+def sh(command: str, result: Any = None, *, error: str | None = None) -> list[Any]:
+    """A shell call, its answer (by default one new to the session) and a word."""
+    answer = f"lines of {command}" if result is None and error is None else result
     return [ToolCall(session="n", tool="bash", args={"command": command}),
-            ToolResult(session="n", tool="bash", result=f"lines of {command!r}"),
+            ToolResult(session="n", tool="bash", result=answer, error=error),
             Text(session="n", text="Reading on.")]
+
+
+def same(command: str) -> list[Any]:
+    """A shell call answered by the same view whatever its numbers (a short file)."""
+    return sh(command, SAME_VIEW)
 
 
 def test_shapes() -> None:
@@ -41,10 +54,10 @@ def test_shapes() -> None:
     assert shape('{"path":"a.py","view_range":[1,40]}') == shape('{"path":"a.py","view_range":[41,80]}')
 
 
-def test_paging_through_one_file_warns_at_the_eighth_page() -> None:
+def test_paging_that_shows_the_same_view_warns_at_the_eighth_page() -> None:
     trace: list[Any] = []
     for page in range(12):
-        trace += sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' src/app.py")
+        trace += same(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' src/app.py")
     got = hits(trace)
     assert [at for at, _ in got] == [8]
     alert = got[0][1]
@@ -53,14 +66,84 @@ def test_paging_through_one_file_warns_at_the_eighth_page() -> None:
     assert alert.detail["action"] == "sed"
 
 
+def test_paging_through_new_content_is_reading() -> None:
+    # Every page brings back lines the agent had not seen: a long log read in order.
+    trace: list[Any] = []
+    for page in range(30):
+        trace += sh(f"sed -n '{page * 100 + 1},{page * 100 + 100}p' build.log")
+    assert hits(trace) == []
+    # The call-only rule (the reference behaviour of a scan) warns at the eighth page.
+    assert [at for at, _ in hits(trace, CALL_ONLY)] == [8]
+
+
+def test_a_walk_whose_pages_come_back_empty_or_failing_warns() -> None:
+    empty: list[Any] = []
+    failing: list[Any] = []
+    for page in range(10):
+        empty += sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' short.py", "")
+        failing += sh(f"goto {page * 100 + 40}", error="Error: <line> must be at most 34")
+    assert [at for at, _ in hits(empty)] == [8]
+    assert [at for at, _ in hits(failing)] == [8]
+
+
+def test_one_empty_page_in_a_walk_is_still_reading() -> None:
+    trace: list[Any] = []
+    for page in range(9):
+        trace += sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' app.log")
+    trace += sh("sed -n '451,500p' app.log", "")  # past the end
+    assert hits(trace) == []
+
+
+def test_a_walk_that_revisits_its_answers_warns() -> None:
+    # Pages of a file whose views come round again: three views for eight offsets.
+    trace: list[Any] = []
+    for page in range(10):
+        trace += sh(f"goto {page * 7 + 1}", f"[view {page % 3}]")
+    assert [at for at, _ in hits(trace)] == [8]
+
+
+def test_a_sweep_over_numbered_items_is_reading() -> None:
+    orders: list[Any] = []
+    labels: list[Any] = []
+    for n in range(12):
+        orders += [ToolCall(session="n", tool="get_order", args={"order_id": 1040 + n}),
+                   ToolResult(session="n", tool="get_order",
+                              result={"id": 1040 + n, "status": NAMES[n], "total": n * 7})]
+        # Writes acknowledged alike: each changed another ticket.
+        labels += [ToolCall(session="n", tool="add_ticket_label",
+                            args={"ticket_id": 48120 + 3 * n, "label": "billing"}, kind="write"),
+                   ToolResult(session="n", tool="add_ticket_label", result={"ok": True})]
+    assert hits(orders) == []
+    assert hits(labels) == []
+    assert [at for at, _ in hits(orders, CALL_ONLY)] == [8]
+
+
+def test_without_results_the_rule_is_the_call_only_one() -> None:
+    # A runtime that publishes no results (or content capture off): nothing is known
+    # to be new, so the walk warns as the call-only rule does.
+    calls = [ToolCall(session="n", tool="bash", args={"command": f"sed -n '{p * 50},{p * 50 + 49}p' a.log"})
+             for p in range(12)]
+    assert [at for at, _ in hits(calls)] == [at for at, _ in hits(calls, CALL_ONLY)] == [8]
+
+
+def test_reworded_searches_warn_whatever_they_answer() -> None:
+    # A re-spelled search is no walk over numbers: new answers do not excuse it.
+    spellings = ["parseConfig", "parse_config", "ParseConfig", "parse-config", "PARSE_CONFIG",
+                 "parseconfig", "Parse_Config", "parse__config"]
+    trace: list[Any] = []
+    for s in spellings:
+        trace += sh(f"grep -rn {s} src/", f'No matches found for "{s}" in /repo')
+    assert [at for at, _ in hits(trace)] == [8]
+
+
 def test_a_few_pages_are_reading() -> None:
     trace: list[Any] = []
     for page in range(7):
-        trace += sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' src/app.py")
+        trace += same(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' src/app.py")
     for name in NAMES[:8]:
         trace += sh(f"cat src/{name}.py")
     for page in range(7):
-        trace += sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' src/app.py")
+        trace += same(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' src/app.py")
     assert hits(trace) == []
 
 
@@ -88,13 +171,14 @@ def test_editor_views_with_ranges() -> None:
                            args={"command": "view", "path": "/w/big.py",
                                  "view_range": [page * 40 + 1, page * 40 + 40]}),
                   ToolResult(session="n", tool="str_replace_editor", result=f"page {NAMES[page]}")]
-    assert [at for at, _ in hits(trace)] == [8]
+    assert [at for at, _ in hits(trace, CALL_ONLY)] == [8]
+    assert hits(trace) == []  # every page was new
 
 
 def test_one_alert_per_scan_until_it_ends() -> None:
     trace: list[Any] = []
     for page in range(30):
-        trace += sh(f"goto {page * 100}")
+        trace += same(f"goto {page * 100}")
     assert len(hits(trace)) == 1
 
 
@@ -103,7 +187,7 @@ def test_policy_validation_and_tuning() -> None:
         parse_policy_set("[signals.near-duplicate-calls]\nwindow = 6\nthreshold = 7\n")
     trace: list[Any] = []
     for page in range(5):
-        trace += sh(f"goto {page * 100}")
+        trace += same(f"goto {page * 100}")
     assert hits(trace, WARN + "[signals.near-duplicate-calls]\nthreshold = 4\n")
 
 
@@ -112,9 +196,49 @@ def test_snapshot_round_trip() -> None:
     state = watchdog.new_state("n")
     trace: list[Any] = []
     for page in range(8):
-        trace += sh(f"goto {page * 100}")
+        trace += same(f"goto {page * 100}")
     for event in trace[:-3]:
         watchdog.process(state, event)
     restored = watchdog.decode_state(watchdog.encode_state(state))
     out = [o for e in trace[-3:] for o in watchdog.process(restored, e) if isinstance(o, Alert)]
     assert [o.signal for o in out] == ["near-duplicate-calls"]
+
+
+def test_a_snapshot_without_answers_reads_as_unanswered() -> None:
+    # A snapshot written before answers were kept (or by a call-only policy) restores
+    # with its calls and no answers: the walk is judged as the call-only rule would.
+    call_only = Watchdog(parse_policy_set(CALL_ONLY).base)
+    state = call_only.new_state("n")
+    trace: list[Any] = []
+    for page in range(9):
+        trace += sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' app.log")
+    for event in trace[:-6]:
+        call_only.process(state, event)
+    aware = Watchdog(parse_policy_set(WARN).base)
+    restored = aware.decode_state(call_only.encode_state(state))
+    out = [o.signal for e in trace[-6:] for o in aware.process(restored, e)
+           if isinstance(o, Alert) and o.signal == "near-duplicate-calls"]
+    assert out == ["near-duplicate-calls"]
+
+
+_COMMANDS = st.sampled_from(["goto {n}", "sed -n '{n},{m}p' a.log", "grep -rn item{n} src/",
+                              "grep -rni Item_{n} src/", "cat notes{n}.md"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(steps=st.lists(st.tuples(_COMMANDS, st.integers(0, 40), st.booleans()), max_size=40))
+def test_result_aware_never_warns_earlier_and_matches_without_results(
+    steps: list[tuple[str, int, bool]],
+) -> None:
+    calls = [ToolCall(session="n", tool="bash",
+                      args={"command": command.format(n=n, m=n + 49)}) for command, n, _ in steps]
+    # Without results the two rules are one rule.
+    assert [at for at, _ in hits(calls)] == [at for at, _ in hits(calls, CALL_ONLY)]
+    # With results, an answer can only excuse a walk: the first warning is never earlier.
+    answered: list[Any] = []
+    for call, (_, n, fresh) in zip(calls, steps, strict=True):
+        answered += [call, ToolResult(session="n", tool="bash",
+                                      result=f"view {n}" if fresh else "the same view")]
+    aware, call_only = hits(answered), hits(answered, CALL_ONLY)
+    if aware:
+        assert call_only and aware[0][0] >= call_only[0][0]

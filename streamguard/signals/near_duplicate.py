@@ -16,8 +16,9 @@ What it catches
     shape has ``threshold`` distinct exact calls among them.
 
     This is cheap by construction: one normalisation of at most 1,024
-    characters per call, and a scan of a fixed window of small integers; never
-    a scan of the session.
+    characters per new call (cached by call key), a scan of a fixed window of
+    small integers per call and one search of it per result; never a scan of
+    the session.
 
 Threshold: 8 distinct variants of one shape among the last 12 calls
     Reading a long file a page at a time is ordinary: coding agents that page
@@ -36,23 +37,47 @@ Severity: warn
     operator can tell at a glance; the loop detectors stay responsible for
     halting (this signal defers to them).
 
+Result-aware (``result_aware``, default on)
+    Calls that differ *only in their numbers* (the same text once digit runs
+    are masked, nothing reworded) are a walk over something numbered: pages of
+    a log, offsets of a listing, ids of orders, dates of flights, values of a
+    hyperparameter. Such a walk is reading when every step brings back
+    something new, and a loop in disguise when it does not: the same view of a
+    34-line file for ``goto 10``, ``goto 12``, ``goto 14``; empty pages past
+    the end; an error each time. So the signal keeps, beside each call of its
+    window, the call's numbers-masked code and a code of its answer (the
+    payload's fingerprint; a write's success; failures, no-ops and empty
+    answers as "nothing new"), and a walk whose answered steps are all
+    different, with at most a quarter of them empty, failed or repeated, does
+    not warn. A rewording (``parseConfig``, ``parse_config``) is no walk and
+    warns whatever came back: a re-spelled search finds the same nothing under
+    another name. Without results (a runtime that publishes none, or content
+    capture off) every step is unanswered and the rule is the call-only one;
+    ``result_aware = false`` is that rule everywhere.
+
+    Eleven of fifty hand-written healthy traces of other runtimes (docs/detection.md:
+    log and API pagination, a learning-rate sweep, ticket labels, flight dates)
+    warned under the call-only rule, and none does now; in the real-session
+    benchmark the signal warned in no normally ended session either way.
+
 Known false positives
-    Legitimate pagination through a long listing (``page=1..n`` of an API), and
-    systematic sweeps over numbered items (``get_order 101``, ``get_order
-    102``...). Exempt the tool, or raise the threshold.
+    A walk whose steps answer the same thing on purpose (polling numbered
+    jobs that are all still queued), and re-spelled searches that each find
+    something. Exempt the tool, or raise the threshold.
 """
 
 from __future__ import annotations
 
 import re
+import struct
 import zlib
 from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta, Struct
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, Signal, SignalConfig
-from .facts import command_text
+from .base import CallView, Finding, ResultView, Signal, SignalConfig
+from .facts import FLAG_WRITE, command_text
 
 SIGNAL_ID = "near-duplicate-calls"
 TEXT_LIMIT = 1024
@@ -62,8 +87,21 @@ _M32 = (1 << 32) - 1
 _FLAG = re.compile(rb"(?:^|\s)--?[a-z][\w-]*")
 # Digits become "#" (runs are squeezed below) and the spelling noise characters go;
 # on bytes, each step is one C-level pass.
-_DIGITS = bytes.maketrans(b"0123456789", b"##########")
+_DIGIT_CHARS = b"0123456789"
+_DIGITS = bytes.maketrans(_DIGIT_CHARS, b"##########")
 _NOISE = b"_-'\"`"
+# Answer codes besides a payload's fingerprint (which is mapped above them).
+_UNANSWERED, _NOTHING_NEW, _WROTE = 0, 1, 2
+_NO_NEWS = (_UNANSWERED.to_bytes(4, "little"), _NOTHING_NEW.to_bytes(4, "little"))
+_WRITE_DONE = _WROTE.to_bytes(4, "little")
+_put_answer = struct.Struct("<I").pack_into
+
+
+def _squeeze(data: bytes) -> bytes:
+    """Every run of ``#`` as one ``#`` (a few C-level passes; runs halve each time)."""
+    while b"##" in data:
+        data = data.replace(b"##", b"#")
+    return data
 
 
 def shape(text: str) -> str:
@@ -82,9 +120,7 @@ def shape_bytes(text: str, encoded: bytes | None = None) -> bytes:
     data = encoded.lower()
     if b" -" in data or data[:1] == b"-":
         data = _FLAG.sub(b" ", data)
-    data = data.translate(_DIGITS, _NOISE)
-    while b"##" in data:
-        data = data.replace(b"##", b"#")
+    data = _squeeze(data.translate(_DIGITS, _NOISE))
     data = b" ".join(data.split()).replace(b"/ ", b" ").replace(b"/,", b",").replace(b"/]", b"]")
     return data.rstrip(b"/")
 
@@ -97,6 +133,10 @@ class NearDuplicateCallsConfig(SignalConfig, kw_only=True, forbid_unknown_fields
     threshold: Annotated[int, Meta(ge=3, le=WINDOW_LIMIT)] = 8
     """Distinct calls of one shape among them that raise the warning (at most ``window``)."""
 
+    result_aware: bool = True
+    """A walk differing only in numbers whose every step answered something new is
+    reading, not a scan to warn about (the module docstring)."""
+
     at_most = (("threshold", "window"),)
 
 
@@ -107,6 +147,9 @@ class NearDuplicateCallsState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=Tru
     """Shape codes of the last ``window`` calls, 4 bytes each, oldest first."""
     exacts: bytearray = bytearray()
     """Their exact call codes (the low 32 bits of the call key), parallel to ``shapes``."""
+    answers: bytearray = bytearray()
+    """Per call of the window, 8 bytes: the code of its text with only digits masked,
+    then the code of its answer (0: none yet); kept only when result-aware."""
     latched: int = 0
     """shape32 of the reported scan (0: none)."""
 
@@ -128,12 +171,42 @@ class NearDuplicateCalls(Signal):
     def __init__(self, config: SignalConfig | None = None) -> None:
         super().__init__(config)
         self.window, self.threshold = self.config.window, self.config.threshold
-        self._shapes: dict[int, tuple[int, str | bytes]] = {}
+        self.result_aware: bool = self.config.result_aware
+        # Answers are read (paired with their calls, fingerprinted) only when result-aware.
+        self.needs_pairing = self.needs_fingerprint = self.result_aware
+        self._shapes: dict[int, tuple[int, str | bytes, bytes]] = {}
         self._seeds: dict[str, int] = {}
         self._bytes = self.window * 4
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
+
+    def on_result(self, state: Any, result: ResultView) -> Finding | None:
+        key = result.call_key
+        if not key or not self.result_aware:
+            return None
+        exacts, answers = state.exacts, state.answers
+        key32 = (key & _M32).to_bytes(4, "little")
+        # The newest entry of the call this result answers: usually the window's last; else
+        # a C-level search from the end, then the alignment test (a hit straddling two
+        # entries is no hit).
+        at = len(exacts) - 4
+        if not exacts.endswith(key32):
+            at = exacts.rfind(key32)
+            while at > 0 and at % 4:
+                at = exacts.rfind(key32, 0, at + 3)
+        if at < 0 or len(answers) != len(exacts) * 2:
+            return None
+        if result.failed or result.no_op or not result.outcome:
+            code = _NOTHING_NEW
+        elif result.call_flags & FLAG_WRITE:
+            code = _WROTE  # each write of a sweep changed something, whatever it said
+        else:
+            code = result.outcome & _M32
+            if code <= _WROTE:
+                code += 3
+        _put_answer(answers, at * 2 + 4, code)  # in place, without a slice or a bytes object
+        return None
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
@@ -145,9 +218,12 @@ class NearDuplicateCalls(Signal):
                 canonical = call.canonical
                 text = canonical.text
                 # The encoder's bytes are the text's UTF-8: no second encode.
-                data = shape_bytes(text, canonical.raw if len(text) <= TEXT_LIMIT else None)
+                encoded = (canonical.raw if len(text) <= TEXT_LIMIT else None) or text[
+                    :TEXT_LIMIT
+                ].encode("utf-8", "surrogatepass")
             else:
-                data = shape_bytes(text)
+                encoded = text[:TEXT_LIMIT].encode("utf-8", "surrogatepass")
+            data = shape_bytes(text, encoded)
             tool = call.tool
             if data.isascii() and tool.isascii():
                 # ASCII decodes and re-encodes to itself: hash the bytes, decode on a finding.
@@ -162,17 +238,35 @@ class NearDuplicateCalls(Signal):
             else:
                 form = data.decode("utf-8", "replace")
                 shape32 = zlib.crc32(f"{tool}\0{form}".encode("utf-8", "surrogatepass")) or 1
+            # Whether two calls of one shape differ only in their numbers: the code of
+            # the text with its digits taken out (no case, flag or spelling folded),
+            # beside an unanswered answer code: the call's entry in ``answers``.
+            entry = (
+                zlib.crc32(encoded.translate(None, _DIGIT_CHARS)).to_bytes(4, "little")
+                + _NO_NEWS[0]
+                if self.result_aware else b""
+            )
             # A pure function of the call: cached per process, keyed by the call key.
             if len(self._shapes) >= 4096:
                 self._shapes.clear()
-            self._shapes[call.key] = cached = (shape32, form)
-        shape32, form = cached
+            self._shapes[call.key] = cached = (shape32, form, entry)
+        shape32, form, entry = cached
         packed = shape32.to_bytes(4, "little")
         shapes, exacts = state.shapes, state.exacts
-        if len(shapes) >= self._bytes:
+        full = len(shapes) >= self._bytes
+        if full:
             del shapes[:4], exacts[:4]
         shapes.extend(packed)
         exacts.extend((call.key & _M32).to_bytes(4, "little"))
+        if entry:
+            answers = state.answers
+            if full:
+                del answers[:8]
+            if len(answers) != len(shapes) * 2 - 8:
+                # A snapshot written without answers (or by a call-only policy): start
+                # them unanswered, so that the window reads as the call-only rule does.
+                answers[:] = bytes(len(shapes) * 2 - 8)
+            answers += entry
         latched = state.latched
         if latched:
             if latched != shape32:
@@ -187,8 +281,33 @@ class NearDuplicateCalls(Signal):
         count = self._variants(state, packed)
         if count < self.threshold:
             return None
+        if self.result_aware and self._reading(state, packed):
+            return None
         state.latched = shape32
         return self._finding(call, count, form if isinstance(form, str) else form.decode())
+
+    @staticmethod
+    def _reading(state: Any, packed: bytes) -> bool:
+        """Whether the window's calls of shape ``packed`` are a walk differing only in
+        numbers whose answered steps brought back something new (see the docstring)."""
+        shapes, answers = state.shapes, state.answers
+        numbers = answers[-8:-4]
+        seen: set[bytes] = set()
+        steps = stale = 0
+        for i in range(0, len(shapes) - 4, 4):  # the current call has no answer yet
+            if shapes[i : i + 4] != packed:
+                continue
+            if answers[2 * i : 2 * i + 4] != numbers:
+                return False  # reworded, not only renumbered
+            answer = bytes(answers[2 * i + 4 : 2 * i + 8])
+            steps += 1
+            if answer in _NO_NEWS:
+                stale += 1  # unanswered, failed, empty or a no-op
+            elif answer != _WRITE_DONE:
+                if answer in seen:
+                    stale += 1  # the same answer again
+                seen.add(answer)
+        return stale * 4 <= steps
 
     @staticmethod
     def _variants(state: Any, packed: bytes) -> int:
