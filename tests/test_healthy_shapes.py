@@ -6,7 +6,8 @@ that must still be halted: each case is the smallest trace that showed the shape
 - an error that says only ``exit code 1`` is told apart by the output it came with;
 - a write tool's bare acknowledgement is news, never stale;
 - JSON delivered as text is compared exactly, like a JSON payload;
-- a call that waits on purpose (``sleep 60 && ...``, OpenHands' empty command) is a poll.
+- a call that waits on purpose (``sleep 60 && ...``, OpenHands' empty command) is a poll,
+  and a failing one no failure to count or advise against.
 """
 
 from __future__ import annotations
@@ -234,6 +235,35 @@ def test_a_server_start_waited_out_with_sleep_is_no_failure_loop() -> None:
         trace += c.pair("bash", {"command": "sleep 3 && curl -sf localhost:8000/health"},
                         error="curl: (7) Failed to connect to localhost port 8000")
     assert criticals(trace) == []
+
+
+def test_a_failing_wait_draws_no_failure_warning_either() -> None:
+    # Five failed waits before the server is up: a poll not yet answered. The failure
+    # signals' reference rule (waits_are_polls = false) counts them like any call.
+    c = Calls()
+    trace: list[Any] = c.pair("bash", {"command": "nohup uvicorn app:api --port 8000 &"}, "")
+    for _ in range(5):
+        trace += c.pair("bash", {"command": "sleep 3 && curl -sf localhost:8000/version"},
+                        error="exit code 7")
+    trace += c.pair("bash", {"command": "sleep 3 && curl -sf localhost:8000/version"}, '{"v": 1}')
+    assert alerts(trace) == []
+    reference = ("[signals.tool-failure-guidance]\nwaits_are_polls = false\n"
+                 "[signals.tool-failure-streak]\nwaits_are_polls = false\n")
+    assert {a.signal for a in alerts(trace, reference)} == {"tool-failure-guidance"}
+    only_streak = ("disabled_signals = [\"tool-failure-guidance\"]\n"
+                   "[signals.tool-failure-streak]\nwaits_are_polls = false\n")
+    assert {a.signal for a in alerts(trace, only_streak)} == {"tool-failure-streak"}
+
+
+def test_a_wait_between_failures_neither_counts_nor_breaks_the_streak() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for n in range(4):
+        trace += c.pair("bash", {"command": f"python probe_{n}.py"}, error="exit code 1")
+        trace += c.pair("bash", {"command": "sleep 5 && curl -sf localhost:8000/version"},
+                        '{"v": 1}' if n % 2 else None, error=None if n % 2 else "exit code 7")
+    assert [a.signal for a in alerts(trace, 'disabled_signals = ["tool-failure-guidance"]')] == [
+        "tool-failure-streak"]
 
 
 def test_the_same_failing_call_without_a_sleep_is_still_a_failure_loop() -> None:

@@ -344,10 +344,12 @@ class Signal:
     needs_pairing: bool = False
     """The signal reads ``ResultView.call_key``/``call_flags``/``action``: the watchdog
     keeps the session's pending calls only when some active signal does."""
-    sees_waits: ClassVar[bool] = True
+    sees_waits: bool = True
     """The signal's call and result hooks see calls that wait on purpose
     (``CallView.wait``: ``sleep 60 && gh run view 42``) and their results. Loop
-    detectors set it False: identical answers to a wait are what waiting looks like."""
+    detectors set it False: identical answers to a wait are what waiting looks like;
+    the failure signals from their ``waits_are_polls`` setting. Read once, when the
+    watchdog is built."""
 
     config: SignalConfig
 

@@ -63,11 +63,14 @@ yields one alert. A run that mixes tools is not this signal's behaviour and the
 streak reports it. The thresholds keep this true as long as
 ``warn_after_tool_failures`` does not exceed the streak's threshold.
 
-**Changes to the reference, both default on.** ``reset_on_write``: a write call
+**Changes to the reference, all default on.** ``reset_on_write``: a write call
 (``CallView.write``: declared ``kind``, name classification, or the command-runner
 heuristic) clears every streak. Edit, re-run the failing test, fail again is
 debugging: the re-run tests new code, so it is not a retry, and the reference
-warned on it at the second identical run. ``search_failures_are_answers``: a failed
+warned on it at the second identical run. ``waits_are_polls``: a call that waits on
+purpose (``sleep 3 && curl …`` while a server starts; ``CallView.wait``) is not read
+at all: it fails until what it waits for is ready, which is what a poll is for (a
+hand-written server-start trace warned at its second wait). ``search_failures_are_answers``: a failed
 search (``grep`` exiting 1, ``find_file`` finding nothing) is skipped: nothing was
 wrong with the call, the answer is "not there". For command runners the one-tool
 streak is kept per action (``bash: pytest``), not per tool, so three different
@@ -161,6 +164,9 @@ class ToolFailureGuidanceConfig(SignalConfig, kw_only=True, forbid_unknown_field
     the reference behaviour, where only a success of the tool clears its streak)."""
     search_failures_are_answers: bool = True
     """A failed search (grep finding nothing) is neither a failure nor a success here."""
+    waits_are_polls: bool = True
+    """A call that waits on purpose (``sleep 3 && curl …``) is not read: it fails until
+    what it waits for is ready (false: the reference behaviour, it counts like any call)."""
 
     def resolved(self) -> Self:
         # The reference replaces a non-positive threshold by its default (the bounds
@@ -207,6 +213,7 @@ class ToolFailureGuidance(Signal):
         self.warn_after_same_signature = cfg.warn_after_same_signature
         self.halt_after_same_signature = cfg.halt_after_same_signature
         self.reset_on_write = cfg.reset_on_write
+        self.sees_waits = not cfg.waits_are_polls
         self.search_answers = cfg.search_failures_are_answers
 
     # ------------------------------------------------------------------ calls

@@ -37,6 +37,13 @@ Failed searches (``search_failures_are_answers``, default on)
     A search that finds nothing (``grep`` exits 1) is not an error: it neither
     counts nor breaks the streak. Off is the reference behaviour.
 
+Waits (``waits_are_polls``, default on)
+    A call that waits on purpose (``sleep 3 && curl …`` while a server starts,
+    ``CallView.wait``) fails until what it waits for is ready: that is a poll
+    not yet answered, not a stretch without evidence. Such calls neither count
+    nor break the streak; a wait that never succeeds meets the polling warning
+    of ``repeated-tool-call`` instead. Off is the reference behaviour.
+
 Command runners (``runner_threshold``, default 4)
     A streak made only of command-runner results (the policy's
     ``[command_runners]`` list) trips at 4. A runner's failure is a program's
@@ -90,6 +97,9 @@ class ToolFailureStreakConfig(SignalConfig, kw_only=True, forbid_unknown_fields=
     search_failures_are_answers: bool = True
     """A failed search (grep finding nothing) neither counts nor breaks the streak
     (false: the reference behaviour, every failed result counts)."""
+    waits_are_polls: bool = True
+    """A call that waits on purpose (``sleep 3 && curl …``) neither counts nor breaks the
+    streak (false: the reference behaviour, every failed result counts)."""
 
 
 class ToolFailureStreakState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
@@ -132,6 +142,7 @@ class ToolFailureStreak(Signal):
         self.threshold = self.config.threshold
         self.runner_threshold = self.config.runner_threshold
         self.search_answers = self.config.search_failures_are_answers
+        self.sees_waits = not self.config.waits_are_polls
 
     def is_latched(self, state: Any) -> bool:
         return state.reported
