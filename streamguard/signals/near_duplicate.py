@@ -150,6 +150,8 @@ class NearDuplicateCallsState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=Tru
     answers: bytearray = bytearray()
     """Per call of the window, 8 bytes: the code of its text with only digits masked,
     then the code of its answer (0: none yet); kept only when result-aware."""
+    newest: int = 0
+    """Call key of the window's last call (when result-aware): where its answer goes."""
     latched: int = 0
     """shape32 of the reported scan (0: none)."""
 
@@ -183,20 +185,23 @@ class NearDuplicateCalls(Signal):
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
         key = result.call_key
-        if not key or not self.result_aware:
-            return None
-        exacts, answers = state.exacts, state.answers
-        key32 = (key & _M32).to_bytes(4, "little")
-        # The newest entry of the call this result answers: usually the window's last; else
-        # a C-level search from the end, then the alignment test (a hit straddling two
-        # entries is no hit).
-        at = len(exacts) - 4
-        if not exacts.endswith(key32):
+        answers = state.answers
+        if key == state.newest and key:
+            at = len(answers) - 4  # the usual case: the answer to the window's last call
+        else:
+            if not key or not self.result_aware:
+                return None
+            # An earlier call's answer (parallel calls): its newest entry, by a C-level
+            # search from the end and the alignment test (a hit straddling two entries
+            # is no hit).
+            exacts = state.exacts
+            key32 = (key & _M32).to_bytes(4, "little")
             at = exacts.rfind(key32)
             while at > 0 and at % 4:
                 at = exacts.rfind(key32, 0, at + 3)
-        if at < 0 or len(answers) != len(exacts) * 2:
-            return None
+            if at < 0 or len(answers) != len(exacts) * 2:
+                return None
+            at = at * 2 + 4
         if result.failed or result.no_op or not result.outcome:
             code = _NOTHING_NEW
         elif result.call_flags & FLAG_WRITE:
@@ -205,7 +210,7 @@ class NearDuplicateCalls(Signal):
             code = result.outcome & _M32
             if code <= _WROTE:
                 code += 3
-        _put_answer(answers, at * 2 + 4, code)  # in place, without a slice or a bytes object
+        _put_answer(answers, at, code)  # in place, without a slice or a bytes object
         return None
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
@@ -267,6 +272,7 @@ class NearDuplicateCalls(Signal):
                 # them unanswered, so that the window reads as the call-only rule does.
                 answers[:] = bytes(len(shapes) * 2 - 8)
             answers += entry
+            state.newest = call.key
         latched = state.latched
         if latched:
             if latched != shape32:
