@@ -242,3 +242,23 @@ def test_result_aware_never_warns_earlier_and_matches_without_results(
     aware, call_only = hits(answered), hits(answered, CALL_ONLY)
     if aware:
         assert call_only and aware[0][0] >= call_only[0][0]
+
+
+def test_answers_of_parallel_calls_reach_their_own_calls() -> None:
+    # Pages requested two at a time, answered in reverse order: each answer is filed
+    # under its own call, so a walk through new pages stays reading, and one whose
+    # second page of every pair repeats the first warns.
+    def walk(answer: Any) -> list[Any]:
+        trace: list[Any] = []
+        for pair in range(6):
+            ids = [f"c{pair}a", f"c{pair}b"]
+            pages = [pair * 2, pair * 2 + 1]
+            trace += [ToolCall(session="n", tool="read_log", call_id=cid,
+                               args={"offset": page * 100, "limit": 100})
+                      for cid, page in zip(ids, pages, strict=True)]
+            trace += [ToolResult(session="n", tool="read_log", call_id=cid, result=answer(page))
+                      for cid, page in reversed(list(zip(ids, pages, strict=True)))]
+        return trace
+
+    assert hits(walk(lambda page: f"log lines {page}00 to {page}99")) == []
+    assert [at for at, _ in hits(walk(lambda page: f"log lines {page // 2}"))] == [8]
