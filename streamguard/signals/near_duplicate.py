@@ -17,7 +17,8 @@ What it catches
 
     This is cheap by construction: one normalisation of at most 1,024
     characters per new call (cached by call key), a scan of a fixed window of
-    small integers per call and one search of it per result; never a scan of
+    small integers per call, and per result its answer filed under its call
+    (the window's last, or found by one search of the window); never a scan of
     the session.
 
 Threshold: 8 distinct variants of one shape among the last 12 calls
@@ -38,18 +39,18 @@ Severity: warn
     halting (this signal defers to them).
 
 Result-aware (``result_aware``, default on)
-    Calls that differ *only in their numbers* (the same text once digit runs
-    are masked, nothing reworded) are a walk over something numbered: pages of
+    Calls that differ *only in their numbers* (the same text once its digits
+    are taken out, nothing reworded) are a walk over something numbered: pages of
     a log, offsets of a listing, ids of orders, dates of flights, values of a
     hyperparameter. Such a walk is reading when every step brings back
     something new, and a loop in disguise when it does not: the same view of a
     34-line file for ``goto 10``, ``goto 12``, ``goto 14``; empty pages past
     the end; an error each time. So the signal keeps, beside each call of its
-    window, the call's numbers-masked code and a code of its answer (the
-    payload's fingerprint; a write's success; failures, no-ops and empty
-    answers as "nothing new"), and a walk whose answered steps are all
-    different, with at most a quarter of them empty, failed or repeated, does
-    not warn. A rewording (``parseConfig``, ``parse_config``) is no walk and
+    window, the code of the call's text with its digits taken out and a code
+    of its answer (the payload's fingerprint; a write's success; failures,
+    no-ops and empty answers as "nothing new"), and a walk in which at most a
+    quarter of the earlier steps were unanswered, empty, failed or an answer
+    already given does not warn. A rewording (``parseConfig``, ``parse_config``) is no walk and
     warns whatever came back: a re-spelled search finds the same nothing under
     another name. Without results (a runtime that publishes none, or content
     capture off) every step is unanswered and the rule is the call-only one;
@@ -148,7 +149,7 @@ class NearDuplicateCallsState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=Tru
     exacts: bytearray = bytearray()
     """Their exact call codes (the low 32 bits of the call key), parallel to ``shapes``."""
     answers: bytearray = bytearray()
-    """Per call of the window, 8 bytes: the code of its text with only digits masked,
+    """Per call of the window, 8 bytes: the code of its text with its digits taken out,
     then the code of its answer (0: none yet); kept only when result-aware."""
     newest: int = 0
     """Call key of the window's last call (when result-aware): where its answer goes."""
