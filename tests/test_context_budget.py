@@ -78,6 +78,17 @@ def test_unknown_window_assumes_128k_and_says_so():
     assert "assumed" in f.reason
 
 
+def test_gpt5_is_cut_by_what_a_request_may_send():
+    # 121,500 tokens: 95 % of an assumed 128,000 would cut the turn; GPT-5 requests may
+    # carry 272,000 (its 400,000-token window less 128,000 of output).
+    d = driver()
+    d.usage(model="gpt-5-2025-08-07", input_tokens=121_500)
+    assert d.result("shell", result_bytes=3_000) is None
+    assert d.state.window == 272_000
+    d.usage(model="gpt-5-2025-08-07", input_tokens=255_000)
+    assert d.result("shell", result_bytes=30_000).signal == "context-budget"
+
+
 def test_known_model_families_have_their_published_window():
     # 112,000 measured tokens and a 36 KB result: 95 % of an assumed 128,000, not of 200,000.
     d = driver()

@@ -60,6 +60,7 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("ls -la > /dev/null 2>&1", "ls", False, False),
         ("cat > fix.py <<'EOF'\nprint(1)\nEOF", "cat", True, False),
         ("git apply fix.patch", "git apply", True, False),
+        ("git bisect good", "git bisect", True, False),  # checks out the next commit
         ("patch -p1 < fix.diff", "patch", True, False),
         ("pip install -e .", "pip install", True, False),
         ("timeout 60 mvn -q test", "mvn test", False, False),

@@ -25,8 +25,8 @@ Thresholds and why
     unmeasured tail exists (a measured figure alone triggers nothing in-turn),
     and each at most once per turn. A model's window comes from the usage
     event's ``context_window``, else from ``model_windows`` (the published
-    windows of the Claude, GPT-4o/4.1, o3/o4-mini and Gemini 2.5 families by
-    default). An unknown window is assumed to be
+    windows of the Claude, GPT-4o/4.1/5, o3/o4-mini and Gemini 2.5/3 families by
+    default; for GPT-5 the 272,000 tokens a request may send). An unknown window is assumed to be
     **128,000** tokens and the alert says so: guessing small costs a visible
     early warning, guessing large costs the session.
 
@@ -77,10 +77,14 @@ DEFAULT_MODEL_WINDOWS = [
     # event's own context_window wins over this table.
     ModelWindow(match="claude-*", tokens=200_000),
     ModelWindow(match="gpt-4.1*", tokens=1_047_576),
+    # GPT-5's 400,000-token window holds up to 128,000 of output: 272,000 is what a
+    # request may send, and the cut guards the request.
+    ModelWindow(match="gpt-5*", tokens=272_000),
     ModelWindow(match="gpt-4o*", tokens=128_000),
     ModelWindow(match="o3*", tokens=200_000),
     ModelWindow(match="o4-mini*", tokens=200_000),
     ModelWindow(match="gemini-2.5-*", tokens=1_048_576),
+    ModelWindow(match="gemini-3*", tokens=1_048_576),
 ]
 DEFAULT_MODEL_TIERS = [
     ModelTier(match="claude-haiku-*", tier="small"),

@@ -116,7 +116,7 @@ _WRITE_PROGRAMS = frozenset({
 _WRITE_SUBCOMMANDS = {
     "git": frozenset({"apply", "am", "checkout", "switch", "restore", "reset", "stash", "merge",
                       "rebase", "cherry-pick", "revert", "pull", "clone", "commit", "add", "rm",
-                      "mv", "clean", "init", "fetch"}),
+                      "mv", "clean", "init", "fetch", "bisect"}),  # bisect checks out a commit
     "pip": frozenset({"install", "uninstall"}),
     "pip3": frozenset({"install", "uninstall"}),
     "npm": frozenset({"install", "i", "ci", "uninstall", "run", "update", "add"}),
