@@ -520,6 +520,7 @@ class Watchdog:
         view.fingerprint = fingerprint
         view.size = size
         view.outcome = outcome
+        view.gist = 0
         signals = state.signals
         plain = self._wait_result_plain if wait else self._result_plain
         if plain is not None:

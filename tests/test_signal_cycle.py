@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamguard.canonical import canonicalize, stable_hash
-from streamguard.events import ToolCall
+from streamguard.events import ToolCall, ToolResult
 from streamguard.signals.base import CallView
 from streamguard.signals.cycle import AlternatingToolCycle, smallest_rotation
 from streamguard.signals.dominant import DominantToolCall
 from streamguard.signals.repeat import RepeatedToolCall
 from streamguard.signals.tool_name import RepeatedToolName
-from tests.harness import Driver
+from tests.harness import Driver, engine_alerts
 
 Config = AlternatingToolCycle.Config
 FORBIDDEN_IN_GUIDANCE = ("/interrupt", "--max-turn-cost-usd", "cost ceiling", "operator")
@@ -337,3 +337,59 @@ def test_tool_names_are_shared_between_sessions() -> None:
     first.call("".join(["list_", "agents"]), {})
     second.call("".join(["list", "_agents"]), {})
     assert first.state.names[0] is second.state.names[0]
+
+
+# ----------------------------------------------------------------------- result-aware
+
+QUIET = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
+REFERENCE = QUIET + "[signals.alternating-tool-cycle]\nresult_aware = false\n"
+
+
+def lap_trace(answers: list[tuple[Any, Any]], with_results: bool = True) -> list[Any]:
+    """``scroll_down`` then ``extract`` once per pair of answers."""
+    trace: list[Any] = []
+    for n, (scrolled, extracted) in enumerate(answers):
+        for i, (tool, args, answer) in enumerate((
+            ("scroll_down", {}, scrolled),
+            ("extract", {"query": "reviews on the page"}, extracted),
+        )):
+            cid = f"c{n}{i}"
+            trace.append(ToolCall(session="y", tool=tool, args=args, call_id=cid))
+            if with_results:
+                trace.append(ToolResult(session="y", tool=tool, call_id=cid, result=answer))
+    return trace
+
+
+SIGNAL = "alternating-tool-cycle"
+SCROLLED = "Scrolled down the page by one page"
+PAGES = ["stars 2: the lid leaks", "stars 1: broke in a week", "stars 2: loud when boiling",
+         "stars 1: handle melted", "stars 2: slow", "stars 1: smells of plastic"]
+
+
+def _alerts(trace: list[Any], policy: str = QUIET) -> list[str]:
+    return [a.signal for a in engine_alerts(trace, policy, "y") if a.signal == SIGNAL]
+
+
+def test_a_lap_that_reads_something_new_each_time_is_paging() -> None:
+    trace = lap_trace([(SCROLLED, page) for page in PAGES])
+    assert _alerts(trace) == []
+    assert _alerts(trace, REFERENCE) == [SIGNAL]  # the reference rule ignores answers
+
+
+def test_a_lap_whose_answers_stop_changing_trips_when_they_stop() -> None:
+    # Three pages of new reviews, then the bottom of the page: the same extract again.
+    trace = lap_trace([(SCROLLED, page) for page in PAGES[:3]] + [(SCROLLED, PAGES[2])] * 3)
+    assert _alerts(trace) == [SIGNAL]
+
+
+def test_answers_that_differ_only_in_their_numbers_are_no_news() -> None:
+    # A crash-looping pod: the restart count and the age move, nothing else does.
+    trace = lap_trace([(f"pod web 0/1 CrashLoopBackOff restarts {14 + n} ({n}m ago)",
+                        f"Last State: Terminated, OOMKilled, Restart Count: {14 + n}")
+                       for n in range(4)])
+    assert _alerts(trace) == [SIGNAL]
+
+
+def test_without_results_the_rule_is_the_reference_one() -> None:
+    trace = lap_trace([(SCROLLED, page) for page in PAGES], with_results=False)
+    assert _alerts(trace) == _alerts(trace, REFERENCE) == [SIGNAL]

@@ -44,6 +44,7 @@ policy must not say) and ``resolved`` (how a signal repairs a hand-built config)
 from __future__ import annotations
 
 import re
+import zlib
 from functools import cache
 from sys import intern
 from typing import Annotated, Any, ClassVar, Self, TypeVar, get_args, get_origin, get_type_hints
@@ -216,7 +217,7 @@ class ResultView:
 
     __slots__ = (
         "action", "call_flags", "call_id", "call_key", "error", "event", "failed", "fingerprint",
-        "no_op", "outcome", "size", "tool",
+        "gist", "no_op", "outcome", "size", "tool",
     )
 
     def __init__(
@@ -242,6 +243,7 @@ class ResultView:
         self.call_flags = call_flags
         self.action = event.tool if action is None else action
         self.outcome = outcome_of(event, failed, fingerprint) if outcome is None else outcome
+        self.gist = 0  # computed on first use: answer_gist
 
 
 NO_OP_OUTCOME = 0x6E6F2D6F70  # any fixed non-zero value: every no-op says the same thing
@@ -496,6 +498,95 @@ def field_default(cls: type[SignalConfig], name: str) -> Any:
     names = cls.__struct_fields__
     defaults = cls.__struct_defaults__
     return defaults[names.index(name) - (len(names) - len(defaults))]
+
+
+ANSWERS_KEPT = 16
+"""Calls whose last answer a result-aware loop detector remembers (:func:`note_answer`)."""
+CHANGES_FOR_PAGING = 2
+"""Changes of a call's answer that make it paging or polling rather than a loop."""
+
+
+_JUST_CHANGED = 0x80
+_CHANGES = 0x7F
+GIST_TEXT_LIMIT = 2048
+"""Characters of a text answer that its gist reads (:func:`answer_gist`)."""
+_NO_DIGITS = b"0123456789"
+
+
+def answer_gist(result: ResultView) -> int:
+    """What a successful answer says, with the parts that move by themselves taken out:
+    for a text payload, a 32-bit code of its first :data:`GIST_TEXT_LIMIT` characters
+    with every digit removed (a restart count, an age, a timestamp, a duration); for a
+    structured payload or a digest, its outcome. ``0`` when the answer is unknown.
+
+    Computed once per result, on first use, for every reader (``ResultView.gist``).
+    """
+    gist = result.gist
+    if gist:
+        return gist
+    outcome = result.outcome
+    if not outcome:
+        return 0
+    payload = result.event.result
+    if type(payload) is str and not result.failed:
+        gist = zlib.crc32(
+            payload[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass").translate(None, _NO_DIGITS)
+        ) or 1
+    else:
+        gist = outcome & 0xFFFFFFFF or 1
+    result.gist = gist
+    return gist
+
+
+def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
+    """Remember ``result`` as its call's latest answer in ``state.answers`` (call key ->
+    last outcome, 32 bits, << 8 | 0x80 when this answer differed from the one before |
+    how often it changed, capped at 127), for at most :data:`ANSWERS_KEPT` calls, least
+    recently answered forgotten first. ``gist``: compare answers by :func:`answer_gist`
+    (digits taken out) rather than exactly.
+
+    Unpaired, unknown and failed results are no evidence of a changing answer and are
+    not noted. Shared by the result-aware ``dominant-tool-call`` and
+    ``alternating-tool-cycle``: a loop's claim is that its calls' answers do not change.
+    """
+    key = result.call_key
+    if not key or result.failed:
+        return
+    outcome = answer_gist(result) if gist else result.outcome & 0xFFFFFFFF
+    if not outcome:
+        return
+    answers = state.answers
+    if answers is None:
+        answers = state.answers = {}
+    packed = answers.pop(key, None)
+    if packed is None:
+        if len(answers) >= ANSWERS_KEPT:
+            del answers[next(iter(answers))]
+        answers[key] = outcome << 8
+    else:
+        changes = packed & _CHANGES
+        if packed >> 8 == outcome:
+            answers[key] = outcome << 8 | changes
+        else:
+            answers[key] = outcome << 8 | _JUST_CHANGED | min(changes + 1, _CHANGES)
+
+
+def answer_keeps_changing(state: Any, key: int) -> bool:
+    """Whether the answer of the call ``key`` changed :data:`CHANGES_FOR_PAGING` times."""
+    answers = state.answers
+    if not answers:
+        return False
+    packed = answers.get(key)
+    return packed is not None and packed & _CHANGES >= CHANGES_FOR_PAGING
+
+
+def answer_just_changed(state: Any, key: int) -> bool:
+    """Whether the latest answer of the call ``key`` differed from the one before it."""
+    answers = state.answers
+    if not answers:
+        return False
+    packed = answers.get(key)
+    return packed is not None and bool(packed & _JUST_CHANGED)
 
 
 def push_own_ring(state: Any, key: int, size: int) -> list[int]:

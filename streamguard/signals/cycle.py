@@ -34,10 +34,36 @@ Severity
     Critical, session scope: every lap is argument-for-argument the previous
     one, so the agent provably learns nothing from the next lap.
 
+Result-aware (``result_aware``, default on; not in the reference)
+    The claim behind a trip is that every lap "could only hand back what the
+    previous lap returned". A lap one of whose calls answered differently
+    each time says otherwise: ``scroll_down → extract`` reading a page further
+    down each lap, ``git bisect good → go test`` walking a bisection,
+    ``kubectl get pods → kubectl logs`` watching a rollout come up. So the
+    signal keeps, as ``dominant-tool-call`` does, the last answer of the 16
+    most recently answered calls and whether it differed from the one before
+    (compared with every digit taken out, ``answer_gist``: a crash-looping
+    pod's ``Restart Count: 15`` after ``14``, an age or a timestamp is no news),
+    and a cycle with a call whose latest answer was new is paging or polling
+    and does not trip (at the third lap a call has answered twice: one change
+    is all it can have shown). Once a lap brings nothing new the cycle trips
+    as before; without results (a runtime that publishes none) nothing
+    changes; ``result_aware = false`` is the reference rule. A poll whose
+    answers keep moving is left to the cost ceilings and to
+    ``tools-without-text``.
+
+    Four of forty hand-written healthy traces of other runtimes tripped the
+    reference rule (docs/detection.md). A bisection, a rollout watch and a
+    browser agent scrolling reviews no longer do; a backfill polled between
+    waits, whose answer stayed "running" for three laps, still does, which is
+    what its answers say. The eight loops beside them, a crash-looping pod
+    among them, are caught as before.
+
 Known false positives
-    A polling loop written by hand as alternating calls (check, wait, check,
-    wait). ``wait_and_verify`` exists for that; deployments that poll this way
-    on purpose can exempt the polling tools or switch the signal off in the
+    A polling loop written by hand as alternating calls whose answers do not
+    change (check, wait, check, wait while a job stays queued).
+    ``wait_and_verify`` exists for that; deployments that poll this way on
+    purpose can exempt the polling tools or switch the signal off in the
     policy.
 
 The signal keeps no history of its own: it reads the session's shared ring
@@ -55,7 +81,16 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
-from .base import CallView, Finding, Signal, SignalConfig, push_own_ring
+from .base import (
+    CallView,
+    Finding,
+    ResultView,
+    Signal,
+    SignalConfig,
+    answer_just_changed,
+    note_answer,
+    push_own_ring,
+)
 
 SIGNAL_ID = "alternating-tool-cycle"
 MAX_PERIOD_LIMIT = 8
@@ -85,6 +120,10 @@ class AlternatingToolCycleConfig(SignalConfig, kw_only=True, forbid_unknown_fiel
     """Longest block length examined (periods start at 2)."""
     laps: Annotated[int, Meta(ge=2, le=LAPS_LIMIT)] = 3
     """Consecutive copies of the block that trip the signal."""
+    result_aware: bool = True
+    """A cycle with a call whose answer keeps changing (a page further down, a bisection
+    step, a rollout coming up) is paging or polling, not a loop: no trip (false: the
+    reference rule, results ignored)."""
 
 
 class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
@@ -98,6 +137,10 @@ class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=T
     """Tool names of the most recent calls, oldest first (at most ``max_period``)."""
     ring: list[int] | None = None
     """Own key history, used only when the policy exempts tools."""
+    answers: dict[int, int] | None = None
+    """Recent calls' answers (``note_answer``): call key -> (last gist, 32 bits) << 8 |
+    0x80 if that answer was new | times it changed; at most ``ANSWERS_KEPT`` calls, least
+    recently answered first (when result-aware)."""
 
 
 class AlternatingToolCycle(Signal):
@@ -118,12 +161,22 @@ class AlternatingToolCycle(Signal):
         self.laps: int = self.config.laps
         self.need: int = self.max_period * self.laps
         self._spans = tuple((p, p * self.laps) for p in range(2, self.max_period + 1))
+        self.result_aware: bool = self.config.result_aware
+        # Results are read (paired with their calls, fingerprinted) only when result-aware.
+        self.needs_pairing = self.needs_fingerprint = self.result_aware
 
     def history_needed(self) -> int:
         return 0 if self.exempt else self.need
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.pattern)
+
+    def on_result(self, state: Any, result: ResultView) -> Finding | None:
+        if self.result_aware and not (self.exempt and result.tool in self.exempt):
+            # By the gist: a crash loop's "Restart Count: 15" after "14", or a clock in
+            # the answer, is no news; a page further down or a bisection step is.
+            note_answer(state, result, gist=True)
+        return None
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         key = call.key
@@ -156,6 +209,13 @@ class AlternatingToolCycle(Signal):
             pattern = smallest_rotation(block)
             if pattern == state.pattern:
                 return None
+            if self.result_aware and state.answers and any(
+                answer_just_changed(state, k) for k in set(block)
+            ):
+                # A lap whose answers move (a page further down, a bisection step):
+                # paging or polling, not a loop. Left unlatched, so a lap that stops
+                # moving is judged again.
+                return None
             state.pattern = pattern
             return self._finding(names[-period:], period)
         if state.pattern:
@@ -164,7 +224,8 @@ class AlternatingToolCycle(Signal):
 
     def preview_state(self, state: Any) -> Struct:
         ring = list(state.ring) if state.ring is not None else None
-        return replace(state, pattern=(), names=list(state.names), ring=ring)
+        answers = dict(state.answers) if state.answers is not None else None
+        return replace(state, pattern=(), names=list(state.names), ring=ring, answers=answers)
 
     def _finding(self, tools: list[str], period: int) -> Finding:
         sequence = " → ".join(tools)

@@ -77,17 +77,21 @@ from msgspec import Meta, Struct
 from msgspec.structs import replace
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, ResultView, Signal, SignalConfig, push_own_ring
+from .base import (
+    CallView,
+    Finding,
+    ResultView,
+    Signal,
+    SignalConfig,
+    answer_keeps_changing,
+    note_answer,
+    push_own_ring,
+)
 
 SIGNAL_ID = "dominant-tool-call"
 ARGS_LIMIT = 200
 """Bytes of arguments kept for alert text (the counting key is never truncated)."""
 WINDOW_LIMIT = 64
-ANSWERS_KEPT = 16
-"""Calls whose last answer is remembered (a window's dominant call is among them)."""
-CHANGES_FOR_PAGING = 2
-"""Changes of a call's answer that make it paging or polling rather than a loop."""
-_M32 = (1 << 32) - 1
 
 _second = itemgetter(1)
 
@@ -159,8 +163,9 @@ class DominantToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     ring: list[int] | None = None
     """Own key history, used only when the policy exempts tools."""
     answers: dict[int, int] | None = None
-    """Recent calls' answers: call key -> (last outcome, 32 bits) << 8 | times it changed,
-    at most :data:`ANSWERS_KEPT` calls, least recently answered first."""
+    """Recent calls' answers (``note_answer``): call key -> (last outcome, 32 bits) << 8 |
+    0x80 if that answer was new | times it changed; at most ``ANSWERS_KEPT`` calls, least
+    recently answered first."""
 
 
 class DominantToolCall(Signal):
@@ -193,25 +198,8 @@ class DominantToolCall(Signal):
         return 0 if self.exempt else self.window
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
-        if not self.result_aware:
-            return None
-        key = result.call_key
-        outcome = result.outcome & _M32
-        if not key or not outcome or result.failed or (self.exempt and result.tool in self.exempt):
-            return None  # unpaired, unknown or failed: no evidence of a changing answer
-        answers = state.answers
-        if answers is None:
-            answers = state.answers = {}
-        packed = answers.pop(key, None)
-        if packed is None:
-            if len(answers) >= ANSWERS_KEPT:
-                del answers[next(iter(answers))]
-            answers[key] = outcome << 8
-        else:
-            changes = packed & 0xFF
-            if packed >> 8 != outcome and changes < 0xFF:
-                changes += 1
-            answers[key] = outcome << 8 | changes
+        if self.result_aware and not (self.exempt and result.tool in self.exempt):
+            note_answer(state, result)
         return None
 
     def is_latched(self, state: Any) -> bool:
@@ -267,10 +255,8 @@ class DominantToolCall(Signal):
             return None
         if state.latched and state.latched_key == top:
             return None
-        if self.result_aware and state.answers:
-            packed = state.answers.get(top)
-            if packed is not None and packed & 0xFF >= CHANGES_FOR_PAGING:
-                return None  # its answer keeps changing: paging or polling, not a loop
+        if self.result_aware and answer_keeps_changing(state, top):
+            return None  # its answer keeps changing: paging or polling, not a loop
         state.latched = True
         state.latched_key = top
         return self._finding(state, top, count, len(window))
