@@ -412,3 +412,31 @@ def test_another_sessions_answers_never_change_how_this_one_is_read() -> None:
                         ToolResult(session="x", tool="read_log", call_id="r",
                                    result="No matches found (300 files searched)")])
     assert signals_of(shared, searches("y")) == expected
+
+
+# ----------------------------------------------------------------------- bisection
+
+
+def test_a_bisection_is_no_cycle_and_its_failing_test_no_retry() -> None:
+    # go test, git bisect good/bad, go test, ...: each bisect step checks out another
+    # commit (a write), so the same test failing again is a new test; and each step's
+    # answer names a new commit, so the lap is no cycle.
+    c = Calls()
+    test = {"command": "go test ./internal/api/ -run TestTransfer -count=1"}
+    trace: list[Any] = c.pair("bash", {"command": "git bisect start HEAD v2.3.0"},
+                              "Bisecting: 48 revisions left to test after this (roughly 6 steps)")
+    commits = ["ab93c1e store: pool", "1e2f7d0 api: retries", "661a5be store: pgx v5",
+               "062c509 api: request logging", "e2a220d deps: bump chi", "ad04f11 api: idem"]
+    verdicts = ["bad", "bad", "good", "good", "good", "bad"]
+    left = 24
+    for commit, verdict in zip(commits, verdicts, strict=True):
+        if verdict == "bad":
+            trace += c.pair("bash", test, "--- FAIL: TestTransfer (0.02s)", error="exit code 1")
+        else:
+            trace += c.pair("bash", test, "ok  github.com/acme/ledger/internal/api 0.43s")
+        trace += c.pair("bash", {"command": f"git bisect {verdict}"},
+                        f"Bisecting: {left} revisions left to test after this\n[{commit}]")
+        left //= 2
+    assert alerts(trace) == []
+    reference = ("[signals.alternating-tool-cycle]\nresult_aware = false\n")
+    assert "alternating-tool-cycle" in criticals(trace, reference)
