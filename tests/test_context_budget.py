@@ -87,6 +87,10 @@ def test_gpt5_is_cut_by_what_a_request_may_send():
     assert d.state.window == 272_000
     d.usage(model="gpt-5-2025-08-07", input_tokens=255_000)
     assert d.result("shell", result_bytes=30_000).signal == "context-budget"
+    d = driver()
+    d.usage(model="gpt-5-chat-latest", input_tokens=1_000)
+    d.result("shell", result_bytes=3)
+    assert d.state.window == 128_000  # the chat variant's window is smaller
 
 
 def test_known_model_families_have_their_published_window():

@@ -255,6 +255,17 @@ def test_a_failing_wait_draws_no_failure_warning_either() -> None:
     assert {a.signal for a in alerts(trace, only_streak)} == {"tool-failure-streak"}
 
 
+def test_a_wait_that_never_succeeds_draws_the_polling_warning() -> None:
+    # Hidden from the failure signals, a wait failing for good still gets one warning.
+    c = Calls()
+    trace: list[Any] = []
+    for _ in range(24):
+        trace += c.pair("bash", {"command": "sleep 3 && curl -sf localhost:8000/health"},
+                        error="curl: (7) Failed to connect to localhost port 8000")
+    got = [(a.signal, a.severity, a.detail.get("rule")) for a in alerts(trace)]
+    assert got == [("repeated-tool-call", "warn", "polling")]
+
+
 def test_a_wait_between_failures_neither_counts_nor_breaks_the_streak() -> None:
     c = Calls()
     trace: list[Any] = []

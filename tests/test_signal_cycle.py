@@ -393,3 +393,49 @@ def test_answers_that_differ_only_in_their_numbers_are_no_news() -> None:
 def test_without_results_the_rule_is_the_reference_one() -> None:
     trace = lap_trace([(SCROLLED, page) for page in PAGES], with_results=False)
     assert _alerts(trace) == _alerts(trace, REFERENCE) == [SIGNAL]
+
+
+def test_pages_that_stop_coming_back_end_the_change() -> None:
+    # Two pages of reviews, then the extract answers nothing (or fails): an empty answer
+    # is an answer, so the lap that brought it is no news and the cycle trips.
+    empty = lap_trace([(SCROLLED, PAGES[0]), (SCROLLED, PAGES[1])] + [(SCROLLED, "")] * 4)
+    assert _alerts(empty) == [SIGNAL]
+    failing = lap_trace([(SCROLLED, PAGES[0]), (SCROLLED, PAGES[1])] + [(SCROLLED, "x")] * 4)
+    failing = [ToolResult(session="y", tool=e.tool, call_id=e.call_id, error="element not found")
+               if isinstance(e, ToolResult) and e.result == "x" else e for e in failing]
+    assert _alerts(failing) == [SIGNAL]
+
+
+def test_answers_that_alternate_are_no_news() -> None:
+    # edit → test → edit back → test: the test fails one way, then the other, then the
+    # first way again. Each answer differs from the last, but not from the one before it.
+    trace: list[Any] = []
+    failures = ["FAIL keeps the time zone", "FAIL selects the given day"]
+    for lap in range(4):
+        for step, (tool, args) in enumerate((("Edit", {"old": "a", "new": "b"}), ("Bash", {"cmd": "vitest"}),
+                                             ("Edit", {"old": "b", "new": "a"}), ("Bash", {"cmd": "vitest"}))):
+            cid = f"c{lap}{step}"
+            trace.append(ToolCall(session="y", tool=tool, args=args, call_id=cid))
+            if tool == "Bash":
+                trace.append(ToolResult(session="y", tool=tool, call_id=cid, error=failures[step // 2]))
+            else:
+                trace.append(ToolResult(session="y", tool=tool, call_id=cid, result="updated"))
+    assert _alerts(trace) == [SIGNAL]
+
+
+def test_the_answer_memory_survives_a_snapshot() -> None:
+    # Each value packs two answers and a count into one integer a snapshot can hold
+    # (msgpack: 64 bits), whatever the answers hash to.
+    from streamguard.policy import Policy
+    from streamguard.watchdog import Watchdog
+
+    watchdog = Watchdog(Policy())
+    state = watchdog.new_state("y")
+    trace = lap_trace([(SCROLLED, f"{page} and more {chr(0x41 + n)}") for n, page in
+                       enumerate(PAGES)])
+    for event in trace[:-4]:
+        watchdog.process(state, event)
+    restored = watchdog.decode_state(watchdog.encode_state(state))
+    index = [s.id for s in watchdog.signals].index(SIGNAL)
+    assert restored.signals[index].answers == state.signals[index].answers
+    assert all(0 <= v < 1 << 63 for v in state.signals[index].answers.values())

@@ -393,3 +393,16 @@ def test_one_behaviour_one_alert_through_the_watchdog(calls: list[Call], expecte
 def test_raw_config_values_from_library_users() -> None:
     signal = DominantToolCall(Config(window=10.0, threshold=None, defer_run="3", defer_cycle_period=None))  # type: ignore[arg-type]
     assert (signal.window, signal.threshold, signal.defer_run, signal.defer_cycle_period) == (10, 8, 3, 4)
+
+
+def test_a_change_count_written_before_the_just_changed_flag_reads_the_same() -> None:
+    # Earlier snapshots kept ``outcome << 8 | changes`` with up to 255 changes; the flag
+    # for "the latest answer was new" is the sign, so every such value keeps its count.
+    from types import SimpleNamespace
+
+    from streamguard.signals.base import answer_just_changed, answer_keeps_changing
+
+    for changes in (0, 1, 2, 127, 128, 129, 255):
+        state = SimpleNamespace(answers={7: 0xABCDEF << 8 | changes})
+        assert answer_keeps_changing(state, 7) is (changes >= 2)
+        assert answer_just_changed(state, 7) is False

@@ -262,3 +262,24 @@ def test_answers_of_parallel_calls_reach_their_own_calls() -> None:
 
     assert hits(walk(lambda page: f"log lines {page}00 to {page}99")) == []
     assert [at for at, _ in hits(walk(lambda page: f"log lines {page // 2}"))] == [8]
+
+
+def test_answers_kept_by_a_result_aware_policy_do_not_outlive_a_call_only_one() -> None:
+    # A session moved to a call-only policy and back: the answers the first policy kept
+    # are dropped when the call-only one slides the window, not read against new calls.
+    aware, call_only = (Watchdog(parse_policy_set(p).base) for p in (WARN, CALL_ONLY))
+    state = aware.new_state("n")
+    for page in range(12):
+        for event in sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' build.log"):
+            aware.process(state, event)
+    state = call_only.decode_state(aware.encode_state(state))
+    for name in NAMES[:8]:
+        for event in sh(f"ls {name}"):
+            call_only.process(state, event)
+    for page in range(12, 19):
+        for event in sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' build.log", ""):
+            call_only.process(state, event)
+    state = aware.decode_state(call_only.encode_state(state))
+    out = [o.signal for e in sh("sed -n '951,1000p' build.log", "") for o in aware.process(state, e)
+           if isinstance(o, Alert) and o.signal == "near-duplicate-calls"]
+    assert out == ["near-duplicate-calls"]

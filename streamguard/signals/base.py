@@ -506,55 +506,64 @@ CHANGES_FOR_PAGING = 2
 """Changes of a call's answer that make it paging or polling rather than a loop."""
 
 
-_JUST_CHANGED = 0x80
-_CHANGES = 0x7F
 GIST_TEXT_LIMIT = 2048
-"""Characters of a text answer that its gist reads (:func:`answer_gist`)."""
+"""Characters of a text answer (or error) that its gist reads (:func:`answer_gist`)."""
 _NO_DIGITS = b"0123456789"
+EMPTY_GIST = 0x454D5054
+_ANSWER_WAS_NEW = 1 << 40  # in note_answer's packed values
+"""The gist of an empty or unknown answer: every one says the same (nothing)."""
 
 
 def answer_gist(result: ResultView) -> int:
-    """What a successful answer says, with the parts that move by themselves taken out:
-    for a text payload, a 32-bit code of its first :data:`GIST_TEXT_LIMIT` characters
-    with every digit removed (a restart count, an age, a timestamp, a duration); for a
-    structured payload or a digest, its outcome. ``0`` when the answer is unknown.
+    """What an answer says, with the parts that move by themselves taken out: for a text
+    payload, or a failure's error, a 32-bit code of its first :data:`GIST_TEXT_LIMIT`
+    characters with every digit removed (a restart count, an age, a timestamp, a
+    duration, a shell's ``line 27424``); for a structured payload or a digest, its
+    outcome; :data:`EMPTY_GIST` for an empty or unknown answer. Never ``0``.
 
-    Computed once per result, on first use, for every reader (``ResultView.gist``).
+    Computed once per result, on first use, and kept for every reader (``ResultView.gist``).
     """
     gist = result.gist
     if gist:
         return gist
-    outcome = result.outcome
-    if not outcome:
-        return 0
-    payload = result.event.result
-    if type(payload) is str and not result.failed:
+    text = result.error if result.failed else result.event.result
+    if type(text) is str and text:
         gist = zlib.crc32(
-            payload[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass").translate(None, _NO_DIGITS)
+            text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass").translate(None, _NO_DIGITS)
         ) or 1
+    elif result.outcome and not result.failed:
+        gist = result.outcome & 0xFFFFFFFF or 1
     else:
-        gist = outcome & 0xFFFFFFFF or 1
+        gist = EMPTY_GIST
     result.gist = gist
     return gist
 
 
 def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
-    """Remember ``result`` as its call's latest answer in ``state.answers`` (call key ->
-    last outcome, 32 bits, << 8 | 0x80 when this answer differed from the one before |
-    how often it changed, capped at 127), for at most :data:`ANSWERS_KEPT` calls, least
-    recently answered forgotten first. ``gist``: compare answers by :func:`answer_gist`
-    (digits taken out) rather than exactly.
+    """Remember ``result`` as its call's latest answer in ``state.answers``, for at most
+    :data:`ANSWERS_KEPT` calls, least recently answered forgotten first.
 
-    Unpaired, unknown and failed results are no evidence of a changing answer and are
-    not noted. Shared by the result-aware ``dominant-tool-call`` and
-    ``alternating-tool-cycle``: a loop's claim is that its calls' answers do not change.
+    A value packs, lowest bits first: how often the answer changed (8 bits, capped at
+    255), the last answer (32 bits), whether that answer was new (1 bit: unlike both
+    answers before it, so a call whose answers alternate, a test failing one way, then
+    the other, then the first again, is not news) and the low 16 bits of the answer
+    before it. 57 bits in all: a snapshot stores it as one integer. Exact (``gist``
+    false, as ``dominant-tool-call`` compares): the answer is the outcome, and unknown
+    and failed results are no evidence of a changing answer and are not noted. By
+    :func:`answer_gist` (``alternating-tool-cycle``): digits taken out, and an empty
+    answer or a failure is an answer too, so a page that stops coming back ends the change.
+    Shared by the result-aware loop detectors: a loop's claim is that its calls' answers
+    do not change.
     """
     key = result.call_key
-    if not key or result.failed:
+    if not key:
         return
-    outcome = answer_gist(result) if gist else result.outcome & 0xFFFFFFFF
-    if not outcome:
-        return
+    if gist:
+        outcome = answer_gist(result)
+    else:
+        outcome = result.outcome & 0xFFFFFFFF
+        if not outcome or result.failed:
+            return
     answers = state.answers
     if answers is None:
         answers = state.answers = {}
@@ -563,12 +572,13 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
         if len(answers) >= ANSWERS_KEPT:
             del answers[next(iter(answers))]
         answers[key] = outcome << 8
-    else:
-        changes = packed & _CHANGES
-        if packed >> 8 == outcome:
-            answers[key] = outcome << 8 | changes
-        else:
-            answers[key] = outcome << 8 | _JUST_CHANGED | min(changes + 1, _CHANGES)
+        return
+    last = packed >> 8 & 0xFFFFFFFF
+    if last == outcome:
+        answers[key] = packed & ~_ANSWER_WAS_NEW  # the same again: not news
+        return
+    new = _ANSWER_WAS_NEW if packed >> 41 != outcome & 0xFFFF else 0
+    answers[key] = (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
 
 
 def answer_keeps_changing(state: Any, key: int) -> bool:
@@ -577,16 +587,16 @@ def answer_keeps_changing(state: Any, key: int) -> bool:
     if not answers:
         return False
     packed = answers.get(key)
-    return packed is not None and packed & _CHANGES >= CHANGES_FOR_PAGING
+    return packed is not None and packed & 0xFF >= CHANGES_FOR_PAGING
 
 
 def answer_just_changed(state: Any, key: int) -> bool:
-    """Whether the latest answer of the call ``key`` differed from the one before it."""
+    """Whether the latest answer of the call ``key`` was new: unlike the two before it."""
     answers = state.answers
     if not answers:
         return False
     packed = answers.get(key)
-    return packed is not None and bool(packed & _JUST_CHANGED)
+    return packed is not None and bool(packed & _ANSWER_WAS_NEW)
 
 
 def push_own_ring(state: Any, key: int, size: int) -> list[int]:

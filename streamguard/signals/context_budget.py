@@ -75,6 +75,10 @@ DEFAULT_MODEL_WINDOWS = [
     # The providers' published context windows of the common families: a model the table
     # names is not cut at 95 % of an assumed 128,000 tokens it does not have. A usage
     # event's own context_window wins over this table.
+    # First match wins: the narrower variants come first. Image-generation variants
+    # take far less than their families; guessing small costs an early warning only.
+    ModelWindow(match="*-image*", tokens=32_768),
+    ModelWindow(match="gpt-5*chat*", tokens=128_000),
     ModelWindow(match="claude-*", tokens=200_000),
     ModelWindow(match="gpt-4.1*", tokens=1_047_576),
     # GPT-5's 400,000-token window holds up to 128,000 of output: 272,000 is what a

@@ -46,8 +46,9 @@ Result-aware (``result_aware``, default on; not in the reference)
     pod's ``Restart Count: 15`` after ``14``, an age or a timestamp is no news),
     and a cycle with a call whose latest answer was new is paging or polling
     and does not trip (at the third lap a call has answered twice: one change
-    is all it can have shown). Once a lap brings nothing new the cycle trips
-    as before; without results (a runtime that publishes none) nothing
+    is all it can have shown). An empty answer or a failure is an answer
+    too, so a page that stops coming back ends the change. Once a lap brings
+    nothing new the cycle trips as before; without results (a runtime that publishes none) nothing
     changes; ``result_aware = false`` is the reference rule. A poll whose
     answers keep moving is left to the cost ceilings and to
     ``tools-without-text``.
@@ -139,8 +140,8 @@ class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=T
     """Own key history, used only when the policy exempts tools."""
     answers: dict[int, int] | None = None
     """Recent calls' answers (``note_answer``): call key -> (last gist, 32 bits) << 8 |
-    0x80 if that answer was new | times it changed; at most ``ANSWERS_KEPT`` calls, least
-    recently answered first (when result-aware)."""
+    times it changed, with a bit for "that answer was new"; at most ``ANSWERS_KEPT`` calls,
+    least recently answered first (when result-aware)."""
 
 
 class AlternatingToolCycle(Signal):
@@ -172,7 +173,10 @@ class AlternatingToolCycle(Signal):
         return bool(state.pattern)
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
-        if self.result_aware and not (self.exempt and result.tool in self.exempt):
+        if not self.result_aware:
+            if state.answers is not None:
+                state.answers = None  # kept by a result-aware policy: stale from here on
+        elif not (self.exempt and result.tool in self.exempt):
             # By the gist: a crash loop's "Restart Count: 15" after "14", or a clock in
             # the answer, is no news; a page further down or a bisection step is.
             note_answer(state, result, gist=True)

@@ -164,8 +164,8 @@ class DominantToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     """Own key history, used only when the policy exempts tools."""
     answers: dict[int, int] | None = None
     """Recent calls' answers (``note_answer``): call key -> (last outcome, 32 bits) << 8 |
-    0x80 if that answer was new | times it changed; at most ``ANSWERS_KEPT`` calls, least
-    recently answered first."""
+    times it changed, with a bit for "that answer was new"; at most ``ANSWERS_KEPT`` calls,
+    least recently answered first."""
 
 
 class DominantToolCall(Signal):
@@ -198,7 +198,10 @@ class DominantToolCall(Signal):
         return 0 if self.exempt else self.window
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
-        if self.result_aware and not (self.exempt and result.tool in self.exempt):
+        if not self.result_aware:
+            if state.answers is not None:
+                state.answers = None  # kept by a result-aware policy: stale from here on
+        elif not (self.exempt and result.tool in self.exempt):
             note_answer(state, result)
         return None
 

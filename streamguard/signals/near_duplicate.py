@@ -274,6 +274,10 @@ class NearDuplicateCalls(Signal):
                 answers[:] = bytes(len(shapes) * 2 - 8)
             answers += entry
             state.newest = call.key
+        elif state.answers:
+            # Kept by a result-aware policy: stale once this one slides the window alone.
+            state.answers = bytearray()
+            state.newest = 0
         latched = state.latched
         if latched:
             if latched != shape32:

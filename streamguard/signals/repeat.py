@@ -54,7 +54,7 @@ Results (``result_aware``, default on; off is the reference behaviour)
       command OpenHands sends to wait for more output; ``CallView.wait``) are
       a poll whatever they answer: identical answers are what waiting looks
       like. They get the polling warning after ``polling_warn_after`` calls,
-      never a halt (under ``result_aware = false``, the reference rule, they
+      failing or not (the failure signals do not read waits), never a halt (under ``result_aware = false``, the reference rule, they
       count like any call).
     * Unknown results keep the blind rule: ``threshold`` calls in a row. An
       empty payload is unknown (a runtime that does not capture results sends
@@ -231,9 +231,13 @@ class RepeatedToolCall(Signal):
         if state.run < self.threshold or state.latched:
             return None
         if self.result_aware:
+            if state.wait and not state.write:
+                # A wait is a poll whatever it answers, failures included (the failure
+                # signals do not read waits): one polling warning if it goes on and on.
+                return self._polling_finding(state, call)
             if state.failed:
                 return None  # failing unchanged calls: failure-loop's rule, on the result
-            if (state.changes or state.wait) and not state.write:
+            if state.changes and not state.write:
                 # Results have been changing: a poll, not (yet) a loop. It becomes
                 # one on the result side, once results stop changing.
                 return self._polling_finding(state, call)
@@ -280,13 +284,19 @@ class RepeatedToolCall(Signal):
             scope="session",
             reason=(
                 f"{tool} was called {state.run} times in a row with equivalent arguments {args}; "
-                f"its result changed {state.changes} times, so this is a poll, not a proven "
-                "loop, and nothing is halted. A poll this long is worth a look; if the tool "
+                + (
+                    "it waits on purpose, so this is a poll, not a proven loop, and nothing is "
+                    "halted." if state.wait else
+                    f"its result changed {state.changes} times, so this is a poll, not a "
+                    "proven loop, and nothing is halted."
+                )
+                + " A poll this long is worth a look; if the tool "
                 "polls by design, add it to polling_tools in the policy."
             ),
             guidance=(
-                f"You have called {tool} {state.run} times in a row with the same arguments "
-                "while its answer keeps changing. If you are waiting for something, say what "
+                f"You have called {tool} {state.run} times in a row with the same arguments"
+                + (" to wait." if state.wait else " while its answer keeps changing.")
+                + " If you are waiting for something, say what "
                 "you are waiting for and how long you will wait; if you are not, stop polling "
                 "and act on what you have."
             ),
