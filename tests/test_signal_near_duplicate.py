@@ -47,6 +47,22 @@ def same(command: str) -> list[Any]:
     return sh(command, SAME_VIEW)
 
 
+def page(n: int, path: str) -> str:
+    """The command reading the ``n``-th fifty-line page of ``path``."""
+    return f"sed -n '{n * 50 + 1},{n * 50 + 50}p' {path}"
+
+
+def feed(watchdog: Watchdog, state: Any, events: list[Any]) -> list[str]:
+    """Run ``events`` through ``watchdog`` on ``state``: the near-duplicate alerts."""
+    return [o.signal for e in events for o in watchdog.process(state, e)
+            if isinstance(o, Alert) and o.signal == "near-duplicate-calls"]
+
+
+def handed_over(state: Any, writer: Watchdog, reader: Watchdog) -> Any:
+    """``state`` through a snapshot written by ``writer`` and read by ``reader``."""
+    return reader.decode_state(writer.encode_state(state))
+
+
 def test_shapes() -> None:
     assert shape("sed -n '1,50p' src/app.py") == shape("sed -n '51,100p' src/app.py")
     assert shape('grep -rn "parseConfig" src/') == shape("grep -rni parse_config src")
@@ -194,31 +210,22 @@ def test_policy_validation_and_tuning() -> None:
 def test_snapshot_round_trip() -> None:
     watchdog = Watchdog(parse_policy_set(WARN).base)
     state = watchdog.new_state("n")
-    trace: list[Any] = []
-    for page in range(8):
-        trace += same(f"goto {page * 100}")
-    for event in trace[:-3]:
-        watchdog.process(state, event)
-    restored = watchdog.decode_state(watchdog.encode_state(state))
-    out = [o for e in trace[-3:] for o in watchdog.process(restored, e) if isinstance(o, Alert)]
-    assert [o.signal for o in out] == ["near-duplicate-calls"]
+    trace: list[Any] = [e for n in range(8) for e in same(f"goto {n * 100}")]
+    assert feed(watchdog, state, trace[:-3]) == []
+    restored = handed_over(state, watchdog, watchdog)
+    assert feed(watchdog, restored, trace[-3:]) == ["near-duplicate-calls"]
 
 
 def test_a_snapshot_without_answers_reads_as_unanswered() -> None:
     # A snapshot written before answers were kept (or by a call-only policy) restores
     # with its calls and no answers: the walk is judged as the call-only rule would.
     call_only = Watchdog(parse_policy_set(CALL_ONLY).base)
-    state = call_only.new_state("n")
-    trace: list[Any] = []
-    for page in range(9):
-        trace += sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' app.log")
-    for event in trace[:-6]:
-        call_only.process(state, event)
     aware = Watchdog(parse_policy_set(WARN).base)
-    restored = aware.decode_state(call_only.encode_state(state))
-    out = [o.signal for e in trace[-6:] for o in aware.process(restored, e)
-           if isinstance(o, Alert) and o.signal == "near-duplicate-calls"]
-    assert out == ["near-duplicate-calls"]
+    state = call_only.new_state("n")
+    trace: list[Any] = [e for n in range(9) for e in sh(page(n, "app.log"))]
+    assert feed(call_only, state, trace[:-6]) == []
+    restored = handed_over(state, call_only, aware)
+    assert feed(aware, restored, trace[-6:]) == ["near-duplicate-calls"]
 
 
 _COMMANDS = st.sampled_from(["goto {n}", "sed -n '{n},{m}p' a.log", "grep -rn item{n} src/",
@@ -269,17 +276,9 @@ def test_answers_kept_by_a_result_aware_policy_do_not_outlive_a_call_only_one() 
     # are dropped when the call-only one slides the window, not read against new calls.
     aware, call_only = (Watchdog(parse_policy_set(p).base) for p in (WARN, CALL_ONLY))
     state = aware.new_state("n")
-    for page in range(12):
-        for event in sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' build.log"):
-            aware.process(state, event)
-    state = call_only.decode_state(aware.encode_state(state))
-    for name in NAMES[:8]:
-        for event in sh(f"ls {name}"):
-            call_only.process(state, event)
-    for page in range(12, 19):
-        for event in sh(f"sed -n '{page * 50 + 1},{page * 50 + 50}p' build.log", ""):
-            call_only.process(state, event)
-    state = aware.decode_state(call_only.encode_state(state))
-    out = [o.signal for e in sh("sed -n '951,1000p' build.log", "") for o in aware.process(state, e)
-           if isinstance(o, Alert) and o.signal == "near-duplicate-calls"]
-    assert out == ["near-duplicate-calls"]
+    assert feed(aware, state, [e for n in range(12) for e in sh(page(n, "build.log"))]) == []
+    state = handed_over(state, aware, call_only)
+    feed(call_only, state, [e for name in NAMES[:8] for e in sh(f"ls {name}")])
+    feed(call_only, state, [e for n in range(12, 19) for e in sh(page(n, "build.log"), "")])
+    state = handed_over(state, call_only, aware)
+    assert feed(aware, state, sh(page(19, "build.log"), "")) == ["near-duplicate-calls"]

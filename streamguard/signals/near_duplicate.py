@@ -77,7 +77,16 @@ from typing import Annotated, Any, ClassVar
 from msgspec import Meta, Struct
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, ResultView, Signal, SignalConfig
+from .base import (
+    DIGIT_CHARS,
+    MASK_DIGITS,
+    CallView,
+    Finding,
+    ResultView,
+    Signal,
+    SignalConfig,
+    squeeze_marks,
+)
 from .facts import FLAG_WRITE, command_text
 
 SIGNAL_ID = "near-duplicate-calls"
@@ -88,21 +97,12 @@ _M32 = (1 << 32) - 1
 _FLAG = re.compile(rb"(?:^|\s)--?[a-z][\w-]*")
 # Digits become "#" (runs are squeezed below) and the spelling noise characters go;
 # on bytes, each step is one C-level pass.
-_DIGIT_CHARS = b"0123456789"
-_DIGITS = bytes.maketrans(_DIGIT_CHARS, b"##########")
 _NOISE = b"_-'\"`"
 # Answer codes besides a payload's fingerprint (which is mapped above them).
 _UNANSWERED, _NOTHING_NEW, _WROTE = 0, 1, 2
 _NO_NEWS = (_UNANSWERED.to_bytes(4, "little"), _NOTHING_NEW.to_bytes(4, "little"))
 _WRITE_DONE = _WROTE.to_bytes(4, "little")
 _put_answer = struct.Struct("<I").pack_into
-
-
-def _squeeze(data: bytes) -> bytes:
-    """Every run of ``#`` as one ``#`` (a few C-level passes; runs halve each time)."""
-    while b"##" in data:
-        data = data.replace(b"##", b"#")
-    return data
 
 
 def shape(text: str) -> str:
@@ -121,7 +121,7 @@ def shape_bytes(text: str, encoded: bytes | None = None) -> bytes:
     data = encoded.lower()
     if b" -" in data or data[:1] == b"-":
         data = _FLAG.sub(b" ", data)
-    data = _squeeze(data.translate(_DIGITS, _NOISE))
+    data = squeeze_marks(data.translate(MASK_DIGITS, _NOISE))
     data = b" ".join(data.split()).replace(b"/ ", b" ").replace(b"/,", b",").replace(b"/]", b"]")
     return data.rstrip(b"/")
 
@@ -248,7 +248,7 @@ class NearDuplicateCalls(Signal):
             # the text with its digits taken out (no case, flag or spelling folded),
             # beside an unanswered answer code: the call's entry in ``answers``.
             entry = (
-                zlib.crc32(encoded.translate(None, _DIGIT_CHARS)).to_bytes(4, "little")
+                zlib.crc32(encoded.translate(None, DIGIT_CHARS)).to_bytes(4, "little")
                 + _NO_NEWS[0]
                 if self.result_aware else b""
             )

@@ -106,6 +106,7 @@ from msgspec import Meta, Struct, field
 
 from ..canonical import truncate_middle
 from .base import (
+    MASK_DIGITS,
     NO_OP_OUTCOME,
     Finding,
     ResultView,
@@ -113,6 +114,7 @@ from .base import (
     SignalConfig,
     is_write_acknowledgement,
     says_only_status,
+    squeeze_marks,
 )
 from .facts import FLAG_SEARCH, FLAG_WRITE
 from .repeat import DEFAULT_POLLING_TOOLS
@@ -137,7 +139,6 @@ QUOTE_SPAN = 256
 """Characters at the start of a result in which quoted strings are masked (where error
 messages quote the term they could not find)."""
 _QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`")
-_DIGITS = bytes.maketrans(b"0123456789", b"##########")
 _SHELL_LINE = re.compile(r"\bline \d+")
 
 
@@ -179,13 +180,6 @@ def is_json_text(text: str) -> bool:
     return True
 
 
-def _squeeze(data: bytes) -> bytes:
-    """Every run of ``#`` as one ``#`` (a few C-level passes; runs halve each time)."""
-    while b"##" in data:
-        data = data.replace(b"##", b"#")
-    return data
-
-
 def template(text: str, digits: bool = True) -> bytes:
     """``text`` with quoted strings (near its start) and every digit run masked,
     whitespace collapsed. Done on bytes, where each step is one C-level pass."""
@@ -198,7 +192,7 @@ def template(text: str, digits: bool = True) -> bytes:
         if "line " in text:
             text = _SHELL_LINE.sub("line #", text)
         return b" ".join(text.encode("utf-8", "surrogatepass").split())
-    data = _squeeze(text.encode("utf-8", "surrogatepass").translate(_DIGITS))
+    data = squeeze_marks(text.encode("utf-8", "surrogatepass").translate(MASK_DIGITS))
     return b" ".join(data.split())
 
 
