@@ -71,7 +71,16 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         # wrappers and stage-setters around the program that does the work
         ("source /opt/conda/bin/activate && conda activate testbed && python reproduce.py",
          "python reproduce.py", False, False),
-        ("conda activate testbed", "conda activate", False, False),
+        # a line that only changes the shell the next call runs in is a write of it
+        ("conda activate testbed", "conda activate", True, False),
+        ("export JAVA_HOME=/usr/lib/jvm/java-17", "export", True, False),
+        ("cd build", "cd", True, False),
+        ("source .venv/bin/activate", "source", True, False),
+        ("unset PYTHONPATH", "unset", True, False),
+        ("export", "export", False, False),  # prints the environment
+        ("echo $JAVA_HOME", "echo", False, False),
+        ("true", "true", False, False),
+        ("export JAVA_HOME=/opt/jdk && ./mvnw test", "mvnw test", False, False),
         ("conda run -n testbed --no-capture-output python -m pytest -x", "pytest", False, False),
         ('bash -lc "grep -rn Foo src/"', "grep", False, True),
         ("sh -c 'make test'", "make test", True, False),
@@ -208,6 +217,30 @@ def test_editor_edits_between_failing_runs_are_writes() -> None:
             ToolResult(session="r", tool=editor, result=f"edited {i}"),
         ]
     assert signals(trace) == []
+
+
+def test_rerun_after_changing_the_shell_is_a_retry_not_a_loop() -> None:
+    # ./mvnw fails, the agent sets JAVA_HOME, ./mvnw fails the same way: the shell changed
+    # in between, so the second failure is a retry in a new environment.
+    fixed = [sh("./mvnw test"), err("Error: JAVA_HOME is not defined correctly.")]
+    fixed += [sh("export JAVA_HOME=/usr/lib/jvm/java-11"), out("")]
+    fixed += [sh("./mvnw test"), err("Error: JAVA_HOME is not defined correctly.")]
+    assert signals(fixed) == []
+    # the same rerun with nothing changed in between is the warning
+    unchanged = [sh("./mvnw test"), err("Error: JAVA_HOME is not defined correctly.")]
+    unchanged += [sh("echo $JAVA_HOME"), out("")]
+    unchanged += [sh("./mvnw test"), err("Error: JAVA_HOME is not defined correctly.")]
+    assert signals(unchanged) == ["tool-failure-guidance"]
+
+
+def test_shell_changes_that_change_nothing_are_still_a_stall() -> None:
+    # Each `export` answers nothing; its silence is not news, so the futile hunt (the same
+    # "not found" after every change) still reaches result-stall.
+    trace: list[Any] = []
+    for i in range(9):
+        trace += [sh(f"export PATH=$PATH:/opt/{word(i)}/bin"), out("")]
+        trace += [sh("javac Main.java"), err("bash: line 7: javac: command not found")]
+    assert "result-stall" in signals(trace)
 
 
 def test_reference_guidance_still_fires_without_the_write_reset() -> None:

@@ -50,7 +50,10 @@ the environment (``sed -i``, ``perl -i``, ``tee``, ``patch``, ``git apply`` and
 the other working-tree ``git`` sub-commands, ``cp``, ``mv``, ``rm``, ``touch``,
 ``mkdir``, package installs, builds such as ``make`` or ``mvn compile``), an
 output redirection to a file (``>``, ``>>``; ``2>&1`` and ``/dev/null`` do not
-count), or a here-document. Editor commands ``create``, ``str_replace``,
+count), or a here-document; and a line that only changes the shell a later call runs
+in (``export JAVA_HOME=...``, ``cd build``, ``source .venv/bin/activate``, ``conda
+activate env``, ``unset``, ``pushd``): re-running a failed command after it is a retry in
+a changed environment, not a loop. Editor commands ``create``, ``str_replace``,
 ``insert``, ``edit``, ``write``, ``undo_edit`` and ``append`` are writes; ``view``
 is not.
 """
@@ -108,6 +111,13 @@ _ENV_RUNNERS = frozenset({"conda", "mamba", "micromamba"})
 _ENV_RUN_VALUE_FLAGS = frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})
 # `conda activate env` only sets the stage, like `source venv/bin/activate`.
 _ENV_PRELUDE_SUBCOMMANDS = frozenset({"activate", "deactivate"})
+# Stage-setting programs that change the shell a later call runs in (its variables, its
+# directory, its activated environment); `echo`, `true` and `sleep` change nothing.
+_SHELL_CHANGES = frozenset({"cd", "source", ".", "export", "unset", "pushd", "popd"})
+SHELL_CHANGE_ACTIONS = _SHELL_CHANGES | frozenset(
+    f"{runner} {sub}" for runner in _ENV_RUNNERS for sub in _ENV_PRELUDE_SUBCOMMANDS
+)
+"""The actions of a line that only changes the shell (a write whose output is empty)."""
 _WRITE_PROGRAMS = frozenset({
     "tee", "patch", "cp", "mv", "rm", "rmdir", "touch", "mkdir", "ln", "chmod", "chown",
     "install", "truncate", "dd", "unzip", "tar", "gunzip", "make", "cmake", "javac", "gcc",
@@ -370,6 +380,7 @@ def shell_facts(text: str) -> CallFacts:
     wait = "sleep" in head and bool(_SLEEP.search(head))
     action = ""
     fallback = ""
+    shell_change = False
     # At most MAX_SEGMENTS segments are parsed (each is Python work). A write further on
     # is still seen: by the redirection and here-document tests over the whole head, and
     # by one pattern over the rest that finds a writing program at a segment's start.
@@ -392,9 +403,16 @@ def shell_facts(text: str) -> CallFacts:
             search = search or not action  # the searched-for segment leads the line
         if program in _PRELUDE or (program in _ENV_RUNNERS and sub in _ENV_PRELUDE_SUBCOMMANDS):
             fallback = fallback or (f"{program} {sub}" if sub else program)
+            if program not in _PRELUDE or (program in _SHELL_CHANGES and (len(tokens) > 1 or program != "export")):
+                shell_change = True
             continue
         if not action:
             action = f"{program} {sub}" if sub else program
+    if shell_change and not action:
+        # A line that only sets the stage (`export JAVA_HOME=...`, `cd build`, `source
+        # venv/bin/activate`) changes what the next call runs in, so the same command
+        # failing again after it is a retry in a changed shell, not a loop.
+        write = True
     return CallFacts(action or fallback, write, search, wait)
 
 

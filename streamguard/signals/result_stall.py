@@ -39,7 +39,10 @@ What it catches
       the eleventh endpoint says what the call asked, not that nothing is new;
     * an empty result is stale only for a search (nothing found, again); an
       empty result of any other call (``mv``, ``mkdir``) is neither stale nor
-      news, so a tidy-up of eleven silent moves does not count;
+      news, so a tidy-up of eleven silent moves does not count; a silent write
+      is news, except a line that only changes the shell (``export``, ``cd``):
+      it is a write for the futile-write rule, but an agent setting variable
+      after variable between the same failures has learnt nothing new;
     * the same call answered by an outcome that differs from the last one only
       in its numbers is a poll (a job's elapsed time, a queue length): neither
       stale nor news. Masking digits would otherwise turn every progress bar
@@ -116,7 +119,7 @@ from .base import (
     says_only_status,
     squeeze_marks,
 )
-from .facts import FLAG_SEARCH, FLAG_WRITE
+from .facts import FLAG_SEARCH, FLAG_WRITE, SHELL_CHANGE_ACTIONS
 from .repeat import DEFAULT_POLLING_TOOLS
 
 SIGNAL_ID = "result-stall"
@@ -337,6 +340,10 @@ class ResultStall(Signal):
                         if flags & FLAG_SEARCH:
                             return self._stale(state, _NOTHING, result, b"(nothing found)")
                         if flags & FLAG_WRITE:
+                            if result.action in SHELL_CHANGE_ACTIONS:
+                                # `export X=...` answers nothing and changes no file: it
+                                # is a write for the futile-write rule, but no news.
+                                return None
                             self._news(state)
                             return None
                         return None  # silence from a move or a mkdir: neither
