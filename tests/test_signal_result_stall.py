@@ -9,7 +9,7 @@ import pytest
 from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
-from streamguard.signals.result_stall import light_template, template
+from streamguard.signals.result_stall import found_nothing, light_template, template
 from streamguard.watchdog import Watchdog
 
 WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
@@ -93,6 +93,53 @@ def test_empty_answers_count_only_for_searches() -> None:
     for root in ("/usr", "/opt", "/etc", "/var", "/srv", "/home", "/mnt", "/root", "/tmp", "/lib"):
         hunt += step("bash", {"command": f"find {root} -name javac"}, "")
     assert hits(hunt) == [8]  # eight searches in a row found nothing
+
+
+@pytest.mark.parametrize(
+    ("payload", "nothing"),
+    [
+        ([], True),
+        ({}, True),
+        ({"query": "blue running shoe", "results": []}, True),
+        ({"query": "x", "status": "ok", "total": 0, "items": [], "next": None}, True),
+        ({"data": {"hits": [], "q": "x"}}, True),
+        ('{"query": "blue shoe", "results": []}', True),  # JSON text, as MCP delivers it
+        ({"query": "x", "results": [{"id": 7}]}, False),
+        ({"query": "x", "total": 3, "results": []}, False),  # a count: something was found
+        ({"id": "u1", "name": "Bo", "email": "b@x.io", "city": "Oslo", "orders": []}, False),
+        ({"status": "ok"}, False),
+        ({"data": {"page": {"items": []}}}, False),  # two levels of wrapping: not read
+        ("[]" + " " * 2000, False),  # too long to read
+        ("no results", False),
+        ([{"id": 1}], False),
+    ],
+)
+def test_found_nothing_reads_empty_structured_answers(payload: Any, nothing: bool) -> None:
+    assert found_nothing(payload) is nothing
+
+
+def test_reworded_searches_with_echoing_json_answers_trip() -> None:
+    # A search API that echoes its query: every answer differs exactly, none found anything.
+    trace: list[Any] = []
+    for i in range(10):
+        query = f"wireless headphones model {word(i)}"
+        trace += step("search_products", {"query": query}, {"query": query, "results": [], "page": 0})
+    assert hits(trace) == [8]  # like an empty output: eight searches in a row found nothing
+    # the same answers from a tool that is not a search are compared exactly: all new
+    lookups: list[Any] = []
+    for i in range(10):
+        query = f"wireless headphones model {word(i)}"
+        lookups += step("get_catalogue", {"query": query}, {"query": query, "results": []})
+    assert hits(lookups) == []
+
+
+def test_searches_that_find_things_now_and_then_are_work() -> None:
+    trace: list[Any] = []
+    for i in range(16):
+        query = f"invoice {word(i)}"
+        found = [{"id": f"inv-{word(i)}", "amount": i + 1}] if i % 3 == 0 else []
+        trace += step("search_emails", {"query": query}, {"query": query, "results": found})
+    assert hits(trace) == []
 
 
 def test_exploration_with_new_answers_is_silent() -> None:

@@ -21,7 +21,11 @@ What it catches
     not masked: its numbers and strings are its data, so it is compared exactly
     (its fingerprint, or the agent's ``result_digest``), and so is a string
     payload that is JSON text (how MCP servers and many frameworks deliver
-    API answers: pages of a list, one route on several dates). A failure whose
+    API answers: pages of a list, one route on several dates). One exception: a
+    search's structured answer that found nothing (``[]``, ``{"query": "blue
+    shoe", "results": []}``: ``found_nothing``) is read like a search's empty
+    output, since an API that echoes the query would make every rewording
+    look new. A failure whose
     error says only ``exit code 1`` is read with the output it came with. A step
     is *stale* when its template was already received in this session. The
     signal counts consecutive stale steps and trips at the threshold. A result
@@ -183,6 +187,46 @@ def is_json_text(text: str) -> bool:
     return True
 
 
+_FOUND_NOTHING = (_NOTHING, _NOTHING, b"(nothing found)")
+
+
+def found_nothing(payload: Any, depth: int = 0) -> bool:
+    """Whether a search's structured answer (a JSON value, or JSON text) found nothing:
+    an empty array or object, or an object whose containers are all empty (at least one:
+    the results) and whose other fields are at most three strings (the echoed query, a
+    status) and nulls, zeros or false. A count, an id or any non-empty container is a hit;
+    so is a record of more than three strings (a user found, with no orders)."""
+    if type(payload) is str:
+        if len(payload) > 1024 or payload[:1] not in ("{", "["):
+            return False
+        try:
+            payload = _json_decoder.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+    if type(payload) is list:
+        return not payload
+    if type(payload) is not dict or len(payload) > 8:
+        return False
+    if not payload:
+        return True
+    empties = strings = 0
+    for value in payload.values():
+        kind = type(value)
+        if kind is list:
+            if value:
+                return False
+            empties += 1
+        elif kind is dict:
+            if value and (depth or not found_nothing(value, 1)):
+                return False  # one level of wrapping ({"data": {"items": []}}) at most
+            empties += 1
+        elif kind is str:
+            strings += 1
+        elif value is not None and value is not False and value != 0:
+            return False
+    return empties > 0 and strings <= 3
+
+
 def template(text: str, digits: bool = True) -> bytes:
     """``text`` with quoted strings (near its start) and every digit run masked,
     whitespace collapsed. Done on bytes, where each step is one C-level pass."""
@@ -319,6 +363,10 @@ class ResultStall(Signal):
             # and strings are its data (prices, ids, names, pages), not noise to mask.
             code = (outcome & _M32) or 1
             cached = (code, code, b"(structured result)")
+            if flags & FLAG_SEARCH and found_nothing(result.event.result):
+                # {"query": "blue shoe", "results": []}: the echoed query differs on every
+                # rewording, the answer does not; like an empty output, nothing found.
+                cached = _FOUND_NOTHING
         if cached is None:
             if result.failed:
                 text = (result.error or "")[:TEXT_LIMIT]
@@ -369,6 +417,8 @@ class ResultStall(Signal):
             finding = self._futile(state, key, light, flags, result, masked)
             if finding is not None:
                 return finding
+        if cached is _FOUND_NOTHING:
+            return self._stale(state, _NOTHING, result, masked)
         if (
             not flags & FLAG_SEARCH
             and not result.failed
