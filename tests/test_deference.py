@@ -285,8 +285,9 @@ def test_row_call_only_repeats_alert_again_after_an_interleave():
 
 def test_row_loop_detectors_defer_to_a_latched_setup_detour():
     # The same install failing between mirror edits: a detour, and at its eighth
-    # failure failure-loop's across-writes case. One behaviour, one alert.
-    trace: list[Any] = []
+    # failure failure-loop's across-writes case. One behaviour, one alert. (The failing
+    # build first: a detour turns from task work.)
+    trace: list[Any] = [sh("mvn -q compile"), fail("bash", "mvn: command not found")]
     for i in range(10):
         trace += [sh("sudo apt-get install -y maven"), fail("bash", "EXECUTION TIMED OUT"),
                   sh(f"sudo sed -i 's/m{i}/m{i + 1}/' /etc/apt/sources.list"), ok("bash", "")]
@@ -299,7 +300,7 @@ def test_row_loop_detectors_defer_to_a_latched_setup_detour():
 def test_row_system_search_finding_nothing_is_one_setup_detour():
     roots = ["/usr", "/opt", "/usr/local", "/usr/lib", "/opt/java", "/", "/lib", "/usr/share",
              "/opt/jdk", "/usr/lib/jvm", "/usr/java", "/opt/local"]
-    trace: list[Any] = []
+    trace: list[Any] = [sh("javac Main.java"), fail("bash", "javac: command not found")]
     for root in roots:
         trace += [sh(f"find {root} -name javac 2>/dev/null"), ok("bash", "")]
     got = run(trace, QUIET_OFF)
@@ -309,6 +310,7 @@ def test_row_system_search_finding_nothing_is_one_setup_detour():
 def test_row_an_identical_failing_install_is_failure_loop_then_the_detour():
     # Not deferred: failure-loop comes after setup-detour in the fan-out, so the
     # detour cannot wait on its latch; the stretch going on is reported once more.
-    trace = [sh("sudo apt-get install -y maven"), fail("bash", "EXECUTION TIMED OUT")] * 8
+    trace = [sh("mvn -q compile"), fail("bash", "mvn: command not found")]
+    trace += [sh("sudo apt-get install -y maven"), fail("bash", "EXECUTION TIMED OUT")] * 8
     got = run(trace, QUIET_OFF)
     assert [s for s in got if s in ("failure-loop", "setup-detour")] == ["failure-loop", "setup-detour"]

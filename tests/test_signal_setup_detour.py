@@ -48,12 +48,17 @@ def fail(error: str = "EXECUTION TIMED OUT", call_id: str | None = None) -> Tool
     return ToolResult(session="d", tool="bash", error=error, call_id=call_id)
 
 
-def run(trace: list[Any], policy: str = ONLY) -> list[Alert]:
-    return engine_alerts(trace, policy, "d")
+# What the agent was doing when the tool went missing: a detour turns from task work.
+TASK_START: list[Any] = [sh("python -m pytest tests/test_parser.py"),
+                         fail("/bin/sh: 1: java: not found")]
 
 
-def detours(trace: list[Any], policy: str = ONLY) -> list[Alert]:
-    return [a for a in run(trace, policy) if a.signal == "setup-detour"]
+def run(trace: list[Any], policy: str = ONLY, task_first: bool = True) -> list[Alert]:
+    return engine_alerts((TASK_START if task_first else []) + trace, policy, "d")
+
+
+def detours(trace: list[Any], policy: str = ONLY, task_first: bool = True) -> list[Alert]:
+    return [a for a in run(trace, policy, task_first) if a.signal == "setup-detour"]
 
 
 # A repair going nowhere: eight different machine-work commands, three of them failing.
@@ -161,7 +166,7 @@ def test_a_trip_halts_under_enforce() -> None:
     outputs: list[Any] = []
     engine = Engine(parse_policy_set('disabled_signals = ["tool-failure-streak"]\n'))
     engine.process(TurnStart(session="d"))
-    for event in repair_trace():
+    for event in TASK_START + repair_trace():
         outputs += engine.process(event)
     assert any(getattr(o, "signal", None) == "setup-detour" for o in outputs)
     assert engine.sessions["d"].halted_by == ("watchdog",)
@@ -317,7 +322,7 @@ def test_hand_built_config_is_clamped() -> None:
 def test_state_round_trips_through_a_snapshot() -> None:
     engine = Engine(parse_policy_set(ONLY))
     engine.process(TurnStart(session="d"))
-    for event in repair_trace(REPAIR[:6]):
+    for event in TASK_START + repair_trace(REPAIR[:6]):
         engine.process(event)
     data = engine.snapshot("d")
     assert data is not None
@@ -327,6 +332,22 @@ def test_state_round_trips_through_a_snapshot() -> None:
     first = [o for e in tail for o in engine.process(e) if isinstance(o, Alert)]
     second = [o for e in tail for o in restored.process(e) if isinstance(o, Alert)]
     assert [a.signal for a in first] == [a.signal for a in second] == ["setup-detour"]
+
+
+def test_a_session_doing_only_machine_work_is_doing_a_machine_task() -> None:
+    # Asked to install a package, the agent works on the machine from its first call:
+    # failing installs are the job's own trouble, not a detour from it.
+    trace = repair_trace() + repair_trace()
+    assert detours(trace, task_first=False) == []
+    # off, any session trips
+    policy = ONLY + "[signals.setup-detour]\nneeds_task_work = false\n"
+    assert len(detours(trace, policy, task_first=False)) == 1
+    # one call of task work, and the next stretch is a detour from it
+    later = [*trace, sh("git diff"), ok("diff --git a/x b/x"), *repair_trace()]
+    assert len(detours(later, task_first=False)) == 1
+    # neutral calls are no task work
+    neutral = [sh("pwd"), ok("/repo"), sh("echo starting"), ok("starting"), *trace]
+    assert detours(neutral, task_first=False) == []
 
 
 def test_fresh_state_encodes_to_its_tag_alone() -> None:

@@ -44,7 +44,13 @@ What it catches
     three rounds (a call that follows an answer starts a new round): eight
     ``which`` calls sent at once in one parallel batch are a survey, and a
     repair whose last step just worked (the install went through) is given
-    its chance.
+    its chance. A detour needs something to turn from: a session that has
+    done nothing but machine work so far (asked to install a package or fix
+    the network, it has worked on the machine from its first call) is doing a
+    machine task, and is not halted for it (``needs_task_work``, default on;
+    false: any session). A coding agent's first call is nearly always task
+    work (a listing or a search of the project), so this costs no catch in the
+    benchmark.
 
 Threshold: 8 calls, 3 of them failed (``threshold``, ``min_failures``)
     Installing a missing dependency is ordinary: an index update, an install,
@@ -75,13 +81,18 @@ Known false positives
     An agent whose task *is* the machine: provisioning, a devops runbook, a
     workstation set-up on a flaky network. Its stretches are machine work by
     design, and a run of failing installs there is the job's own trouble.
-    Switch the signal off for those agents (``[[agents]]`` with
-    ``disabled_signals``) or exempt their tools. One Claude Code session of the
-    corpus (no exit label) is of this kind: asked to install a desktop
-    package, it retried ``sudo`` commands that need a password it did not have
-    and would have been halted 6 calls before it stopped.
+    A session asked only for machine work is spared by ``needs_task_work``;
+    an agent that does both (a coding task, then a deployment) is not: switch
+    the signal off for those agents (``[[agents]]`` with ``disabled_signals``)
+    or exempt their tools. One Claude Code session of the corpus (no exit
+    label) is of this kind: asked to install a desktop package, it retried
+    ``sudo`` commands that need a password it did not have, and was halted 6
+    calls before it stopped until ``needs_task_work``; it now raises nothing.
 
-State: the stretch's length and failures, whether it alerted, the keys of its
+State: whether the session has worked on a task (a session restored from a
+snapshot of a version without this field counts as not yet having worked, so its
+next detour is reported after one call of task work), the stretch's length and
+failures, whether it alerted, the keys of its
 calls still awaiting a result (at most 8, to credit each result to its call)
 and the last three distinct actions (for the alert text, 64 bytes each).
 """
@@ -249,6 +260,10 @@ class SetupDetourConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Of which at least this many failed (0: failures are not required)."""
     programs: list[str] = field(default_factory=lambda: list(DEFAULT_PROGRAMS))
     """Programs whose calls work on the machine (exact names, as the action reads them)."""
+    needs_task_work: bool = True
+    """Trip only in a session that has worked on a task before (a session that has done
+    nothing but machine work is doing a machine task: installing, provisioning);
+    false: any session."""
 
     at_most = (("min_failures", "threshold"),)
 
@@ -273,6 +288,8 @@ class SetupDetourState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """The stretch's latest answer was a failure."""
     reported: bool = False
     """The stretch has alerted."""
+    worked: bool = False
+    """A call of the session worked on the task (a detour needs something to turn from)."""
 
 
 class SetupDetour(Signal):
@@ -292,6 +309,7 @@ class SetupDetour(Signal):
         self.threshold = self.config.threshold
         self.min_failures = self.config.min_failures
         self.programs = frozenset(self.config.programs)
+        self.needs_task_work = self.config.needs_task_work
 
     def is_latched(self, state: Any) -> bool:
         return state.reported
@@ -306,6 +324,7 @@ class SetupDetour(Signal):
         if kind == NEUTRAL:
             return None
         if kind == TASK:
+            state.worked = True
             if state.run:
                 self._end(state)
             return None
@@ -345,7 +364,7 @@ class SetupDetour(Signal):
 
     def _check(self, state: Any) -> Finding | None:
         if (state.reported or state.run < self.threshold or state.failures < self.min_failures
-                or state.rounds < MIN_ROUNDS):
+                or state.rounds < MIN_ROUNDS or (self.needs_task_work and not state.worked)):
             return None
         state.reported = True
         actions = ", ".join(state.actions)
