@@ -345,6 +345,15 @@ def test_a_session_doing_only_machine_work_is_doing_a_machine_task() -> None:
     # one call of task work, and the next stretch is a detour from it
     later = [*trace, sh("git diff"), ok("diff --git a/x b/x"), *repair_trace()]
     assert len(detours(later, task_first=False)) == 1
+    # a machine task whose install loops is still halted, by the repetition detectors
+    loop: list[Any] = []
+    for i in range(10):
+        loop += [sh("sudo apt-get install -y maven"), fail("EXECUTION TIMED OUT"),
+                 sh(f"sudo sed -i 's/m{i}/m{i + 1}/' /etc/apt/sources.list"), ok("")]
+    everything = 'mode = "warn"\n'
+    got = {(a.signal, a.severity) for a in run(loop, everything, task_first=False)}
+    assert ("setup-detour", "critical") not in got
+    assert {("result-stall", "critical"), ("failure-loop", "critical")} <= got
     # neutral calls are no task work
     neutral = [sh("pwd"), ok("/repo"), sh("echo starting"), ok("starting"), *trace]
     assert detours(neutral, task_first=False) == []
