@@ -125,6 +125,12 @@ def test_reworded_searches_with_echoing_json_answers_trip() -> None:
         query = f"wireless headphones model {word(i)}"
         trace += step("search_products", {"query": query}, {"query": query, "results": [], "page": 0})
     assert hits(trace) == [8]  # like an empty output: eight searches in a row found nothing
+    # a search named by what it searches, as research agents have it
+    web: list[Any] = []
+    for i in range(10):
+        query = f"globex memo springfield plant {word(i)}"
+        web += step("web_search", {"query": query, "num_results": 10}, {"query": query, "results": []})
+    assert hits(web) == [8]
     # the same answers from a tool that is not a search are compared exactly: all new
     lookups: list[Any] = []
     for i in range(10):

@@ -94,6 +94,11 @@ def test_identity_and_defaults() -> None:
         ("set_replicas", "write"),
         ("ask_user", "user_input"),
         ("request_user_input", "user_input"),
+        ("web_search", "resolve"),
+        ("WebSearch", "resolve"),
+        ("code_search", "resolve"),
+        ("dns_lookup", "resolve"),
+        ("research", None),  # ends in "search", is no search
         ("bash", None),
         ("checkout", None),
         ("ReadFile", "read"),

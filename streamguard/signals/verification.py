@@ -131,6 +131,9 @@ _CACHE_MAX = 512
 DEFAULT_RESOLVE_TOOLS = (
     "discover*", "find*", "search*", "list*", "lookup*", "locate*", "resolve*", "query*",
     "glob", "ls",
+    # searches named by what they search: web_search, google_search, code_search,
+    # Claude Code's WebSearch
+    "*_search", "*websearch", "*_lookup",
 )
 DEFAULT_READ_TOOLS = (
     "read*", "get*", "view*", "show*", "describe*", "inspect*", "fetch*", "cat", "head",
