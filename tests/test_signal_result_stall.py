@@ -62,6 +62,7 @@ def test_reworded_searches_for_something_absent_trip_at_the_eighth() -> None:
     assert hits(trace) == [9]
     got = next(a for a in alerts(trace) if a.signal == "result-stall")
     assert (got.severity, got.scope) == ("critical", "session")
+    assert "8 tool results in a row" in got.reason and "Your last 8 tool calls" in got.guidance
     assert got.detail["tools"] == ["find_file"]
 
 
@@ -82,6 +83,9 @@ def test_interleaved_real_work_does_not_hide_the_stall() -> None:
             trace += step("search_dir", {"command": f"search_dir {word(i)}"},
                           error=f'No matches found for "{word(i)}" in /repo')
     assert hits(trace)
+    got = next(a for a in alerts(trace) if a.signal == "result-stall")
+    assert "of the last 12 tool results" in got.reason and "in a row" not in got.reason
+    assert "of your last 12 tool calls" in got.guidance
 
 
 def test_empty_answers_count_only_for_searches() -> None:

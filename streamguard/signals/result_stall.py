@@ -562,18 +562,23 @@ class ResultStall(Signal):
                         "tools": list(state.tools), "latest": state.sample},
             )
         count = max(state.run, state.mask.bit_count())
+        if state.run >= self.threshold:
+            results, calls = f"{count} tool results in a row", f"last {count} tool calls"
+        else:  # the interleaved rule: stale answers with news between them
+            results = f"{count} of the last {self.window} tool results"
+            calls = f"{count} of your last {self.window} tool calls"
         return Finding(
             signal=SIGNAL_ID,
             severity="critical",
             scope="session",
             reason=(
-                f"{count} tool results in a row ({tools}) told the agent nothing it had not "
+                f"{results} ({tools}) told the agent nothing it had not "
                 "already been told in this session (compared with quoted text and numbers "
                 f"masked; latest: {state.sample!r}). Its calls vary but its answers do not: "
                 "it is going round. Under enforce the halting controller stops the session."
             ),
             guidance=(
-                f"Your last {count} tool calls ({tools}) all came back with answers you had "
+                f"Your {calls} ({tools}) came back with answers you had "
                 "already received. Rewording the request or trying a variation of it is not "
                 "getting you anywhere. Stop, say what you were looking for and what you found, "
                 "and choose a different approach or ask for what you are missing."
