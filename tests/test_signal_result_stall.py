@@ -152,6 +152,97 @@ def test_searches_that_find_things_now_and_then_are_work() -> None:
     assert hits(trace) == []
 
 
+def test_errors_that_echo_the_reworded_call_are_stale() -> None:
+    # The SQL reworded again and again, each error quoting it back: only the echo differs.
+    trace: list[Any] = []
+    for i in range(10):
+        sql = f"SELECT strftime('%Y-%m', order_date) AS month_{word(i)}, AVG(total) FROM orders"
+        trace += step("run_sql", {"query": sql},
+                      error=f"sqlite3.OperationalError: no such column: order_date\n[SQL: {sql}]")
+    assert hits(trace) == [9]  # the first answer is news; the next eight are stale
+    got = next(a for a in alerts(trace) if a.signal == "result-stall")
+    assert "[SQL: …]" in got.detail["latest"]
+
+
+def test_errors_that_echo_a_guessed_path_are_stale() -> None:
+    # Guessing where a config lives: every error names the path it was given.
+    trace: list[Any] = []
+    for i in range(10):
+        path = f"/srv/app/conf.d/retry_{word(i)}.yaml"
+        trace += step("load_config", {"path": path}, error=f"open {path}: no such file or directory")
+    assert hits(trace) == [9]
+
+
+def test_the_echo_survives_a_snapshot_and_never_breaks_one() -> None:
+    engine = Engine(parse_policy_set(WARN))
+    engine.process(TurnStart(session="s"))
+    engine.process(ToolCall(session="s", tool="run_sql", args={"query": "SELECT \ud800 FROM t",
+                                                              "note": "naïve ümlaut"}))
+    assert engine.snapshot("s")  # a lone surrogate is not kept (it could not be encoded)
+    # Restored between a call and its failure, the echo is still masked: the trip comes
+    # at the same call as without the restart.
+    trace: list[Any] = []
+    for i in range(10):
+        query = f"SELECT total_{word(i)} FROM orders"
+        trace += step("run_sql", {"query": query}, error=f"no such column in {query}")
+    first = Engine(parse_policy_set(WARN))
+    first.process(TurnStart(session="s"))
+    for event in trace[:15]:  # the eighth call, not yet its failure
+        first.process(event)
+    second = Engine(parse_policy_set(WARN))
+    second.restore("s", first.snapshot("s") or b"")
+    tripped = [i for i, event in enumerate(trace[15:], 15)
+               if any(isinstance(o, Alert) and o.signal == "result-stall" for o in second.process(event))]
+    assert tripped == [17] and hits(trace) == [9]  # the ninth failure, both ways
+
+
+def test_successes_are_read_as_they_are_echo_or_not() -> None:
+    # A sweep of orders whose answers name their order, and statements acknowledged
+    # with their text: each answer is its own.
+    orders: list[Any] = []
+    for order in range(50120, 50132):
+        orders += step("get_order_status", {"order_id": order}, f"Order {order}: shipped")
+    assert hits(orders) == []
+    inserts: list[Any] = []
+    for i in range(12):
+        sql = f"INSERT INTO events_{word(i)} SELECT * FROM staging"
+        inserts += step("run_sql", {"query": sql}, f"Executed: {sql}")
+    assert hits(inserts) == []
+    # a command runner's transcript quoting its command is no echo either
+    shell: list[Any] = []
+    for i in range(12):
+        command = f"mkdir -p build/{word(i)}"
+        shell += [ToolCall(session="s", tool="bash", args={"command": command}),
+                  ToolResult(session="s", tool="bash", error=f"$ {command}\nexit status 1")]
+    assert hits(shell) == []
+
+
+def test_an_echo_is_masked_only_in_its_own_calls_answer() -> None:
+    # The pages of a real walk hold the numbers they were asked for and new text: news.
+    walk: list[Any] = []
+    for offset in range(1000, 13000, 1000):
+        walk += step("read_log", {"path": "/var/log/app.log", "offset": offset},
+                     f"{offset}: worker {word(offset)} started\n{offset + 1}: job {word(offset + 7)} done")
+    assert hits(walk) == []
+    # Only the answer to the newest call is read for its echo: here a second call comes
+    # between each query and its error, so the queries are not masked in the errors.
+    errors: list[Any] = []
+    for i in range(10):
+        query = f"SELECT c_{word(i)} FROM t"
+        errors += [ToolCall(session="s", tool="run_sql", args={"query": query}),
+                   ToolCall(session="s", tool="list_tables", args={"schema": "analytics"}),
+                   ToolResult(session="s", tool="list_tables", result="t, u, v"),
+                   ToolResult(session="s", tool="run_sql", error=f"no such column in {query}")]
+    assert hits(errors) == []
+    one_by_one = [e for e in errors if getattr(e, "tool", "") == "run_sql"]
+    assert hits(one_by_one) == [9]  # the same errors, each answering the newest call
+    # short strings and small numbers are not masked: "limit 10" in "showing 10 rows"
+    small: list[Any] = []
+    for i in range(10):
+        small += step("top_rows", {"table": "t", "n": 10 + i}, f"showing {10 + i} rows of t")
+    assert hits(small) == []
+
+
 def test_exploration_with_new_answers_is_silent() -> None:
     trace: list[Any] = []
     for i in range(40):

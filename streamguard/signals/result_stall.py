@@ -47,6 +47,15 @@ What it catches
       is news, except a line that only changes the shell (``export``, ``cd``):
       it is a write for the futile-write rule, but an agent setting variable
       after variable between the same failures has learnt nothing new;
+    * what a failure echoes of its call is not news: the newest call's longer
+      argument strings (6 to 512 characters) and larger integers (100 and up)
+      are masked in its error (``ECHO_MIN``, ``ECHO_INT_MIN``). SQL reworded
+      eight times, each error quoting the query back ("no such column: x [SQL:
+      SELECT ...]"), is one failure eight times. Only the answer to the newest
+      call is read so (parallel calls keep their echoes); a command runner's
+      output quoting its command is a transcript, and a success is read as it
+      is: "Order 12345 shipped" for the tenth order id is ten answers, and
+      "Executed: INSERT ..." for the eighth statement is eight;
     * the same call answered by an outcome that differs from the last one only
       in its numbers is a poll (a job's elapsed time, a queue length): neither
       stale nor news. Masking digits would otherwise turn every progress bar
@@ -84,6 +93,7 @@ Threshold: 8 consecutive stale results (``threshold``, 3–100)
 
 Memory: 128 templates (``memory``), first in, first out; 4 bytes each in one
 ``bytearray`` (512 bytes when full). A template pushed out reads as news once.
+The newest call's echo: at most 4 values of at most 512 characters, with its key.
 
 Severity: critical, session scope
     Eight answers in a row that the agent already had, with nothing it wrote
@@ -106,6 +116,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import zlib
+from itertools import islice
 from typing import Annotated, Any, ClassVar
 
 import msgspec
@@ -115,6 +126,7 @@ from ..canonical import truncate_middle
 from .base import (
     MASK_DIGITS,
     NO_OP_OUTCOME,
+    CallView,
     Finding,
     ResultView,
     Signal,
@@ -188,6 +200,22 @@ def is_json_text(text: str) -> bool:
 
 
 _FOUND_NOTHING = (_NOTHING, _NOTHING, b"(nothing found)")
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+ECHO_FIELDS, ECHO_VALUES = 8, 4
+"""Top-level argument fields read for what an error may echo, and values kept of them."""
+ECHO_MIN, ECHO_MAX = 6, 512
+"""A string argument of this many characters, found in the call's error, is masked
+there: a failure that repeats its question says nothing new."""
+ECHO_INT_MIN = 100
+"""An integer argument at least this large (an offset, a page token, an id), likewise."""
 
 
 def found_nothing(payload: Any, depth: int = 0) -> bool:
@@ -298,6 +326,10 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Checks in a row whose answer the writes before them did not change."""
     futile_latched: bool = False
     """The futile-write rule reported the current stretch (until a check's answer changes)."""
+    echo: tuple[str, ...] = ()
+    """The newest call's argument strings and numbers its answer may echo (see ``ECHO_MIN``)."""
+    echo_key: int = 0
+    """That call's key."""
     sample: str = ""
     """The latest stale template, cut to 160 bytes (alert text)."""
 
@@ -338,6 +370,30 @@ class ResultStall(Signal):
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
 
+    def on_call(self, state: Any, call: CallView) -> Finding | None:
+        # What the answer may echo back: the call's longer strings and larger numbers,
+        # kept for the newest call only (the usual case: its answer comes next).
+        args = call.args
+        if type(args) is not dict or call.runner:
+            # A command runner's output quoting its command is a transcript, not an echo.
+            if state.echo:
+                state.echo = ()
+            return None
+        echo: list[str] = []
+        for value in islice(args.values(), ECHO_FIELDS):
+            kind = type(value)
+            if kind is str:
+                if ECHO_MIN <= len(value) <= ECHO_MAX and (value.isascii() or _encodable(value)):
+                    echo.append(value)  # (a lone surrogate could not be snapshotted)
+            elif kind is int and not -ECHO_INT_MIN < value < ECHO_INT_MIN:
+                echo.append(str(value))
+            if len(echo) == ECHO_VALUES:
+                break
+        if echo or state.echo:
+            state.echo = tuple(echo)
+            state.echo_key = call.key
+        return None
+
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
         if self.exempt and result.tool in self.exempt:
             return None
@@ -354,7 +410,8 @@ class ResultStall(Signal):
         # search's answer has its digits masked where another call's keeps them.
         masks_digits = result.failed or flags & FLAG_SEARCH
         memo = (outcome, result.tool) if result.failed else -outcome if masks_digits else outcome
-        cached = self._codes.get(memo) if outcome else None
+        echo = state.echo if key and result.failed and key == state.echo_key else ()
+        cached = self._codes.get(memo) if outcome and not echo else None
         if cached is None and outcome and not result.failed and (
             type(result.event.result) is not str or is_json_text(result.event.result)
         ):
@@ -396,6 +453,13 @@ class ResultStall(Signal):
                             return None
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
+            echoed = False
+            for value in echo:
+                if value in text:
+                    # "no such column: x [SQL: SELECT x ...]" for the eighth rewording, "the
+                    # file is shorter than the offset (9001)": the call, not news.
+                    text = text.replace(value, "…")
+                    echoed = True
             masked = template(text, digits=bool(masks_digits))
             if result.failed:
                 code = _crc(result.tool.encode("utf-8", "surrogatepass") + b"\0" + masked)
@@ -408,7 +472,7 @@ class ResultStall(Signal):
                 )
             ) or 1
             cached = (code, light, masked)
-            if outcome:
+            if outcome and not echoed:
                 if len(self._codes) >= 4096:
                     self._codes.clear()
                 self._codes[memo] = cached
