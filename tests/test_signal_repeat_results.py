@@ -97,6 +97,40 @@ def test_unknown_results_keep_the_reference_threshold() -> None:
     assert positions(empty) == [9]  # the fifth call
 
 
+
+def edit_pairs(count: int, tool: str = "edit", kind: str | None = "write") -> list[Any]:
+    """The identical edit re-applied ``count`` times, the file growing each time (an
+    insert applied again): every result differs because of the edit itself."""
+    trace: list[Any] = []
+    for i in range(count):
+        trace += [
+            ToolCall(session="p", tool=tool, kind=kind, args={"command": "edit 15:15\n    x = 1\nend_of_edit"}),
+            res(f"[File: Test.java ({9 + 2 * i} lines total)]", tool),
+        ]
+    return trace
+
+
+def test_an_identical_write_re_applied_trips_at_its_fourth_success() -> None:
+    assert positions(edit_pairs(3)) == []
+    got = run(edit_pairs(4))
+    assert [a.signal for a in got] == ["repeated-tool-call"]
+    assert got[0].detail["rule"] == "same_result"
+    assert got[0].detail["count"] == 4
+    assert positions(edit_pairs(4)) == [8]  # the fourth result, one call before the blind rule
+    # a write tool named as one (no kind on the event) is a write too
+    assert positions(edit_pairs(4, tool="str_replace", kind=None)) == [8]
+
+
+def test_a_command_runners_write_with_changing_output_keeps_the_call_rule() -> None:
+    """A command runner's write is a generous guess (a build re-run counts as one), so
+    changing output does not count as identical answers; the run still trips at the
+    fifth call, as a write is never a poll."""
+    trace: list[Any] = []
+    for i in range(5):
+        trace += [call("bash", command="make all"), res(f"[{i}/40] compiling", "bash")]
+    assert positions(trace[:8]) == []
+    assert positions(trace) == [9]
+
 def test_digests_alone_are_results() -> None:
     trace: list[Any] = []
     for _ in range(4):

@@ -49,7 +49,17 @@ Results (``result_aware``, default on; off is the reference behaviour)
       (one rule for "same call, same error"), so a run with failed results
       does not trip here.
     * Calls that write (an identical edit re-sent) are never a poll: their
-      result changes because of them.
+      result changes because of them. For the same reason an identical write
+      re-applied counts its successes as identical answers, whatever they say
+      (the file a re-applied insert grows, a new message id for the same
+      message sent again): its fourth success trips, one call before the
+      blind rule. In the real-session benchmark this halts a loop of one
+      SWE-agent edit re-applied four times at its fourth application rather
+      than at a later run's fifth call (11 calls before the budget ran out
+      instead of 0), and changes no other session. A command runner's write
+      is left to the blind rule: it is a generous guess (a build or a test
+      script re-run counts as one, see :mod:`streamguard.signals.facts`), and a
+      build's changing output is no proof of a loop.
     * Calls that wait on purpose (``sleep 60 && gh run view 42``, the empty
       command OpenHands sends to wait for more output; ``CallView.wait``) are
       a poll whatever they answer: identical answers are what waiting looks
@@ -258,7 +268,11 @@ class RepeatedToolCall(Signal):
             if result.event.result != "" or not result.call_flags & FLAG_RUNNER:
                 return None  # unknown: no evidence either way
             outcome = EMPTY_OUTPUT  # a command that printed nothing said so
-        if outcome == state.outcome:
+        if outcome == state.outcome or (state.write and not result.call_flags & FLAG_RUNNER):
+            # An identical write re-applied counts like an identical answer: its result
+            # changes because of the write itself (the file grows, a new message id),
+            # so the change is no news. Not a command runner's: its write is a
+            # generous guess (a build or a test script re-run counts as one).
             state.frozen += 1
         else:
             if state.outcome:
