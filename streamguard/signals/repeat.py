@@ -56,7 +56,8 @@ Results (``result_aware``, default on; off is the reference behaviour)
       blind rule. In the real-session benchmark this halts a loop of one
       SWE-agent edit re-applied four times at its fourth application rather
       than at a later run's fifth call (11 calls before the budget ran out
-      instead of 0), and changes no other session. A command runner's write
+      instead of 0) and four other loops of re-applied edits one call sooner;
+      no normally finished session changes. A command runner's write
       is left to the blind rule: it is a generous guess (a build or a test
       script re-run counts as one, see :mod:`streamguard.signals.facts`), and a
       build's changing output is no proof of a loop.
