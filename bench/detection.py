@@ -6,6 +6,8 @@ Usage::
     python bench/detection.py CORPUS --policy p.toml    # another policy
     python bench/detection.py CORPUS --json             # machine-readable
     python bench/detection.py CORPUS --source NAME      # one top-level folder only
+    python bench/detection.py CORPUS --sessions now.jsonl            # one line per session
+    python bench/detection.py CORPUS --against before.jsonl          # what a change moved
 
 Every file under each CORPUS folder that an importer recognises
 (:mod:`streamguard.importers`, format detected per file) becomes one or more
@@ -55,6 +57,13 @@ the source folder), ``session`` and ``loop`` (true, false or "unclear"). For
 the genuine loops the bench reports the share with a critical alert (target
 80 %) and the median calls after the first critical; for the judged non-loops,
 the share with a critical (false alarms). A missing file skips the section.
+
+Per session: ``--sessions FILE`` writes one JSON line per session (its source,
+file, id, label, judged verdict, calls, every alert as ``[seq, signal,
+severity]``, and the calls after the first critical). ``--against FILE`` reads
+such a file from an earlier run (another commit, another policy) and lists every
+session whose alerts differ, with its label and both alert lists: a rule change
+is judged by the sessions it moves, not only by the totals it leaves.
 
 Exit codes: 0 the report was printed; 1 some file failed to import (the report
 is still printed; the failures are listed on stderr); 2 a CORPUS folder is
@@ -201,9 +210,13 @@ def interleave(sessions: list[ImportedSession]) -> list[Any]:
 
 
 class SessionOutcome:
-    __slots__ = ("alert_signals", "calls", "calls_after_first_critical", "critical_signals", "first_critical_seq")
+    __slots__ = (
+        "alert_signals", "alerts", "calls", "calls_after_first_critical", "critical_signals",
+        "first_critical_seq",
+    )
 
     def __init__(self) -> None:
+        self.alerts: list[tuple[int, str, str]] = []  # (seq, signal, severity), in output order
         self.alert_signals: set[str] = set()
         self.critical_signals: set[str] = set()
         self.first_critical_seq: int | None = None
@@ -233,6 +246,7 @@ def outcomes_of(sessions: list[ImportedSession], outputs: list[Any]) -> dict[str
         if not isinstance(output, Alert):
             continue
         outcome = outcomes[output.session]
+        outcome.alerts.append((output.seq or 0, output.signal, output.severity))
         outcome.alert_signals.add(output.signal)
         if output.severity == "critical":
             outcome.critical_signals.add(output.signal)
@@ -307,6 +321,95 @@ def summarise(sessions: list[ImportedSession], outcomes: dict[str, SessionOutcom
     }
 
 
+def match_judged(entries: list[dict[str, Any]] | None, corpus: Corpus) -> tuple[dict[str, Any], list[str]]:
+    """Judged entries matched to imported sessions by source and file (and the
+    session id when a file holds several): session id -> its ``loop`` value (True,
+    False or "unclear"), and the entries that matched no single session."""
+    by_file: dict[tuple[str, str], list[str]] = {}
+    for name, source in corpus.source_of.items():
+        by_file.setdefault((source, corpus.file_of[name]), []).append(name)
+    verdicts: dict[str, Any] = {}
+    unmatched: list[str] = []
+    for entry in entries or []:
+        candidates = by_file.get((str(entry.get("source", "")), str(entry.get("file", ""))), [])
+        wanted = str(entry.get("session", ""))
+        if len(candidates) > 1:
+            candidates = [c for c in candidates if c == wanted or c.endswith("/" + wanted)]
+        if len(candidates) != 1:
+            unmatched.append(f"{entry.get('source')}/{entry.get('file')}")
+            continue
+        loop = entry.get("loop")
+        verdicts[candidates[0]] = loop if loop is True or loop is False else "unclear"
+    return verdicts, unmatched
+
+
+def session_lines(
+    corpus: Corpus, outcomes: dict[str, SessionOutcome], verdicts: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One record per session, in the corpus' order (``--sessions``)."""
+    lines = []
+    for session in corpus.sessions:
+        name = session.session
+        outcome = outcomes[name]
+        lines.append({
+            "source": corpus.source_of[name],
+            "file": corpus.file_of[name],
+            "session": name,
+            "label": label_of(session.ended),
+            "judged": verdicts.get(name),
+            "calls": outcome.calls,
+            "alerts": [list(alert) for alert in outcome.alerts],
+            "calls_after_first_critical": outcome.calls_after_first_critical,
+        })
+    return lines
+
+
+def compare_sessions(before: list[dict[str, Any]], now: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sessions whose alerts differ between two ``--sessions`` files (matched by
+    source, file and id; a session in one file only is listed too)."""
+    def key(line: dict[str, Any]) -> tuple[str, str, str]:
+        return (str(line.get("source")), str(line.get("file")), str(line.get("session")))
+
+    earlier = {key(line): line for line in before}
+    changed = []
+    for line in now:
+        old = earlier.pop(key(line), None)
+        if old is None or old.get("alerts") != line["alerts"]:
+            changed.append({
+                "source": line["source"], "file": line["file"], "session": line["session"],
+                "label": line["label"], "judged": line["judged"],
+                "before": None if old is None else old.get("alerts"), "now": line["alerts"],
+                "calls_after_first_critical": [
+                    None if old is None else old.get("calls_after_first_critical"),
+                    line["calls_after_first_critical"],
+                ],
+            })
+    for old in earlier.values():
+        changed.append({
+            "source": old.get("source"), "file": old.get("file"), "session": old.get("session"),
+            "label": old.get("label"), "judged": old.get("judged"),
+            "before": old.get("alerts"), "now": None,
+            "calls_after_first_critical": [old.get("calls_after_first_critical"), None],
+        })
+    return changed
+
+
+def read_session_lines(path: Path) -> list[dict[str, Any]]:
+    lines = []
+    with path.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not a session line ({exc})") from None
+            if not isinstance(line, dict) or not isinstance(line.get("alerts"), list):
+                raise ValueError(f"{path}:{number}: not a session line (no alerts list)")
+            lines.append(line)
+    return lines
+
+
 def load_judged(path: Path) -> list[dict[str, Any]] | None:
     if not path.is_file():
         return None
@@ -319,24 +422,12 @@ def load_judged(path: Path) -> list[dict[str, Any]] | None:
 def judged_section(
     entries: list[dict[str, Any]], corpus: Corpus, outcomes: dict[str, SessionOutcome]
 ) -> dict[str, Any]:
-    """Match judged entries to imported sessions by source and file (and the session
-    id when a file holds several), and score them."""
-    by_file: dict[tuple[str, str], list[str]] = {}
-    for name, source in corpus.source_of.items():
-        by_file.setdefault((source, corpus.file_of[name]), []).append(name)
+    """Score the judged entries (matched as :func:`match_judged` does)."""
+    verdicts, unmatched = match_judged(entries, corpus)
     groups: dict[str, list[SessionOutcome]] = {"loop": [], "not_loop": [], "unclear": []}
-    unmatched: list[str] = []
-    for entry in entries:
-        candidates = by_file.get((str(entry.get("source", "")), str(entry.get("file", ""))), [])
-        wanted = str(entry.get("session", ""))
-        if len(candidates) > 1:
-            candidates = [c for c in candidates if c == wanted or c.endswith("/" + wanted)]
-        if len(candidates) != 1:
-            unmatched.append(f"{entry.get('source')}/{entry.get('file')}")
-            continue
-        loop = entry.get("loop")
+    for name, loop in verdicts.items():
         group = "loop" if loop is True else "not_loop" if loop is False else "unclear"
-        groups[group].append(outcomes[candidates[0]])
+        groups[group].append(outcomes[name])
     loops = groups["loop"]
     caught = [o for o in loops if o.first_critical_seq is not None]
     share = _share(len(caught), len(loops))
@@ -386,6 +477,14 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     report["judged_loops"] = (
         judged_section(entries, corpus, outcomes) if entries is not None else {"file": str(judged_path), "absent": True}
     )
+    if args.sessions or args.against:
+        lines = session_lines(corpus, outcomes, match_judged(entries, corpus)[0])
+        if args.sessions:
+            with open(args.sessions, "w", encoding="utf-8") as handle:
+                for line in lines:
+                    handle.write(json.dumps(line, sort_keys=True) + "\n")
+        if args.against:
+            report["changed_sessions"] = compare_sessions(read_session_lines(Path(args.against)), lines)
     for failure in corpus.failures:
         print(f"detection: import failed: {failure}", file=sys.stderr)
     return report, (1 if corpus.failures else 0)
@@ -456,7 +555,26 @@ def render(report: dict[str, Any]) -> str:
         ]
         for missing in judged["unmatched"][:10]:
             lines.append(f"  unmatched: {missing}")
+    if "changed_sessions" in report:
+        changed = report["changed_sessions"]
+        lines += ["", f"== sessions whose alerts changed: {len(changed)}"]
+        for change in changed:
+            saved = change["calls_after_first_critical"]
+            lines.append(
+                f"  {change['source']}/{change['file']} ({change['label']}, judged {change['judged']}): "
+                f"first critical {_first_critical(change['before'])} -> {_first_critical(change['now'])}, "
+                f"calls after it {saved[0]} -> {saved[1]}"
+            )
     return "\n".join(lines) + "\n"
+
+
+def _first_critical(alerts: list[Any] | None) -> str:
+    if alerts is None:
+        return "(absent)"
+    for seq, signal, severity in alerts:
+        if severity == "critical":
+            return f"{signal}@{seq}"
+    return "none"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -466,12 +584,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--source", action="append", help="only this top-level folder (repeatable)")
     parser.add_argument("--judged", help=f"judged sessions TOML (default: {DEFAULT_JUDGED.name} beside this file)")
+    parser.add_argument("--sessions", metavar="FILE", help="write one JSON line per session to FILE")
+    parser.add_argument("--against", metavar="FILE",
+                        help="list the sessions whose alerts differ from an earlier --sessions FILE")
     args = parser.parse_args(argv)
+    if args.against and not os.path.isfile(args.against):
+        print(f"detection: --against {args.against} is absent", file=sys.stderr)
+        return 2
     for folder in args.corpus:
         if not os.path.isdir(folder):
             print(f"detection: corpus folder {folder} is absent (nothing to measure)", file=sys.stderr)
             return 2
-    report, code = run(args)
+    try:
+        report, code = run(args)
+    except ValueError as exc:  # an --against file that is not one this bench wrote
+        print(f"detection: {exc}", file=sys.stderr)
+        return 2
     if report["overall"]["sessions"] == 0:
         print(f"detection: no session found under {', '.join(args.corpus)}", file=sys.stderr)
         return 2

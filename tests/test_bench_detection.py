@@ -128,3 +128,46 @@ def test_bench_exits_non_zero_when_a_file_fails(tmp_path: Path):
     assert done.returncode == 1
     assert "broken.traj: not a JSON document" in done.stderr
     assert json.loads(done.stdout)["overall"]["sessions"] == 6  # the rest was measured
+
+
+def test_session_lines_and_what_a_change_moved(tmp_path: Path):
+    corpus = tmp_path / "corpus"
+    write_corpus(corpus)
+    judged = tmp_path / "judged.toml"
+    judged.write_text('[[session]]\nsource = "swe-runs"\nfile = "run-1/trajs/loop-1.traj"\nsession = "loop-1"\nloop = true\n')
+    now = tmp_path / "now.jsonl"
+    done = run_bench(str(corpus), "--json", "--judged", str(judged), "--sessions", str(now))
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(text) for text in now.read_text().splitlines()]
+    assert len(lines) == 6
+    by_file = {line["file"]: line for line in lines}
+    loop = by_file["run-1/trajs/loop-1.traj"]
+    assert (loop["source"], loop["label"], loop["judged"]) == ("swe-runs", "budget", True)
+    assert any(signal == "repeated-tool-call" and severity == "critical" for _, signal, severity in loop["alerts"])
+    assert loop["calls_after_first_critical"] == json.loads(done.stdout)["overall"]["budget_stop"][
+        "median_calls_after_first_critical"]
+    assert by_file["run-1/trajs/fine-4.traj"]["alerts"] == [] and by_file["run-1/trajs/fine-4.traj"]["judged"] is None
+    assert "changed_sessions" not in json.loads(done.stdout)
+
+    # The same run against itself moves nothing; against an earlier file whose loop
+    # raised nothing and which lacked a session, both are listed.
+    same = run_bench(str(corpus), "--json", "--judged", str(judged), "--against", str(now))
+    assert json.loads(same.stdout)["changed_sessions"] == []
+    before = tmp_path / "before.jsonl"
+    earlier = [dict(line, alerts=[]) if line is loop else line for line in lines if "fine-3" not in line["file"]]
+    before.write_text("".join(json.dumps(line) + "\n" for line in earlier))
+    moved = run_bench(str(corpus), "--json", "--judged", str(judged), "--against", str(before))
+    changed = {c["file"]: c for c in json.loads(moved.stdout)["changed_sessions"]}
+    assert set(changed) == {"run-1/trajs/loop-1.traj", "run-1/trajs/fine-3.traj"}
+    assert changed["run-1/trajs/loop-1.traj"]["before"] == [] and changed["run-1/trajs/loop-1.traj"]["now"] == loop["alerts"]
+    assert changed["run-1/trajs/fine-3.traj"]["before"] is None
+    text = run_bench(str(corpus), "--judged", str(judged), "--against", str(before))
+    assert "sessions whose alerts changed: 2" in text.stdout
+    assert "first critical none -> repeated-tool-call@" in text.stdout
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"no": "alerts"}\n')
+    refused = run_bench(str(corpus), "--against", str(bad))
+    assert refused.returncode == 2 and "not a session line" in refused.stderr
+    absent = run_bench(str(corpus), "--against", str(tmp_path / "gone.jsonl"))
+    assert absent.returncode == 2 and "gone.jsonl is absent" in absent.stderr
