@@ -88,6 +88,44 @@ def test_interleaved_real_work_does_not_hide_the_stall() -> None:
     assert "of your last 12 tool calls" in got.guidance
 
 
+def test_a_phrase_searched_for_file_after_file_is_one_answer() -> None:
+    # The scope a search found nothing in is the call's own: file after file, nothing found.
+    trace: list[Any] = []
+    for i in range(10):
+        path = f"/repo/src/main/java/com/acme/F{word(i)}.java"
+        trace += step("search_file", {"command": f'search_file "handle missing type" {path}'},
+                      error=f'No matches found for "handle missing type" in {path}')
+    assert hits(trace) == [9]  # the first answer is news, the next eight are stale
+    # a search that finds something in one of them is news
+    found = trace[:8] + step("search_file", {"command": "search_file x /repo/src/G.java"},
+                             'Found 2 matches for "x" in /repo/src/G.java') + trace[8:]
+    assert hits(found) == []
+    # paths stay in what is not a search's failure: a read failing on file after file is
+    # a different answer each time (and in a relative path, a search's too)
+    reads: list[Any] = []
+    for i in range(10):
+        reads += step("open", {"command": f"open /repo/src/F{word(i)}.java"},
+                      error=f"File /repo/src/F{word(i)}.java is locked")
+    assert hits(reads) == []
+
+
+def test_a_failed_search_and_another_call_failing_alike_are_not_confused() -> None:
+    # The same tool failing with the same error, once as a search and once not: the
+    # search's template masks the path, the other keeps it (templates are cached).
+    error = "nothing readable in /repo/data/a.csv"
+    search = step("bash", {"command": "grep -r token /repo/data/a.csv"}, error=error)
+    read = step("bash", {"command": "cat /repo/data/a.csv"}, error=error)
+    trace: list[Any] = []
+    for i in range(9):
+        trace += step("bash", {"command": f"grep -r token /repo/data/{word(i)}.csv"},
+                      error=f"nothing readable in /repo/data/{word(i)}.csv")
+    # after the first, eight stale failed searches trip; a read failing alike in
+    # between is news (its path is its answer) and breaks the run
+    assert hits(search + trace) == [9]
+    assert hits(search + read + trace) == [10]
+    assert hits(search + trace[:8] + read + trace[8:]) == []
+
+
 def test_empty_answers_count_only_for_searches() -> None:
     tidy: list[Any] = []
     for i in range(14):

@@ -47,6 +47,15 @@ What it catches
       is news, except a line that only changes the shell (``export``, ``cd``):
       it is a write for the futile-write rule, but an agent setting variable
       after variable between the same failures has learnt nothing new;
+    * a failed search is read without the absolute paths near its start: the
+      scope it found nothing in ("No matches found for <term> in
+      /repo/src/A.java") is the call's own, so a hunt through file after file
+      for a phrase that is not there is one answer again and again, as a
+      command runner's empty ``grep`` already is. In the real-session benchmark
+      this catches one more judged loop (six files searched for one absent
+      phrase, halted 30 calls before the budget ran out), halts three sooner
+      (by 1 to 3 calls), and changes no normally ended session and no judged
+      not-loop;
     * what a failure echoes of its call is not news: the newest call's longer
       argument strings (6 to 512 characters) and larger integers (100 and up)
       are masked in its error (``ECHO_MIN``, ``ECHO_INT_MIN``). SQL reworded
@@ -105,9 +114,9 @@ Known false positives
     A monitor that walks through many objects whose status lines differ only in
     quoted names ("pod 'web-1' Running"), since quoted strings near the start
     are masked; and a sweep of searches for *different* terms that all find
-    nothing (a dead-code check over a dozen names): a search that finds nothing
-    is stale whatever it looked for, which is what makes reworded hunts for a
-    missing symbol visible. Exempt the tool, or raise the threshold for that
+    nothing (a dead-code check over a dozen names), or for one term in a dozen
+    places: a search that finds nothing is stale whatever it looked for and
+    wherever, which is what makes reworded hunts for a missing symbol visible. Exempt the tool, or raise the threshold for that
     agent. A stream whose results carry no text gives this signal nothing to read.
 """
 
@@ -159,6 +168,8 @@ QUOTE_SPAN = 256
 messages quote the term they could not find)."""
 _QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`")
 _SHELL_LINE = re.compile(r"\bline \d+")
+_ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
+"""An absolute path in prose (not inside a word or a quoted term)."""
 
 
 _encoder = msgspec.json.Encoder(order="sorted")
@@ -409,7 +420,11 @@ class ResultStall(Signal):
         # template is the tool's ("exit code 1" from two tools is two answers), and a
         # search's answer has its digits masked where another call's keeps them.
         masks_digits = result.failed or flags & FLAG_SEARCH
-        memo = (outcome, result.tool) if result.failed else -outcome if masks_digits else outcome
+        # A failed search's paths are masked too: the search flag is part of its key.
+        memo = (
+            (outcome, result.tool, flags & FLAG_SEARCH) if result.failed
+            else -outcome if masks_digits else outcome
+        )
         echo = state.echo if key and result.failed and key == state.echo_key else ()
         cached = self._codes.get(memo) if outcome and not echo else None
         if cached is None and outcome and not result.failed and (
@@ -460,6 +475,11 @@ class ResultStall(Signal):
                     # file is shorter than the offset (9001)": the call, not news.
                     text = text.replace(value, "…")
                     echoed = True
+            if result.failed and flags & FLAG_SEARCH and "/" in text[:QUOTE_SPAN]:
+                # "No matches found for <term> in /repo/src/A.java": the scope a search
+                # found nothing in is its own echo, like the term. Nothing found in one
+                # more file is nothing found again (as a command runner's empty grep is).
+                text = _ABSOLUTE_PATH.sub("P", text[:QUOTE_SPAN]) + text[QUOTE_SPAN:]
             masked = template(text, digits=bool(masks_digits))
             if result.failed:
                 code = _crc(result.tool.encode("utf-8", "surrogatepass") + b"\0" + masked)
