@@ -99,7 +99,7 @@ def path_suffix_equivalent(a: str, b: str) -> bool:
 _JSON_SPACE = frozenset(" \t\n\r")
 
 
-def _as_object(args: Any) -> Any:
+def as_object(args: Any) -> Any:
     """An argument string holding a JSON object is that object; anything else is itself."""
     if isinstance(args, str):
         first = args[:1]
@@ -139,7 +139,7 @@ class CanonicalArgs(msgspec.Struct, gc=False):
 
 def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> CanonicalArgs:
     """Canonical form of ``args`` (see the module docstring)."""
-    obj = _as_object(args) if isinstance(args, str) else args
+    obj = as_object(args) if isinstance(args, str) else args
     if obj is None:
         return CanonicalArgs(EMPTY_ARGS, None)
     if not isinstance(obj, dict):

@@ -87,6 +87,7 @@ from .signals.base import (
 from .signals.facts import (
     FLAG_RUNNER,
     FLAG_SEARCH,
+    FLAG_SHELL,
     FLAG_WAIT,
     FLAG_WRITE,
     CallFacts,
@@ -374,6 +375,7 @@ class Watchdog:
             facts = runner_facts(event.args, facts)
             if kind == "write":
                 facts.write = True
+                facts.shell = False  # the runtime says the call writes
             view.runner = runner = True
         else:
             view.runner = runner = False
@@ -389,6 +391,7 @@ class Watchdog:
         view.write = write = facts.write
         view.search = search = facts.search
         view.wait = wait = facts.wait
+        view.shell = facts.shell
         if not wait:  # the history's readers (cycle, dominance) take no wait as evidence
             history.append(key)
             if len(history) > self.history_len:
@@ -402,6 +405,8 @@ class Watchdog:
                 flags |= FLAG_RUNNER
             if wait:
                 flags |= FLAG_WAIT
+            if view.shell:
+                flags |= FLAG_SHELL
             pending.append((call_id or "", intern(tool), key, flags, action))
         signals = state.signals
         plain = self._wait_call_plain if wait else self._call_plain
@@ -435,6 +440,7 @@ class Watchdog:
             facts = runner_facts(event.args, facts)
             if kind == "write":
                 facts.write = True
+                facts.shell = False  # the runtime says the call writes
             return CallView(event, canonical, key, history, kind, facts, True)
         return CallView(event, canonical, key, history, kind, facts, False)
 

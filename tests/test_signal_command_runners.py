@@ -241,6 +241,25 @@ def test_shell_changes_that_change_nothing_are_still_a_stall() -> None:
         trace += [sh(f"export PATH=$PATH:/opt/{word(i)}/bin"), out("")]
         trace += [sh("javac Main.java"), err("bash: line 7: javac: command not found")]
     assert "result-stall" in signals(trace)
+    # by the stale rule itself, not only the futile-write one
+    stale = WARN + "[signals.result-stall]\nfutile_writes = 0\n"
+    got = [a for a in alerts(trace, stale) if a.signal == "result-stall"]
+    assert got and got[0].detail["rule"] == "stale"
+    # `set -e` first changes nothing about that
+    prefixed = [sh("set -e; " + e.args["command"]) if isinstance(e, ToolCall) and "export" in e.args["command"]
+                else e for e in trace]
+    assert "result-stall" in signals(prefixed, stale)
+
+
+def test_a_file_written_behind_a_cd_is_news() -> None:
+    # `cd /repo && echo ... > file` has the action `cd` but writes a file: its silence
+    # is a write that took, and the test failing with new values after it is work.
+    trace: list[Any] = []
+    for i in range(12):
+        trace += [sh(f"cd /repo && echo 'LIMIT = {i}' > /repo/src/limits.py"), out("")]
+        trace += [sh("python -m pytest -q tests/test_limits.py"),
+                  err(f"FAILED tests/test_limits.py::test_cap - assert {40 + i} == 7")]
+    assert "result-stall" not in signals(trace)
 
 
 def test_reference_guidance_still_fires_without_the_write_reset() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -150,6 +151,10 @@ def test_empty_answers_count_only_for_searches() -> None:
         ({"query": "x", "total": 3, "results": []}, False),  # a count: something was found
         ({"id": "u1", "name": "Bo", "email": "b@x.io", "city": "Oslo", "orders": []}, False),
         ({"status": "ok"}, False),
+        # a record found with an empty list in it, or an empty page with a cursor, is a hit
+        ({"customer_id": "cus_b", "name": "Ada", "email": "a@x", "open_tickets": []}, False),
+        ({"results": [], "next_cursor": "c_b"}, False),
+        ({"Query": "x", "Message": "no results", "items": []}, True),
         ({"data": {"page": {"items": []}}}, False),  # two levels of wrapping: not read
         ("[]" + " " * 2000, False),  # too long to read
         ("no results", False),
@@ -158,6 +163,21 @@ def test_empty_answers_count_only_for_searches() -> None:
 )
 def test_found_nothing_reads_empty_structured_answers(payload: Any, nothing: bool) -> None:
     assert found_nothing(payload) is nothing
+
+
+def test_a_search_polled_with_a_new_timestamp_is_a_poll() -> None:
+    # The same search, nothing yet, each answer stamped anew: waiting, not hunting.
+    trace: list[Any] = []
+    for i in range(12):
+        trace += step("list_jobs", {"queue": "exports", "status": "finished"},
+                      {"jobs": [], "as_of": f"2026-12-04T20:{10 + i:02d}:00Z"})
+    assert hits(trace) == []
+    # a search reworded every time, stamped anew, is still a hunt that finds nothing
+    reworded: list[Any] = []
+    for i in range(12):
+        reworded += step("list_jobs", {"queue": f"exports-{word(i)}", "status": "finished"},
+                         {"jobs": [], "as_of": f"2026-12-04T20:{10 + i:02d}:00Z"})
+    assert hits(reworded) == [8]
 
 
 def test_reworded_searches_with_echoing_json_answers_trip() -> None:
@@ -200,6 +220,41 @@ def test_errors_that_echo_the_reworded_call_are_stale() -> None:
     assert hits(trace) == [9]  # the first answer is news; the next eight are stale
     got = next(a for a in alerts(trace) if a.signal == "result-stall")
     assert "[SQL: …]" in got.detail["latest"]
+
+
+def test_the_echo_is_read_whatever_the_arguments_form_and_order() -> None:
+    def reworded(args_of: Any) -> list[Any]:
+        trace: list[Any] = []
+        for i in range(10):
+            sql = f"SELECT month_{word(i)}, AVG(total) FROM analytics.orders"
+            trace += step("run_sql", args_of(sql),
+                          error=f"no such column: order_date in analytics\n[SQL: {sql}]")
+        return trace
+
+    # arguments sent as a JSON object in a string (the OpenTelemetry bridge's form)
+    assert hits(reworded(lambda sql: json.dumps({"query": sql}))) == [9]
+    # a short value inside a longer one: masked longest first, whatever the order
+    assert hits(reworded(lambda sql: {"database": "analytics", "sql": sql})) == [9]
+    assert hits(reworded(lambda sql: {"sql": sql, "database": "analytics"})) == [9]
+
+
+def test_numbers_echoed_in_errors_are_digits_like_any_other() -> None:
+    # Pages asked for and refused alike, each error naming its page: one failure again,
+    # from the second page on, whether the page number is small or large.
+    trace: list[Any] = []
+    for page in range(95, 115):
+        trace += step("list_invoices", {"page": page}, error=f"page {page} is out of range")
+    assert hits(trace)[0] == 9
+
+
+def test_the_echo_is_dropped_once_its_call_is_answered() -> None:
+    engine = Engine(parse_policy_set(WARN))
+    engine.process(TurnStart(session="s"))
+    query = "SELECT a_very_distinctive_column_name FROM orders"
+    engine.process(ToolCall(session="s", tool="run_sql", args={"query": query}))
+    assert query.encode() in (engine.snapshot("s") or b"")  # awaiting its answer
+    engine.process(ToolResult(session="s", tool="run_sql", result="1 row"))
+    assert query.encode() not in (engine.snapshot("s") or b"")
 
 
 def test_errors_that_echo_a_guessed_path_are_stale() -> None:

@@ -99,6 +99,14 @@ def test_identity_and_defaults() -> None:
         ("code_search", "resolve"),
         ("dns_lookup", "resolve"),
         ("research", None),  # ends in "search", is no search
+        # a verb at the start wins over a search named by its end: these write
+        ("create_search", "write"),
+        ("save_search", "write"),
+        ("update_search", "write"),
+        ("delete_saved_search", "write"),
+        ("set_lookup", "write"),
+        ("remove_lookup", "write"),
+        ("search_files", "resolve"),
         ("bash", None),
         ("checkout", None),
         ("ReadFile", "read"),

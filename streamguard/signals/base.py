@@ -144,11 +144,11 @@ class CallView:
     ``history``; its length is the largest ``history_needed()`` of the active
     signals.
 
-    ``runner``, ``action``, ``write``, ``search`` and ``wait`` are the shared call facts
+    ``runner``, ``action``, ``write``, ``search``, ``wait`` and ``shell`` are the shared call facts
     of :mod:`streamguard.signals.facts`: whether the tool is a command runner,
     what the call does (the program and sub-command for a runner, empty when
     that cannot be read; the tool name otherwise), and whether it changes
-    something, looks something up, or waits on purpose. The watchdog computes them once per call
+    something, looks something up, waits on purpose, or writes only by changing the shell. The watchdog computes them once per call
     from the policy; a view built without them (a signal tested alone) derives
     them with the default command-runner list.
 
@@ -159,7 +159,7 @@ class CallView:
 
     __slots__ = (
         "action", "args", "call_id", "canonical", "event", "history", "key", "kind", "runner",
-        "search", "tool", "wait", "write",
+        "search", "shell", "tool", "wait", "write",
     )
 
     def __init__(
@@ -188,11 +188,13 @@ class CallView:
                 facts = plain_facts(event.tool, kind)
             if kind == "write":
                 facts.write = True
+                facts.shell = False
         self.runner = bool(runner)
         self.action = facts.action
         self.write = facts.write
         self.search = facts.search
         self.wait = facts.wait
+        self.shell = facts.shell
 
 
 class ResultView:

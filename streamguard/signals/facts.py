@@ -70,7 +70,9 @@ DEFAULT_COMMAND_RUNNERS = (
     "str_replace_based_edit_tool", "*_editor", "editor",
 )
 
-FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT = 1, 2, 4, 8
+FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL = 1, 2, 4, 8, 16
+"""Bits of a pending call's facts. ``FLAG_SHELL``: its only write is a change of the shell
+(``export``, ``cd``, ``source``...), with no file written (see :attr:`CallFacts.shell`)."""
 
 _CACHE_MAX = 512
 MAX_SEGMENTS = 32
@@ -114,10 +116,6 @@ _ENV_PRELUDE_SUBCOMMANDS = frozenset({"activate", "deactivate"})
 # Stage-setting programs that change the shell a later call runs in (its variables, its
 # directory, its activated environment); `echo`, `true` and `sleep` change nothing.
 _SHELL_CHANGES = frozenset({"cd", "source", ".", "export", "unset", "pushd", "popd"})
-SHELL_CHANGE_ACTIONS = _SHELL_CHANGES | frozenset(
-    f"{runner} {sub}" for runner in _ENV_RUNNERS for sub in _ENV_PRELUDE_SUBCOMMANDS
-)
-"""The actions of a line that only changes the shell (a write whose output is empty)."""
 _WRITE_PROGRAMS = frozenset({
     "tee", "patch", "cp", "mv", "rm", "rmdir", "touch", "mkdir", "ln", "chmod", "chown",
     "install", "truncate", "dd", "unzip", "tar", "gunzip", "make", "cmake", "javac", "gcc",
@@ -305,15 +303,24 @@ def _first_word(tokens: list[str], skip_value: bool = False) -> str:
 
 
 class CallFacts:
-    """What one call does: its action, and whether it writes, searches or waits."""
+    """What one call does: its action, and whether it writes, searches or waits.
 
-    __slots__ = ("action", "search", "wait", "write")
+    ``shell``: the call's only write is a change of the shell later calls run in
+    (``export``, ``cd``, ``source``, ``conda activate``...): no file is written, no
+    writing program runs. Its action alone cannot say so: ``cd /repo && echo x >
+    f.py`` has the action ``cd`` (``echo`` only sets the stage) and writes a file.
+    """
 
-    def __init__(self, action: str, write: bool, search: bool, wait: bool = False) -> None:
+    __slots__ = ("action", "search", "shell", "wait", "write")
+
+    def __init__(
+        self, action: str, write: bool, search: bool, wait: bool = False, shell: bool = False
+    ) -> None:
         self.action = action
         self.write = write
         self.search = search
         self.wait = wait
+        self.shell = shell
 
 
 _CODE_KEYS = ("code", "script", "source")
@@ -408,12 +415,16 @@ def shell_facts(text: str) -> CallFacts:
             continue
         if not action:
             action = f"{program} {sub}" if sub else program
+    shell_only = False
     if shell_change and not action:
         # A line that only sets the stage (`export JAVA_HOME=...`, `cd build`, `source
         # venv/bin/activate`) changes what the next call runs in, so the same command
-        # failing again after it is a retry in a changed shell, not a loop.
+        # failing again after it is a retry in a changed shell, not a loop. It is a
+        # change of the shell alone when nothing else on it writes (`cd /repo && echo
+        # x > f.py` writes a file).
+        shell_only = not write
         write = True
-    return CallFacts(action or fallback, write, search, wait)
+    return CallFacts(action or fallback, write, search, wait, shell_only)
 
 
 def plain_facts(tool: str, kind: str | None) -> CallFacts:

@@ -57,8 +57,9 @@ What it catches
       (by 1 to 3 calls), and changes no normally ended session and no judged
       not-loop;
     * what a failure echoes of its call is not news: the newest call's longer
-      argument strings (6 to 512 characters) and larger integers (100 and up)
-      are masked in its error (``ECHO_MIN``, ``ECHO_INT_MIN``). SQL reworded
+      argument strings (6 to 256 characters; arguments sent as a JSON object in
+      a string are read as that object) are masked in its error, longest first
+      (``ECHO_MIN``, ``ECHO_MAX``). SQL reworded
       eight times, each error quoting the query back ("no such column: x [SQL:
       SELECT ...]"), is one failure eight times. Only the answer to the newest
       call is read so (parallel calls keep their echoes); a command runner's
@@ -102,7 +103,8 @@ Threshold: 8 consecutive stale results (``threshold``, 3–100)
 
 Memory: 128 templates (``memory``), first in, first out; 4 bytes each in one
 ``bytearray`` (512 bytes when full). A template pushed out reads as news once.
-The newest call's echo: at most 4 values of at most 512 characters, with its key.
+The newest call's echo until its answer comes: at most 4 values of at most 256
+characters, with its key.
 
 Severity: critical, session scope
     Eight answers in a row that the agent already had, with nothing it wrote
@@ -131,7 +133,7 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 from msgspec import Meta, Struct, field
 
-from ..canonical import truncate_middle
+from ..canonical import as_object, truncate_middle
 from .base import (
     MASK_DIGITS,
     NO_OP_OUTCOME,
@@ -144,7 +146,7 @@ from .base import (
     says_only_status,
     squeeze_marks,
 )
-from .facts import FLAG_SEARCH, FLAG_WRITE, SHELL_CHANGE_ACTIONS
+from .facts import FLAG_SEARCH, FLAG_SHELL, FLAG_WRITE
 from .repeat import DEFAULT_POLLING_TOOLS
 
 SIGNAL_ID = "result-stall"
@@ -222,19 +224,35 @@ def _encodable(text: str) -> bool:
 
 ECHO_FIELDS, ECHO_VALUES = 8, 4
 """Top-level argument fields read for what an error may echo, and values kept of them."""
-ECHO_MIN, ECHO_MAX = 6, 512
+ECHO_MIN, ECHO_MAX = 6, 256
 """A string argument of this many characters, found in the call's error, is masked
-there: a failure that repeats its question says nothing new."""
-ECHO_INT_MIN = 100
-"""An integer argument at least this large (an offset, a page token, an id), likewise."""
+there: a failure that repeats its question says nothing new. (Numbers need no echo:
+a failure's template masks every digit.) The upper bound keeps the search of an error
+for its echoes cheap whatever a crafted call holds (a substring search may cost the
+product of the two lengths)."""
+ECHO_ARGS_TEXT = 8192
+"""Longest argument string read as a JSON object for its echoes (the contract's form
+``"{...}"``, which the OpenTelemetry bridge always sends)."""
+
+
+_NOTHING_TEXT_FIELDS = frozenset({
+    "query", "q", "search", "search_query", "searchquery", "term", "terms", "keyword",
+    "keywords", "text", "input", "question", "filter", "filters", "sort", "order", "status",
+    "state", "message", "msg", "note", "info", "detail", "reason", "type", "kind", "object",
+    "as_of", "timestamp", "time", "date", "generated_at", "retrieved_at", "updated_at",
+})
+"""The fields whose text a search's empty answer may carry: the echoed query, a status,
+when it was asked."""
 
 
 def found_nothing(payload: Any, depth: int = 0) -> bool:
     """Whether a search's structured answer (a JSON value, or JSON text) found nothing:
     an empty array or object, or an object whose containers are all empty (at least one:
-    the results) and whose other fields are at most three strings (the echoed query, a
-    status) and nulls, zeros or false. A count, an id or any non-empty container is a hit;
-    so is a record of more than three strings (a user found, with no orders)."""
+    the results) and whose other fields are nulls, zeros or false and at most three
+    strings under the names of an echoed query, a status or a time (``query``,
+    ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`). A count, any other string (an id, a
+    name, a cursor to the next page) or any non-empty container is a hit: a customer
+    found with no open tickets found something."""
     if type(payload) is str:
         if len(payload) > 1024 or payload[:1] not in ("{", "["):
             return False
@@ -249,7 +267,7 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     if not payload:
         return True
     empties = strings = 0
-    for value in payload.values():
+    for key, value in payload.items():
         kind = type(value)
         if kind is list:
             if value:
@@ -260,6 +278,8 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
                 return False  # one level of wrapping ({"data": {"items": []}}) at most
             empties += 1
         elif kind is str:
+            if key.lower() not in _NOTHING_TEXT_FIELDS:
+                return False
             strings += 1
         elif value is not None and value is not False and value != 0:
             return False
@@ -382,9 +402,11 @@ class ResultStall(Signal):
         return bool(state.latched)
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
-        # What the answer may echo back: the call's longer strings and larger numbers,
-        # kept for the newest call only (the usual case: its answer comes next).
+        # What the answer may echo back: the call's longer strings, kept for the newest
+        # call only (the usual case: its answer comes next) until that answer comes.
         args = call.args
+        if type(args) is str and not call.runner and len(args) <= ECHO_ARGS_TEXT:
+            args = as_object(args)  # a string holding a JSON object is that object
         if type(args) is not dict or call.runner:
             # A command runner's output quoting its command is a transcript, not an echo.
             if state.echo:
@@ -392,15 +414,17 @@ class ResultStall(Signal):
             return None
         echo: list[str] = []
         for value in islice(args.values(), ECHO_FIELDS):
-            kind = type(value)
-            if kind is str:
-                if ECHO_MIN <= len(value) <= ECHO_MAX and (value.isascii() or _encodable(value)):
-                    echo.append(value)  # (a lone surrogate could not be snapshotted)
-            elif kind is int and not -ECHO_INT_MIN < value < ECHO_INT_MIN:
-                echo.append(str(value))
-            if len(echo) == ECHO_VALUES:
-                break
+            if (
+                type(value) is str and ECHO_MIN <= len(value) <= ECHO_MAX
+                and (value.isascii() or _encodable(value))  # (a lone surrogate: no snapshot)
+            ):
+                echo.append(value)
+                if len(echo) == ECHO_VALUES:
+                    break
         if echo or state.echo:
+            # Longest first: a short value inside a longer one (the database named in
+            # the SQL) must not break the longer one before it is masked.
+            echo.sort(key=len, reverse=True)
             state.echo = tuple(echo)
             state.echo_key = call.key
         return None
@@ -425,7 +449,12 @@ class ResultStall(Signal):
             (outcome, result.tool, flags & FLAG_SEARCH) if result.failed
             else -outcome if masks_digits else outcome
         )
-        echo = state.echo if key and result.failed and key == state.echo_key else ()
+        echo: tuple[str, ...] = ()
+        if key and key == state.echo_key and state.echo:
+            if result.failed:
+                echo = state.echo
+            # The echo is for the newest call's answer: once it came, it is done with.
+            state.echo = ()
         cached = self._codes.get(memo) if outcome and not echo else None
         if cached is None and outcome and not result.failed and (
             type(result.event.result) is not str or is_json_text(result.event.result)
@@ -460,7 +489,7 @@ class ResultStall(Signal):
                         if flags & FLAG_SEARCH:
                             return self._stale(state, _NOTHING, result, b"(nothing found)")
                         if flags & FLAG_WRITE:
-                            if result.action in SHELL_CHANGE_ACTIONS:
+                            if flags & FLAG_SHELL:
                                 # `export X=...` answers nothing and changes no file: it
                                 # is a write for the futile-write rule, but no news.
                                 return None
@@ -502,6 +531,8 @@ class ResultStall(Signal):
             if finding is not None:
                 return finding
         if cached is _FOUND_NOTHING:
+            if polled:
+                return None  # the same search answered anew (a timestamp): a poll
             return self._stale(state, _NOTHING, result, masked)
         if (
             not flags & FLAG_SEARCH
@@ -645,10 +676,11 @@ class ResultStall(Signal):
                 detail={"count": count, "threshold": self.futile_writes, "rule": rule,
                         "tools": list(state.tools), "latest": state.sample},
             )
-        count = max(state.run, state.mask.bit_count())
         if state.run >= self.threshold:
+            count = state.run
             results, calls = f"{count} tool results in a row", f"last {count} tool calls"
         else:  # the interleaved rule: stale answers with news between them
+            count = state.mask.bit_count()
             results = f"{count} of the last {self.window} tool results"
             calls = f"{count} of your last {self.window} tool calls"
         return Finding(

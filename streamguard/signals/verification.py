@@ -85,6 +85,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from enum import IntEnum
 from typing import ClassVar
 
@@ -172,12 +173,23 @@ class VerificationConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True,
     user_input_tools: list[str] = field(default_factory=lambda: list(DEFAULT_USER_INPUT_TOOLS))
 
     def _compile(self) -> None:
+        def matcher(patterns: list[str]) -> Callable[[str], re.Match[str] | None]:
+            return re.compile("|".join(fnmatch.translate(p.lower()) for p in patterns)).match
+
         matchers = []
+        by_end: list[str] = []
         for kind in _CLASSIFY_ORDER:
             patterns = getattr(self, f"{kind}_tools")
+            if kind == "resolve":
+                # A resolve glob that names only the end (`*_search`: web_search,
+                # code_search) yields to a verb at the start: `create_search` and
+                # `save_search` write, so those globs are tried after the write globs.
+                by_end = [p for p in patterns if p.startswith("*")]
+                patterns = [p for p in patterns if not p.startswith("*")]
             if patterns:
-                joined = "|".join(fnmatch.translate(p.lower()) for p in patterns)
-                matchers.append((kind, re.compile(joined).match))
+                matchers.append((kind, matcher(patterns)))
+            if kind == "write" and by_end:
+                matchers.append(("resolve", matcher(by_end)))
         self._matchers = tuple(matchers)
         self._cache: dict[str, str | None] = {}
 
