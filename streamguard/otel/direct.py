@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import msgspec
 from msgspec import Struct
 
 from ..events import MAX_COUNT, MAX_NAME_CHARS, MAX_NESTING, MAX_TS, encoder
@@ -38,14 +37,13 @@ from .mapping import (
     _agent,
     _attribute_session,
     _session_plan,
+    _sessions_named,
     _span_items,
     map_logs,
     span_kind,
 )
 from .otlp import LogRecordView, SpanRecord
-from .records import EventItems, SessionEntries, session_records
-
-_encode_records = msgspec.msgpack.Encoder().encode
+from .records import EventItems, SessionEntries, grouped_records, session_records
 
 
 class SessionBatch(Struct, gc=False):
@@ -77,6 +75,9 @@ def span_session_records(
                 add_found(value)
                 continue
         add_found(_attribute_session(span.attrs, span.resource, keys))
+    # A trace's session as this payload names it first; the memory only for traces it
+    # does not name (an earlier claim, by another producer, does not outrank a sibling).
+    named = _sessions_named(spans, found) if uses_trace else {}
     if traces is not None:
         learn = traces.learn
         for span, session in zip(spans, found, strict=True):
@@ -105,33 +106,39 @@ def span_session_records(
             continue
         if session is None:
             if uses_trace:
-                learned = traces.get(span.trace_id) if traces is not None else None
+                learned = named.get(span.trace_id)
+                if learned is None and traces is not None:
+                    learned = traces.get(span.trace_id)
                 session = learned if learned is not None else (span.trace_id or None)
             if session is None:
                 ignored["no_session"] = ignored.get("no_session", 0) + 1
                 continue
-        encoded: EventItems | None = None
-        trace_id = span.trace_id
-        agent = attrs.get("gen_ai.agent.name")
-        if type(agent) is not str or not 0 < len(agent) <= MAX_NAME_CHARS:
-            agent = _agent(attrs, span.resource)
-        if agent is not None and trace_id:
-            if kind == "tool":
-                encoded = _tool_items(span, attrs, session, agent, short)
-            elif kind == "inference":
-                encoded = _inference_items(span, attrs, session, agent)
-        if encoded is None:
-            # the reference, for everything the fast path does not take
-            result = _span_items(span, kind, session, config)
-            if isinstance(result, str):
-                ignored[result] = ignored.get(result, 0) + 1
-                continue
-            items = result.items
-            if len(items) == 1:
-                t, rank, event = items[0]
-                encoded = [(t, rank, encode(event))]
-            else:
-                encoded = [(t, rank, encode(event)) for t, rank, event in items]
+        try:
+            encoded: EventItems | None = None
+            trace_id = span.trace_id
+            agent = attrs.get("gen_ai.agent.name")
+            if type(agent) is not str or not 0 < len(agent) <= MAX_NAME_CHARS:
+                agent = _agent(attrs, span.resource)
+            if agent is not None and trace_id:
+                if kind == "tool":
+                    encoded = _tool_items(span, attrs, session, agent, short)
+                elif kind == "inference":
+                    encoded = _inference_items(span, attrs, session, agent)
+            if encoded is None:
+                # the reference, for everything the fast path does not take
+                result = _span_items(span, kind, session, config)
+                if isinstance(result, str):
+                    ignored[result] = ignored.get(result, 0) + 1
+                    continue
+                items = result.items
+                if len(items) == 1:
+                    t, rank, event = items[0]
+                    encoded = [(t, rank, encode(event))]
+                else:
+                    encoded = [(t, rank, encode(event)) for t, rank, event in items]
+        except Exception:  # one span's odd values fail it alone, not its payload
+            ignored["mapping_error"] = ignored.get("mapping_error", 0) + 1
+            continue
         mapped += 1
         key = f"{trace_id}:{span_id}"
         entries = grouped.get(session)
@@ -139,9 +146,7 @@ def span_session_records(
             grouped[session] = [(key, encoded)]
         else:
             entries.append((key, encoded))
-    return SessionBatch(
-        [(session, _encode_records(entries)) for session, entries in grouped.items()], mapped, ignored
-    )
+    return SessionBatch(grouped_records(grouped), mapped, ignored)
 
 
 def _tool_items(

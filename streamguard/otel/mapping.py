@@ -72,7 +72,9 @@ AGENT_OPERATIONS = frozenset({"invoke_agent"})
 TEXT_FINISH_REASONS = frozenset({"stop", "end_turn", "length", "max_tokens", "stop_sequence"})
 CHARS_PER_TOKEN = 4
 
-IgnoredReason = Literal["not_genai", "no_session", "no_span_id", "no_tool_name", "unknown_log_event"]
+IgnoredReason = Literal[
+    "not_genai", "no_session", "no_span_id", "no_tool_name", "unknown_log_event", "mapping_error"
+]
 
 _json = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder().encode
@@ -335,6 +337,8 @@ def span_kind(span: SpanRecord) -> Literal["tool", "inference", "agent", None]:
     """What a span is, by the GenAI conventions or OpenInference's span kind."""
     attrs = span.attrs
     operation = attrs.get("gen_ai.operation.name")
+    if type(operation) is not str and operation is not None:
+        operation = ""  # a list or a number names no operation (and is no set member)
     if operation == "execute_tool":
         return "tool"
     if operation in INFERENCE_OPERATIONS:
@@ -362,6 +366,15 @@ def span_kind(span: SpanRecord) -> Literal["tool", "inference", "agent", None]:
         ):
             return "inference"  # older conventions (≤ 1.26) had no operation name
     return None
+
+
+def _sessions_named(spans: list[SpanRecord], found: list[str | None]) -> dict[str, str]:
+    """Each trace's session as the first of its spans in one payload that names one."""
+    named: dict[str, str] = {}
+    for span, session in zip(spans, found, strict=True):
+        if session is not None and span.trace_id and span.trace_id not in named:
+            named[span.trace_id] = session
+    return named
 
 
 @lru_cache(maxsize=64)
@@ -545,9 +558,7 @@ def _inference_events(
     cost = attrs.get(_COST_KEYS[0])
     if cost is None or cost == "":
         cost = _first(attrs, _COST_KEYS)
-    cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
-    if cost_usd is not None and not 0 <= cost_usd <= MAX_USD:
-        cost_usd = None
+    cost_usd = _usd(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
     turn = span.trace_id or None
     end_ns = span.end_ns
     ts = _seconds(end_ns)
@@ -645,6 +656,18 @@ def _span_items(
     return Mapped(session, key, [(span.end_ns, RANK_TURN_END, end)])
 
 
+def _mapped_alone(
+    span: SpanRecord, kind: Literal["tool", "inference", "agent"], session: str, config: MappingConfig
+) -> Mapped | IgnoredReason:
+    """:func:`_span_items`, with any failure of this span's values its own
+    (``mapping_error``): a payload mixes the spans of many sessions, and one span no
+    rule foresaw must not take the others with it to the dead-letter topic."""
+    try:
+        return _span_items(span, kind, session, config)
+    except Exception:
+        return "mapping_error"
+
+
 def map_span(
     span: SpanRecord, config: MappingConfig, traces: TraceSessions | None = None
 ) -> Mapped | IgnoredReason:
@@ -665,15 +688,28 @@ def map_span(
 # ------------------------------------------------------------------------- logs
 
 
+def _usd(value: Any) -> float | None:
+    """A cost in USD within the contract's bounds, or None (a number of 400 digits, a
+    string that is none, infinity)."""
+    try:
+        usd = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return usd if 0 <= usd <= MAX_USD else None
+
+
 def _log_time(record: LogRecordView) -> int:
     if record.time_ns > 0:
         return record.time_ns
     stamp = record.attrs.get("event.timestamp")
     if isinstance(stamp, str):
         try:
-            return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1e9)
-        except ValueError:
+            time_ns = int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1e9)
+        except (ValueError, OverflowError):
             pass
+        else:
+            if 0 < time_ns < 2**63:  # year 9999 or 0001 is no time a record can carry
+                return time_ns
     return record.observed_ns
 
 
@@ -737,12 +773,7 @@ def map_log(record: LogRecordView, config: MappingConfig) -> Mapped | IgnoredRea
             for k in ("input_tokens", "cache_read_tokens", "cache_creation_tokens")
         )
         cost = attrs.get("cost_usd")
-        try:
-            cost_usd: float | None = float(cost) if cost is not None else None
-        except (TypeError, ValueError):
-            cost_usd = None
-        if cost_usd is not None and not 0 <= cost_usd <= MAX_USD:
-            cost_usd = None
+        cost_usd = _usd(cost) if cost is not None else None
         usage = Usage(
             session=session, agent=agent, ts=ts, turn=turn, model=_name(attrs.get("model")),
             input_tokens=min(context, MAX_COUNT) if input_tokens is not None else None,
@@ -801,6 +832,7 @@ def map_spans(
     spans = spans if isinstance(spans, list) else list(spans)
     keys, uses_trace = _session_plan(config.session_keys)
     found = [_attribute_session(span.attrs, span.resource, keys) for span in spans]
+    named = _sessions_named(spans, found) if uses_trace else {}
     if traces is not None:
         learn = traces.learn
         for span, session in zip(spans, found, strict=True):
@@ -823,9 +855,11 @@ def map_spans(
                 result = "not_genai"
             else:
                 if session is None and uses_trace:
-                    learned = traces.get(span.trace_id) if traces is not None else None
+                    learned = named.get(span.trace_id)
+                    if learned is None and traces is not None:
+                        learned = traces.get(span.trace_id)
                     session = learned if learned is not None else (span.trace_id or None)
-                result = "no_session" if session is None else _span_items(span, kind, session, config)
+                result = "no_session" if session is None else _mapped_alone(span, kind, session, config)
         if isinstance(result, str):
             ignored[result] = ignored.get(result, 0) + 1
         else:
@@ -837,7 +871,10 @@ def map_logs(records: Iterable[LogRecordView], config: MappingConfig) -> BatchRe
     mapped: list[Mapped] = []
     ignored: dict[str, int] = {}
     for record in records:
-        result = map_log(record, config)
+        try:
+            result = map_log(record, config)
+        except Exception:  # one record's odd values fail it alone, not its payload
+            result = "mapping_error"
         if isinstance(result, str):
             ignored[result] = ignored.get(result, 0) + 1
         else:

@@ -49,6 +49,22 @@ class OtlpError(ValueError):
         self.reason: OtlpErrorReason = reason
 
 
+def _containers(resources: Any, scopes_of: str) -> Any:
+    """``resources`` after a check that they and their scopes number at most
+    :data:`MAX_RECORDS_PER_PAYLOAD`: a payload of millions of empty containers holds no
+    span, and walking it would hold the bridge for seconds (16 MiB of them is 8 million
+    resources, and a few kilobytes gzipped)."""
+    count = len(resources)
+    if count <= MAX_RECORDS_PER_PAYLOAD:
+        for resource in resources:
+            count += len(getattr(resource, scopes_of))
+            if count > MAX_RECORDS_PER_PAYLOAD:
+                break
+    if count > MAX_RECORDS_PER_PAYLOAD:
+        raise OtlpError("too_large", f"more than {MAX_RECORDS_PER_PAYLOAD} resources and scopes")
+    return resources
+
+
 class AttributeFilter(Struct, frozen=True, gc=False):
     """Which attributes a decode keeps: the exact ``keys`` and any key starting with
     one of ``prefixes`` (flattened message lists); span events only when their
@@ -212,20 +228,34 @@ def _nanos(value: int | str) -> int:
     return parsed if 0 <= parsed < 2**64 else 0
 
 
-def _json_id(value: str) -> str:
-    """OTLP/JSON ids are hex; some writers use base64 (protobuf's JSON mapping)."""
+TRACE_ID_HEX, SPAN_ID_HEX = 32, 16
+"""An id of any other length is no id (OTLP: 16 and 8 bytes): it reads as absent, so a
+megabyte of "trace id" can become no session, no key, no memory entry."""
+
+
+def _json_id(value: str, size: int = SPAN_ID_HEX) -> str:
+    """OTLP/JSON ids are hex; some writers use base64 (protobuf's JSON mapping). ``size``:
+    the hex length of a valid id; an id of another length is absent (``""``)."""
     if not value:
         return ""
-    if len(value) in (16, 32):
+    if len(value) == size:
         try:
             int(value, 16)
             return value.lower()
         except ValueError:
             pass
+    if len(value) > 2 * size:
+        return ""  # longer than any encoding of a valid id
     try:
-        return base64.b64decode(value, validate=True).hex()
+        decoded = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         raise OtlpError("malformed_otlp", f"id is neither hex nor base64: {value[:40]!r}") from None
+    return decoded.hex() if 2 * len(decoded) == size else ""
+
+
+def _proto_id(value: bytes, size: int) -> str:
+    """A protobuf id as hex, or ``""`` when it is not ``size`` hex digits long."""
+    return value.hex() if 2 * len(value) == size else ""
 
 
 def _json_value(value: _JAnyValue | None, depth: int = 0) -> Any:
@@ -323,7 +353,7 @@ def _spans_from_json(data: bytes, wanted: AttributeFilter | None) -> list[SpanRe
     trace_ids: dict[str, str] = {}
     keys = wanted.keys if wanted is not None else None
     prefixes = wanted.prefixes if wanted is not None else ()
-    for rs in traces.resource_spans:
+    for rs in _containers(traces.resource_spans, "scope_spans"):
         resource = _json_attrs(rs.resource.attributes, wanted) if rs.resource is not None else {}
         for ss in rs.scope_spans:
             spans = ss.spans
@@ -341,7 +371,7 @@ def _spans_from_json(data: bytes, wanted: AttributeFilter | None) -> list[SpanRe
                 raw_trace = span.trace_id
                 trace_id = trace_ids.get(raw_trace)
                 if trace_id is None:
-                    trace_id = trace_ids[raw_trace] = _json_id(raw_trace)
+                    trace_id = trace_ids[raw_trace] = _json_id(raw_trace, TRACE_ID_HEX)
                 parent = span.parent_span_id
                 attributes = span.attributes
                 if keys is None or len(attributes) > MAX_ATTRIBUTES:
@@ -390,7 +420,7 @@ def _spans_from_json(data: bytes, wanted: AttributeFilter | None) -> list[SpanRe
 def _logs_from_json(data: bytes, wanted: AttributeFilter | None) -> list[LogRecordView]:
     logs: _JLogsData = _json_decode(_logs_json, data)
     out: list[LogRecordView] = []
-    for rl in logs.resource_logs:
+    for rl in _containers(logs.resource_logs, "scope_logs"):
         resource = _json_attrs(rl.resource.attributes, wanted) if rl.resource is not None else {}
         for sl in rl.scope_logs:
             for rec in sl.log_records:
@@ -404,7 +434,7 @@ def _logs_from_json(data: bytes, wanted: AttributeFilter | None) -> list[LogReco
                         _json_value(rec.body),
                         _json_attrs(rec.attributes, wanted),
                         resource,
-                        _json_id(rec.trace_id),
+                        _json_id(rec.trace_id, TRACE_ID_HEX),
                         _json_id(rec.span_id),
                     )
                 )
@@ -511,7 +541,7 @@ def _spans_from_proto(data: bytes, wanted: AttributeFilter | None) -> list[SpanR
     traces = _proto_parse(traces_cls, decode_error, data)
     out: list[SpanRecord] = []
     append = out.append
-    for rs in traces.resource_spans:
+    for rs in _containers(traces.resource_spans, "scope_spans"):
         resource = _proto_attrs(rs.resource.attributes, wanted)
         for ss in rs.scope_spans:
             spans = ss.spans
@@ -522,9 +552,9 @@ def _spans_from_proto(data: bytes, wanted: AttributeFilter | None) -> list[SpanR
                 events = span.events
                 append(
                     SpanRecord(
-                        span.trace_id.hex(),
-                        span.span_id.hex(),
-                        span.parent_span_id.hex(),
+                        _proto_id(span.trace_id, TRACE_ID_HEX),
+                        _proto_id(span.span_id, SPAN_ID_HEX),
+                        _proto_id(span.parent_span_id, SPAN_ID_HEX),
                         span.name,
                         span.start_time_unix_nano,
                         span.end_time_unix_nano,
@@ -542,7 +572,7 @@ def _logs_from_proto(data: bytes, wanted: AttributeFilter | None) -> list[LogRec
     _, logs_cls, decode_error = _proto_modules()
     logs = _proto_parse(logs_cls, decode_error, data)
     out: list[LogRecordView] = []
-    for rl in logs.resource_logs:
+    for rl in _containers(logs.resource_logs, "scope_logs"):
         resource = _proto_attrs(rl.resource.attributes, wanted)
         for sl in rl.scope_logs:
             records = sl.log_records
@@ -557,8 +587,8 @@ def _logs_from_proto(data: bytes, wanted: AttributeFilter | None) -> list[LogRec
                         _proto_value(rec.body) if rec.HasField("body") else None,
                         _proto_attrs(rec.attributes, wanted),
                         resource,
-                        rec.trace_id.hex(),
-                        rec.span_id.hex(),
+                        _proto_id(rec.trace_id, TRACE_ID_HEX),
+                        _proto_id(rec.span_id, SPAN_ID_HEX),
                     )
                 )
     return out

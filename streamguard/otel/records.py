@@ -9,6 +9,11 @@ while every record still belongs to exactly one session and so to one
 partition. Events are carried as their contract-v1 JSON without ``seq``:
 stage 2 only appends the ``seq`` it assigns.
 
+A session's pairs go into records of at most :data:`MAX_RECORD_BYTES` (a
+payload of many spans of one session is several records, consecutive on its
+partition): a broker refuses a record over its ``message.max.bytes`` (1 MB by
+default) for good, and a refused record would stop the bridge at every restart.
+
 Records written before this grouping (one pair per record, ``[key, items]``)
 are still read.
 """
@@ -22,6 +27,12 @@ from .mapping import Mapped
 
 EventItems = list[tuple[int, int, bytes]]
 SessionEntries = list[tuple[str, EventItems]]
+
+MAX_RECORD_BYTES = 512 * 1024
+"""Largest sessions-topic record written (bytes of event JSON and keys, estimated before
+encoding; a record holds at least one span's events, which the mapping bounds)."""
+_PAIR_OVERHEAD = 32
+"""msgpack's framing of one ``(key, items)`` pair and its items, at most, in bytes."""
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode_grouped = msgspec.msgpack.Decoder(SessionEntries).decode
@@ -48,7 +59,35 @@ def session_records(mapped: list[Mapped]) -> list[tuple[str, bytes]]:
             grouped[record.session] = [(record.key, encoded)]
         else:
             entries.append((record.key, encoded))
-    return [(session, _encode(entries)) for session, entries in grouped.items()]
+    return grouped_records(grouped)
+
+
+def grouped_records(grouped: dict[str, SessionEntries]) -> list[tuple[str, bytes]]:
+    """Each session's pairs as ``(session, value)`` records of at most
+    :data:`MAX_RECORD_BYTES`, in the order each session first appears, a session's
+    records in the order of its pairs."""
+    out: list[tuple[str, bytes]] = []
+    for session, entries in grouped.items():
+        size = 0
+        for key, items in entries:
+            size += len(key) + _PAIR_OVERHEAD
+            for item in items:
+                size += len(item[2]) + _PAIR_OVERHEAD
+        if size <= MAX_RECORD_BYTES:
+            out.append((session, _encode(entries)))  # nearly always: one record
+            continue
+        chunk: SessionEntries = []
+        size = 0
+        for entry in entries:
+            key, items = entry
+            entry_size = len(key) + _PAIR_OVERHEAD + sum(len(i[2]) + _PAIR_OVERHEAD for i in items)
+            if chunk and size + entry_size > MAX_RECORD_BYTES:
+                out.append((session, _encode(chunk)))
+                chunk, size = [], 0
+            chunk.append(entry)
+            size += entry_size
+        out.append((session, _encode(chunk)))
+    return out
 
 
 def decode_session_record(value: bytes) -> SessionEntries:
@@ -60,4 +99,4 @@ def decode_session_record(value: bytes) -> SessionEntries:
         return [_decode_single(value)]
 
 
-__all__ = ["SessionEntries", "decode_session_record", "session_records"]
+__all__ = ["MAX_RECORD_BYTES", "SessionEntries", "decode_session_record", "grouped_records", "session_records"]

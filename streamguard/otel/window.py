@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import OrderedDict, deque
+from itertools import islice
 from typing import Any
 
 import msgspec
@@ -282,29 +283,38 @@ class ReorderWindow:
         """Forget the least recently active idle sessions beyond ``max_sessions``,
         never ``arriving``: its events are about to be held (forgetting it would
         lose them, and their offsets would hold back every commit)."""
-        if len(self.sessions) <= self.max_sessions:
+        sessions = self.sessions
+        excess = len(sessions) - self.max_sessions
+        if excess <= 0:
             return
-        for session in list(self.sessions):
-            if len(self.sessions) <= self.max_sessions:
-                break
-            if session != arriving and not self.sessions[session].pending:
-                del self.sessions[session]
-                self.changed.add(session)
-                self.stats.evicted += 1
+        # From the least recently active end, and no further than needed: copying every
+        # session's name for each one arriving at a full window made a poll of new
+        # sessions cost seconds (the window's bound is 100,000).
+        forgotten: list[str] = []
+        for session, state in sessions.items():
+            if session != arriving and not state.pending:
+                forgotten.append(session)
+                if len(forgotten) == excess:
+                    break
+        for session in forgotten:
+            del sessions[session]
+            self.changed.add(session)
+        self.stats.evicted += len(forgotten)
 
     def sweep(self, now: float, limit: int = 10_000) -> int:
         """Expire sessions idle for ``session_ttl_s`` (oldest first, at most ``limit``)."""
-        expired = 0
         horizon = now - self.session_ttl_s
-        for session in list(self.sessions)[:limit]:
-            state = self.sessions[session]
+        idle: list[str] = []
+        # Oldest first, and only as far as the first session still active.
+        for session, state in islice(self.sessions.items(), limit):
             if state.last_active > horizon:
                 break
-            if state.pending:
-                continue
+            if not state.pending:
+                idle.append(session)
+        for session in idle:
             del self.sessions[session]
             self.changed.add(session)
-            expired += 1
+        expired = len(idle)
         self.stats.expired += expired
         return expired
 
