@@ -43,8 +43,12 @@ READ_TIMEOUT_S = 30.0
 REASONS = {
     200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
     411: "Length Required", 413: "Payload Too Large", 415: "Unsupported Media Type",
-    503: "Service Unavailable",
+    501: "Not Implemented", 503: "Service Unavailable",
 }
+BUFFERED_BODIES = 4
+"""Request bodies of ``max_payload_bytes`` the receiver holds at once, at most, across
+its connections: past that, a request is answered 503 (retryable) rather than read, so
+a few slow or many small-chunked uploads cannot take the bridge's memory."""
 PATHS = {"/v1/traces": "traces", "/v1/logs": "logs"}
 
 
@@ -86,6 +90,22 @@ def error_status(code: int, message: str, *, json: bool) -> bytes:
     return _varint(1 << 3 | 0) + _varint(code) + _field(2, message.encode())
 
 
+class BodyBudget:
+    """Bytes of request bodies held at once, bounded (see :data:`BUFFERED_BODIES`)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def take(self, size: int) -> None:
+        if self.held + size > self.limit:
+            raise HttpError(503, "too many request bodies in flight; retry")
+        self.held += size
+
+    def give(self, size: int) -> None:
+        self.held -= size
+
+
 class HttpError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -109,34 +129,46 @@ async def _chunk_line(reader: asyncio.StreamReader) -> bytes:
     return line[:-2]
 
 
-async def read_chunked(reader: asyncio.StreamReader, limit: int) -> bytes:
+async def read_chunked(
+    reader: asyncio.StreamReader, limit: int, budget: BodyBudget | None = None
+) -> bytes:
     """A chunked body (RFC 9112 §7.1): ``size[;ext] CRLF data CRLF`` ... ``0 CRLF``,
     trailers, ``CRLF``. 413 as soon as the chunks announced pass ``limit``; 400 for
     any framing that is not exactly this (sizes are hex digits only: no sign, no
-    ``0x``, no spaces, at most 16 of them)."""
-    parts: list[bytes] = []
-    total = 0
-    while True:
-        size_text = (await _chunk_line(reader)).split(b";", 1)[0]
-        if not size_text or len(size_text) > 16 or not _HEX_DIGITS.issuperset(size_text):
-            raise HttpError(400, f"bad chunk size {size_text[:20]!r}")
-        size = int(size_text, 16)
-        if size == 0:
-            break
-        total += size
-        if total > limit:
-            raise HttpError(413, f"chunked body over max_payload_bytes ({limit} bytes)")
-        parts.append(await reader.readexactly(size))
-        if await reader.readexactly(2) != b"\r\n":
-            raise HttpError(400, "chunk data not followed by CRLF")
-    trailers = 0
-    while True:  # trailer fields, ignored, bounded like a head
-        line = await _chunk_line(reader)
-        if not line:
-            return b"".join(parts)
-        trailers += len(line)
-        if trailers > MAX_HEAD_BYTES:
-            raise HttpError(400, "trailers too large")
+    ``0x``, no spaces, at most 16 of them). The body grows in one buffer (a list of
+    two-byte chunks would hold some 40 bytes of objects per byte sent), each chunk
+    taken from ``budget`` before it is read; the caller gives back ``len(body)``, and
+    what a failed read took is given back here."""
+    body = bytearray()
+    taken = 0
+    try:
+        while True:
+            size_text = (await _chunk_line(reader)).split(b";", 1)[0]
+            if not size_text or len(size_text) > 16 or not _HEX_DIGITS.issuperset(size_text):
+                raise HttpError(400, f"bad chunk size {size_text[:20]!r}")
+            size = int(size_text, 16)
+            if size == 0:
+                break
+            if len(body) + size > limit:
+                raise HttpError(413, f"chunked body over max_payload_bytes ({limit} bytes)")
+            if budget is not None:
+                budget.take(size)
+                taken += size
+            body += await reader.readexactly(size)
+            if await reader.readexactly(2) != b"\r\n":
+                raise HttpError(400, "chunk data not followed by CRLF")
+        trailers = 0
+        while True:  # trailer fields, ignored, bounded like a head
+            line = await _chunk_line(reader)
+            if not line:
+                return bytes(body)
+            trailers += len(line)
+            if trailers > MAX_HEAD_BYTES:
+                raise HttpError(400, "trailers too large")
+    except BaseException:
+        if budget is not None:
+            budget.give(taken)
+        raise
 
 
 class OtlpReceiver(HttpListener):
@@ -155,6 +187,7 @@ class OtlpReceiver(HttpListener):
         self.producer = producer
         self.config = config
         self.metrics = metrics
+        self.budget = BodyBudget(BUFFERED_BODIES * config.max_payload_bytes)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -197,17 +230,21 @@ class OtlpReceiver(HttpListener):
         json = content_type == "application/json"
         keep = headers.get("connection", "").lower() != "close"
         kind = PATHS.get(path)
+        held = 0
         try:
             if kind is None:
                 raise HttpError(404, f"no such path {path[:100]!r}: POST /v1/traces or /v1/logs")
-            body = await self._read_body(reader, headers)
             if method != "POST":
-                raise HttpError(405, "only POST")
+                raise HttpError(405, "only POST")  # before the body: there is none to read
+            body = await self._read_body(reader, headers)
+            held = len(body)
             if content_type not in ("application/x-protobuf", "application/json"):
                 raise HttpError(415, "Content-Type must be application/x-protobuf or application/json")
             encoding = headers.get("content-encoding", "identity").lower()
             if encoding == "gzip":
                 body = self._gunzip(body)
+                self.budget.take(len(body))  # the inflated body is held too
+                held += len(body)
             elif encoding not in ("identity", ""):
                 raise HttpError(415, f"unsupported Content-Encoding {encoding[:40]!r}")
             rejected, message = self._check(kind, body, json)
@@ -218,6 +255,8 @@ class OtlpReceiver(HttpListener):
                 "application/json" if json else "application/x-protobuf", False,
             )
             return False  # the body may be unread: this connection is done
+        finally:
+            self.budget.give(held)
         await self._respond(
             writer, path, 200, export_response(kind, rejected, message, json=json),
             "application/json" if json else "application/x-protobuf", keep,
@@ -237,14 +276,21 @@ class OtlpReceiver(HttpListener):
                 raise HttpError(400, "both Transfer-Encoding and Content-Length")
             if transfer.strip().lower() != "chunked":
                 raise HttpError(501, f"unsupported Transfer-Encoding {transfer[:40]!r}: only chunked")
-            return await read_chunked(reader, limit)
+            return await read_chunked(reader, limit, self.budget)
         length_text = headers.get("content-length")
         if length_text is None or not length_text.isdigit() or not length_text.isascii():
             raise HttpError(411, "Content-Length (or Transfer-Encoding: chunked) is required")
+        if len(length_text) > 18:  # past any limit (and past what int() may parse)
+            raise HttpError(413, "Content-Length over max_payload_bytes")
         length = int(length_text)
         if length > limit:
             raise HttpError(413, f"{length} bytes, over max_payload_bytes")
-        return await reader.readexactly(length)
+        self.budget.take(length)
+        try:
+            return await reader.readexactly(length)
+        except BaseException:
+            self.budget.give(length)
+            raise
 
     def _gunzip(self, body: bytes) -> bytes:
         limit = self.config.max_payload_bytes
@@ -255,6 +301,10 @@ class OtlpReceiver(HttpListener):
             raise HttpError(400, f"not gzip: {exc}") from None
         if len(out) > limit or inflater.unconsumed_tail:
             raise HttpError(413, "decompressed body over max_payload_bytes")
+        if not inflater.eof:
+            raise HttpError(400, "gzip body cut short")
+        if inflater.unused_data:
+            raise HttpError(400, "data after the gzip body")
         return out
 
     def _check(self, kind: str, body: bytes, json: bool) -> tuple[int, str]:

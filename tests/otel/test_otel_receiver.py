@@ -233,3 +233,75 @@ async def test_a_client_that_stops_mid_chunk_is_dropped_and_the_receiver_goes_on
     assert await exchange(receiver, b"GET / HTTP/1.1\r\n" + b"X: " + b"h" * 70_000 + b"\r\n\r\n") == b""
     # the receiver still serves: nothing a client sent stopped it
     assert await export_with_sdk(receiver, sdk_loop_spans()) is SpanExportResult.SUCCESS
+
+
+async def test_a_get_is_refused_before_any_body_is_awaited(receiver: OtlpReceiver) -> None:
+    answer = await exchange(receiver, b"GET /v1/traces HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status_of(answer) == 405
+    options = await exchange(receiver, b"OPTIONS /v1/logs HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status_of(options) == 405
+
+
+async def test_a_length_of_a_thousand_digits_is_too_large_not_a_dropped_connection(
+    receiver: OtlpReceiver,
+) -> None:
+    request = (
+        b"POST /v1/traces HTTP/1.1\r\nContent-Type: application/x-protobuf\r\n"
+        b"Content-Length: " + b"9" * 1000 + b"\r\n\r\n"
+    )
+    assert status_of(await exchange(receiver, request)) == 413
+    coding = (
+        b"POST /v1/traces HTTP/1.1\r\nContent-Type: application/x-protobuf\r\n"
+        b"Transfer-Encoding: compress\r\n\r\n"
+    )
+    assert (await exchange(receiver, coding)).startswith(b"HTTP/1.1 501 Not Implemented\r\n")
+
+
+async def test_gzip_cut_short_or_followed_by_more_is_refused(receiver: OtlpReceiver) -> None:
+    body = gzip.compress(spans_proto(sdk_loop_spans()))
+
+    def post(data: bytes) -> bytes:
+        return (
+            b"POST /v1/traces HTTP/1.1\r\nContent-Type: application/x-protobuf\r\n"
+            b"Content-Encoding: gzip\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(data)
+        ) + data
+
+    assert status_of(await exchange(receiver, post(body))) == 200
+    assert status_of(await exchange(receiver, post(body[:-9]))) == 400
+    assert status_of(await exchange(receiver, post(body + b"more"))) == 400
+    assert len(sent(receiver)) == 1
+
+
+async def until(condition: Any) -> None:
+    """Yield to the receiver until ``condition()`` holds (callers bound the wait)."""
+    while not condition():
+        await asyncio.sleep(0)
+
+
+async def test_request_bodies_held_at_once_are_bounded(receiver: OtlpReceiver) -> None:
+    """Uploads that hold their bodies open take the budget; past it a request is told
+    to retry (503) instead of being read, and the budget comes back when they end."""
+    from streamguard.otel.receiver import BUFFERED_BODIES
+
+    held = []
+    for _ in range(BUFFERED_BODIES):  # each announces a whole body and sends half of it
+        reader, writer = await asyncio.open_connection("127.0.0.1", receiver.port)
+        writer.write(
+            b"POST /v1/traces HTTP/1.1\r\nContent-Type: application/x-protobuf\r\n"
+            b"Content-Length: %d\r\n\r\n" % LIMIT + b"\0" * (LIMIT // 2)
+        )
+        await writer.drain()
+        held.append((reader, writer))
+    # the receiver takes each one's share as it starts reading its body
+    await asyncio.wait_for(until(lambda: receiver.budget.held == BUFFERED_BODIES * LIMIT), 10)
+    body = spans_proto(sdk_loop_spans())
+    request = (
+        b"POST /v1/traces HTTP/1.1\r\nContent-Type: application/x-protobuf\r\nConnection: close\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body)
+    ) + body
+    assert status_of(await exchange(receiver, request)) == 503
+    for _, writer in held:
+        writer.close()
+    await asyncio.wait_for(until(lambda: receiver.budget.held == 0), 10)
+    assert status_of(await exchange(receiver, request)) == 200
