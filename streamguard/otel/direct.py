@@ -77,7 +77,7 @@ def span_session_records(
         add_found(_attribute_session(span.attrs, span.resource, keys))
     # A trace's session as this payload names it first; the memory only for traces it
     # does not name (an earlier claim, by another producer, does not outrank a sibling).
-    named = _sessions_named(spans, found) if uses_trace else {}
+    named = _sessions_named(spans, found) if uses_trace and None in found else {}
     if traces is not None:
         learn = traces.learn
         for span, session in zip(spans, found, strict=True):

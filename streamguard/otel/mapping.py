@@ -832,7 +832,7 @@ def map_spans(
     spans = spans if isinstance(spans, list) else list(spans)
     keys, uses_trace = _session_plan(config.session_keys)
     found = [_attribute_session(span.attrs, span.resource, keys) for span in spans]
-    named = _sessions_named(spans, found) if uses_trace else {}
+    named = _sessions_named(spans, found) if uses_trace and None in found else {}
     if traces is not None:
         learn = traces.learn
         for span, session in zip(spans, found, strict=True):

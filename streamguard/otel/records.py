@@ -29,8 +29,9 @@ EventItems = list[tuple[int, int, bytes]]
 SessionEntries = list[tuple[str, EventItems]]
 
 MAX_RECORD_BYTES = 512 * 1024
-"""Largest sessions-topic record written (bytes of event JSON and keys, estimated before
-encoding; a record holds at least one span's events, which the mapping bounds)."""
+"""Largest sessions-topic record written, in bytes (a record over it is written again as
+several, each estimated from its events' JSON and keys; a record holds at least one
+span's events, which the mapping bounds)."""
 _PAIR_OVERHEAD = 32
 """msgpack's framing of one ``(key, items)`` pair and its items, at most, in bytes."""
 
@@ -68,13 +69,9 @@ def grouped_records(grouped: dict[str, SessionEntries]) -> list[tuple[str, bytes
     records in the order of its pairs."""
     out: list[tuple[str, bytes]] = []
     for session, entries in grouped.items():
-        size = 0
-        for key, items in entries:
-            size += len(key) + _PAIR_OVERHEAD
-            for item in items:
-                size += len(item[2]) + _PAIR_OVERHEAD
-        if size <= MAX_RECORD_BYTES:
-            out.append((session, _encode(entries)))  # nearly always: one record
+        value = _encode(entries)
+        if len(value) <= MAX_RECORD_BYTES:
+            out.append((session, value))  # nearly always: one record
             continue
         chunk: SessionEntries = []
         size = 0
