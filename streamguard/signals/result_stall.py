@@ -118,8 +118,9 @@ Known false positives
     are masked; and a sweep of searches for *different* terms that all find
     nothing (a dead-code check over a dozen names), or for one term in a dozen
     places: a search that finds nothing is stale whatever it looked for and
-    wherever, which is what makes reworded hunts for a missing symbol visible. Exempt the tool, or raise the threshold for that
-    agent. A stream whose results carry no text gives this signal nothing to read.
+    wherever, which is what makes reworded hunts for a missing symbol visible.
+    Exempt the tool, or raise the threshold for that agent. A stream whose
+    results carry no text gives this signal nothing to read.
 """
 
 from __future__ import annotations
@@ -250,9 +251,9 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     an empty array or object, or an object whose containers are all empty (at least one:
     the results) and whose other fields are nulls, zeros or false and at most three
     strings under the names of an echoed query, a status or a time (``query``,
-    ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`). A count, any other string (an id, a
-    name, a cursor to the next page) or any non-empty container is a hit: a customer
-    found with no open tickets found something."""
+    ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`). A count,
+    any other string (an id, a name, a cursor to the next page) or any non-empty
+    container is a hit: a customer found with no open tickets found something."""
     if type(payload) is str:
         if len(payload) > 1024 or payload[:1] not in ("{", "["):
             return False
@@ -278,7 +279,7 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
                 return False  # one level of wrapping ({"data": {"items": []}}) at most
             empties += 1
         elif kind is str:
-            if key.lower() not in _NOTHING_TEXT_FIELDS:
+            if type(key) is not str or key.lower() not in _NOTHING_TEXT_FIELDS:
                 return False
             strings += 1
         elif value is not None and value is not False and value != 0:
