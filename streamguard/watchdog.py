@@ -92,6 +92,7 @@ from .signals.facts import (
     FLAG_WRITE,
     CallFacts,
     CommandRunners,
+    call_args,
     is_code_tool,
     plain_facts,
     runner_facts,
@@ -359,8 +360,10 @@ class Watchdog:
         if not self._on_call:
             return
         tool = event.tool
+        # A JSON object sent as a string is read once, here, for every reader.
+        args = call_args(event.args)
         canonical = canonicalize(
-            event.args, self._ignore_fields.fields_for(tool) if self._has_ignores else None
+            args, self._ignore_fields.fields_for(tool) if self._has_ignores else None
         )
         key = call_key(tool, canonical)
         history = state.history
@@ -372,7 +375,7 @@ class Watchdog:
         # time and no signal keeps a view past its hook, so no call allocates one.
         view = self._call_view
         if facts is True or facts is False:
-            facts = runner_facts(event.args, facts)
+            facts = runner_facts(args, facts)
             if kind == "write":
                 facts.write = True
                 facts.shell = False  # the runtime says the call writes
@@ -381,7 +384,7 @@ class Watchdog:
             view.runner = runner = False
         view.event = event
         view.tool = tool
-        view.args = event.args
+        view.args = args
         view.call_id = call_id = event.call_id
         view.canonical = canonical
         view.key = key

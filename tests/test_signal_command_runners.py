@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -303,3 +304,30 @@ def test_different_actions_failing_are_separate_streaks_for_guidance() -> None:
     got = signals(trace)
     assert "tool-failure-guidance" not in got
     assert got == ["tool-failure-streak"]
+
+
+def as_json_text(trace: list[Any]) -> list[Any]:
+    """The same trace with every call's arguments sent as JSON text (OpenTelemetry's form)."""
+    return [
+        ToolCall(session=e.session, tool=e.tool, args=json.dumps(e.args)) if isinstance(e, ToolCall) else e
+        for e in trace
+    ]
+
+
+def test_arguments_sent_as_json_text_are_read_as_the_object() -> None:
+    # Edit, test, fail with new values: work, whichever form the arguments come in.
+    work: list[Any] = []
+    for i in range(8):
+        work += [sh(f"sed -i 's/LIMIT = {i}/LIMIT = {i + 1}/' src/limits.py"), out("")]
+        work += [sh("python -m pytest -q tests/test_limits.py"), err(f"FAILED test_cap - assert {40 + i} == 7")]
+    assert signals(work) == signals(as_json_text(work)) == []
+    assert runner_facts(json.dumps({"command": "sed -i s/a/b/ f.py"})).write
+    assert runner_facts(' {"command": "grep -rn helper src"}').search
+    assert runner_facts(json.dumps({"code": "open('f', 'w').write('x')"})).write
+    # and a loop is one in both forms, with the same alerts
+    loop: list[Any] = []
+    for i in range(9):
+        loop += [sh(f"export PATH=$PATH:/opt/{word(i)}/bin"), out("")]
+        loop += [sh("javac Main.java"), err("bash: line 7: javac: command not found")]
+    dict_form = [(a.signal, a.severity, a.detail) for a in alerts(loop)]
+    assert dict_form and dict_form == [(a.signal, a.severity, a.detail) for a in alerts(as_json_text(loop))]

@@ -58,6 +58,7 @@ from .facts import (
     FLAG_WRITE,
     CallFacts,
     CommandRunners,
+    call_args,
     is_code_tool,
     plain_facts,
     runner_facts,
@@ -174,7 +175,7 @@ class CallView:
     ) -> None:
         self.event = event
         self.tool = event.tool
-        self.args = event.args
+        self.args = args = call_args(event.args)
         self.call_id = event.call_id
         self.canonical = canonical
         self.key = key
@@ -183,7 +184,7 @@ class CallView:
         if facts is None:
             runner = _default_runners(event.tool)
             if runner:
-                facts = runner_facts(event.args, is_code_tool(event.tool))
+                facts = runner_facts(args, is_code_tool(event.tool))
             else:
                 facts = plain_facts(event.tool, kind)
             if kind == "write":

@@ -62,6 +62,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from typing import Any
+
+from ..canonical import as_object
 
 DEFAULT_COMMAND_RUNNERS = (
     "bash", "sh", "zsh", "shell", "shell_*", "*_shell", "run_shell*", "powershell", "cmd",
@@ -199,8 +202,21 @@ class CommandRunners:
         return result
 
 
+_OBJECT_START = frozenset("{ \t\r\n")
+
+
+def call_args(args: Any) -> Any:
+    """A call's arguments as the contract reads them: a string holding a JSON object
+    (``'{"command": "ls"}'``, how OpenTelemetry carries arguments) is that object; any
+    other value is itself. Read once per call by the watchdog (``CallView.args``)."""
+    if type(args) is str and args[:1] in _OBJECT_START:
+        return as_object(args)
+    return args
+
+
 def command_text(args: object) -> str | None:
     """The command line a runner call carries (``None``: none found)."""
+    args = call_args(args)
     if isinstance(args, str):
         return args
     if isinstance(args, dict):
@@ -347,6 +363,7 @@ def runner_facts(args: object, code_tool: bool = False) -> CallFacts:
     ``code_tool``: the runner is an interpreter (``python``, ``ipython``), whose
     text is code, not a command line.
     """
+    args = call_args(args)
     if isinstance(args, dict):
         for key in _CODE_KEYS:
             value = args.get(key)

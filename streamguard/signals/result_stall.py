@@ -134,7 +134,7 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 from msgspec import Meta, Struct, field
 
-from ..canonical import as_object, truncate_middle
+from ..canonical import truncate_middle
 from .base import (
     MASK_DIGITS,
     NO_OP_OUTCOME,
@@ -231,9 +231,6 @@ there: a failure that repeats its question says nothing new. (Numbers need no ec
 a failure's template masks every digit.) The upper bound keeps the search of an error
 for its echoes cheap whatever a crafted call holds (a substring search may cost the
 product of the two lengths)."""
-ECHO_ARGS_TEXT = 8192
-"""Longest argument string read as a JSON object for its echoes (the contract's form
-``"{...}"``, which the OpenTelemetry bridge always sends)."""
 
 
 _NOTHING_TEXT_FIELDS = frozenset({
@@ -405,9 +402,7 @@ class ResultStall(Signal):
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         # What the answer may echo back: the call's longer strings, kept for the newest
         # call only (the usual case: its answer comes next) until that answer comes.
-        args = call.args
-        if type(args) is str and not call.runner and len(args) <= ECHO_ARGS_TEXT:
-            args = as_object(args)  # a string holding a JSON object is that object
+        args = call.args  # (a JSON object sent as a string is read as that object)
         if type(args) is not dict or call.runner:
             # A command runner's output quoting its command is a transcript, not an echo.
             if state.echo:
