@@ -27,6 +27,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 MAX_REQUEST_BYTES = 8192
 READ_TIMEOUT_S = 5.0
+WRITE_TIMEOUT_S = 10.0
+"""How long a client may take to read its answer: one that never reads would otherwise
+hold its handler and its body (a /sessions listing can be megabytes) for good."""
 
 Probe = Callable[[], tuple[bool, str]]
 # (path below /sessions, query) -> (status, JSON body)
@@ -125,6 +128,13 @@ class HealthServer(HttpListener):
 
     @staticmethod
     async def _read_head(reader: asyncio.StreamReader) -> tuple[str, str] | None:
+        try:
+            return await HealthServer._head(reader)
+        except (ValueError, asyncio.LimitOverrunError):
+            return None  # a line past the stream's limit: a bad request, not a traceback
+
+    @staticmethod
+    async def _head(reader: asyncio.StreamReader) -> tuple[str, str] | None:
         total = 0
         request_line = await reader.readline()
         total += len(request_line)
@@ -158,4 +168,4 @@ class HealthServer(HttpListener):
             "Connection: close\r\n\r\n"
         ).encode("latin-1")
         writer.write(header if head_only else header + body)
-        await writer.drain()
+        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)

@@ -50,7 +50,7 @@ from aiokafka.errors import (
 from aiokafka.partitioner import murmur2
 
 from ..engine import Engine
-from ..events import Output, Reset, ScopeReset, Usage, decode_agent_record
+from ..events import MAX_NAME_CHARS, Output, Reset, ScopeReset, Usage, decode_agent_record
 from ..fleet_windows import FLEET_GUARDRAIL, CircuitRecord
 from ..policy import Policy, PolicySet, load_policy_set
 from . import routing
@@ -69,6 +69,8 @@ from .sessions import OwnedPartition, PartitionStatus, SessionMeta, SessionTable
 from .topics import StartupError, prepare_topics
 
 log = logging.getLogger("streamguard.kafka")
+MAX_SESSION_KEY_BYTES = 4 * MAX_NAME_CHARS
+"""The longest record key a session id can be (256 characters of UTF-8)."""
 
 # Named points where a test can inject a crash (see ``fault``).
 FAULT_POINTS = (
@@ -241,9 +243,13 @@ class Processor:
         pattern = params.get("agent")
         rows: list[dict[str, Any]] = []
         matched = 0
-        for session, meta in self.sessions.meta.items():
-            if halted_only and session not in self.sessions.halted:
-                continue
+        metas = self.sessions.meta
+        # The halted are a set of their own: listing them reads only them.
+        held = (
+            ((s, metas[s]) for s in sorted(self.sessions.halted) if s in metas) if halted_only
+            else metas.items()
+        )
+        for session, meta in held:
             state = engine.sessions.get(session)
             if state is None:
                 continue
@@ -698,7 +704,10 @@ class Processor:
         session = event.session
         meta = self.sessions.meta.get(session)
         key = record.key
-        if key is None:
+        if key is None or len(key) > MAX_SESSION_KEY_BYTES:
+            # No key, or one no session's can be: route_event dead-letters it as
+            # key_mismatch. The partitioner's hash is pure Python, and hashing a
+            # megabyte of key held every partition of the instance for a fifth of a second.
             home = -1
         elif meta is not None and meta.partition == part.number:
             home = part.number  # held here, so here is home: spare the hash (replays take this path)

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import msgspec
@@ -41,6 +41,7 @@ class RebalanceHost(Protocol):
     lock: asyncio.Lock
     fatal: BaseException | None
     stopping: asyncio.Event
+    clock: Callable[[], float]
 
     @property
     def consumer(self) -> AIOKafkaConsumer | None: ...
@@ -270,7 +271,7 @@ class Rebalancer:
                 self.metrics.skipped.labels("unrestorable_snapshot").inc()
                 continue
             decoded.append((session, entry))
-        installed = self.sessions.install(part, decoded)
+        installed = self.sessions.install(part, decoded, self.host.clock())
         self.metrics.restored_sessions.inc(installed)
         return installed
 

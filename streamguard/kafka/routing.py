@@ -126,6 +126,11 @@ def decode_event(value: bytes | None) -> AgentEvent | DeadLetter | Skip:
         return _malformed(exc)
 
 
+def _shown(key: bytes | None) -> bytes | None:
+    """A record key as a dead letter's reason quotes it: its first 64 bytes."""
+    return key if key is None or len(key) <= 64 else key[:64] + b"..."
+
+
 def route_event(
     event: AgentEvent,
     key: bytes | None,
@@ -143,7 +148,7 @@ def route_event(
     """
     session = event.session
     if key is None or key != session.encode():
-        return DeadLetter("key_mismatch", f"record key {key!r} is not the event's session {session!r}")
+        return DeadLetter("key_mismatch", f"record key {_shown(key)!r} is not the event's session {session!r}")
     if (held is None or held.partition != partition) and home != partition:
         return DeadLetter(
             "not_home_partition",
@@ -192,7 +197,7 @@ def route_scope_reset(event: ScopeReset, key: bytes | None, known_rules: set[str
 
     scope = event.scope
     if key is not None and key != scope.encode():
-        return DeadLetter("key_mismatch", f"record key {key!r} is not the event's scope {scope!r}")
+        return DeadLetter("key_mismatch", f"record key {_shown(key)!r} is not the event's scope {scope!r}")
     parsed = parse_scope(scope)
     if parsed is None:
         return DeadLetter("invalid_event", f"{scope!r} is not a scope (rule:agent=value or rule:tenant=value)")
@@ -218,7 +223,7 @@ def route_control(
     """
     session = event.session
     if key is not None and key != session.encode():
-        return DeadLetter("key_mismatch", f"record key {key!r} is not the event's session {session!r}")
+        return DeadLetter("key_mismatch", f"record key {_shown(key)!r} is not the event's session {session!r}")
     if home != partition:
         if rerouted:
             return DeadLetter(

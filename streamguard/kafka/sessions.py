@@ -183,15 +183,21 @@ class SessionTable:
         return sessions
 
     def install(
-        self, part: OwnedPartition, entries: Iterable[tuple[str, ChangelogEntry]]
+        self, part: OwnedPartition, entries: Iterable[tuple[str, ChangelogEntry]], now: float
     ) -> int:
         """Install restored sessions (already in the engine) on ``part``, in order of
-        last activity; the number installed."""
-        ordered = sorted(entries, key=lambda item: item[1].last_seen)
-        for session, entry in ordered:
-            meta = SessionMeta(
-                part.number, entry.events_offset, entry.control_offset, entry.last_seen
-            )
+        last activity; the number installed. A last activity after ``now`` (or not a
+        number) is read as ``now``: a forged changelog entry from the far future would
+        otherwise stand at the head of the idle order for good, and the TTL sweep, which
+        stops at the first session still active, would evict nothing behind it."""
+
+        def last_seen(entry: ChangelogEntry) -> float:
+            seen = entry.last_seen
+            return seen if seen <= now else now  # (NaN compares false: now)
+
+        ordered = sorted(((s, e, last_seen(e)) for s, e in entries), key=lambda item: item[2])
+        for session, entry, seen in ordered:
+            meta = SessionMeta(part.number, entry.events_offset, entry.control_offset, seen)
             self.meta[session] = meta
             part.active[session] = None
             state = self.engine.sessions.get(session)

@@ -7,7 +7,7 @@ import pytest
 from aiokafka.partitioner import murmur2
 
 from streamguard.events import GuardrailReset, Reset, ToolCall
-from streamguard.kafka.outbox import REROUTED_HEADER
+from streamguard.kafka.outbox import MAX_DEAD_LETTER_KEY, REROUTED_HEADER
 from tests.kafka.conftest import metric_value, poll_until
 from tests.kafka.scenarios import T0, repeat_loop
 
@@ -31,6 +31,8 @@ async def test_poison_records_are_dead_lettered_and_processing_continues(
         (b"s-1", b'{"type": "reset", "session": "s-1"}', "control_on_events_topic"),
         (b"s-other", msgspec.json.encode(good), "key_mismatch"),
         (None, msgspec.json.encode(good), "key_mismatch"),
+        # a key no session id can be: refused before the partitioner hashes it
+        (b"k" * 200_000, msgspec.json.encode(good), "key_mismatch"),
         (b"s-1", None, "null_value"),
     ]
     sent = []
@@ -56,18 +58,18 @@ async def test_poison_records_are_dead_lettered_and_processing_continues(
     for (key, value, reason), meta in zip(poison, sent, strict=True):
         record = by_offset[(meta.partition, meta.offset)]
         headers = dict(record.headers)
-        assert record.key == key
+        assert record.key == (key if key is None else key[:MAX_DEAD_LETTER_KEY])
         assert record.value == value
         assert headers["dlq.reason"] == reason.encode()
         assert headers["dlq.source.topic"] == topics.events.encode()
         assert headers["origin"] == b"test"  # the original headers are kept
-        assert headers["dlq.error"]
+        assert headers["dlq.error"] and len(headers["dlq.error"]) < 300  # a key is quoted short
     assert running.processor.engine.is_halted("s-1")
 
     await topics.wait_committed()
     text = await running.metrics_text()
     assert metric_value(text, "streamguard_dead_letters_total", reason="invalid_event") == 2.0
-    assert metric_value(text, "streamguard_dead_letters_total", reason="key_mismatch") == 2.0
+    assert metric_value(text, "streamguard_dead_letters_total", reason="key_mismatch") == 3.0
     assert (
         metric_value(text, "streamguard_security_events_total", kind="control_on_events_topic")
         == 1.0
