@@ -3,6 +3,8 @@ restored from a changelog, and the HTTP endpoint."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from streamguard.engine import Engine
 from streamguard.events import TurnStart
 from streamguard.kafka.changelog import ChangelogEntry
@@ -55,3 +57,33 @@ async def test_the_endpoint_answers_a_request_line_past_its_limit_with_a_400() -
         assert (await ask(b"GET /healthz HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 200")
     finally:
         await server.close()
+
+
+def test_a_partition_holds_at_most_its_bound_and_never_evicts_a_halt_for_room() -> None:
+    from streamguard.events import ToolCall
+
+    engine = Engine(PolicySet())
+    evicted: list[tuple[str, str]] = []
+    dropped: list[str] = []
+    table = SessionTable(engine, lambda session, part: dropped.append(session),
+                         lambda kind: evicted.append((kind, "")), max_per_partition=3)
+    part = OwnedPartition(0, PartitionStatus.ACTIVE)
+    table.partitions[0] = part
+
+    def record(session: str, now: float, *events: Any) -> None:
+        for event in events or (TurnStart(session=session),):
+            engine.process(event)
+        table.touch(part, session, table.meta.get(session), now)
+
+    # "halted" trips repeated-tool-call and is held halted
+    record("halted", 1.0, *[ToolCall(session="halted", tool="read_file", args={"path": "a"}) for _ in range(5)])
+    assert engine.is_halted("halted")
+    for i, name in enumerate(["a", "b", "c", "d"]):
+        record(name, 2.0 + i)
+    # bound 3: the oldest idle ones went, the halt was parked (kept), the newest stays
+    assert set(table.meta) == {"halted", "c", "d"} and engine.is_halted("halted")
+    assert dropped == ["a", "b"] and [k for k, _ in evicted] == ["capacity", "capacity"]
+    assert "a" not in engine.sessions  # its state is gone with it: memory, not only bookkeeping
+    record("c", 10.0)  # activity moves a session to the back of the idle order
+    record("e", 11.0)
+    assert set(table.meta) == {"halted", "c", "e"}

@@ -459,6 +459,7 @@ class ProcessorConfig(GroupSettings, kw_only=True, forbid_unknown_fields=True):
     session_idle_ttl_s: Seconds = 6 * 3600.0
     halted_session_ttl_s: Seconds = 7 * 24 * 3600.0
     eviction_batch: PositiveInt = 10_000
+    max_sessions_per_partition: Annotated[int, Meta(ge=0, le=100_000_000)] = 200_000
 
     # -- observability and lifecycle
     metrics_host: Annotated[str, Meta(min_length=1)] = "0.0.0.0"
@@ -497,6 +498,7 @@ class ProcessorConfig(GroupSettings, kw_only=True, forbid_unknown_fields=True):
         "session_idle_ttl_s": "evict a session after this long without records (processing time)",
         "halted_session_ttl_s": "keep halted sessions this long without records (processing time)",
         "eviction_batch": "most sessions examined per partition per eviction sweep",
+        "max_sessions_per_partition": "sessions held per partition at most; past it the least recently active one that is not halted is evicted (0: no bound but the TTLs)",
         "metrics_host": "address of the /metrics, /healthz and /readyz endpoint",
         "metrics_port": "port of that endpoint (0: any free port)",
         "metrics_agents": "comma-separated agent names used as metric labels (others: `other`)",

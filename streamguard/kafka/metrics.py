@@ -238,7 +238,7 @@ class Metrics:
         )
         self.evictions = Counter(
             "streamguard_sessions_evicted_total",
-            "Sessions evicted after their TTL, by kind (idle or halted).",
+            "Sessions evicted, by kind (idle or halted: after their TTL; capacity: past --max-sessions-per-partition).",
             ["kind"],
             registry=r,
         )

@@ -155,6 +155,7 @@ class Processor:
             self.engine,
             on_dropped=lambda session, partition: self.checkpointer.changed(session, partition),
             on_evicted=lambda kind: metrics.evictions.labels(kind).inc(),
+            max_per_partition=config.max_sessions_per_partition,
         )
         self.checkpointer = Checkpointer(
             config,

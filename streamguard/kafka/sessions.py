@@ -24,7 +24,7 @@ import msgspec
 from ..engine import Engine
 from .changelog import ChangelogEntry
 
-EvictionKind = Literal["idle", "halted"]
+EvictionKind = Literal["idle", "halted", "capacity"]
 
 
 class PartitionStatus(enum.Enum):
@@ -75,8 +75,10 @@ class SessionTable:
         engine: Engine,
         on_dropped: Callable[[str, int], None],
         on_evicted: Callable[[EvictionKind], None],
+        max_per_partition: int = 0,
     ) -> None:
         self.engine = engine
+        self.max_per_partition = max_per_partition  # 0: no bound but the TTLs
         self.partitions: dict[int, OwnedPartition] = {}
         self.meta: dict[str, SessionMeta] = {}
         self.halted: set[str] = set()
@@ -100,6 +102,9 @@ class SessionTable:
             meta = SessionMeta(part.number, -1, -1, now)
             self.meta[session] = meta
             part.active[session] = None
+            limit = self.max_per_partition
+            if limit and len(part.active) + len(part.parked) > limit:
+                self._make_room(part, limit)
         else:
             if meta.parked:
                 meta.parked = False
@@ -142,6 +147,23 @@ class SessionTable:
                     break
                 left -= 1
                 self._evict(part, session, "halted")
+
+    def _make_room(self, part: OwnedPartition, limit: int) -> None:
+        """Evict the least recently active sessions of ``part`` past ``limit``. Halted
+        sessions are never evicted for room (their halt must hold until their own TTL):
+        met at the head of the idle order, they are parked, as the sweep would park
+        them, so each is passed over once. The newest session is never evicted. A
+        stream of new session ids at line rate is then bounded in memory, not just
+        in time (the idle TTL is hours)."""
+        active, parked = part.active, part.parked
+        while len(active) + len(parked) > limit and len(active) > 1:
+            session = next(iter(active))
+            if session in self.halted:
+                del active[session]
+                parked[session] = None
+                self.meta[session].parked = True
+            else:
+                self._evict(part, session, "capacity")
 
     def _evict(self, part: OwnedPartition, session: str, kind: EvictionKind) -> None:
         self.engine.evict(session)
