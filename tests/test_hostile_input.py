@@ -411,6 +411,20 @@ def test_the_agent_name_can_come_from_a_trusted_header() -> None:
     assert processor.metrics.security_events.labels("agent_header_missing")._value.get() == 1
 
 
+def test_the_tenant_can_come_from_a_trusted_header() -> None:
+    # A tenant names a scope of fleet guardrails: self-declared, a writer could open
+    # circuits (halting every session) of any tenant it names, or create scopes at will.
+    processor, _ = _processor(tenant_header="x-tenant")
+    event = ToolCall(session="s", tenant="someone-else", tool="ls")
+    _run(processor, [_record(encode(event), b"s", headers=[("x-tenant", b"acme")])])
+    assert processor.engine.sessions["s"].tenant == "acme"
+    event = ToolCall(session="t", tenant="someone-else", tool="ls")
+    _run(processor, [_record(encode(event), b"t", offset=1)])  # no header: no tenant
+    assert processor.engine.sessions["t"].tenant is None
+    assert processor.metrics.security_events.labels("tenant_header_missing")._value.get() == 1
+    assert processor.metrics.security_events.labels("agent_header_missing")._value.get() == 0
+
+
 def test_a_timeout_says_what_did_not_happen() -> None:
     from streamguard.kafka.checkpoint import within
 

@@ -444,6 +444,7 @@ class ProcessorConfig(GroupSettings, kw_only=True, forbid_unknown_fields=True):
     # -- detection
     policy: str | None = None
     agent_header: Annotated[str, Meta(min_length=1, max_length=249)] | None = None
+    tenant_header: Annotated[str, Meta(min_length=1, max_length=249)] | None = None
 
     # -- processing and checkpoints
     max_poll_records: Annotated[int, Meta(ge=1, le=1_000_000)] = 500
@@ -487,6 +488,7 @@ class ProcessorConfig(GroupSettings, kw_only=True, forbid_unknown_fields=True):
         "replication_factor": "replication factor of created topics (1 for a single-broker dev cluster)",
         "policy": "policy TOML file (default: the built-in defaults)",
         "agent_header": "take each event's agent name (which picks its policy) from this record header, set by the publishing service, instead of the event's own `agent` field",
+        "tenant_header": "take each event's tenant (a scope of [[fleet]] guardrails) from this record header, set by the publishing service, instead of the event's own `tenant` field",
         "max_poll_records": "most records taken from the consumer per batch",
         "checkpoint_every_events": "checkpoint (flush outputs and snapshots, commit) after this many records",
         "checkpoint_interval_ms": "checkpoint at least this often while records flow",

@@ -570,6 +570,7 @@ class Processor:
         move_to_end = active.move_to_end
         agent_label = self.metrics.agent_label
         agent_header = self.config.agent_header
+        tenant_header = self.config.tenant_header
         emit = self.outbox.emit
         facts = self.facts
         fleet_pending = facts.pending if facts is not None else None
@@ -597,7 +598,9 @@ class Processor:
                         self._on_event(part, tp, record, None, now)
                         continue
                     if agent_header is not None:
-                        event.agent = self._header_agent(record, agent_header)
+                        event.agent = self._header_value(record, agent_header, "agent_header_missing")
+                    if tenant_header is not None:
+                        event.tenant = self._header_value(record, tenant_header, "tenant_header_missing")
                     session = event.session
                     meta = meta_get(session)
                     key = record.key
@@ -692,10 +695,15 @@ class Processor:
         could not), then apply, skip or dead-letter it."""
         if event is None:
             decoded = routing.decode_event(record.value)
-            if not isinstance(decoded, (routing.DeadLetter, routing.Skip)) and (
-                self.config.agent_header is not None
-            ):
-                decoded.agent = self._header_agent(record, self.config.agent_header)
+            if not isinstance(decoded, (routing.DeadLetter, routing.Skip)):
+                if self.config.agent_header is not None:
+                    decoded.agent = self._header_value(
+                        record, self.config.agent_header, "agent_header_missing"
+                    )
+                if self.config.tenant_header is not None:
+                    decoded.tenant = self._header_value(
+                        record, self.config.tenant_header, "tenant_header_missing"
+                    )
         else:
             decoded = event
         if isinstance(decoded, (routing.DeadLetter, routing.Skip)):
@@ -960,14 +968,17 @@ class Processor:
             return int(horizon_ms)
         return record_ts_ms
 
-    def _header_agent(self, record: Any, name: str) -> str | None:
-        """The agent name the publishing service put in header ``name`` (None: absent)."""
+    def _header_value(
+        self, record: Any, name: str, missing: routing.SecurityKind
+    ) -> str | None:
+        """The agent name or tenant the publishing service put in header ``name``
+        (None: absent, counted as ``missing``)."""
         for header, value in record.headers or ():
             if header == name:
                 if value is None or len(value) > 256:
                     return None
                 return value.decode("utf-8", "replace") or None
-        self.metrics.security_events.labels("agent_header_missing").inc()
+        self.metrics.security_events.labels(missing).inc()
         return None
 
     def _processing_error(self, tp: TopicPartition, record: Any, exc: Exception) -> list[Output]:

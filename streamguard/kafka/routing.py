@@ -53,7 +53,8 @@ SkipReason = Literal[
     "seq_not_newer",
 ]
 SecurityKind = Literal[
-    "control_on_events_topic", "forged_header", "forged_reroute", "agent_header_missing"
+    "control_on_events_topic", "forged_header", "forged_reroute", "agent_header_missing",
+    "tenant_header_missing",
 ]
 
 DEAD_LETTER_REASONS: tuple[str, ...] = get_args(DeadLetterReason)
