@@ -25,7 +25,7 @@ from streamguard.engine import Engine
 from streamguard.events import ToolCall, ToolResult
 from streamguard.fleet import generate_session
 from streamguard.policy import PolicySet
-from streamguard.signals import near_duplicate
+from streamguard.signals import near_duplicate, result_stall
 from streamguard.signals.base import CallView, ResultView, Signal
 from streamguard.signals.facts import FLAG_RUNNER
 from streamguard.watchdog import Watchdog
@@ -208,3 +208,22 @@ def test_refilled_views_match_freshly_built_ones():
         assert fields == {name: getattr(expected_result, name) for name in ResultView.__slots__}
     assert results[0]["fingerprint"] == fingerprint_payload("diff")
     assert results[1]["outcome"] == stable_hash("\0error", "no such file")
+
+
+# Answers built from what the two templates treat specially: "line " and digits (ASCII
+# and not), quotes, a structured start, non-ASCII text and a lone surrogate.
+stall_text = st.lists(
+    st.sampled_from(["line ", "Line", " ", "\n", "\"", "'", "`", "{", "[", "a", "7", "42",
+                     "\u0663", "\u00e9", "\ud800", "#"]),
+    max_size=40,
+).map("".join) | st.text(max_size=60)
+
+
+@settings(max_examples=500, deadline=None)
+@given(stall_text, st.booleans(), st.integers(min_value=0, max_value=300))
+def test_result_stall_templates_from_one_encode(text: str, digits: bool, pad: int):
+    # The pad moves quotes and "line " across the start span the quote masking reads.
+    for variant in (text, "x" * pad + text):
+        masked, light = result_stall.templates(variant, digits)
+        assert masked == result_stall.template(variant, digits)
+        assert light == result_stall.light_template(variant).encode("utf-8", "surrogatepass")

@@ -271,6 +271,28 @@ def template(text: str, digits: bool = True) -> bytes:
     return b" ".join(data.split())
 
 
+def templates(text: str, digits: bool = True) -> tuple[bytes, bytes]:
+    """``template(text, digits)`` and the UTF-8 of ``light_template(text)``, with one
+    encode of the text where both read the same bytes.
+
+    They do unless quoted strings near the start are masked (the template's text then
+    differs), or, for a template with its digits masked, the text holds ``line ``: the
+    light text has its line numbers replaced before it is encoded, the template masks
+    them in the bytes (the same result for ASCII digits only, so that case encodes twice).
+    """
+    has_line = "line " in text
+    light = (_SHELL_LINE.sub("line #", text) if has_line else text).encode(
+        "utf-8", "surrogatepass"
+    )
+    head = text[:QUOTE_SPAN]
+    if head[:1] not in ("{", "[") and ("\"" in head or "'" in head or "`" in head):
+        return template(text, digits), light
+    if not digits:
+        return b" ".join(light.split()), light
+    data = text.encode("utf-8", "surrogatepass") if has_line else light
+    return b" ".join(squeeze_marks(data.translate(MASK_DIGITS)).split()), light
+
+
 def light_template(text: str) -> str:
     """``text`` with only what differs between identical runs of one command masked: the
     shell's line numbers (``bash: line 27424:``). A test that fails with other values
@@ -460,17 +482,13 @@ class ResultStall(Signal):
                     # file is shorter than the offset (9001)": the call, not news.
                     text = text.replace(value, "…")
                     echoed = True
-            masked = template(text, digits=bool(masks_digits))
+            # The template and the light template from one encode of the text (templates).
+            masked, light_bytes = templates(text, digits=bool(masks_digits))
             if result.failed:
                 code = _crc(result.tool.encode("utf-8", "surrogatepass") + b"\0" + masked)
             else:
                 code = zlib.crc32(masked) or 1
-            # light_template inline: most answers hold no "line " and are their own.
-            light = zlib.crc32(
-                (_SHELL_LINE.sub("line #", text) if "line " in text else text).encode(
-                    "utf-8", "surrogatepass"
-                )
-            ) or 1
+            light = zlib.crc32(light_bytes) or 1
             cached = (code, light, masked)
             if outcome and not echoed:
                 if len(self._codes) >= 4096:
