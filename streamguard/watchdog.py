@@ -351,7 +351,8 @@ class Watchdog:
 
     def _call(self, ctx: _Ctx, event: ToolCall) -> None:
         state = ctx.state
-        state.in_turn = True
+        if not state.in_turn:  # a state field's store costs several times the test
+            state.in_turn = True
         if (state.halted_by or state.turn_cut is not None) and not state.ignored_latched:
             state.ignored_latched = True
             self._halt_ignored(ctx, at="tool_call")
@@ -475,7 +476,8 @@ class Watchdog:
 
     def _result(self, ctx: _Ctx, event: ToolResult) -> None:
         state = ctx.state
-        state.in_turn = True
+        if not state.in_turn:  # a state field's store costs several times the test
+            state.in_turn = True
         if not self._on_result:
             return
         failed = bool(event.error)
@@ -546,7 +548,8 @@ class Watchdog:
         elif not event.chars:
             return
         state = ctx.state
-        state.in_turn = True
+        if not state.in_turn:  # a state field's store costs several times the test
+            state.in_turn = True
         if state.feedback and self._withdrawn:
             state.feedback = tuple(i for i in state.feedback if i[0] not in self._withdrawn)
         for i, _, hook in self._on_text:
@@ -571,7 +574,8 @@ class Watchdog:
             self._halt_ignored(ctx, at="turn_start")
             return
         self._close_turn(state)
-        state.in_turn = True
+        if not state.in_turn:  # a state field's store costs several times the test
+            state.in_turn = True
         state.ignored_latched = False
         if state.feedback and self.mode >= FEEDBACK:
             self._deliver_feedback(ctx)

@@ -142,7 +142,8 @@ class ChatStall(Signal):
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
             return None
-        state.acted = True
+        if not state.acted:  # a state field's store costs several times the test
+            state.acted = True
         if state.messages or state.counts or state.latched:
             state.messages = 0
             state.sketches.clear()

@@ -213,20 +213,35 @@ class RepeatedToolCall(Signal):
             state.last_key = call.key
         else:
             canonical = call.canonical
-            state.run = 1
-            state.latched = state.reported != 0 and call.key == state.reported
+            # A new run: the fields that restart are stored only where they change (a
+            # state field's store costs several times the test, and in a session of
+            # distinct calls every call starts a run).
+            if state.run != 1:
+                state.run = 1
+            latched = state.reported != 0 and call.key == state.reported
+            if state.latched is not latched:
+                state.latched = latched
             state.tool = intern(call.tool)
             state.key = state.last_key = call.key
-            state.outcome = state.frozen = state.changes = 0
-            state.polled = False
-            state.write = call.write
-            state.wait = call.wait
-            state.failed = 0
+            if state.outcome:
+                state.outcome = 0
+            if state.frozen:
+                state.frozen = 0
+            if state.changes:
+                state.changes = 0
+            if state.polled:
+                state.polled = False
+            if state.write is not call.write:
+                state.write = call.write
+            if state.wait is not call.wait:
+                state.wait = call.wait
+            if state.failed:
+                state.failed = 0
             if canonical.paths and len(canonical.text) <= ANCHOR_TEXT_LIMIT:
                 state.text = canonical.text
                 self._anchor_text = canonical.text
                 self._anchor = canonical
-            else:
+            elif state.text:
                 state.text = ""
         if state.run < self.threshold or state.latched:
             return None

@@ -589,15 +589,20 @@ class ResultStall(Signal):
         return cached
 
     def _news(self, state: Any) -> None:
-        state.run = 0
-        state.mask = (state.mask << 1) & self._full
+        # Stores only where a value changes: a state field's store costs several times
+        # the test, and most answers are news after news.
+        if state.run:
+            state.run = 0
+        if state.mask:
+            state.mask = (state.mask << 1) & self._full
         if state.steps < self.window:
             state.steps += 1
         if state.latched and state.mask.bit_count() <= self.window // 2:
             state.latched = False
         if not state.latched and state.tools and not state.mask:
             state.tools = ()
-        state.sample = ""
+        if state.sample:
+            state.sample = ""
 
     def _stale(self, state: Any, code: int, result: ResultView, masked: bytes) -> Finding | None:
         state.run += 1
