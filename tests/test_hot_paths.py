@@ -70,6 +70,13 @@ def test_fingerprint_and_size_matches_the_two_functions(result: Any, digest: str
     )
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40, alphabet=st.characters(blacklist_categories=["Cs"])))
+def test_string_payload_size_is_its_utf8_length(text: str):
+    # ASCII strings skip the encode: the size must still be the UTF-8 length.
+    assert payload_size(text) == len(text.encode()) == fingerprint_and_size(text)[1]
+
+
 def test_fingerprint_and_size_unencodable_and_empty():
     for result in [{"x": object()}, {}, [], "", None, 0, False, "é"]:
         assert fingerprint_and_size(result) == (fingerprint_payload(result), payload_size(result))
