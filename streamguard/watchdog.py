@@ -103,6 +103,7 @@ _NO_OUTPUT: list[Output] = []  # shared, never mutated: the common case allocate
 MAX_PENDING = 8
 """Calls remembered while they await their result (oldest dropped)."""
 _FACTS_CACHE_MAX = 512
+_TOOL_HOOKS_MAX = 512
 
 FEEDBACK_HEADER = (
     "[streamguard] An automated monitor observed your previous turn. This note is not from "
@@ -121,6 +122,22 @@ def _dispatch(
     exempting = [(i, s.exempt or None, h) for i, s, h in hooks]
     plain = None if any(e for _, e, _ in exempting) else [(i, h) for i, _, h in exempting]
     return plain, exempting
+
+
+def _hooks_for(
+    cache: dict[str, list[tuple[int, Any]]],
+    exempting: list[tuple[int, frozenset[str] | None, Any]],
+    tool: str,
+) -> list[tuple[int, Any]]:
+    """The ``(index, bound hook)`` list of the readers that do not exempt ``tool``, in
+    order, kept in ``cache`` (one per event type): when some reader exempts tools, an
+    event then runs the same loop as under a policy without exemptions, instead of
+    testing every reader's exemptions."""
+    hooks = [(i, h) for i, exempt, h in exempting if exempt is None or tool not in exempt]
+    if len(cache) >= _TOOL_HOOKS_MAX:  # bounded: tool names come from untrusted input
+        cache.clear()
+    cache[tool] = hooks
+    return hooks
 
 
 class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
@@ -222,6 +239,11 @@ class Watchdog:
         self._wait_result_plain, self._wait_result_hooks = _dispatch(
             [h for h in self._on_result if h[1].sees_waits]
         )
+        # Per tool, when some reader exempts tools (see _hooks_for).
+        self._call_by_tool: dict[str, list[tuple[int, Any]]] = {}
+        self._wait_call_by_tool: dict[str, list[tuple[int, Any]]] = {}
+        self._result_by_tool: dict[str, list[tuple[int, Any]]] = {}
+        self._wait_result_by_tool: dict[str, list[tuple[int, Any]]] = {}
         self.history_len = max((s.history_needed() for s in signals), default=0)
         self._need_fingerprint = any(s.needs_fingerprint for _, s, _ in self._on_result)
         self._need_size = any(s.needs_result_size for _, s, _ in self._on_result)
@@ -406,15 +428,12 @@ class Watchdog:
             pending.append((call_id or "", intern(tool), key, flags, action))
         signals = state.signals
         plain = self._wait_call_plain if wait else self._call_plain
-        if plain is not None:
-            for i, hook in plain:
-                finding = hook(signals[i], view)
-                if finding is not None:
-                    self._handle(ctx, i, finding)
-            return
-        for i, exempt, hook in self._wait_call_hooks if wait else self._call_hooks:
-            if exempt is not None and tool in exempt:
-                continue
+        if plain is None:  # some reader exempts tools: this tool's readers
+            cache = self._wait_call_by_tool if wait else self._call_by_tool
+            plain = cache.get(tool)
+            if plain is None:
+                plain = _hooks_for(cache, self._wait_call_hooks if wait else self._call_hooks, tool)
+        for i, hook in plain:
             finding = hook(signals[i], view)
             if finding is not None:
                 self._handle(ctx, i, finding)
@@ -525,15 +544,13 @@ class Watchdog:
         view.gist = 0
         signals = state.signals
         plain = self._wait_result_plain if wait else self._result_plain
-        if plain is not None:
-            for i, hook in plain:
-                finding = hook(signals[i], view)
-                if finding is not None:
-                    self._handle(ctx, i, finding)
-            return
-        for i, exempt, hook in self._wait_result_hooks if wait else self._result_hooks:
-            if exempt is not None and tool in exempt:
-                continue
+        if plain is None:  # some reader exempts tools (no-new-state does by default)
+            cache = self._wait_result_by_tool if wait else self._result_by_tool
+            plain = cache.get(tool)
+            if plain is None:
+                hooks = self._wait_result_hooks if wait else self._result_hooks
+                plain = _hooks_for(cache, hooks, tool)
+        for i, hook in plain:
             finding = hook(signals[i], view)
             if finding is not None:
                 self._handle(ctx, i, finding)

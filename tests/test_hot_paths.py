@@ -234,3 +234,46 @@ def test_result_stall_templates_from_one_encode(text: str, digits: bool, pad: in
         masked, light = result_stall.templates(variant, digits)
         assert masked == result_stall.template(variant, digits)
         assert light == result_stall.light_template(variant).encode("utf-8", "surrogatepass")
+
+
+class HookLogState(msgspec.Struct, tag="hook-log"):
+    """State of the signals of test_per_tool_dispatch_skips_exactly_the_exempting_readers."""
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=1, max_size=30),
+       st.lists(st.frozensets(st.sampled_from(["a", "b", "c"])), min_size=1, max_size=4))
+def test_per_tool_dispatch_skips_exactly_the_exempting_readers(tools: list[str],
+                                                                exemptions: list[frozenset[str]]):
+    # With an exempting reader, the watchdog keeps one hook list per tool: every reader
+    # that does not exempt the tool, in policy order, as testing each exemption would.
+    log: list[tuple[str, int, str]] = []
+
+    def reader(n: int) -> type[Signal]:
+        class Reader(Signal):
+            id = f"reader-{n}"
+            severity = "warn"
+            State = HookLogState
+
+            def __init__(self, config: Any = None) -> None:
+                super().__init__(config)
+                self.exempt = exemptions[n]
+
+            def on_call(self, state: Any, call: CallView) -> None:
+                log.append(("call", n, call.tool))
+
+            def on_result(self, state: Any, result: ResultView) -> None:
+                log.append(("result", n, result.tool))
+
+        return Reader
+
+    classes = [reader(n) for n in range(len(exemptions))]
+    watchdog = Watchdog(classes=classes)
+    expected = []
+    state = watchdog.new_state("s")
+    for tool in tools:
+        watchdog.process(state, ToolCall(session="s", tool=tool, args={}))
+        watchdog.process(state, ToolResult(session="s", tool=tool, result="x"))
+        for kind in ("call", "result"):
+            expected += [(kind, n, tool) for n, e in enumerate(exemptions) if tool not in e]
+    assert log == expected
