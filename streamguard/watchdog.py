@@ -252,7 +252,9 @@ class Watchdog:
         self._runners = CommandRunners(self.policy.command_runners.tools)
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
-        self._plain_facts: dict[tuple[str, str | None], CallFacts | bool] = {}
+        # Keyed by the tool alone for a call without a kind (the usual call: no tuple to
+        # build and hash), by (tool, kind) otherwise; a string never equals a tuple.
+        self._plain_facts: dict[str | tuple[str, str], CallFacts | bool] = {}
         # The views handed to the hooks, refilled per event (see _call and _result).
         self._call_view: CallView = CallView.__new__(CallView)
         self._result_view: ResultView = ResultView.__new__(ResultView)
@@ -355,7 +357,8 @@ class Watchdog:
                     self._handle(ctx, i, finding)
             self._close_turn(state)
         elif kind is Usage:
-            state.in_turn = True
+            if not state.in_turn:  # a state field's store costs several times the test
+                state.in_turn = True
             if event.cost_usd:
                 state.spend_usd += event.cost_usd
             if event.input_tokens or event.output_tokens:
@@ -387,7 +390,7 @@ class Watchdog:
         key = call_key(tool, canonical)
         history = state.history
         kind = event.kind
-        facts = self._plain_facts.get((tool, kind))
+        facts = self._plain_facts.get(tool if kind is None else (tool, kind))
         if facts is None:
             facts = self._tool_facts(tool, kind)
         # One view per watchdog, refilled for every call: events are processed one at a
@@ -448,7 +451,7 @@ class Watchdog:
         """
         tool = event.tool
         kind = event.kind
-        facts = self._plain_facts.get((tool, kind))
+        facts = self._plain_facts.get(tool if kind is None else (tool, kind))
         if facts is None:
             facts = self._tool_facts(tool, kind)
         if facts is True or facts is False:
@@ -470,7 +473,7 @@ class Watchdog:
         cache = self._plain_facts
         if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
             cache.clear()
-        cache[(tool, kind)] = facts
+        cache[tool if kind is None else (tool, kind)] = facts
         return facts
 
     @staticmethod
@@ -522,7 +525,17 @@ class Watchdog:
         # Refilled like the call view (see _call): what ResultView's constructor would set.
         view = self._result_view
         tool = event.tool
-        paired = self._pair(state, event) if self._need_pairing and state.pending else None
+        paired = None
+        if self._need_pairing:
+            pending = state.pending
+            if pending:
+                # The usual case inline: the result of the oldest pending call, by its id
+                # (what _pair finds first).
+                call_id = event.call_id
+                if call_id and pending[0][0] == call_id:
+                    paired = pending.pop(0)
+                else:
+                    paired = self._pair(state, event)
         wait = False
         if paired is not None:
             view.call_key = paired[2]
