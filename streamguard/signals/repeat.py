@@ -208,7 +208,12 @@ class RepeatedToolCall(Signal):
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
             return None
-        if state.run and (call.key == state.key or self._equivalent(state, call)):
+        if state.run and (
+            call.key == state.key
+            # _equivalent's first test inline: most calls are another tool's, or their
+            # run's anchor has no paths, and the call would only say no.
+            or (state.text and call.tool == state.tool and self._equivalent(state, call))
+        ):
             state.run += 1
             state.last_key = call.key
         else:

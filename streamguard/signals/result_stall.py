@@ -435,7 +435,9 @@ class ResultStall(Signal):
         echo = state.echo if key and result.failed and key == state.echo_key else ()
         cached = self._codes.get(memo) if outcome and not echo else None
         if cached is None and outcome and not result.failed and (
-            type(result.event.result) is not str or is_json_text(result.event.result)
+            type(payload := result.event.result) is not str
+            # is_json_text's first test inline: most text answers do not open like JSON.
+            or (payload[:1] in ("{", "[") and is_json_text(payload))
         ):
             # A structured payload (an API's JSON, as an object or as the JSON text that
             # MCP servers and many frameworks deliver) is compared exactly: its numbers
