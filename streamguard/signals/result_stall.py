@@ -402,15 +402,19 @@ class ResultStall(Signal):
                 state.echo = ()
             return None
         echo: list[str] = []
-        for value in islice(args.values(), ECHO_FIELDS):
+        # The values themselves when there are few (the usual call): no islice object.
+        values = args.values() if len(args) <= ECHO_FIELDS else islice(args.values(), ECHO_FIELDS)
+        for value in values:
             kind = type(value)
             if kind is str:
                 if ECHO_MIN <= len(value) <= ECHO_MAX and (value.isascii() or _encodable(value)):
                     echo.append(value)  # (a lone surrogate could not be snapshotted)
+                    if len(echo) == ECHO_VALUES:  # echo grows only here and below
+                        break
             elif kind is int and not -ECHO_INT_MIN < value < ECHO_INT_MIN:
                 echo.append(str(value))
-            if len(echo) == ECHO_VALUES:
-                break
+                if len(echo) == ECHO_VALUES:
+                    break
         if echo or state.echo:
             state.echo = tuple(echo)
             state.echo_key = call.key
