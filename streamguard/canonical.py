@@ -320,7 +320,8 @@ def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, i
                 state = _blake8()
                 state.update(data)
                 fingerprint = int.from_bytes(state.digest(), "little") or 1
-        return fingerprint, len(result.encode())
+        # An ASCII string's UTF-8 is its characters (isascii reads a flag): no encode.
+        return fingerprint, len(result) if result.isascii() else len(result.encode())
     if digest or result is None or isinstance(result, str):
         return fingerprint_payload(result, digest), payload_size(result)
     try:
@@ -339,7 +340,8 @@ def payload_size(result: Any) -> int:
     if result is None:
         return 0
     if isinstance(result, str):
-        return len(result.encode())
+        # An ASCII string's UTF-8 is its characters (isascii reads a flag): no encode.
+        return len(result) if result.isascii() else len(result.encode())
     try:
         return len(_sorted_encoder.encode(result))
     except (TypeError, ValueError, OverflowError):

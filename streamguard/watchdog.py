@@ -105,6 +105,7 @@ _NO_OUTPUT: list[Output] = []  # shared, never mutated: the common case allocate
 MAX_PENDING = 8
 """Calls remembered while they await their result (oldest dropped)."""
 _FACTS_CACHE_MAX = 512
+_TOOL_HOOKS_MAX = 512
 
 FEEDBACK_HEADER = (
     "[streamguard] An automated monitor observed your previous turn. This note is not from "
@@ -123,6 +124,22 @@ def _dispatch(
     exempting = [(i, s.exempt or None, h) for i, s, h in hooks]
     plain = None if any(e for _, e, _ in exempting) else [(i, h) for i, _, h in exempting]
     return plain, exempting
+
+
+def _hooks_for(
+    cache: dict[str, list[tuple[int, Any]]],
+    exempting: list[tuple[int, frozenset[str] | None, Any]],
+    tool: str,
+) -> list[tuple[int, Any]]:
+    """The ``(index, bound hook)`` list of the readers that do not exempt ``tool``, in
+    order, kept in ``cache`` (one per event type): when some reader exempts tools, an
+    event then runs the same loop as under a policy without exemptions, instead of
+    testing every reader's exemptions."""
+    hooks = [(i, h) for i, exempt, h in exempting if exempt is None or tool not in exempt]
+    if len(cache) >= _TOOL_HOOKS_MAX:  # bounded: tool names come from untrusted input
+        cache.clear()
+    cache[tool] = hooks
+    return hooks
 
 
 class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
@@ -224,6 +241,11 @@ class Watchdog:
         self._wait_result_plain, self._wait_result_hooks = _dispatch(
             [h for h in self._on_result if h[1].sees_waits]
         )
+        # Per tool, when some reader exempts tools (see _hooks_for).
+        self._call_by_tool: dict[str, list[tuple[int, Any]]] = {}
+        self._wait_call_by_tool: dict[str, list[tuple[int, Any]]] = {}
+        self._result_by_tool: dict[str, list[tuple[int, Any]]] = {}
+        self._wait_result_by_tool: dict[str, list[tuple[int, Any]]] = {}
         self.history_len = max((s.history_needed() for s in signals), default=0)
         self._need_fingerprint = any(s.needs_fingerprint for _, s, _ in self._on_result)
         self._need_size = any(s.needs_result_size for _, s, _ in self._on_result)
@@ -232,7 +254,9 @@ class Watchdog:
         self._runners = CommandRunners(self.policy.command_runners.tools)
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
-        self._plain_facts: dict[tuple[str, str | None], CallFacts | bool] = {}
+        # Keyed by the tool alone for a call without a kind (the usual call: no tuple to
+        # build and hash), by (tool, kind) otherwise; a string never equals a tuple.
+        self._plain_facts: dict[str | tuple[str, str], CallFacts | bool] = {}
         # The views handed to the hooks, refilled per event (see _call and _result).
         self._call_view: CallView = CallView.__new__(CallView)
         self._result_view: ResultView = ResultView.__new__(ResultView)
@@ -335,7 +359,8 @@ class Watchdog:
                     self._handle(ctx, i, finding)
             self._close_turn(state)
         elif kind is Usage:
-            state.in_turn = True
+            if not state.in_turn:  # a state field's store costs several times the test
+                state.in_turn = True
             if event.cost_usd:
                 state.spend_usd += event.cost_usd
             if event.input_tokens or event.output_tokens:
@@ -353,7 +378,8 @@ class Watchdog:
 
     def _call(self, ctx: _Ctx, event: ToolCall) -> None:
         state = ctx.state
-        state.in_turn = True
+        if not state.in_turn:  # a state field's store costs several times the test
+            state.in_turn = True
         if (state.halted_by or state.turn_cut is not None) and not state.ignored_latched:
             state.ignored_latched = True
             self._halt_ignored(ctx, at="tool_call")
@@ -368,7 +394,7 @@ class Watchdog:
         key = call_key(tool, canonical)
         history = state.history
         kind = event.kind
-        facts = self._plain_facts.get((tool, kind))
+        facts = self._plain_facts.get(tool if kind is None else (tool, kind))
         if facts is None:
             facts = self._tool_facts(tool, kind)
         # One view per watchdog, refilled for every call: events are processed one at a
@@ -413,15 +439,12 @@ class Watchdog:
             pending.append((call_id or "", intern(tool), key, flags, action))
         signals = state.signals
         plain = self._wait_call_plain if wait else self._call_plain
-        if plain is not None:
-            for i, hook in plain:
-                finding = hook(signals[i], view)
-                if finding is not None:
-                    self._handle(ctx, i, finding)
-            return
-        for i, exempt, hook in self._wait_call_hooks if wait else self._call_hooks:
-            if exempt is not None and tool in exempt:
-                continue
+        if plain is None:  # some reader exempts tools: this tool's readers
+            cache = self._wait_call_by_tool if wait else self._call_by_tool
+            plain = cache.get(tool)
+            if plain is None:
+                plain = _hooks_for(cache, self._wait_call_hooks if wait else self._call_hooks, tool)
+        for i, hook in plain:
             finding = hook(signals[i], view)
             if finding is not None:
                 self._handle(ctx, i, finding)
@@ -436,7 +459,7 @@ class Watchdog:
         """
         tool = event.tool
         kind = event.kind
-        facts = self._plain_facts.get((tool, kind))
+        facts = self._plain_facts.get(tool if kind is None else (tool, kind))
         if facts is None:
             facts = self._tool_facts(tool, kind)
         if facts is True or facts is False:
@@ -459,7 +482,7 @@ class Watchdog:
         cache = self._plain_facts
         if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
             cache.clear()
-        cache[(tool, kind)] = facts
+        cache[tool if kind is None else (tool, kind)] = facts
         return facts
 
     @staticmethod
@@ -484,7 +507,8 @@ class Watchdog:
 
     def _result(self, ctx: _Ctx, event: ToolResult) -> None:
         state = ctx.state
-        state.in_turn = True
+        if not state.in_turn:  # a state field's store costs several times the test
+            state.in_turn = True
         if not self._on_result:
             return
         failed = bool(event.error)
@@ -510,7 +534,17 @@ class Watchdog:
         # Refilled like the call view (see _call): what ResultView's constructor would set.
         view = self._result_view
         tool = event.tool
-        paired = self._pair(state, event) if self._need_pairing and state.pending else None
+        paired = None
+        if self._need_pairing:
+            pending = state.pending
+            if pending:
+                # The usual case inline: the result of the oldest pending call, by its id
+                # (what _pair finds first).
+                call_id = event.call_id
+                if call_id and pending[0][0] == call_id:
+                    paired = pending.pop(0)
+                else:
+                    paired = self._pair(state, event)
         wait = False
         if paired is not None:
             view.call_key = paired[2]
@@ -532,15 +566,13 @@ class Watchdog:
         view.gist = 0
         signals = state.signals
         plain = self._wait_result_plain if wait else self._result_plain
-        if plain is not None:
-            for i, hook in plain:
-                finding = hook(signals[i], view)
-                if finding is not None:
-                    self._handle(ctx, i, finding)
-            return
-        for i, exempt, hook in self._wait_result_hooks if wait else self._result_hooks:
-            if exempt is not None and tool in exempt:
-                continue
+        if plain is None:  # some reader exempts tools (no-new-state does by default)
+            cache = self._wait_result_by_tool if wait else self._result_by_tool
+            plain = cache.get(tool)
+            if plain is None:
+                hooks = self._wait_result_hooks if wait else self._result_hooks
+                plain = _hooks_for(cache, hooks, tool)
+        for i, hook in plain:
             finding = hook(signals[i], view)
             if finding is not None:
                 self._handle(ctx, i, finding)
@@ -555,7 +587,8 @@ class Watchdog:
         elif not event.chars:
             return
         state = ctx.state
-        state.in_turn = True
+        if not state.in_turn:  # a state field's store costs several times the test
+            state.in_turn = True
         if state.feedback and self._withdrawn:
             state.feedback = tuple(i for i in state.feedback if i[0] not in self._withdrawn)
         for i, _, hook in self._on_text:
@@ -580,7 +613,8 @@ class Watchdog:
             self._halt_ignored(ctx, at="turn_start")
             return
         self._close_turn(state)
-        state.in_turn = True
+        if not state.in_turn:  # a state field's store costs several times the test
+            state.in_turn = True
         state.ignored_latched = False
         if state.feedback and self.mode >= FEEDBACK:
             self._deliver_feedback(ctx)

@@ -25,7 +25,7 @@ from streamguard.engine import Engine
 from streamguard.events import ToolCall, ToolResult
 from streamguard.fleet import generate_session
 from streamguard.policy import PolicySet
-from streamguard.signals import near_duplicate
+from streamguard.signals import near_duplicate, result_stall
 from streamguard.signals.base import CallView, ResultView, Signal
 from streamguard.signals.facts import FLAG_RUNNER
 from streamguard.watchdog import Watchdog
@@ -68,6 +68,13 @@ def test_fingerprint_and_size_matches_the_two_functions(result: Any, digest: str
         fingerprint_payload(result, digest),
         payload_size(result),
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40, alphabet=st.characters(blacklist_categories=["Cs"])))
+def test_string_payload_size_is_its_utf8_length(text: str):
+    # ASCII strings skip the encode: the size must still be the UTF-8 length.
+    assert payload_size(text) == len(text.encode()) == fingerprint_and_size(text)[1]
 
 
 def test_fingerprint_and_size_unencodable_and_empty():
@@ -208,3 +215,65 @@ def test_refilled_views_match_freshly_built_ones():
         assert fields == {name: getattr(expected_result, name) for name in ResultView.__slots__}
     assert results[0]["fingerprint"] == fingerprint_payload("diff")
     assert results[1]["outcome"] == stable_hash("\0error", "no such file")
+
+
+# Answers built from what the two templates treat specially: "line " and digits (ASCII
+# and not), quotes, a structured start, non-ASCII text and a lone surrogate.
+stall_text = st.lists(
+    st.sampled_from(["line ", "Line", " ", "\n", "\"", "'", "`", "{", "[", "a", "7", "42",
+                     "\u0663", "\u00e9", "\ud800", "#"]),
+    max_size=40,
+).map("".join) | st.text(max_size=60)
+
+
+@settings(max_examples=500, deadline=None)
+@given(stall_text, st.booleans(), st.integers(min_value=0, max_value=300))
+def test_result_stall_templates_from_one_encode(text: str, digits: bool, pad: int):
+    # The pad moves quotes and "line " across the start span the quote masking reads.
+    for variant in (text, "x" * pad + text):
+        masked, light = result_stall.templates(variant, digits)
+        assert masked == result_stall.template(variant, digits)
+        assert light == result_stall.light_template(variant).encode("utf-8", "surrogatepass")
+
+
+class HookLogState(msgspec.Struct, tag="hook-log"):
+    """State of the signals of test_per_tool_dispatch_skips_exactly_the_exempting_readers."""
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=1, max_size=30),
+       st.lists(st.frozensets(st.sampled_from(["a", "b", "c"])), min_size=1, max_size=4))
+def test_per_tool_dispatch_skips_exactly_the_exempting_readers(tools: list[str],
+                                                                exemptions: list[frozenset[str]]):
+    # With an exempting reader, the watchdog keeps one hook list per tool: every reader
+    # that does not exempt the tool, in policy order, as testing each exemption would.
+    log: list[tuple[str, int, str]] = []
+
+    def reader(n: int) -> type[Signal]:
+        class Reader(Signal):
+            id = f"reader-{n}"
+            severity = "warn"
+            State = HookLogState
+
+            def __init__(self, config: Any = None) -> None:
+                super().__init__(config)
+                self.exempt = exemptions[n]
+
+            def on_call(self, state: Any, call: CallView) -> None:
+                log.append(("call", n, call.tool))
+
+            def on_result(self, state: Any, result: ResultView) -> None:
+                log.append(("result", n, result.tool))
+
+        return Reader
+
+    classes = [reader(n) for n in range(len(exemptions))]
+    watchdog = Watchdog(classes=classes)
+    expected = []
+    state = watchdog.new_state("s")
+    for tool in tools:
+        watchdog.process(state, ToolCall(session="s", tool=tool, args={}))
+        watchdog.process(state, ToolResult(session="s", tool=tool, result="x"))
+        for kind in ("call", "result"):
+            expected += [(kind, n, tool) for n, e in enumerate(exemptions) if tool not in e]
+    assert log == expected

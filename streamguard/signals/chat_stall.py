@@ -142,7 +142,8 @@ class ChatStall(Signal):
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
             return None
-        state.acted = True
+        if not state.acted:  # a state field's store costs several times the test
+            state.acted = True
         if state.messages or state.counts or state.latched:
             state.messages = 0
             state.sketches.clear()
@@ -179,7 +180,9 @@ class ChatStall(Signal):
             other = bytes(sketches[i * _SLOT : (i + 1) * _SLOT])
             # MinHash: the smallest hashes of near-identical messages mostly coincide, so
             # a sketch that holds neither smallest hash of the other is no match.
-            if head not in other and other[:4] not in value:
+            # find, not ``in``: a bytes ``in`` first tries its operand as an integer and
+            # raises and clears a TypeError, several times the cost of the search.
+            if other.find(head) < 0 and value.find(other[:4]) < 0:
                 continue
             if similarity(other, value) >= self.min_similarity:
                 count = min(counts[i] + 1, 255)

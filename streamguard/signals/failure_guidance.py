@@ -287,7 +287,8 @@ class ToolFailureGuidance(Signal):
         if result.failed and self.search_answers and result.call_flags & FLAG_SEARCH:
             return None  # a search that found nothing answered the question
         if not result.failed:
-            state.run = 0
+            if state.run:  # a state field's store costs several times the test
+                state.run = 0
             if state.tools:  # the label only matters to a tool with failures on record
                 self._clear_tool(state, _crc(identity(result, sig)))
             return None

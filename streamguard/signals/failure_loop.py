@@ -198,8 +198,12 @@ class FailureLoop(Signal):
         if self.exempt and result.tool in self.exempt:
             return None
         key = result.call_key & _KEY_MASK
-        if key and self.across_writes:
+        if key and self.across_writes and (
+            result.failed or state.persistent or state.persistent_latched == key
+        ):
             # Before the write check: a write that keeps failing (an install) is counted too.
+            # (A success with no failing call on record and no latch on this one changes
+            # nothing there: the usual result skips the call.)
             finding = self._across_writes(state, result, key)
             if finding is not None:
                 if result.call_flags & FLAG_WRITE:

@@ -119,7 +119,7 @@ def shape_bytes(text: str, encoded: bytes | None = None) -> bytes:
     if encoded is None:
         encoded = text[:TEXT_LIMIT].encode("utf-8", "surrogatepass")
     data = encoded.lower()
-    if b" -" in data or data[:1] == b"-":
+    if data.find(b" -") >= 0 or data[:1] == b"-":  # find: see squeeze_marks
         data = _FLAG.sub(b" ", data)
     data = squeeze_marks(data.translate(MASK_DIGITS, _NOISE))
     data = b" ".join(data.split()).replace(b"/ ", b" ").replace(b"/,", b",").replace(b"/]", b"]")

@@ -189,7 +189,8 @@ class NoNewState(Signal):
         if excess > 0:
             del seen[:excess]
         seen.extend(key)
-        state.run = 0
+        if state.run:  # a state field's store costs several times the test
+            state.run = 0
         return None
 
     def on_turn_start(self, state: Any) -> Finding | None:

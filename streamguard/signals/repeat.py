@@ -219,25 +219,45 @@ class RepeatedToolCall(Signal):
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
             return None
-        if state.run and (call.key == state.key or self._equivalent(state, call)):
+        if state.run and (
+            call.key == state.key
+            # _equivalent's first test inline: most calls are another tool's, or their
+            # run's anchor has no paths, and the call would only say no.
+            or (state.text and call.tool == state.tool and self._equivalent(state, call))
+        ):
             state.run += 1
             state.last_key = call.key
         else:
             canonical = call.canonical
-            state.run = 1
-            state.latched = state.reported != 0 and call.key == state.reported
+            # A new run: the fields that restart are stored only where they change (a
+            # state field's store costs several times the test, and in a session of
+            # distinct calls every call starts a run).
+            if state.run != 1:
+                state.run = 1
+            latched = state.reported != 0 and call.key == state.reported
+            if state.latched is not latched:
+                state.latched = latched
             state.tool = intern(call.tool)
             state.key = state.last_key = call.key
-            state.outcome = state.frozen = state.changes = 0
-            state.polled = False
-            state.write = call.write
-            state.wait = call.wait
-            state.failed = 0
+            if state.outcome:
+                state.outcome = 0
+            if state.frozen:
+                state.frozen = 0
+            if state.changes:
+                state.changes = 0
+            if state.polled:
+                state.polled = False
+            if state.write is not call.write:
+                state.write = call.write
+            if state.wait is not call.wait:
+                state.wait = call.wait
+            if state.failed:
+                state.failed = 0
             if canonical.paths and len(canonical.text) <= ANCHOR_TEXT_LIMIT:
                 state.text = canonical.text
                 self._anchor_text = canonical.text
                 self._anchor = canonical
-            else:
+            elif state.text:
                 state.text = ""
         if state.run < self.threshold or state.latched:
             return None

@@ -300,6 +300,28 @@ def template(text: str, digits: bool = True) -> bytes:
     return b" ".join(data.split())
 
 
+def templates(text: str, digits: bool = True) -> tuple[bytes, bytes]:
+    """``template(text, digits)`` and the UTF-8 of ``light_template(text)``, with one
+    encode of the text where both read the same bytes.
+
+    They do unless quoted strings near the start are masked (the template's text then
+    differs), or, for a template with its digits masked, the text holds ``line ``: the
+    light text has its line numbers replaced before it is encoded, the template masks
+    them in the bytes (the same result for ASCII digits only, so that case encodes twice).
+    """
+    has_line = "line " in text
+    light = (_SHELL_LINE.sub("line #", text) if has_line else text).encode(
+        "utf-8", "surrogatepass"
+    )
+    head = text[:QUOTE_SPAN]
+    if head[:1] not in ("{", "[") and ("\"" in head or "'" in head or "`" in head):
+        return template(text, digits), light
+    if not digits:
+        return b" ".join(light.split()), light
+    data = text.encode("utf-8", "surrogatepass") if has_line else light
+    return b" ".join(squeeze_marks(data.translate(MASK_DIGITS)).split()), light
+
+
 def light_template(text: str) -> str:
     """``text`` with only what differs between identical runs of one command masked: the
     shell's line numbers (``bash: line 27424:``). A test that fails with other values
@@ -409,7 +431,9 @@ class ResultStall(Signal):
                 state.echo = ()
             return None
         echo: list[str] = []
-        for value in islice(args.values(), ECHO_FIELDS):
+        # The values themselves when there are few (the usual call): no islice object.
+        values = args.values() if len(args) <= ECHO_FIELDS else islice(args.values(), ECHO_FIELDS)
+        for value in values:
             if (
                 type(value) is str and ECHO_MIN <= len(value) <= ECHO_MAX
                 and (value.isascii() or _encodable(value))  # (a lone surrogate: no snapshot)
@@ -453,7 +477,9 @@ class ResultStall(Signal):
             state.echo = ()
         cached = self._codes.get(memo) if outcome and not echo else None
         if cached is None and outcome and not result.failed and (
-            type(result.event.result) is not str or is_json_text(result.event.result)
+            type(payload := result.event.result) is not str
+            # is_json_text's first test inline: most text answers do not open like JSON.
+            or (payload[:1] in ("{", "[") and is_json_text(payload))
         ):
             # A structured payload (an API's JSON, as an object or as the JSON text that
             # MCP servers and many frameworks deliver) is compared exactly: its numbers
@@ -505,17 +531,13 @@ class ResultStall(Signal):
                 # found nothing in is its own echo, like the term. Nothing found in one
                 # more file is nothing found again (as a command runner's empty grep is).
                 text = _ABSOLUTE_PATH.sub("P", text[:QUOTE_SPAN]) + text[QUOTE_SPAN:]
-            masked = template(text, digits=bool(masks_digits))
+            # The template and the light template from one encode of the text (templates).
+            masked, light_bytes = templates(text, digits=bool(masks_digits))
             if result.failed:
                 code = _crc(result.tool.encode("utf-8", "surrogatepass") + b"\0" + masked)
             else:
                 code = zlib.crc32(masked) or 1
-            # light_template inline: most answers hold no "line " and are their own.
-            light = zlib.crc32(
-                (_SHELL_LINE.sub("line #", text) if "line " in text else text).encode(
-                    "utf-8", "surrogatepass"
-                )
-            ) or 1
+            light = zlib.crc32(light_bytes) or 1
             cached = (code, light, masked)
             if outcome and not echoed:
                 if len(self._codes) >= 4096:
@@ -618,15 +640,20 @@ class ResultStall(Signal):
         return cached
 
     def _news(self, state: Any) -> None:
-        state.run = 0
-        state.mask = (state.mask << 1) & self._full
+        # Stores only where a value changes: a state field's store costs several times
+        # the test, and most answers are news after news.
+        if state.run:
+            state.run = 0
+        if state.mask:
+            state.mask = (state.mask << 1) & self._full
         if state.steps < self.window:
             state.steps += 1
         if state.latched and state.mask.bit_count() <= self.window // 2:
             state.latched = False
         if not state.latched and state.tools and not state.mask:
             state.tools = ()
-        state.sample = ""
+        if state.sample:
+            state.sample = ""
 
     def _stale(self, state: Any, code: int, result: ResultView, masked: bytes) -> Finding | None:
         state.run += 1

@@ -324,7 +324,8 @@ class SetupDetour(Signal):
         if kind == NEUTRAL:
             return None
         if kind == TASK:
-            state.worked = True
+            if not state.worked:  # a state field's store costs several times the test
+                state.worked = True
             if state.run:
                 self._end(state)
             return None
@@ -343,7 +344,8 @@ class SetupDetour(Signal):
         return self._check(state) if state.last_failed or not self.min_failures else None
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
-        state.answered = True
+        if not state.answered:  # a state field's store costs several times the test
+            state.answered = True
         keys = state.open_keys
         if not keys or result.call_key not in keys:
             return None

@@ -136,9 +136,14 @@ class RepeatedToolName(Signal):
             state.same = state.same + 1 if key == state.last_key else 1
         else:
             state.tool = intern(name) if len(name) <= 64 else name
-            state.run = 1
-            state.same = 1
-            state.latched = False
+            # Stores only where a value changes (a state field's store costs several
+            # times the test): a session of distinct tools restarts a run of 1 each call.
+            if state.run != 1:
+                state.run = 1
+            if state.same != 1:
+                state.same = 1
+            if state.latched:
+                state.latched = False
         state.last_key = key
         if state.run < self.threshold or state.latched:
             return None
