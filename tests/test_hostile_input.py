@@ -400,29 +400,21 @@ def test_a_session_s_state_is_created_only_on_its_home_partition() -> None:
     assert processor.engine.sessions[victim].applied == 1
 
 
-def test_the_agent_name_can_come_from_a_trusted_header() -> None:
-    processor, _ = _processor(agent_header="x-agent")
-    event = ToolCall(session="s", agent="lenient-admin", tool="ls")
-    _run(processor, [_record(encode(event), b"s", headers=[("x-agent", b"billing-bot")])])
-    assert processor.engine.sessions["s"].agent == "billing-bot"
-    event = ToolCall(session="t", agent="lenient-admin", tool="ls")
-    _run(processor, [_record(encode(event), b"t", offset=1)])  # no header: no agent
-    assert processor.engine.sessions["t"].agent is None
-    assert processor.metrics.security_events.labels("agent_header_missing")._value.get() == 1
-
-
-def test_the_tenant_can_come_from_a_trusted_header() -> None:
-    # A tenant names a scope of fleet guardrails: self-declared, a writer could open
-    # circuits (halting every session) of any tenant it names, or create scopes at will.
-    processor, _ = _processor(tenant_header="x-tenant")
-    event = ToolCall(session="s", tenant="someone-else", tool="ls")
-    _run(processor, [_record(encode(event), b"s", headers=[("x-tenant", b"acme")])])
-    assert processor.engine.sessions["s"].tenant == "acme"
-    event = ToolCall(session="t", tenant="someone-else", tool="ls")
-    _run(processor, [_record(encode(event), b"t", offset=1)])  # no header: no tenant
-    assert processor.engine.sessions["t"].tenant is None
-    assert processor.metrics.security_events.labels("tenant_header_missing")._value.get() == 1
-    assert processor.metrics.security_events.labels("agent_header_missing")._value.get() == 0
+@pytest.mark.parametrize("field", ["agent", "tenant"])
+def test_the_agent_name_and_the_tenant_can_come_from_a_trusted_header(field: str) -> None:
+    # Self-declared, an agent could name itself into a lenient policy override, and a
+    # tenant (a scope of fleet rules) could open the circuit of any tenant it names.
+    processor, _ = _processor(**{f"{field}_header": f"x-{field}"})
+    event = ToolCall(session="s", tool="ls", **{field: "forged"})
+    _run(processor, [_record(encode(event), b"s", headers=[(f"x-{field}", b"billing-bot")])])
+    assert getattr(processor.engine.sessions["s"], field) == "billing-bot"
+    event = ToolCall(session="t", tool="ls", **{field: "forged"})
+    _run(processor, [_record(encode(event), b"t", offset=1)])  # no header: none
+    assert getattr(processor.engine.sessions["t"], field) is None
+    counted = processor.metrics.security_events.labels
+    other = "tenant" if field == "agent" else "agent"
+    assert counted(f"{field}_header_missing")._value.get() == 1
+    assert counted(f"{other}_header_missing")._value.get() == 0
 
 
 def test_a_timeout_says_what_did_not_happen() -> None:
