@@ -475,6 +475,18 @@ def close(state: ScopeState, by: str | None, now: float, reason: str | None = No
     return [Closed(reason=why, by=by, generation=circuit.generation, was_open=was_open)]
 
 
+def forgettable(state: ScopeState) -> bool:
+    """Whether a scope may be forgotten once idle for longer than its window: its
+    circuit never opened and no limit of it ever crossed. Those numbers key the ids of
+    its alerts and trips (deterministic, and de-duplicated downstream by id), so a
+    scope that has them is kept: forgotten and met again, it would reuse an id of its
+    own past, and a halting controller would drop the new trip as a duplicate."""
+    return (
+        state.circuit.state == "closed" and state.circuit.generation == 0
+        and state.crossings == 0 and not state.fired
+    )
+
+
 def tick(state: ScopeState, rule: FleetRule, now: float) -> list[Decision]:
     """Processing-time housekeeping: the cool-down's end, forgotten idle sessions."""
     decisions: list[Decision] = []

@@ -87,3 +87,48 @@ def test_a_partition_holds_at_most_its_bound_and_never_evicts_a_halt_for_room() 
     record("c", 10.0)  # activity moves a session to the back of the idle order
     record("e", 11.0)
     assert set(table.meta) == {"halted", "c", "e"}
+
+
+class _Record:
+    def __init__(self, key: bytes, value: bytes, offset: int) -> None:
+        self.key, self.value, self.offset, self.headers = key, value, offset, []
+
+
+def test_the_fleet_stage_forgets_idle_scopes_that_never_crossed_a_limit() -> None:
+    from aiokafka import TopicPartition
+
+    from streamguard.fleet_windows import Fact, FleetLimit, FleetRule, encode_facts
+    from streamguard.kafka.config import ProcessorConfig
+    from streamguard.kafka.fleet_stage import FleetStage
+    from streamguard.kafka.metrics import Metrics
+
+    clock = [1_800_000_000.0]
+    rule = FleetRule(name="spend", by="tenant", window_s=3600.0,
+                     limits=[FleetLimit(metric="spend_usd", above=100.0, action="halt")])
+    stage = FleetStage(ProcessorConfig.build({}), [rule], Metrics(), clock=lambda: clock[0])
+    tp = TopicPartition("fleet.facts", 0)
+    scopes: dict[str, Any] = {}
+    stage.scopes[0] = scopes
+
+    def spend(tenant: str, usd: float, offset: int) -> None:
+        scope = f"spend:tenant={tenant}"
+        fact = Fact(kind="session", scope=scope, session=f"s-{tenant}", index=offset + 1,
+                    ts=clock[0], flags=0, cum_usd=usd, usd=usd, cum_tokens=0, tokens=0)
+        stage._apply(tp, _Record(scope.encode(), encode_facts([fact]), offset), scopes, clock[0], 300.0)
+
+    for i in range(50):  # fifty invented tenants, a cent each
+        spend(f"invented-{i}", 0.01, i)
+    spend("crossed", 150.0, 50)  # one that crossed its limit: its circuit opened
+    assert len(scopes) == 51
+    stage.dirty.clear()
+    clock[0] += 3600.0  # within the window (and its skew): all kept
+    stage._tick()
+    assert len(scopes) == 51
+    clock[0] += 3600.0  # past it: the fifty go, each with a tombstone; the crossed one stays
+    stage._tick()
+    assert set(scopes) == {"spend:tenant=crossed"}
+    assert len(stage.dirty) == 50 and all(p == 0 for p in stage.dirty.values())
+    assert stage.metrics.fleet_scopes_forgotten._value.get() == 50
+    # a forgotten tenant that comes back starts afresh
+    spend("invented-7", 0.02, 51)
+    assert "spend:tenant=invented-7" in scopes

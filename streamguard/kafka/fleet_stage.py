@@ -52,6 +52,7 @@ from ..fleet_windows import (
     decode_scope,
     encode_scope,
     fleet_alert,
+    forgettable,
     new_scope,
     parse_scope,
     tick,
@@ -104,7 +105,10 @@ class FleetStage:
         self.lock = asyncio.Lock()
         self.scopes: dict[int, dict[str, ScopeState]] = {}  # fact partition -> its scopes
         self.restoring: set[int] = set()
-        self.dirty: dict[str, int] = {}  # scope -> its partition
+        self.dirty: dict[str, int] = {}  # scope -> its partition (no state there: a tombstone)
+        # scope -> processing time of its last fact (or of its restore): an idle scope
+        # whose window has passed and that never crossed a limit is forgotten
+        self.touched: dict[str, float] = {}
         self.positions: dict[TopicPartition, int] = {}
         self.committed: dict[TopicPartition, int] = {}
         self.generation = 0
@@ -269,6 +273,7 @@ class FleetStage:
             self._decide(state, rule, applied.decisions)
         state.offset = record.offset
         self.dirty[scope] = tp.partition
+        self.touched[scope] = now
         if clamped:
             metrics.timestamps_clamped.inc(clamped)
         if counted:
@@ -299,9 +304,11 @@ class FleetStage:
 
     def _tick(self) -> None:
         now = self.clock()
+        touched = self.touched
         for partition, scopes in self.scopes.items():
             if partition in self.restoring:
                 continue
+            idle: list[str] = []
             for scope, state in scopes.items():
                 rule = self.rules.get(state.rule)
                 if rule is None:
@@ -311,6 +318,22 @@ class FleetStage:
                     if decisions:
                         self.dirty[scope] = partition
                         self._decide(state, rule, decisions)
+                # Processing time, as every TTL here: facts whose event times stop
+                # moving (an idle scope) never slide a window by themselves.
+                if now - touched.get(scope, now) > self._idle_after(rule) and forgettable(state):
+                    idle.append(scope)
+            for scope in idle:
+                # Nothing of it is left in its window, and no id depends on it: a scope
+                # per name a writer invents, or a tenant gone for good, does not stay.
+                del scopes[scope]
+                del touched[scope]
+                self.dirty[scope] = partition  # its tombstone at the next checkpoint
+                self.metrics.fleet_scopes_forgotten.inc()
+
+    def _idle_after(self, rule: FleetRule) -> float:
+        """Processing time without facts after which a scope's window holds none of
+        them, whatever their event times (up to the clock plus the skew)."""
+        return rule.window_s + rule.bucket_s + self.config.max_clock_skew_s
 
     async def _send(self) -> None:
         producer = self._producer
@@ -337,14 +360,15 @@ class FleetStage:
         sent = []
         for scope, partition in dirty.items():
             state = self.scopes.get(partition, {}).get(scope)
-            if state is None:
-                continue
             sent.append(
                 await producer.send(
-                    cfg.fleet_state_topic, key=scope.encode(), value=encode_scope(state), partition=partition
+                    cfg.fleet_state_topic, key=scope.encode(),
+                    value=None if state is None else encode_scope(state),  # forgotten: a tombstone
+                    partition=partition,
                 )
             )
-            self._gauge(state)
+            if state is not None:
+                self._gauge(state)
         if sent:
             await within(asyncio.gather(*sent), timeout, "the fleet state snapshots were not acknowledged")
         self._hook("fleet_state_acked")
@@ -392,6 +416,7 @@ class FleetStage:
             self.positions = {}
             self.committed = {}
             self.dirty = {}
+            self.touched = {}
 
     async def on_assigned(self, assigned: set[TopicPartition]) -> None:
         async with self.lock:
@@ -418,6 +443,7 @@ class FleetStage:
                     if state.scope != scope:
                         continue
                     scopes[scope] = state
+                    self.touched[scope] = self.clock()  # idle from here, as far as we know
                     installed += 1
                 self.scopes[partition] = scopes
             self.restoring = set()

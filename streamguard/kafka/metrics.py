@@ -322,6 +322,11 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.fleet_scopes_forgotten = Counter(
+            "streamguard_fleet_scopes_forgotten_total",
+            "Fleet scopes the fleet stage forgot: idle past their window, never crossed a limit.",
+            registry=r,
+        )
         self.fleet_window = Gauge(
             "streamguard_fleet_window_value",
             "A fleet scope's rolling-window value per limited metric, as the fleet stage owning the scope has it.",
