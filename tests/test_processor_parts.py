@@ -120,6 +120,10 @@ def test_the_fleet_stage_forgets_idle_scopes_that_never_crossed_a_limit() -> Non
         spend(f"invented-{i}", 0.01, i)
     spend("crossed", 150.0, 50)  # one that crossed its limit: its circuit opened
     assert len(scopes) == 51
+    for state in list(scopes.values()):
+        stage._gauge(state)  # as a checkpoint sets them
+    series = stage.metrics.fleet_window.collect()[0].samples
+    assert any(s.labels["scope"] == "invented-3" for s in series)
     stage.dirty.clear()
     clock[0] += 3600.0  # within the window (and its skew): all kept
     stage._tick()
@@ -129,6 +133,10 @@ def test_the_fleet_stage_forgets_idle_scopes_that_never_crossed_a_limit() -> Non
     assert set(scopes) == {"spend:tenant=crossed"}
     assert len(stage.dirty) == 50 and all(p == 0 for p in stage.dirty.values())
     assert stage.metrics.fleet_scopes_forgotten._value.get() == 50
+    series = stage.metrics.fleet_window.collect()[0].samples
+    assert not any(s.labels["scope"] == "invented-3" for s in series)  # its series went too
+    kept = stage.metrics.scope_label("crossed")  # ("other": fifty names took the labels)
+    assert any(s.labels["scope"] == kept for s in series)
     # a forgotten tenant that comes back starts afresh
     spend("invented-7", 0.02, 51)
     assert "spend:tenant=invented-7" in scopes

@@ -308,7 +308,7 @@ class FleetStage:
         for partition, scopes in self.scopes.items():
             if partition in self.restoring:
                 continue
-            idle: list[str] = []
+            idle: list[tuple[str, FleetRule]] = []
             for scope, state in scopes.items():
                 rule = self.rules.get(state.rule)
                 if rule is None:
@@ -321,14 +321,28 @@ class FleetStage:
                 # Processing time, as every TTL here: facts whose event times stop
                 # moving (an idle scope) never slide a window by themselves.
                 if now - touched.get(scope, now) > self._idle_after(rule) and forgettable(state):
-                    idle.append(scope)
-            for scope in idle:
+                    idle.append((scope, rule))
+            for scope, rule in idle:
                 # Nothing of it is left in its window, and no id depends on it: a scope
                 # per name a writer invents, or a tenant gone for good, does not stay.
                 del scopes[scope]
                 del touched[scope]
                 self.dirty[scope] = partition  # its tombstone at the next checkpoint
                 self.metrics.fleet_scopes_forgotten.inc()
+                self._forget_gauges(scope, rule)
+
+    def _forget_gauges(self, scope: str, rule: FleetRule) -> None:
+        """A forgotten scope's window series go with it (a series of its own: one shared
+        under the `other` label stays, as other scopes still set it)."""
+        parsed = parse_scope(scope)
+        if parsed is None:
+            return
+        label = self.metrics.scope_label(parsed[2])
+        if label != parsed[2]:
+            return
+        for limit in rule.limits:
+            with contextlib.suppress(KeyError):
+                self.metrics.fleet_window.remove(rule.name, label, limit.metric)
 
     def _idle_after(self, rule: FleetRule) -> float:
         """Processing time without facts after which a scope's window holds none of
