@@ -434,7 +434,7 @@ class Watchdog:
                 flags |= FLAG_RUNNER
             if wait:
                 flags |= FLAG_WAIT
-            if view.shell:
+            if facts.shell:
                 flags |= FLAG_SHELL
             pending.append((call_id or "", intern(tool), key, flags, action))
         signals = state.signals

@@ -145,13 +145,15 @@ class CallView:
     ``history``; its length is the largest ``history_needed()`` of the active
     signals.
 
-    ``runner``, ``action``, ``write``, ``search``, ``wait`` and ``shell`` are the shared call facts
-    of :mod:`streamguard.signals.facts`: whether the tool is a command runner,
-    what the call does (the program and sub-command for a runner, empty when
-    that cannot be read; the tool name otherwise), and whether it changes
-    something, looks something up, waits on purpose, or writes only by changing the shell. The watchdog computes them once per call
-    from the policy; a view built without them (a signal tested alone) derives
-    them with the default command-runner list.
+    ``runner``, ``action``, ``write``, ``search``, ``wait`` and ``shell`` are the
+    shared call facts of :mod:`streamguard.signals.facts`: whether the tool is a
+    command runner, what the call does (the program and sub-command for a runner,
+    empty when that cannot be read; the tool name otherwise), and whether it
+    changes something, looks something up, waits on purpose, or writes only by
+    changing the shell. The watchdog computes them once per call from the policy; a
+    view built without them (a signal tested alone) derives them with the default
+    command-runner list. ``args`` are the call's arguments as the contract reads
+    them: a string holding a JSON object is that object.
 
     A view is valid for the duration of the hook it is passed to: the watchdog refills
     one view object for every call (no allocation per event), so a signal keeps the
