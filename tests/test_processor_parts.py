@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from streamguard.engine import Engine
 from streamguard.events import TurnStart
 from streamguard.kafka.changelog import ChangelogEntry
@@ -140,3 +143,62 @@ def test_the_fleet_stage_forgets_idle_scopes_that_never_crossed_a_limit() -> Non
     # a forgotten tenant that comes back starts afresh
     spend("invented-7", 0.02, 51)
     assert "spend:tenant=invented-7" in scopes
+
+
+def _origins_from_states(table: SessionTable) -> dict[tuple[str | None, str | None], set[str]]:
+    expected: dict[tuple[str | None, str | None], set[str]] = {}
+    for session in table.meta:
+        state = table.engine.sessions[session]
+        expected.setdefault((state.agent, state.tenant), set()).add(session)
+    return expected
+
+
+_SESSION_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["event", "evict_idle", "drop", "drop_partition", "restore"]),
+        st.integers(0, 11),  # session
+        st.sampled_from([None, "coder", "triage"]),  # agent named by this event
+        st.sampled_from([None, "acme", "globex"]),  # tenant named by this event
+        st.integers(0, 1),  # partition
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_SESSION_OPS)
+def test_the_origin_index_always_matches_the_held_sessions_states(ops: list[Any]) -> None:
+    """The sessions of each origin (agent, tenant), which a circuit change visits instead
+    of every held session, are exactly the held sessions whose state has that origin,
+    through arrivals, agents and tenants named late, evictions, drops and restores."""
+    from streamguard.events import ToolCall
+    from streamguard.policy import parse_policy_set
+
+    # An [[agents]] override, so an agent (and tenant) named after a session's first
+    # event is taken (engine._session): the index must follow the late name.
+    engine = Engine(parse_policy_set('[[agents]]\nmatch = "lab-*"\nmode = "warn"\n'))
+    table = SessionTable(engine, lambda session, part: None, lambda kind: None, max_per_partition=5)
+    parts = {n: table.add_partition(n, PartitionStatus.ACTIVE) for n in (0, 1)}
+    now = 1_000.0
+    for op, number, agent, tenant, partition in ops:
+        now += 10.0
+        session = f"s{number}"
+        meta = table.meta.get(session)
+        part = parts.get(meta.partition if meta is not None else partition)
+        if op == "event" and part is not None:
+            engine.process(ToolCall(session=session, agent=agent, tenant=tenant, tool="t", args={"n": now}))
+            table.touch(part, session, meta, now)
+        elif op == "evict_idle":
+            table.sweep(now, idle_ttl=25.0, halted_ttl=50.0, budget=3)
+        elif op == "drop" and meta is not None:
+            table.drop_session(session)
+        elif op == "drop_partition" and partition in parts:
+            table.drop_partition(partition)
+            del parts[partition]
+        elif op == "restore" and partition not in parts:
+            parts[partition] = table.add_partition(partition, PartitionStatus.ACTIVE)
+            restored = f"r{number}"
+            engine.process(TurnStart(session=restored, agent=agent, tenant=tenant))
+            table.install(parts[partition], [(restored, ChangelogEntry(1, 1, 0, now, b""))], now)
+        got = {origin: set(members) for origin, members in table.by_origin.items()}
+        assert got == _origins_from_states(table)

@@ -66,10 +66,14 @@ class FactPublisher:
 
     def scopes(self, state: SessionState) -> tuple[str, ...]:
         """The scopes of a session (cached per agent and tenant: few of them, many sessions)."""
-        key = (state.agent, state.tenant)
+        return self.scopes_of(state.agent, state.tenant)
+
+    def scopes_of(self, agent: str | None, tenant: str | None) -> tuple[str, ...]:
+        """The scopes of the sessions of one origin (agent and tenant)."""
+        key = (agent, tenant)
         scopes = self._scopes.get(key)
         if scopes is None:
-            scopes = scopes_for(self.rules, state.agent, state.tenant)
+            scopes = scopes_for(self.rules, agent, tenant)
             if len(self._scopes) >= _SCOPES_CACHE_MAX:  # bounded: names come from the stream
                 self._scopes.clear()
             self._scopes[key] = scopes

@@ -879,7 +879,21 @@ class Processor:
                 "session may run again."
             )
             affected = 0
-            for session, meta in list(self.sessions.meta.items()):
+            scope = circuit.scope
+            table = self.sessions
+            # Only the sessions the change can concern: an opening circuit's are those of
+            # the origins (agent, tenant) in its scope, a closing one's are halted. A
+            # circuit change costs the scope's sessions, not every session held.
+            if is_open:
+                candidates = table.of_origins(
+                    lambda agent, tenant: scope in facts.scopes_of(agent, tenant)
+                )
+            else:
+                candidates = sorted(table.halted)
+            for session in candidates:
+                meta = table.meta.get(session)
+                if meta is None:
+                    continue
                 part = partitions.get(meta.partition)
                 if part is None or part.status is not PartitionStatus.ACTIVE:
                     continue
@@ -887,9 +901,9 @@ class Processor:
                 if state is None:
                     continue
                 if is_open:
-                    if FLEET_GUARDRAIL in state.halted_by or circuit.scope not in facts.scopes(state):
+                    if FLEET_GUARDRAIL in state.halted_by or scope not in facts.scopes(state):
                         continue
-                elif state.fleet_scope != circuit.scope:
+                elif state.fleet_scope != scope:
                     continue
                 if session in checkpointer.unstaged:
                     checkpointer.before_change(session)

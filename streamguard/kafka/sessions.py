@@ -4,8 +4,10 @@ The engine holds each session's detector state; this table holds what the
 shell needs around it: the partition a session lives on, the last events and
 control offsets applied to it, its last activity on the processor's clock, and
 per owned partition the sessions in order of activity (halted ones past the
-idle TTL *parked* until the longer halted TTL). Eviction runs here, on
-processing time.
+idle TTL *parked* until the longer halted TTL), and the sessions of each origin
+(agent and tenant, what a fleet scope is made of) so that a circuit that opens
+visits the sessions of its scope rather than every session held. Eviction runs
+here, on processing time.
 
 Nothing here touches Kafka. The table tells its owner about every session it
 drops through ``on_dropped(session, partition)``, so the checkpointer can write
@@ -45,6 +47,10 @@ class SessionMeta(msgspec.Struct, gc=False):
     control_offset: int
     last_seen: float  # processing time (the processor's clock) of the last record
     parked: bool = False
+    # The origin the session is indexed under (``SessionTable.by_origin``): the
+    # engine state's own agent and tenant objects, so a change is seen by identity.
+    agent: str | None = None
+    tenant: str | None = None
 
 
 class OwnedPartition:
@@ -82,6 +88,10 @@ class SessionTable:
         self.partitions: dict[int, OwnedPartition] = {}
         self.meta: dict[str, SessionMeta] = {}
         self.halted: set[str] = set()
+        # (agent, tenant) -> the sessions held with that origin, in order of arrival.
+        # A fleet scope is a function of the origin, so a circuit's sessions are the
+        # members of the origins in its scope: few origins, many sessions each.
+        self.by_origin: dict[tuple[str | None, str | None], dict[str, None]] = {}
         self._on_dropped = on_dropped
         self._on_evicted = on_evicted
 
@@ -99,8 +109,9 @@ class SessionTable:
         if state is None:
             return meta
         if meta is None:
-            meta = SessionMeta(part.number, -1, -1, now)
+            meta = SessionMeta(part.number, -1, -1, now, False, state.agent, state.tenant)
             self.meta[session] = meta
+            self._index(session, meta)
             part.active[session] = None
             limit = self.max_per_partition
             if limit and len(part.active) + len(part.parked) > limit:
@@ -113,11 +124,42 @@ class SessionTable:
             else:
                 part.active.move_to_end(session)
             meta.last_seen = now
+            if meta.agent is not state.agent or meta.tenant is not state.tenant:
+                # An agent or tenant named after the first event (engine._session).
+                self._unindex(session, meta)
+                meta.agent, meta.tenant = state.agent, state.tenant
+                self._index(session, meta)
         if state.halted_by:
             self.halted.add(session)
         else:
             self.halted.discard(session)
         return meta
+
+    # -------------------------------------------------------------- origins
+
+    def _index(self, session: str, meta: SessionMeta) -> None:
+        origin = (meta.agent, meta.tenant)
+        members = self.by_origin.get(origin)
+        if members is None:
+            members = self.by_origin[origin] = {}
+        members[session] = None
+
+    def _unindex(self, session: str, meta: SessionMeta) -> None:
+        origin = (meta.agent, meta.tenant)
+        members = self.by_origin.get(origin)
+        if members is not None:
+            members.pop(session, None)
+            if not members:
+                del self.by_origin[origin]
+
+    def of_origins(self, wanted: Callable[[str | None, str | None], bool]) -> list[str]:
+        """The held sessions whose origin (agent, tenant) is ``wanted``."""
+        return [
+            session
+            for (agent, tenant), members in self.by_origin.items()
+            if wanted(agent, tenant)
+            for session in members
+        ]
 
     # ------------------------------------------------------------- eviction
 
@@ -169,7 +211,9 @@ class SessionTable:
         self.engine.evict(session)
         part.active.pop(session, None)
         part.parked.pop(session, None)
-        self.meta.pop(session, None)
+        meta = self.meta.pop(session, None)
+        if meta is not None:
+            self._unindex(session, meta)
         self.halted.discard(session)
         self._on_dropped(session, part.number)  # a tombstone at the next checkpoint
         self._on_evicted(kind)
@@ -178,6 +222,7 @@ class SessionTable:
         """Forget one session entirely (its state could not be snapshotted)."""
         meta = self.meta.pop(session, None)
         if meta is not None:
+            self._unindex(session, meta)
             part = self.partitions.get(meta.partition)
             if part is not None:
                 part.active.pop(session, None)
@@ -200,7 +245,9 @@ class SessionTable:
         sessions = part.sessions()
         for session in sessions:
             self.engine.evict(session)
-            self.meta.pop(session, None)
+            meta = self.meta.pop(session, None)
+            if meta is not None:
+                self._unindex(session, meta)
             self.halted.discard(session)
         return sessions
 
@@ -218,11 +265,18 @@ class SessionTable:
             return seen if seen <= now else now  # (NaN compares false: now)
 
         ordered = sorted(((s, e, last_seen(e)) for s, e in entries), key=lambda item: item[2])
+        sessions = self.engine.sessions
         for session, entry, seen in ordered:
+            state = sessions.get(session)
             meta = SessionMeta(part.number, entry.events_offset, entry.control_offset, seen)
+            if state is not None:
+                meta.agent, meta.tenant = state.agent, state.tenant
+            previous = self.meta.get(session)
+            if previous is not None:
+                self._unindex(session, previous)
             self.meta[session] = meta
+            self._index(session, meta)
             part.active[session] = None
-            state = self.engine.sessions.get(session)
             if state is not None and state.halted_by:
                 self.halted.add(session)
         return len(ordered)
