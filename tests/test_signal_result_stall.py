@@ -408,3 +408,32 @@ def test_snapshot_round_trip() -> None:
     assert restored.signals[index] == state.signals[index]
     out = [o for e in trace[10:] for o in watchdog.process(restored, e) if isinstance(o, Alert)]
     assert [o.signal for o in out] == ["result-stall"]
+
+
+def test_the_same_write_acknowledged_again_is_stale_while_new_writes_stay_news() -> None:
+    """A write tool's bare acknowledgement is news for each new write (twelve files
+    written, one "File written successfully." each), but the same write re-sent and
+    acknowledged the same way again (the same rows appended after every fetch of a page
+    that never changes) tells the agent nothing: with the fetches it is a stall."""
+    page = {"rows": [{"id": i, "name": word(i)} for i in range(20)], "page": 1}
+
+    def lap(page_number: int) -> list[Any]:
+        return [*step("fetch_url", {"url": f"https://shop.example/list?page={page_number}"},
+                      json.dumps(page)),
+                *step("append_file", {"path": "rows.jsonl", "content": json.dumps(page["rows"])},
+                      "Appended 20 lines.")]
+
+    # The same page every time, and the same append after it: halted.
+    stuck = [event for n in range(2, 14) for event in lap(n)]
+    assert hits(stuck) != []
+    # New pages, each appended: every append is a new write, never stale.
+    new_pages: list[Any] = []
+    for n in range(2, 14):
+        page = {"rows": [{"id": i, "name": word(i)} for i in range(20 * n, 20 * n + 20)], "page": n}
+        new_pages += lap(n)
+    assert hits(new_pages) == []
+    # Twelve different files written, each acknowledged alike: news each time.
+    files = [event for i in range(12) for event in step(
+        "write_file", {"path": f"docs/{word(i)}.md", "content": f"# {word(i)}\n"},
+        "File written successfully.")]
+    assert hits(files) == []

@@ -34,8 +34,13 @@ What it catches
 
     * a write tool's short acknowledgement (``is_write_acknowledgement``:
       "File written successfully.", ``{"ok": true}``) is news, however often
-      it was received: each write changed something. A command's output, or an
-      editor showing the file after its edit, is read like any answer;
+      it was received: each write changed something. Not so the *same* write
+      acknowledged the same way again (the same rows appended after every
+      fetch of a page that never changes, one file rewritten with the same
+      text): that is stale, since the write is remembered by its acknowledgement
+      mixed with its call's key (one more memory entry per distinct write). A
+      command's output, or an editor showing the file after its edit, is read
+      like any answer;
     * a call that waits on purpose (``sleep 60 && gh run view``) is not read
       at all (signals/facts.py);
     * a bare answer (at most ``TINY_ANSWER`` characters: a number, ``true``,
@@ -147,7 +152,7 @@ from .base import (
     says_only_status,
     squeeze_marks,
 )
-from .facts import FLAG_SEARCH, FLAG_SHELL, FLAG_WRITE
+from .facts import FLAG_RUNNER, FLAG_SEARCH, FLAG_SHELL, FLAG_WRITE
 from .repeat import DEFAULT_POLLING_TOOLS
 
 SIGNAL_ID = "result-stall"
@@ -565,23 +570,43 @@ class ResultStall(Signal):
         at = seen.find(packed)
         while at > 0 and at % _WIDTH:  # a hit straddling two entries is no hit
             at = seen.find(packed, at + 1)
-        if at >= 0 and is_write_acknowledgement(result):
+        # (The flag test first: most results are no write's, and the call costs more.)
+        if flags & (FLAG_WRITE | FLAG_RUNNER) == FLAG_WRITE and is_write_acknowledgement(result):
             # A write tool's short acknowledgement says only that it worked ("File
             # written successfully." for the twelfth new file): the write changed
             # something, so it is news, never stale. A command's output, or an editor
             # showing the file after the edit, says what happened: the same again is stale.
-            self._news(state)
-            return None
+            # Unless the same write was already acknowledged so: the same rows appended
+            # again, the same file rewritten with the same text, tell the agent nothing.
+            # The write is remembered by its acknowledgement mixed with its call's key.
+            if key:
+                write = (((code ^ (key * 0x9E3779B1)) & _M32) or 1).to_bytes(_WIDTH, "little")
+                again = seen.find(write)
+                while again > 0 and again % _WIDTH:
+                    again = seen.find(write, again + 1)
+                if again >= 0:
+                    return self._stale(state, code, result, masked)
+                self._remember(seen, write)
+            if at >= 0:
+                self._news(state)
+                return None
         if at >= 0:
             if polled:
                 return None  # the same call, new numbers: a poll
             return self._stale(state, code, result, masked)
-        excess = len(seen) - self._keep
+        excess = len(seen) - self._keep  # (_remember, inline: most results are news)
         if excess > 0:
             del seen[:excess]
         seen.extend(packed)
         self._news(state)
         return None
+
+    def _remember(self, seen: bytearray, packed: bytes) -> None:
+        """Append a code to the memory, the oldest going past ``memory`` entries."""
+        excess = len(seen) - self._keep
+        if excess > 0:
+            del seen[:excess]
+        seen.extend(packed)
 
     def _futile(
         self, state: Any, key: int, code: int, flags: int, result: ResultView, masked: bytes
