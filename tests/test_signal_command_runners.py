@@ -91,6 +91,14 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("# try again with the mirror\napt-get install -y maven", "apt-get install", True, False),
         ("#!/bin/bash\nset -e\ngit status", "git status", False, False),
         ("# only a note", "", False, False),
+        # a linter or formatter told to fix what it finds rewrites files; a check does not
+        ("ruff check src --select B,UP --fix", "ruff check", True, False),
+        ("npx eslint --fix src/", "npx", True, False),
+        ("prettier --write=false-positive-guard src", "prettier", True, False),
+        ("ruff format src", "ruff format", True, False),
+        ("ruff check src --output-format concise", "ruff check", False, False),
+        ("git commit -m 'do not --fixup'", "git commit", True, False),
+        ("pytest --fixtures", "pytest", False, False),
     ],
 )
 def test_shell_facts(command: str, action: str, write: bool, search: bool) -> None:
@@ -131,9 +139,9 @@ def test_code_writes_err_towards_write(code: str, write: bool) -> None:
 def test_runner_globs_are_case_insensitive_and_namespaced() -> None:
     runners = CommandRunners()
     for name in ("bash", "Bash", "execute_bash", "run_command", "str_replace_editor", "mcp__shell",
-                 "exec_command", "str_replace_based_edit_tool"):
+                 "exec_command", "str_replace_based_edit_tool", "run"):
         assert runners(name), name
-    for name in ("read_file", "bash_history_lookup", "search"):
+    for name in ("read_file", "bash_history_lookup", "search", "run_tests", "runbook"):
         assert not runners(name), name
     assert not CommandRunners([])("bash")
 
@@ -205,6 +213,23 @@ def test_edit_rerun_fail_is_debugging_not_a_failure_loop() -> None:
         trace += [sh("python -m pytest tests/test_app.py -x"), err(f"1 failed: assert {i} == 7")]
         trace += [sh(f"sed -i 's/x = {i}/x = {i + 1}/' src/app.py"), out("")]
     assert signals(trace) == []
+
+
+def test_a_linter_run_with_fix_between_two_failing_checks_is_a_write() -> None:
+    """`ruff check` failing with findings, `ruff check --fix`, `ruff check` failing with
+    what is left: the fixing run rewrote files, so the second check is a check after a
+    write, not the same failing call retried. Through a tool named `run` (a runner)."""
+    check = {"cmd": "ruff check src --output-format concise"}
+
+    def lint(findings: str) -> list[Any]:
+        return [ToolCall(session="r", tool="run", args=check),
+                ToolResult(session="r", tool="run", error=f"exit code 1\n{findings}")]
+
+    fixed = [ToolCall(session="r", tool="run", args={"cmd": "ruff check src --fix"}),
+             ToolResult(session="r", tool="run", error="exit code 1\nFound 10 errors (5 fixed, 5 remaining).")]
+    assert signals([*lint("src/a.py:1:1: UP035 ..."), *fixed, *lint("src/a.py:9:5: B006 ...")]) == []
+    # Without the fixing run, the same failing check twice is the advice's case.
+    assert "tool-failure-guidance" in signals([*lint("src/a.py:1:1: UP035 ..."), *lint("src/a.py:1:1: UP035 ...")])
 
 
 def test_editor_edits_between_failing_runs_are_writes() -> None:

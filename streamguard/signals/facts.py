@@ -69,7 +69,7 @@ from ..canonical import as_object
 DEFAULT_COMMAND_RUNNERS = (
     "bash", "sh", "zsh", "shell", "shell_*", "*_shell", "run_shell*", "powershell", "cmd",
     "python", "python3", "ipython", "terminal", "terminal_*", "*_terminal*", "execute*",
-    "exec", "exec_command", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
+    "exec", "exec_command", "run", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
     "str_replace_based_edit_tool", "*_editor", "editor",
 )
 
@@ -95,7 +95,7 @@ _SUBCOMMAND_PROGRAMS = frozenset({
     "git", "docker", "kubectl", "npm", "yarn", "pnpm", "cargo", "go", "pip", "pip3",
     "poetry", "mvn", "gradle", "./gradlew", "gradlew", "./mvnw", "mvnw", "helm", "apt",
     "apt-get", "conda", "mamba", "micromamba", "uv", "dotnet", "bundle", "systemctl", "gh",
-    "terraform", "make",
+    "terraform", "make", "ruff",
     "rustup", "brew", "composer", "dnf", "yum", "django-admin", "manage.py", "tox", "nox",
 })
 # Segments that only set the stage; the action is the next segment.
@@ -134,6 +134,7 @@ _WRITE_SUBCOMMANDS = {
     "yarn": frozenset({"install", "add", "remove", "build", "run"}),
     "pnpm": frozenset({"install", "add", "remove", "build", "run"}),
     "cargo": frozenset({"build", "add", "install", "update", "fix", "fmt", "new", "init"}),
+    "ruff": frozenset({"format"}),
     "go": frozenset({"build", "install", "get", "mod", "generate", "fmt"}),
     "mvn": frozenset({"compile", "install", "package", "clean", "process-resources",
                       "test-compile", "dependency:resolve"}),
@@ -156,6 +157,9 @@ _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;|\n]")
 _REDIRECT = re.compile(r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s&|;]")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?\w")
 _IN_PLACE = re.compile(r"(?:^|\s)-(?:i\w*|-in-place)\b")
+# A linter or formatter told to fix what it finds (`ruff check --fix`, `eslint --fix`,
+# `prettier --write`): the run rewrites files, so a check after it has something new to see.
+_FIXING_FLAG = re.compile(r"(?:^|\s)--(?:fix|write)(?:=\S*)?(?=\s|$)")
 _PYTHON = re.compile(r"python(?:\d+(?:\.\d+)*)?$")
 # A writing program at a segment's start, for the part of a long command line past the
 # segments parsed one by one. Anchored at separators, so most positions fail at once;
@@ -410,14 +414,15 @@ def shell_facts(text: str) -> CallFacts:
     # by one pattern over the rest that finds a writing program at a segment's start.
     segments = _SEGMENT_SPLIT.split(head, MAX_SEGMENTS)
     if len(segments) > MAX_SEGMENTS:
-        write = write or bool(_LATE_WRITE.search(segments.pop()))
+        late = segments.pop()
+        write = write or bool(_LATE_WRITE.search(late) or _FIXING_FLAG.search(late))
     for segment in segments:
         tokens = _program_tokens(segment.split())
         if not tokens or tokens[0][:1] == "#":
             continue  # nothing, or a comment (a shebang too)
         program, sub = _segment_action(tokens)
         in_place = program in ("sed", "perl", "ruby") and _IN_PLACE.search(segment)
-        if in_place or program in _WRITE_PROGRAMS:
+        if in_place or program in _WRITE_PROGRAMS or ("--" in segment and _FIXING_FLAG.search(segment)):
             write = True
         else:
             writes = _WRITE_SUBCOMMANDS.get(program)
