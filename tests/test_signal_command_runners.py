@@ -139,9 +139,9 @@ def test_code_writes_err_towards_write(code: str, write: bool) -> None:
 def test_runner_globs_are_case_insensitive_and_namespaced() -> None:
     runners = CommandRunners()
     for name in ("bash", "Bash", "execute_bash", "run_command", "str_replace_editor", "mcp__shell",
-                 "exec_command", "str_replace_based_edit_tool", "run"):
+                 "exec_command", "str_replace_based_edit_tool"):
         assert runners(name), name
-    for name in ("read_file", "bash_history_lookup", "search", "run_tests", "runbook"):
+    for name in ("read_file", "bash_history_lookup", "search", "run"):
         assert not runners(name), name
     assert not CommandRunners([])("bash")
 
@@ -218,15 +218,15 @@ def test_edit_rerun_fail_is_debugging_not_a_failure_loop() -> None:
 def test_a_linter_run_with_fix_between_two_failing_checks_is_a_write() -> None:
     """`ruff check` failing with findings, `ruff check --fix`, `ruff check` failing with
     what is left: the fixing run rewrote files, so the second check is a check after a
-    write, not the same failing call retried. Through a tool named `run` (a runner)."""
+    write, not the same failing call retried."""
     check = {"cmd": "ruff check src --output-format concise"}
 
     def lint(findings: str) -> list[Any]:
-        return [ToolCall(session="r", tool="run", args=check),
-                ToolResult(session="r", tool="run", error=f"exit code 1\n{findings}")]
+        return [ToolCall(session="r", tool="run_command", args=check),
+                ToolResult(session="r", tool="run_command", error=f"exit code 1\n{findings}")]
 
-    fixed = [ToolCall(session="r", tool="run", args={"cmd": "ruff check src --fix"}),
-             ToolResult(session="r", tool="run", error="exit code 1\nFound 10 errors (5 fixed, 5 remaining).")]
+    fixed = [ToolCall(session="r", tool="run_command", args={"cmd": "ruff check src --fix"}),
+             ToolResult(session="r", tool="run_command", error="exit code 1\nFound 10 errors (5 fixed, 5 remaining).")]
     assert signals([*lint("src/a.py:1:1: UP035 ..."), *fixed, *lint("src/a.py:9:5: B006 ...")]) == []
     # Without the fixing run, the same failing check twice is the advice's case.
     assert "tool-failure-guidance" in signals([*lint("src/a.py:1:1: UP035 ..."), *lint("src/a.py:1:1: UP035 ...")])

@@ -437,3 +437,24 @@ def test_the_same_write_acknowledged_again_is_stale_while_new_writes_stay_news()
         "write_file", {"path": f"docs/{word(i)}.md", "content": f"# {word(i)}\n"},
         "File written successfully.")]
     assert hits(files) == []
+
+
+def test_one_content_read_from_many_files_is_many_answers() -> None:
+    """Fourteen Dockerfiles, eleven of them one shared template, read through a named
+    read tool: each file's content is that file's answer. The same file read again and
+    again unchanged is the same answer (stale), and so is a call that names no file
+    (SWE-agent's ``goto N`` showing the same window of a short file)."""
+    shared = "FROM python:3.12-slim\nWORKDIR /app\nCOPY . .\nCMD [\"python\", \"-m\", \"service\"]\n"
+    audit: list[Any] = []
+    for i in range(14):
+        content = shared if i % 5 else f"FROM node:22\nWORKDIR /{word(i)}\n"
+        audit += step("Read", {"file_path": f"/repo/services/{word(i)}/Dockerfile"}, content)
+    assert hits(audit) == []
+    # One file read again and again (at other offsets, so no two calls are the same call,
+    # which would be repeated-tool-call's): its unchanged content is stale.
+    reread = [event for k in range(10)
+              for event in step("Read", {"file_path": "/repo/Dockerfile", "offset": k}, shared)]
+    assert hits(reread) != []
+    window = "[File: /repo/A.java (30 lines total)]\n1:class A {}\n"
+    gotos = [event for n in range(20, 32) for event in step("goto", {"command": f"goto {n}"}, window)]
+    assert hits(gotos) != []

@@ -69,7 +69,7 @@ from ..canonical import as_object
 DEFAULT_COMMAND_RUNNERS = (
     "bash", "sh", "zsh", "shell", "shell_*", "*_shell", "run_shell*", "powershell", "cmd",
     "python", "python3", "ipython", "terminal", "terminal_*", "*_terminal*", "execute*",
-    "exec", "exec_command", "run", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
+    "exec", "exec_command", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
     "str_replace_based_edit_tool", "*_editor", "editor",
 )
 

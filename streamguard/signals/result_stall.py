@@ -41,6 +41,11 @@ What it catches
       mixed with its call's key (one more memory entry per distinct write). A
       command's output, or an editor showing the file after its edit, is read
       like any answer;
+    * the answer to a call that reads a file it names (a path-shaped argument;
+      no search, no write, no command runner) is kept with that path: eleven
+      Dockerfiles of one shared template are eleven answers, the same file read
+      again unchanged is the same answer. A call that names no path (SWE-agent's
+      ``goto 24`` in a file shorter than its window) is read by its text alone;
     * a call that waits on purpose (``sleep 60 && gh run view``) is not read
       at all (signals/facts.py);
     * a bare answer (at most ``TINY_ANSWER`` characters: a number, ``true``,
@@ -388,6 +393,10 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """That call's key."""
     sample: str = ""
     """The latest stale template, cut to 160 bytes (alert text)."""
+    read_key: int = 0
+    """Call key of the newest call when it reads a file it names (0: none)."""
+    read_path: int = 0
+    """A 32-bit code of that call's paths."""
 
 
 class ResultStall(Signal):
@@ -427,6 +436,14 @@ class ResultStall(Signal):
         return bool(state.latched)
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
+        # The file the newest call reads, if it names one: the same content read from
+        # another file is that file's answer, not the first one's again (see on_result).
+        paths = call.canonical.paths
+        if paths and not call.runner and not call.write:
+            state.read_key = call.key
+            state.read_path = zlib.crc32("\0".join(paths.values()).encode("utf-8", "surrogatepass")) or 1
+        elif state.read_key:
+            state.read_key = state.read_path = 0
         # What the answer may echo back: the call's longer strings, kept for the newest
         # call only (the usual case: its answer comes next) until that answer comes.
         args = call.args  # (a JSON object sent as a string is read as that object)
@@ -565,6 +582,13 @@ class ResultStall(Signal):
             and _BARE_ANSWER.fullmatch(payload)
         ):
             return None  # "200", "true", "OK": what it says is in the call; neither
+        if key and key == state.read_key:
+            # A read of a named file (no search, no write, no command runner's): its answer
+            # is kept with the file's path, so eleven files of one template are eleven
+            # answers, while the same file read again, unchanged, is the same answer.
+            state.read_key = 0
+            if not result.failed and not flags & FLAG_SEARCH:
+                code = ((code ^ (state.read_path * 0x9E3779B1)) & _M32) or 1
         packed = code.to_bytes(_WIDTH, "little")
         seen = state.seen
         at = seen.find(packed)
