@@ -458,3 +458,18 @@ def test_one_content_read_from_many_files_is_many_answers() -> None:
     window = "[File: /repo/A.java (30 lines total)]\n1:class A {}\n"
     gotos = [event for n in range(20, 32) for event in step("goto", {"command": f"goto {n}"}, window)]
     assert hits(gotos) != []
+
+
+def test_one_answer_from_many_hosts_through_a_shell_is_many_answers() -> None:
+    """`curl` of one version endpoint in twelve regions, every region answering the same
+    JSON, is a fan-out whose identical answers are the point: each URL's answer is its
+    own. A shell re-reading one file unchanged (`cat` of it with other flags) is stale."""
+    version = '{"service": "edgecfg", "version": "2025.11.4", "commit": "3c9e1f2"}'
+    regions = [f"{word(i)}-{word(i + 1)}" for i in range(12)]
+    fan_out = [event for region in regions for event in step(
+        "bash", {"command": f"curl -s https://edgecfg.{region}.example.net/_meta/version"}, version)]
+    assert hits(fan_out) == []
+    flags = ["-A", "-E", "-T", "-n", "-b", "-s", "-v", "-e", "-t", "-u"]
+    rereads = [event for flag in flags for event in step(
+        "bash", {"command": f"cat {flag} config/settings.yaml"}, "debug: false\nworkers: 4\n")]
+    assert hits(rereads) != []

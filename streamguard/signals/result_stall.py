@@ -41,11 +41,14 @@ What it catches
       mixed with its call's key (one more memory entry per distinct write). A
       command's output, or an editor showing the file after its edit, is read
       like any answer;
-    * the answer to a call that reads a file it names (a path-shaped argument;
-      no search, no write, no command runner) is kept with that path: eleven
-      Dockerfiles of one shared template are eleven answers, the same file read
-      again unchanged is the same answer. A call that names no path (SWE-agent's
-      ``goto 24`` in a file shorter than its window) is read by its text alone;
+    * the answer to a call that reads what it names (a path-shaped argument;
+      for a command runner, the paths and URLs in the first ``TARGET_SPAN``
+      characters of its command: ``cat a/Dockerfile``, ``curl https://...``;
+      never a search or a write) is kept with those names: eleven Dockerfiles of
+      one shared template are eleven answers, and so are twelve regions answering
+      one version; the same file read again unchanged is the same answer. A call
+      that names nothing (SWE-agent's ``goto 24`` in a file shorter than its
+      window) is read by its text alone;
     * a call that waits on purpose (``sleep 60 && gh run view``) is not read
       at all (signals/facts.py);
     * a bare answer (at most ``TINY_ANSWER`` characters: a number, ``true``,
@@ -157,7 +160,7 @@ from .base import (
     says_only_status,
     squeeze_marks,
 )
-from .facts import FLAG_RUNNER, FLAG_SEARCH, FLAG_SHELL, FLAG_WRITE
+from .facts import FLAG_RUNNER, FLAG_SEARCH, FLAG_SHELL, FLAG_WRITE, command_text
 from .repeat import DEFAULT_POLLING_TOOLS
 
 SIGNAL_ID = "result-stall"
@@ -181,6 +184,10 @@ QUOTE_SPAN = 256
 messages quote the term they could not find)."""
 _QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`")
 _SHELL_LINE = re.compile(r"\bline \d+")
+TARGET_SPAN = 512
+"""Characters of a command line searched for the files and URLs it reads."""
+_TARGETS = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"|;&)]+|(?<![\w=-])\.{0,2}/?[\w.@+-]+(?:/[\w.@+-]+)+")
+"""A URL, or a path with at least one slash, in a command line."""
 _ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
 """An absolute path in prose (not inside a word or a quoted term)."""
 
@@ -394,9 +401,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     sample: str = ""
     """The latest stale template, cut to 160 bytes (alert text)."""
     read_key: int = 0
-    """Call key of the newest call when it reads a file it names (0: none)."""
+    """Call key of the newest call when it reads files or URLs it names (0: none)."""
     read_path: int = 0
-    """A 32-bit code of that call's paths."""
+    """A 32-bit code of what that call names."""
 
 
 class ResultStall(Signal):
@@ -436,12 +443,18 @@ class ResultStall(Signal):
         return bool(state.latched)
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
-        # The file the newest call reads, if it names one: the same content read from
-        # another file is that file's answer, not the first one's again (see on_result).
+        # What the newest call reads, if it names it (files, URLs): the same content read
+        # from another file is that file's answer, not the first one's again (on_result).
         paths = call.canonical.paths
         if paths and not call.runner and not call.write:
             state.read_key = call.key
             state.read_path = zlib.crc32("\0".join(paths.values()).encode("utf-8", "surrogatepass")) or 1
+        elif call.runner and not call.write and not call.search and (
+            (command := command_text(call.args)) and (targets := _TARGETS.findall(command[:TARGET_SPAN]))
+        ):
+            # A shell read of files or URLs it names (`cat a/Dockerfile`, `curl https://eu...`).
+            state.read_key = call.key
+            state.read_path = zlib.crc32("\0".join(targets).encode("utf-8", "surrogatepass")) or 1
         elif state.read_key:
             state.read_key = state.read_path = 0
         # What the answer may echo back: the call's longer strings, kept for the newest
@@ -583,9 +596,9 @@ class ResultStall(Signal):
         ):
             return None  # "200", "true", "OK": what it says is in the call; neither
         if key and key == state.read_key:
-            # A read of a named file (no search, no write, no command runner's): its answer
-            # is kept with the file's path, so eleven files of one template are eleven
-            # answers, while the same file read again, unchanged, is the same answer.
+            # A read of what the call names (no search, no write): its answer is kept with
+            # those names, so eleven files of one template are eleven answers, while the
+            # same file read again, unchanged, is the same answer.
             state.read_key = 0
             if not result.failed and not flags & FLAG_SEARCH:
                 code = ((code ^ (state.read_path * 0x9E3779B1)) & _M32) or 1
