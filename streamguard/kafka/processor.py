@@ -242,21 +242,16 @@ class Processor:
             return 400, msgspec.json.encode({"error": "limit must be an integer"})
         halted_only = params.get("halted", "0") not in ("0", "false", "")
         pattern = params.get("agent")
+        table = self.sessions
+        metas = table.meta
         rows: list[dict[str, Any]] = []
-        matched = 0
-        metas = self.sessions.meta
-        # The halted are a set of their own: listing them reads only them.
-        held = (
-            ((s, metas[s]) for s in sorted(self.sessions.halted) if s in metas) if halted_only
-            else metas.items()
-        )
-        for session, meta in held:
+
+        def add(session: str) -> bool:
+            """Append the session's row; False when it is not (or no longer) held."""
+            meta = metas.get(session)
             state = engine.sessions.get(session)
-            if state is None:
-                continue
-            if pattern is not None and not fnmatchcase(state.agent or "", pattern):
-                continue
-            matched += 1
+            if meta is None or state is None:
+                return False
             if len(rows) < limit:
                 rows.append(
                     {
@@ -268,6 +263,32 @@ class Processor:
                         "last_seen": meta.last_seen,
                     }
                 )
+            return True
+
+        matched = 0
+        if halted_only:
+            # The halted are a set of their own: listing them reads only them.
+            for session in sorted(table.halted):
+                state = engine.sessions.get(session)
+                if state is None or (
+                    pattern is not None and not fnmatchcase(state.agent or "", pattern)
+                ):
+                    continue
+                matched += add(session)
+        else:
+            # The sessions of each origin (agent, tenant), the agent pattern tested once
+            # an origin: a listing reads the origins and the rows it returns, not every
+            # session held (the count is the index's).
+            origins = [
+                members for (agent, _tenant), members in table.by_origin.items()
+                if pattern is None or fnmatchcase(agent or "", pattern)
+            ]
+            matched = sum(len(members) for members in origins)
+            for members in origins:
+                for session in members:
+                    if len(rows) >= limit:
+                        break
+                    add(session)
         body = {
             "partitions": sorted(self.sessions.partitions),
             "held": len(self.sessions.meta),
