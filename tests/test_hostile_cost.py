@@ -228,3 +228,20 @@ def test_a_deep_field_the_contract_does_not_know_is_ignored_either_way() -> None
         data = ('{"type":"tool_call","session":"s","tool":"t","args":{"q":' + pad + '},"x_trace":'
                 + deep + "}").encode()
         assert isinstance(decode_agent_record(data), ToolCall)
+
+
+@pytest.mark.parametrize(
+    "run", [".", "@", "a", "a/", "+-", "x" * 7 + "://", "/."], ids=repr
+)
+def test_a_read_target_can_start_only_where_a_run_of_its_characters_starts(run: str) -> None:
+    """result-stall reads the files and URLs a shell read names with one pattern over the
+    head of its command line. A match may begin only where a run of the characters it is
+    made of begins (its look-behinds), so a crafted run of dots, at-signs or letters is
+    scanned from one place, not from each of its characters (which was quadratic)."""
+    from streamguard.signals.result_stall import _TARGETS
+
+    line = "echo " + run * (600 // len(run)) + " /tail/x"
+    starts = [i for i in range(len(line)) if _TARGETS.match(line, i)]
+    assert starts  # (the tail's path at least)
+    # never inside a run: the character before a start is none of a name's characters
+    assert not any(line[i - 1].isalnum() or line[i - 1] in "._@+-" for i in starts)

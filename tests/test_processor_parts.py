@@ -202,3 +202,52 @@ def test_the_origin_index_always_matches_the_held_sessions_states(ops: list[Any]
             table.install(parts[partition], [(restored, ChangelogEntry(1, 1, 0, now, b""))], now)
         got = {origin: set(members) for origin, members in table.by_origin.items()}
         assert got == _origins_from_states(table)
+
+
+async def test_a_circuit_opening_halts_a_session_whose_tenant_was_named_after_its_first_event() -> None:
+    """The processor keeps its held sessions' bookkeeping inline on its hot path: an agent
+    and tenant named by a later event (an [[agents]] override makes the engine take them)
+    must move the session to its origin there too, or an opening circuit of that tenant
+    would not visit it (it would be tripped only at its next event)."""
+    import json
+    from types import SimpleNamespace
+
+    from aiokafka.structs import TopicPartition
+
+    from streamguard.fleet_windows import CircuitRecord
+    from streamguard.kafka.config import ProcessorConfig
+    from streamguard.kafka.processor import Processor
+    from streamguard.policy import parse_policy_set
+
+    policy = parse_policy_set(
+        '[[agents]]\nmatch = "lab-*"\nmode = "warn"\n'
+        '[[fleet]]\nname = "spend"\nby = "tenant"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n'
+    )
+    processor = Processor(ProcessorConfig(), policy=policy, clock=lambda: 1000.0)
+    processor.partition_count = 1
+    part = processor.sessions.add_partition(0, PartitionStatus.ACTIVE)
+    tp = TopicPartition("agent.events", 0)
+
+    def record(offset: int, event: dict[str, Any]) -> Any:
+        return SimpleNamespace(offset=offset, value=json.dumps(event).encode(),
+                               key=event["session"].encode(), timestamp=1_000_000, headers=[])
+
+    processor._process_events(part, tp, [record(0, {"type": "turn_start", "session": "s1"})])
+    processor._process_events(part, tp, [record(1, {
+        "type": "tool_call", "session": "s1", "agent": "coder", "tenant": "acme", "tool": "t", "args": {}})])
+    assert processor.engine.sessions["s1"].tenant == "acme"
+    assert {origin: set(members) for origin, members in processor.sessions.by_origin.items()} == {
+        ("coder", "acme"): {"s1"}}
+
+    emitted: list[Any] = []
+    processor.outbox.emit = lambda output, ts: emitted.append(output)  # type: ignore[method-assign]
+
+    async def no_send() -> None:
+        return None
+
+    processor._send_outbox = no_send  # type: ignore[method-assign]
+    circuit = CircuitRecord(scope="spend:tenant=acme", rule="spend", by="tenant", value="acme",
+                            state="open", generation=1, reason="spend above 1")
+    await processor.apply_circuit(circuit, None)
+    assert processor.engine.sessions["s1"].halted_by == ("fleet",)
+    assert [getattr(output, "session", None) for output in emitted] == ["s1"]

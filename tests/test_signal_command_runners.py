@@ -92,11 +92,13 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("#!/bin/bash\nset -e\ngit status", "git status", False, False),
         ("# only a note", "", False, False),
         # a linter or formatter told to fix what it finds rewrites files; a check does not
-        ("ruff check src --select B,UP --fix", "ruff check", True, False),
+        ("ruff check src --select B,UP --fix", "ruff", True, False),
         ("npx eslint --fix src/", "npx", True, False),
-        ("prettier --write=false-positive-guard src", "prettier", True, False),
-        ("ruff format src", "ruff format", True, False),
-        ("ruff check src --output-format concise", "ruff check", False, False),
+        ("prettier --write src", "prettier", True, False),
+        ("ruff check src --output-format concise", "ruff", False, False),
+        # ... unless also told only to show the fixes
+        ("ruff check --fix --diff src", "ruff", False, False),
+        ("prettier --write --check src", "prettier", False, False),
         ("git commit -m 'do not --fixup'", "git commit", True, False),
         ("pytest --fixtures", "pytest", False, False),
     ],

@@ -473,3 +473,41 @@ def test_one_answer_from_many_hosts_through_a_shell_is_many_answers() -> None:
     rereads = [event for flag in flags for event in step(
         "bash", {"command": f"cat {flag} config/settings.yaml"}, "debug: false\nworkers: 4\n")]
     assert hits(rereads) != []
+
+
+def test_a_page_fetched_again_under_another_query_is_the_same_answer() -> None:
+    """A URL names its place by scheme and host: pages 2 to 13 of one listing that all
+    return page one are one answer again and again, whether the page is in the query or
+    in the path, as when the same list is paged through a named tool."""
+    page = json.dumps({"items": [{"id": i, "name": word(i)} for i in range(20)], "page": 1})
+    for url in ("https://shop.example/list?page={n}", "https://shop.example/list/page/{n}"):
+        stuck = [event for n in range(2, 14)
+                 for event in step("bash", {"command": f"curl -s '{url.format(n=n)}'"}, page)]
+        assert hits(stuck) != [], url
+
+
+def test_parallel_reads_of_many_files_find_their_own_names() -> None:
+    """Reads sent four at a time, then their four results: each result is matched with
+    its own call's file, so sixteen files of one content are sixteen answers however the
+    reads were batched."""
+    shared = "FROM python:3.12-slim\nWORKDIR /app\nCOPY . .\n"
+    trace: list[Any] = []
+    for batch in range(4):
+        names = [f"/repo/services/{word(4 * batch + k)}/Dockerfile" for k in range(4)]
+        trace += [ToolCall(session="s", tool="Read", args={"file_path": name}, call_id=name)
+                  for name in names]
+        trace += [ToolResult(session="s", tool="Read", result=shared, call_id=name) for name in names]
+    assert hits(trace) == []
+
+
+def test_an_editor_view_names_its_file_by_its_path_argument() -> None:
+    """`str_replace_editor` is a command runner whose command (`view`) names no file; the
+    file is its `path` argument, which is then what the view reads."""
+    shared = "Here's the result of running `cat -n` on the file:\n     1\t[tool.ruff]\n"
+    views = [event for i in range(12) for event in step(
+        "str_replace_editor", {"command": "view", "path": f"/repo/pkg{word(i)}/ruff.toml"}, shared)]
+    assert hits(views) == []
+    again = [event for i in range(12) for event in step(
+        "str_replace_editor", {"command": "view", "path": "/repo/ruff.toml", "view_range": [1, i + 5]},
+        shared)]
+    assert hits(again) != []

@@ -586,7 +586,8 @@ class Processor:
         meta_get = self.sessions.meta.get
         dirty = checkpointer.dirty
         unstaged = checkpointer.unstaged
-        halted = self.sessions.halted
+        table = self.sessions
+        halted = table.halted
         active = part.active
         move_to_end = active.move_to_end
         agent_label = self.metrics.agent_label
@@ -662,6 +663,8 @@ class Processor:
                             halted.add(session)
                         else:
                             halted.discard(session)
+                        if meta.agent is not state.agent or meta.tenant is not state.tenant:
+                            table.reorigin(session, meta, state)  # named after its first event
                     meta.events_offset = offset
                     if fleet_pending is not None and state is not None:
                         if type(event) is Usage:  # spend, published at the next checkpoint

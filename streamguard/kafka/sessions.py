@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -125,10 +125,7 @@ class SessionTable:
                 part.active.move_to_end(session)
             meta.last_seen = now
             if meta.agent is not state.agent or meta.tenant is not state.tenant:
-                # An agent or tenant named after the first event (engine._session).
-                self._unindex(session, meta)
-                meta.agent, meta.tenant = state.agent, state.tenant
-                self._index(session, meta)
+                self.reorigin(session, meta, state)
         if state.halted_by:
             self.halted.add(session)
         else:
@@ -151,6 +148,14 @@ class SessionTable:
             members.pop(session, None)
             if not members:
                 del self.by_origin[origin]
+
+    def reorigin(self, session: str, meta: SessionMeta, state: Any) -> None:
+        """The session's agent or tenant was named after its first event (see
+        ``Engine._session``): index it under its new origin. The processor's own copy of
+        :meth:`touch` for held sessions calls this too."""
+        self._unindex(session, meta)
+        meta.agent, meta.tenant = state.agent, state.tenant
+        self._index(session, meta)
 
     def of_origins(self, wanted: Callable[[str | None, str | None], bool]) -> list[str]:
         """The held sessions whose origin (agent, tenant) is ``wanted``."""

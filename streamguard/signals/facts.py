@@ -95,7 +95,7 @@ _SUBCOMMAND_PROGRAMS = frozenset({
     "git", "docker", "kubectl", "npm", "yarn", "pnpm", "cargo", "go", "pip", "pip3",
     "poetry", "mvn", "gradle", "./gradlew", "gradlew", "./mvnw", "mvnw", "helm", "apt",
     "apt-get", "conda", "mamba", "micromamba", "uv", "dotnet", "bundle", "systemctl", "gh",
-    "terraform", "make", "ruff",
+    "terraform", "make",
     "rustup", "brew", "composer", "dnf", "yum", "django-admin", "manage.py", "tox", "nox",
 })
 # Segments that only set the stage; the action is the next segment.
@@ -134,7 +134,6 @@ _WRITE_SUBCOMMANDS = {
     "yarn": frozenset({"install", "add", "remove", "build", "run"}),
     "pnpm": frozenset({"install", "add", "remove", "build", "run"}),
     "cargo": frozenset({"build", "add", "install", "update", "fix", "fmt", "new", "init"}),
-    "ruff": frozenset({"format"}),
     "go": frozenset({"build", "install", "get", "mod", "generate", "fmt"}),
     "mvn": frozenset({"compile", "install", "package", "clean", "process-resources",
                       "test-compile", "dependency:resolve"}),
@@ -159,7 +158,14 @@ _HEREDOC = re.compile(r"<<-?\s*['\"]?\w")
 _IN_PLACE = re.compile(r"(?:^|\s)-(?:i\w*|-in-place)\b")
 # A linter or formatter told to fix what it finds (`ruff check --fix`, `eslint --fix`,
 # `prettier --write`): the run rewrites files, so a check after it has something new to see.
+# Not when it is also told only to show the fixes (`--diff`, `--check`, `--dry-run`).
 _FIXING_FLAG = re.compile(r"(?:^|\s)--(?:fix|write)(?:=\S*)?(?=\s|$)")
+_SHOW_ONLY_FLAG = re.compile(r"(?:^|\s)--(?:diff|check|dry-run)(?=\s|$)")
+
+
+def _fixes(text: str) -> bool:
+    """Whether a command line tells a linter or formatter to rewrite what it finds."""
+    return bool(_FIXING_FLAG.search(text)) and not _SHOW_ONLY_FLAG.search(text)
 _PYTHON = re.compile(r"python(?:\d+(?:\.\d+)*)?$")
 # A writing program at a segment's start, for the part of a long command line past the
 # segments parsed one by one. Anchored at separators, so most positions fail at once;
@@ -415,14 +421,14 @@ def shell_facts(text: str) -> CallFacts:
     segments = _SEGMENT_SPLIT.split(head, MAX_SEGMENTS)
     if len(segments) > MAX_SEGMENTS:
         late = segments.pop()
-        write = write or bool(_LATE_WRITE.search(late) or _FIXING_FLAG.search(late))
+        write = write or bool(_LATE_WRITE.search(late)) or _fixes(late)
     for segment in segments:
         tokens = _program_tokens(segment.split())
         if not tokens or tokens[0][:1] == "#":
             continue  # nothing, or a comment (a shebang too)
         program, sub = _segment_action(tokens)
         in_place = program in ("sed", "perl", "ruby") and _IN_PLACE.search(segment)
-        if in_place or program in _WRITE_PROGRAMS or ("--" in segment and _FIXING_FLAG.search(segment)):
+        if in_place or program in _WRITE_PROGRAMS or ("--" in segment and _fixes(segment)):
             write = True
         else:
             writes = _WRITE_SUBCOMMANDS.get(program)

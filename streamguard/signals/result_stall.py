@@ -41,14 +41,17 @@ What it catches
       mixed with its call's key (one more memory entry per distinct write). A
       command's output, or an editor showing the file after its edit, is read
       like any answer;
-    * the answer to a call that reads what it names (a path-shaped argument;
-      for a command runner, the paths and URLs in the first ``TARGET_SPAN``
-      characters of its command: ``cat a/Dockerfile``, ``curl https://...``;
-      never a search or a write) is kept with those names: eleven Dockerfiles of
-      one shared template are eleven answers, and so are twelve regions answering
-      one version; the same file read again unchanged is the same answer. A call
-      that names nothing (SWE-agent's ``goto 24`` in a file shorter than its
-      window) is read by its text alone;
+    * the answer to a call that reads what it names is kept with those names
+      (``read_names``: for a command runner, the paths and the URLs' scheme and
+      host in the first ``TARGET_SPAN`` characters of its command, ``cat
+      a/Dockerfile``, ``curl https://eu.example.net/...``; else, or when the
+      command names none, its path-shaped arguments; never a search or a
+      write): eleven Dockerfiles of one shared template are eleven answers, and
+      so are twelve regions answering one version; the same file read again
+      unchanged is the same answer, and so is one listing paged as ``?page=2``,
+      ``?page=3``... (a URL's path and query are the page, not the place). A
+      call that names nothing (SWE-agent's ``goto 24`` in a file shorter than
+      its window) is read by its text alone;
     * a call that waits on purpose (``sleep 60 && gh run view``) is not read
       at all (signals/facts.py);
     * a bare answer (at most ``TINY_ANSWER`` characters: a number, ``true``,
@@ -117,7 +120,8 @@ Threshold: 8 consecutive stale results (``threshold``, 3–100)
 Memory: 128 templates (``memory``), first in, first out; 4 bytes each in one
 ``bytearray`` (512 bytes when full). A template pushed out reads as news once.
 The newest call's echo until its answer comes: at most 4 values of at most 256
-characters, with its key.
+characters, with its key. The names of the last 8 calls that named what they read
+(``READS``), 8 bytes each, so that the results of parallel reads find their own.
 
 Severity: critical, session scope
     Eight answers in a row that the agent already had, with nothing it wrote
@@ -140,6 +144,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import struct
 import zlib
 from itertools import islice
 from typing import Annotated, Any, ClassVar
@@ -186,8 +191,38 @@ _QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`")
 _SHELL_LINE = re.compile(r"\bline \d+")
 TARGET_SPAN = 512
 """Characters of a command line searched for the files and URLs it reads."""
-_TARGETS = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"|;&)]+|(?<![\w=-])\.{0,2}/?[\w.@+-]+(?:/[\w.@+-]+)+")
-"""A URL, or a path with at least one slash, in a command line."""
+READS = 8
+"""Calls naming what they read whose names are remembered (for parallel reads' results)."""
+_pack_read = struct.Struct("<II").pack
+_TARGETS = re.compile(
+    # A URL's scheme and host (its path and query are the page, not the place: the same
+    # page fetched again as ?page=2, ?page=3 is the same place), or a path with a slash.
+    # The look-behinds let a match start only where a run of its characters starts, so a
+    # crafted run of dots or letters is scanned once, not once from each position.
+    r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s/'\"|;&)?#]+"
+    r"|(?<![\w.@+=/-])/?[\w.@+-]+(?:/[\w.@+-]+)+"
+)
+"""A URL's scheme and host, or a path with at least one slash, in a command line."""
+
+
+def read_names(call: CallView) -> str:
+    """What a call that reads names ("" when nothing): for a command runner the paths
+    and URLs (scheme and host) in the head of its command line, else (or when its
+    command names none: an editor's ``view`` with a ``path``) its path-shaped arguments,
+    in the order of their keys."""
+    if call.runner:
+        command = command_text(call.args)
+        if command:
+            targets = _TARGETS.findall(command[:TARGET_SPAN])
+            if targets:
+                return "\0".join(targets)
+    paths = call.canonical.paths
+    if not paths:
+        return ""
+    if len(paths) == 1:
+        for value in paths.values():
+            return value
+    return "\0".join(paths[name] for name in sorted(paths))
 _ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
 """An absolute path in prose (not inside a word or a quoted term)."""
 
@@ -400,10 +435,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """That call's key."""
     sample: str = ""
     """The latest stale template, cut to 160 bytes (alert text)."""
-    read_key: int = 0
-    """Call key of the newest call when it reads files or URLs it names (0: none)."""
-    read_path: int = 0
-    """A 32-bit code of what that call names."""
+    reads: bytearray = bytearray()
+    """The last ``READS`` calls that read files or URLs they name: 8 bytes each (key32,
+    then a code of the names), oldest first."""
 
 
 class ResultStall(Signal):
@@ -443,20 +477,18 @@ class ResultStall(Signal):
         return bool(state.latched)
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
-        # What the newest call reads, if it names it (files, URLs): the same content read
-        # from another file is that file's answer, not the first one's again (on_result).
-        paths = call.canonical.paths
-        if paths and not call.runner and not call.write:
-            state.read_key = call.key
-            state.read_path = zlib.crc32("\0".join(paths.values()).encode("utf-8", "surrogatepass")) or 1
-        elif call.runner and not call.write and not call.search and (
-            (command := command_text(call.args)) and (targets := _TARGETS.findall(command[:TARGET_SPAN]))
-        ):
-            # A shell read of files or URLs it names (`cat a/Dockerfile`, `curl https://eu...`).
-            state.read_key = call.key
-            state.read_path = zlib.crc32("\0".join(targets).encode("utf-8", "surrogatepass")) or 1
-        elif state.read_key:
-            state.read_key = state.read_path = 0
+        # What a read names (files, URLs): the same content read from another file is
+        # that file's answer, not the first one's again (on_result). Kept per call key
+        # for the last READS such calls, so the results of parallel reads find theirs.
+        if not call.write and not call.search:
+            names = read_names(call)
+            if names:
+                reads = state.reads
+                if len(reads) >= READS * 8:
+                    del reads[:8]
+                reads += _pack_read(
+                    call.key & _M32, zlib.crc32(names.encode("utf-8", "surrogatepass")) or 1
+                )
         # What the answer may echo back: the call's longer strings, kept for the newest
         # call only (the usual case: its answer comes next) until that answer comes.
         args = call.args  # (a JSON object sent as a string is read as that object)
@@ -595,13 +627,18 @@ class ResultStall(Signal):
             and _BARE_ANSWER.fullmatch(payload)
         ):
             return None  # "200", "true", "OK": what it says is in the call; neither
-        if key and key == state.read_key:
-            # A read of what the call names (no search, no write): its answer is kept with
-            # those names, so eleven files of one template are eleven answers, while the
-            # same file read again, unchanged, is the same answer.
-            state.read_key = 0
-            if not result.failed and not flags & FLAG_SEARCH:
-                code = ((code ^ (state.read_path * 0x9E3779B1)) & _M32) or 1
+        if key and state.reads and not result.failed and not flags & FLAG_SEARCH:
+            # A read of what its call names: its answer is kept with those names, so eleven
+            # files of one template are eleven answers, while the same file read again,
+            # unchanged, is the same answer.
+            reads = state.reads
+            mine = (key & _M32).to_bytes(_WIDTH, "little")
+            at = reads.find(mine)
+            while at > 0 and at % 8:  # a hit straddling two entries is no hit
+                at = reads.find(mine, at + 1)
+            if at >= 0:
+                names = int.from_bytes(reads[at + 4 : at + 8], "little")
+                code = ((code ^ (names * 0x9E3779B1)) & _M32) or 1
         packed = code.to_bytes(_WIDTH, "little")
         seen = state.seen
         at = seen.find(packed)
