@@ -44,7 +44,7 @@ from .fleet_windows import METRICS as FLEET_METRICS
 from .fleet_windows import FleetRule, validate_rules
 from .signals import signal_classes
 from .signals.base import Signal, SignalConfig
-from .signals.facts import DEFAULT_COMMAND_RUNNERS
+from .signals.facts import DEFAULT_COMMAND_RUNNERS, DEFAULT_WAIT_TOOLS
 
 Mode = Literal["off", "warn", "feedback", "enforce"]
 MODES: tuple[str, ...] = ("off", "warn", "feedback", "enforce")
@@ -88,6 +88,13 @@ class CommandRunnersPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
     tools: list[str] = field(default_factory=lambda: list(DEFAULT_COMMAND_RUNNERS))
 
 
+class WaitsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Tools whose name says they wait (see ``signals/facts.py``): their calls are waits,
+    which the loop and failure signals read as a poll's pauses, not as steps."""
+
+    tools: list[str] = field(default_factory=lambda: list(DEFAULT_WAIT_TOOLS))
+
+
 def _table_name(cls: type[Signal]) -> str:
     return cls.policy_table or cls.id
 
@@ -121,6 +128,7 @@ _policy_fields: list[Any] = [
     ("halt_after_cut_turns", Annotated[int, Meta(ge=2, le=100)], 3),
     ("arguments", ArgumentsPolicy, field(default_factory=ArgumentsPolicy)),
     ("command_runners", CommandRunnersPolicy, field(default_factory=CommandRunnersPolicy)),
+    ("waits", WaitsPolicy, field(default_factory=WaitsPolicy)),
     ("signals", SignalsPolicy, field(default_factory=SignalsPolicy)),
 ]
 def _table(cls: type[Signal]) -> str:

@@ -252,6 +252,7 @@ class Watchdog:
         self._watchdog_indices = [i for i, s in enumerate(signals) if s.guardrail == "watchdog"]
         self._ctx = _Ctx(None, None)  # type: ignore[arg-type]
         self._runners = CommandRunners(self.policy.command_runners.tools)
+        self._waits = CommandRunners(self.policy.waits.tools)  # (the same glob matching)
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
         # Keyed by the tool alone for a call without a kind (the usual call: no tuple to
@@ -478,7 +479,7 @@ class Watchdog:
             named = kind
             if named is None and self._classify is not None:
                 named = self._classify(tool)
-            facts = plain_facts(tool, named)
+            facts = plain_facts(tool, named, self._waits(tool))
         cache = self._plain_facts
         if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
             cache.clear()

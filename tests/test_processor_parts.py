@@ -197,7 +197,7 @@ def test_the_origin_index_always_matches_the_held_sessions_states(ops: list[Any]
             del parts[partition]
         elif op == "restore" and partition not in parts:
             parts[partition] = table.add_partition(partition, PartitionStatus.ACTIVE)
-            restored = f"r{number}"
+            restored = f"r{number}-p{partition}"  # a session lives on one partition
             engine.process(TurnStart(session=restored, agent=agent, tenant=tenant))
             table.install(parts[partition], [(restored, ChangelogEntry(1, 1, 0, now, b""))], now)
         got = {origin: set(members) for origin, members in table.by_origin.items()}

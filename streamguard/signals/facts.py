@@ -73,6 +73,10 @@ DEFAULT_COMMAND_RUNNERS = (
     "str_replace_based_edit_tool", "*_editor", "editor",
 )
 
+DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
+"""Tools whose name says they wait (``wait(seconds=120)``, ``wait_for_deployment``): a call
+of one is a wait, like ``sleep 60 && gh run view`` through a shell (``CallFacts.wait``)."""
+
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL = 1, 2, 4, 8, 16
 """Bits of a pending call's facts. ``FLAG_SHELL``: its only write is a change of the shell
 (``export``, ``cd``, ``source``...), with no file written (see :attr:`CallFacts.shell`)."""
@@ -455,6 +459,7 @@ def shell_facts(text: str) -> CallFacts:
     return CallFacts(action or fallback, write, search, wait, shell_only)
 
 
-def plain_facts(tool: str, kind: str | None) -> CallFacts:
-    """Facts of a call to a tool that is not a command runner (its kind decides)."""
-    return CallFacts(tool, kind == "write", kind == "resolve")
+def plain_facts(tool: str, kind: str | None, wait: bool = False) -> CallFacts:
+    """Facts of a call to a tool that is not a command runner (its kind decides; ``wait``:
+    its name says it waits, ``[waits] tools``)."""
+    return CallFacts(tool, kind == "write", kind == "resolve", wait and kind != "write")
