@@ -49,6 +49,9 @@ def err(text: str, tool: str = "bash") -> ToolResult:
     [
         ("git diff", "git diff", False, False),
         ("git -C /repo status", "git status", False, False),
+        ("kubectl -n prod get pods", "kubectl get", False, False),
+        ("kubectl --context staging -n prod rollout undo deploy/api", "kubectl rollout", True, False),
+        ("docker -H tcp://build:2375 ps", "docker ps", False, False),
         ("cd /repo && python -m pytest tests/test_x.py -x", "pytest", False, False),
         ("pytest -q tests", "pytest", False, False),
         ("python reproduce.py 2>&1", "python reproduce.py", False, False),
@@ -358,3 +361,42 @@ def test_arguments_sent_as_json_text_are_read_as_the_object() -> None:
         loop += [sh("javac Main.java"), err("bash: line 7: javac: command not found")]
     dict_form = [(a.signal, a.severity, a.detail) for a in alerts(loop)]
     assert dict_form and dict_form == [(a.signal, a.severity, a.detail) for a in alerts(as_json_text(loop))]
+
+
+@pytest.mark.parametrize(
+    ("command", "wait"),
+    [
+        ("sleep 30 && curl -s localhost:8080/health", True),
+        ("kubectl -n prod rollout status deploy/api --timeout=60s", True),
+        ("kubectl wait --for=condition=ready pod -l app=api --timeout=120s", True),
+        ("gh run watch 8812", True),
+        ("gh pr checks 12 --watch", True),
+        ("docker wait migrate-job", True),
+        ("kubectl get pods -n prod", False),
+        ("kubectl rollout restart deploy/api", False),
+        ("echo status; kubectl get deploy", False),
+        ("gh run view 8812", False),
+    ],
+)
+def test_commands_that_block_until_ready_are_waits(command: str, wait: bool) -> None:
+    """A command that blocks until something is ready, and fails when it is not yet, is a
+    wait like `sleep`: run again, it polls (a rollout's status timing out at 2/6, 3/6...)."""
+    assert shell_facts(command).wait is wait
+
+
+def test_tools_named_as_waits_are_waits_and_the_list_is_policy() -> None:
+    """`wait(seconds=120)` between reads of a deployment is the pause of a poll: the loop
+    detectors read the status reads, whose answers move, and halt nothing; with the list
+    emptied it is a step again and the two calls make a cycle."""
+    def poll(policy: str) -> list[str]:
+        trace: list[Any] = []
+        for percent in (0, 5, 5, 5, 25, 25, 25, 50, 50, 50, 100):
+            trace += [ToolCall(session="r", tool="wait", args={"seconds": 120}),
+                      ToolResult(session="r", tool="wait", result='{"waited": 120}'),
+                      ToolCall(session="r", tool="get_deployment", args={"id": "dep_8812"}),
+                      ToolResult(session="r", tool="get_deployment",
+                                 result={"status": "in_progress", "traffic_percent": percent})]
+        return signals(trace, policy)
+    assert poll(WARN) == []
+    assert "alternating-tool-cycle" in poll(WARN + "[waits]\ntools = []\n")
+

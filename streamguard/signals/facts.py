@@ -189,6 +189,14 @@ _LATE_WRITE = re.compile(
 # `sleep` run as a command: at the start of the line or of a segment, or after a shell
 # keyword (`until curl ...; do sleep 2; done`).
 _SLEEP = re.compile(r"(?:^|[;&|\n(]|\b(?:do|then|else))[ \t]*sleep\s")
+# Commands that block until something is ready and fail when it is not yet: a rollout's
+# status, `kubectl wait`, a CI run watched, a container waited for. Run again, they poll.
+_WAITING = re.compile(
+    r"(?:^|[;&|\n(])[ \t]*(?:sudo[ \t]+)?(?:"
+    r"kubectl\b[^;&|\n]*?[ \t](?:rollout[ \t]+status|wait)\b"
+    r"|gh[ \t]+run[ \t]+watch\b|gh[ \t]+pr[ \t]+checks\b[^;&|\n]*?[ \t]--watch\b"
+    r"|docker[ \t]+wait\b)"
+)
 
 
 class CommandRunners:
@@ -315,18 +323,29 @@ def _segment_action(tokens: list[str]) -> tuple[str, str]:
                 return "python", _basename(token)
         return "python", ""
     if program in _SUBCOMMAND_PROGRAMS:
-        return program, _first_word(rest, skip_value=program == "git")
+        return program, _first_word(rest, _VALUE_FLAGS.get(program, ()))
     return program, ""
 
 
-def _first_word(tokens: list[str], skip_value: bool = False) -> str:
+# Flags before a sub-command that take the next token as their value (`git -C repo
+# status`, `kubectl -n prod rollout status`): the value is not the sub-command.
+_VALUE_FLAGS: dict[str, tuple[str, ...]] = {
+    "git": ("-C", "-c"),
+    "kubectl": ("-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s",
+                "--server"),
+    "helm": ("-n", "--namespace", "--kube-context", "--kubeconfig"),
+    "docker": ("-H", "--host", "--context", "-c", "--config", "-l", "--log-level"),
+}
+
+
+def _first_word(tokens: list[str], value_flags: tuple[str, ...] = ()) -> str:
     skip = False
     for token in tokens:
         if skip:
             skip = False
             continue
         if token.startswith("-"):
-            skip = skip_value and token in ("-C", "-c")
+            skip = token in value_flags
             continue
         return token.lower().rstrip("'\"")  # the end of a quoted command (bash -c "make test")
     return ""
@@ -415,7 +434,9 @@ def shell_facts(text: str) -> CallFacts:
     head = text if len(text) <= 4096 else text[:4096]
     write = bool(_REDIRECT.search(head) or _HEREDOC.search(head))
     search = False
-    wait = "sleep" in head and bool(_SLEEP.search(head))
+    wait = ("sleep" in head and bool(_SLEEP.search(head))) or (
+        ("wait" in head or "status" in head or "watch" in head) and bool(_WAITING.search(head))
+    )
     action = ""
     fallback = ""
     shell_change = False
