@@ -369,6 +369,28 @@ def test_edits_that_change_the_failure_are_work() -> None:
     assert hits(trace) == []
 
 
+def test_a_failing_check_that_differs_only_in_how_long_it_ran_is_unchanged() -> None:
+    """Edit, run the failing test, the same failure again, five times: the run time in
+    its summary ("1 failed in 0.29s", then "in 0.31s") is not a change the edit made."""
+    trace: list[Any] = []
+    for i in range(7):
+        trace += step("Edit", {"file_path": "app/export.py", "old_string": word(i), "new_string": word(i + 1)},
+                      f"The file app/export.py has been updated: {word(i + 1)}")
+        trace += step("Bash", {"command": "python -m pytest tests/test_export.py -q"},
+                      error=f"FAILED tests/test_export.py::test_csv - AssertionError\n1 failed in 0.{29 + i}s "
+                            f"(12:04:{10 + i}.5)")
+    got = [a for a in alerts(trace) if a.signal == "result-stall"]
+    assert len(got) == 1 and got[0].detail["rule"] == "futile_writes"
+    # A failure whose values move (not its timing) is work, as above.
+    moving: list[Any] = []
+    for i in range(7):
+        moving += step("Edit", {"file_path": "app/export.py", "old_string": word(i), "new_string": word(i + 1)},
+                       f"The file app/export.py has been updated: {word(i + 1)}")
+        moving += step("Bash", {"command": "python -m pytest tests/test_export.py -q"},
+                       error=f"FAILED - assert {word(i)} == 'x'\n1 failed in 0.{29 + i}s")
+    assert hits(moving) == []
+
+
 def test_deference_to_the_call_keyed_loops() -> None:
     same: list[Any] = []
     for _ in range(20):

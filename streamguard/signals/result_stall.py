@@ -101,8 +101,11 @@ Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
     (the wrong file, a compiler that is not installed). For the last 8 checks
     (non-write calls, and failed writes such as a refused edit or a broken
     build, which changed nothing) the signal remembers their last answer,
-    compared with only the shell's line numbers masked (``bash: line 27424``),
-    so a test failing with other values after an edit counts as changed. When
+    compared with only the shell's line numbers masked (``bash: line 27424``)
+    and, in a failure, how long the run took and when (``1 failed in 0.29s``,
+    ``Time elapsed: 0.123 s``, ``12:04:31``), so a test failing with other
+    values after an edit counts as changed and one failing the same way more
+    slowly does not. When
     a check re-run after a successful write returns its previous answer five
     times in a row, the writes are futile. Four would also catch a normally
     finished session that recovered on the next call; five does not. Status
@@ -223,6 +226,12 @@ def read_names(call: CallView) -> str:
         for value in paths.values():
             return value
     return "\0".join(paths[name] for name in sorted(paths))
+_RUN_TIME = re.compile(
+    rb"(?<![\w.])\d+(?:\.\d+)?[ \t]?(?:ms|s|sec|secs|seconds)\b"  # 0.29s, 12 ms, 3.1 seconds
+    rb"|(?<![\w.:])\d+m\d+(?:\.\d+)?s\b"  # 0m1.204s
+    rb"|(?<![\w.:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # 12:04:31.5
+)
+"""A run's duration or clock time in a failure's text (masked for the futile-write rule)."""
 _ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
 """An absolute path in prose (not inside a word or a quoted term)."""
 
@@ -602,6 +611,9 @@ class ResultStall(Signal):
             masked, light_bytes = templates(text, digits=bool(masks_digits))
             if result.failed:
                 code = _crc(result.tool.encode("utf-8", "surrogatepass") + b"\0" + masked)
+                # What differs between two runs of one failing check by itself: how long
+                # it took, and when ("1 failed in 0.29s", then "in 0.31s").
+                light_bytes = _RUN_TIME.sub(b"#", light_bytes)
             else:
                 code = zlib.crc32(masked) or 1
             light = zlib.crc32(light_bytes) or 1
