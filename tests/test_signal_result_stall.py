@@ -533,3 +533,20 @@ def test_an_editor_view_names_its_file_by_its_path_argument() -> None:
         "str_replace_editor", {"command": "view", "path": "/repo/ruff.toml", "view_range": [1, i + 5]},
         shared)]
     assert hits(again) != []
+
+
+def test_a_cloud_cli_sweep_over_regions_is_one_answer_per_region() -> None:
+    """`aws ec2 describe-instances --region R` over fourteen regions, most answering `[]`:
+    the region is the place read, as a host is a URL's, so each region's `[]` is its own
+    answer. The same region asked again and again, `[]` each time, is stale."""
+    empty = {"output": "[]", "metadata": {"exit_code": 0}}
+    regions = [f"{word(i)}-{word(i + 3)}-1" for i in range(14)]
+    sweep = [event for region in regions for event in step(
+        "shell", {"command": ["bash", "-lc", f"aws ec2 describe-instances --region {region} --output json"]},
+        empty)]
+    assert hits(sweep) == []
+    again = [event for i in range(12) for event in step(
+        "shell", {"command": ["bash", "-lc", f"aws ec2 describe-instances --region eu-west-1 --max-items {i + 5}"]},
+        empty)]
+    assert hits(again) != []
+

@@ -550,8 +550,9 @@ def answer_gist(result: ResultView) -> int:
         return gist
     text = result.error if result.failed else result.event.result
     if (
-        type(text) is str and text and not result.failed and result.outcome
-        and text[:1] in ("{", "[") and text.rstrip()[-1:] in ("}", "]")
+        type(text) is str and text[:1] in ("{", "[") and not result.failed and result.outcome
+        # (the last character first: rstrip copies the text, and most JSON has no tail)
+        and (text[-1] in ("}", "]") or text.rstrip()[-1:] in ("}", "]"))
     ):
         # JSON text (an API's answer as MCP servers and many frameworks deliver it): its
         # numbers are its data (a metric's value, a rollout's percentage), as in a

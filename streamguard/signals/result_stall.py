@@ -42,12 +42,14 @@ What it catches
       command's output, or an editor showing the file after its edit, is read
       like any answer;
     * the answer to a call that reads what it names is kept with those names
-      (``read_names``: for a command runner, the paths and the URLs' scheme and
-      host in the first ``TARGET_SPAN`` characters of its command, ``cat
-      a/Dockerfile``, ``curl https://eu.example.net/...``; else, or when the
+      (``read_names``: for a command runner, the paths, the URLs' scheme and
+      host and the places of cloud and cluster CLIs (``--region``,
+      ``--namespace``...) in the first ``TARGET_SPAN`` characters of its
+      command, ``cat a/Dockerfile``, ``curl https://eu.example.net/...``,
+      ``aws ec2 describe-instances --region eu-west-1``; else, or when the
       command names none, its path-shaped arguments; never a search or a
       write): eleven Dockerfiles of one shared template are eleven answers, and
-      so are twelve regions answering one version; the same file read again
+      so are twelve regions answering one version, or ``[]``; the same file read again
       unchanged is the same answer, and so is one listing paged as ``?page=2``,
       ``?page=3``... (a URL's path and query are the page, not the place). A
       call that names nothing (SWE-agent's ``goto 24`` in a file shorter than
@@ -204,8 +206,12 @@ _TARGETS = re.compile(
     # crafted run of dots or letters is scanned once, not once from each position.
     r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s/'\"|;&)?#]+"
     r"|(?<![\w.@+=/-])/?[\w.@+-]+(?:/[\w.@+-]+)+"
+    # A cloud or cluster CLI's place: `aws ... --region eu-west-1`, `--namespace prod`.
+    r"|(?<![\w-])--(?:region|zone|location|namespace|context|cluster|project|profile|host"
+    r"|hostname|server|endpoint-url|subscription|account)(?:=|[ \t]+)[^\s'\"|;&)]+"
 )
-"""A URL's scheme and host, or a path with at least one slash, in a command line."""
+"""A URL's scheme and host, a path with at least one slash, or a place flag and its
+value (``--region``, ``--namespace``...), in a command line."""
 
 
 def read_names(call: CallView) -> str:
