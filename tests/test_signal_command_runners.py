@@ -376,6 +376,10 @@ def test_arguments_sent_as_json_text_are_read_as_the_object() -> None:
         ("kubectl rollout restart deploy/api", False),
         ("echo status; kubectl get deploy", False),
         ("gh run view 8812", False),
+        ("kubectl logs wait-for-db-0", False),  # a pod's name is no sub-command
+        ("kubectl delete pod wait-for-db-0", False),
+        # a deploy and its check in one line: the write's check, not a poll
+        ("kubectl apply -f api.yaml && kubectl rollout status deploy/api", False),
     ],
 )
 def test_commands_that_block_until_ready_are_waits(command: str, wait: bool) -> None:
@@ -399,4 +403,17 @@ def test_tools_named_as_waits_are_waits_and_the_list_is_policy() -> None:
         return signals(trace, policy)
     assert poll(WARN) == []
     assert "alternating-tool-cycle" in poll(WARN + "[waits]\ntools = []\n")
+
+
+def test_a_wait_that_never_ends_still_gets_the_polling_warning() -> None:
+    """A wait is read by neither the loop nor the failure signals: a `wait_for_approval`
+    denied again and again, the same answer every time, gets the polling warning,
+    although `wait*` is also in `polling_tools` (which spares status reads, and waits
+    whose answer moves, the warning)."""
+    trace: list[Any] = []
+    for _ in range(25):
+        trace += [ToolCall(session="r", tool="wait_for_approval", args={"request_id": "r1"}),
+                  ToolResult(session="r", tool="wait_for_approval", error="approval request r1 was rejected")]
+    got = alerts(trace, WARN)
+    assert [(a.signal, a.severity) for a in got] == [("repeated-tool-call", "warn")]
 

@@ -539,9 +539,8 @@ def answer_gist(result: ResultView) -> int:
     """What an answer says, with the parts that move by themselves taken out: for a text
     payload, or a failure's error, a 32-bit code of its first :data:`GIST_TEXT_LIMIT`
     characters with every digit removed (a restart count, an age, a timestamp, a
-    duration, a shell's ``line 27424``); for a structured payload, a payload that is JSON
-    text (it opens and closes like a JSON object or array), or a digest, its outcome;
-    :data:`EMPTY_GIST` for an empty or unknown answer. Never ``0``.
+    duration, a shell's ``line 27424``); for a structured payload or a digest, its
+    outcome; :data:`EMPTY_GIST` for an empty or unknown answer. Never ``0``.
 
     Computed once per result, on first use, and kept for every reader (``ResultView.gist``).
     """
@@ -549,16 +548,7 @@ def answer_gist(result: ResultView) -> int:
     if gist:
         return gist
     text = result.error if result.failed else result.event.result
-    if (
-        type(text) is str and text[:1] in ("{", "[") and not result.failed and result.outcome
-        # (the last character first: rstrip copies the text, and most JSON has no tail)
-        and (text[-1] in ("}", "]") or text.rstrip()[-1:] in ("}", "]"))
-    ):
-        # JSON text (an API's answer as MCP servers and many frameworks deliver it): its
-        # numbers are its data (a metric's value, a rollout's percentage), as in a
-        # structured payload, so it is compared exactly, as result-stall compares it.
-        gist = result.outcome & 0xFFFFFFFF or 1
-    elif type(text) is str and text:
+    if type(text) is str and text:
         gist = zlib.crc32(
             text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass").translate(None, DIGIT_CHARS)
         ) or 1

@@ -189,14 +189,16 @@ _LATE_WRITE = re.compile(
 # `sleep` run as a command: at the start of the line or of a segment, or after a shell
 # keyword (`until curl ...; do sleep 2; done`).
 _SLEEP = re.compile(r"(?:^|[;&|\n(]|\b(?:do|then|else))[ \t]*sleep\s")
-# Commands that block until something is ready and fail when it is not yet: a rollout's
-# status, `kubectl wait`, a CI run watched, a container waited for. Run again, they poll.
-_WAITING = re.compile(
-    r"(?:^|[;&|\n(])[ \t]*(?:sudo[ \t]+)?(?:"
-    r"kubectl\b[^;&|\n]*?[ \t](?:rollout[ \t]+status|wait)\b"
-    r"|gh[ \t]+run[ \t]+watch\b|gh[ \t]+pr[ \t]+checks\b[^;&|\n]*?[ \t]--watch\b"
-    r"|docker[ \t]+wait\b)"
-)
+# Commands that block until something is ready and fail when it is not yet (a rollout's
+# status, `kubectl wait`, a CI run watched, a container waited for): run again, they poll.
+# Told by the parsed program and sub-command, then what follows the sub-command.
+_BLOCKING_AFTER: dict[tuple[str, str], tuple[re.Pattern[str], str] | None] = {
+    ("kubectl", "wait"): None,
+    ("kubectl", "rollout"): (re.compile(r"\brollout[ \t]+status\b"), ""),
+    ("gh", "run"): (re.compile(r"\brun[ \t]+watch\b"), ""),
+    ("gh", "pr"): (re.compile(r"\bpr[ \t]+checks\b"), " --watch"),  # (and the flag)
+    ("docker", "wait"): None,
+}
 
 
 class CommandRunners:
@@ -434,9 +436,8 @@ def shell_facts(text: str) -> CallFacts:
     head = text if len(text) <= 4096 else text[:4096]
     write = bool(_REDIRECT.search(head) or _HEREDOC.search(head))
     search = False
-    wait = ("sleep" in head and bool(_SLEEP.search(head))) or (
-        ("wait" in head or "status" in head or "watch" in head) and bool(_WAITING.search(head))
-    )
+    wait = "sleep" in head and bool(_SLEEP.search(head))
+    blocking = False
     action = ""
     fallback = ""
     shell_change = False
@@ -452,6 +453,13 @@ def shell_facts(text: str) -> CallFacts:
         if not tokens or tokens[0][:1] == "#":
             continue  # nothing, or a comment (a shebang too)
         program, sub = _segment_action(tokens)
+        if (program, sub) in _BLOCKING_AFTER:
+            after = _BLOCKING_AFTER[(program, sub)]
+            if after is None or (after[0].search(segment) and after[1] in segment):
+                blocking = True  # a read that waits (`kubectl rollout status`), no write
+                if not action:
+                    action = f"{program} {sub}"
+                continue
         in_place = program in ("sed", "perl", "ruby") and _IN_PLACE.search(segment)
         if in_place or program in _WRITE_PROGRAMS or ("--" in segment and _fixes(segment)):
             write = True
@@ -468,6 +476,9 @@ def shell_facts(text: str) -> CallFacts:
             continue
         if not action:
             action = f"{program} {sub}" if sub else program
+    # A blocking read polls, unless the line also writes (`kubectl apply ... && kubectl
+    # rollout status ...` deploys): then it is the write's check, read as one.
+    wait = wait or (blocking and not write)
     shell_only = False
     if shell_change and not action:
         # A line that only sets the stage (`export JAVA_HOME=...`, `cd build`, `source

@@ -65,8 +65,10 @@ Results (``result_aware``, default on; off is the reference behaviour)
       command OpenHands sends to wait for more output; ``CallView.wait``) are
       a poll whatever they answer: identical answers are what waiting looks
       like. They get the polling warning after ``polling_warn_after`` calls,
-      failing or not (the failure signals do not read waits), never a halt (under ``result_aware = false``, the reference rule, they
-      count like any call).
+      failing or not (the failure signals do not read waits), even a tool in
+      ``polling_tools`` when its answer never changed (a ``wait_for_approval``
+      denied again and again has nothing else to report it), never a halt (under ``result_aware =
+      false``, the reference rule, they count like any call).
     * Unknown results keep the blind rule: ``threshold`` calls in a row. An
       empty payload is unknown (a runtime that does not capture results sends
       none), except the empty output of a command runner's call (``""``
@@ -308,7 +310,12 @@ class RepeatedToolCall(Signal):
 
     def _polling_finding(self, state: Any, call: CallView) -> Finding | None:
         after = self.polling_warn_after
-        if not after or state.run < after or state.polled or self.is_polling_tool(call.tool):
+        if not after or state.run < after or state.polled:
+            return None
+        if self.is_polling_tool(call.tool) and (state.changes or not state.wait):
+            # A status read polls by design, and so does a wait whose answer moves. Not a
+            # wait whose answer never changes (or that always fails): a wait is read by
+            # neither the loop nor the failure signals, so this warning is all it gets.
             return None
         state.polled = True
         tool = call.tool

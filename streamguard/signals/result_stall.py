@@ -233,11 +233,15 @@ def read_names(call: CallView) -> str:
             return value
     return "\0".join(paths[name] for name in sorted(paths))
 _RUN_TIME = re.compile(
-    rb"(?<![\w.])\d+(?:\.\d+)?[ \t]?(?:ms|s|sec|secs|seconds)\b"  # 0.29s, 12 ms, 3.1 seconds
-    rb"|(?<![\w.:])\d+m\d+(?:\.\d+)?s\b"  # 0m1.204s
-    rb"|(?<![\w.:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # 12:04:31.5
+    # how long a run took, where a runner says so: "1 failed in 0.29s", "Time elapsed:
+    # 0.123 s", "took 12 ms", "Duration: 3.1s", `time`'s "real 0m1.204s"
+    rb"(?:\b(?:in|took|elapsed:?|[Tt]ime:|[Dd]uration:?)[ \t]+)\d+(?:\.\d+)?[ \t]?(?:ms|s|sec|secs|seconds)\b"
+    rb"|\b(?:real|user|sys)[ \t]+\d+m\d+(?:\.\d+)?s\b"
+    rb"|(?<![\w.:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # a clock time: 12:04:31.5
 )
-"""A run's duration or clock time in a failure's text (masked for the futile-write rule)."""
+"""A run's duration, where a runner reports it, or a clock time, in a failure's text
+(masked for the futile-write rule). Not any number with a unit: "p99 900ms exceeds 200ms"
+is what a performance test found, and it changes when an edit works."""
 _ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
 """An absolute path in prose (not inside a word or a quoted term)."""
 
