@@ -50,6 +50,9 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("git diff", "git diff", False, False),
         ("git -C /repo status", "git status", False, False),
         ("kubectl -n prod get pods", "kubectl get", False, False),
+        # xargs runs the program after it: a search whose hits are rewritten writes
+        ("grep -rl \"user_card'\" src | xargs -r sed -i \"s#user_card#UserCard#g\"", "grep", True, True),
+        ("find . -name '*.pyc' | xargs rm -f", "find", True, True),
         ("kubectl --context staging -n prod rollout undo deploy/api", "kubectl rollout", True, False),
         ("docker -H tcp://build:2375 ps", "docker ps", False, False),
         ("cd /repo && python -m pytest tests/test_x.py -x", "pytest", False, False),

@@ -559,3 +559,32 @@ def test_a_cloud_cli_sweep_over_regions_is_one_answer_per_region() -> None:
         empty)]
     assert hits(again) != []
 
+
+def test_a_search_that_rewrites_what_it_finds_says_nothing_new_when_silent() -> None:
+    """`grep -rl x src | xargs -r sed -i ...` for twenty renamed imports prints nothing:
+    the line searches, but it also writes, and a write that answers nothing is news (as
+    a silent `sed -i` is), not "nothing found" again."""
+    fixes = [event for i in range(20) for event in step(
+        "bash", {"command": f"grep -rl \"components/{word(i)}'\" src | xargs -r sed -i "
+                            f"\"s#components/{word(i)}'#components/{word(i).title()}'#g\""}, "")]
+    assert hits(fixes) == []
+    # The same search without the rewrite, finding nothing twenty times, is stale.
+    hunts = [event for i in range(20) for event in step(
+        "bash", {"command": f"grep -rl \"components/{word(i)}'\" src"}, "")]
+    assert hits(hunts) != []
+
+
+def test_a_browser_agent_typing_a_form_is_writing() -> None:
+    """Typing into fields and choosing options are a browser agent's writes: "Typed
+    "..." into "..."" is their acknowledgement, news for each field, as "File written" is."""
+    form: list[Any] = []
+    for row in range(9):
+        for field_name in ("Date", "Merchant", "Amount"):
+            form += step("mcp__playwright__browser_type",
+                         {"element": field_name, "ref": f"e{row}{field_name}", "text": word(row)},
+                         f'Typed "{word(row)}" into "{field_name}"')
+        form += step("mcp__playwright__browser_select_option",
+                     {"element": "Category", "ref": f"c{row}", "values": ["Train"]},
+                     'Selected option "Train" in "Category"')
+    assert hits(form) == []
+

@@ -106,13 +106,15 @@ _SUBCOMMAND_PROGRAMS = frozenset({
 _PRELUDE = frozenset({"cd", "source", ".", "export", "set", "unset", "pushd", "popd", "true",
                       "echo", "printf", "sleep", "clear", ":"})
 _WRAPPERS = frozenset({"sudo", "time", "env", "nohup", "timeout", "nice", "stdbuf", "exec",
-                       "command", "builtin"})
+                       "command", "builtin", "xargs"})
 # Wrapper options that take a value (`sudo -u postgres psql`: the program is psql).
 _WRAPPER_VALUE_FLAGS = {
     "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}),
     "env": frozenset({"-u", "-C", "-S"}),
     "timeout": frozenset({"-s", "-k"}),
     "nice": frozenset({"-n"}),
+    # `grep -rl x src | xargs -r sed -i ...`: the program is sed (a write)
+    "xargs": frozenset({"-I", "-n", "-P", "-d", "-E", "-L", "-s", "-a"}),
 }
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 # `conda run -n env CMD` runs CMD; these of its options take a value.

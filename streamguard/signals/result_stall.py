@@ -594,15 +594,17 @@ class ResultStall(Signal):
                             finding = self._futile(state, key, _EMPTY, flags, result, b"(no output)")
                             if finding is not None:
                                 return finding
-                        if flags & FLAG_SEARCH:
-                            return self._stale(state, _NOTHING, result, b"(nothing found)")
                         if flags & FLAG_WRITE:
                             if flags & FLAG_SHELL:
                                 # `export X=...` answers nothing and changes no file: it
                                 # is a write for the futile-write rule, but no news.
                                 return None
+                            # (before the search test: `grep -rl x | xargs sed -i ...`
+                            # says nothing when it has rewritten what it found)
                             self._news(state)
                             return None
+                        if flags & FLAG_SEARCH:
+                            return self._stale(state, _NOTHING, result, b"(nothing found)")
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
             echoed = False

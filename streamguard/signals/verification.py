@@ -153,6 +153,9 @@ DEFAULT_WRITE_TOOLS = (
     # replace, insert/append/overwrite tools, and any *_edit.
     "multiedit", "multi_edit", "notebookedit", "notebook_edit", "*_edit", "replace*",
     "str_replace", "insert*", "append*", "overwrite*", "modify*", "save*",
+    # A browser agent's input: typing into a field, filling or choosing in a form changes
+    # the page ("Typed ... into ..." is an acknowledgement, like "File written").
+    "browser_type", "browser_fill*", "browser_select*", "fill_form*", "type_text", "input_text",
 )
 DEFAULT_USER_INPUT_TOOLS = (
     "ask*", "confirm*", "prompt_user*", "request_user_input*", "*user_input*",
