@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -372,31 +373,26 @@ def test_edits_that_change_the_failure_are_work() -> None:
 def test_a_failing_check_that_differs_only_in_how_long_it_ran_is_unchanged() -> None:
     """Edit, run the failing test, the same failure again, five times: the run time in
     its summary ("1 failed in 0.29s", then "in 0.31s") is not a change the edit made."""
-    trace: list[Any] = []
-    for i in range(7):
-        trace += step("Edit", {"file_path": "app/export.py", "old_string": word(i), "new_string": word(i + 1)},
-                      f"The file app/export.py has been updated: {word(i + 1)}")
-        trace += step("Bash", {"command": "python -m pytest tests/test_export.py -q"},
-                      error=f"FAILED tests/test_export.py::test_csv - AssertionError\n1 failed in 0.{29 + i}s "
-                            f"(12:04:{10 + i}.5)")
-    got = [a for a in alerts(trace) if a.signal == "result-stall"]
+    def edit_then_test(source: str, test: str, failure: Callable[[int], str]) -> list[Any]:
+        trace: list[Any] = []
+        for i in range(7):
+            trace += step("Edit", {"file_path": source, "old_string": word(i), "new_string": word(i + 1)},
+                          f"The file {source} has been updated: {word(i + 1)}")
+            trace += step("Bash", {"command": f"python -m pytest {test} -q"}, error=failure(i))
+        return trace
+
+    same = edit_then_test("app/export.py", "tests/test_export.py", lambda i: (
+        f"FAILED tests/test_export.py::test_csv - AssertionError\n1 failed in 0.{29 + i}s (12:04:{10 + i}.5)"))
+    got = [a for a in alerts(same) if a.signal == "result-stall"]
     assert len(got) == 1 and got[0].detail["rule"] == "futile_writes"
     # A failure whose values move (not its timing) is work, as above.
-    moving: list[Any] = []
-    for i in range(7):
-        moving += step("Edit", {"file_path": "app/export.py", "old_string": word(i), "new_string": word(i + 1)},
-                       f"The file app/export.py has been updated: {word(i + 1)}")
-        moving += step("Bash", {"command": "python -m pytest tests/test_export.py -q"},
-                       error=f"FAILED - assert {word(i)} == 'x'\n1 failed in 0.{29 + i}s")
+    moving = edit_then_test("app/export.py", "tests/test_export.py",
+                            lambda i: f"FAILED - assert {word(i)} == 'x'\n1 failed in 0.{29 + i}s")
     assert hits(moving) == []
     # A performance test's own figures are its result, not its run time: improving after
     # each edit is work.
-    faster: list[Any] = []
-    for i in range(7):
-        faster += step("Edit", {"file_path": "app/cache.py", "old_string": word(i), "new_string": word(i + 1)},
-                       f"The file app/cache.py has been updated: {word(i + 1)}")
-        faster += step("Bash", {"command": "python -m pytest tests/test_perf.py -q"},
-                       error=f"FAILED - p99 latency {900 - 60 * i}ms exceeds 200ms\n1 failed in 4.{i}s")
+    faster = edit_then_test("app/cache.py", "tests/test_perf.py",
+                            lambda i: f"FAILED - p99 latency {900 - 60 * i}ms exceeds 200ms\n1 failed in 4.{i}s")
     assert hits(faster) == []
 
 
