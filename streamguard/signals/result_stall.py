@@ -141,6 +141,12 @@ Known false positives
     nothing (a dead-code check over a dozen names), or for one term in a dozen
     places: a search that finds nothing is stale whatever it looked for and
     wherever, which is what makes reworded hunts for a missing symbol visible.
+    Likewise a sweep whose answers are mostly zero or empty where the place it
+    reads is not a path, a host or a ``--region``-like flag: a count query per
+    day answering ``[{"stuck": 0}]``, instances listed per region through a
+    filter expression ("Listed 0 items."). In hand-written sessions of runtimes
+    the corpus does not hold, written without reading these rules, such sweeps
+    were most of what remained of this signal's false halts (docs/detection.md).
     Exempt the tool, or raise the threshold for that agent. A stream whose
     results carry no text gives this signal nothing to read.
 """
