@@ -183,7 +183,7 @@ def test_mini_swe_agent_text_actions():
     assert session.ended == "LimitsExceeded" and session.extra["harness_messages"] == 1
     assert [c.args for c in calls(session)] == [{"command": "ls -la"}, {"command": "cat nothere.py"}]
     assert [r.error for r in results(session)] == [None, "exit code 1"]
-    assert texts(session, "system") == ["Please always provide EXACTLY ONE action in triple backticks, found 2 actions."]
+    assert texts(session, "system") == ["Format error: two actions in one reply; send exactly one."]
     assert len(texts(session)) == 3  # the model's answers, the refused one included
     assert texts(session, "user") == ["Make widgets green."]
 
