@@ -92,6 +92,7 @@ from .signals.facts import (
     FLAG_WRITE,
     CallFacts,
     CommandRunners,
+    ToolGlobs,
     call_args,
     is_code_tool,
     plain_facts,
@@ -252,7 +253,7 @@ class Watchdog:
         self._watchdog_indices = [i for i, s in enumerate(signals) if s.guardrail == "watchdog"]
         self._ctx = _Ctx(None, None)  # type: ignore[arg-type]
         self._runners = CommandRunners(self.policy.command_runners.tools)
-        self._waits = CommandRunners(self.policy.waits.tools)  # (the same glob matching)
+        self._waits = ToolGlobs(self.policy.waits.tools)
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
         # Keyed by the tool alone for a call without a kind (the usual call: no tuple to

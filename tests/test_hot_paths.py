@@ -277,3 +277,24 @@ def test_per_tool_dispatch_skips_exactly_the_exempting_readers(tools: list[str],
         for kind in ("call", "result"):
             expected += [(kind, n, tool) for n, e in enumerate(exemptions) if tool not in e]
     assert log == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([4, 8]),
+    st.lists(st.binary(min_size=8, max_size=8), max_size=12),
+    st.binary(min_size=4, max_size=4),
+)
+def test_find_entry_finds_only_whole_aligned_entries(width: int, entries: list[bytes], needle: bytes) -> None:
+    """The memories of fixed-width codes are searched in C and then aligned: the offset
+    is that of the first entry that starts with ``needle``, never of a hit straddling two
+    entries or inside one (entries of 4 bytes are the first half of each drawn 8)."""
+    from streamguard.signals.base import find_entry
+
+    entries = [entry[:width] for entry in entries]
+    memory = bytearray(b"".join(entries))
+    # A needle drawn from the middle of the memory is often a straddling non-entry.
+    if len(memory) > 6:
+        needle = bytes(memory[2:6]) if needle[0] % 2 else needle
+    expected = next((i * width for i, e in enumerate(entries) if e[:4] == needle), -1)
+    assert find_entry(memory, needle, width) == expected

@@ -149,6 +149,13 @@ class SessionTable:
             if not members:
                 del self.by_origin[origin]
 
+    def _forget_meta(self, session: str) -> SessionMeta | None:
+        """Drop the session's meta and its place in the origin index; the meta it had."""
+        meta = self.meta.pop(session, None)
+        if meta is not None:
+            self._unindex(session, meta)
+        return meta
+
     def reorigin(self, session: str, meta: SessionMeta, state: Any) -> None:
         """The session's agent or tenant was named after its first event (see
         ``Engine._session``): index it under its new origin. The processor's own copy of
@@ -216,18 +223,15 @@ class SessionTable:
         self.engine.evict(session)
         part.active.pop(session, None)
         part.parked.pop(session, None)
-        meta = self.meta.pop(session, None)
-        if meta is not None:
-            self._unindex(session, meta)
+        self._forget_meta(session)
         self.halted.discard(session)
         self._on_dropped(session, part.number)  # a tombstone at the next checkpoint
         self._on_evicted(kind)
 
     def drop_session(self, session: str) -> None:
         """Forget one session entirely (its state could not be snapshotted)."""
-        meta = self.meta.pop(session, None)
+        meta = self._forget_meta(session)
         if meta is not None:
-            self._unindex(session, meta)
             part = self.partitions.get(meta.partition)
             if part is not None:
                 part.active.pop(session, None)
@@ -250,9 +254,7 @@ class SessionTable:
         sessions = part.sessions()
         for session in sessions:
             self.engine.evict(session)
-            meta = self.meta.pop(session, None)
-            if meta is not None:
-                self._unindex(session, meta)
+            self._forget_meta(session)
             self.halted.discard(session)
         return sessions
 

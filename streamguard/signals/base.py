@@ -59,6 +59,7 @@ from .facts import (
     FLAG_WRITE,
     CallFacts,
     CommandRunners,
+    ToolGlobs,
     call_args,
     is_code_tool,
     plain_facts,
@@ -66,7 +67,7 @@ from .facts import (
 )
 
 _default_runners = CommandRunners()
-_default_waits = CommandRunners(DEFAULT_WAIT_TOOLS)
+_default_waits = ToolGlobs(DEFAULT_WAIT_TOOLS)
 
 HALT_IGNORED = "halt-ignored"
 """The watchdog's own alert (a halted session that keeps working): no signal emits it."""
@@ -517,6 +518,17 @@ DIGIT_CHARS = b"0123456789"
 MASK_DIGITS = bytes.maketrans(DIGIT_CHARS, b"##########")
 """``bytes.translate`` table turning every digit into ``#`` (runs squeezed by
 :func:`squeeze_marks`): how the masked comparisons of answers and calls forget numbers."""
+
+
+def find_entry(buf: bytes | bytearray, entry: bytes, width: int) -> int:
+    """The offset of the first occurrence of ``entry`` that starts an entry of a memory
+    of ``width``-byte entries, -1 when there is none: a C-level search, then the
+    alignment test (a hit straddling two entries, or inside one, is no hit). The
+    lookups made on every result keep this loop inline (a call costs more than it)."""
+    at = buf.find(entry)
+    while at > 0 and at % width:
+        at = buf.find(entry, at + 1)
+    return at
 
 
 def squeeze_marks(data: bytes) -> bytes:

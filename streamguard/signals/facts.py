@@ -203,10 +203,12 @@ _BLOCKING_AFTER: dict[tuple[str, str], tuple[re.Pattern[str], str] | None] = {
 }
 
 
-class CommandRunners:
-    """Decides which tools are command runners (glob list, case-insensitive, cached)."""
+class ToolGlobs:
+    """Decides whether a tool name is in a glob list (case-insensitive, cached; a
+    namespaced name such as ``mcp__shell`` is also tried by its last part): the command
+    runners, the waits."""
 
-    def __init__(self, patterns: list[str] | tuple[str, ...] = DEFAULT_COMMAND_RUNNERS) -> None:
+    def __init__(self, patterns: list[str] | tuple[str, ...]) -> None:
         joined = "|".join(fnmatch.translate(p.lower()) for p in patterns)
         self._match = re.compile(joined).match if patterns else None
         self._cache: dict[str, bool] = {}
@@ -226,6 +228,13 @@ class CommandRunners:
             self._cache.clear()
         self._cache[tool] = result
         return result
+
+
+class CommandRunners(ToolGlobs):
+    """Decides which tools are command runners (``[command_runners] tools``)."""
+
+    def __init__(self, patterns: list[str] | tuple[str, ...] = DEFAULT_COMMAND_RUNNERS) -> None:
+        super().__init__(patterns)
 
 
 _OBJECT_START = frozenset("{ \t\r\n")

@@ -153,8 +153,8 @@ class LongLoop(Signal):
         pair = ((y ^ (y >> 31)) >> 32).to_bytes(_WIDTH, "little")
         state.prev = element
         seen = state.seen
-        at = seen.find(pair)
-        while at > 0 and at % _WIDTH:  # a hit straddling two entries is no hit
+        at = seen.find(pair)  # (find_entry, inline: every step's lookup)
+        while at > 0 and at % _WIDTH:
             at = seen.find(pair, at + 1)
         replay = at >= 0
         if not replay:

@@ -95,7 +95,13 @@ from typing import Annotated, Any, Self
 from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
-from .base import Finding, ResultView, Signal, SignalConfig, is_write_acknowledgement
+from .base import (
+    Finding,
+    ResultView,
+    Signal,
+    SignalConfig,
+    is_write_acknowledgement,
+)
 
 SIGNAL_ID = "no-new-state"
 WAIT_TOOL = "wait_and_verify"
@@ -175,8 +181,8 @@ class NoNewState(Signal):
             return None
         key = (fingerprint & _MASK).to_bytes(_WIDTH, "little")
         seen = state.seen
-        at = seen.find(key)
-        while at > 0 and at % _WIDTH:  # a hit straddling two entries is no hit
+        at = seen.find(key)  # (find_entry, inline: every result's lookup)
+        while at > 0 and at % _WIDTH:
             at = seen.find(key, at + 1)
         if at >= 0 and is_write_acknowledgement(result):
             return None  # a write tool's bare acknowledgement ("ok") is no data: neither

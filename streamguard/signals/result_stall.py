@@ -172,6 +172,7 @@ from .base import (
     ResultView,
     Signal,
     SignalConfig,
+    find_entry,
     is_write_acknowledgement,
     says_only_status,
     squeeze_marks,
@@ -221,10 +222,10 @@ value (``--region``, ``--namespace``...), in a command line."""
 
 
 def read_names(call: CallView) -> str:
-    """What a call that reads names ("" when nothing): for a command runner the paths
-    and URLs (scheme and host) in the head of its command line, else (or when its
-    command names none: an editor's ``view`` with a ``path``) its path-shaped arguments,
-    in the order of their keys."""
+    """What a call that reads names ("" when nothing): for a command runner what
+    :data:`_TARGETS` finds in the head of its command line (paths, URLs' scheme and
+    host, place flags), else (or when its command names none: an editor's ``view`` with
+    a ``path``) its path-shaped arguments, in the order of their keys."""
     if call.runner:
         command = command_text(call.args)
         if command:
@@ -238,6 +239,8 @@ def read_names(call: CallView) -> str:
         for value in paths.values():
             return value
     return "\0".join(paths[name] for name in sorted(paths))
+
+
 _RUN_TIME = re.compile(
     # how long a run took, where a runner says so: "1 failed in 0.29s", "Time elapsed:
     # 0.123 s", "took 12 ms", "Duration: 3.1s", `time`'s "real 0m1.204s"
@@ -253,6 +256,12 @@ _ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
 
 
 _encoder = msgspec.json.Encoder(order="sorted")
+
+
+def _mixed(code: int, other: int) -> int:
+    """``code`` (32 bits) keyed by ``other`` (a call key, a code of names): the same answer
+    to another call, or from another file, is another entry of the memory. Never 0."""
+    return ((code ^ (other * 0x9E3779B1)) & _M32) or 1
 
 
 def _crc(data: bytes) -> int:
@@ -662,17 +671,13 @@ class ResultStall(Signal):
             # files of one template are eleven answers, while the same file read again,
             # unchanged, is the same answer.
             reads = state.reads
-            mine = (key & _M32).to_bytes(_WIDTH, "little")
-            at = reads.find(mine)
-            while at > 0 and at % 8:  # a hit straddling two entries is no hit
-                at = reads.find(mine, at + 1)
+            at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
             if at >= 0:
-                names = int.from_bytes(reads[at + 4 : at + 8], "little")
-                code = ((code ^ (names * 0x9E3779B1)) & _M32) or 1
+                code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
         packed = code.to_bytes(_WIDTH, "little")
         seen = state.seen
-        at = seen.find(packed)
-        while at > 0 and at % _WIDTH:  # a hit straddling two entries is no hit
+        at = seen.find(packed)  # (find_entry, inline: every result's lookup)
+        while at > 0 and at % _WIDTH:
             at = seen.find(packed, at + 1)
         # (The flag test first: most results are no write's, and the call costs more.)
         if flags & (FLAG_WRITE | FLAG_RUNNER) == FLAG_WRITE and is_write_acknowledgement(result):
@@ -684,11 +689,8 @@ class ResultStall(Signal):
             # again, the same file rewritten with the same text, tell the agent nothing.
             # The write is remembered by its acknowledgement mixed with its call's key.
             if key:
-                write = (((code ^ (key * 0x9E3779B1)) & _M32) or 1).to_bytes(_WIDTH, "little")
-                again = seen.find(write)
-                while again > 0 and again % _WIDTH:
-                    again = seen.find(write, again + 1)
-                if again >= 0:
+                write = _mixed(code, key).to_bytes(_WIDTH, "little")
+                if find_entry(seen, write, _WIDTH) >= 0:
                     return self._stale(state, code, result, masked)
                 self._remember(seen, write)
             if at >= 0:
@@ -733,8 +735,8 @@ class ResultStall(Signal):
         before = 0
         # The first entry whose key half is key32: a C-level search, then the alignment
         # test (a hit in an answer half, or straddling two entries, is no hit).
-        at = checks.find(key32)
-        while at >= 0 and at % 8:
+        at = checks.find(key32)  # (find_entry, inline: every check's lookup)
+        while at > 0 and at % 8:
             at = checks.find(key32, at + 1)
         if at >= 0:
             before = int.from_bytes(checks[at + 4 : at + 8], "little") or -1
