@@ -403,10 +403,7 @@ class Watchdog:
         # time and no signal keeps a view past its hook, so no call allocates one.
         view = self._call_view
         if facts is True or facts is False:
-            facts = runner_facts(args, facts)
-            if kind == "write":
-                facts.write = True
-                facts.shell = False  # the runtime says the call writes
+            facts = runner_facts(args, facts, kind)
             view.runner = runner = True
         else:
             view.runner = runner = False
@@ -465,10 +462,7 @@ class Watchdog:
         if facts is None:
             facts = self._tool_facts(tool, kind)
         if facts is True or facts is False:
-            facts = runner_facts(event.args, facts)
-            if kind == "write":
-                facts.write = True
-                facts.shell = False  # the runtime says the call writes
+            facts = runner_facts(event.args, facts, kind)
             return CallView(event, canonical, key, history, kind, facts, True)
         return CallView(event, canonical, key, history, kind, facts, False)
 

@@ -189,12 +189,9 @@ class CallView:
         if facts is None:
             runner = _default_runners(event.tool)
             if runner:
-                facts = runner_facts(args, is_code_tool(event.tool))
+                facts = runner_facts(args, is_code_tool(event.tool), kind)
             else:
                 facts = plain_facts(event.tool, kind, _default_waits(event.tool))
-            if kind == "write":
-                facts.write = True
-                facts.shell = False
         self.runner = bool(runner)
         self.action = facts.action
         self.write = facts.write

@@ -403,12 +403,22 @@ def code_facts(code: str) -> CallFacts:
     return CallFacts("", bool(_CODE_WRITES.search(code[:4096])), False)
 
 
-def runner_facts(args: object, code_tool: bool = False) -> CallFacts:
+def runner_facts(args: object, code_tool: bool = False, kind: str | None = None) -> CallFacts:
     """Action, write and search facts of a command-runner call from its arguments.
 
     ``code_tool``: the runner is an interpreter (``python``, ``ipython``), whose
-    text is code, not a command line.
+    text is code, not a command line. ``kind``: the event's; ``"write"`` (the runtime
+    says the call writes) makes it a write whatever its text, and no mere change of
+    the shell.
     """
+    facts = _runner_facts(args, code_tool)
+    if kind == "write":
+        facts.write = True
+        facts.shell = False
+    return facts
+
+
+def _runner_facts(args: object, code_tool: bool) -> CallFacts:
     args = call_args(args)
     if isinstance(args, dict):
         for key in _CODE_KEYS:
