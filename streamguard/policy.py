@@ -90,9 +90,15 @@ class CommandRunnersPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
 
 class WaitsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
     """Tools whose name says they wait (see ``signals/facts.py``): their calls are waits,
-    which the loop and failure signals read as a poll's pauses, not as steps."""
+    which the loop and failure signals read as a poll's pauses, not as steps; and how
+    long a session must go quiet for the quiet to be a pause."""
 
     tools: list[str] = field(default_factory=lambda: list(DEFAULT_WAIT_TOOLS))
+    pause_seconds: Annotated[float, Meta(ge=0, le=86400)] = 10.0
+    """A gap of at least this many seconds (event time) between two events of a session
+    is a pause, as a call that waits is: a status that says the work is still under way,
+    asked again after a pause, is a poll waiting for it (signals/base.py,
+    ``says_in_progress``). 0: only calls that wait are pauses."""
 
 
 def _table_name(cls: type[Signal]) -> str:

@@ -157,6 +157,10 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     last_seq: int = -1
     applied: int = 0  # events and controls applied; keys deterministic output ids
     last_ts: float | None = None
+    # Pauses so far: quiet gaps of [waits] pause_seconds between two events, calls that
+    # wait, and the user's messages. A status that says the work is still under way,
+    # asked again after a pause, is a poll (signals/base.py, says_in_progress).
+    pauses: int = 0
     turn_id: str | int | None = None
     in_turn: bool = False
     turn_cut: str | None = None  # guardrail that cut the current turn (a turn is cut once)
@@ -254,6 +258,8 @@ class Watchdog:
         self._ctx = _Ctx(None, None)  # type: ignore[arg-type]
         self._runners = CommandRunners(self.policy.command_runners.tools)
         self._waits = ToolGlobs(self.policy.waits.tools)
+        # A gap this long between two events is a pause (never, when 0: only waits are).
+        self._pause_seconds = self.policy.waits.pause_seconds or float("inf")
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
         # Keyed by the tool alone for a call without a kind (the usual call: no tuple to
@@ -333,6 +339,9 @@ class Watchdog:
         """Apply one agent event; return the outputs it caused (often none)."""
         state.applied += 1
         if ts is not None:
+            last = state.last_ts
+            if last is not None and ts - last >= self._pause_seconds:
+                state.pauses += 1  # the session went quiet: a poll's pause (see SessionState)
             state.last_ts = ts
         ctx = self._ctx  # reused: processing is strictly one event at a time
         ctx.state = state
@@ -349,6 +358,8 @@ class Watchdog:
         elif kind is ToolResult:
             self._result(ctx, event)
         elif kind is Text:
+            if event.role == "user":
+                state.pauses += 1  # the agent waited for its user: a pause (see SessionState)
             self._text(ctx, event)
         elif kind is TurnStart:
             self._turn_start(ctx)
@@ -424,6 +435,8 @@ class Watchdog:
             history.append(key)
             if len(history) > self.history_len:
                 del history[0]
+        else:
+            state.pauses += 1  # a wait is a pause, whatever the clock says
         if self._need_pairing:
             pending = state.pending
             if len(pending) >= MAX_PENDING:
@@ -559,7 +572,8 @@ class Watchdog:
         view.fingerprint = fingerprint
         view.size = size
         view.outcome = outcome
-        view.gist = 0
+        view.gist = view.progress = 0
+        view.pauses = state.pauses
         signals = state.signals
         plain = self._wait_result_plain if wait else self._result_plain
         if plain is None:  # some reader exempts tools (no-new-state does by default)

@@ -11,7 +11,7 @@ import pytest
 from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
-from streamguard.signals.result_stall import found_nothing, light_template, template
+from streamguard.signals.result_stall import found_nothing, light_template, says_none, template
 from streamguard.watchdog import Watchdog
 
 WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
@@ -584,3 +584,46 @@ def test_a_browser_agent_typing_a_form_is_writing() -> None:
                      'Selected option "Train" in "Category"')
     assert hits(form) == []
 
+
+
+@pytest.mark.parametrize(("answer", "none"), [
+    ("Listed 0 items.", True), ("(0 rows)", True), ("0 results", True), ("count: 0", True),
+    ('[{"stuck": 0}]', True), ({"count": 0, "exists": False}, True), ([], True),
+    ({"items": [], "total": 0}, True), ("[]", True),
+    ("Listed 10 items.", False), ("404 Not Found", False), ("0 passed, 1 failed", False),
+    ('{"status": "none"}', False), ('[{"stuck": 14}]', False), ({"id": 0, "name": "x"}, False),
+    ("No resources found in /srv/0", False), ('{"count": 0' + " " * 80 + "}", False),
+])
+def test_says_none_reads_a_zero_count_in_other_words(answer: Any, none: bool) -> None:
+    size = len(answer) if isinstance(answer, str) else len(json.dumps(answer))
+    assert says_none(answer, size) is none
+
+
+def test_a_sweep_of_reads_answering_none_is_no_stall() -> None:
+    # One inventory command per region, through a shell: "Listed 0 items." in most. An
+    # empty output in other words, and an empty output of a call that is no search is
+    # neither stale nor news.
+    trace: list[Any] = []
+    for region in ("us-east1", "us-east4", "us-west1", "us-west2", "europe-west1",
+                   "europe-west2", "europe-west3", "europe-north1", "asia-east1",
+                   "asia-northeast1", "asia-southeast1", "australia-southeast1"):
+        trace += step("run_shell_command",
+                      {"command": f"gcloud compute instances list --filter='zone ~ {region}'"},
+                      "Listed 0 items.")
+    assert hits(trace) == []
+    # and a count of zero per day from a read tool
+    days = []
+    for day in range(1, 15):
+        days += step("get_stuck_payments", {"date": f"2025-11-{day:02d}"}, '[{"stuck": 0}]')
+    assert hits(days) == []
+
+
+def test_a_search_answering_none_is_still_nothing_found() -> None:
+    # A search (a resolve tool: query*, search*...) finding nothing, in whatever words,
+    # is stale however it was reworded: that is what makes hunts for an absent symbol
+    # visible. (A count per day through a tool named as a search is the price.)
+    trace: list[Any] = []
+    for day in range(1, 15):
+        trace += step("query", {"sql": f"SELECT count(*) AS stuck FROM p WHERE day = {day}"},
+                      '[{"stuck": 0}]')
+    assert hits(trace) != []

@@ -50,6 +50,7 @@ from sys import intern
 from typing import Annotated, Any, ClassVar, Self, TypeVar, get_args, get_origin, get_type_hints
 
 from msgspec import Meta, Struct, structs
+from msgspec.json import encode as _json_encode
 
 from ..canonical import CanonicalArgs, fingerprint_payload, stable_hash, truncate_middle
 from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
@@ -217,12 +218,17 @@ class ResultView:
     identifies what came back: the fingerprint of a successful payload, a hash
     of the error text of a failure (:func:`failure_outcome`), a constant for a no-op; ``0`` when unknown.
 
+    ``pauses``: how many times the session has paused so far (a call that waits, or a
+    quiet gap of ``[waits] pause_seconds`` between two of its events). A reader that
+    kept the count of an earlier answer knows whether the agent paused since: a status
+    asked again after a pause is a poll (:func:`says_in_progress`).
+
     Like :class:`CallView`, valid only during the hook (the watchdog refills one object).
     """
 
     __slots__ = (
         "action", "call_flags", "call_id", "call_key", "error", "event", "failed", "fingerprint",
-        "gist", "no_op", "outcome", "size", "tool",
+        "gist", "no_op", "outcome", "pauses", "progress", "size", "tool",
     )
 
     def __init__(
@@ -235,6 +241,7 @@ class ResultView:
         call_flags: int = 0,
         action: str | None = None,
         outcome: int | None = None,
+        pauses: int = 0,
     ) -> None:
         self.event = event
         self.tool = event.tool
@@ -249,6 +256,8 @@ class ResultView:
         self.action = event.tool if action is None else action
         self.outcome = outcome_of(event, failed, fingerprint) if outcome is None else outcome
         self.gist = 0  # computed on first use: answer_gist
+        self.progress = 0  # computed on first use: says_in_progress (1 no, 2 yes)
+        self.pauses = pauses
 
 
 NO_OP_OUTCOME = 0x6E6F2D6F70  # any fixed non-zero value: every no-op says the same thing
@@ -540,8 +549,11 @@ def squeeze_marks(data: bytes) -> bytes:
 GIST_TEXT_LIMIT = 2048
 """Characters of a text answer (or error) that its gist reads (:func:`answer_gist`)."""
 EMPTY_GIST = 0x454D5054
-_ANSWER_WAS_NEW = 1 << 40  # in note_answer's packed values
 """The gist of an empty or unknown answer: every one says the same (nothing)."""
+ANSWER_WAS_NEW = 1 << 40
+"""The bit of a value of :func:`note_answer` that says its call's latest answer was new."""
+_PAUSE_BITS = 0x3F  # the session's pause count at the answer, modulo 64 (bits 57 to 62)
+_KEEP_ON_REPEAT = (1 << 57) - 1 & ~ANSWER_WAS_NEW
 
 
 def answer_gist(result: ResultView) -> int:
@@ -569,6 +581,62 @@ def answer_gist(result: ResultView) -> int:
     return gist
 
 
+PROGRESS_TEXT_LIMIT = 4096
+"""Longest answer (characters of text, bytes of a structured payload) read for whether it
+says the work is still under way (:func:`says_in_progress`): a status is short."""
+_PROGRESS_WORDS = (
+    r"pending\w*|queued|in[ _-]?progress|in[ _-]?queue|running|processing|provisioning"
+    r"|creating|starting|initiali[sz]ing|deploying|building|waiting|scheduled"
+    r"|authori[sz]ing|updating|progressing|not[ _-]?(?:yet[ _-]?)?ready"
+)
+_IN_PROGRESS = re.compile(
+    # a field's value ("status": "processing", State: RUNNING, {"s": "RUNNING"}) or a
+    # sentence (the export is still processing) ...
+    rf"(?i:[:=]\s*[\"']?|\b(?:is|are|still|currently|remains?)\s+(?:still\s+)?)"
+    rf"(?i:{_PROGRESS_WORDS})\b"
+    # ... or a listing with a status column whose rows are still coming up (a pod's
+    # Running is where it stays, so it is not one of them)
+    r"|\b(?:STATUS|STATE|PHASE)\b[\s\S]*\b(?:Pending|ContainerCreating|PodInitializing|Init:\d)"
+)
+_FINISHED = re.compile(
+    r"(?i)fail|error|succe|complet|done\b|finish|cancel|abort|timed?[ _-]?out|reject|backoff"
+    r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid|exception|refused"
+    r"|stopped|unhealthy|degraded|\bdead\b"
+)
+
+
+def says_in_progress(result: ResultView) -> bool:
+    """Whether a successful answer is a status saying the work it reports on is still
+    under way (``{"status": "processing"}``, ``State: RUNNING``, "the export is still
+    queued", a pod listing whose rows are ``Pending``) and says nothing of an end (no
+    failure, error, success, completion, cancellation, time-out, crash...: one such word
+    anywhere and it is not).
+
+    Asking again for such a status is polling, and the same answer again is what
+    waiting looks like; polling a job that has already failed is a loop. Read by the
+    loop detectors only where they would otherwise count an answer as unchanged, so its
+    cost is paid on that path alone. At most :data:`PROGRESS_TEXT_LIMIT` characters (a
+    longer answer is no status). Computed once per result and kept on the view.
+    """
+    progress = result.progress
+    if progress:
+        return progress == 2
+    text: Any = None
+    if not result.failed and not result.no_op:
+        payload = result.event.result
+        if type(payload) is str:
+            if len(payload) <= PROGRESS_TEXT_LIMIT:
+                text = payload
+        elif payload is not None and result.size <= PROGRESS_TEXT_LIMIT:
+            try:
+                text = _json_encode(payload).decode("utf-8", "replace")
+            except (TypeError, ValueError, OverflowError):
+                text = None
+    found = bool(text) and _IN_PROGRESS.search(text) is not None and _FINISHED.search(text) is None
+    result.progress = 2 if found else 1
+    return found
+
+
 def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     """Remember ``result`` as its call's latest answer in ``state.answers``, for at most
     :data:`ANSWERS_KEPT` calls, least recently answered forgotten first.
@@ -576,8 +644,11 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     A value packs, lowest bits first: how often the answer changed (8 bits, capped at
     255), the last answer (32 bits), whether that answer was new (1 bit: unlike both
     answers before it, so a call whose answers alternate, a test failing one way, then
-    the other, then the first again, is not news) and the low 16 bits of the answer
-    before it. 57 bits in all: a snapshot stores it as one integer. Exact (``gist``
+    the other, then the first again, is not news), the low 16 bits of the answer
+    before it and the session's pause count at the answer (``ResultView.pauses``, 6
+    bits: modulo 64). 63 bits in all: a snapshot stores it as one integer. By the gist,
+    an answer that says the work is still under way (:func:`says_in_progress`), the
+    same again after a pause, counts as new: a poll waiting for a job is no loop. Exact (``gist``
     false, as ``dominant-tool-call`` compares): the answer is the outcome, and unknown
     and failed results are no evidence of a changing answer and are not noted. By
     :func:`answer_gist` (``alternating-tool-cycle``): digits taken out, and an empty
@@ -601,14 +672,27 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     if packed is None:
         if len(answers) >= ANSWERS_KEPT:
             del answers[next(iter(answers))]
-        answers[key] = outcome << 8
+        answers[key] = (result.pauses & _PAUSE_BITS) << 57 | outcome << 8
         return
     last = packed >> 8 & 0xFFFFFFFF
+    paused = (result.pauses & _PAUSE_BITS) << 57
     if last == outcome:
-        answers[key] = packed & ~_ANSWER_WAS_NEW  # the same again: not news
+        new = 0
+        if (
+            gist
+            and packed >> 57 != result.pauses & _PAUSE_BITS
+            and says_in_progress(result)
+        ):
+            # "processing" again, asked after a pause: the job is still running and the
+            # agent waits for it, which is a poll's answer, as a moving one is.
+            new = ANSWER_WAS_NEW
+        # the same again: not news
+        answers[key] = paused | (packed & _KEEP_ON_REPEAT) | new
         return
-    new = _ANSWER_WAS_NEW if packed >> 41 != outcome & 0xFFFF else 0
-    answers[key] = (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
+    new = ANSWER_WAS_NEW if packed >> 41 & 0xFFFF != outcome & 0xFFFF else 0
+    answers[key] = (
+        paused | (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
+    )
 
 
 def answer_keeps_changing(state: Any, key: int) -> bool:
@@ -626,7 +710,7 @@ def answer_just_changed(state: Any, key: int) -> bool:
     if not answers:
         return False
     packed = answers.get(key)
-    return packed is not None and bool(packed & _ANSWER_WAS_NEW)
+    return packed is not None and bool(packed & ANSWER_WAS_NEW)
 
 
 def push_own_ring(state: Any, key: int, size: int) -> list[int]:

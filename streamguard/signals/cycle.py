@@ -55,17 +55,28 @@ Result-aware (``result_aware``, default on; not in the reference)
 
     Four of forty hand-written healthy traces of other runtimes tripped the
     reference rule (docs/detection.md). A bisection, a rollout watch and a
-    browser agent scrolling reviews no longer do; a backfill polled between
-    waits, whose answer stayed "running" for three laps, still does, which is
-    what its answers say. The eight loops beside them, a crash-looping pod
-    among them, are caught as before.
+    browser agent scrolling reviews no longer do. The eight loops beside them,
+    a crash-looping pod among them, are caught as before.
+
+    A call whose answer says the work is still under way, the same again
+    after the session paused (``says_in_progress``, ``ResultView.pauses``: a
+    wait, the user's message or ``[waits] pause_seconds`` of quiet), counts as
+    a moving answer (``note_answer``): exports polled one after the other with
+    a wait between laps, or Glue job runs asked again each minute while
+    ``RUNNING``, are a poll. The same laps with no pause (``list_agents →
+    check_agent`` "pending" as fast as the agent can ask), or over statuses
+    that say the work ended, trip as before.
 
 Known false positives
     A polling loop written by hand as alternating calls whose answers do not
-    change (check, wait, check, wait while a job stays queued).
-    ``wait_and_verify`` exists for that; deployments that poll this way on
-    purpose can exempt the polling tools or switch the signal off in the
-    policy.
+    change and do not say the work is under way, or polled with no pause
+    (pods listed ``Pending`` and nodes listed, back and forth every two
+    seconds while an autoscaler adds a node). ``wait_and_verify`` exists for
+    that; deployments that poll this way on purpose can exempt the polling
+    tools or switch the signal off in the policy. Answers whose moving numbers
+    are the news itself (two metrics queried in turn while an error rate
+    falls, sent as JSON text) read as unchanged, since the gist takes every
+    digit out.
 
 The signal keeps no history of its own: it reads the session's shared ring
 (``CallView.history``) and only remembers how many of its entries belong to it
@@ -179,6 +190,8 @@ class AlternatingToolCycle(Signal):
         elif not (self.exempt and result.tool in self.exempt):
             # By the gist: a crash loop's "Restart Count: 15" after "14", or a clock in
             # the answer, is no news; a page further down or a bisection step is.
+            # ("processing" again after a pause is news too: the job is still running and
+            # the agent waits for it; see note_answer.)
             note_answer(state, result, gist=True)
         return None
 

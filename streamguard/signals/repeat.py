@@ -69,6 +69,17 @@ Results (``result_aware``, default on; off is the reference behaviour)
       ``polling_tools`` when its answer never changed (a ``wait_for_approval``
       denied again and again has nothing else to report it), never a halt (under ``result_aware =
       false``, the reference rule, they count like any call).
+    * *A status still under way, asked after a pause*: the same answer for the
+      fourth time that says the work it reports on has not ended
+      (``says_in_progress``: ``"status": "pending_payment"``, ``State: RUNNING``)
+      when the session paused since the answer last changed (a wait, its user's
+      message, or ``[waits] pause_seconds`` of quiet: ``ResultView.pauses``) is a
+      poll like a wait's: the polling warning after ``polling_warn_after`` calls,
+      never a halt. A booking polled every sixteen seconds while its payment
+      authorises, or a refund checked again each time the customer asks, is
+      waiting. The same status asked as fast as the agent can ask (the
+      ``list_agents → check_agent`` "pending" loop), or a status that says the
+      work ended ("failed" four times), trips as before.
     * Unknown results keep the blind rule: ``threshold`` calls in a row. An
       empty payload is unknown (a runtime that does not capture results sends
       none), except the empty output of a command runner's call (``""``
@@ -103,7 +114,7 @@ from msgspec import Meta, Struct, field
 from msgspec.structs import replace
 
 from ..canonical import CanonicalArgs, args_equivalent, restore_canonical, truncate_middle
-from .base import CallView, Finding, ResultView, Signal, SignalConfig
+from .base import CallView, Finding, ResultView, Signal, SignalConfig, says_in_progress
 from .facts import FLAG_RUNNER
 
 SIGNAL_ID = "repeated-tool-call"
@@ -166,6 +177,12 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     wait: bool = False
     """The run's calls wait on purpose (``sleep 60 && gh run view``): a poll, whatever
     their answers."""
+    progress: bool = False
+    """The run's unchanged answer says the work it reports on is still under way
+    (``says_in_progress``) and the agent paused before asking again: a poll, like a
+    wait."""
+    paused: int = 0
+    """The session's pause count (``ResultView.pauses``) when the run's answer last changed."""
     failed: int = 0
     """Failed results of the run (an unchanged failing call is failure-loop's)."""
     reported: int = 0
@@ -253,6 +270,8 @@ class RepeatedToolCall(Signal):
                 state.write = call.write
             if state.wait is not call.wait:
                 state.wait = call.wait
+            if state.progress:
+                state.progress = False
             if state.failed:
                 state.failed = 0
             if canonical.paths and len(canonical.text) <= ANCHOR_TEXT_LIMIT:
@@ -264,9 +283,10 @@ class RepeatedToolCall(Signal):
         if state.run < self.threshold or state.latched:
             return None
         if self.result_aware:
-            if state.wait and not state.write:
+            if (state.wait or state.progress) and not state.write:
                 # A wait is a poll whatever it answers, failures included (the failure
                 # signals do not read waits): one polling warning if it goes on and on.
+                # So is a status read whose answer says the work is still under way.
                 return self._polling_finding(state, call)
             if state.failed:
                 return None  # failing unchanged calls: failure-loop's rule, on the result
@@ -302,8 +322,16 @@ class RepeatedToolCall(Signal):
                 state.changes += 1
             state.outcome = outcome
             state.frozen = 1
+            if state.paused != result.pauses:  # (stored only when it moved: rare)
+                state.paused = result.pauses
         if state.frozen < self.same_result_threshold or state.latched or state.wait:
             return None  # a wait answered the same again: still waiting (see on_call)
+        if not state.write and result.pauses != state.paused and says_in_progress(result):
+            # "processing" for the fourth time, asked again after a pause: the job is
+            # still running and the agent waits for it (see on_call). Not "failed" for
+            # the fourth time, nor "pending" asked again and again without a pause.
+            state.progress = True
+            return None
         state.latched = True
         state.reported = state.key
         return self._same_result_finding(state, result)
@@ -312,10 +340,11 @@ class RepeatedToolCall(Signal):
         after = self.polling_warn_after
         if not after or state.run < after or state.polled:
             return None
-        if self.is_polling_tool(call.tool) and (state.changes or not state.wait):
+        if self.is_polling_tool(call.tool) and (state.changes or not (state.wait or state.progress)):
             # A status read polls by design, and so does a wait whose answer moves. Not a
-            # wait whose answer never changes (or that always fails): a wait is read by
-            # neither the loop nor the failure signals, so this warning is all it gets.
+            # wait whose answer never changes (or that always fails), nor a status that
+            # never moves from "processing": neither is read by the loop signals, so this
+            # warning is all they get.
             return None
         state.polled = True
         tool = call.tool
@@ -329,6 +358,8 @@ class RepeatedToolCall(Signal):
                 + (
                     "it waits on purpose, so this is a poll, not a proven loop, and nothing is "
                     "halted." if state.wait else
+                    "its answer says the work is still under way, so this is a poll, not a "
+                    "proven loop, and nothing is halted." if state.progress else
                     f"its result changed {state.changes} times, so this is a poll, not a "
                     "proven loop, and nothing is halted."
                 )
@@ -337,7 +368,9 @@ class RepeatedToolCall(Signal):
             ),
             guidance=(
                 f"You have called {tool} {state.run} times in a row with the same arguments"
-                + (" to wait." if state.wait else " while its answer keeps changing.")
+                + (" to wait." if state.wait else
+                   " while its answer says the work is still under way." if state.progress else
+                   " while its answer keeps changing.")
                 + " If you are waiting for something, say what "
                 "you are waiting for and how long you will wait; if you are not, stop polling "
                 "and act on what you have."

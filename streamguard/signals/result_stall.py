@@ -61,7 +61,11 @@ What it catches
       the eleventh endpoint says what the call asked, not that nothing is new;
     * an empty result is stale only for a search (nothing found, again); an
       empty result of any other call (``mv``, ``mkdir``) is neither stale nor
-      news, so a tidy-up of eleven silent moves does not count; a silent write
+      news, so a tidy-up of eleven silent moves does not count, and nor is an
+      answer that says "none" in other words (``says_none``: ``Listed 0
+      items.``, ``(0 rows)``, ``[{"stuck": 0}]``, ``[]``, at most 64
+      characters): a sweep of sixteen regions listing no stray machine, or of
+      days counting no stuck payment, through calls that are no search; a silent write
       is news, except a line that only changes the shell (``export``, ``cd``):
       it is a write for the futile-write rule, but an agent setting variable
       after variable between the same failures has learnt nothing new;
@@ -87,7 +91,13 @@ What it catches
     * the same call answered by an outcome that differs from the last one only
       in its numbers is a poll (a job's elapsed time, a queue length): neither
       stale nor news. Masking digits would otherwise turn every progress bar
-      into a stall.
+      into a stall;
+    * an answer already held that says the work is still under way
+      (``says_in_progress``: ``"status": "processing"``), after the session
+      paused since the last news (a wait, the user's message, ``[waits]
+      pause_seconds`` of quiet), is a poll's: neither. Four exports polled in
+      turn between waits are waiting; the same statuses asked with no pause, or
+      "failed" asked again, are stale as before.
 
 Interleaved stalls: 9 stale of the last 12 (``window_threshold`` of ``window``)
     An agent hunting for something that is not there often does a little real
@@ -141,12 +151,14 @@ Known false positives
     nothing (a dead-code check over a dozen names), or for one term in a dozen
     places: a search that finds nothing is stale whatever it looked for and
     wherever, which is what makes reworded hunts for a missing symbol visible.
-    Likewise a sweep whose answers are mostly zero or empty where the place it
-    reads is not a path, a host or a ``--region``-like flag: a count query per
-    day answering ``[{"stuck": 0}]``, instances listed per region through a
-    filter expression ("Listed 0 items."). In hand-written sessions of runtimes
-    the corpus does not hold, written without reading these rules, such sweeps
-    were most of what remained of this signal's false halts (docs/detection.md).
+    Likewise a sweep through a tool named as a search (``query*``, ``search*``,
+    ``list*``...: the verification classification's resolve tools) whose answers
+    are mostly "none": a count query per day answering ``[{"stuck": 0}]`` through
+    an MCP ``query`` tool is a search finding nothing, day after day. The same
+    sweep through a read (``get_*``, a shell's ``gcloud ... list``) is no stall
+    (``says_none``, above). The converse is a missed loop: an agent guessing
+    values for a count query through a read tool, answered ``0`` each time,
+    is not counted here (``near-duplicate-calls`` warns on the reworded calls).
     Exempt the tool, or raise the threshold for that agent. A stream whose
     results carry no text gives this signal nothing to read.
 """
@@ -174,6 +186,7 @@ from .base import (
     SignalConfig,
     find_entry,
     is_write_acknowledgement,
+    says_in_progress,
     says_only_status,
     squeeze_marks,
 )
@@ -193,6 +206,10 @@ that is neither stale nor news unless it answers a search."""
 _BARE_ANSWER = re.compile(
     r"\s*(?:-?[0-9][0-9.]*|true|false|ok|yes|no|null|none|success|done)\s*", re.IGNORECASE
 )
+NONE_ANSWER = 64
+"""Longest answer (characters of text, bytes of a structured payload) read for whether it
+says "none" (:func:`says_none`)."""
+_ZERO_COUNT = re.compile(r"[A-Za-z (),.:=-]*(?<![0-9.])0(?![0-9.])[A-Za-z (),.:=%-]*")
 CHECKS = 8
 """Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
 
@@ -327,6 +344,37 @@ _NOTHING_TEXT_FIELDS = frozenset({
 })
 """The fields whose text a search's empty answer may carry: the echoed query, a status,
 when it was asked."""
+
+
+def _all_zero(value: Any, depth: int = 0) -> bool:
+    """Whether every leaf of a small JSON value is a zero, false or null (containers may
+    be empty); no string at all, so no name, id or status."""
+    kind = type(value)
+    if kind is dict:
+        return depth < 4 and all(_all_zero(item, depth + 1) for item in value.values())
+    if kind is list:
+        return depth < 4 and all(_all_zero(item, depth + 1) for item in value)
+    return value is None or value is False or (kind in (int, float) and value == 0)
+
+
+def says_none(payload: Any, size: int) -> bool:
+    """Whether a successful answer says only "none": an empty JSON array or object, a
+    count of zero (``[{"stuck": 0}]``, ``{"exists": false}``), or a short sentence whose
+    one number is a zero (``Listed 0 items.``, ``(0 rows)``). At most
+    :data:`NONE_ANSWER` characters. For a call that is no search this is its empty
+    output in other words, and is read like one."""
+    if type(payload) is str:
+        if len(payload) > NONE_ANSWER:
+            return False
+        if payload[:1] not in ("{", "["):
+            return _ZERO_COUNT.fullmatch(payload.strip()) is not None
+        try:
+            payload = _json_decoder.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+    elif size > NONE_ANSWER:
+        return False
+    return type(payload) in (dict, list) and _all_zero(payload)
 
 
 def found_nothing(payload: Any, depth: int = 0) -> bool:
@@ -469,6 +517,8 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """That call's key."""
     sample: str = ""
     """The latest stale template, cut to 160 bytes (alert text)."""
+    paused: int = 0
+    """The session's pause count (``ResultView.pauses``) at the latest news."""
     reads: bytearray = bytearray()
     """The last ``READS`` calls that read files or URLs they name: 8 bytes each (key32,
     then a code of the names), oldest first."""
@@ -616,7 +666,7 @@ class ResultStall(Signal):
                                 return None
                             # (before the search test: `grep -rl x | xargs sed -i ...`
                             # says nothing when it has rewritten what it found)
-                            self._news(state)
+                            self._news(state, result.pauses)
                             return None
                         if flags & FLAG_SEARCH:
                             return self._stale(state, _NOTHING, result, b"(nothing found)")
@@ -658,14 +708,19 @@ class ResultStall(Signal):
             if polled:
                 return None  # the same search answered anew (a timestamp): a poll
             return self._stale(state, _NOTHING, result, masked)
-        if (
-            not flags & FLAG_SEARCH
-            and not result.failed
-            and type(payload := result.event.result) is str
-            and len(payload) <= TINY_ANSWER
-            and _BARE_ANSWER.fullmatch(payload)
-        ):
-            return None  # "200", "true", "OK": what it says is in the call; neither
+        if not flags & FLAG_SEARCH and not result.failed:
+            payload = result.event.result
+            if type(payload) is str and len(payload) <= TINY_ANSWER and _BARE_ANSWER.fullmatch(payload):
+                return None  # "200", "true", "OK": what it says is in the call; neither
+            if (
+                not flags & FLAG_WRITE
+                and result.size <= NONE_ANSWER
+                and says_none(payload, result.size)
+            ):
+                # "Listed 0 items.", [{"stuck": 0}] for one more day or region: an empty
+                # output in other words, and read like one (neither), since the call
+                # was no search.
+                return None
         if key and state.reads and not result.failed and not flags & FLAG_SEARCH:
             # A read of what its call names: its answer is kept with those names, so eleven
             # files of one template are eleven answers, while the same file read again,
@@ -694,17 +749,21 @@ class ResultStall(Signal):
                     return self._stale(state, code, result, masked)
                 self._remember(seen, write)
             if at >= 0:
-                self._news(state)
+                self._news(state, result.pauses)
                 return None
         if at >= 0:
             if polled:
                 return None  # the same call, new numbers: a poll
+            if result.pauses != state.paused and says_in_progress(result):
+                # "processing" again, asked after a pause since the last news: the job is
+                # still running and the agent waits for it; a poll, neither stale nor news.
+                return None
             return self._stale(state, code, result, masked)
         excess = len(seen) - self._keep  # (_remember, inline: most results are news)
         if excess > 0:
             del seen[:excess]
         seen.extend(packed)
-        self._news(state)
+        self._news(state, result.pauses)
         return None
 
     def _remember(self, seen: bytearray, packed: bytes) -> None:
@@ -770,9 +829,11 @@ class ResultStall(Signal):
             self._steady_cache[tool] = cached
         return cached
 
-    def _news(self, state: Any) -> None:
+    def _news(self, state: Any, pauses: int) -> None:
         # Stores only where a value changes: a state field's store costs several times
         # the test, and most answers are news after news.
+        if state.paused != pauses:
+            state.paused = pauses
         if state.run:
             state.run = 0
         if state.mask:

@@ -1,0 +1,200 @@
+"""Polls: a status that says the work is still under way, asked again after a pause.
+
+The loop detectors that read answers (repeated-tool-call, alternating-tool-cycle,
+result-stall) halt nothing for such a poll; the same status asked again and again with
+no pause, or a status that says the work has ended, is judged as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamguard.engine import Engine
+from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
+from streamguard.policy import PolicyError, parse_policy_set
+from streamguard.signals.base import ResultView, says_in_progress
+
+QUIET = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
+LOOP_SIGNALS = ("repeated-tool-call", "alternating-tool-cycle", "result-stall")
+
+
+def view(result: Any = None, error: str | None = None) -> ResultView:
+    event = ToolResult(session="s", tool="t", result=result, error=error)
+    return ResultView(event, bool(error), 1, len(str(result)))
+
+
+@pytest.mark.parametrize("answer", [
+    '{"booking_id": "BK-1", "status": "pending_payment"}',
+    {"job_id": "exp_1", "status": "processing"},
+    '{"s": "RUNNING", "t": 60}',
+    "State: RUNNING",
+    "phase=Provisioning",
+    "The export is still queued.",
+    "Deployment status: in_progress",
+    "NAME      READY   STATUS              RESTARTS   AGE\nweb-1     0/1     ContainerCreating   0   9s",
+    "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   0/1     Pending   0          41s",
+])
+def test_statuses_of_work_under_way(answer: Any) -> None:
+    assert says_in_progress(view(answer))
+
+
+@pytest.mark.parametrize("answer", [
+    '{"status": "failed", "reason": "OOM"}',
+    {"status": "running", "last_error": "disk full"},
+    '{"state": "processing", "completed": true}',
+    "State: SUCCEEDED",
+    "job 42 done",
+    "Status: Pending\nError: image pull backoff",
+    # a pod's Running is where it stays, not a step on the way
+    "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   1/1     Running   0          41s",
+    # running as a word of prose, not a status
+    "Running 12 tests\n12 passed",
+    "",
+    None,
+    "x" * 5000 + ' "status": "processing"',
+])
+def test_answers_that_are_no_status_under_way(answer: Any) -> None:
+    assert not says_in_progress(view(answer))
+
+
+def test_a_failure_is_never_work_under_way() -> None:
+    assert not says_in_progress(view(error='{"status": "processing"}'))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+                    max_leaves=20))
+def test_any_payload_is_read_without_raising_and_once(payload: Any) -> None:
+    result = view(payload)
+    first = says_in_progress(result)
+    assert result.progress in (1, 2)
+    assert says_in_progress(result) is first
+
+
+def alerts(trace: list[Any], policy: str = QUIET) -> list[Alert]:
+    engine = Engine(parse_policy_set(policy))
+    out: list[Alert] = []
+    for event in trace:
+        out += [o for o in engine.process(event) if isinstance(o, Alert)]
+    return out
+
+
+def loop_alerts(trace: list[Any], policy: str = QUIET) -> list[tuple[str, str]]:
+    return [(a.signal, a.severity) for a in alerts(trace, policy) if a.signal in LOOP_SIGNALS]
+
+
+def status_poll(answers: list[Any], gap: float | None, tool: str = "get_booking_status",
+                user_between: bool = False) -> list[Any]:
+    """One status call asked again and again; ``gap`` seconds from an answer to the next
+    ask (None: the events carry no time)."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1_000.0
+    for n, answer in enumerate(answers):
+        if user_between and n:
+            trace.append(Text(session="p", role="user", text="Can you check again?",
+                              ts=None if gap is None else clock))
+        trace.append(ToolCall(session="p", tool=tool, args={"booking_id": "BK-88"},
+                              call_id=f"c{n}", ts=None if gap is None else clock))
+        clock += 2.0
+        trace.append(ToolResult(session="p", tool=tool, call_id=f"c{n}", result=answer,
+                                ts=None if gap is None else clock))
+        clock += gap or 0.0
+    return trace
+
+
+PENDING = '{"booking_id": "BK-88", "status": "pending_payment"}'
+FAILED = '{"booking_id": "BK-88", "status": "payment_failed"}'
+
+
+def test_a_status_under_way_asked_after_pauses_is_a_poll() -> None:
+    assert loop_alerts(status_poll([PENDING] * 8, gap=16.0)) == []
+
+
+def test_the_same_status_asked_without_a_pause_is_still_a_loop() -> None:
+    # list_agents → check_agent "pending" as fast as the agent can ask: a busy loop.
+    assert ("repeated-tool-call", "critical") in loop_alerts(status_poll([PENDING] * 8, gap=1.5))
+    assert ("repeated-tool-call", "critical") in loop_alerts(status_poll([PENDING] * 8, gap=None))
+
+
+def test_a_status_that_says_the_work_ended_is_no_poll_however_paced() -> None:
+    got = loop_alerts(status_poll([PENDING] * 2 + [FAILED] * 6, gap=30.0))
+    assert ("repeated-tool-call", "critical") in got
+
+
+def test_a_user_asking_again_is_a_pause() -> None:
+    # "can you check again?" each turn: the agent checks because its user asks.
+    assert loop_alerts(status_poll([PENDING] * 8, gap=None, user_between=True)) == []
+
+
+def test_a_poll_that_never_moves_is_warned_after_polling_warn_after() -> None:
+    # get_booking_status is a polling tool (*status*), which polls without a warning
+    # while its answers move; one that never moves gets the warning, never a halt.
+    got = [a for a in alerts(status_poll([PENDING] * 24, gap=20.0))
+           if a.signal == "repeated-tool-call"]
+    assert [(a.severity, a.detail["rule"]) for a in got] == [("warn", "polling")]
+    assert "still under way" in got[0].reason
+
+
+def test_pause_seconds_is_policy_and_zero_leaves_only_waits() -> None:
+    no_clock = QUIET + "[waits]\npause_seconds = 0\n"
+    assert ("repeated-tool-call", "critical") in loop_alerts(status_poll([PENDING] * 8, 16.0), no_clock)
+    longer = QUIET + "[waits]\npause_seconds = 30\n"
+    assert ("repeated-tool-call", "critical") in loop_alerts(status_poll([PENDING] * 8, 16.0), longer)
+    assert loop_alerts(status_poll([PENDING] * 8, 31.0), longer) == []
+    with pytest.raises(PolicyError, match="pause_seconds"):
+        parse_policy_set('[waits]\npause_seconds = -1\n')
+
+
+def round_robin(jobs: int, laps: int, answer: str, wait: bool) -> list[Any]:
+    """Exports polled one after the other, lap after lap, with a wait between laps."""
+    trace: list[Any] = [TurnStart(session="p")]
+    n = 0
+    for _ in range(laps):
+        for job in range(jobs):
+            n += 1
+            trace += [ToolCall(session="p", tool="get_export", args={"job_id": f"exp_{job}"},
+                               call_id=f"c{n}"),
+                      ToolResult(session="p", tool="get_export", call_id=f"c{n}",
+                                 result=f'{{"job_id": "exp_{job}", "status": "{answer}"}}')]
+        if wait:
+            n += 1
+            trace += [ToolCall(session="p", tool="wait", args={"seconds": 60}, call_id=f"c{n}"),
+                      ToolResult(session="p", tool="wait", call_id=f"c{n}", result="waited 60s")]
+    return trace
+
+
+def test_jobs_polled_round_robin_between_waits_are_a_poll() -> None:
+    assert loop_alerts(round_robin(4, 6, "processing", wait=True)) == []
+    # result-stall alone (the cycle off) reads the same laps as a poll too
+    stall_only = QUIET + "[signals.alternating-tool-cycle]\nenabled = false\n"
+    assert loop_alerts(round_robin(4, 6, "processing", wait=True), stall_only) == []
+
+
+def test_jobs_polled_round_robin_without_a_pause_are_a_loop() -> None:
+    assert ("alternating-tool-cycle", "critical") in loop_alerts(round_robin(4, 6, "processing", False))
+
+
+def test_jobs_that_failed_polled_between_waits_are_a_loop() -> None:
+    got = loop_alerts(round_robin(4, 6, "failed", wait=True))
+    assert any(severity == "critical" for _, severity in got)
+    stall_only = QUIET + "[signals.alternating-tool-cycle]\nenabled = false\n"
+    assert ("result-stall", "critical") in loop_alerts(round_robin(4, 6, "failed", True), stall_only)
+
+
+def test_the_pause_count_is_session_state_and_survives_a_snapshot() -> None:
+    engine = Engine(parse_policy_set(QUIET))
+    for event in (Text(session="p", role="user", text="hi", ts=1.0),
+                  ToolCall(session="p", tool="wait", args={"seconds": 5}, ts=2.0),
+                  ToolCall(session="p", tool="read", args={}, ts=20.0),
+                  ToolCall(session="p", tool="read", args={"a": 1}, ts=21.0)):
+        engine.process(event)
+    assert engine.sessions["p"].pauses == 3  # the user's message, the wait, 18 s of quiet
+    data = engine.snapshot("p")
+    assert data is not None
+    assert Engine(parse_policy_set(QUIET)).restore("p", data).pauses == 3
