@@ -396,6 +396,52 @@ def test_a_failing_check_that_differs_only_in_how_long_it_ran_is_unchanged() -> 
     assert hits(faster) == []
 
 
+def test_a_build_that_reports_its_failure_as_output_is_a_check() -> None:
+    """`npm run build | tail` loses the build's exit status: its failure comes back as a
+    successful output. A build counts as a command runner's write (a generous guess),
+    unless its output reports a failure: then it changed nothing and answers like a
+    check, so config edit → the same build error (only "in NNNN ms" moving) is futile."""
+    def edit_then_build(error: Callable[[int], str]) -> list[Any]:
+        trace: list[Any] = []
+        for i in range(8):
+            trace += step("Edit", {"file_path": "/repo/webpack.admin.js", "old_string": word(i),
+                                   "new_string": word(i + 1)},
+                          "The file /repo/webpack.admin.js has been updated.")
+            trace += step("Bash", {"command": "npm run build:admin 2>&1 | tail -12"},
+                          f"{error(i)}\n\nwebpack 5.94.0 compiled with 1 error in {8211 + 37 * i} ms")
+        return trace
+
+    same = edit_then_build(lambda i: "ERROR in ./src/admin/icons/index.ts\nModule not found")
+    got = [a for a in alerts(same) if a.signal == "result-stall"]
+    assert [a.detail["rule"] for a in got] == ["futile_writes"]
+    # The error moving from edit to edit is debugging.
+    moving = edit_then_build(lambda i: f"ERROR in ./src/admin/icons/{word(i)}.ts\nModule not found")
+    assert hits(moving) == []
+    # A build that succeeds, with only its time moving, is a write that worked.
+    ok: list[Any] = []
+    for i in range(8):
+        ok += step("Edit", {"file_path": "/repo/a.js", "old_string": word(i), "new_string": word(i + 1)},
+                   "The file /repo/a.js has been updated.")
+        ok += step("Bash", {"command": "npm run build 2>&1 | tail -3"},
+                   f"webpack 5.94.0 compiled successfully in {8211 + 37 * i} ms")
+    assert hits(ok) == []
+
+
+def test_an_editor_showing_code_that_says_error_is_still_a_write() -> None:
+    # The editor answers with the file around its edit; Java code says "error" and
+    # "failed" all the time. Its write is no guess: edit → the same empty run, five
+    # times, is futile as before.
+    trace: list[Any] = []
+    for i in range(7):
+        trace += step("str_replace_editor",
+                      {"command": "str_replace", "path": "/repo/A.java", "old_str": word(i),
+                       "new_str": word(i + 1)},
+                      f"[File: /repo/A.java]\n  log.error(\"failed {word(i)}\");\n  throw new Error();")
+        trace += step("bash", {"command": "python reproduce.py"}, "")
+    got = [a for a in alerts(trace) if a.signal == "result-stall"]
+    assert [a.detail["rule"] for a in got] == ["futile_writes"]
+
+
 def test_deference_to_the_call_keyed_loops() -> None:
     same: list[Any] = []
     for _ in range(20):

@@ -117,7 +117,12 @@ Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
     and, in a failure, how long the run took and when (``1 failed in 0.29s``,
     ``Time elapsed: 0.123 s``, ``12:04:31``), so a test failing with other
     values after an edit counts as changed and one failing the same way more
-    slowly does not. When
+    slowly does not. A command line counted as a write only by the generous
+    guess of signals/facts.py (a build, a test script) whose successful output
+    reports a failure (``compiled with 1 error in 8211 ms``: ``npm run build |
+    tail`` loses the exit status) changed nothing either, and answers like a
+    check, its run time masked as a failure's (an editor's write is no guess,
+    whatever the code it shows says). When
     a check re-run after a successful write returns its previous answer five
     times in a row, the writes are futile. Four would also catch a normally
     finished session that recovered on the next call; five does not. Status
@@ -190,7 +195,14 @@ from .base import (
     says_only_status,
     squeeze_marks,
 )
-from .facts import FLAG_RUNNER, FLAG_SEARCH, FLAG_SHELL, FLAG_WRITE, command_text
+from .facts import (
+    EDITOR_COMMANDS,
+    FLAG_RUNNER,
+    FLAG_SEARCH,
+    FLAG_SHELL,
+    FLAG_WRITE,
+    command_text,
+)
 from .repeat import DEFAULT_POLLING_TOOLS
 
 SIGNAL_ID = "result-stall"
@@ -268,6 +280,9 @@ _RUN_TIME = re.compile(
 """A run's duration, where a runner reports it, or a clock time, in a failure's text
 (masked for the futile-write rule). Not any number with a unit: "p99 900ms exceeds 200ms"
 is what a performance test found, and it changes when an edit works."""
+_SAYS_FAILED = re.compile(rb"\b(?:[Ee]rrors?|ERRORS?|[Ff]ailed|FAILED|[Ff]ailures?|FAIL|Traceback)\b")
+"""A successful output that reports a failure (a build or a test run whose exit status a
+pipe lost): its run times are masked for the futile-write rule as a failure's are."""
 _ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
 """An absolute path in prose (not inside a word or a quoted term)."""
 
@@ -316,7 +331,7 @@ def is_json_text(text: str) -> bool:
     return True
 
 
-_FOUND_NOTHING = (_NOTHING, _NOTHING, b"(nothing found)")
+_FOUND_NOTHING = (_NOTHING, _NOTHING, b"(nothing found)", False)
 
 def _encodable(text: str) -> bool:
     try:
@@ -636,7 +651,7 @@ class ResultStall(Signal):
             # MCP servers and many frameworks deliver) is compared exactly: its numbers
             # and strings are its data (prices, ids, names, pages), not noise to mask.
             code = (outcome & _M32) or 1
-            cached = (code, code, b"(structured result)")
+            cached = (code, code, b"(structured result)", False)
             if flags & FLAG_SEARCH and found_nothing(result.event.result):
                 # {"query": "blue shoe", "results": []}: the echoed query differs on every
                 # rewording, the answer does not; like an empty output, nothing found.
@@ -691,17 +706,29 @@ class ResultStall(Signal):
                 # What differs between two runs of one failing check by itself: how long
                 # it took, and when ("1 failed in 0.29s", then "in 0.31s").
                 light_bytes = _RUN_TIME.sub(b"#", light_bytes)
+                reported = False
             else:
                 code = zlib.crc32(masked) or 1
+                reported = _SAYS_FAILED.search(light_bytes) is not None
+                if reported:
+                    # A failure reported as output ("compiled with 1 error in 8211 ms":
+                    # `npm run build | tail` loses the exit status) is read like one.
+                    light_bytes = _RUN_TIME.sub(b"#", light_bytes)
             light = zlib.crc32(light_bytes) or 1
-            cached = (code, light, masked)
+            cached = (code, light, masked, reported)
             if outcome and not echoed:
                 if len(self._codes) >= 4096:
                     self._codes.clear()
                 self._codes[memo] = cached
-        code, light, masked = cached
+        code, light, masked, reported = cached
         if self.futile_writes and key:
-            finding = self._futile(state, key, light, flags, result, masked)
+            # (Only a command line's "write" is a guess that its output can overrule; an
+            # editor showing the file it changed may show code that says "error".)
+            if reported and (
+                not flags & FLAG_RUNNER or result.action.partition(" ")[0] in EDITOR_COMMANDS
+            ):
+                reported = False
+            finding = self._futile(state, key, light, flags, result, masked, reported)
             if finding is not None:
                 return finding
         if cached is _FOUND_NOTHING:
@@ -712,15 +739,6 @@ class ResultStall(Signal):
             payload = result.event.result
             if type(payload) is str and len(payload) <= TINY_ANSWER and _BARE_ANSWER.fullmatch(payload):
                 return None  # "200", "true", "OK": what it says is in the call; neither
-            if (
-                not flags & FLAG_WRITE
-                and result.size <= NONE_ANSWER
-                and says_none(payload, result.size)
-            ):
-                # "Listed 0 items.", [{"stuck": 0}] for one more day or region: an empty
-                # output in other words, and read like one (neither), since the call
-                # was no search.
-                return None
         if key and state.reads and not result.failed and not flags & FLAG_SEARCH:
             # A read of what its call names: its answer is kept with those names, so eleven
             # files of one template are eleven answers, while the same file read again,
@@ -754,6 +772,16 @@ class ResultStall(Signal):
         if at >= 0:
             if polled:
                 return None  # the same call, new numbers: a poll
+            if (
+                not flags & (FLAG_SEARCH | FLAG_WRITE)
+                and not result.failed
+                and result.size <= NONE_ANSWER
+                and says_none(result.event.result, result.size)
+            ):
+                # "Listed 0 items.", [{"stuck": 0}] for one more day or region: an empty
+                # output in other words, read like one (neither), since the call was no
+                # search. (Tested here, where it would be stale: the first is news.)
+                return None
             if result.pauses != state.paused and says_in_progress(result):
                 # "processing" again, asked after a pause since the last news: the job is
                 # still running and the agent waits for it; a poll, neither stale nor news.
@@ -774,14 +802,17 @@ class ResultStall(Signal):
         seen.extend(packed)
 
     def _futile(
-        self, state: Any, key: int, code: int, flags: int, result: ResultView, masked: bytes
+        self, state: Any, key: int, code: int, flags: int, result: ResultView, masked: bytes,
+        reported: bool = False,
     ) -> Finding | None:
         """Writes that change nothing: the check after them answers as it did before."""
-        if flags & FLAG_WRITE and not result.failed:
+        if flags & FLAG_WRITE and not result.failed and not reported:
             state.wrote = True
             return None
         # A failed write (a build that breaks, an edit refused) changed nothing and
-        # answers like a check: the same failure after an edit is a futile edit.
+        # answers like a check: the same failure after an edit is a futile edit. So does
+        # a command runner's "write" (a build, by the generous guess of signals/facts.py)
+        # whose output reports a failure its exit status did not.
         if not state.wrote and not state.checks:
             return None
         steady = self._steady_cache.get(result.tool)
