@@ -280,6 +280,7 @@ _RUN_TIME = re.compile(
 """A run's duration, where a runner reports it, or a clock time, in a failure's text
 (masked for the futile-write rule). Not any number with a unit: "p99 900ms exceeds 200ms"
 is what a performance test found, and it changes when an edit works."""
+_RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
 _SAYS_FAILED = re.compile(rb"\b(?:[Ee]rrors?|ERRORS?|[Ff]ailed|FAILED|[Ff]ailures?|FAIL|Traceback)\b")
 """A successful output that reports a failure (a build or a test run whose exit status a
 pipe lost): its run times are masked for the futile-write rule as a failure's are."""
@@ -565,7 +566,7 @@ class ResultStall(Signal):
         self._full = (1 << self.window) - 1
         # outcome -> (template code, light code, masked text): a pure function of the
         # result, cached per process so a payload seen again costs one lookup.
-        self._codes: dict[Any, tuple[int, int, bytes]] = {}
+        self._codes: dict[Any, tuple[int, int, bytes, bool]] = {}
         self.futile_writes = cfg.futile_writes
         steady = list(cfg.steady_checks)
         joined = "|".join(fnmatch.translate(p.lower()) for p in steady)
@@ -631,9 +632,12 @@ class ResultStall(Signal):
         # search's answer has its digits masked where another call's keeps them.
         masks_digits = result.failed or flags & FLAG_SEARCH
         # A failed search's paths are masked too: the search flag is part of its key.
+        # A command line written by guess (a build) may report its own failure: its
+        # success is read for that (below), so its template is kept apart.
+        guessed = flags & _RUNNER_WRITE == _RUNNER_WRITE and not result.failed
         memo = (
             (outcome, result.tool, flags & FLAG_SEARCH) if result.failed
-            else -outcome if masks_digits else outcome
+            else -outcome if masks_digits else (outcome, 1) if guessed else outcome
         )
         echo: tuple[str, ...] = ()
         if key and key == state.echo_key and state.echo:
@@ -709,7 +713,7 @@ class ResultStall(Signal):
                 reported = False
             else:
                 code = zlib.crc32(masked) or 1
-                reported = _SAYS_FAILED.search(light_bytes) is not None
+                reported = guessed and _SAYS_FAILED.search(light_bytes) is not None
                 if reported:
                     # A failure reported as output ("compiled with 1 error in 8211 ms":
                     # `npm run build | tail` loses the exit status) is read like one.
@@ -724,9 +728,7 @@ class ResultStall(Signal):
         if self.futile_writes and key:
             # (Only a command line's "write" is a guess that its output can overrule; an
             # editor showing the file it changed may show code that says "error".)
-            if reported and (
-                not flags & FLAG_RUNNER or result.action.partition(" ")[0] in EDITOR_COMMANDS
-            ):
+            if reported and result.action.partition(" ")[0] in EDITOR_COMMANDS:
                 reported = False
             finding = self._futile(state, key, light, flags, result, masked, reported)
             if finding is not None:
