@@ -420,3 +420,49 @@ def test_a_wait_that_never_ends_still_gets_the_polling_warning() -> None:
     got = alerts(trace, WARN)
     assert [(a.signal, a.severity) for a in got] == [("repeated-tool-call", "warn")]
 
+
+
+@pytest.mark.parametrize(("args", "action", "write", "wait"), [
+    ({"action": "left_click", "coordinate": [268, 402]}, "left_click", True, False),
+    ({"action": "type", "text": "Floor3-Color"}, "type", True, False),
+    ({"action": "scroll", "scroll_direction": "down"}, "scroll", True, False),
+    ({"action": "key", "text": "Return"}, "key", True, False),
+    ({"action": "screenshot"}, "screenshot", False, False),
+    ({"action": "zoom", "region": [0, 0, 10, 10]}, "zoom", False, False),
+    ({"action": "wait", "duration": 3}, "wait", False, True),
+])
+def test_a_computer_use_tool_is_read_by_its_action(args: dict[str, Any], action: str,
+                                                    write: bool, wait: bool) -> None:
+    facts = runner_facts(args)
+    assert (facts.action, facts.write, facts.wait) == (action, write, wait)
+    assert CommandRunners(["computer", "computer_*"])("computer")
+
+
+def test_a_computer_use_session_clicking_through_a_wizard_is_work() -> None:
+    """Clicks and typing answer "clicked", "typed": a write's acknowledgement each, news;
+    the screenshots between them show a new page each time. The same click on a screen
+    that never changes is still a loop."""
+    trace: list[Any] = []
+    for page in range(6):
+        for n, args in enumerate(({"action": "left_click", "coordinate": [200, 300 + 40 * page]},
+                                  {"action": "type", "text": f"field {page}"},
+                                  {"action": "left_click", "coordinate": [240, 760]},
+                                  {"action": "wait", "duration": 3})):
+            cid = f"c{page}{n}"
+            answer = {"left_click": "clicked", "type": "typed", "wait": "waited"}[args["action"]]
+            trace += [ToolCall(session="r", tool="computer", args=args, call_id=cid),
+                      ToolResult(session="r", tool="computer", call_id=cid, result=answer)]
+        cid = f"s{page}"
+        trace += [ToolCall(session="r", tool="computer", args={"action": "screenshot"}, call_id=cid),
+                  ToolResult(session="r", tool="computer", call_id=cid,
+                             result=[{"type": "image", "sha256": f"{page:064d}"}])]
+    assert signals(trace) == []
+    stuck: list[Any] = []
+    for n in range(6):
+        stuck += [ToolCall(session="r", tool="computer",
+                           args={"action": "left_click", "coordinate": [240, 760]}, call_id=f"k{n}"),
+                  ToolResult(session="r", tool="computer", call_id=f"k{n}", result="clicked"),
+                  ToolCall(session="r", tool="computer", args={"action": "screenshot"}, call_id=f"t{n}"),
+                  ToolResult(session="r", tool="computer", call_id=f"t{n}",
+                             result=[{"type": "image", "sha256": "same"}])]
+    assert "alternating-tool-cycle" in signals(stuck)

@@ -637,10 +637,12 @@ def test_a_browser_agent_typing_a_form_is_writing() -> None:
     ('[{"stuck": 0}]', True), ({"count": 0, "exists": False}, True), ([], True),
     ({"items": [], "total": 0}, True), ("[]", True),
     ("Listed 10 items.", False), ("404 Not Found", False), ("0 passed, 1 failed", False),
-    ('{"status": "none"}', False), ('[{"stuck": 14}]', False), ({"id": 0, "name": "x"}, False),
+    ('[{"stuck": 14}]', True), ({"saved": True}, True), ('{"ok": true}', True),
+    ('{"status": "none"}', False), ({"id": 0, "name": "x"}, False),
+    ({"rows": [], "elapsed_ms": 9}, False), ({"hits": 3, "misses": 1}, False),
     ("No resources found in /srv/0", False), ('{"count": 0' + " " * 80 + "}", False),
 ])
-def test_says_none_reads_a_zero_count_in_other_words(answer: Any, none: bool) -> None:
+def test_says_none_reads_a_bare_value_or_a_zero_count_in_other_words(answer: Any, none: bool) -> None:
     size = len(answer) if isinstance(answer, str) else len(json.dumps(answer))
     assert says_none(answer, size) is none
 
@@ -657,6 +659,13 @@ def test_a_sweep_of_reads_answering_none_is_no_stall() -> None:
                       {"command": f"gcloud compute instances list --filter='zone ~ {region}'"},
                       "Listed 0 items.")
     assert hits(trace) == []
+    # a decision recorded per paper by a tool not named as a write, "saved" each time
+    decisions: list[Any] = []
+    for paper in range(12):
+        decisions += step("screening_record_decision",
+                          {"pmid": str(39480883 + paper), "decision": "include" if paper % 3 else "exclude"},
+                          {"saved": True})
+    assert hits(decisions) == []
     # and a count of zero per day from a read tool
     days = []
     for day in range(1, 15):

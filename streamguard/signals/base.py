@@ -55,6 +55,7 @@ from msgspec.json import encode as _json_encode
 from ..canonical import CanonicalArgs, fingerprint_payload, stable_hash, truncate_middle
 from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
 from .facts import (
+    COMPUTER_ACTIONS,
     DEFAULT_WAIT_TOOLS,
     FLAG_RUNNER,
     FLAG_WRITE,
@@ -308,13 +309,13 @@ ACK_BYTES = 200
 def is_write_acknowledgement(result: ResultView) -> bool:
     """Whether a result is a write tool's bare acknowledgement ("File written
     successfully.", ``{"ok": true}``: a success of at most :data:`ACK_BYTES` from a write
-    that is no command runner's). It says only that the write worked: readers of
-    repeated answers take it as no evidence. A command's output says what happened."""
-    return (
-        result.call_flags & (FLAG_WRITE | FLAG_RUNNER) == FLAG_WRITE
-        and not result.failed
-        and result.size <= ACK_BYTES
-    )
+    that is no command runner's, or a computer-use tool's click or keystroke: "clicked").
+    It says only that the write worked: readers of repeated answers take it as no
+    evidence. A command's output says what happened."""
+    flags = result.call_flags
+    if not flags & FLAG_WRITE or result.failed or result.size > ACK_BYTES:
+        return False
+    return not flags & FLAG_RUNNER or result.action in COMPUTER_ACTIONS
 
 
 class Signal:

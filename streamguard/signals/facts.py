@@ -56,6 +56,13 @@ activate env``, ``unset``, ``pushd``): re-running a failed command after it is a
 a changed environment, not a loop. Editor commands ``create``, ``str_replace``,
 ``insert``, ``edit``, ``write``, ``undo_edit`` and ``append`` are writes; ``view``
 is not.
+
+A computer-use tool (``computer``, ``computer_*``: one tool whose ``action`` argument
+says what it does, as in the computer-use tools of the model vendors) is read the same
+way: the action stands in for the name (``left_click``); a click, a drag, a
+key, typed text, a scroll or a mouse move changes what is on the screen and is a write
+(its "clicked" is a write's acknowledgement); ``wait`` waits; ``screenshot``, ``zoom``
+and ``cursor_position`` read.
 """
 
 from __future__ import annotations
@@ -70,7 +77,7 @@ DEFAULT_COMMAND_RUNNERS = (
     "bash", "sh", "zsh", "shell", "shell_*", "*_shell", "run_shell*", "powershell", "cmd",
     "python", "python3", "ipython", "terminal", "terminal_*", "*_terminal*", "execute*",
     "exec", "exec_command", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
-    "str_replace_based_edit_tool", "*_editor", "editor",
+    "str_replace_based_edit_tool", "*_editor", "editor", "computer", "computer_*",
 )
 
 DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
@@ -91,6 +98,13 @@ EDITOR_COMMANDS = frozenset(
     {"view", "create", "str_replace", "insert", "edit", "write", "undo_edit", "append"}
 )
 EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "edit", "write", "undo_edit", "append"})
+COMPUTER_ACTIONS = frozenset({
+    "screenshot", "zoom", "cursor_position", "wait", "key", "hold_key", "type", "mouse_move",
+    "left_click", "right_click", "middle_click", "double_click", "triple_click",
+    "left_click_drag", "left_mouse_down", "left_mouse_up", "scroll", "drag", "click",
+})
+"""The ``action`` values of a computer-use tool's calls."""
+COMPUTER_READS = frozenset({"screenshot", "zoom", "cursor_position"})
 _COMMAND_KEYS = ("command", "cmd", "commands", "input", "shell_command")
 _PATH_KEYS = ("path", "file_path", "file", "filename", "target")
 
@@ -425,6 +439,12 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
             value = args.get(key)
             if isinstance(value, str):
                 return code_facts(value)
+        action = args.get("action")
+        if type(action) is str and action in COMPUTER_ACTIONS and "command" not in args:
+            # A computer-use tool: what it does is its action; everything but a look
+            # at the screen, or a wait, changes what is on it.
+            wait = action == "wait"
+            return CallFacts(action, action not in COMPUTER_READS and not wait, False, wait)
         command = args.get("command")
         if isinstance(command, str) and command in EDITOR_COMMANDS:
             path = ""

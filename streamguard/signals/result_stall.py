@@ -362,23 +362,32 @@ _NOTHING_TEXT_FIELDS = frozenset({
 when it was asked."""
 
 
-def _all_zero(value: Any, depth: int = 0) -> bool:
-    """Whether every leaf of a small JSON value is a zero, false or null (containers may
-    be empty); no string at all, so no name, id or status."""
+def _bare_leaves(value: Any, found: list[int], depth: int = 0) -> bool:
+    """Count a small JSON value's leaves into ``found`` (values that are not zero, false
+    or null; empty containers); False as soon as a string (a name, an id, a status)
+    or a deeper nesting makes it more than a bare value."""
     kind = type(value)
-    if kind is dict:
-        return depth < 4 and all(_all_zero(item, depth + 1) for item in value.values())
-    if kind is list:
-        return depth < 4 and all(_all_zero(item, depth + 1) for item in value)
-    return value is None or value is False or (kind in (int, float) and value == 0)
+    if kind is dict or kind is list:
+        items = value.values() if kind is dict else value
+        if not items:
+            found[1] += 1
+            return True
+        return depth < 4 and all(_bare_leaves(item, found, depth + 1) for item in items)
+    if value is None or value is False or (kind in (int, float) and value == 0):
+        return True
+    if kind in (bool, int, float):
+        found[0] += 1
+        return True
+    return False
 
 
 def says_none(payload: Any, size: int) -> bool:
-    """Whether a successful answer says only "none": an empty JSON array or object, a
-    count of zero (``[{"stuck": 0}]``, ``{"exists": false}``), or a short sentence whose
-    one number is a zero (``Listed 0 items.``, ``(0 rows)``). At most
-    :data:`NONE_ANSWER` characters. For a call that is no search this is its empty
-    output in other words, and is read like one."""
+    """Whether a successful answer says no more than a bare value: a small JSON value
+    with no text in it (``[]``, ``[{"stuck": 0}]``, ``{"saved": true}``: a bare number or
+    ``true`` in JSON's clothing), or a short sentence whose one number is a zero
+    (``Listed 0 items.``, ``(0 rows)``). At most :data:`NONE_ANSWER` characters. For a
+    call that is no search this is a bare answer or an empty output in other words,
+    and is read like one: what it says is in the call."""
     if type(payload) is str:
         if len(payload) > NONE_ANSWER:
             return False
@@ -390,7 +399,13 @@ def says_none(payload: Any, size: int) -> bool:
             return False
     elif size > NONE_ANSWER:
         return False
-    return type(payload) in (dict, list) and _all_zero(payload)
+    if type(payload) not in (dict, list):
+        return False
+    found = [0, 0]  # leaves that say something; empty containers
+    # All zero, false, null or empty: none. One value alone in JSON's clothing: bare.
+    # An empty result set beside a figure ({"rows": [], "elapsed_ms": 9}) is neither:
+    # it is what a query found, compared as it is.
+    return _bare_leaves(payload, found) and (not found[0] or (found[0] == 1 and not found[1]))
 
 
 def found_nothing(payload: Any, depth: int = 0) -> bool:
@@ -755,7 +770,7 @@ class ResultStall(Signal):
         while at > 0 and at % _WIDTH:
             at = seen.find(packed, at + 1)
         # (The flag test first: most results are no write's, and the call costs more.)
-        if flags & (FLAG_WRITE | FLAG_RUNNER) == FLAG_WRITE and is_write_acknowledgement(result):
+        if flags & FLAG_WRITE and is_write_acknowledgement(result):
             # A write tool's short acknowledgement says only that it worked ("File
             # written successfully." for the twelfth new file): the write changed
             # something, so it is news, never stale. A command's output, or an editor
