@@ -547,6 +547,37 @@ def squeeze_marks(data: bytes) -> bytes:
     return data
 
 
+RUN_TIME = re.compile(
+    # how long a run took, where a runner says so: "1 failed in 0.29s", "Time elapsed:
+    # 0.123 s", "took 12 ms", "Duration: 3.1s", `time`'s "real 0m1.204s"
+    rb"(?:\b(?:in|took|elapsed:?|[Tt]ime:|[Dd]uration:?)[ \t]+)\d+(?:\.\d+)?[ \t]?(?:ms|s|sec|secs|seconds)\b"
+    rb"|\b(?:real|user|sys)[ \t]+\d+m\d+(?:\.\d+)?s\b"
+    rb"|(?<![\w.:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # a clock time: 12:04:31.5
+)
+"""A run's duration, where a runner reports it, or a clock time, in a failure's text
+(masked where two runs of one failing check are compared). Not any number with a unit:
+"p99 900ms exceeds 200ms" is what a performance test found, and it changes when an edit
+works."""
+SAYS_FAILED = re.compile(rb"\b(?:[Ee]rrors?|ERRORS?|[Ff]ailed|FAILED|[Ff]ailures?|FAIL|Traceback)\b")
+"""A successful output that reports a failure (a build or a test run whose exit status a
+pipe or a harness kept in the text): read like a failure where runs are compared."""
+
+
+def reported_failure(result: ResultView) -> int:
+    """For an answer that reports a failure (a failed result, or an output that says it
+    failed: :data:`SAYS_FAILED`), a 32-bit code of its first :data:`GIST_TEXT_LIMIT`
+    characters with the run's duration and clock times masked (:data:`RUN_TIME`), so
+    two runs of one failing check that differ only in how long they took have one code;
+    0 for any other answer. For the rare paths that compare a call's changed answers."""
+    text = result.error if result.failed else result.event.result
+    if type(text) is not str or not text:
+        return 0
+    data = text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass")
+    if not result.failed and SAYS_FAILED.search(data) is None:
+        return 0
+    return zlib.crc32(RUN_TIME.sub(b"#", data)) or 1
+
+
 GIST_TEXT_LIMIT = 2048
 """Characters of a text answer (or error) that its gist reads (:func:`answer_gist`)."""
 EMPTY_GIST = 0x454D5054

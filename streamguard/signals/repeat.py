@@ -45,6 +45,14 @@ Results (``result_aware``, default on; off is the reference behaviour)
       (20) calls raises one warning, since an agent waiting that long should
       say what it waits for; tools in ``polling_tools`` (``*status*``,
       ``wait*``, ``poll*``, ``get_job*``...) poll by design and get none.
+    * *Identical call, the same failure reported with a new run time*: an
+      answer that reports a failure (``reported_failure``: an error, or an
+      output that says it failed, as harnesses that keep the exit status in the
+      text return a red test run) and differs from the last only in how long the
+      run took or when ("1 error in 0.21s", then "in 0.23s") is the same answer
+      again, not a poll: mini-SWE-agent re-running one failing test thirteen
+      times with nothing changed trips at the fourth such answer. Compared only
+      when the answer changed, so it costs nothing on the usual path.
     * *Identical call, failing*: an unchanged failing call is ``failure-loop``'s
       (one rule for "same call, same error"), so a run with failed results
       does not trip here.
@@ -114,7 +122,15 @@ from msgspec import Meta, Struct, field
 from msgspec.structs import replace
 
 from ..canonical import CanonicalArgs, args_equivalent, restore_canonical, truncate_middle
-from .base import CallView, Finding, ResultView, Signal, SignalConfig, says_in_progress
+from .base import (
+    CallView,
+    Finding,
+    ResultView,
+    Signal,
+    SignalConfig,
+    reported_failure,
+    says_in_progress,
+)
 from .facts import FLAG_RUNNER
 
 SIGNAL_ID = "repeated-tool-call"
@@ -183,6 +199,9 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     wait."""
     paused: int = 0
     """The session's pause count (``ResultView.pauses``) when the run's answer last changed."""
+    report: int = 0
+    """The failure the run's latest changed answer reported, its run time masked
+    (``reported_failure``; 0: none, or not compared yet)."""
     failed: int = 0
     """Failed results of the run (an unchanged failing call is failure-loop's)."""
     reported: int = 0
@@ -311,6 +330,15 @@ class RepeatedToolCall(Signal):
             if result.event.result != "" or not result.call_flags & FLAG_RUNNER:
                 return None  # unknown: no evidence either way
             outcome = EMPTY_OUTPUT  # a command that printed nothing said so
+        if outcome != state.outcome and state.outcome and not state.write:
+            # A changed answer that reports the same failure, only its run time moved
+            # ("1 error in 0.21s", then "in 0.23s", kept in the text by a harness that
+            # records the exit status there): the same answer again.
+            report = reported_failure(result)
+            if report and report == state.report:
+                outcome = state.outcome
+            elif state.report != report:
+                state.report = report
         if outcome == state.outcome or (state.write and not result.call_flags & FLAG_RUNNER):
             # An identical write re-applied counts like an identical answer: its result
             # changes because of the write itself (the file grows, a new message id),

@@ -184,6 +184,8 @@ from ..canonical import truncate_middle
 from .base import (
     MASK_DIGITS,
     NO_OP_OUTCOME,
+    RUN_TIME,
+    SAYS_FAILED,
     CallView,
     Finding,
     ResultView,
@@ -270,20 +272,7 @@ def read_names(call: CallView) -> str:
     return "\0".join(paths[name] for name in sorted(paths))
 
 
-_RUN_TIME = re.compile(
-    # how long a run took, where a runner says so: "1 failed in 0.29s", "Time elapsed:
-    # 0.123 s", "took 12 ms", "Duration: 3.1s", `time`'s "real 0m1.204s"
-    rb"(?:\b(?:in|took|elapsed:?|[Tt]ime:|[Dd]uration:?)[ \t]+)\d+(?:\.\d+)?[ \t]?(?:ms|s|sec|secs|seconds)\b"
-    rb"|\b(?:real|user|sys)[ \t]+\d+m\d+(?:\.\d+)?s\b"
-    rb"|(?<![\w.:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # a clock time: 12:04:31.5
-)
-"""A run's duration, where a runner reports it, or a clock time, in a failure's text
-(masked for the futile-write rule). Not any number with a unit: "p99 900ms exceeds 200ms"
-is what a performance test found, and it changes when an edit works."""
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
-_SAYS_FAILED = re.compile(rb"\b(?:[Ee]rrors?|ERRORS?|[Ff]ailed|FAILED|[Ff]ailures?|FAIL|Traceback)\b")
-"""A successful output that reports a failure (a build or a test run whose exit status a
-pipe lost): its run times are masked for the futile-write rule as a failure's are."""
 _ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
 """An absolute path in prose (not inside a word or a quoted term)."""
 
@@ -724,15 +713,15 @@ class ResultStall(Signal):
                 code = _crc(result.tool.encode("utf-8", "surrogatepass") + b"\0" + masked)
                 # What differs between two runs of one failing check by itself: how long
                 # it took, and when ("1 failed in 0.29s", then "in 0.31s").
-                light_bytes = _RUN_TIME.sub(b"#", light_bytes)
+                light_bytes = RUN_TIME.sub(b"#", light_bytes)
                 reported = False
             else:
                 code = zlib.crc32(masked) or 1
-                reported = guessed and _SAYS_FAILED.search(light_bytes) is not None
+                reported = guessed and SAYS_FAILED.search(light_bytes) is not None
                 if reported:
                     # A failure reported as output ("compiled with 1 error in 8211 ms":
                     # `npm run build | tail` loses the exit status) is read like one.
-                    light_bytes = _RUN_TIME.sub(b"#", light_bytes)
+                    light_bytes = RUN_TIME.sub(b"#", light_bytes)
             light = zlib.crc32(light_bytes) or 1
             cached = (code, light, masked, reported)
             if outcome and not echoed:
