@@ -439,14 +439,15 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
             value = args.get(key)
             if isinstance(value, str):
                 return code_facts(value)
-        action = args.get("action")
-        if type(action) is str and action in COMPUTER_ACTIONS and "command" not in args:
-            # A computer-use tool: what it does is its action; everything but a look
-            # at the screen, or a wait, changes what is on it.
-            wait = action == "wait"
-            return CallFacts(action, action not in COMPUTER_READS and not wait, False, wait)
         command = args.get("command")
-        if isinstance(command, str) and command in EDITOR_COMMANDS:
+        if command is None:
+            action = args.get("action")
+            if type(action) is str and action in COMPUTER_ACTIONS:
+                # A computer-use tool: what it does is its action; everything but a
+                # look at the screen, or a wait, changes what is on it.
+                wait = action == "wait"
+                return CallFacts(action, action not in COMPUTER_READS and not wait, False, wait)
+        elif isinstance(command, str) and command in EDITOR_COMMANDS:
             path = ""
             for key in _PATH_KEYS:
                 value = args.get(key)

@@ -330,23 +330,24 @@ class RepeatedToolCall(Signal):
             if result.event.result != "" or not result.call_flags & FLAG_RUNNER:
                 return None  # unknown: no evidence either way
             outcome = EMPTY_OUTPUT  # a command that printed nothing said so
-        if outcome != state.outcome and state.outcome and not state.write:
+        last = state.outcome
+        if outcome != last and last and not state.write:
             # A changed answer that reports the same failure, only its run time moved
             # ("1 error in 0.21s", then "in 0.23s", kept in the text by a harness that
             # records the exit status there): the same answer again.
             report = reported_failure(result)
             if report and report == state.report:
-                outcome = state.outcome
+                outcome = last
             elif state.report != report:
                 state.report = report
-        if outcome == state.outcome or (state.write and not result.call_flags & FLAG_RUNNER):
+        if outcome == last or (state.write and not result.call_flags & FLAG_RUNNER):
             # An identical write re-applied counts like an identical answer: its result
             # changes because of the write itself (the file grows, a new message id),
             # so the change is no news. Not a command runner's: its write is a
             # generous guess (a build or a test script re-run counts as one).
             state.frozen += 1
         else:
-            if state.outcome:
+            if last:
                 state.changes += 1
             state.outcome = outcome
             state.frozen = 1
