@@ -431,6 +431,7 @@ class Watchdog:
         view.search = search = facts.search
         view.wait = wait = facts.wait
         view.shell = facts.shell
+        view.ask = facts.ask
         if not wait:  # the history's readers (cycle, dominance) take no wait as evidence
             history.append(key)
             if len(history) > self.history_len:

@@ -67,6 +67,40 @@ def test_a_tool_call_in_between_resets() -> None:
     assert hits(trace) == []
 
 
+def ask_through_a_tool(question: str, turn: int, tool: str = "ask_followup_question") -> list[Any]:
+    return [TurnStart(session="c", turn=turn),
+            ToolCall(session="c", tool=tool, args={"question": question, "follow_up": ["Postgres"]},
+                     turn=turn),
+            ToolResult(session="c", tool=tool, result="<answer>Postgres, as I said</answer>", turn=turn)]
+
+
+def reread(turn: int) -> list[Any]:
+    return [ToolCall(session="c", tool="read_file", args={"path": "services/shared/db.ts"}, turn=turn),
+            ToolResult(session="c", tool="read_file", result="export const pool = new Pool()", turn=turn)]
+
+
+def test_a_question_asked_through_a_tool_is_a_message_kept_past_other_calls() -> None:
+    """ask_followup_question with the same question, the user answering each time, a
+    file re-read in between: the question is a message to the user, and the agent's
+    other calls do not make it a new one."""
+    trace: list[Any] = []
+    for turn, question in enumerate(ASK):
+        trace += ask_through_a_tool(question, turn) + reread(turn)
+    got = hits(trace)
+    assert [(a.detail["rule"], a.detail["count"]) for _, a in got] == [("repeated_message", 3)]
+    # said in plain text with the same calls between, each call still starts afresh
+    plain: list[Any] = []
+    for turn, question in enumerate(ASK):
+        plain += say(question, turn) + reread(turn)
+    assert hits(plain) == []
+    # three different questions through the tool: no stall
+    varied: list[Any] = []
+    for turn, question in enumerate(["Which database?", "Which region should it run in?",
+                                     "Should I add a migration for the audit table?"]):
+        varied += ask_through_a_tool(question, turn) + reread(turn)
+    assert hits(varied) == []
+
+
 def test_a_varied_conversation_is_silent() -> None:
     lines = ["Hello, how can I help?", "Which city are you flying from?",
              "And on which date would you like to travel?", "I found three flights on that day.",

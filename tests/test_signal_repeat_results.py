@@ -214,3 +214,21 @@ def test_a_rerun_reporting_the_same_failure_with_a_new_run_time_is_the_same_answ
     # and an output that reports no failure keeps its numbers: a progress poll
     assert positions(pairs([f"export running, {10 * i}% done in 0.{i}s" for i in range(7)],
                            tool="bash")) == []
+
+
+def test_the_same_question_to_the_user_re_asked_is_no_poll() -> None:
+    """ask_human with one question, the user answering "yes" in new words each time: the
+    answers change because the user replies, not because anything moved, so the
+    question re-asked counts them as one answer (as an identical write re-applied)."""
+    question = "Barbacco has a table for 4 at 19:00 tomorrow. Should I book it?"
+    replies = ["yes", "yes please", "YES", "yes, book it", "I said yes", "yes!!"]
+    trace: list[Any] = []
+    for reply in replies:
+        trace += [call("ask_human", question=question), res({"response": reply}, "ask_human")]
+    got = [a for a in run(trace) if a.signal == "repeated-tool-call"]
+    assert [(a.severity, a.detail["rule"]) for a in got] == [("critical", "same_result")]
+    # a status read whose answer moves the same way is a poll, as before
+    status: list[Any] = []
+    for reply in replies:
+        status += [call("get_status", question=question), res({"response": reply})]
+    assert positions(status) == []

@@ -150,12 +150,12 @@ class CallView:
     ``history``; its length is the largest ``history_needed()`` of the active
     signals.
 
-    ``runner``, ``action``, ``write``, ``search``, ``wait`` and ``shell`` are the
-    shared call facts of :mod:`streamguard.signals.facts`: whether the tool is a
+    ``runner``, ``action``, ``write``, ``search``, ``wait``, ``shell`` and ``ask`` are
+    the shared call facts of :mod:`streamguard.signals.facts`: whether the tool is a
     command runner, what the call does (the program and sub-command for a runner,
     empty when that cannot be read; the tool name otherwise), and whether it
-    changes something, looks something up, waits on purpose, or writes only by
-    changing the shell. The watchdog computes them once per call from the policy; a
+    changes something, looks something up, waits on purpose, writes only by
+    changing the shell, or asks the agent's user. The watchdog computes them once per call from the policy; a
     view built without them (a signal tested alone) derives them with the default
     command-runner list. ``args`` are the call's arguments as the contract reads
     them: a string holding a JSON object is that object.
@@ -166,8 +166,8 @@ class CallView:
     """
 
     __slots__ = (
-        "action", "args", "call_id", "canonical", "event", "history", "key", "kind", "runner",
-        "search", "shell", "tool", "wait", "write",
+        "action", "args", "ask", "call_id", "canonical", "event", "history", "key", "kind",
+        "runner", "search", "shell", "tool", "wait", "write",
     )
 
     def __init__(
@@ -200,6 +200,7 @@ class CallView:
         self.search = facts.search
         self.wait = facts.wait
         self.shell = facts.shell
+        self.ask = facts.ask
 
 
 class ResultView:

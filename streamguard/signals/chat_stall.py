@@ -23,7 +23,14 @@ What it catches
       meant to talk). A new turn (the user speaking) starts the count again: a
       tutor answering twelve questions in twelve turns is doing its job.
 
-    A tool call resets both: the agent did something.
+    A tool call resets both: the agent did something. Except a question put to the
+    user through a tool (a call the shared facts call ``ask``: ``ask_human``, Roo's
+    ``ask_followup_question``, ``kind: "user_input"``): it is a message to the user,
+    compared like one (its ``question``, ``prompt`` or ``message`` argument), and the
+    agent's other calls do not clear it. An agent that re-reads a file between askings of
+    one question its user keeps answering is stalled on that question; three askings
+    warn. Said in plain text, the same question with calls between is not counted so
+    (a call may have been the work the question was about).
 
 Thresholds
     In the development corpus of customer-service simulations (docs/detection.md)
@@ -63,6 +70,10 @@ TEXT_LIMIT = 512
 _WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
 SKETCH = 8
 _SLOT = SKETCH * 4
+ASKED = 0x80
+"""The bit of a memory entry's count byte that says it was put to the user through a
+user-input tool: kept past the agent's other calls. The low 7 bits count the times."""
+_TIMES = 0x7F
 
 
 def sketch(text: str) -> bytes:
@@ -73,6 +84,27 @@ def sketch(text: str) -> bytes:
     pairs = {f"{a} {b}" for a, b in pairwise(words)} or set(words)
     smallest = sorted({zlib.crc32(p.encode("utf-8", "surrogatepass")) for p in pairs})[:SKETCH]
     return b"".join(v.to_bytes(4, "little") for v in smallest)
+
+
+_QUESTION_KEYS = ("question", "prompt", "message", "text", "query")
+
+
+def _question(args: Any) -> str:
+    """The question a user-input call puts to the user: its ``question`` (``prompt``,
+    ``message``...) argument, else its longest string argument; "" when it has none."""
+    if type(args) is str:
+        return args
+    if type(args) is not dict:
+        return ""
+    for key in _QUESTION_KEYS:
+        value = args.get(key)
+        if type(value) is str and value:
+            return value
+    best = ""
+    for value in args.values():
+        if type(value) is str and len(value) > len(best):
+            best = value
+    return best
 
 
 def similarity(a: bytes, b: bytes) -> float:
@@ -107,7 +139,9 @@ class ChatStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     sketches: bytearray = bytearray()
     """Sketches of the recent messages, 32 bytes each, oldest first."""
     counts: bytearray = bytearray()
-    """How often each was said since the last tool call, one byte each (parallel)."""
+    """How often each was said since the last tool call, one byte each (parallel): the
+    low 7 bits; :data:`ASKED` set for a question put through a user-input tool, which
+    the agent's other calls do not clear."""
     messages: int = 0
     """Assistant messages since the last tool call."""
     acted: bool = False
@@ -144,10 +178,25 @@ class ChatStall(Signal):
             return None
         if not state.acted:  # a state field's store costs several times the test
             state.acted = True
+        if call.ask:
+            # A question put to the user through a tool (ask_followup_question, ask_human)
+            # is a message to the user, not an act: it is compared like one, and kept
+            # past the agent's other calls (re-reading a file between two askings of one
+            # answered question is no progress on it).
+            question = _question(call.args)
+            return self._message(state, question, ASKED) if question else None
         if state.messages or state.counts or state.latched:
             state.messages = 0
-            state.sketches.clear()
-            state.counts.clear()
+            counts = state.counts
+            if counts and max(counts) >= ASKED:
+                # Questions put through a tool stay; what was said stays only until an act.
+                sketches = state.sketches
+                for i in range(len(counts) - 1, -1, -1):
+                    if counts[i] < ASKED:
+                        del sketches[i * _SLOT : (i + 1) * _SLOT], counts[i]
+            else:
+                state.sketches.clear()
+                counts.clear()
             state.latched = False
         return None
 
@@ -159,10 +208,16 @@ class ChatStall(Signal):
         return None
 
     def on_text(self, state: Any, event: Text) -> Finding | None:
-        state.messages += 1
         text = event.text
         if text is None:
+            state.messages += 1
             return None  # only a length: nothing to compare
+        return self._message(state, text)
+
+    def _message(self, state: Any, text: str, asked: int = 0) -> Finding | None:
+        """Count and compare one message to the user (``asked``: :data:`ASKED` for a
+        question put through a user-input tool)."""
+        state.messages += 1
         value = self._sketches.get(text)
         if value is None:
             value = sketch(text)  # a pure function of the text: cached per process
@@ -185,13 +240,14 @@ class ChatStall(Signal):
             if other.find(head) < 0 and value.find(other[:4]) < 0:
                 continue
             if similarity(other, value) >= self.min_similarity:
-                count = min(counts[i] + 1, 255)
+                count = min((counts[i] & _TIMES) + 1, _TIMES)
+                asked |= counts[i] & ASKED
                 del sketches[i * _SLOT : (i + 1) * _SLOT], counts[i]
                 break
         if len(counts) >= self.memory:
             del sketches[:_SLOT], counts[0]
         sketches.extend(value)
-        counts.append(count)
+        counts.append(count | asked)
         if state.latched:
             return None
         if count >= self.repeats:

@@ -385,14 +385,20 @@ class CallFacts:
     (``export``, ``cd``, ``source``, ``conda activate``...): no file is written, no
     writing program runs. Its action alone cannot say so: ``cd /repo && echo x >
     f.py`` has the action ``cd`` (``echo`` only sets the stage) and writes a file.
+
+    ``ask``: the call asks the agent's user (a tool the classification calls
+    ``user_input``, ``ask_human``, ``ask_followup_question``, or a call sent with
+    ``kind: "user_input"``): its answer is the user's reply, not a fact of the world.
     """
 
-    __slots__ = ("action", "search", "shell", "wait", "write")
+    __slots__ = ("action", "ask", "search", "shell", "wait", "write")
 
     def __init__(
-        self, action: str, write: bool, search: bool, wait: bool = False, shell: bool = False
+        self, action: str, write: bool, search: bool, wait: bool = False, shell: bool = False,
+        ask: bool = False,
     ) -> None:
         self.action = action
+        self.ask = ask
         self.write = write
         self.search = search
         self.wait = wait
@@ -536,4 +542,6 @@ def shell_facts(text: str) -> CallFacts:
 def plain_facts(tool: str, kind: str | None, wait: bool = False) -> CallFacts:
     """Facts of a call to a tool that is not a command runner (its kind decides; ``wait``:
     its name says it waits, ``[waits] tools``)."""
-    return CallFacts(tool, kind == "write", kind == "resolve", wait and kind != "write")
+    return CallFacts(
+        tool, kind == "write", kind == "resolve", wait and kind != "write", ask=kind == "user_input"
+    )

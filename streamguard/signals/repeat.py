@@ -69,6 +69,11 @@ Results (``result_aware``, default on; off is the reference behaviour)
       is left to the blind rule: it is a generous guess (a build or a test
       script re-run counts as one, see :mod:`streamguard.signals.facts`), and a
       build's changing output is no proof of a loop.
+    * A question to the user (``CallView.ask``: ``ask_human``, ``kind:
+      "user_input"``) re-asked identically is read like a write re-applied: its
+      answers change because the user replies ("yes", "yes please", "I said
+      yes"), not because anything the agent waits for moved, so the fourth reply
+      to one question trips.
     * Calls that wait on purpose (``sleep 60 && gh run view 42``, the empty
       command OpenHands sends to wait for more output; ``CallView.wait``) are
       a poll whatever they answer: identical answers are what waiting looks
@@ -189,7 +194,8 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     polled: bool = False
     """The polling warning was raised for this run."""
     write: bool = False
-    """The run's calls write: their results change because of them, which is no poll."""
+    """The run's calls write, or ask the user: their results change because of them (or
+    of the user's reply), which is no poll."""
     wait: bool = False
     """The run's calls wait on purpose (``sleep 60 && gh run view``): a poll, whatever
     their answers."""
@@ -285,8 +291,11 @@ class RepeatedToolCall(Signal):
                 state.changes = 0
             if state.polled:
                 state.polled = False
-            if state.write is not call.write:
-                state.write = call.write
+            # An identical question to the user re-asked is read like a write re-applied:
+            # its answers change because the user answers, not because anything moved.
+            write = call.write or call.ask
+            if state.write is not write:
+                state.write = write
             if state.wait is not call.wait:
                 state.wait = call.wait
             if state.progress:
