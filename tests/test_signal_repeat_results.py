@@ -232,3 +232,18 @@ def test_the_same_question_to_the_user_re_asked_is_no_poll() -> None:
     for reply in replies:
         status += [call("get_status", question=question), res({"response": reply})]
     assert positions(status) == []
+
+
+def test_an_answer_that_moves_only_in_when_it_was_given_is_the_same_answer() -> None:
+    """A job polled after it failed: its status is stamped with each check's time, so
+    every answer differs from the last, and says the same. The fourth such answer trips;
+    a status whose content moves (a progress figure) is a poll as before."""
+    def stamped(body: dict[str, Any], n: int) -> dict[str, Any]:
+        return {**body, "checked_at": f"2025-11-28T14:{n:02d}:05Z", "epoch": 1764338400 + n}
+
+    failed = {"job_id": "job_7", "state": "failed", "error": "S3 PutObject AccessDenied"}
+    got = [a for a in run(pairs([stamped(failed, n) for n in range(6)], tool="get_job"))
+           if a.signal == "repeated-tool-call"]
+    assert [(a.severity, a.detail["rule"]) for a in got] == [("critical", "same_result")]
+    moving = [stamped({"job_id": "job_7", "state": "running", "progress": n / 10}, n) for n in range(9)]
+    assert positions(pairs(moving, tool="get_job")) == []

@@ -564,19 +564,37 @@ SAYS_FAILED = re.compile(rb"\b(?:[Ee]rrors?|ERRORS?|[Ff]ailed|FAILED|[Ff]ailures
 pipe or a harness kept in the text): read like a failure where runs are compared."""
 
 
-def reported_failure(result: ResultView) -> int:
-    """For an answer that reports a failure (a failed result, or an output that says it
-    failed: :data:`SAYS_FAILED`), a 32-bit code of its first :data:`GIST_TEXT_LIMIT`
-    characters with the run's duration and clock times masked (:data:`RUN_TIME`), so
-    two runs of one failing check that differ only in how long they took have one code;
-    0 for any other answer. For the rare paths that compare a call's changed answers."""
-    text = result.error if result.failed else result.event.result
+TIMESTAMP = re.compile(
+    rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"  # ISO 8601
+    rb"|(?<![\d.])1\d{9}(?:\d{3})?(?:\.\d+)?(?![\d.])"  # seconds or milliseconds since 1970
+)
+"""A point in time written into an answer (``"checked_at": "2025-11-28T14:01:20Z"``, an
+epoch): when it was asked, not what it says."""
+
+
+def steady_answer(result: ResultView) -> int:
+    """A 32-bit code of what an answer says apart from when it was given: its first
+    :data:`GIST_TEXT_LIMIT` characters (a structured payload's JSON) with the points in
+    time it carries masked (:data:`TIMESTAMP`), and, in one that reports a failure (a
+    failed result, or an output that says it failed: :data:`SAYS_FAILED`), the run's
+    duration and clock times (:data:`RUN_TIME`). Two answers of one call that differ
+    only so say the same. 0 when the answer has no text. For the rare paths that
+    compare a call's changed answers."""
+    if result.failed:
+        text: Any = result.error
+    else:
+        text = result.event.result
+        if text is not None and type(text) is not str:
+            try:
+                text = _json_encode(text)[: GIST_TEXT_LIMIT * 4].decode("utf-8", "replace")
+            except (TypeError, ValueError, OverflowError):
+                return 0
     if type(text) is not str or not text:
         return 0
-    data = text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass")
-    if not result.failed and SAYS_FAILED.search(data) is None:
-        return 0
-    return zlib.crc32(RUN_TIME.sub(b"#", data)) or 1
+    data = TIMESTAMP.sub(b"#", text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass"))
+    if result.failed or SAYS_FAILED.search(data) is not None:
+        data = RUN_TIME.sub(b"#", data)
+    return zlib.crc32(data) or 1
 
 
 GIST_TEXT_LIMIT = 2048

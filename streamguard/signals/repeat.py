@@ -45,14 +45,17 @@ Results (``result_aware``, default on; off is the reference behaviour)
       (20) calls raises one warning, since an agent waiting that long should
       say what it waits for; tools in ``polling_tools`` (``*status*``,
       ``wait*``, ``poll*``, ``get_job*``...) poll by design and get none.
-    * *Identical call, the same failure reported with a new run time*: an
-      answer that reports a failure (``reported_failure``: an error, or an
-      output that says it failed, as harnesses that keep the exit status in the
-      text return a red test run) and differs from the last only in how long the
-      run took or when ("1 error in 0.21s", then "in 0.23s") is the same answer
-      again, not a poll: mini-SWE-agent re-running one failing test thirteen
-      times with nothing changed trips at the fourth such answer. Compared only
-      when the answer changed, so it costs nothing on the usual path.
+    * *Identical call, the same answer given at another time*: an answer that
+      differs from the last only in the points in time it carries
+      (``steady_answer``: ``"checked_at": "2025-11-28T14:01:20Z"``, an epoch),
+      or, when it reports a failure (an error, or an output that says it
+      failed, as harnesses that keep the exit status in the text return a red
+      test run), in how long the run took ("1 error in 0.21s", then "in
+      0.23s"), is the same answer again, not a poll: a job polled after it
+      failed, its status stamped with each check's time, and mini-SWE-agent
+      re-running one failing test thirteen times trip at the fourth such
+      answer. Compared only when the answer changed, so it costs nothing on
+      the usual path.
     * *Identical call, failing*: an unchanged failing call is ``failure-loop``'s
       (one rule for "same call, same error"), so a run with failed results
       does not trip here.
@@ -133,8 +136,8 @@ from .base import (
     ResultView,
     Signal,
     SignalConfig,
-    reported_failure,
     says_in_progress,
+    steady_answer,
 )
 from .facts import FLAG_RUNNER
 
@@ -206,8 +209,8 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     paused: int = 0
     """The session's pause count (``ResultView.pauses``) when the run's answer last changed."""
     report: int = 0
-    """The failure the run's latest changed answer reported, its run time masked
-    (``reported_failure``; 0: none, or not compared yet)."""
+    """What the run's latest changed answer said apart from when it was given
+    (``steady_answer``; 0: not compared yet)."""
     failed: int = 0
     """Failed results of the run (an unchanged failing call is failure-loop's)."""
     reported: int = 0
@@ -341,10 +344,10 @@ class RepeatedToolCall(Signal):
             outcome = EMPTY_OUTPUT  # a command that printed nothing said so
         last = state.outcome
         if outcome != last and last and not state.write:
-            # A changed answer that reports the same failure, only its run time moved
-            # ("1 error in 0.21s", then "in 0.23s", kept in the text by a harness that
-            # records the exit status there): the same answer again.
-            report = reported_failure(result)
+            # A changed answer that says the same apart from when it was given ("checked_at"
+            # moved; a failure reported again, "1 error in 0.21s" then "in 0.23s", kept in
+            # the text by a harness that records the exit status there): the same again.
+            report = steady_answer(result)
             if report and report == state.report:
                 outcome = last
             elif state.report != report:
