@@ -74,6 +74,7 @@ from .fleet_windows import FLEET_GUARDRAIL, FLEET_SIGNAL, fleet_trip_id
 from .policy import MODES, Policy
 from .signals import signal_classes
 from .signals.base import (
+    ANSWERED_KEPT,
     HALT_IGNORED,
     NO_OP_OUTCOME,
     CallView,
@@ -161,6 +162,9 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # wait, and the user's messages. A status that says the work is still under way,
     # asked again after a pause, is a poll (signals/base.py, says_in_progress).
     pauses: int = 0
+    # The pause count at the last answer of each of the last ANSWERED_KEPT calls (by key):
+    # whether the session paused since a call was last answered (ResultView.paused).
+    answered: dict[int, int] = {}
     turn_id: str | int | None = None
     in_turn: bool = False
     turn_cut: str | None = None  # guardrail that cut the current turn (a turn is cut once)
@@ -338,16 +342,18 @@ class Watchdog:
     def process(self, state: SessionState, event: Any, ts: float | None = None) -> list[Output]:
         """Apply one agent event; return the outputs it caused (often none)."""
         state.applied += 1
+        kind = type(event)
         if ts is not None:
             last = state.last_ts
-            if last is not None and ts - last >= self._pause_seconds:
+            # The quiet before the agent's next step (not a tool's own time to answer: a
+            # status that takes 12 s to come back, asked again at once, is no pause).
+            if last is not None and ts - last >= self._pause_seconds and kind is not ToolResult:
                 state.pauses += 1  # the session went quiet: a poll's pause (see SessionState)
             state.last_ts = ts
         ctx = self._ctx  # reused: processing is strictly one event at a time
         ctx.state = state
         ctx.event = event
         ctx.outputs = None
-        kind = type(event)
         turn = event.turn
         if turn is not None and turn != state.turn_id and kind is not TurnStart:
             if state.turn_id is not None:
@@ -557,13 +563,23 @@ class Watchdog:
                     paired = self._pair(state, event)
         wait = False
         if paired is not None:
-            view.call_key = paired[2]
+            view.call_key = key = paired[2]
             view.call_flags = flags = paired[3]
             view.action = paired[4]
             wait = flags & FLAG_WAIT != 0
+            # Whether the session paused since this call was last answered: the pause
+            # count at each of the last ANSWERED_KEPT calls' answers, oldest first.
+            pauses = state.pauses
+            answered = state.answered
+            before = answered.pop(key, None)
+            answered[key] = pauses
+            if len(answered) > ANSWERED_KEPT:
+                del answered[next(iter(answered))]
+            view.paused = before is not None and before != pauses
         else:
             view.call_key = view.call_flags = 0
             view.action = tool
+            view.paused = False
         view.event = event
         view.tool = tool
         view.call_id = event.call_id
@@ -574,7 +590,6 @@ class Watchdog:
         view.size = size
         view.outcome = outcome
         view.gist = view.progress = 0
-        view.pauses = state.pauses
         signals = state.signals
         plain = self._wait_result_plain if wait else self._result_plain
         if plain is None:  # some reader exempts tools (no-new-state does by default)

@@ -198,3 +198,58 @@ def test_the_pause_count_is_session_state_and_survives_a_snapshot() -> None:
     data = engine.snapshot("p")
     assert data is not None
     assert Engine(parse_policy_set(QUIET)).restore("p", data).pauses == 3
+
+
+def test_one_pause_does_not_make_a_burst_a_poll() -> None:
+    """Each ask needs its own pause: one slow step, then the same status asked as fast as
+    the agent can ask, is a busy loop again."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1_000.0
+    for n in range(14):
+        trace.append(ToolCall(session="p", tool="get_booking_status", args={"booking_id": "BK-88"},
+                              call_id=f"c{n}", ts=clock))
+        trace.append(ToolResult(session="p", tool="get_booking_status", call_id=f"c{n}",
+                                result=PENDING, ts=clock + 0.5))
+        clock += 15.5 if n == 1 else 1.0
+    assert ("repeated-tool-call", "critical") in loop_alerts(trace)
+
+
+def test_a_slow_tool_is_no_pause() -> None:
+    """A status that takes 12 s to come back, asked again at once: the quiet is the
+    tool's, not the agent's."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1_000.0
+    for n in range(8):
+        trace.append(ToolCall(session="p", tool="get_booking_status", args={"booking_id": "BK-88"},
+                              call_id=f"c{n}", ts=clock))
+        clock += 12.0
+        trace.append(ToolResult(session="p", tool="get_booking_status", call_id=f"c{n}",
+                                result=PENDING, ts=clock))
+        clock += 1.0
+    assert ("repeated-tool-call", "critical") in loop_alerts(trace)
+
+
+def test_new_calls_answering_a_status_already_held_are_no_poll() -> None:
+    """One wait, then guessed ids all answering "pending" as fast as they come: no call
+    was answered before, so none was waited for; result-stall counts them stale."""
+    stall_only = QUIET + "[signals.alternating-tool-cycle]\nenabled = false\n"
+    trace: list[Any] = [TurnStart(session="p"),
+                        ToolCall(session="p", tool="get_order", args={"id": "A-0"}, call_id="a"),
+                        ToolResult(session="p", tool="get_order", call_id="a", result='{"status": "pending"}'),
+                        ToolCall(session="p", tool="wait", args={"seconds": 30}, call_id="w"),
+                        ToolResult(session="p", tool="wait", call_id="w", result="waited")]
+    for n in range(1, 14):
+        trace += [ToolCall(session="p", tool="get_order", args={"id": f"A-{n}"}, call_id=f"c{n}"),
+                  ToolResult(session="p", tool="get_order", call_id=f"c{n}", result='{"status": "pending"}')]
+    assert ("result-stall", "critical") in loop_alerts(trace, stall_only)
+
+
+def test_a_status_of_any_size_is_read_from_what_was_sent() -> None:
+    """The size an agent declares is its word: a large payload declared small is measured
+    as it is (and is no status)."""
+    big = ToolResult(session="s", tool="t", result={"x": "STATUS Pending " * 8000}, result_bytes=1)
+    view_ = ResultView(big, False, 1, 1)
+    assert not says_in_progress(view_)
+    listing = "NAME   STATUS\n" + "web-1  Pending\n"
+    assert says_in_progress(view(listing))
+    assert not says_in_progress(view("web-1  Pending\nNAME   STATUS\n"))  # a row before any header

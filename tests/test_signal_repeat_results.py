@@ -247,3 +247,16 @@ def test_an_answer_that_moves_only_in_when_it_was_given_is_the_same_answer() -> 
     assert [(a.severity, a.detail["rule"]) for a in got] == [("critical", "same_result")]
     moving = [stamped({"job_id": "job_7", "state": "running", "progress": n / 10}, n) for n in range(9)]
     assert positions(pairs(moving, tool="get_job")) == []
+
+
+def test_what_an_earlier_run_reported_is_not_carried_into_the_next() -> None:
+    failing = "<returncode>1</returncode>\nFAILED test_x\n1 failed in 0.{}s"
+    trace: list[Any] = []
+    for i in range(2):  # a first run of the test, failing twice
+        trace += [call("bash", command="pytest -q"), res(failing.format(20 + i), "bash")]
+    trace += [call("bash", command="git diff"), res("diff --git a/x b/x", "bash")]
+    # the next run: passing first, then failing three times
+    trace += [call("bash", command="pytest -q"), res("<returncode>0</returncode>\n5 passed in 0.3s", "bash")]
+    for i in range(3):
+        trace += [call("bash", command="pytest -q"), res(failing.format(30 + i), "bash")]
+    assert positions(trace) == []

@@ -682,3 +682,44 @@ def test_a_search_answering_none_is_still_nothing_found() -> None:
         trace += step("query", {"sql": f"SELECT count(*) AS stuck FROM p WHERE day = {day}"},
                       '[{"stuck": 0}]')
     assert hits(trace) != []
+
+
+@pytest.mark.parametrize("summary", [
+    "[INFO] Tests run: 12, Failures: 0, Errors: 0, Skipped: 0\n[INFO] BUILD SUCCESS\n[INFO] Total time: {t} s",
+    "✖ 0 problems (0 errors, 0 warnings)\nDone in {t}s.",
+    "Build succeeded.\n    0 Warning(s)\n    0 Error(s)\nTime Elapsed 00:00:{t}",
+])
+def test_a_build_that_counts_no_failure_is_a_write_that_worked(summary: str) -> None:
+    trace: list[Any] = []
+    for i in range(8):
+        trace += step("Edit", {"file_path": "/repo/src/App.java", "old_string": word(i),
+                               "new_string": word(i + 1)}, "The file /repo/src/App.java has been updated.")
+        trace += step("Bash", {"command": "mvn -q package"}, summary.format(t=11 + i))
+    assert hits(trace) == []
+
+
+def test_a_sessions_answers_do_not_depend_on_another_sessions() -> None:
+    """The template cache is shared by the sessions of a process: what one session's
+    search made of an output must not change how another's build reads it."""
+    output = "src/a.py:3: raise Error('x')\nsrc/b.py:9: raise Error('y')"
+
+    def build_session(session: str) -> list[Any]:
+        trace: list[Any] = []
+        for i in range(8):
+            trace += [ToolCall(session=session, tool="Edit", args={"file_path": "/repo/a.py",
+                                                                   "old_string": word(i), "new_string": word(i + 1)}),
+                      ToolResult(session=session, tool="Edit", result="The file /repo/a.py has been updated."),
+                      ToolCall(session=session, tool="Bash", args={
+                          "command": "grep -rl old src | xargs sed -i 's/old/new/' && grep -rn Error src"}),
+                      ToolResult(session=session, tool="Bash", result=output)]
+        return trace
+
+    def alerts_of(session: str, events: list[Any]) -> list[tuple[str, int | None]]:
+        engine = Engine(parse_policy_set(WARN))
+        out = [o for e in events for o in engine.process(e)]
+        return [(a.signal, a.seq) for a in out if isinstance(a, Alert) and a.session == session]
+
+    alone = alerts_of("b", build_session("b"))
+    searched_first = [ToolCall(session="a", tool="Bash", args={"command": "grep -rn Error src"}),
+                      ToolResult(session="a", tool="Bash", result=output)]
+    assert alerts_of("b", searched_first + build_session("b")) == alone

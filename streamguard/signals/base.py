@@ -220,17 +220,17 @@ class ResultView:
     identifies what came back: the fingerprint of a successful payload, a hash
     of the error text of a failure (:func:`failure_outcome`), a constant for a no-op; ``0`` when unknown.
 
-    ``pauses``: how many times the session has paused so far (a call that waits, or a
-    quiet gap of ``[waits] pause_seconds`` between two of its events). A reader that
-    kept the count of an earlier answer knows whether the agent paused since: a status
-    asked again after a pause is a poll (:func:`says_in_progress`).
+    ``paused``: the session paused (waited, heard from its user, or went quiet for
+    ``[waits] pause_seconds``) since the same call was last answered: a status asked
+    again after a pause is a poll (:func:`says_in_progress`). False for a call answered
+    for the first time (or not among the session's last :data:`ANSWERED_KEPT` answered).
 
     Like :class:`CallView`, valid only during the hook (the watchdog refills one object).
     """
 
     __slots__ = (
         "action", "call_flags", "call_id", "call_key", "error", "event", "failed", "fingerprint",
-        "gist", "no_op", "outcome", "pauses", "progress", "size", "tool",
+        "gist", "no_op", "outcome", "paused", "progress", "size", "tool",
     )
 
     def __init__(
@@ -243,7 +243,7 @@ class ResultView:
         call_flags: int = 0,
         action: str | None = None,
         outcome: int | None = None,
-        pauses: int = 0,
+        paused: bool = False,
     ) -> None:
         self.event = event
         self.tool = event.tool
@@ -259,7 +259,7 @@ class ResultView:
         self.outcome = outcome_of(event, failed, fingerprint) if outcome is None else outcome
         self.gist = 0  # computed on first use: answer_gist
         self.progress = 0  # computed on first use: says_in_progress (1 no, 2 yes)
-        self.pauses = pauses
+        self.paused = paused
 
 
 NO_OP_OUTCOME = 0x6E6F2D6F70  # any fixed non-zero value: every no-op says the same thing
@@ -517,6 +517,8 @@ def field_default(cls: type[SignalConfig], name: str) -> Any:
 
 
 ANSWERS_KEPT = 16
+ANSWERED_KEPT = 16
+"""Calls whose pause count at their last answer the watchdog keeps (``ResultView.paused``)."""
 """Calls whose last answer a result-aware loop detector remembers (:func:`note_answer`)."""
 CHANGES_FOR_PAGING = 2
 """Changes of a call's answer that make it paging or polling rather than a loop."""
@@ -561,7 +563,22 @@ RUN_TIME = re.compile(
 works."""
 SAYS_FAILED = re.compile(rb"\b(?:[Ee]rrors?|ERRORS?|[Ff]ailed|FAILED|[Ff]ailures?|FAIL|Traceback)\b")
 """A successful output that reports a failure (a build or a test run whose exit status a
-pipe or a harness kept in the text): read like a failure where runs are compared."""
+pipe or a harness kept in the text): read like a failure where runs are compared. Counts
+of none are taken out first (:data:`NO_FAILURES`)."""
+NO_FAILURES = re.compile(
+    rb"\b0\s+(?:[Ee]rrors?|ERRORS?|[Ff]ailed|FAILED|[Ff]ailures?|Error\(s\))"
+    rb"|\b(?:[Ee]rrors?|ERRORS?|[Ff]ailed|FAILED|[Ff]ailures?)\s*[:=]\s*0\b"
+)
+"""A summary that counts no failure ("Failures: 0, Errors: 0", "0 errors, 0 warnings",
+"0 Error(s)"): a successful build says so, and it is no report of a failure."""
+
+
+def reports_failure(data: bytes) -> bool:
+    """Whether a successful output's text reports a failure (:data:`SAYS_FAILED`, once
+    its counts of none are taken out)."""
+    if SAYS_FAILED.search(data) is None:
+        return False
+    return SAYS_FAILED.search(NO_FAILURES.sub(b"", data)) is not None
 
 
 TIMESTAMP = re.compile(
@@ -592,7 +609,7 @@ def steady_answer(result: ResultView) -> int:
     if type(text) is not str or not text:
         return 0
     data = TIMESTAMP.sub(b"#", text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass"))
-    if result.failed or SAYS_FAILED.search(data) is not None:
+    if result.failed or reports_failure(data):
         data = RUN_TIME.sub(b"#", data)
     return zlib.crc32(data) or 1
 
@@ -603,8 +620,6 @@ EMPTY_GIST = 0x454D5054
 """The gist of an empty or unknown answer: every one says the same (nothing)."""
 ANSWER_WAS_NEW = 1 << 40
 """The bit of a value of :func:`note_answer` that says its call's latest answer was new."""
-_PAUSE_BITS = 0x3F  # the session's pause count at the answer, modulo 64 (bits 57 to 62)
-_KEEP_ON_REPEAT = (1 << 57) - 1 & ~ANSWER_WAS_NEW
 
 
 def answer_gist(result: ResultView) -> int:
@@ -642,13 +657,16 @@ _PROGRESS_WORDS = (
 )
 _IN_PROGRESS = re.compile(
     # a field's value ("status": "processing", State: RUNNING, {"s": "RUNNING"}) or a
-    # sentence (the export is still processing) ...
-    rf"(?i:[:=]\s*[\"']?|\b(?:is|are|still|currently|remains?)\s+(?:still\s+)?)"
+    # sentence that says it is not over (the export is still processing; "nginx is
+    # running" is where a service stays, so a bare "is" does not count)
+    rf"(?i:[:=]\s*[\"']?|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
     rf"(?i:{_PROGRESS_WORDS})\b"
-    # ... or a listing with a status column whose rows are still coming up (a pod's
-    # Running is where it stays, so it is not one of them)
-    r"|\b(?:STATUS|STATE|PHASE)\b[\s\S]*\b(?:Pending|ContainerCreating|PodInitializing|Init:\d)"
 )
+# A listing with a status column whose rows are still coming up (a pod's Running is
+# where it stays, so it is not one of them): the header, then a row after it (two
+# searches, so the cost stays linear in the text).
+_LISTING_HEADER = re.compile(r"\b(?:STATUS|STATE|PHASE)\b")
+_LISTING_ROW = re.compile(r"\b(?:Pending|ContainerCreating|PodInitializing|Init:\d)")
 _FINISHED = re.compile(
     r"(?i)fail|error|succe|complet|done\b|finish|cancel|abort|timed?[ _-]?out|reject|backoff"
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid|exception|refused"
@@ -676,14 +694,21 @@ def says_in_progress(result: ResultView) -> bool:
     if not result.failed and not result.no_op:
         payload = result.event.result
         if type(payload) is str:
-            if len(payload) <= PROGRESS_TEXT_LIMIT:
-                text = payload
-        elif payload is not None and result.size <= PROGRESS_TEXT_LIMIT:
+            text = payload
+        elif payload is not None:
+            # Encoded to be measured: the size an agent declares (result_bytes) is its
+            # word, and a structured status is small.
             try:
                 text = _json_encode(payload).decode("utf-8", "replace")
             except (TypeError, ValueError, OverflowError):
                 text = None
-    found = bool(text) and _IN_PROGRESS.search(text) is not None and _FINISHED.search(text) is None
+    found = False
+    if text and len(text) <= PROGRESS_TEXT_LIMIT and _FINISHED.search(text) is None:
+        if _IN_PROGRESS.search(text) is not None:
+            found = True
+        else:
+            header = _LISTING_HEADER.search(text)
+            found = header is not None and _LISTING_ROW.search(text, header.end()) is not None
     result.progress = 2 if found else 1
     return found
 
@@ -696,10 +721,10 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     255), the last answer (32 bits), whether that answer was new (1 bit: unlike both
     answers before it, so a call whose answers alternate, a test failing one way, then
     the other, then the first again, is not news), the low 16 bits of the answer
-    before it and the session's pause count at the answer (``ResultView.pauses``, 6
-    bits: modulo 64). 63 bits in all: a snapshot stores it as one integer. By the gist,
-    an answer that says the work is still under way (:func:`says_in_progress`), the
-    same again after a pause, counts as new: a poll waiting for a job is no loop. Exact (``gist``
+    before it. 57 bits in all: a snapshot stores it as one integer. By the gist, an
+    answer that says the work is still under way (:func:`says_in_progress`), the same
+    again after a pause (``ResultView.paused``), counts as new: a poll waiting for a job
+    is no loop. Exact (``gist``
     false, as ``dominant-tool-call`` compares): the answer is the outcome, and unknown
     and failed results are no evidence of a changing answer and are not noted. By
     :func:`answer_gist` (``alternating-tool-cycle``): digits taken out, and an empty
@@ -723,27 +748,19 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     if packed is None:
         if len(answers) >= ANSWERS_KEPT:
             del answers[next(iter(answers))]
-        answers[key] = (result.pauses & _PAUSE_BITS) << 57 | outcome << 8
+        answers[key] = outcome << 8
         return
     last = packed >> 8 & 0xFFFFFFFF
-    paused = (result.pauses & _PAUSE_BITS) << 57
     if last == outcome:
-        new = 0
-        if (
-            gist
-            and packed >> 57 != result.pauses & _PAUSE_BITS
-            and says_in_progress(result)
-        ):
+        if gist and result.paused and says_in_progress(result):
             # "processing" again, asked after a pause: the job is still running and the
             # agent waits for it, which is a poll's answer, as a moving one is.
-            new = ANSWER_WAS_NEW
-        # the same again: not news
-        answers[key] = paused | (packed & _KEEP_ON_REPEAT) | new
+            answers[key] = packed | ANSWER_WAS_NEW
+        else:
+            answers[key] = packed & ~ANSWER_WAS_NEW  # the same again: not news
         return
-    new = ANSWER_WAS_NEW if packed >> 41 & 0xFFFF != outcome & 0xFFFF else 0
-    answers[key] = (
-        paused | (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
-    )
+    new = ANSWER_WAS_NEW if packed >> 41 != outcome & 0xFFFF else 0
+    answers[key] = (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
 
 
 def answer_keeps_changing(state: Any, key: int) -> bool:

@@ -53,9 +53,9 @@ Results (``result_aware``, default on; off is the reference behaviour)
       test run), in how long the run took ("1 error in 0.21s", then "in
       0.23s"), is the same answer again, not a poll: a job polled after it
       failed, its status stamped with each check's time, and mini-SWE-agent
-      re-running one failing test thirteen times trip at the fourth such
-      answer. Compared only when the answer changed, so it costs nothing on
-      the usual path.
+      re-running one failing test thirteen times trip at the fifth answer of
+      the run (the first is never compared: it is read only once an answer
+      changes, so the usual path costs nothing).
     * *Identical call, failing*: an unchanged failing call is ``failure-loop``'s
       (one rule for "same call, same error"), so a run with failed results
       does not trip here.
@@ -88,8 +88,8 @@ Results (``result_aware``, default on; off is the reference behaviour)
     * *A status still under way, asked after a pause*: the same answer for the
       fourth time that says the work it reports on has not ended
       (``says_in_progress``: ``"status": "pending_payment"``, ``State: RUNNING``)
-      when the session paused since the answer last changed (a wait, its user's
-      message, or ``[waits] pause_seconds`` of quiet: ``ResultView.pauses``) is a
+      when the session paused since the call was last answered (a wait, its
+      user's message, or ``[waits] pause_seconds`` of quiet: ``ResultView.paused``) is a
       poll like a wait's: the polling warning after ``polling_warn_after`` calls,
       never a halt. A booking polled every sixteen seconds while its payment
       authorises, or a refund checked again each time the customer asks, is
@@ -206,8 +206,6 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     """The run's unchanged answer says the work it reports on is still under way
     (``says_in_progress``) and the agent paused before asking again: a poll, like a
     wait."""
-    paused: int = 0
-    """The session's pause count (``ResultView.pauses``) when the run's answer last changed."""
     report: int = 0
     """What the run's latest changed answer said apart from when it was given
     (``steady_answer``; 0: not compared yet)."""
@@ -303,6 +301,8 @@ class RepeatedToolCall(Signal):
                 state.wait = call.wait
             if state.progress:
                 state.progress = False
+            if state.report:
+                state.report = 0
             if state.failed:
                 state.failed = 0
             if canonical.paths and len(canonical.text) <= ANCHOR_TEXT_LIMIT:
@@ -363,16 +363,18 @@ class RepeatedToolCall(Signal):
                 state.changes += 1
             state.outcome = outcome
             state.frozen = 1
-            if state.paused != result.pauses:  # (stored only when it moved: rare)
-                state.paused = result.pauses
         if state.frozen < self.same_result_threshold or state.latched or state.wait:
             return None  # a wait answered the same again: still waiting (see on_call)
-        if not state.write and result.pauses != state.paused and says_in_progress(result):
+        if not state.write and result.paused and says_in_progress(result):
             # "processing" for the fourth time, asked again after a pause: the job is
             # still running and the agent waits for it (see on_call). Not "failed" for
-            # the fourth time, nor "pending" asked again and again without a pause.
-            state.progress = True
+            # the fourth time, nor "pending" asked again without a pause: every answer
+            # past the threshold is judged so, and the first asked without one trips.
+            if not state.progress:
+                state.progress = True
             return None
+        if state.progress:
+            state.progress = False
         state.latched = True
         state.reported = state.key
         return self._same_result_finding(state, result)

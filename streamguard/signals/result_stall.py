@@ -93,11 +93,12 @@ What it catches
       stale nor news. Masking digits would otherwise turn every progress bar
       into a stall;
     * an answer already held that says the work is still under way
-      (``says_in_progress``: ``"status": "processing"``), after the session
-      paused since the last news (a wait, the user's message, ``[waits]
-      pause_seconds`` of quiet), is a poll's: neither. Four exports polled in
-      turn between waits are waiting; the same statuses asked with no pause, or
-      "failed" asked again, are stale as before.
+      (``says_in_progress``: ``"status": "processing"``), when the session
+      paused since the same call was last answered (a wait, the user's message,
+      ``[waits] pause_seconds`` of quiet: ``ResultView.paused``), is a poll's:
+      neither. Four exports polled in turn between waits are waiting; the same
+      statuses asked with no pause, a status never asked before, or "failed"
+      asked again, are stale as before.
 
 Interleaved stalls: 9 stale of the last 12 (``window_threshold`` of ``window``)
     An agent hunting for something that is not there often does a little real
@@ -185,7 +186,6 @@ from .base import (
     MASK_DIGITS,
     NO_OP_OUTCOME,
     RUN_TIME,
-    SAYS_FAILED,
     CallView,
     Finding,
     ResultView,
@@ -193,6 +193,7 @@ from .base import (
     SignalConfig,
     find_entry,
     is_write_acknowledgement,
+    reports_failure,
     says_in_progress,
     says_only_status,
     squeeze_marks,
@@ -273,6 +274,7 @@ def read_names(call: CallView) -> str:
 
 
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
+_GUESSED_MASK = FLAG_RUNNER | FLAG_WRITE | FLAG_SEARCH
 _ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
 """An absolute path in prose (not inside a word or a quoted term)."""
 
@@ -361,6 +363,8 @@ def _bare_leaves(value: Any, found: list[int], depth: int = 0) -> bool:
         if not items:
             found[1] += 1
             return True
+        if len(items) > NONE_ANSWER // 2:
+            return False  # more than a small answer can hold (a size declared is a word)
         return depth < 4 and all(_bare_leaves(item, found, depth + 1) for item in items)
     if value is None or value is False or (kind in (int, float) and value == 0):
         return True
@@ -537,8 +541,6 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """That call's key."""
     sample: str = ""
     """The latest stale template, cut to 160 bytes (alert text)."""
-    paused: int = 0
-    """The session's pause count (``ResultView.pauses``) at the latest news."""
     reads: bytearray = bytearray()
     """The last ``READS`` calls that read files or URLs they name: 8 bytes each (key32,
     then a code of the names), oldest first."""
@@ -638,10 +640,11 @@ class ResultStall(Signal):
         # A failed search's paths are masked too: the search flag is part of its key.
         # A command line written by guess (a build) may report its own failure: its
         # success is read for that (below), so its template is kept apart.
-        guessed = flags & _RUNNER_WRITE == _RUNNER_WRITE and not result.failed
+        # (Not a line that also searches: grep's lines say "error" for what they found.)
+        guessed = flags & _GUESSED_MASK == _RUNNER_WRITE and not result.failed
         memo = (
             (outcome, result.tool, flags & FLAG_SEARCH) if result.failed
-            else -outcome if masks_digits else (outcome, 1) if guessed else outcome
+            else (outcome, 1) if guessed else -outcome if masks_digits else outcome
         )
         echo: tuple[str, ...] = ()
         if key and key == state.echo_key and state.echo:
@@ -689,7 +692,7 @@ class ResultStall(Signal):
                                 return None
                             # (before the search test: `grep -rl x | xargs sed -i ...`
                             # says nothing when it has rewritten what it found)
-                            self._news(state, result.pauses)
+                            self._news(state)
                             return None
                         if flags & FLAG_SEARCH:
                             return self._stale(state, _NOTHING, result, b"(nothing found)")
@@ -717,7 +720,7 @@ class ResultStall(Signal):
                 reported = False
             else:
                 code = zlib.crc32(masked) or 1
-                reported = guessed and SAYS_FAILED.search(light_bytes) is not None
+                reported = guessed and reports_failure(light_bytes)
                 if reported:
                     # A failure reported as output ("compiled with 1 error in 8211 ms":
                     # `npm run build | tail` loses the exit status) is read like one.
@@ -773,7 +776,7 @@ class ResultStall(Signal):
                     return self._stale(state, code, result, masked)
                 self._remember(seen, write)
             if at >= 0:
-                self._news(state, result.pauses)
+                self._news(state)
                 return None
         if at >= 0:
             if polled:
@@ -788,16 +791,17 @@ class ResultStall(Signal):
                 # output in other words, read like one (neither), since the call was no
                 # search. (Tested here, where it would be stale: the first is news.)
                 return None
-            if result.pauses != state.paused and says_in_progress(result):
-                # "processing" again, asked after a pause since the last news: the job is
-                # still running and the agent waits for it; a poll, neither stale nor news.
+            if result.paused and says_in_progress(result):
+                # "processing" again, the session having paused since this call was last
+                # answered: the job is still running and the agent waits for it; a poll,
+                # neither stale nor news.
                 return None
             return self._stale(state, code, result, masked)
         excess = len(seen) - self._keep  # (_remember, inline: most results are news)
         if excess > 0:
             del seen[:excess]
         seen.extend(packed)
-        self._news(state, result.pauses)
+        self._news(state)
         return None
 
     def _remember(self, seen: bytearray, packed: bytes) -> None:
@@ -866,11 +870,9 @@ class ResultStall(Signal):
             self._steady_cache[tool] = cached
         return cached
 
-    def _news(self, state: Any, pauses: int) -> None:
+    def _news(self, state: Any) -> None:
         # Stores only where a value changes: a state field's store costs several times
         # the test, and most answers are news after news.
-        if state.paused != pauses:
-            state.paused = pauses
         if state.run:
             state.run = 0
         if state.mask:
