@@ -466,3 +466,8 @@ def test_a_computer_use_session_clicking_through_a_wizard_is_work() -> None:
                   ToolResult(session="r", tool="computer", call_id=f"t{n}",
                              result=[{"type": "image", "sha256": "same"}])]
     assert "alternating-tool-cycle" in signals(stuck)
+
+
+def test_a_command_line_under_a_windows_style_key_is_read() -> None:
+    facts = runner_facts({"CommandLine": "sleep 30 && az vmss list-instances -g rg -n vmss", "Blocking": True})
+    assert facts.wait and facts.action == "az"

@@ -723,3 +723,27 @@ def test_a_sessions_answers_do_not_depend_on_another_sessions() -> None:
     searched_first = [ToolCall(session="a", tool="Bash", args={"command": "grep -rn Error src"}),
                       ToolResult(session="a", tool="Bash", result=output)]
     assert alerts_of("b", searched_first + build_session("b")) == alone
+
+
+def test_the_places_a_sweep_reads_keep_their_answers_apart() -> None:
+    """One check per bucket, per host, per table: the same answer from each is that
+    place's answer. The same place asked again is the same answer."""
+    def sweep(tool: str, args: Callable[[int], dict[str, Any]], answer: Any) -> list[Any]:
+        return [e for i in range(12) for e in step(tool, args(i), answer)]
+
+    buckets = sweep("execute_command", lambda i: {
+        "command": f"aws s3api get-bucket-encryption --bucket acme-prod-{word(i)} --output json"},
+        '{"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}')
+    assert hits(buckets) == []
+    hosts = sweep("shell", lambda i: {"cmd": f'ssh api-{i:02d} "zgrep -h req_7f2c19 /var/log/app/*.log"'},
+                  "(no output)\n[exit code: 1]")
+    assert hits(hosts) == []
+    tables = sweep("run_sql", lambda i: {
+        "sql": f"select count(*) as null_rows from analytics.core.t_{word(i)} where customer_id is null"},
+        {"columns": ["NULL_ROWS"], "rows": [[0]], "row_count": 1})
+    assert hits(tables) == []
+    # one table asked again and again with other values: the same place
+    one_table = sweep("run_sql", lambda i: {
+        "sql": f"select count(*) from orders where customer_name = '{word(i)}'"},
+        {"columns": ["COUNT"], "rows": [[0]], "row_count": 1})
+    assert hits(one_table) != []

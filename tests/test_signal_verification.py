@@ -113,6 +113,13 @@ def test_identity_and_defaults() -> None:
         ("fs.read_file", "read"),
         ("srv__write_file", "write"),
         ("mcp/server:restart_pod", "write"),
+        # a service's name in front of the verb
+        ("jira_edit_issue", "write"),
+        ("github_create_pull_request", "write"),
+        ("stripe_list_charges", "resolve"),
+        ("hubspot_get_contact", "read"),
+        ("jira_issue", None),  # two words: no verb behind the service
+        ("get_jira_issue", "read"),  # the full name first
     ],
 )
 def test_default_classification(tool: str, kind: str | None) -> None:

@@ -654,6 +654,7 @@ _PROGRESS_WORDS = (
     r"pending\w*|queued|in[ _-]?progress|in[ _-]?queue|running|processing|provisioning"
     r"|creating|starting|initiali[sz]ing|deploying|building|waiting|scheduled"
     r"|authori[sz]ing|updating|progressing|not[ _-]?(?:yet[ _-]?)?ready"
+    r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery|awaiting\w*"
 )
 _IN_PROGRESS = re.compile(
     # a field's value ("status": "processing", State: RUNNING, {"s": "RUNNING"}) or a

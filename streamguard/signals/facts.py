@@ -44,6 +44,10 @@ Three more facts per call, all cheap and conservative in the same direction:
     joined first); ``conda run -n env``. Comment lines and shebangs run
     nothing and are skipped.
 
+The command line is read from the ``command``, ``cmd``, ``commands``, ``input`` or
+``shell_command`` argument (``CommandLine``, ``commandLine`` or ``command_line`` as some
+Windows and IDE runtimes send it).
+
 Shell heuristic for writes: any segment of the command line (split at ``&&``,
 ``||``, ``;``, ``|`` and newlines) that runs a program which changes files or
 the environment (``sed -i``, ``perl -i``, ``tee``, ``patch``, ``git apply`` and
@@ -105,7 +109,10 @@ COMPUTER_ACTIONS = frozenset({
 })
 """The ``action`` values of a computer-use tool's calls."""
 COMPUTER_READS = frozenset({"screenshot", "zoom", "cursor_position"})
-_COMMAND_KEYS = ("command", "cmd", "commands", "input", "shell_command")
+_COMMAND_KEYS = (
+    "command", "cmd", "commands", "input", "shell_command", "CommandLine", "commandLine",
+    "command_line",
+)
 _PATH_KEYS = ("path", "file_path", "file", "filename", "target")
 
 # Programs whose first non-flag argument is part of what they do.

@@ -43,13 +43,19 @@ What it catches
       like any answer;
     * the answer to a call that reads what it names is kept with those names
       (``read_names``: for a command runner, the paths, the URLs' scheme and
-      host and the places of cloud and cluster CLIs (``--region``,
-      ``--namespace``...) in the first ``TARGET_SPAN`` characters of its
-      command, ``cat a/Dockerfile``, ``curl https://eu.example.net/...``,
-      ``aws ec2 describe-instances --region eu-west-1``; else, or when the
-      command names none, its path-shaped arguments; never a search or a
-      write): eleven Dockerfiles of one shared template are eleven answers, and
-      so are twelve regions answering one version, or ``[]``; the same file read again
+      host, the places of cloud and cluster CLIs (``--region``,
+      ``--namespace``, ``--bucket``, ``--resource-group``...) and the host of an
+      ``ssh`` in the first ``TARGET_SPAN`` characters of its command, ``cat
+      a/Dockerfile``, ``curl https://eu.example.net/...``, ``aws ec2
+      describe-instances --region eu-west-1``, ``ssh api-03 "zgrep ..."``; the
+      tables a SQL query reads (``sql_tables``: its ``sql``, ``query`` or
+      ``statement`` argument, ``SELECT ... FROM t``), even through a tool named
+      as a search; else, or when the command names none, its path-shaped
+      arguments; never another search or a write): eleven Dockerfiles of one
+      shared template are eleven answers, and so are twelve regions answering
+      one version, or ``[]``, eighteen buckets answering one configuration,
+      twenty-two hosts whose logs do not hold a request id, and thirty tables
+      counting no null; the same file read again
       unchanged is the same answer, and so is one listing paged as ``?page=2``,
       ``?page=3``... (a URL's path and query are the page, not the place). A
       call that names nothing (SWE-agent's ``goto 24`` in a file shorter than
@@ -157,12 +163,12 @@ Known false positives
     nothing (a dead-code check over a dozen names), or for one term in a dozen
     places: a search that finds nothing is stale whatever it looked for and
     wherever, which is what makes reworded hunts for a missing symbol visible.
-    Likewise a sweep through a tool named as a search (``query*``, ``search*``,
-    ``list*``...: the verification classification's resolve tools) whose answers
-    are mostly "none": a count query per day answering ``[{"stuck": 0}]`` through
-    an MCP ``query`` tool is a search finding nothing, day after day. The same
-    sweep through a read (``get_*``, a shell's ``gcloud ... list``) is no stall
-    (``says_none``, above). The converse is a missed loop: an agent guessing
+    Likewise a sweep of one place with other parameters whose answers are
+    mostly "none": a count query per day on one table answering ``[{"stuck":
+    0}]`` through an MCP ``query`` tool (a search, by its name) looks exactly
+    like one page fetched again as ``?page=2, 3...``; the tables it reads are one.
+    The same sweep through a read (``get_*``, a shell's ``gcloud ... list``) is
+    no stall (``says_none``, above), nor is a count per table. The converse is a missed loop: an agent guessing
     values for a count query through a read tool, answered ``0`` each time,
     is not counted here (``near-duplicate-calls`` warns on the reworded calls).
     Exempt the tool, or raise the threshold for that agent. A stream whose
@@ -245,12 +251,36 @@ _TARGETS = re.compile(
     # crafted run of dots or letters is scanned once, not once from each position.
     r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s/'\"|;&)?#]+"
     r"|(?<![\w.@+=/-])/?[\w.@+-]+(?:/[\w.@+-]+)+"
-    # A cloud or cluster CLI's place: `aws ... --region eu-west-1`, `--namespace prod`.
+    # A cloud or cluster CLI's place: `aws ... --region eu-west-1`, `--namespace prod`,
+    # `--bucket logs`, `--resource-group rg-eu`.
     r"|(?<![\w-])--(?:region|zone|location|namespace|context|cluster|project|profile|host"
-    r"|hostname|server|endpoint-url|subscription|account)(?:=|[ \t]+)[^\s'\"|;&)]+"
+    r"|hostname|server|endpoint-url|subscription|account|bucket|resource-group)"
+    r"(?:=|[ \t]+)[^\s'\"|;&)]+"
+    # The machine a command runs on: `ssh api-03 "zgrep ..."`.
+    r"|(?<![\w-])ssh(?:[ \t]+-[\w]+)*[ \t]+[\w.@-]+"
 )
-"""A URL's scheme and host, a path with at least one slash, or a place flag and its
-value (``--region``, ``--namespace``...), in a command line."""
+"""A URL's scheme and host, a path with at least one slash, a place flag and its value
+(``--region``, ``--namespace``, ``--bucket``...), or the host of an ``ssh``, in a command
+line."""
+_SQL = re.compile(r"(?is)\s*(?:select|with)\b.*?\b(?:from|join)\s+([\w.$\"`\[\]]+)")
+"""A SQL query and the first table it reads (a count per table is that table's answer)."""
+_SQL_TABLES = re.compile(r"(?i)\b(?:from|join)\s+([\w.$\"`\[\]]+)")
+_SQL_KEYS = ("sql", "query", "statement", "q")
+
+
+def sql_tables(args: Any) -> str:
+    """The tables a SQL query in a call's arguments reads (its ``sql``, ``query``,
+    ``statement`` argument, when it opens with ``SELECT`` or ``WITH``): "" for none."""
+    if type(args) is not dict:
+        return ""
+    for key in _SQL_KEYS:
+        value = args.get(key)
+        if type(value) is str and value:
+            head = value[:TARGET_SPAN]
+            if _SQL.match(head) is None:
+                return ""
+            return "\0".join(_SQL_TABLES.findall(head))
+    return ""
 
 
 def read_names(call: CallView) -> str:
@@ -264,6 +294,9 @@ def read_names(call: CallView) -> str:
             targets = _TARGETS.findall(command[:TARGET_SPAN])
             if targets:
                 return "\0".join(targets)
+    tables = sql_tables(call.args)
+    if tables:
+        return tables
     paths = call.canonical.paths
     if not paths:
         return ""
@@ -586,7 +619,10 @@ class ResultStall(Signal):
         # What a read names (files, URLs): the same content read from another file is
         # that file's answer, not the first one's again (on_result). Kept per call key
         # for the last READS such calls, so the results of parallel reads find theirs.
-        if not call.write and not call.search:
+        if not call.write and (not call.search or sql_tables(call.args)):
+            # (A search's names are no place: nothing found in one more file is nothing
+            # found again. A SQL query's tables are, even through a tool named as a
+            # search: a count per table is that table's answer.)
             names = read_names(call)
             if names:
                 reads = state.reads
@@ -748,7 +784,7 @@ class ResultStall(Signal):
             payload = result.event.result
             if type(payload) is str and len(payload) <= TINY_ANSWER and _BARE_ANSWER.fullmatch(payload):
                 return None  # "200", "true", "OK": what it says is in the call; neither
-        if key and state.reads and not result.failed and not flags & FLAG_SEARCH:
+        if key and state.reads and not result.failed:
             # A read of what its call names: its answer is kept with those names, so eleven
             # files of one template are eleven answers, while the same file read again,
             # unchanged, is the same answer.
