@@ -256,16 +256,17 @@ _TARGETS = re.compile(
     r"|(?<![\w-])--(?:region|zone|location|namespace|context|cluster|project|profile|host"
     r"|hostname|server|endpoint-url|subscription|account|bucket|resource-group)"
     r"(?:=|[ \t]+)[^\s'\"|;&)]+"
-    # The machine a command runs on: `ssh api-03 "zgrep ..."`.
-    r"|(?<![\w-])ssh(?:[ \t]+-[\w]+)*[ \t]+[\w.@-]+"
 )
+_SSH_HOST = re.compile(r"(?<![\w-])ssh(?:[ \t]+-[\w]+)*[ \t]+[\w.@-]+")
+"""The machine a command runs on: ``ssh api-03 "zgrep ..."`` (searched for apart, only
+in a line that says ``ssh``: one more alternative in :data:`_TARGETS` is tried at every
+character of every command)."""
 """A URL's scheme and host, a path with at least one slash, a place flag and its value
 (``--region``, ``--namespace``, ``--bucket``...), or the host of an ``ssh``, in a command
 line."""
-_SQL = re.compile(r"(?is)\s*(?:select|with)\b.*?\b(?:from|join)\s+([\w.$\"`\[\]]+)")
-"""A SQL query and the first table it reads (a count per table is that table's answer)."""
 _SQL_TABLES = re.compile(r"(?i)\b(?:from|join)\s+([\w.$\"`\[\]]+)")
-_SQL_KEYS = ("sql", "query", "statement", "q")
+"""The tables a SQL query reads (a count per table is that table's answer)."""
+_SQL_KEYS = frozenset({"sql", "query", "statement", "q"})
 
 
 def sql_tables(args: Any) -> str:
@@ -273,11 +274,11 @@ def sql_tables(args: Any) -> str:
     ``statement`` argument, when it opens with ``SELECT`` or ``WITH``): "" for none."""
     if type(args) is not dict:
         return ""
-    for key in _SQL_KEYS:
-        value = args.get(key)
-        if type(value) is str and value:
+    for key, value in args.items():  # (a call has few arguments: cheaper than a get each)
+        if key in _SQL_KEYS and value and type(value) is str:
             head = value[:TARGET_SPAN]
-            if _SQL.match(head) is None:
+            verb = head.lstrip()[:7].lower()
+            if not (verb.startswith("select") or verb.startswith("with")):
                 return ""
             return "\0".join(_SQL_TABLES.findall(head))
     return ""
@@ -291,12 +292,16 @@ def read_names(call: CallView) -> str:
     if call.runner:
         command = command_text(call.args)
         if command:
-            targets = _TARGETS.findall(command[:TARGET_SPAN])
+            head = command[:TARGET_SPAN]
+            targets = _TARGETS.findall(head)
+            if head.find("ssh") >= 0:
+                targets += _SSH_HOST.findall(head)
             if targets:
                 return "\0".join(targets)
-    tables = sql_tables(call.args)
-    if tables:
-        return tables
+    else:
+        tables = sql_tables(call.args)
+        if tables:
+            return tables
     paths = call.canonical.paths
     if not paths:
         return ""
@@ -619,11 +624,11 @@ class ResultStall(Signal):
         # What a read names (files, URLs): the same content read from another file is
         # that file's answer, not the first one's again (on_result). Kept per call key
         # for the last READS such calls, so the results of parallel reads find theirs.
-        if not call.write and (not call.search or sql_tables(call.args)):
+        if not call.write:
             # (A search's names are no place: nothing found in one more file is nothing
             # found again. A SQL query's tables are, even through a tool named as a
             # search: a count per table is that table's answer.)
-            names = read_names(call)
+            names = sql_tables(call.args) if call.search else read_names(call)
             if names:
                 reads = state.reads
                 if len(reads) >= READS * 8:
