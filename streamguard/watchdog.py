@@ -86,6 +86,7 @@ from .signals.base import (
     previews,
 )
 from .signals.facts import (
+    FLAG_ASK,
     FLAG_RUNNER,
     FLAG_SEARCH,
     FLAG_SHELL,
@@ -455,6 +456,8 @@ class Watchdog:
                 flags |= FLAG_WAIT
             if facts.shell:
                 flags |= FLAG_SHELL
+            if facts.ask:
+                flags |= FLAG_ASK
             pending.append((call_id or "", intern(tool), key, flags, action))
         signals = state.signals
         plain = self._wait_call_plain if wait else self._call_plain

@@ -448,3 +448,20 @@ def test_the_answer_memory_survives_a_snapshot() -> None:
     index = [s.id for s in watchdog.signals].index(SIGNAL)
     assert restored.signals[index].answers == state.signals[index].answers
     assert all(0 <= v < 1 << 63 for v in state.signals[index].answers.values())
+
+
+def test_a_lap_that_asks_the_user_again_is_no_poll() -> None:
+    """read_file, then the same question to the user, lap after lap: the user's replies
+    differ ("staging", "staging like I said", "STAGING"), but a reply is no news of the
+    world, so the lap brings nothing new and trips."""
+    trace: list[Any] = []
+    for n, reply in enumerate(["staging", "staging like I said", "STAGING", "staging!!"]):
+        for i, (tool, args, answer) in enumerate((
+            ("read_file", {"path": "deploy/values-staging.yaml"}, "image:\n  tag: 1.9.0\n"),
+            ("ask_followup_question", {"question": "Which environment should I deploy to?"},
+             f"<answer>{reply}</answer>"),
+        )):
+            cid = f"c{n}{i}"
+            trace += [ToolCall(session="y", tool=tool, args=args, call_id=cid),
+                      ToolResult(session="y", tool=tool, call_id=cid, result=answer)]
+    assert _alerts(trace) == [SIGNAL]

@@ -65,7 +65,10 @@ Result-aware (``result_aware``, default on; not in the reference)
     a wait between laps, or Glue job runs asked again each minute while
     ``RUNNING``, are a poll. The same laps with no pause (``list_agents →
     check_agent`` "pending" as fast as the agent can ask), or over statuses
-    that say the work ended, trip as before.
+    that say the work ended, trip as before. A question to the user
+    (``FLAG_ASK``) is never the lap's moving answer: the user's reply in new
+    words ("staging", "staging like I said") is no news of the world, so
+    re-reading a file and re-asking an answered question, lap after lap, trips.
 
 Known false positives
     A polling loop written by hand as alternating calls whose answers do not
@@ -103,6 +106,7 @@ from .base import (
     note_answer,
     push_own_ring,
 )
+from .facts import FLAG_ASK
 
 SIGNAL_ID = "alternating-tool-cycle"
 MAX_PERIOD_LIMIT = 8
@@ -187,7 +191,9 @@ class AlternatingToolCycle(Signal):
         if not self.result_aware:
             if state.answers is not None:
                 state.answers = None  # kept by a result-aware policy: stale from here on
-        elif not (self.exempt and result.tool in self.exempt):
+        elif not (self.exempt and result.tool in self.exempt) and not result.call_flags & FLAG_ASK:
+            # (A question to the user is answered by the user: a reply in new words is
+            # no news of the world, so an ask is never the lap's moving answer.)
             # By the gist: a crash loop's "Restart Count: 15" after "14", or a clock in
             # the answer, is no news; a page further down or a bisection step is.
             # ("processing" again after a pause is news too: the job is still running and

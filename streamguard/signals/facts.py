@@ -88,9 +88,10 @@ DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
 """Tools whose name says they wait (``wait(seconds=120)``, ``wait_for_deployment``): a call
 of one is a wait, like ``sleep 60 && gh run view`` through a shell (``CallFacts.wait``)."""
 
-FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL = 1, 2, 4, 8, 16
+FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL, FLAG_ASK = 1, 2, 4, 8, 16, 32
 """Bits of a pending call's facts. ``FLAG_SHELL``: its only write is a change of the shell
-(``export``, ``cd``, ``source``...), with no file written (see :attr:`CallFacts.shell`)."""
+(``export``, ``cd``, ``source``...), with no file written (see :attr:`CallFacts.shell`).
+``FLAG_ASK``: the call asks the user (:attr:`CallFacts.ask`)."""
 
 _CACHE_MAX = 512
 MAX_SEGMENTS = 32
