@@ -497,7 +497,7 @@ class Watchdog:
             named = kind
             if named is None and self._classify is not None:
                 named = self._classify(tool)
-            facts = plain_facts(tool, named, self._waits(tool))
+            facts = plain_facts(tool, named, self._waits(tool), kind)
         cache = self._plain_facts
         if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
             cache.clear()

@@ -465,3 +465,19 @@ def test_a_lap_that_asks_the_user_again_is_no_poll() -> None:
             trace += [ToolCall(session="y", tool=tool, args=args, call_id=cid),
                       ToolResult(session="y", tool=tool, call_id=cid, result=answer)]
     assert _alerts(trace) == [SIGNAL]
+
+
+def test_a_tool_that_asks_a_codebase_is_no_question_to_the_user() -> None:
+    """ask_codebase answers with information: a lap whose ask_codebase answer moves is
+    still reading something new."""
+    trace: list[Any] = []
+    for n in range(4):
+        for i, (tool, args, answer) in enumerate((
+            ("read_file", {"path": "src/app.py"}, "def main(): ..."),
+            ("ask_codebase", {"question": "where is the retry policy?"},
+             f"see src/{('retry', 'policy', 'backoff', 'client')[n]}.py"),
+        )):
+            cid = f"c{n}{i}"
+            trace += [ToolCall(session="y", tool=tool, args=args, call_id=cid),
+                      ToolResult(session="y", tool=tool, call_id=cid, result=answer)]
+    assert _alerts(trace) == []

@@ -38,7 +38,6 @@ def view(result: Any = None, error: str | None = None) -> ResultView:
     "NAME      READY   STATUS              RESTARTS   AGE\nweb-1     0/1     ContainerCreating   0   9s",
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   0/1     Pending   0          41s",
     {"carrier": "FedEx", "status": "in_transit", "eta": "today"},
-    '{"state": "awaiting_approval"}',
 ])
 def test_statuses_of_work_under_way(answer: Any) -> None:
     assert says_in_progress(view(answer))

@@ -11,7 +11,14 @@ import pytest
 from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
-from streamguard.signals.result_stall import found_nothing, light_template, says_none, template
+from streamguard.signals.result_stall import (
+    _SSH_HOST,
+    found_nothing,
+    light_template,
+    says_none,
+    sql_tables,
+    template,
+)
 from streamguard.watchdog import Watchdog
 
 WARN = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
@@ -747,3 +754,45 @@ def test_the_places_a_sweep_reads_keep_their_answers_apart() -> None:
         "sql": f"select count(*) from orders where customer_name = '{word(i)}'"},
         {"columns": ["COUNT"], "rows": [[0]], "row_count": 1})
     assert hits(one_table) != []
+
+
+def test_a_hunt_over_guessed_tables_is_still_a_hunt() -> None:
+    """The tables a query reads are its place only when it found something there: an
+    error sent as output, or a search's "none", from one more guessed table is the hunt
+    going on."""
+    guesses = ["users", "user", "accounts", "customers", "members", "people", "profiles",
+               "app_users", "auth_users", "user_accounts", "clients", "logins"]
+    errors = [e for t in guesses for e in step(
+        "run_sql", {"sql": f"select id, email from {t} where email = 'x@acme.com'"},
+        f'Error: relation "{t}" does not exist')]
+    assert hits(errors) != []
+    none = [e for t in guesses for e in step(
+        "query", {"sql": f"select id from {t} where email = 'x@acme.com'"}, "(0 rows)")]
+    assert hits(none) != []
+
+
+@pytest.mark.parametrize(("args", "tables"), [
+    ({"sql": "SELECT count(*) FROM analytics.orders o JOIN customers c ON c.id = o.cid"},
+     "analytics.orders\0customers"),
+    ({"sql": "with recent as (select * from events) select count(*) from recent"}, "recent"),
+    ({"sql": "select extract(year from created_at) from orders"}, "orders"),
+    ({"sql": "select * from logs where message like '%login failed from 10.0.3.7%'"}, "logs"),
+    ({"query": "without sudo, install node from source"}, ""),
+    ({"query": "Selector from the menu"}, ""),
+    ({"q": "select * from t"}, ""),
+    ({"query": "status", "sql": "select 1 from dual"}, "dual"),
+])
+def test_sql_tables_are_the_tables_a_query_reads(args: dict[str, Any], tables: str) -> None:
+    assert sql_tables(args) == tables
+
+
+@pytest.mark.parametrize(("command", "host"), [
+    ('ssh api-03 "zgrep -h req /var/log/app.log"', "api-03"),
+    ("ssh -i key.pem -p 2222 deploy@web-3 'uptime'", "deploy@web-3"),
+    ("ssh -o StrictHostKeyChecking=no web-4 uptime", "web-4"),
+    ("cd /srv && ssh -A bastion 'ls'", "bastion"),
+    ("grep -c ssh auth.log", None),
+    ("journalctl -u ssh --since today", None),
+])
+def test_the_host_of_an_ssh_is_its_place(command: str, host: str | None) -> None:
+    assert _SSH_HOST.findall(command) == ([host] if host else [])

@@ -113,13 +113,12 @@ def test_identity_and_defaults() -> None:
         ("fs.read_file", "read"),
         ("srv__write_file", "write"),
         ("mcp/server:restart_pod", "write"),
-        # a service's name in front of the verb
-        ("jira_edit_issue", "write"),
-        ("github_create_pull_request", "write"),
-        ("stripe_list_charges", "resolve"),
-        ("hubspot_get_contact", "read"),
-        ("jira_issue", None),  # two words: no verb behind the service
-        ("get_jira_issue", "read"),  # the full name first
+        # a name no list matches is unknown, whatever word follows its first: a
+        # monitor or a check is no write because a write verb comes second
+        ("jira_edit_issue", None),
+        ("monitor_deploy_status", None),
+        ("post_deploy_check", None),
+        ("str_replace_editor", None),
     ],
 )
 def test_default_classification(tool: str, kind: str | None) -> None:

@@ -193,7 +193,7 @@ class CallView:
             if runner:
                 facts = runner_facts(args, is_code_tool(event.tool), kind)
             else:
-                facts = plain_facts(event.tool, kind, _default_waits(event.tool))
+                facts = plain_facts(event.tool, kind, _default_waits(event.tool), kind)
         self.runner = bool(runner)
         self.action = facts.action
         self.write = facts.write
@@ -654,7 +654,7 @@ _PROGRESS_WORDS = (
     r"pending\w*|queued|in[ _-]?progress|in[ _-]?queue|running|processing|provisioning"
     r"|creating|starting|initiali[sz]ing|deploying|building|waiting|scheduled"
     r"|authori[sz]ing|updating|progressing|not[ _-]?(?:yet[ _-]?)?ready"
-    r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery|awaiting\w*"
+    r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
 )
 _IN_PROGRESS = re.compile(
     # a field's value ("status": "processing", State: RUNNING, {"s": "RUNNING"}) or a

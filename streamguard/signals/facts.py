@@ -547,9 +547,22 @@ def shell_facts(text: str) -> CallFacts:
     return CallFacts(action or fallback, write, search, wait, shell_only)
 
 
-def plain_facts(tool: str, kind: str | None, wait: bool = False) -> CallFacts:
+ASK_TOOLS = re.compile(
+    r"(?:.*[._/:]|.*__)?(?:ask_?(?:the_?)?(?:user|human|followup|follow_up|operator)\w*"
+    r"|request_?user_?input\w*|\w*user_?input|prompt_?(?:the_?)?user\w*|human_?input\w*"
+    r"|get_?(?:user|human)_?(?:input|reply|response|confirmation)\w*)$",
+    re.IGNORECASE,
+)
+"""Tool names that put a question to a person (``ask_human``, ``ask_followup_question``,
+``request_user_input``, ``AskUser``): not ``ask*`` alone, which also names tools that
+ask a codebase or another agent, whose answers are information."""
+
+
+def plain_facts(
+    tool: str, kind: str | None, wait: bool = False, event_kind: str | None = None
+) -> CallFacts:
     """Facts of a call to a tool that is not a command runner (its kind decides; ``wait``:
-    its name says it waits, ``[waits] tools``)."""
-    return CallFacts(
-        tool, kind == "write", kind == "resolve", wait and kind != "write", ask=kind == "user_input"
-    )
+    its name says it waits, ``[waits] tools``; it asks the user when the event says
+    ``kind: "user_input"`` or its name is one of :data:`ASK_TOOLS`)."""
+    ask = event_kind == "user_input" or (event_kind is None and ASK_TOOLS.match(tool) is not None)
+    return CallFacts(tool, kind == "write", kind == "resolve", wait and kind != "write", ask=ask)

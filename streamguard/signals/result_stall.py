@@ -257,16 +257,22 @@ _TARGETS = re.compile(
     r"|hostname|server|endpoint-url|subscription|account|bucket|resource-group)"
     r"(?:=|[ \t]+)[^\s'\"|;&)]+"
 )
-_SSH_HOST = re.compile(r"(?<![\w-])ssh(?:[ \t]+-[\w]+)*[ \t]+[\w.@-]+")
-"""The machine a command runs on: ``ssh api-03 "zgrep ..."`` (searched for apart, only
-in a line that says ``ssh``: one more alternative in :data:`_TARGETS` is tried at every
-character of every command)."""
-"""A URL's scheme and host, a path with at least one slash, a place flag and its value
-(``--region``, ``--namespace``, ``--bucket``...), or the host of an ``ssh``, in a command
-line."""
+"""A URL's scheme and host, a path with at least one slash, or a place flag and its value
+(``--region``, ``--namespace``, ``--bucket``...), in a command line."""
+_SSH_HOST = re.compile(
+    # `ssh` as the command of a segment, its options (those that take a value skipped with
+    # it), then the host: `ssh -i key.pem -p 2222 deploy@web-3 "..."` is web-3's.
+    r"(?:^|[;&|(]\s*)ssh(?:[ \t]+-[46AaCfGgKkMNnqsTtVvXxYy]+"
+    r"|[ \t]+-[BbcDEeFIiJLlmOopQRSWw][ \t]*[^\s-][^\s]*)*[ \t]+([\w.@-]+)"
+)
+"""The machine a command runs on (searched for apart, only in a line that says ``ssh``:
+one more alternative in :data:`_TARGETS` would be tried at every character of every
+command)."""
+_SQL_START = re.compile(r"(?is)\s*(?:select\b|with\s+\w+\s+as\s*\()")
+_SQL_LITERAL = re.compile(r"'(?:[^']|'')*'")
 _SQL_TABLES = re.compile(r"(?i)\b(?:from|join)\s+([\w.$\"`\[\]]+)")
 """The tables a SQL query reads (a count per table is that table's answer)."""
-_SQL_KEYS = frozenset({"sql", "query", "statement", "q"})
+_SQL_KEYS = frozenset({"sql", "query", "statement"})
 
 
 def sql_tables(args: Any) -> str:
@@ -277,10 +283,16 @@ def sql_tables(args: Any) -> str:
     for key, value in args.items():  # (a call has few arguments: cheaper than a get each)
         if key in _SQL_KEYS and value and type(value) is str:
             head = value[:TARGET_SPAN]
-            verb = head.lstrip()[:7].lower()
-            if not (verb.startswith("select") or verb.startswith("with")):
-                return ""
-            return "\0".join(_SQL_TABLES.findall(head))
+            if _SQL_START.match(head) is None:
+                continue  # not SQL ("without sudo, install node from source")
+            # Literals out ('login failed from 10.0.3.7'), then the tables read outside
+            # any parenthesis (not `extract(year from created_at)` or a subquery's).
+            head = _SQL_LITERAL.sub("''", head)
+            tables = [
+                match.group(1) for match in _SQL_TABLES.finditer(head)
+                if head.count("(", 0, match.start()) == head.count(")", 0, match.start())
+            ]
+            return "\0".join(tables)
     return ""
 
 
@@ -289,6 +301,7 @@ def read_names(call: CallView) -> str:
     :data:`_TARGETS` finds in the head of its command line (paths, URLs' scheme and
     host, place flags), else (or when its command names none: an editor's ``view`` with
     a ``path``) its path-shaped arguments, in the order of their keys."""
+    command = None
     if call.runner:
         command = command_text(call.args)
         if command:
@@ -298,7 +311,7 @@ def read_names(call: CallView) -> str:
                 targets += _SSH_HOST.findall(head)
             if targets:
                 return "\0".join(targets)
-    else:
+    if not call.runner or command is None:  # (a runner's `execute_sql(sql=...)` too)
         tables = sql_tables(call.args)
         if tables:
             return tables
@@ -795,6 +808,14 @@ class ResultStall(Signal):
             # unchanged, is the same answer.
             reads = state.reads
             at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
+            if at >= 0 and (
+                # Not an error sent as output ('relation "t" does not exist' for the
+                # twelfth guessed table), nor a search's "none": one more place that does
+                # not have it is the hunt going on.
+                reports_failure(masked)
+                or (flags & FLAG_SEARCH and says_none(result.event.result, result.size))
+            ):
+                at = -1
             if at >= 0:
                 code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
         packed = code.to_bytes(_WIDTH, "little")

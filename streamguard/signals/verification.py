@@ -17,9 +17,7 @@ one. It reports the same three violations instead, each under its own id:
 wins; otherwise :meth:`VerificationConfig.classify` matches the tool name
 against the glob lists ``resolve_tools``, ``read_tools``, ``verify_tools``,
 ``write_tools`` and ``user_input_tools`` (case-insensitive; a namespaced name
-such as ``fs.read_file`` or ``srv__read_file`` is also tried by its last part, and a
-name no list matches that has a service's name in front of its verb, ``jira_edit_issue``,
-``stripe_list_charges``, without its first word).
+such as ``fs.read_file`` or ``srv__read_file`` is also tried by its last part).
 A name matched by several lists takes the first kind in the order user_input,
 verify, read, resolve, write: an ambiguous name is never taken for a write, so a
 classification doubt can cost a missed alert but never a false one. Unknown
@@ -214,12 +212,7 @@ class VerificationConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True,
             short = re.split(r"\.|/|:|__", tool.lower())[-1]
             if short and short != tool.lower():
                 kind = self._match(short)
-            if kind is None:
-                # A service's name in front of the verb (jira_edit_issue, github_create_pr,
-                # slack_post_message, stripe_list_charges): the name without it.
-                service, _, rest = short.partition("_")
-                if service and "_" in rest:
-                    kind = self._match(rest)
+
         if len(cache) >= _CACHE_MAX:  # bounded: tool names come from untrusted input
             cache.clear()
         cache[tool] = kind
