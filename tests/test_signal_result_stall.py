@@ -796,3 +796,19 @@ def test_sql_tables_are_the_tables_a_query_reads(args: dict[str, Any], tables: s
 ])
 def test_the_host_of_an_ssh_is_its_place(command: str, host: str | None) -> None:
     assert _SSH_HOST.findall(command) == ([host] if host else [])
+
+
+def test_the_thing_a_named_read_names_keeps_its_answer_apart() -> None:
+    """One balance per account code, one state per entity: the same answer from each is
+    that one's. The same account read again is the same answer."""
+    accounts = [e for i in range(14) for e in step(
+        "xero_get_account_balance", {"account_code": str(801 + i), "date": "2025-11-30"},
+        {"balance": "0.00", "currency": "NZD", "as_at": "2025-11-30"})]
+    assert hits(accounts) == []
+    entities = [e for i in range(14) for e in step(
+        "homeassistant__get_state", {"entity_id": f"light.room_{word(i)}"}, "off")]
+    assert hits(entities) == []
+    again = [e for i in range(14) for e in step(
+        "xero_get_account_balance", {"account_code": "805", "date": f"2025-11-{10 + i}"},
+        {"balance": "0.00", "currency": "NZD", "as_at": "2025-11-30"})]
+    assert hits(again) != []

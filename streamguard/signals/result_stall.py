@@ -225,12 +225,17 @@ TINY_ANSWER = 16
 """Longest bare answer (a number, ``true``, ``OK``: :data:`_BARE_ANSWER`), in characters,
 that is neither stale nor news unless it answers a search."""
 _BARE_ANSWER = re.compile(
-    r"\s*(?:-?[0-9][0-9.]*|true|false|ok|yes|no|null|none|success|done)\s*", re.IGNORECASE
+    r"\s*(?:-?[0-9][0-9.]*|true|false|ok|yes|no|null|none|success|done"
+    r"|on|off|open|closed|locked|unlocked|enabled|disabled)\s*",
+    re.IGNORECASE,
 )
 NONE_ANSWER = 64
 """Longest answer (characters of text, bytes of a structured payload) read for whether it
 says "none" (:func:`says_none`)."""
 _ZERO_COUNT = re.compile(r"[A-Za-z (),.:=-]*(?<![0-9.])0(?![0-9.])[A-Za-z (),.:=%-]*")
+FAILURE_HEAD = 256
+"""Bytes at the start of an answer's template read for a failure it reports, where a
+place's answer is kept apart (an error sent as output says so first)."""
 CHECKS = 8
 """Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
 
@@ -317,11 +322,39 @@ def read_names(call: CallView) -> str:
             return tables
     paths = call.canonical.paths
     if not paths:
-        return ""
+        return _ids(call.args) if not call.runner else ""
     if len(paths) == 1:
         for value in paths.values():
             return value
     return "\0".join(paths[name] for name in sorted(paths))
+
+
+_ID_KEY = re.compile(r"(?:^|_)(?:id|code|key|number|entity)$|(?:Id|ID|Code|Key|Number)$", re.IGNORECASE)
+"""Arguments that name the thing a call reads (``account_code``, ``entity_id``,
+``issueKey``, ``order_number``)."""
+
+
+_ID_KEYS: dict[str, bool] = {}  # argument name -> whether it names an id (bounded)
+
+
+def _ids(args: Any) -> str:
+    """The identifiers a named tool's call reads by (:data:`_ID_KEY`, short scalar
+    values), in the order of their keys; "" for none."""
+    if type(args) is not dict or len(args) > 8:
+        return ""
+    found = ""
+    for key, value in args.items():
+        is_id = _ID_KEYS.get(key)
+        if is_id is None:
+            if type(key) is not str:
+                continue
+            is_id = _ID_KEY.search(key) is not None
+            if len(_ID_KEYS) >= 1024:  # bounded: argument names come from untrusted input
+                _ID_KEYS.clear()
+            _ID_KEYS[key] = is_id
+        if is_id and ((type(value) is str and 0 < len(value) <= 64) or type(value) is int):
+            found = f"{found}\0{key}={value}" if found else f"{key}={value}"
+    return found
 
 
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
@@ -808,15 +841,14 @@ class ResultStall(Signal):
             # unchanged, is the same answer.
             reads = state.reads
             at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
-            if at >= 0 and (
+            if at >= 0 and not (
                 # Not an error sent as output ('relation "t" does not exist' for the
-                # twelfth guessed table), nor a search's "none": one more place that does
-                # not have it is the hunt going on.
-                reports_failure(masked)
+                # twelfth guessed table: read where such errors say so, at the start),
+                # nor a search's "none": one more place that does not have it is the hunt
+                # going on.
+                reports_failure(masked[:FAILURE_HEAD])
                 or (flags & FLAG_SEARCH and says_none(result.event.result, result.size))
             ):
-                at = -1
-            if at >= 0:
                 code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
         packed = code.to_bytes(_WIDTH, "little")
         seen = state.seen
