@@ -481,3 +481,32 @@ def test_a_tool_that_asks_a_codebase_is_no_question_to_the_user() -> None:
             trace += [ToolCall(session="y", tool=tool, args=args, call_id=cid),
                       ToolResult(session="y", tool=tool, call_id=cid, result=answer)]
     assert _alerts(trace) == []
+
+
+def test_a_lap_that_re_sends_one_write_moves_its_reads_itself() -> None:
+    """The same comment posted again, the comment list read between: the list grows
+    because of the posts, so its moving answer is no news and the lap trips. A lap whose
+    one step scrolls (a computer-use action, no named write) and reads a new screen is
+    paging, as before."""
+    trace: list[Any] = []
+    for n in range(4):
+        for i, (tool, args, answer) in enumerate((
+            ("bitbucket_post_comment", {"pr_id": 3391, "content": "Race on the idempotency key"},
+             {"id": 551202 + 3 * n, "warning": "line 61 not in diff"}),
+            ("bitbucket_list_comments", {"pr_id": 3391},
+             {"values": [{"id": 551202 + 3 * k} for k in range(n + 1)]}),
+        )):
+            cid = f"c{n}{i}"
+            trace += [ToolCall(session="y", tool=tool, args=args, call_id=cid),
+                      ToolResult(session="y", tool=tool, call_id=cid, result=answer)]
+    assert _alerts(trace) == [SIGNAL]
+    paging: list[Any] = []
+    for n in range(5):
+        for i, (args, answer) in enumerate((
+            ({"action": "scroll", "scroll_direction": "down"}, "scrolled"),
+            ({"action": "screenshot"}, [{"type": "image", "sha256": PAGES[n]}]),
+        )):
+            cid = f"p{n}{i}"
+            paging += [ToolCall(session="y", tool="computer", args=args, call_id=cid),
+                       ToolResult(session="y", tool="computer", call_id=cid, result=answer)]
+    assert _alerts(paging) == []

@@ -231,16 +231,16 @@ def test_a_slow_tool_is_no_pause() -> None:
 
 
 def test_new_calls_answering_a_status_already_held_are_no_poll() -> None:
-    """One wait, then guessed ids all answering "pending" as fast as they come: no call
-    was answered before, so none was waited for; result-stall counts them stale."""
+    """One wait, then reworded lookups all answering "pending" as fast as they come: no
+    call was answered before, so none was waited for; result-stall counts them stale."""
     stall_only = QUIET + "[signals.alternating-tool-cycle]\nenabled = false\n"
     trace: list[Any] = [TurnStart(session="p"),
-                        ToolCall(session="p", tool="get_order", args={"id": "A-0"}, call_id="a"),
+                        ToolCall(session="p", tool="get_order", args={"q": "order A-0"}, call_id="a"),
                         ToolResult(session="p", tool="get_order", call_id="a", result='{"status": "pending"}'),
                         ToolCall(session="p", tool="wait", args={"seconds": 30}, call_id="w"),
                         ToolResult(session="p", tool="wait", call_id="w", result="waited")]
     for n in range(1, 14):
-        trace += [ToolCall(session="p", tool="get_order", args={"id": f"A-{n}"}, call_id=f"c{n}"),
+        trace += [ToolCall(session="p", tool="get_order", args={"q": f"order A-{n}"}, call_id=f"c{n}"),
                   ToolResult(session="p", tool="get_order", call_id=f"c{n}", result='{"status": "pending"}')]
     assert ("result-stall", "critical") in loop_alerts(trace, stall_only)
 

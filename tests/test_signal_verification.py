@@ -119,6 +119,12 @@ def test_identity_and_defaults() -> None:
         ("monitor_deploy_status", None),
         ("post_deploy_check", None),
         ("str_replace_editor", None),
+        # messages and comments sent
+        ("bitbucket_post_comment", "write"),
+        ("slack.chat_postMessage", "write"),
+        ("github__add_issue_comment", "write"),
+        ("send_email", "write"),
+        ("postgres_query", None),
     ],
 )
 def test_default_classification(tool: str, kind: str | None) -> None:

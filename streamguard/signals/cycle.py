@@ -69,6 +69,10 @@ Result-aware (``result_aware``, default on; not in the reference)
     (``FLAG_ASK``) is never the lap's moving answer: the user's reply in new
     words ("staging", "staging like I said") is no news of the world, so
     re-reading a file and re-asking an answered question, lap after lap, trips.
+    Nor does a lap that re-sends one named write as it was (``writes``: the
+    same comment posted again, the same message sent) count its reads' moving
+    answers: the comment list grows because of the posts themselves. A
+    computer-use scroll is no named write, so scroll → screenshot stays paging.
 
 Known false positives
     A polling loop written by hand as alternating calls whose answers do not
@@ -153,6 +157,9 @@ class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=T
     """Tool names of the most recent calls, oldest first (at most ``max_period``)."""
     ring: list[int] | None = None
     """Own key history, used only when the policy exempts tools."""
+    writes: tuple[int, ...] = ()
+    """Keys of the recent calls that wrote through a named write tool (at most
+    ``max_period``): a lap that re-sends one of them moves its other answers itself."""
     answers: dict[int, int] | None = None
     """Recent calls' answers (``note_answer``): call key -> (last gist, 32 bits) << 8 |
     times it changed, with a bit for "that answer was new"; at most ``ANSWERS_KEPT`` calls,
@@ -219,6 +226,8 @@ class AlternatingToolCycle(Signal):
         names.append(intern(call.tool))  # shared, not one copy per session
         if len(names) > self.max_period:
             del names[0]
+        if call.write and not call.runner and key not in state.writes:
+            state.writes = (*state.writes[1 - self.max_period :], key)
 
         for period, span in self._spans:
             if span > available:
@@ -232,8 +241,14 @@ class AlternatingToolCycle(Signal):
             pattern = smallest_rotation(block)
             if pattern == state.pattern:
                 return None
-            if self.result_aware and state.answers and any(
-                answer_just_changed(state, k) for k in set(block)
+            if (
+                self.result_aware
+                and state.answers
+                # A lap that re-sends one write as it was (the same comment posted again,
+                # the same message sent) moves what it reads back by itself: the comment
+                # list grows because of the posts. No poll; the lap trips.
+                and not (state.writes and any(k in state.writes for k in block))
+                and any(answer_just_changed(state, k) for k in set(block))
             ):
                 # A lap whose answers move (a page further down, a bisection step):
                 # paging or polling, not a loop. Left unlatched, so a lap that stops
