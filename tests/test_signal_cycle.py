@@ -450,36 +450,38 @@ def test_the_answer_memory_survives_a_snapshot() -> None:
     assert all(0 <= v < 1 << 63 for v in state.signals[index].answers.values())
 
 
+def call_laps(laps: list[list[tuple[str, Any, Any]]]) -> list[Any]:
+    """Each lap's (tool, args, answer) steps as calls and their results."""
+    trace: list[Any] = []
+    for n, lap in enumerate(laps):
+        for i, (tool, args, answer) in enumerate(lap):
+            cid = f"c{n}{i}"
+            trace += [ToolCall(session="y", tool=tool, args=args, call_id=cid),
+                      ToolResult(session="y", tool=tool, call_id=cid, result=answer)]
+    return trace
+
+
 def test_a_lap_that_asks_the_user_again_is_no_poll() -> None:
     """read_file, then the same question to the user, lap after lap: the user's replies
     differ ("staging", "staging like I said", "STAGING"), but a reply is no news of the
     world, so the lap brings nothing new and trips."""
-    trace: list[Any] = []
-    for n, reply in enumerate(["staging", "staging like I said", "STAGING", "staging!!"]):
-        for i, (tool, args, answer) in enumerate((
-            ("read_file", {"path": "deploy/values-staging.yaml"}, "image:\n  tag: 1.9.0\n"),
-            ("ask_followup_question", {"question": "Which environment should I deploy to?"},
-             f"<answer>{reply}</answer>"),
-        )):
-            cid = f"c{n}{i}"
-            trace += [ToolCall(session="y", tool=tool, args=args, call_id=cid),
-                      ToolResult(session="y", tool=tool, call_id=cid, result=answer)]
+    trace = call_laps([
+        [("read_file", {"path": "deploy/values-staging.yaml"}, "image:\n  tag: 1.9.0\n"),
+         ("ask_followup_question", {"question": "Which environment should I deploy to?"},
+          f"<answer>{reply}</answer>")]
+        for reply in ["staging", "staging like I said", "STAGING", "staging!!"]
+    ])
     assert _alerts(trace) == [SIGNAL]
 
 
 def test_a_tool_that_asks_a_codebase_is_no_question_to_the_user() -> None:
     """ask_codebase answers with information: a lap whose ask_codebase answer moves is
     still reading something new."""
-    trace: list[Any] = []
-    for n in range(4):
-        for i, (tool, args, answer) in enumerate((
-            ("read_file", {"path": "src/app.py"}, "def main(): ..."),
-            ("ask_codebase", {"question": "where is the retry policy?"},
-             f"see src/{('retry', 'policy', 'backoff', 'client')[n]}.py"),
-        )):
-            cid = f"c{n}{i}"
-            trace += [ToolCall(session="y", tool=tool, args=args, call_id=cid),
-                      ToolResult(session="y", tool=tool, call_id=cid, result=answer)]
+    trace = call_laps([
+        [("read_file", {"path": "src/app.py"}, "def main(): ..."),
+         ("ask_codebase", {"question": "where is the retry policy?"}, f"see src/{where}.py")]
+        for where in ("retry", "policy", "backoff", "client")
+    ])
     assert _alerts(trace) == []
 
 
@@ -488,25 +490,17 @@ def test_a_lap_that_re_sends_one_write_moves_its_reads_itself() -> None:
     because of the posts, so its moving answer is no news and the lap trips. A lap whose
     one step scrolls (a computer-use action, no named write) and reads a new screen is
     paging, as before."""
-    trace: list[Any] = []
-    for n in range(4):
-        for i, (tool, args, answer) in enumerate((
-            ("bitbucket_post_comment", {"pr_id": 3391, "content": "Race on the idempotency key"},
-             {"id": 551202 + 3 * n, "warning": "line 61 not in diff"}),
-            ("bitbucket_list_comments", {"pr_id": 3391},
-             {"values": [{"id": 551202 + 3 * k} for k in range(n + 1)]}),
-        )):
-            cid = f"c{n}{i}"
-            trace += [ToolCall(session="y", tool=tool, args=args, call_id=cid),
-                      ToolResult(session="y", tool=tool, call_id=cid, result=answer)]
+    trace = call_laps([
+        [("bitbucket_post_comment", {"pr_id": 3391, "content": "Race on the idempotency key"},
+          {"id": 551202 + 3 * n, "warning": "line 61 not in diff"}),
+         ("bitbucket_list_comments", {"pr_id": 3391},
+          {"values": [{"id": 551202 + 3 * k} for k in range(n + 1)]})]
+        for n in range(4)
+    ])
     assert _alerts(trace) == [SIGNAL]
-    paging: list[Any] = []
-    for n in range(5):
-        for i, (args, answer) in enumerate((
-            ({"action": "scroll", "scroll_direction": "down"}, "scrolled"),
-            ({"action": "screenshot"}, [{"type": "image", "sha256": PAGES[n]}]),
-        )):
-            cid = f"p{n}{i}"
-            paging += [ToolCall(session="y", tool="computer", args=args, call_id=cid),
-                       ToolResult(session="y", tool="computer", call_id=cid, result=answer)]
+    paging = call_laps([
+        [("computer", {"action": "scroll", "scroll_direction": "down"}, "scrolled"),
+         ("computer", {"action": "screenshot"}, [{"type": "image", "sha256": page}])]
+        for page in PAGES[:5]
+    ])
     assert _alerts(paging) == []
