@@ -504,3 +504,14 @@ def test_a_lap_that_re_sends_one_write_moves_its_reads_itself() -> None:
         for page in PAGES[:5]
     ])
     assert _alerts(paging) == []
+
+
+def test_a_write_answered_alike_every_lap_leaves_its_reads_to_count() -> None:
+    """A keystroke sent to a pager, a heartbeat: the write answers alike every lap, so
+    the lap's new screen or new task is news, as before."""
+    pager = call_laps([
+        [("send_message", {"to": "pager", "text": "Space"}, "sent"),
+         ("read_output", {}, f"--- page {page} ---")]
+        for page in PAGES[:5]
+    ])
+    assert _alerts(pager) == []

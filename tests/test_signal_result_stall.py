@@ -13,6 +13,7 @@ from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.result_stall import (
     _SSH_HOST,
+    _ids,
     found_nothing,
     light_template,
     says_none,
@@ -812,3 +813,23 @@ def test_the_thing_a_named_read_names_keeps_its_answer_apart() -> None:
         "xero_get_account_balance", {"account_code": "805", "date": f"2025-11-{10 + i}"},
         {"balance": "0.00", "currency": "NZD", "as_at": "2025-11-30"})]
     assert hits(again) != []
+
+
+@pytest.mark.parametrize("answer", [
+    '{"error": "Order not found"}', {"detail": "Not found."}, "Order not found.", "404 Not Found",
+    {"status": 404, "body": "missing"},
+])
+def test_guessed_ids_answering_not_found_are_a_hunt(answer: Any) -> None:
+    trace = [e for i in range(14) for e in step("get_order", {"order_id": f"ORD-{1000 + i}"}, answer)]
+    assert hits(trace) != []
+
+
+def test_ids_are_names_that_say_so() -> None:
+    assert _ids({"account_code": "801", "date": "2025-11-30"}) == "account_code=801"
+    assert _ids({"entityId": "light.kitchen"}) == "entityId=light.kitchen"
+    assert _ids({"b_id": 2, "a_id": 1}) == _ids({"a_id": 1, "b_id": 2}) == "a_id=1\0b_id=2"
+    for key in ("paid", "grid", "hotkey", "valid", "page_number", "pageNumber", "request_id",
+                "idempotency_key", "x" * 65 + "_id"):
+        assert _ids({key: "v"}) == "", key
+    assert _ids({"order_id": 10**5000}) == ""  # too large for an id; no exception
+    assert _ids({f"k{i}_id": i for i in range(9)}) == ""  # more than a read names

@@ -125,6 +125,13 @@ def test_identity_and_defaults() -> None:
         ("github__add_issue_comment", "write"),
         ("send_email", "write"),
         ("postgres_query", None),
+        # tools that read, whatever verb they open with
+        ("send_request", None),
+        ("submit_query", None),
+        ("sender_info", None),
+        ("reply_count", None),
+        ("sendgrid__get_stats", "read"),
+        ("submit_and_wait", None),
     ],
 )
 def test_default_classification(tool: str, kind: str | None) -> None:

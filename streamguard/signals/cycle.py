@@ -71,8 +71,11 @@ Result-aware (``result_aware``, default on; not in the reference)
     re-reading a file and re-asking an answered question, lap after lap, trips.
     Nor does a lap that re-sends one named write as it was (``writes``: the
     same comment posted again, the same message sent) count its reads' moving
-    answers: the comment list grows because of the posts themselves. A
-    computer-use scroll is no named write, so scroll → screenshot stays paging.
+    answers when that write's own answer moves too (a new comment id each
+    time: it created a new thing): the comment list grows because of the posts
+    themselves. A write answered alike every time (a keystroke sent to a pager,
+    a heartbeat) leaves its lap's reads to count, and a computer-use scroll is no
+    named write, so scroll → screenshot stays paging.
 
 Known false positives
     A polling loop written by hand as alternating calls whose answers do not
@@ -83,7 +86,9 @@ Known false positives
     tools or switch the signal off in the policy. Answers whose moving numbers
     are the news itself (two metrics queried in turn while an error rate
     falls, sent as JSON text) read as unchanged, since the gist takes every
-    digit out.
+    digit out. A lap that re-posts one message whose answer carries a new id
+    each time, while what it reads moves for another reason (a status page that
+    updates), trips on the re-sent write.
 
 The signal keeps no history of its own: it reads the session's shared ring
 (``CallView.history``) and only remembers how many of its entries belong to it
@@ -244,10 +249,15 @@ class AlternatingToolCycle(Signal):
             if (
                 self.result_aware
                 and state.answers
-                # A lap that re-sends one write as it was (the same comment posted again,
-                # the same message sent) moves what it reads back by itself: the comment
-                # list grows because of the posts. No poll; the lap trips.
-                and not (state.writes and any(k in state.writes for k in block))
+                # A lap that re-sends one write as it was, creating a new thing each time
+                # (the same comment posted again under a new id, the same message sent),
+                # moves what it reads back by itself: the comment list grows because of
+                # the posts. No poll; the lap trips. (A keystroke sent to a pager, a
+                # heartbeat, answer alike every time: their laps' reads still count.)
+                and not (
+                    state.writes
+                    and any(k in state.writes and answer_just_changed(state, k) for k in block)
+                )
                 and any(answer_just_changed(state, k) for k in set(block))
             ):
                 # A lap whose answers move (a page further down, a bisection step):

@@ -51,7 +51,11 @@ What it catches
       tables a SQL query reads (``sql_tables``: its ``sql``, ``query`` or
       ``statement`` argument, ``SELECT ... FROM t``), even through a tool named
       as a search; else, or when the command names none, its path-shaped
-      arguments; never another search or a write): eleven Dockerfiles of one
+      arguments, else a named tool's identifier arguments (``account_code``,
+      ``entity_id``, ``issueKey``: ``_ids``); never another search or a write;
+      and not when the answer reports an error or that the place is not there,
+      ``says_missing``, since one more guessed id or table without it is the
+      hunt going on): eleven Dockerfiles of one
       shared template are eleven answers, and so are twelve regions answering
       one version, or ``[]``, eighteen buckets answering one configuration,
       twenty-two hosts whose logs do not hold a request id, and thirty tables
@@ -103,8 +107,9 @@ What it catches
       paused since the same call was last answered (a wait, the user's message,
       ``[waits] pause_seconds`` of quiet: ``ResultView.paused``), is a poll's:
       neither. Four exports polled in turn between waits are waiting; the same
-      statuses asked with no pause, a status never asked before, or "failed"
-      asked again, are stale as before.
+      statuses asked with no pause, a status never asked before (unless its
+      call names a place of its own, above), or "failed" asked again, are stale
+      as before.
 
 Interleaved stalls: 9 stale of the last 12 (``window_threshold`` of ``window``)
     An agent hunting for something that is not there often does a little real
@@ -234,8 +239,37 @@ NONE_ANSWER = 64
 says "none" (:func:`says_none`)."""
 _ZERO_COUNT = re.compile(r"[A-Za-z (),.:=-]*(?<![0-9.])0(?![0-9.])[A-Za-z (),.:=%-]*")
 FAILURE_HEAD = 256
-"""Bytes at the start of an answer's template read for a failure it reports, where a
-place's answer is kept apart (an error sent as output says so first)."""
+"""Characters at the start of an answer read for a failure or an absence it reports,
+where a place's answer is kept apart (an error sent as output says so first)."""
+_MISSING = re.compile(
+    # The place itself is not there (a guessed table, order or route), not "no results"
+    # in a place that is: a scan of a host that finds nothing has answered.
+    r"not found|no such|does(?: not|n't) exist|not exist|\b404\b|\berror|\bfail|invalid"
+    r"|unknown|traceback"
+)
+_MISSING_FIELDS = ("detail", "message", "msg", "title", "status", "reason")
+
+
+def says_missing(payload: Any) -> bool:
+    """Whether an answer reports an error or an absence as output: its first
+    :data:`FAILURE_HEAD` characters (``Error: relation "t" does not exist``, ``404 Not
+    Found``), or a JSON object's ``error``/``errors`` field, or its ``detail``,
+    ``message``, ``status``... saying so (``{"detail": "Not found."}``, ``{"status":
+    404}``)."""
+    if type(payload) is str:
+        return _MISSING.search(payload[:FAILURE_HEAD].lower()) is not None
+    if type(payload) is not dict:
+        return False
+    if payload.get("error") or payload.get("errors"):
+        return True
+    for name in _MISSING_FIELDS:
+        value = payload.get(name)
+        if type(value) is str:
+            if _MISSING.search(value[:FAILURE_HEAD].lower()) is not None:
+                return True
+        elif type(value) is int and 400 <= value < 600:
+            return True
+    return False
 CHECKS = 8
 """Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
 
@@ -329,9 +363,17 @@ def read_names(call: CallView) -> str:
     return "\0".join(paths[name] for name in sorted(paths))
 
 
-_ID_KEY = re.compile(r"(?:^|_)(?:id|code|key|number|entity)$|(?:Id|ID|Code|Key|Number)$", re.IGNORECASE)
+_ID_KEY = re.compile(
+    r"(?:^|_)(?:[Ii][Dd]|[Cc]ode|[Kk]ey|[Nn]umber|[Ee]ntity)$|[a-z0-9](?:Id|ID|Code|Key|Number)$"
+)
 """Arguments that name the thing a call reads (``account_code``, ``entity_id``,
-``issueKey``, ``order_number``)."""
+``issueKey``, ``order_number``): not ``paid``, ``grid``, ``hotkey``."""
+_NOT_ID_KEY = re.compile(
+    r"(?i)(?:page|line|request|trace|span|idempotency|nonce|offset|cursor|correlation|session)"
+)
+"""Arguments named like ids that name no thing read: a page, a line, a request's own id."""
+_ID_KEY_LIMIT = 64
+_INT64 = 1 << 63
 
 
 _ID_KEYS: dict[str, bool] = {}  # argument name -> whether it names an id (bounded)
@@ -342,19 +384,28 @@ def _ids(args: Any) -> str:
     values), in the order of their keys; "" for none."""
     if type(args) is not dict or len(args) > 8:
         return ""
-    found = ""
+    found: list[str] | None = None
     for key, value in args.items():
         is_id = _ID_KEYS.get(key)
         if is_id is None:
-            if type(key) is not str:
-                continue
-            is_id = _ID_KEY.search(key) is not None
+            if type(key) is not str or len(key) > _ID_KEY_LIMIT:
+                continue  # (a long name is no id's, and is not cached)
+            is_id = _ID_KEY.search(key) is not None and _NOT_ID_KEY.match(key) is None
             if len(_ID_KEYS) >= 1024:  # bounded: argument names come from untrusted input
                 _ID_KEYS.clear()
             _ID_KEYS[key] = is_id
-        if is_id and ((type(value) is str and 0 < len(value) <= 64) or type(value) is int):
-            found = f"{found}\0{key}={value}" if found else f"{key}={value}"
-    return found
+        if is_id and (
+            (type(value) is str and 0 < len(value) <= 64)
+            or (type(value) is int and -_INT64 <= value < _INT64)
+        ):
+            if found is None:
+                found = []
+            found.append(f"{key}={value}")
+    if found is None:
+        return ""
+    if len(found) > 1:
+        found.sort()  # (argument order is no part of the place)
+    return "\0".join(found)
 
 
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
@@ -842,11 +893,11 @@ class ResultStall(Signal):
             reads = state.reads
             at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
             if at >= 0 and not (
-                # Not an error sent as output ('relation "t" does not exist' for the
-                # twelfth guessed table: read where such errors say so, at the start),
-                # nor a search's "none": one more place that does not have it is the hunt
-                # going on.
-                reports_failure(masked[:FAILURE_HEAD])
+                # Not an error or a "not found" sent as output ('relation "t" does not
+                # exist' for the twelfth guessed table, {"error": "Order not found"} for the
+                # twelfth guessed id), nor a search's "none": one more place that does not
+                # have it is the hunt going on.
+                says_missing(result.event.result)
                 or (flags & FLAG_SEARCH and says_none(result.event.result, result.size))
             ):
                 code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))

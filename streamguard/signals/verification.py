@@ -148,10 +148,12 @@ DEFAULT_WRITE_TOOLS = (
     "write*", "edit*", "create*", "update*", "delete*", "remove*", "rm", "mv", "move*",
     "rename*", "patch*", "apply*", "set_*", "put*", "restart*", "start*", "stop*", "kill*",
     "reboot*", "scale*", "deploy*", "install*", "uninstall*", "enable*", "disable*",
-    # Messages and comments sent: each lands somewhere (a channel, a pull request).
-    # (Not post* alone: post_deploy_check, postgres_query.)
-    "post_comment*", "post_message*", "send*", "publish*", "submit*", "reply*",
-    "add_*comment*", "*_post_comment", "*_postmessage", "*_send_message",
+    # Messages and comments sent: each lands somewhere (a channel, a pull request). Named
+    # whole (not post*, send*, submit* alone: post_deploy_check, send_request, submit_query
+    # read).
+    "post_comment*", "post_message*", "send_message*", "send_email*", "send_mail*",
+    "send_sms*", "send_notification*", "reply_to_*", "add_*comment*", "*_post_comment",
+    "*_postmessage", "*_send_message",
     # The editors of the common coding harnesses whose names open with another word:
     # Claude Code's MultiEdit and NotebookEdit, Cline's replace_in_file, Gemini CLI's
     # replace, insert/append/overwrite tools, and any *_edit.
