@@ -241,12 +241,9 @@ _ZERO_COUNT = re.compile(r"[A-Za-z (),.:=-]*(?<![0-9.])0(?![0-9.])[A-Za-z (),.:=
 FAILURE_HEAD = 256
 """Characters at the start of an answer read for a failure or an absence it reports,
 where a place's answer is kept apart (an error sent as output says so first)."""
-_MISSING = re.compile(
-    # The place itself is not there (a guessed table, order or route), not "no results"
-    # in a place that is: a scan of a host that finds nothing has answered.
-    r"not found|no such|does(?: not|n't) exist|not exist|\b404\b|\berror|\bfail|invalid"
-    r"|unknown|traceback"
-)
+_MISSING_WORDS = ("not found", "no such", "not exist", "n't exist", "404", "invalid", "unknown")
+"""The place itself is not there (a guessed table, order or route): not "no results" in a
+place that is, since a scan of a host that finds nothing has answered."""
 _MISSING_FIELDS = ("detail", "message", "msg", "title", "status", "reason")
 
 
@@ -257,7 +254,7 @@ def says_missing(payload: Any) -> bool:
     ``message``, ``status``... saying so (``{"detail": "Not found."}``, ``{"status":
     404}``)."""
     if type(payload) is str:
-        return _MISSING.search(payload[:FAILURE_HEAD].lower()) is not None
+        return _missing_text(payload)
     if type(payload) is not dict:
         return False
     if payload.get("error") or payload.get("errors"):
@@ -265,11 +262,22 @@ def says_missing(payload: Any) -> bool:
     for name in _MISSING_FIELDS:
         value = payload.get(name)
         if type(value) is str:
-            if _MISSING.search(value[:FAILURE_HEAD].lower()) is not None:
+            if _missing_text(value):
                 return True
         elif type(value) is int and 400 <= value < 600:
             return True
     return False
+
+
+def _missing_text(text: str) -> bool:
+    """A text's head reports an absence or an error (C-level scans; the pattern of
+    :func:`reports_failure` only where one of its words is there)."""
+    head = text[:FAILURE_HEAD]
+    low = head.lower()
+    for word in _MISSING_WORDS:
+        if low.find(word) >= 0:
+            return True
+    return reports_failure(head.encode("utf-8", "surrogatepass"))
 CHECKS = 8
 """Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
 
