@@ -159,3 +159,23 @@ def test_a_model_switch_to_an_unlisted_model_forgets_the_previous_window():
     d.usage(model="deepseek-chat", input_tokens=125_000)
     f = d.result("read", result_bytes=3 * 2_000)
     assert f.detail["window"] == 128_000 and f.detail["window_assumed"] is True
+
+
+def test_a_screenshot_is_counted_as_an_image_not_as_its_base64():
+    """A full-page screenshot of 600 KB of base64 is about 1,600 tokens to the model:
+    counted by its bytes it cut a browser agent's turn at its first screenshot."""
+    from streamguard.signals.context_budget import IMAGE_TOKENS
+
+    screenshot = [{"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                               "data": "A" * 600_000}},
+                  {"type": "text", "text": "Screenshot of https://example.test/"}]
+    d = driver()
+    d.usage(model="claude-sonnet-4-5", input_tokens=20_000, context_window=200_000)
+    assert d.result("browser_take_screenshot", result=screenshot) is None
+    # the text beside the image as text (its strings), the image as IMAGE_TOKENS
+    assert d.state.pending_bytes == len("text") + len("Screenshot of https://example.test/") \
+        + IMAGE_TOKENS * 3
+    # the same bytes as text are text
+    d2 = driver()
+    d2.usage(model="claude-sonnet-4-5", input_tokens=20_000, context_window=200_000)
+    assert d2.result("read_file", result=[{"type": "text", "text": "A" * 600_000}]).signal == "context-budget"

@@ -37,6 +37,15 @@ Severity and scope
     halt, needs no reset and does not count toward the three-cut-turn
     escalation.
 
+Images
+    An image block in a structured result (``{"type": "image", "source": {"data":
+    <base64>}}``: a computer-use or browser screenshot) is counted as
+    ``IMAGE_TOKENS`` (1,600), the most a vendor charges for one image, not as the
+    bytes of its base64: a full-page screenshot of 900 KB is about 1,600 tokens to
+    the model, not 300,000, and counting its bytes cut a browser agent's turn at its
+    first screenshot. A runtime that sends only ``result_bytes`` for such a result
+    is still counted by its bytes (nothing says it held an image).
+
 Known false positives
     Payload bytes over-estimate tokens for prose-heavy results, so the cut can
     come slightly early there; that is the intended direction of error.
@@ -52,6 +61,49 @@ from msgspec import Meta, Struct, field, structs
 
 from ..events import Usage
 from .base import Finding, ResultView, Signal, SignalConfig
+
+IMAGE_TOKENS = 1_600
+"""Tokens an image block in a tool result is counted as: the most a vendor charges for
+one image at its largest accepted size (about 1.15 megapixels: width × height / 750),
+whatever the bytes of its base64."""
+IMAGE_CHECK_BYTES = 16_384
+"""Results larger than this are walked for image blocks (smaller ones hold no image
+worth telling apart)."""
+_IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
+_WALK_NODES = 256
+
+
+def sized_without_images(payload: Any, bytes_per_token: int, size: int) -> int:
+    """A structured result's size with each image block (``{"type": "image", ...}``, as
+    computer-use and browser tools return screenshots) counted as :data:`IMAGE_TOKENS`
+    rather than its bytes; ``size`` itself when it holds none, or when the walk would
+    pass :data:`_WALK_NODES` containers (a large structure is counted by its bytes)."""
+    images = 0
+    text = 0  # the strings outside the images: what the model reads as text
+    stack = [payload]
+    nodes = 0
+    while stack:
+        node = stack.pop()
+        nodes += 1
+        if nodes > _WALK_NODES:
+            return size
+        if type(node) is dict:
+            if node.get("type") in _IMAGE_TYPES:
+                images += 1
+                continue
+            items: Any = node.values()
+        else:
+            items = node
+        for value in items:
+            kind = type(value)
+            if kind is str:
+                text += len(value)
+            elif kind is dict or kind is list:
+                stack.append(value)
+    if not images:
+        return size
+    return min(size, text + images * IMAGE_TOKENS * bytes_per_token)
+
 
 PRESSURE = "context-pressure"
 CUT = "context-budget"
@@ -207,9 +259,14 @@ class ContextBudget(Signal):
         return None
 
     def on_result(self, state: ContextBudgetState, result: ResultView) -> Finding | None:
-        if result.size <= 0:
+        size = result.size
+        if size <= 0:
             return None
-        state.pending_bytes += result.size
+        if size > IMAGE_CHECK_BYTES and type(result.event.result) in (list, dict):
+            # A screenshot's base64 is no text the model reads: an image costs what its
+            # pixels cost (IMAGE_TOKENS), not its bytes.
+            size = sized_without_images(result.event.result, self.bytes_per_token, size)
+        state.pending_bytes += size
         if state.cut_latched:
             return None
         window = state.window or self.config.assumed_window
