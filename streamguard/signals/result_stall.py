@@ -241,7 +241,7 @@ _ZERO_COUNT = re.compile(r"[A-Za-z (),.:=-]*(?<![0-9.])0(?![0-9.])[A-Za-z (),.:=
 FAILURE_HEAD = 256
 """Characters at the start of an answer read for a failure or an absence it reports,
 where a place's answer is kept apart (an error sent as output says so first)."""
-_MISSING_WORDS = ("not found", "no such", "not exist", "n't exist", "404", "invalid", "unknown")
+_MISSING_WORDS = re.compile("not found|no such|not exist|n't exist|404|invalid|unknown")
 """The place itself is not there (a guessed table, order or route): not "no results" in a
 place that is, since a scan of a host that finds nothing has answered."""
 _MISSING_FIELDS = ("detail", "message", "msg", "title", "status", "reason")
@@ -273,10 +273,8 @@ def _missing_text(text: str) -> bool:
     """A text's head reports an absence or an error (C-level scans; the pattern of
     :func:`reports_failure` only where one of its words is there)."""
     head = text[:FAILURE_HEAD]
-    low = head.lower()
-    for word in _MISSING_WORDS:
-        if low.find(word) >= 0:
-            return True
+    if _MISSING_WORDS.search(head.lower()) is not None:
+        return True
     return reports_failure(head.encode("utf-8", "surrogatepass"))
 CHECKS = 8
 """Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
@@ -325,9 +323,9 @@ _SQL_KEYS = frozenset({"sql", "query", "statement"})
 def sql_tables(args: Any) -> str:
     """The tables a SQL query in a call's arguments reads (its ``sql``, ``query``,
     ``statement`` argument, when it opens with ``SELECT`` or ``WITH``): "" for none."""
-    if type(args) is not dict:
+    if type(args) is not dict or _SQL_KEYS.isdisjoint(args):  # (one C-level test first)
         return ""
-    for key, value in args.items():  # (a call has few arguments: cheaper than a get each)
+    for key, value in args.items():
         if key in _SQL_KEYS and value and type(value) is str:
             head = value[:TARGET_SPAN]
             if _SQL_START.match(head) is None:
@@ -384,36 +382,40 @@ _ID_KEY_LIMIT = 64
 _INT64 = 1 << 63
 
 
-_ID_KEYS: dict[str, bool] = {}  # argument name -> whether it names an id (bounded)
+_ID_NAMES: dict[tuple[Any, ...], tuple[str, ...]] = {}
+"""Argument names of a call -> those that name ids (bounded; the calls of one tool share
+their names, so a call's names are read once)."""
+
+
+def _is_id_key(key: Any) -> bool:
+    return (
+        type(key) is str and len(key) <= _ID_KEY_LIMIT
+        and _ID_KEY.search(key) is not None and _NOT_ID_KEY.match(key) is None
+    )
 
 
 def _ids(args: Any) -> str:
     """The identifiers a named tool's call reads by (:data:`_ID_KEY`, short scalar
-    values), in the order of their keys; "" for none."""
+    values), in the order of their names; "" for none."""
     if type(args) is not dict or len(args) > 8:
         return ""
-    found: list[str] | None = None
-    for key, value in args.items():
-        is_id = _ID_KEYS.get(key)
-        if is_id is None:
-            if type(key) is not str or len(key) > _ID_KEY_LIMIT:
-                continue  # (a long name is no id's, and is not cached)
-            is_id = _ID_KEY.search(key) is not None and _NOT_ID_KEY.match(key) is None
-            if len(_ID_KEYS) >= 1024:  # bounded: argument names come from untrusted input
-                _ID_KEYS.clear()
-            _ID_KEYS[key] = is_id
-        if is_id and (
-            (type(value) is str and 0 < len(value) <= 64)
-            or (type(value) is int and -_INT64 <= value < _INT64)
+    keys = tuple(args)
+    names = _ID_NAMES.get(keys)
+    if names is None:
+        names = tuple(sorted(key for key in keys if _is_id_key(key)))
+        if all(type(key) is str and len(key) <= _ID_KEY_LIMIT for key in keys):
+            # (cached only for short names: a long one would pin its bytes)
+            if len(_ID_NAMES) >= 1024:  # bounded: argument names come from untrusted input
+                _ID_NAMES.clear()
+            _ID_NAMES[keys] = names
+    found = ""
+    for key in names:
+        value = args[key]
+        if (type(value) is str and 0 < len(value) <= 64) or (
+            type(value) is int and -_INT64 <= value < _INT64
         ):
-            if found is None:
-                found = []
-            found.append(f"{key}={value}")
-    if found is None:
-        return ""
-    if len(found) > 1:
-        found.sort()  # (argument order is no part of the place)
-    return "\0".join(found)
+            found = f"{found}\0{key}={value}" if found else f"{key}={value}"
+    return found
 
 
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
