@@ -16,7 +16,7 @@ from streamguard.signals.result_stall import (
     _ids,
     found_nothing,
     light_template,
-    says_none,
+    says_bare_value,
     sql_tables,
     template,
 )
@@ -640,7 +640,7 @@ def test_a_browser_agent_typing_a_form_is_writing() -> None:
 
 
 
-@pytest.mark.parametrize(("answer", "none"), [
+@pytest.mark.parametrize(("answer", "bare"), [
     ("Listed 0 items.", True), ("(0 rows)", True), ("0 results", True), ("count: 0", True),
     ('[{"stuck": 0}]', True), ({"count": 0, "exists": False}, True), ([], True),
     ({"items": [], "total": 0}, True), ("[]", True),
@@ -650,9 +650,9 @@ def test_a_browser_agent_typing_a_form_is_writing() -> None:
     ({"rows": [], "elapsed_ms": 9}, False), ({"hits": 3, "misses": 1}, False),
     ("No resources found in /srv/0", False), ('{"count": 0' + " " * 80 + "}", False),
 ])
-def test_says_none_reads_a_bare_value_or_a_zero_count_in_other_words(answer: Any, none: bool) -> None:
+def test_a_bare_value_or_a_zero_count_in_other_words(answer: Any, bare: bool) -> None:
     size = len(answer) if isinstance(answer, str) else len(json.dumps(answer))
-    assert says_none(answer, size) is none
+    assert says_bare_value(answer, size) is bare
 
 
 def test_a_sweep_of_reads_answering_none_is_no_stall() -> None:

@@ -155,9 +155,9 @@ class CallView:
     command runner, what the call does (the program and sub-command for a runner,
     empty when that cannot be read; the tool name otherwise), and whether it
     changes something, looks something up, waits on purpose, writes only by
-    changing the shell, or asks the agent's user. The watchdog computes them once per call from the policy; a
-    view built without them (a signal tested alone) derives them with the default
-    command-runner list. ``args`` are the call's arguments as the contract reads
+    changing the shell, or asks the agent's user. The watchdog computes them once
+    per call from the policy; a view built without them (a signal tested alone)
+    derives them with the default command-runner list. ``args`` are the call's arguments as the contract reads
     them: a string holding a JSON object is that object.
 
     A view is valid for the duration of the hook it is passed to: the watchdog refills
@@ -517,9 +517,9 @@ def field_default(cls: type[SignalConfig], name: str) -> Any:
 
 
 ANSWERS_KEPT = 16
+"""Calls whose last answer a result-aware loop detector remembers (:func:`note_answer`)."""
 ANSWERED_KEPT = 16
 """Calls whose pause count at their last answer the watchdog keeps (``ResultView.paused``)."""
-"""Calls whose last answer a result-aware loop detector remembers (:func:`note_answer`)."""
 CHANGES_FOR_PAGING = 2
 """Changes of a call's answer that make it paging or polling rather than a loop."""
 
@@ -622,7 +622,7 @@ GIST_TEXT_LIMIT = 2048
 """Characters of a text answer (or error) that its gist reads (:func:`answer_gist`)."""
 EMPTY_GIST = 0x454D5054
 """The gist of an empty or unknown answer: every one says the same (nothing)."""
-ANSWER_WAS_NEW = 1 << 40
+_ANSWER_WAS_NEW = 1 << 40
 """The bit of a value of :func:`note_answer` that says its call's latest answer was new."""
 
 
@@ -725,15 +725,15 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     A value packs, lowest bits first: how often the answer changed (8 bits, capped at
     255), the last answer (32 bits), whether that answer was new (1 bit: unlike both
     answers before it, so a call whose answers alternate, a test failing one way, then
-    the other, then the first again, is not news), the low 16 bits of the answer
-    before it. 57 bits in all: a snapshot stores it as one integer. By the gist, an
-    answer that says the work is still under way (:func:`says_in_progress`), the same
-    again after a pause (``ResultView.paused``), counts as new: a poll waiting for a job
-    is no loop. Exact (``gist``
+    the other, then the first again, is not news) and the low 16 bits of the answer
+    before it. 57 bits in all: a snapshot stores it as one integer. Exact (``gist``
     false, as ``dominant-tool-call`` compares): the answer is the outcome, and unknown
     and failed results are no evidence of a changing answer and are not noted. By
     :func:`answer_gist` (``alternating-tool-cycle``): digits taken out, and an empty
     answer or a failure is an answer too, so a page that stops coming back ends the change.
+    By the gist, an answer that says the work is still under way
+    (:func:`says_in_progress`), the same again after a pause (``ResultView.paused``),
+    counts as new: a poll waiting for a job is no loop.
     Shared by the result-aware loop detectors: a loop's claim is that its calls' answers
     do not change.
     """
@@ -760,11 +760,11 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
         if gist and result.paused and says_in_progress(result):
             # "processing" again, asked after a pause: the job is still running and the
             # agent waits for it, which is a poll's answer, as a moving one is.
-            answers[key] = packed | ANSWER_WAS_NEW
+            answers[key] = packed | _ANSWER_WAS_NEW
         else:
-            answers[key] = packed & ~ANSWER_WAS_NEW  # the same again: not news
+            answers[key] = packed & ~_ANSWER_WAS_NEW  # the same again: not news
         return
-    new = ANSWER_WAS_NEW if packed >> 41 != outcome & 0xFFFF else 0
+    new = _ANSWER_WAS_NEW if packed >> 41 != outcome & 0xFFFF else 0
     answers[key] = (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
 
 
@@ -783,7 +783,7 @@ def answer_just_changed(state: Any, key: int) -> bool:
     if not answers:
         return False
     packed = answers.get(key)
-    return packed is not None and bool(packed & ANSWER_WAS_NEW)
+    return packed is not None and bool(packed & _ANSWER_WAS_NEW)
 
 
 def push_own_ring(state: Any, key: int, size: int) -> list[int]:

@@ -59,7 +59,7 @@ Result-aware (``result_aware``, default on; not in the reference)
     a crash-looping pod among them, are caught as before.
 
     A call whose answer says the work is still under way, the same again
-    after the session paused (``says_in_progress``, ``ResultView.pauses``: a
+    after the session paused (``says_in_progress``, ``ResultView.paused``: a
     wait, the user's message or ``[waits] pause_seconds`` of quiet), counts as
     a moving answer (``note_answer``): exports polled one after the other with
     a wait between laps, or Glue job runs asked again each minute while
@@ -136,6 +136,21 @@ def _repeats(history: list[int], period: int, span: int) -> bool:
     """Whether the last ``span`` keys are copies of the last ``period`` keys."""
     # Shifting the stretch by one period must give the stretch back.
     return history[-span:-period] == history[period - span :]
+
+
+def _lap_moves(state: Any, block: list[int]) -> bool:
+    """Whether a lap brought something new: one of its calls' answers moved, and no
+    named write of it was re-sent making a new thing (the same comment posted again
+    under a new id moves the comment list read beside it by itself; a write answered
+    alike every time, a keystroke to a pager or a heartbeat, leaves the reads to count)."""
+    moved = False
+    writes = state.writes
+    for key in set(block):
+        if answer_just_changed(state, key):
+            if writes and key in writes:
+                return False
+            moved = True
+    return moved
 
 
 class AlternatingToolCycleConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -246,20 +261,7 @@ class AlternatingToolCycle(Signal):
             pattern = smallest_rotation(block)
             if pattern == state.pattern:
                 return None
-            if (
-                self.result_aware
-                and state.answers
-                # A lap that re-sends one write as it was, creating a new thing each time
-                # (the same comment posted again under a new id, the same message sent),
-                # moves what it reads back by itself: the comment list grows because of
-                # the posts. No poll; the lap trips. (A keystroke sent to a pager, a
-                # heartbeat, answer alike every time: their laps' reads still count.)
-                and not (
-                    state.writes
-                    and any(k in state.writes and answer_just_changed(state, k) for k in block)
-                )
-                and any(answer_just_changed(state, k) for k in set(block))
-            ):
+            if self.result_aware and state.answers and _lap_moves(state, block):
                 # A lap whose answers move (a page further down, a bisection step):
                 # paging or polling, not a loop. Left unlatched, so a lap that stops
                 # moving is judged again.

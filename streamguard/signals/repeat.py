@@ -83,15 +83,16 @@ Results (``result_aware``, default on; off is the reference behaviour)
       like. They get the polling warning after ``polling_warn_after`` calls,
       failing or not (the failure signals do not read waits), even a tool in
       ``polling_tools`` when its answer never changed (a ``wait_for_approval``
-      denied again and again has nothing else to report it), never a halt (under ``result_aware =
-      false``, the reference rule, they count like any call).
+      denied again and again has nothing else to report it), never a halt
+      (under ``result_aware = false``, the reference rule, they count like any
+      call).
     * *A status still under way, asked after a pause*: the same answer for the
       fourth time that says the work it reports on has not ended
       (``says_in_progress``: ``"status": "pending_payment"``, ``State: RUNNING``)
       when the session paused since the call was last answered (a wait, its
-      user's message, or ``[waits] pause_seconds`` of quiet: ``ResultView.paused``) is a
-      poll like a wait's: the polling warning after ``polling_warn_after`` calls,
-      never a halt. A booking polled every sixteen seconds while its payment
+      user's message, or ``[waits] pause_seconds`` of quiet:
+      ``ResultView.paused``) is a poll like a wait's: the polling warning after
+      ``polling_warn_after`` calls, never a halt. A booking polled every sixteen seconds while its payment
       authorises, or a refund checked again each time the customer asks, is
       waiting. The same status asked as fast as the agent can ask (the
       ``list_agents → check_agent`` "pending" loop), or a status that says the

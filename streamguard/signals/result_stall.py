@@ -72,7 +72,7 @@ What it catches
     * an empty result is stale only for a search (nothing found, again); an
       empty result of any other call (``mv``, ``mkdir``) is neither stale nor
       news, so a tidy-up of eleven silent moves does not count, and nor is an
-      answer that says "none" in other words (``says_none``: ``Listed 0
+      answer that says "none" in other words (``says_bare_value``: ``Listed 0
       items.``, ``(0 rows)``, ``[{"stuck": 0}]``, ``[]``, at most 64
       characters): a sweep of sixteen regions listing no stray machine, or of
       days counting no stuck payment, through calls that are no search; a silent write
@@ -173,9 +173,10 @@ Known false positives
     0}]`` through an MCP ``query`` tool (a search, by its name) looks exactly
     like one page fetched again as ``?page=2, 3...``; the tables it reads are one.
     The same sweep through a read (``get_*``, a shell's ``gcloud ... list``) is
-    no stall (``says_none``, above), nor is a count per table. The converse is a missed loop: an agent guessing
-    values for a count query through a read tool, answered ``0`` each time,
-    is not counted here (``near-duplicate-calls`` warns on the reworded calls).
+    no stall (``says_bare_value``, above), nor is a count per table. The
+    converse is a missed loop: an agent guessing values for a count query
+    through a read tool, answered ``0`` each time, is not counted here
+    (``near-duplicate-calls`` warns on the reworded calls).
     Exempt the tool, or raise the threshold for that agent. A stream whose
     results carry no text gives this signal nothing to read.
 """
@@ -236,7 +237,7 @@ _BARE_ANSWER = re.compile(
 )
 NONE_ANSWER = 64
 """Longest answer (characters of text, bytes of a structured payload) read for whether it
-says "none" (:func:`says_none`)."""
+says "none" (:func:`says_bare_value`)."""
 _ZERO_COUNT = re.compile(r"[A-Za-z (),.:=-]*(?<![0-9.])0(?![0-9.])[A-Za-z (),.:=%-]*")
 FAILURE_HEAD = 256
 """Characters at the start of an answer read for a failure or an absence it reports,
@@ -519,7 +520,7 @@ def _bare_leaves(value: Any, found: list[int], depth: int = 0) -> bool:
     return False
 
 
-def says_none(payload: Any, size: int) -> bool:
+def says_bare_value(payload: Any, size: int) -> bool:
     """Whether a successful answer says no more than a bare value: a small JSON value
     with no text in it (``[]``, ``[{"stuck": 0}]``, ``{"saved": true}``: a bare number or
     ``true`` in JSON's clothing), or a short sentence whose one number is a zero
@@ -908,7 +909,7 @@ class ResultStall(Signal):
                 # twelfth guessed id), nor a search's "none": one more place that does not
                 # have it is the hunt going on.
                 says_missing(result.event.result)
-                or (flags & FLAG_SEARCH and says_none(result.event.result, result.size))
+                or (flags & FLAG_SEARCH and says_bare_value(result.event.result, result.size))
             ):
                 code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
         packed = code.to_bytes(_WIDTH, "little")
@@ -940,7 +941,7 @@ class ResultStall(Signal):
                 not flags & (FLAG_SEARCH | FLAG_WRITE)
                 and not result.failed
                 and result.size <= NONE_ANSWER
-                and says_none(result.event.result, result.size)
+                and says_bare_value(result.event.result, result.size)
             ):
                 # "Listed 0 items.", [{"stuck": 0}] for one more day or region: an empty
                 # output in other words, read like one (neither), since the call was no

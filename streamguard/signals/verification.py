@@ -218,7 +218,6 @@ class VerificationConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True,
             short = re.split(r"\.|/|:|__", tool.lower())[-1]
             if short and short != tool.lower():
                 kind = self._match(short)
-
         if len(cache) >= _CACHE_MAX:  # bounded: tool names come from untrusted input
             cache.clear()
         cache[tool] = kind
