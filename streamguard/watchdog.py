@@ -77,6 +77,10 @@ from .signals.base import (
     ANSWERED_KEPT,
     HALT_IGNORED,
     NO_OP_OUTCOME,
+    WAITED,
+    WAITS_SHIFT,
+    WRITES_SHIFT,
+    WROTE,
     CallView,
     Finding,
     ResultView,
@@ -87,11 +91,13 @@ from .signals.base import (
 )
 from .signals.facts import (
     FLAG_ASK,
+    FLAG_LONG_POLL,
     FLAG_RUNNER,
     FLAG_SEARCH,
     FLAG_SHELL,
     FLAG_WAIT,
     FLAG_WRITE,
+    LONG_POLL_KEYS,
     CallFacts,
     CommandRunners,
     ToolGlobs,
@@ -161,7 +167,9 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     last_ts: float | None = None
     # Pauses so far: quiet gaps of [waits] pause_seconds between two events, calls that
     # wait, and the user's messages. A status that says the work is still under way,
-    # asked again after a pause, is a poll (signals/base.py, says_in_progress).
+    # asked again after a pause, is a poll (signals/base.py, says_in_progress). The bits
+    # from WAITS_SHIFT up count the deliberate waits among them (a wait call, a long poll
+    # that waited): after one, an answer that says nothing of an end is a poll's too.
     pauses: int = 0
     # The pause count at the last answer of each of the last ANSWERED_KEPT calls (by key):
     # whether the session paused since a call was last answered (ResultView.paused).
@@ -344,17 +352,22 @@ class Watchdog:
         """Apply one agent event; return the outputs it caused (often none)."""
         state.applied += 1
         kind = type(event)
+        quiet = False
         if ts is not None:
             last = state.last_ts
             # The quiet before the agent's next step (not a tool's own time to answer: a
             # status that takes 12 s to come back, asked again at once, is no pause).
-            if last is not None and ts - last >= self._pause_seconds and kind is not ToolResult:
-                state.pauses += 1  # the session went quiet: a poll's pause (see SessionState)
+            if last is not None and ts - last >= self._pause_seconds:
+                if kind is not ToolResult:
+                    state.pauses += 1  # the session went quiet: a poll's pause (see SessionState)
+                else:
+                    quiet = True  # a pause only for a call that asked the tool to wait (_result)
             state.last_ts = ts
         ctx = self._ctx  # reused: processing is strictly one event at a time
         ctx.state = state
         ctx.event = event
         ctx.outputs = None
+        ctx.quiet = quiet
         turn = event.turn
         if turn is not None and turn != state.turn_id and kind is not TurnStart:
             if state.turn_id is not None:
@@ -444,7 +457,9 @@ class Watchdog:
             if len(history) > self.history_len:
                 del history[0]
         else:
-            state.pauses += 1  # a wait is a pause, whatever the clock says
+            state.pauses += WAITED  # a wait is a pause, whatever the clock says
+        if write:
+            state.pauses += WROTE  # (no pause: marks that a later same answer may be its own)
         if self._need_pairing:
             pending = state.pending
             if len(pending) >= MAX_PENDING:
@@ -458,6 +473,8 @@ class Watchdog:
                 flags |= FLAG_SHELL
             if facts.ask:
                 flags |= FLAG_ASK
+            if type(args) is dict and not wait and not LONG_POLL_KEYS.isdisjoint(args):
+                flags |= FLAG_LONG_POLL
             pending.append((call_id or "", intern(tool), key, flags, action))
         signals = state.signals
         plain = self._wait_call_plain if wait else self._call_plain
@@ -570,6 +587,10 @@ class Watchdog:
             view.call_flags = flags = paired[3]
             view.action = paired[4]
             wait = flags & FLAG_WAIT != 0
+            if ctx.quiet and flags & FLAG_LONG_POLL:
+                # The call asked the tool to wait (a long poll: `wait_seconds=30`) and it
+                # did: a wait, as a `sleep 30` before an instant status would be.
+                state.pauses += WAITED
             # Whether the session paused since this call was last answered: the pause
             # count at each of the last ANSWERED_KEPT calls' answers, oldest first.
             pauses = state.pauses
@@ -578,11 +599,16 @@ class Watchdog:
             answered[key] = pauses
             if len(answered) > ANSWERED_KEPT:
                 del answered[next(iter(answered))]
-            view.paused = before is not None and before != pauses
+            if before is None:
+                view.paused = view.waited = False
+            else:
+                view.paused = before != pauses
+                delta = pauses - before  # waited_between, inline: this runs on every result
+                view.waited = delta >> WRITES_SHIFT == 0 and delta >> WAITS_SHIFT != 0
         else:
             view.call_key = view.call_flags = 0
             view.action = tool
-            view.paused = False
+            view.paused = view.waited = False
         view.event = event
         view.tool = tool
         view.call_id = event.call_id
@@ -940,12 +966,14 @@ class Watchdog:
 class _Ctx:
     """Per-event emission context: builds outputs with deterministic ids."""
 
-    __slots__ = ("event", "outputs", "state")
+    __slots__ = ("event", "outputs", "quiet", "state")
 
     def __init__(self, state: SessionState, event: Any) -> None:
         self.state = state
         self.event = event
         self.outputs: list[Output] | None = None
+        # The event came after [waits] pause_seconds of quiet (read for a result only).
+        self.quiet = False
 
     def emit(self, cls: type[Output], **fields: Any) -> None:
         state = self.state

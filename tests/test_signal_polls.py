@@ -16,7 +16,15 @@ from hypothesis import strategies as st
 from streamguard.engine import Engine
 from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
-from streamguard.signals.base import ResultView, says_in_progress
+from streamguard.signals.base import (
+    WAITS_SHIFT,
+    WRITES_SHIFT,
+    ResultView,
+    poll_answer,
+    says_bare_value,
+    says_in_progress,
+    waited_between,
+)
 
 QUIET = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 LOOP_SIGNALS = ("repeated-tool-call", "alternating-tool-cycle", "result-stall")
@@ -76,7 +84,7 @@ def test_a_failure_is_never_work_under_way() -> None:
 def test_any_payload_is_read_without_raising_and_once(payload: Any) -> None:
     result = view(payload)
     first = says_in_progress(result)
-    assert result.progress in (1, 2)
+    assert result.progress in (1, 2, 3)
     assert says_in_progress(result) is first
 
 
@@ -197,10 +205,11 @@ def test_the_pause_count_is_session_state_and_survives_a_snapshot() -> None:
                   ToolCall(session="p", tool="read", args={}, ts=20.0),
                   ToolCall(session="p", tool="read", args={"a": 1}, ts=21.0)):
         engine.process(event)
-    assert engine.sessions["p"].pauses == 3  # the user's message, the wait, 18 s of quiet
+    # the user's message, the wait, 18 s of quiet; one of them a deliberate wait
+    assert engine.sessions["p"].pauses == 3 + (1 << WAITS_SHIFT)
     data = engine.snapshot("p")
     assert data is not None
-    assert Engine(parse_policy_set(QUIET)).restore("p", data).pauses == 3
+    assert Engine(parse_policy_set(QUIET)).restore("p", data).pauses == 3 + (1 << WAITS_SHIFT)
 
 
 def test_one_pause_does_not_make_a_burst_a_poll() -> None:
@@ -256,3 +265,149 @@ def test_a_status_of_any_size_is_read_from_what_was_sent() -> None:
     listing = "NAME   STATUS\n" + "web-1  Pending\n"
     assert says_in_progress(view(listing))
     assert not says_in_progress(view("web-1  Pending\nNAME   STATUS\n"))  # a row before any header
+
+
+# ----------------------------------------------------------------- long polls and waits
+
+
+def long_poll(answers: list[Any], took: float, wait_arg: bool = True) -> list[Any]:
+    """An OAuth consent polled with a call that asks the tool to hold its answer up to 30 s
+    (``wait_seconds``); each answer comes ``took`` seconds after its call, and the agent
+    asks again at once."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1_000.0
+    args: dict[str, Any] = {"flow_id": "flow_8f1c"}
+    if wait_arg:
+        args["wait_seconds"] = 30
+    for n, answer in enumerate(answers):
+        trace.append(ToolCall(session="p", tool="connections_oauth_status", args=args,
+                              call_id=f"c{n}", ts=clock))
+        clock += took
+        trace.append(ToolResult(session="p", tool="connections_oauth_status", call_id=f"c{n}",
+                                result=answer, ts=clock))
+        clock += 1.5
+    return trace
+
+
+CONSENT = '{"flow_id": "flow_8f1c", "status": "pending"}'
+
+
+def test_a_long_poll_that_waited_is_a_poll() -> None:
+    assert loop_alerts(long_poll([CONSENT] * 8, took=30.0)) == []
+
+
+def test_a_long_poll_answered_at_once_is_still_a_loop() -> None:
+    # the tool held nothing: "pending" as fast as the agent can ask
+    assert ("repeated-tool-call", "critical") in loop_alerts(long_poll([CONSENT] * 8, took=0.2))
+
+
+def test_a_slow_answer_without_a_wait_argument_is_still_no_pause() -> None:
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        long_poll([CONSENT] * 8, took=30.0, wait_arg=False))
+
+
+def test_a_long_poll_of_what_has_ended_is_a_loop() -> None:
+    failed = '{"flow_id": "flow_8f1c", "status": "expired"}'
+    assert ("repeated-tool-call", "critical") in loop_alerts(long_poll([failed] * 8, took=30.0))
+
+
+def dns_watch(laps: int, answers: tuple[str, str], sleep: bool = True, write: bool = False,
+              ) -> list[Any]:
+    """Two resolvers asked in turn, lap after lap; between laps ``sleep 60`` (a wait) or
+    nothing; with ``write``, a restart opens each lap (re-doing a write and waiting for
+    its effect)."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock, n = 1_000.0, 0
+
+    def run(command: str, answer: str, took: float = 0.1) -> None:
+        nonlocal clock, n
+        n += 1
+        trace.append(ToolCall(session="p", tool="shell", args={"cmd": command}, call_id=f"c{n}",
+                              ts=clock))
+        clock += took
+        trace.append(ToolResult(session="p", tool="shell", call_id=f"c{n}", result=answer, ts=clock))
+        clock += 1.5
+
+    for _ in range(laps):
+        if write:
+            run("kubectl -n edge rollout restart deploy/resolver-cache", "deployment.apps/resolver-cache restarted")
+        run("dig +short api.acme.io @8.8.8.8", answers[0])
+        run("dig +short api.acme.io @1.1.1.1", answers[1])
+        if sleep:
+            run("sleep 60", "", took=60.0)
+    return trace
+
+
+OLD_IP = ("198.51.100.7\n", "198.51.100.7\n")
+
+
+def test_a_value_asked_again_after_deliberate_waits_is_a_poll() -> None:
+    """dig a minute after the last dig while a DNS change propagates: the answer says
+    nothing of an end, and the agent waited on purpose between asks."""
+    assert loop_alerts(dns_watch(8, OLD_IP)) == []
+
+
+def test_the_same_laps_without_a_wait_are_a_loop() -> None:
+    assert ("alternating-tool-cycle", "critical") in loop_alerts(dns_watch(8, OLD_IP, sleep=False))
+
+
+def test_a_write_redone_before_each_wait_is_no_poll() -> None:
+    got = loop_alerts(dns_watch(8, OLD_IP, write=True))
+    assert any(severity == "critical" for _, severity in got)
+
+
+def test_an_answer_of_nothing_yet_is_no_poll_however_long_the_waits() -> None:
+    """An empty series asked for after every wait (a misspelled metric): still a loop."""
+    empty = ('{"series": [], "status": "ok"}', '{"series": [], "status": "ok"}')
+    got = loop_alerts(dns_watch(8, empty))
+    assert any(severity == "critical" for _, severity in got)
+
+
+def test_an_answer_that_says_it_ended_is_no_poll_after_waits() -> None:
+    crashed = ("CrashLoopBackOff\nCrashLoopBackOff", "CrashLoopBackOff\nCrashLoopBackOff")
+    got = loop_alerts(dns_watch(8, crashed))
+    assert any(severity == "critical" for _, severity in got)
+
+
+def paused_view(answer: Any, waited: bool, flags: int = 0) -> ResultView:
+    event = ToolResult(session="s", tool="t", result=answer)
+    return ResultView(event, False, 1, len(str(answer)), call_key=7, call_flags=flags,
+                      paused=True, waited=waited)
+
+
+@pytest.mark.parametrize(("answer", "after_wait", "expected"), [
+    ("198.51.100.7", True, True),
+    ("198.51.100.7", False, False),  # a slow model's quiet is no deliberate wait
+    ('{"state": "pending"}', False, True),  # work under way: any pause
+    ('{"state": "FAILED"}', True, False),
+    ("[]", True, False),
+    ("Listed 0 items.", True, False),
+    ('{"rows": [], "took_ms": 4}', True, False),
+    ("", True, False),
+])
+def test_what_a_poll_answers(answer: Any, after_wait: bool, expected: bool) -> None:
+    assert poll_answer(paused_view(answer, after_wait)) is expected
+
+
+def test_a_write_answers_no_poll_after_a_wait() -> None:
+    from streamguard.signals.facts import FLAG_WRITE
+
+    assert not poll_answer(paused_view("deployment.apps/web restarted", True, FLAG_WRITE))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["pause", "wait", "write"]), max_size=40),
+       st.lists(st.sampled_from(["pause", "wait", "write"]), max_size=40))
+def test_waited_between_reads_each_count_apart(before: list[str], since: list[str]) -> None:
+    """The pause count packs pauses, waits and writes; whether the session waited and wrote
+    nothing between two readings depends only on what happened between them."""
+    step = {"pause": 1, "wait": 1 << WAITS_SHIFT | 1, "write": 1 << WRITES_SHIFT}
+    start = sum(step[e] for e in before)
+    end = start + sum(step[e] for e in since)
+    assert waited_between(start, end) is ("wait" in since and "write" not in since)
+
+
+def test_a_one_cell_table_of_zero_is_a_bare_value() -> None:
+    table = "+-----+\n|nulls|\n+-----+\n|    0|\n+-----+"
+    assert says_bare_value(table, len(table))
+    assert not says_bare_value(table.replace("0", "7"), len(table))

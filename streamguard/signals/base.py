@@ -49,6 +49,7 @@ from functools import cache
 from sys import intern
 from typing import Annotated, Any, ClassVar, Self, TypeVar, get_args, get_origin, get_type_hints
 
+import msgspec
 from msgspec import Meta, Struct, structs
 from msgspec.json import encode as _json_encode
 
@@ -68,6 +69,7 @@ from .facts import (
     runner_facts,
 )
 
+_json_decode = msgspec.json.Decoder().decode
 _default_runners = CommandRunners()
 _default_waits = ToolGlobs(DEFAULT_WAIT_TOOLS)
 
@@ -224,13 +226,17 @@ class ResultView:
     ``[waits] pause_seconds``) since the same call was last answered: a status asked
     again after a pause is a poll (:func:`says_in_progress`). False for a call answered
     for the first time (or not among the session's last :data:`ANSWERED_KEPT` answered).
+    ``waited``: one of those pauses was a deliberate wait (a wait call, ``sleep 60`` in
+    a command, a long poll whose tool held the answer) and the session wrote nothing
+    since the call was last answered: an answer that says nothing of an end, asked again
+    after such a wait, is a poll's too (:func:`poll_answer`).
 
     Like :class:`CallView`, valid only during the hook (the watchdog refills one object).
     """
 
     __slots__ = (
         "action", "call_flags", "call_id", "call_key", "error", "event", "failed", "fingerprint",
-        "gist", "no_op", "outcome", "paused", "progress", "size", "tool",
+        "gist", "no_op", "outcome", "paused", "progress", "size", "tool", "waited",
     )
 
     def __init__(
@@ -244,6 +250,7 @@ class ResultView:
         action: str | None = None,
         outcome: int | None = None,
         paused: bool = False,
+        waited: bool = False,
     ) -> None:
         self.event = event
         self.tool = event.tool
@@ -258,8 +265,9 @@ class ResultView:
         self.action = event.tool if action is None else action
         self.outcome = outcome_of(event, failed, fingerprint) if outcome is None else outcome
         self.gist = 0  # computed on first use: answer_gist
-        self.progress = 0  # computed on first use: says_in_progress (1 no, 2 yes)
+        self.progress = 0  # computed on first use: says_in_progress (1 no, 2 yes, 3 no end)
         self.paused = paused
+        self.waited = waited
 
 
 NO_OP_OUTCOME = 0x6E6F2D6F70  # any fixed non-zero value: every no-op says the same thing
@@ -520,6 +528,21 @@ ANSWERS_KEPT = 16
 """Calls whose last answer a result-aware loop detector remembers (:func:`note_answer`)."""
 ANSWERED_KEPT = 16
 """Calls whose pause count at their last answer the watchdog keeps (``ResultView.paused``)."""
+WAITS_SHIFT, WRITES_SHIFT = 32, 48
+WAITED = 1 << WAITS_SHIFT | 1
+"""What a deliberate wait adds to a session's pause count: one pause, and one wait in the
+bits from :data:`WAITS_SHIFT` up (``ResultView.waited``)."""
+WROTE = 1 << WRITES_SHIFT
+"""What a write adds to it: no pause, one write in the bits from :data:`WRITES_SHIFT` up
+(re-doing a write, then waiting for its effect, is no poll: ``ResultView.waited``)."""
+
+
+def waited_between(before: int, now: int) -> bool:
+    """Whether the session waited on purpose, and wrote nothing, between two readings of
+    its pause count (``ResultView.waited``). Each field only grows: the difference of
+    the counts is the difference of each field."""
+    delta = now - before
+    return delta >> WRITES_SHIFT == 0 and delta >> WAITS_SHIFT != 0
 CHANGES_FOR_PAGING = 2
 """Changes of a call's answer that make it paging or polling rather than a loop."""
 
@@ -707,15 +730,153 @@ def says_in_progress(result: ResultView) -> bool:
                 text = _json_encode(payload).decode("utf-8", "replace")
             except (TypeError, ValueError, OverflowError):
                 text = None
-    found = False
+    progress = 1
     if text and len(text) <= PROGRESS_TEXT_LIMIT and _FINISHED.search(text) is None:
         if _IN_PROGRESS.search(text) is not None:
-            found = True
+            progress = 2
         else:
             header = _LISTING_HEADER.search(text)
             found = header is not None and _LISTING_ROW.search(text, header.end()) is not None
-    result.progress = 2 if found else 1
-    return found
+            # no end said; nor "nothing yet" ({"series": [], "status": "ok"}: see poll_answer)
+            progress = 2 if found else 1 if "[]" in text or "{}" in text else 3
+    result.progress = progress
+    return progress == 2
+
+
+def poll_answer(result: ResultView) -> bool:
+    """Whether ``result`` is a poll's answer: the session paused since the same call was
+    last answered (``ResultView.paused``), and the answer says the work is still under
+    way (:func:`says_in_progress`) or, when one of those pauses was a deliberate wait
+    (``ResultView.waited``: a wait call, a ``sleep``, a long poll, and no write since),
+    says nothing of an end at all (``198.51.100.7`` from ``dig`` a minute after the last
+    ``dig``, while a DNS change propagates: no failure, error, success, completion...
+    anywhere in it), says some value (not an empty list or a zero count:
+    :func:`found_nothing`, :func:`says_bare_value`) and answers a read, not a write.
+
+    The same answer again is then what waiting looks like, not a loop. Polling what has
+    ended ("failed", "succeeded") is a loop, however long the agent sleeps between; and
+    what merely took a while (a slow model, a slow tool) is no deliberate wait, so a
+    neutral answer asked again after it is judged as before. Only the loop detectors'
+    unchanged-answer paths read this, so its cost is paid there alone.
+    """
+    if not result.paused:
+        return False
+    if says_in_progress(result):
+        return True
+    if not result.waited or result.progress != 3 or result.call_flags & FLAG_WRITE:
+        return False
+    # A value, not "nothing yet": an empty series or a zero count asked again and again
+    # is the agent waiting for what is not coming (a misspelled metric), as before.
+    payload = result.event.result
+    return not found_nothing(payload) and not says_bare_value(payload, result.size)
+
+
+NONE_ANSWER = 64
+"""Longest answer (characters of text, bytes of a structured payload) read for whether it
+says "none" (:func:`says_bare_value`)."""
+_ZERO_COUNT = re.compile(
+    # words, punctuation and a table's rules around one zero ("Listed 0 items.", "(0 rows)",
+    # a one-cell ASCII table: "+-----+ |nulls| +-----+ |    0|")
+    r"[A-Za-z_ (),.:=|+\s-]*(?<![0-9.])0(?![0-9.])[A-Za-z_ (),.:=%|+\s-]*"
+)
+
+_NOTHING_TEXT_FIELDS = frozenset({
+    "query", "q", "search", "search_query", "searchquery", "term", "terms", "keyword",
+    "keywords", "text", "input", "question", "filter", "filters", "sort", "order", "status",
+    "state", "message", "msg", "note", "info", "detail", "reason", "type", "kind", "object",
+    "as_of", "timestamp", "time", "date", "generated_at", "retrieved_at", "updated_at",
+})
+"""The fields whose text a search's empty answer may carry: the echoed query, a status,
+when it was asked."""
+
+
+def _bare_leaves(value: Any, found: list[int], depth: int = 0) -> bool:
+    """Count a small JSON value's leaves into ``found`` (values that are not zero, false
+    or null; empty containers); False as soon as a string (a name, an id, a status)
+    or a deeper nesting makes it more than a bare value."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        items = value.values() if kind is dict else value
+        if not items:
+            found[1] += 1
+            return True
+        if len(items) > NONE_ANSWER // 2:
+            return False  # more than a small answer can hold (a size declared is a word)
+        return depth < 4 and all(_bare_leaves(item, found, depth + 1) for item in items)
+    if value is None or value is False or (kind in (int, float) and value == 0):
+        return True
+    if kind in (bool, int, float):
+        found[0] += 1
+        return True
+    return False
+
+
+def says_bare_value(payload: Any, size: int) -> bool:
+    """Whether a successful answer says no more than a bare value: a small JSON value
+    with no text in it (``[]``, ``[{"stuck": 0}]``, ``{"saved": true}``: a bare number or
+    ``true`` in JSON's clothing), or a short sentence whose one number is a zero
+    (``Listed 0 items.``, ``(0 rows)``). At most :data:`NONE_ANSWER` characters. For a
+    call that is no search this is a bare answer or an empty output in other words,
+    and is read like one: what it says is in the call."""
+    if type(payload) is str:
+        if len(payload) > NONE_ANSWER:
+            return False
+        if payload[:1] not in ("{", "["):
+            return _ZERO_COUNT.fullmatch(payload.strip()) is not None
+        try:
+            payload = _json_decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+    elif size > NONE_ANSWER:
+        return False
+    if type(payload) not in (dict, list):
+        return False
+    found = [0, 0]  # leaves that say something; empty containers
+    # All zero, false, null or empty: none. One value alone in JSON's clothing: bare.
+    # An empty result set beside a figure ({"rows": [], "elapsed_ms": 9}) is neither:
+    # it is what a query found, compared as it is.
+    return _bare_leaves(payload, found) and (not found[0] or (found[0] == 1 and not found[1]))
+
+
+def found_nothing(payload: Any, depth: int = 0) -> bool:
+    """Whether a search's structured answer (a JSON value, or JSON text) found nothing:
+    an empty array or object, or an object whose containers are all empty (at least one:
+    the results) and whose other fields are nulls, zeros or false and at most three
+    strings under the names of an echoed query, a status or a time (``query``,
+    ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`). A count,
+    any other string (an id, a name, a cursor to the next page) or any non-empty
+    container is a hit: a customer found with no open tickets found something."""
+    if type(payload) is str:
+        if len(payload) > 1024 or payload[:1] not in ("{", "["):
+            return False
+        try:
+            payload = _json_decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+    if type(payload) is list:
+        return not payload
+    if type(payload) is not dict or len(payload) > 8:
+        return False
+    if not payload:
+        return True
+    empties = strings = 0
+    for key, value in payload.items():
+        kind = type(value)
+        if kind is list:
+            if value:
+                return False
+            empties += 1
+        elif kind is dict:
+            if value and (depth or not found_nothing(value, 1)):
+                return False  # one level of wrapping ({"data": {"items": []}}) at most
+            empties += 1
+        elif kind is str:
+            if type(key) is not str or key.lower() not in _NOTHING_TEXT_FIELDS:
+                return False
+            strings += 1
+        elif value is not None and value is not False and value != 0:
+            return False
+    return empties > 0 and strings <= 3
 
 
 def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
@@ -757,7 +918,7 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
         return
     last = packed >> 8 & 0xFFFFFFFF
     if last == outcome:
-        if gist and result.paused and says_in_progress(result):
+        if gist and poll_answer(result):
             # "processing" again, asked after a pause: the job is still running and the
             # agent waits for it, which is a poll's answer, as a moving one is.
             answers[key] = packed | _ANSWER_WAS_NEW

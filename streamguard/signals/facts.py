@@ -89,9 +89,24 @@ DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
 of one is a wait, like ``sleep 60 && gh run view`` through a shell (``CallFacts.wait``)."""
 
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL, FLAG_ASK = 1, 2, 4, 8, 16, 32
+FLAG_LONG_POLL = 64
 """Bits of a pending call's facts. ``FLAG_SHELL``: its only write is a change of the shell
 (``export``, ``cd``, ``source``...), with no file written (see :attr:`CallFacts.shell`).
-``FLAG_ASK``: the call asks the user (:attr:`CallFacts.ask`)."""
+``FLAG_ASK``: the call asks the user (:attr:`CallFacts.ask`). ``FLAG_LONG_POLL``: an
+argument asks the tool to wait for news before it answers (:data:`LONG_POLL_KEYS`)."""
+
+LONG_POLL_KEYS = frozenset({
+    "wait", "wait_seconds", "wait_secs", "wait_s", "wait_ms", "wait_time", "wait_time_seconds",
+    "wait_timeout", "waitSeconds", "waitTime", "waitTimeSeconds", "WaitTimeSeconds",
+    "waitTimeout", "max_wait", "max_wait_seconds", "maxWait", "maxWaitSeconds", "long_poll",
+    "longPoll", "poll_timeout", "pollTimeout", "block_ms",
+})
+"""Argument names by which a call asks its tool to hold the answer until something changes
+or the time is up (``oauth_status(flow_id=..., wait_seconds=30)``, SQS's ``WaitTimeSeconds``,
+``XREAD BLOCK``). When such a call's answer comes back after ``[waits] pause_seconds``, the
+tool waited on the agent's behalf: the watchdog counts it as a wait, like a ``sleep 30``
+before an instant status check. Exact names: ``timeout`` is not among them (a command
+runner's ``timeout=120`` bounds a command, it asks for no wait)."""
 
 _CACHE_MAX = 512
 MAX_SEGMENTS = 32

@@ -137,7 +137,7 @@ from .base import (
     ResultView,
     Signal,
     SignalConfig,
-    says_in_progress,
+    poll_answer,
     steady_answer,
 )
 from .facts import FLAG_RUNNER
@@ -366,7 +366,7 @@ class RepeatedToolCall(Signal):
             state.frozen = 1
         if state.frozen < self.same_result_threshold or state.latched or state.wait:
             return None  # a wait answered the same again: still waiting (see on_call)
-        if not state.write and result.paused and says_in_progress(result):
+        if not state.write and poll_answer(result):
             # "processing" for the fourth time, asked again after a pause: the job is
             # still running and the agent waits for it (see on_call). Not "failed" for
             # the fourth time, nor "pending" asked again without a pause: every answer

@@ -197,6 +197,7 @@ from ..canonical import truncate_middle
 from .base import (
     MASK_DIGITS,
     NO_OP_OUTCOME,
+    NONE_ANSWER,
     RUN_TIME,
     CallView,
     Finding,
@@ -204,9 +205,11 @@ from .base import (
     Signal,
     SignalConfig,
     find_entry,
+    found_nothing,
     is_write_acknowledgement,
+    poll_answer,
     reports_failure,
-    says_in_progress,
+    says_bare_value,
     says_only_status,
     squeeze_marks,
 )
@@ -235,10 +238,6 @@ _BARE_ANSWER = re.compile(
     r"|on|off|open|closed|locked|unlocked|enabled|disabled)\s*",
     re.IGNORECASE,
 )
-NONE_ANSWER = 64
-"""Longest answer (characters of text, bytes of a structured payload) read for whether it
-says "none" (:func:`says_bare_value`)."""
-_ZERO_COUNT = re.compile(r"[A-Za-z (),.:=-]*(?<![0-9.])0(?![0-9.])[A-Za-z (),.:=%-]*")
 FAILURE_HEAD = 256
 """Characters at the start of an answer read for a failure or an absence it reports,
 where a place's answer is kept apart (an error sent as output says so first)."""
@@ -487,105 +486,6 @@ there: a failure that repeats its question says nothing new. (Numbers need no ec
 a failure's template masks every digit.) The upper bound keeps the search of an error
 for its echoes cheap whatever a crafted call holds (a substring search may cost the
 product of the two lengths)."""
-
-
-_NOTHING_TEXT_FIELDS = frozenset({
-    "query", "q", "search", "search_query", "searchquery", "term", "terms", "keyword",
-    "keywords", "text", "input", "question", "filter", "filters", "sort", "order", "status",
-    "state", "message", "msg", "note", "info", "detail", "reason", "type", "kind", "object",
-    "as_of", "timestamp", "time", "date", "generated_at", "retrieved_at", "updated_at",
-})
-"""The fields whose text a search's empty answer may carry: the echoed query, a status,
-when it was asked."""
-
-
-def _bare_leaves(value: Any, found: list[int], depth: int = 0) -> bool:
-    """Count a small JSON value's leaves into ``found`` (values that are not zero, false
-    or null; empty containers); False as soon as a string (a name, an id, a status)
-    or a deeper nesting makes it more than a bare value."""
-    kind = type(value)
-    if kind is dict or kind is list:
-        items = value.values() if kind is dict else value
-        if not items:
-            found[1] += 1
-            return True
-        if len(items) > NONE_ANSWER // 2:
-            return False  # more than a small answer can hold (a size declared is a word)
-        return depth < 4 and all(_bare_leaves(item, found, depth + 1) for item in items)
-    if value is None or value is False or (kind in (int, float) and value == 0):
-        return True
-    if kind in (bool, int, float):
-        found[0] += 1
-        return True
-    return False
-
-
-def says_bare_value(payload: Any, size: int) -> bool:
-    """Whether a successful answer says no more than a bare value: a small JSON value
-    with no text in it (``[]``, ``[{"stuck": 0}]``, ``{"saved": true}``: a bare number or
-    ``true`` in JSON's clothing), or a short sentence whose one number is a zero
-    (``Listed 0 items.``, ``(0 rows)``). At most :data:`NONE_ANSWER` characters. For a
-    call that is no search this is a bare answer or an empty output in other words,
-    and is read like one: what it says is in the call."""
-    if type(payload) is str:
-        if len(payload) > NONE_ANSWER:
-            return False
-        if payload[:1] not in ("{", "["):
-            return _ZERO_COUNT.fullmatch(payload.strip()) is not None
-        try:
-            payload = _json_decoder.decode(payload)
-        except (msgspec.DecodeError, RecursionError):
-            return False
-    elif size > NONE_ANSWER:
-        return False
-    if type(payload) not in (dict, list):
-        return False
-    found = [0, 0]  # leaves that say something; empty containers
-    # All zero, false, null or empty: none. One value alone in JSON's clothing: bare.
-    # An empty result set beside a figure ({"rows": [], "elapsed_ms": 9}) is neither:
-    # it is what a query found, compared as it is.
-    return _bare_leaves(payload, found) and (not found[0] or (found[0] == 1 and not found[1]))
-
-
-def found_nothing(payload: Any, depth: int = 0) -> bool:
-    """Whether a search's structured answer (a JSON value, or JSON text) found nothing:
-    an empty array or object, or an object whose containers are all empty (at least one:
-    the results) and whose other fields are nulls, zeros or false and at most three
-    strings under the names of an echoed query, a status or a time (``query``,
-    ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`). A count,
-    any other string (an id, a name, a cursor to the next page) or any non-empty
-    container is a hit: a customer found with no open tickets found something."""
-    if type(payload) is str:
-        if len(payload) > 1024 or payload[:1] not in ("{", "["):
-            return False
-        try:
-            payload = _json_decoder.decode(payload)
-        except (msgspec.DecodeError, RecursionError):
-            return False
-    if type(payload) is list:
-        return not payload
-    if type(payload) is not dict or len(payload) > 8:
-        return False
-    if not payload:
-        return True
-    empties = strings = 0
-    for key, value in payload.items():
-        kind = type(value)
-        if kind is list:
-            if value:
-                return False
-            empties += 1
-        elif kind is dict:
-            if value and (depth or not found_nothing(value, 1)):
-                return False  # one level of wrapping ({"data": {"items": []}}) at most
-            empties += 1
-        elif kind is str:
-            if type(key) is not str or key.lower() not in _NOTHING_TEXT_FIELDS:
-                return False
-            strings += 1
-        elif value is not None and value is not False and value != 0:
-            return False
-    return empties > 0 and strings <= 3
 
 
 def template(text: str, digits: bool = True) -> bytes:
@@ -947,7 +847,7 @@ class ResultStall(Signal):
                 # output in other words, read like one (neither), since the call was no
                 # search. (Tested here, where it would be stale: the first is news.)
                 return None
-            if result.paused and says_in_progress(result):
+            if poll_answer(result):
                 # "processing" again, the session having paused since this call was last
                 # answered: the job is still running and the agent waits for it; a poll,
                 # neither stale nor news.
