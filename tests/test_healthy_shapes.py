@@ -451,3 +451,56 @@ def test_a_bisection_is_no_cycle_and_its_failing_test_no_retry() -> None:
     assert alerts(trace) == []
     reference = ("[signals.alternating-tool-cycle]\nresult_aware = false\n")
     assert "alternating-tool-cycle" in criticals(trace, reference)
+
+
+# ------------------------------------------------- items of a list, by their identifiers
+
+
+@pytest.mark.parametrize(("tool", "args_of"), [
+    # a machine per work center, a trade per id beside the file it is matched in, a price
+    # per ISIN (JSON text arguments)
+    ("Mes-GetMachineStatus", lambda i: {"workCenter": f"CNC-{i:02d}"}),
+    ("recon_match_trade", lambda i: {"trade_id": f"T26050{i:02d}", "source": "bnym_2025-05-06.fin"}),
+    ("ValidatePrice", lambda i: json.dumps({"isin": f"XS11419434{i:02d}", "date": "2025-12-01"})),
+])
+def test_items_of_a_list_answering_alike_are_a_sweep(tool: str, args_of: Any) -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(24):
+        trace += c.pair(tool, args_of(i), {"status": "OK", "alarms": []})
+    assert "result-stall" not in criticals(trace)
+
+
+def test_reworded_words_answering_alike_are_still_a_stall() -> None:
+    """What is asked (a search's words, a date window) is no identifier of a place: one
+    lookup re-worded is the hunt going on."""
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(12):
+        trace += c.pair("lookup_customer", {"query": f"pink mouse left {i}h", "from": f"2025-01-{i + 1:02d}"},
+                        {"status": "OK", "alarms": []})
+    assert "result-stall" in criticals(trace)
+
+
+def test_a_code_executors_shell_block_is_read_as_a_command_line() -> None:
+    """AutoGen's code executor: `{"language": "sh", "code": "sleep 90; squeue ..."}` waits;
+    a Python block is free code."""
+    facts = runner_facts({"language": "sh", "code": "sleep 90; squeue -j 4418027 -h"})
+    assert facts.wait and facts.action == "squeue"
+    assert runner_facts({"language": "python", "code": "print(1)"}).action == ""
+    c = Calls()
+    trace: list[Any] = []
+    for _ in range(6):
+        trace += c.pair("code_executor", {"language": "sh", "code": "sleep 90; squeue -j 4418027 -h"},
+                        "exitcode: 0 (execution succeeded)\nCode output: PENDING 0:00 (Resources)")
+    assert criticals(trace) == []
+
+
+def test_a_scan_re_run_unchanged_but_for_its_duration_is_a_loop() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for n in range(8):
+        trace += c.pair("terminal", {"cmd": "sudo nmap -sV -p- 10.20.4.0/24 -oN scans/full.txt"},
+                        "Nmap scan report for 10.20.4.10\n22/tcp open ssh\n"
+                        f"Nmap done: 256 IP addresses (3 hosts up) scanned in {183 + n * 3}.11 seconds")
+    assert "repeated-tool-call" in criticals(trace)

@@ -168,3 +168,54 @@ def test_snapshot_round_trip() -> None:
     restored = watchdog.decode_state(watchdog.encode_state(state))
     out = [o for e in say(ASK[2], 2) for o in watchdog.process(restored, e) if isinstance(o, Alert)]
     assert [o.signal for o in out] == ["chat-stall"]
+
+
+PROMISES = [
+    "Great! I'll now update the migration: add the column nullable, backfill, then set NOT NULL.",
+    "Understood. I'm going to edit the migration file now to implement the three-step approach.",
+    "You're right, let me get to it. The upgrade() function gets the new column first.",
+    "Sorry about that! Making the change now: nullable column, backfill with 'USD', NOT NULL.",
+]
+
+
+def promise_turns(texts: list[str], act_in_turn: int | None = None) -> list[Any]:
+    """One read, then a turn per text: the user says "go ahead", the agent announces."""
+    trace: list[Any] = [TurnStart(session="c", turn=0),
+                        ToolCall(session="c", tool="read_file", args={"path": "m.py"}, call_id="r"),
+                        ToolResult(session="c", tool="read_file", call_id="r", result="def upgrade(): ...")]
+    for turn, text in enumerate(texts, 1):
+        trace += [TurnStart(session="c", turn=turn),
+                  Text(session="c", role="user", text="go ahead, edit the file", turn=turn),
+                  Text(session="c", text=text, turn=turn)]
+        if turn == act_in_turn:
+            trace += [ToolCall(session="c", tool="edit_file", args={"path": "m.py"}, call_id=f"e{turn}",
+                               turn=turn)]
+    return trace + [TurnStart(session="c", turn=len(texts) + 1)]
+
+
+def test_announcing_an_act_turn_after_turn_without_one_warns() -> None:
+    got = hits(promise_turns(PROMISES[:3]))
+    assert [a.detail["rule"] for _, a in got] == ["promised_without_acting"]
+    assert got[0][1].severity == "warn" and got[0][1].detail["count"] == 3
+
+
+def test_an_announced_act_that_is_then_made_is_work() -> None:
+    assert hits(promise_turns(PROMISES, act_in_turn=2)) == []
+    assert hits(promise_turns(PROMISES[:2])) == []  # twice: a slip, not a stall
+
+
+@pytest.mark.parametrize("text", [
+    "Let me know if you want the backfill value to be something other than USD.",
+    "I'll need your booking reference to look that up.",
+    "The migration adds the column as NOT NULL without a default, which fails on existing rows.",
+])
+def test_what_is_no_announced_act(text: str) -> None:
+    got = hits(promise_turns([text] * 4))
+    assert "promised_without_acting" not in [a.detail["rule"] for _, a in got]
+
+
+def test_promised_turns_is_policy() -> None:
+    off = WARN + "[signals.chat-stall]\npromised_turns = 0\n"
+    assert hits(promise_turns(PROMISES), off) == []
+    two = WARN + "[signals.chat-stall]\npromised_turns = 2\n"
+    assert [a.detail["count"] for _, a in hits(promise_turns(PROMISES[:2]), two)] == [2]

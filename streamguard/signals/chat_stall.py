@@ -23,7 +23,15 @@ What it catches
       meant to talk). A new turn (the user speaking) starts the count again: a
       tutor answering twelve questions in twelve turns is doing its job.
 
-    A tool call resets both: the agent did something. Except a question put to the
+    * *promising without acting*: ``promised_turns`` turns in a row (default 3) that
+      each ended on a message announcing an act ("I'll now update the migration",
+      "let me get to it", "I'm applying the fix now": :data:`PROMISE`) with no tool
+      call in the turn, in a session where the agent has made a tool call. The user
+      answering "go ahead" each time does not clear it: that is the shape, an agent
+      that says it will act and ends its turn instead. Counted at the next turn's
+      start (the turn that ended is judged whole).
+
+    A tool call resets all three: the agent did something. Except a question put to the
     user through a tool (a call the shared facts call ``ask``: ``ask_human``, Roo's
     ``ask_followup_question``, ``kind: "user_input"``): it is a message to the user,
     compared like one (its ``question``, ``prompt`` or ``message`` argument), and the
@@ -38,7 +46,10 @@ Thresholds
     messages shared about half their words), and the longest run of assistant
     messages without a tool call was 8. Three near-identical messages are
     therefore a stall, not a style; twelve messages without acting clear the
-    healthy maximum by half.
+    healthy maximum by half. An announced act is normally the call that follows it
+    in the same turn; once is a slip, three turns running is a stall (the blind
+    batches of docs/detection.md hold one such session, and no healthy session
+    ends two turns in a row so).
 
 Severity: warn
     Text is the weakest evidence the watchdog reads: a user may be the one
@@ -74,6 +85,19 @@ ASKED = 0x80
 """The bit of a memory entry's count byte that says it was put to the user through a
 user-input tool: kept past the agent's other calls. The low 7 bits count the times."""
 _TIMES = 0x7F
+PROMISE = re.compile(
+    r"(?i)\b(?:I['\u2019]ll|I will|I['\u2019]m (?:going|about) to|I am (?:going|about) to|let me)"
+    r"\s+(?:(?:now|just|go ahead and|quickly|then)\s+)*"
+    r"(?:edit|update|apply|make|modify|change|fix|implement|write|create|run|add|remove"
+    r"|delete|refactor|patch|get to it|do (?:it|that|this|so)|proceed|execute)\b"
+    r"|\b(?:making|applying|editing|implementing|modifying) (?:the|this|that|these|it)\b"
+    r"[^.\n]{0,40}\bnow\b"
+)
+"""A message that announces an act of the agent's own ("I'll now update", "let me get to
+it", "making the change now"); not "let me know", "I'll need your reference"."""
+PROMISE_TAIL = 256
+"""Characters at a message's end also read for an announced act (a plan, then "I'll apply
+it now")."""
 
 
 def sketch(text: str) -> bytes:
@@ -131,6 +155,9 @@ class ChatStallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Recent messages compared against."""
     max_messages: Annotated[int, Meta(ge=0)] = 12
     """Assistant messages in a row without a tool call that raise the warning (0: off)."""
+    promised_turns: Annotated[int, Meta(ge=0, le=100)] = 3
+    """Turns in a row ended on an announced act with no tool call that raise the warning
+    (0: off)."""
 
 
 class ChatStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
@@ -148,6 +175,10 @@ class ChatStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """The agent has made a tool call in this session."""
     latched: bool = False
     """A warning was raised since the last tool call."""
+    promised: bool = False
+    """The turn's latest message announced an act (:data:`PROMISE`)."""
+    promises: int = 0
+    """Turns in a row since the last tool call that ended on an announced act."""
 
 
 class ChatStall(Signal):
@@ -168,6 +199,7 @@ class ChatStall(Signal):
         self.min_similarity = cfg.min_similarity
         self.memory = cfg.memory
         self.max_messages = cfg.max_messages
+        self.promised_turns = cfg.promised_turns
         self._sketches: dict[str, bytes] = {}
 
     def is_latched(self, state: Any) -> bool:
@@ -185,6 +217,9 @@ class ChatStall(Signal):
             # answered question is no progress on it).
             question = _question(call.args)
             return self._message(state, question, ASKED) if question else None
+        if state.promises or state.promised:
+            state.promises = 0
+            state.promised = False
         if state.messages or state.counts or state.latched:
             state.messages = 0
             counts = state.counts
@@ -205,6 +240,19 @@ class ChatStall(Signal):
         # monologue. Sketches persist: the same question asked turn after turn is the
         # repeated-message rule's case.
         state.messages = 0
+        if not state.promised:
+            if state.promises:
+                state.promises = 0
+            return None
+        # The turn that ended announced an act and made no call (a call clears the flag).
+        state.promised = False
+        state.promises += 1
+        if (
+            self.promised_turns and state.acted and state.promises >= self.promised_turns
+            and not state.latched
+        ):
+            state.latched = True
+            return self._finding("promised_without_acting", state.promises, "")
         return None
 
     def on_text(self, state: Any, event: Text) -> Finding | None:
@@ -212,6 +260,11 @@ class ChatStall(Signal):
         if text is None:
             state.messages += 1
             return None  # only a length: nothing to compare
+        if self.promised_turns:
+            state.promised = (
+                PROMISE.search(text, 0, TEXT_LIMIT) is not None
+                or (len(text) > TEXT_LIMIT and PROMISE.search(text, len(text) - PROMISE_TAIL) is not None)
+            )
         return self._message(state, text)
 
     def _message(self, state: Any, text: str, asked: int = 0) -> Finding | None:
@@ -270,6 +323,15 @@ class ChatStall(Signal):
                 f"You have now said essentially the same thing {count} times. Repeating it "
                 "again will not get a different reply. Try a different question, explain "
                 "what you need and why, offer what you can do without it, or hand over."
+            )
+        elif rule == "promised_without_acting":
+            reason = (
+                f"{count} turns in a row ended on the agent announcing what it would do, with "
+                "no tool call: it says it will act and does not. This warns only."
+            )
+            guidance = (
+                f"For {count} turns you have said you would act and then stopped without a "
+                "tool call. Make the call now, or say plainly what stops you."
             )
         else:
             reason = (

@@ -46,7 +46,9 @@ Three more facts per call, all cheap and conservative in the same direction:
 
 The command line is read from the ``command``, ``cmd``, ``commands``, ``input`` or
 ``shell_command`` argument (``CommandLine``, ``commandLine`` or ``command_line`` as some
-Windows and IDE runtimes send it).
+Windows and IDE runtimes send it), or a code executor's ``code`` when its ``language`` is a
+shell (``{"language": "sh", "code": "sleep 90; squeue -j 4418027"}``, as AutoGen's code
+executors send it; Python code is free code).
 
 Shell heuristic for writes: any segment of the command line (split at ``&&``,
 ``||``, ``;``, ``|`` and newlines) that runs a program which changes files or
@@ -82,6 +84,7 @@ DEFAULT_COMMAND_RUNNERS = (
     "python", "python3", "ipython", "terminal", "terminal_*", "*_terminal*", "execute*",
     "exec", "exec_command", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
     "str_replace_based_edit_tool", "*_editor", "editor", "computer", "computer_*",
+    "code_executor", "*_code_executor", "code_exec*", "run_code",
 )
 
 DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
@@ -129,6 +132,8 @@ _COMMAND_KEYS = (
     "command", "cmd", "commands", "input", "shell_command", "CommandLine", "commandLine",
     "command_line",
 )
+SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "zsh", "console", "powershell", "pwsh"})
+"""The ``language`` of a code block that is a command line (a code executor's ``code``)."""
 _PATH_KEYS = ("path", "file_path", "file", "filename", "target")
 
 # Programs whose first non-flag argument is part of what they do.
@@ -298,6 +303,13 @@ def command_text(args: object) -> str | None:
                 return value
             if isinstance(value, list) and value:
                 return _joined_prefix(value)
+        # A code executor's block of shell (AutoGen's `{"language": "sh", "code": ...}`);
+        # a block of Python is free code, with no command line to read.
+        if args.get("language") in SHELL_LANGUAGES:
+            for key in _CODE_KEYS:
+                code = args.get(key)
+                if isinstance(code, str):
+                    return code
     return None
 
 
@@ -467,6 +479,8 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
         for key in _CODE_KEYS:
             value = args.get(key)
             if isinstance(value, str):
+                if args.get("language") in SHELL_LANGUAGES:
+                    break  # a block of shell: a command line (command_text)
                 return code_facts(value)
         command = args.get("command")
         if command is None:

@@ -48,14 +48,17 @@ Results (``result_aware``, default on; off is the reference behaviour)
     * *Identical call, the same answer given at another time*: an answer that
       differs from the last only in the points in time it carries
       (``steady_answer``: ``"checked_at": "2025-11-28T14:01:20Z"``, an epoch),
-      or, when it reports a failure (an error, or an output that says it
-      failed, as harnesses that keep the exit status in the text return a red
-      test run), in how long the run took ("1 error in 0.21s", then "in
-      0.23s"), is the same answer again, not a poll: a job polled after it
-      failed, its status stamped with each check's time, and mini-SWE-agent
-      re-running one failing test thirteen times trip at the fifth answer of
+      or in how long the run took, where the output says so ("1 error in
+      0.21s", then "in 0.23s"; an ``nmap`` scan "scanned in 183.11 seconds",
+      then "in 192.20 seconds"), is the same answer again, not a poll: a job
+      polled after it failed, its status stamped with each check's time,
+      mini-SWE-agent re-running one failing test thirteen times, and a
+      full-port scan re-run twelve times unchanged trip at the fifth answer of
       the run (the first is never compared: it is read only once an answer
-      changes, so the usual path costs nothing).
+      changes, so the usual path costs nothing). What this costs: a command
+      timed by hand, run again and again with nothing else in its output
+      changing, reads as one question asked again (a benchmark prints what
+      it measured, which is news).
     * *Identical call, failing*: an unchanged failing call is ``failure-loop``'s
       (one rule for "same call, same error"), so a run with failed results
       does not trip here.

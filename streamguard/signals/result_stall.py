@@ -361,12 +361,15 @@ def read_names(call: CallView) -> str:
         if tables:
             return tables
     paths = call.canonical.paths
+    ids = _ids(call.args) if not call.runner else ""
     if not paths:
-        return _ids(call.args) if not call.runner else ""
+        return ids
     if len(paths) == 1:
         for value in paths.values():
-            return value
-    return "\0".join(paths[name] for name in sorted(paths))
+            # the file and what in it (`recon_match_trade(trade_id, source="bnym.fin")`)
+            return f"{value}\0{ids}" if ids else value
+    joined = "\0".join(paths[name] for name in sorted(paths))
+    return f"{joined}\0{ids}" if ids else joined
 
 
 _ID_KEY = re.compile(
@@ -382,9 +385,19 @@ _ID_KEY_LIMIT = 64
 _INT64 = 1 << 63
 
 
-_ID_NAMES: dict[tuple[Any, ...], tuple[str, ...]] = {}
-"""Argument names of a call -> those that name ids (bounded; the calls of one tool share
-their names, so a call's names are read once)."""
+_ID_VALUE = re.compile(r"(?=[^\d\s]{0,63}\d)[A-Za-z0-9][\w.:#@+/-]{1,63}")
+"""A value shaped like an identifier whatever its argument's name: one token with a digit
+in it (``CNC-06``, ``T2605111``, ``XS2574039921``, ``INC0012345``), no spaces (not a
+search's words)."""
+_TEXT_KEY = re.compile(
+    r"(?i)(?:query|^q$|search|text|message|prompt|content|body|question|title|note|comment"
+    r"|description|summary|date|time|from|to$|since|until|limit|size|count|sort|order|filter)"
+)
+"""Arguments whose value is what is asked or said, or a window, never the thing read."""
+
+_ID_NAMES: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+"""Argument names of a call -> those that name ids, and the others whose values may be ids
+(bounded; the calls of one tool share their names, so a call's names are read once)."""
 
 
 def _is_id_key(key: Any) -> bool:
@@ -400,20 +413,33 @@ def _ids(args: Any) -> str:
     if type(args) is not dict or len(args) > 8:
         return ""
     keys = tuple(args)
-    names = _ID_NAMES.get(keys)
-    if names is None:
-        names = tuple(sorted(key for key in keys if _is_id_key(key)))
+    cached = _ID_NAMES.get(keys)
+    if cached is None:
+        named = tuple(sorted(key for key in keys if _is_id_key(key)))
+        others = tuple(sorted(
+            key for key in keys
+            if type(key) is str and len(key) <= _ID_KEY_LIMIT and key not in named
+            and _NOT_ID_KEY.match(key) is None and _TEXT_KEY.search(key) is None
+        ))
+        cached = (named, others)
         if all(type(key) is str and len(key) <= _ID_KEY_LIMIT for key in keys):
             # (cached only for short names: a long one would pin its bytes)
             if len(_ID_NAMES) >= 1024:  # bounded: argument names come from untrusted input
                 _ID_NAMES.clear()
-            _ID_NAMES[keys] = names
+            _ID_NAMES[keys] = cached
+    names, others = cached
     found = ""
     for key in names:
         value = args[key]
         if (type(value) is str and 0 < len(value) <= 64) or (
             type(value) is int and -_INT64 <= value < _INT64
         ):
+            found = f"{found}\0{key}={value}" if found else f"{key}={value}"
+    for key in others:
+        # `GetMachineStatus(workCenter="CNC-06")`, `ValidatePrice(isin="XS2574039921")`:
+        # one item of a list the agent goes through, named by its identifier
+        value = args[key]
+        if type(value) is str and _ID_VALUE.fullmatch(value) is not None:
             found = f"{found}\0{key}={value}" if found else f"{key}={value}"
     return found
 
