@@ -74,24 +74,26 @@ from .fleet_windows import FLEET_GUARDRAIL, FLEET_SIGNAL, fleet_trip_id
 from .policy import MODES, Policy
 from .signals import signal_classes
 from .signals.base import (
+    ACTED,
     ANSWERED_KEPT,
+    COUNT_MASK,
     HALT_IGNORED,
     NO_OP_OUTCOME,
     WAITED,
-    WAITS_SHIFT,
-    WRITES_SHIFT,
-    WROTE,
     CallView,
     Finding,
     ResultView,
     Signal,
     outcome_of,
     overrides,
+    paused_between,
     previews,
+    waited_between,
 )
 from .signals.facts import (
     FLAG_ASK,
     FLAG_LONG_POLL,
+    FLAG_READ,
     FLAG_RUNNER,
     FLAG_SEARCH,
     FLAG_SHELL,
@@ -101,6 +103,7 @@ from .signals.facts import (
     CallFacts,
     CommandRunners,
     ToolGlobs,
+    asks_to_wait,
     call_args,
     is_code_tool,
     plain_facts,
@@ -457,9 +460,11 @@ class Watchdog:
             if len(history) > self.history_len:
                 del history[0]
         else:
-            state.pauses += WAITED  # a wait is a pause, whatever the clock says
-        if write:
-            state.pauses += WROTE  # (no pause: marks that a later same answer may be its own)
+            state.pauses = (state.pauses + WAITED) & COUNT_MASK  # a wait, whatever the clock says
+        read = facts.read
+        if not (read or wait):
+            # (no pause: an act, after which the same answer may be the act's own)
+            state.pauses = (state.pauses + ACTED) & COUNT_MASK
         if self._need_pairing:
             pending = state.pending
             if len(pending) >= MAX_PENDING:
@@ -473,7 +478,12 @@ class Watchdog:
                 flags |= FLAG_SHELL
             if facts.ask:
                 flags |= FLAG_ASK
-            if type(args) is dict and not wait and not LONG_POLL_KEYS.isdisjoint(args):
+            if read:
+                flags |= FLAG_READ
+            if (
+                type(args) is dict and not wait and not LONG_POLL_KEYS.isdisjoint(args)
+                and asks_to_wait(args)
+            ):
                 flags |= FLAG_LONG_POLL
             pending.append((call_id or "", intern(tool), key, flags, action))
         signals = state.signals
@@ -590,7 +600,11 @@ class Watchdog:
             if ctx.quiet and flags & FLAG_LONG_POLL:
                 # The call asked the tool to wait (a long poll: `wait_seconds=30`) and it
                 # did: a wait, as a `sleep 30` before an instant status would be.
-                state.pauses += WAITED
+                state.pauses = (state.pauses + WAITED) & COUNT_MASK
+            if failed:
+                # A failed answer is something happening (a wait for an element that timed
+                # out): the same answer of another call after it is no poll's.
+                state.pauses = (state.pauses + ACTED) & COUNT_MASK
             # Whether the session paused since this call was last answered: the pause
             # count at each of the last ANSWERED_KEPT calls' answers, oldest first.
             pauses = state.pauses
@@ -602,9 +616,8 @@ class Watchdog:
             if before is None:
                 view.paused = view.waited = False
             else:
-                view.paused = before != pauses
-                delta = pauses - before  # waited_between, inline: this runs on every result
-                view.waited = delta >> WRITES_SHIFT == 0 and delta >> WAITS_SHIFT != 0
+                view.paused = paused_between(before, pauses)
+                view.waited = waited_between(before, pauses)
         else:
             view.call_key = view.call_flags = 0
             view.action = tool

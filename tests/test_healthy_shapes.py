@@ -471,14 +471,21 @@ def test_items_of_a_list_answering_alike_are_a_sweep(tool: str, args_of: Any) ->
     assert "result-stall" not in criticals(trace)
 
 
-def test_reworded_words_answering_alike_are_still_a_stall() -> None:
-    """What is asked (a search's words, a date window) is no identifier of a place: one
-    lookup re-worded is the hunt going on."""
+@pytest.mark.parametrize("args_of", [
+    # what is asked, re-worded (a read, not a search: searches never name a place)
+    lambda i: {"query": f"pink mouse left {i}h", "from": f"2025-01-{i + 1:02d}"},
+    # a window of time moved along, by any name
+    lambda i: {"metric": "cpu_usge", "start": f"2025-01-{i + 1:02d}"},
+    lambda i: {"metric": "cpu_usge", "window": f"{i + 1}m"},
+    lambda i: {"metric": "cpu_usge", "startTime": f"2025-01-{i + 1:02d}T00:00"},
+])
+def test_reworded_words_or_windows_answering_alike_are_still_a_stall(args_of: Any) -> None:
+    """What is asked, or when, is no identifier of a place: one read re-worded, or moved
+    along in time, answering the same is the hunt going on."""
     c = Calls()
     trace: list[Any] = []
     for i in range(12):
-        trace += c.pair("lookup_customer", {"query": f"pink mouse left {i}h", "from": f"2025-01-{i + 1:02d}"},
-                        {"status": "OK", "alarms": []})
+        trace += c.pair("fetch_customer_record", args_of(i), {"status": "OK", "alarms": []})
     assert "result-stall" in criticals(trace)
 
 
@@ -504,3 +511,11 @@ def test_a_scan_re_run_unchanged_but_for_its_duration_is_a_loop() -> None:
                         "Nmap scan report for 10.20.4.10\n22/tcp open ssh\n"
                         f"Nmap done: 256 IP addresses (3 hosts up) scanned in {183 + n * 3}.11 seconds")
     assert "repeated-tool-call" in criticals(trace)
+
+
+@pytest.mark.parametrize("language", [["sh"], {"x": 1}, 7, None, "SH"])
+def test_a_code_blocks_language_of_any_type_is_read_without_raising(language: Any) -> None:
+    facts = runner_facts({"language": language, "code": "ls -la"})
+    assert facts.action == ("ls" if language == "SH" else "")
+    c = Calls()
+    assert criticals(c.pair("bash", {"language": language, "code": "ls"}, "a b")) == []

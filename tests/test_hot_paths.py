@@ -27,7 +27,7 @@ from streamguard.fleet import generate_session
 from streamguard.policy import PolicySet
 from streamguard.signals import near_duplicate, result_stall
 from streamguard.signals.base import CallView, ResultView, Signal
-from streamguard.signals.facts import FLAG_RUNNER
+from streamguard.signals.facts import FLAG_READ, FLAG_RUNNER
 from streamguard.watchdog import Watchdog
 
 
@@ -207,7 +207,8 @@ def test_refilled_views_match_freshly_built_ones():
         assert canonical == canonicalize(event.args)
         expected = CallView(event, canonical, fields["key"], fields["history"], event.kind)
         assert fields == {name: getattr(expected, name) for name in CallView.__slots__}
-    paired = {"c2": (calls[1]["key"], FLAG_RUNNER, "git diff"), "c1": (calls[0]["key"], 0, "read_file")}
+    # (git diff through a runner, and read_file by the default classification, only read)
+    paired = {"c2": (calls[1]["key"], FLAG_RUNNER | FLAG_READ, "git diff"), "c1": (calls[0]["key"], FLAG_READ, "read_file")}
     for fields, event in zip(results, events[2:], strict=True):
         key, flags, action = paired.get(event.call_id or "", (0, 0, None))
         expected_result = ResultView(event, bool(event.error), fields["fingerprint"], fields["size"],

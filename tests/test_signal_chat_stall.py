@@ -190,7 +190,7 @@ def promise_turns(texts: list[str], act_in_turn: int | None = None) -> list[Any]
         if turn == act_in_turn:
             trace += [ToolCall(session="c", tool="edit_file", args={"path": "m.py"}, call_id=f"e{turn}",
                                turn=turn)]
-    return trace + [TurnStart(session="c", turn=len(texts) + 1)]
+    return [*trace, TurnStart(session="c", turn=len(texts) + 1)]
 
 
 def test_announcing_an_act_turn_after_turn_without_one_warns() -> None:
@@ -208,6 +208,13 @@ def test_an_announced_act_that_is_then_made_is_work() -> None:
     "Let me know if you want the backfill value to be something other than USD.",
     "I'll need your booking reference to look that up.",
     "The migration adds the column as NOT NULL without a default, which fails on existing rows.",
+    # an act put to the user, or waiting on them
+    "Revised plan: I will update the schema, then backfill. Does that look right?",
+    "I'll fix that once you confirm which currency the old rows should get.",
+    # no act of the agent's own
+    "Let me make sure I understand: the old rows have no currency at all?",
+    "Let me run through the options: a default, a backfill, or a nullable column.",
+    "I'm about to run out of context, so here is a summary of where we are.",
 ])
 def test_what_is_no_announced_act(text: str) -> None:
     got = hits(promise_turns([text] * 4))
@@ -219,3 +226,27 @@ def test_promised_turns_is_policy() -> None:
     assert hits(promise_turns(PROMISES), off) == []
     two = WARN + "[signals.chat-stall]\npromised_turns = 2\n"
     assert [a.detail["count"] for _, a in hits(promise_turns(PROMISES[:2]), two)] == [2]
+
+
+def test_a_turn_that_acted_then_announces_the_next_step_is_no_unkept_promise() -> None:
+    """"I'll run the tests next" at the end of a turn that made its calls: the user says
+    "continue" and the next turn acts; no turn went without acting."""
+    trace: list[Any] = []
+    for turn in range(6):
+        trace += [TurnStart(session="c", turn=turn),
+                  ToolCall(session="c", tool="edit_file", args={"path": f"m{turn}.py"}, call_id=f"e{turn}",
+                           turn=turn),
+                  ToolResult(session="c", tool="edit_file", call_id=f"e{turn}", result="ok", turn=turn),
+                  Text(session="c", text=f"Step {turn} done. I'll now update the next resource.", turn=turn)]
+    got = hits([*trace, TurnStart(session="c", turn=7)])
+    assert "promised_without_acting" not in [a.detail["rule"] for _, a in got]
+
+
+def test_a_message_with_a_lone_surrogate_still_snapshots() -> None:
+    engine = Engine(parse_policy_set(WARN))
+    for event in promise_turns(["I'll now update the migration \ud800 as planned."]):
+        engine.process(event)
+    engine.process(Text(session="c", text="I'll now update it \ud800", turn=9))
+    data = engine.snapshot("c")
+    assert data is not None
+    assert Engine(parse_policy_set(WARN)).restore("c", data) is not None

@@ -17,14 +17,16 @@ from streamguard.engine import Engine
 from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.base import (
+    ACTS_SHIFT,
     WAITS_SHIFT,
-    WRITES_SHIFT,
     ResultView,
+    paused_between,
     poll_answer,
     says_bare_value,
     says_in_progress,
     waited_between,
 )
+from streamguard.signals.facts import FLAG_READ, FLAG_WRITE
 
 QUIET = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 LOOP_SIGNALS = ("repeated-tool-call", "alternating-tool-cycle", "result-stall")
@@ -369,7 +371,7 @@ def test_an_answer_that_says_it_ended_is_no_poll_after_waits() -> None:
     assert any(severity == "critical" for _, severity in got)
 
 
-def paused_view(answer: Any, waited: bool, flags: int = 0) -> ResultView:
+def paused_view(answer: Any, waited: bool, flags: int = FLAG_READ) -> ResultView:
     event = ToolResult(session="s", tool="t", result=answer)
     return ResultView(event, False, 1, len(str(answer)), call_key=7, call_flags=flags,
                       paused=True, waited=waited)
@@ -384,30 +386,128 @@ def paused_view(answer: Any, waited: bool, flags: int = 0) -> ResultView:
     ("Listed 0 items.", True, False),
     ('{"rows": [], "took_ms": 4}', True, False),
     ("", True, False),
+    # "nothing yet" and "out of reach" in words: no value being watched
+    ("No data points", True, False),
+    ('{"data": null, "status": "ok"}', True, False),
+    ("curl: (7) Couldn't connect to server", True, False),
+    ("HTTP/1.1 503 Service Unavailable", True, False),
+    ("ls: cannot access 'out/': No such file or directory", True, False),
 ])
 def test_what_a_poll_answers(answer: Any, after_wait: bool, expected: bool) -> None:
     assert poll_answer(paused_view(answer, after_wait)) is expected
 
 
-def test_a_write_answers_no_poll_after_a_wait() -> None:
-    from streamguard.signals.facts import FLAG_WRITE
-
+def test_only_a_call_known_to_read_answers_a_poll_after_a_wait() -> None:
     assert not poll_answer(paused_view("deployment.apps/web restarted", True, FLAG_WRITE))
+    # a tool nobody classified (trigger_cache_purge) may have done something
+    assert not poll_answer(paused_view("Purge request accepted for /assets", True, 0))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["pause", "wait", "write"]), max_size=40),
-       st.lists(st.sampled_from(["pause", "wait", "write"]), max_size=40))
-def test_waited_between_reads_each_count_apart(before: list[str], since: list[str]) -> None:
-    """The pause count packs pauses, waits and writes; whether the session waited and wrote
-    nothing between two readings depends only on what happened between them."""
-    step = {"pause": 1, "wait": 1 << WAITS_SHIFT | 1, "write": 1 << WRITES_SHIFT}
-    start = sum(step[e] for e in before)
-    end = start + sum(step[e] for e in since)
-    assert waited_between(start, end) is ("wait" in since and "write" not in since)
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["pause", "wait", "act"]), max_size=40),
+       st.lists(st.sampled_from(["pause", "wait", "act"]), max_size=40),
+       st.integers(min_value=0, max_value=(1 << 63) - 1))
+def test_the_pause_count_reads_each_counter_apart(before: list[str], since: list[str],
+                                                  start: int) -> None:
+    """The pause count packs pauses, waits and acts, each wrapping within 63 bits: whether
+    the session paused, and whether it waited and did nothing else, between two readings
+    depends only on what happened between them, wherever the counters stood (a field
+    that wraps carries into the next: a wait carried into the acts is read as an act,
+    the cautious side)."""
+    step = {"pause": 1, "wait": 1 << WAITS_SHIFT | 1, "act": 1 << ACTS_SHIFT}
+    mask = (1 << 63) - 1
+    count = start
+    for event in before:
+        count = (count + step[event]) & mask
+    first = count
+    for event in since:
+        count = (count + step[event]) & mask
+    assert 0 <= count <= mask
+    assert paused_between(first, count) is ("pause" in since or "wait" in since)
+    carried = (first >> WAITS_SHIFT & 0xFFFF) + since.count("wait") >= 1 << 16
+    if not carried:
+        assert waited_between(first, count) is ("wait" in since and "act" not in since)
+
+
+def test_a_session_of_many_acts_still_snapshots() -> None:
+    """Acts wrap within the pause count, so a snapshot always holds it."""
+    engine = Engine(parse_policy_set(QUIET))
+    engine.process(ToolCall(session="p", tool="deploy", args={}))
+    engine.sessions["p"].pauses = (1 << 63) - 2
+    engine.process(ToolCall(session="p", tool="deploy", args={"n": 1}))  # an act: wraps
+    assert engine.sessions["p"].pauses < 1 << 63
+    data = engine.snapshot("p")
+    assert data is not None
+    assert Engine(parse_policy_set(QUIET)).restore("p", data).pauses == engine.sessions["p"].pauses
 
 
 def test_a_one_cell_table_of_zero_is_a_bare_value() -> None:
     table = "+-----+\n|nulls|\n+-----+\n|    0|\n+-----+"
     assert says_bare_value(table, len(table))
     assert not says_bare_value(table.replace("0", "7"), len(table))
+
+
+def test_an_act_between_busy_asks_is_no_pause() -> None:
+    """A restart re-requested and its status asked at once, lap after lap: the acts mark
+    the pause count but are no pause, so "starting" asked without one is a busy loop."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1000.0
+    for n in range(12):
+        for tool, answer in (("restart_service", f"Restart requested (op {1000 + n})."),
+                             ("get_service_status", '{"name": "web", "status": "starting"}')):
+            trace.append(ToolCall(session="p", tool=tool, args={"name": "web"}, call_id=f"{tool}{n}",
+                                  ts=clock))
+            trace.append(ToolResult(session="p", tool=tool, call_id=f"{tool}{n}", result=answer,
+                                    ts=clock + 0.5))
+            clock += 1.0
+    assert any(severity == "critical" for _, severity in loop_alerts(trace))
+
+
+def test_an_unclassified_act_before_each_wait_is_no_poll() -> None:
+    """A purge re-triggered, a wait, the same version read: the purge may have done
+    something, so the read after it is judged as before."""
+    trace: list[Any] = [TurnStart(session="p")]
+    n = 0
+    for _ in range(12):
+        for tool, args, answer in (
+            ("trigger_cache_purge", {"zone": "acme.io"}, "Purge request accepted for acme.io"),
+            ("wait", {"seconds": 60}, "waited 60s"),
+            ("http_get", {"url": "https://acme.io/version.txt"}, "build 2024.11.3 (sha 9f1c2e7)"),
+        ):
+            n += 1
+            trace += [ToolCall(session="p", tool=tool, args=args, call_id=f"c{n}"),
+                      ToolResult(session="p", tool=tool, call_id=f"c{n}", result=answer)]
+    assert ("alternating-tool-cycle", "critical") in loop_alerts(trace)
+
+
+@pytest.mark.parametrize("wait", [False, 0, "0", "soon", None])
+def test_a_wait_argument_that_asks_for_no_wait_is_no_long_poll(wait: Any) -> None:
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1_000.0
+    for n in range(8):
+        trace.append(ToolCall(session="p", tool="connections_oauth_status",
+                              args={"flow_id": "f1", "wait": wait}, call_id=f"c{n}", ts=clock))
+        clock += 30.0
+        trace.append(ToolResult(session="p", tool="connections_oauth_status", call_id=f"c{n}",
+                                result=CONSENT, ts=clock))
+        clock += 1.5
+    assert ("repeated-tool-call", "critical") in loop_alerts(trace)
+
+
+def test_an_elapsed_time_that_moves_is_news() -> None:
+    """`squeue`'s elapsed column is what moves while a job runs (a clock-like figure in a
+    successful answer is not masked; only a reported duration is)."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1000.0
+    for n in range(10):
+        trace.append(ToolCall(session="p", tool="bash", args={"command": "squeue -j 4418027 -h -o '%i %T %M'"},
+                              call_id=f"c{n}", ts=clock))
+        trace.append(ToolResult(session="p", tool="bash", call_id=f"c{n}",
+                                result=f"4418027 RUNNING 1:{2 + n:02d}:17", ts=clock + 0.5))
+        clock += 40.0
+    assert loop_alerts(trace) == []
+
+
+def test_a_failure_with_one_zero_in_it_is_no_bare_value() -> None:
+    for text in ("ERROR: rollout failed\nready replicas: 0", "Traceback (most recent call last):\nKeyError: 0"):
+        assert not says_bare_value(text, len(text))

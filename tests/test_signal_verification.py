@@ -132,13 +132,6 @@ def test_identity_and_defaults() -> None:
         ("reply_count", None),
         ("sendgrid__get_stats", "read"),
         ("submit_and_wait", None),
-        # a browser agent's clicks and keys change the page
-        ("click_element", "write"),
-        ("browser_click", "write"),
-        ("mcp__playwright__browser_click", "write"),
-        ("browser_press_key", "write"),
-        ("select_dropdown_option", "write"),
-        ("clickhouse_query", None),  # a database named after a click, not one
     ],
 )
 def test_default_classification(tool: str, kind: str | None) -> None:

@@ -58,6 +58,7 @@ from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
 from .facts import (
     COMPUTER_ACTIONS,
     DEFAULT_WAIT_TOOLS,
+    FLAG_READ,
     FLAG_RUNNER,
     FLAG_WRITE,
     CallFacts,
@@ -227,9 +228,10 @@ class ResultView:
     again after a pause is a poll (:func:`says_in_progress`). False for a call answered
     for the first time (or not among the session's last :data:`ANSWERED_KEPT` answered).
     ``waited``: one of those pauses was a deliberate wait (a wait call, ``sleep 60`` in
-    a command, a long poll whose tool held the answer) and the session wrote nothing
-    since the call was last answered: an answer that says nothing of an end, asked again
-    after such a wait, is a poll's too (:func:`poll_answer`).
+    a command, a long poll whose tool held the answer) and the session did nothing else
+    since the call was last answered (no write, no call of a tool not known to only read,
+    no failed answer): an answer that says nothing of an end, asked again after such a
+    wait, is a poll's too (:func:`poll_answer`).
 
     Like :class:`CallView`, valid only during the hook (the watchdog refills one object).
     """
@@ -528,21 +530,35 @@ ANSWERS_KEPT = 16
 """Calls whose last answer a result-aware loop detector remembers (:func:`note_answer`)."""
 ANSWERED_KEPT = 16
 """Calls whose pause count at their last answer the watchdog keeps (``ResultView.paused``)."""
-WAITS_SHIFT, WRITES_SHIFT = 32, 48
+WAITS_SHIFT, ACTS_SHIFT = 32, 48
+PAUSES_MASK = (1 << WAITS_SHIFT) - 1
+COUNT_MASK = (1 << 63) - 1
+"""A session's pause count packs three counters that are only ever compared for change:
+pauses (bits 0-31), deliberate waits (32-47) and acts (48-62). Each wraps instead of
+growing past 63 bits (a snapshot holds a signed 64-bit integer): a field that wrapped
+back to where it was reads as unchanged, after 65,536 waits or 32,768 acts between two
+answers of one call."""
 WAITED = 1 << WAITS_SHIFT | 1
-"""What a deliberate wait adds to a session's pause count: one pause, and one wait in the
-bits from :data:`WAITS_SHIFT` up (``ResultView.waited``)."""
-WROTE = 1 << WRITES_SHIFT
-"""What a write adds to it: no pause, one write in the bits from :data:`WRITES_SHIFT` up
-(re-doing a write, then waiting for its effect, is no poll: ``ResultView.waited``)."""
+"""What a deliberate wait adds to a session's pause count: one pause, and one wait
+(``ResultView.waited``)."""
+ACTED = 1 << ACTS_SHIFT
+"""What an act adds to it (a write, a call of a tool not known to only read, a failed
+answer): no pause; doing something and then waiting for its effect is no poll
+(``ResultView.waited``)."""
+
+
+def paused_between(before: int, now: int) -> bool:
+    """Whether the session paused between two readings of its pause count
+    (``ResultView.paused``): its pauses field changed."""
+    return (before ^ now) & PAUSES_MASK != 0
 
 
 def waited_between(before: int, now: int) -> bool:
-    """Whether the session waited on purpose, and wrote nothing, between two readings of
-    its pause count (``ResultView.waited``). Each field only grows: the difference of
-    the counts is the difference of each field."""
-    delta = now - before
-    return delta >> WRITES_SHIFT == 0 and delta >> WAITS_SHIFT != 0
+    """Whether the session waited on purpose, and did nothing else, between two readings
+    of its pause count (``ResultView.waited``): the waits field changed, the acts field
+    did not."""
+    changed = before ^ now
+    return changed >> ACTS_SHIFT == 0 and changed >> WAITS_SHIFT != 0
 CHANGES_FOR_PAGING = 2
 """Changes of a call's answer that make it paging or polling rather than a loop."""
 
@@ -573,15 +589,21 @@ def squeeze_marks(data: bytes) -> bytes:
     return data
 
 
-RUN_TIME = re.compile(
+_DURATION = (
     # how long a run took, where a runner says so: "1 failed in 0.29s", "Time elapsed:
     # 0.123 s", "took 12 ms", "Duration: 3.1s", `time`'s "real 0m1.204s"
     rb"(?:\b(?:in|took|elapsed:?|[Tt]ime:|[Dd]uration:?)[ \t]+)\d+(?:\.\d+)?[ \t]?(?:ms|s|sec|secs|seconds)\b"
     rb"|\b(?:real|user|sys)[ \t]+\d+m\d+(?:\.\d+)?s\b"
-    rb"|(?<![\w.:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # a clock time: 12:04:31.5
 )
-"""A run's duration, where a runner reports it, or a clock time (masked where two runs of
-one call, or a failure's text of one failing check, are compared). Not any number with a unit:
+RUN_DURATION = re.compile(_DURATION)
+"""A run's duration, where a runner reports it (masked wherever two runs of one call are
+compared: "scanned in 183.11 seconds", then "in 192.20 seconds", says the same)."""
+RUN_TIME = re.compile(
+    _DURATION + rb"|(?<![\w.:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # a clock time: 12:04:31.5
+)
+"""A run's duration or a clock time, in a failure's text (masked where two runs of one
+failing check are compared; in a successful answer a clock-like figure may be what moves,
+a job's elapsed time in ``squeue``). Not any number with a unit:
 "p99 900ms exceeds 200ms" is what a performance test found, and it changes when an edit
 works."""
 SAYS_FAILED = re.compile(rb"\b(?:[Ee]rrors?|ERRORS?|[Ff]ailed|FAILED|[Ff]ailures?|FAIL|Traceback)\b")
@@ -619,9 +641,10 @@ epoch): when it was asked, not what it says."""
 def steady_answer(result: ResultView) -> int:
     """A 32-bit code of what an answer says apart from when it was given: its first
     :data:`GIST_TEXT_LIMIT` characters (a structured payload's JSON) with the points in
-    time it carries masked (:data:`TIMESTAMP`), and the run's duration and clock times
-    where it reports them (:data:`RUN_TIME`: "1 failed in 0.29s", "scanned in 183.11
-    seconds"). Two answers of one call that differ only so say the same. 0 when the answer has no text. For the rare paths that
+    time it carries masked (:data:`TIMESTAMP`), the run's duration where it reports one
+    (:data:`RUN_DURATION`: "scanned in 183.11 seconds"), and, in one that reports a
+    failure, its clock times too (:data:`RUN_TIME`). Two answers of one call that differ
+    only so say the same. 0 when the answer has no text. For the rare paths that
     compare a call's changed answers."""
     if result.failed:
         text: Any = result.error
@@ -635,7 +658,7 @@ def steady_answer(result: ResultView) -> int:
     if type(text) is not str or not text:
         return 0
     data = TIMESTAMP.sub(b"#", text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass"))
-    data = RUN_TIME.sub(b"#", data)
+    data = (RUN_TIME if result.failed or reports_failure(data) else RUN_DURATION).sub(b"#", data)
     return zlib.crc32(data) or 1
 
 
@@ -741,6 +764,16 @@ def says_in_progress(result: ResultView) -> bool:
     return progress == 2
 
 
+_ABSENT = re.compile(
+    r"(?i)\b(?:no|none|null|nil|nothing|empty|missing|absent|unknown|unavailable"
+    r"|unreachable|unable|cannot|can't|couldn't|could not|no such|n/a)\b"
+    r"|\b[45]\d\d\b"
+)
+"""Words of an answer that says something is not there (yet) or out of reach ("No data
+points", ``{"data": null}``, "Couldn't connect to server", a 503): asked again after a
+wait it is no value being watched but one that is not coming."""
+
+
 def poll_answer(result: ResultView) -> bool:
     """Whether ``result`` is a poll's answer: the session paused since the same call was
     last answered (``ResultView.paused``), and the answer says the work is still under
@@ -749,7 +782,8 @@ def poll_answer(result: ResultView) -> bool:
     says nothing of an end at all (``198.51.100.7`` from ``dig`` a minute after the last
     ``dig``, while a DNS change propagates: no failure, error, success, completion...
     anywhere in it), says some value (not an empty list or a zero count:
-    :func:`found_nothing`, :func:`says_bare_value`) and answers a read, not a write.
+    :func:`found_nothing`, :func:`says_bare_value`; no word of absence or of a server
+    out of reach: :data:`_ABSENT`) and answers a call known to only read.
 
     The same answer again is then what waiting looks like, not a loop. Polling what has
     ended ("failed", "succeeded") is a loop, however long the agent sleeps between; and
@@ -761,22 +795,29 @@ def poll_answer(result: ResultView) -> bool:
         return False
     if says_in_progress(result):
         return True
-    if not result.waited or result.progress != 3 or result.call_flags & FLAG_WRITE:
+    if not result.waited or result.progress != 3 or not result.call_flags & FLAG_READ:
         return False
-    # A value, not "nothing yet": an empty series or a zero count asked again and again
-    # is the agent waiting for what is not coming (a misspelled metric), as before.
+    # A value, not "nothing yet": an empty series, a zero count, "No data points" or an
+    # unreachable server asked again and again is the agent waiting for what is not
+    # coming (a misspelled metric, a wrong host), as before.
     payload = result.event.result
-    return not found_nothing(payload) and not says_bare_value(payload, result.size)
+    if found_nothing(payload) or says_bare_value(payload, result.size):
+        return False
+    text = payload if type(payload) is str else None
+    if text is None:
+        try:
+            text = _json_encode(payload).decode("utf-8", "replace")
+        except (TypeError, ValueError, OverflowError):
+            return False
+    return _ABSENT.search(text, 0, PROGRESS_TEXT_LIMIT) is None
 
 
 NONE_ANSWER = 64
 """Longest answer (characters of text, bytes of a structured payload) read for whether it
 says "none" (:func:`says_bare_value`)."""
-_ZERO_COUNT = re.compile(
-    # words, punctuation and a table's rules around one zero ("Listed 0 items.", "(0 rows)",
-    # a one-cell ASCII table: "+-----+ |nulls| +-----+ |    0|")
-    r"[A-Za-z_ (),.:=|+\s-]*(?<![0-9.])0(?![0-9.])[A-Za-z_ (),.:=%|+\s-]*"
-)
+_ZERO_COUNT = re.compile(r"[A-Za-z (),.:=-]*(?<![0-9.])0(?![0-9.])[A-Za-z (),.:=%-]*")
+_ZERO_CELL = re.compile(r"\+-+\+\s*\|\s*\w+\s*\|\s*\+-+\+\s*\|\s*0\s*\|\s*\+-+\+")
+"""A one-cell ASCII table of zero (``+-----+ |nulls| +-----+ |    0| +-----+``)."""
 
 _NOTHING_TEXT_FIELDS = frozenset({
     "query", "q", "search", "search_query", "searchquery", "term", "terms", "keyword",
@@ -820,7 +861,11 @@ def says_bare_value(payload: Any, size: int) -> bool:
         if len(payload) > NONE_ANSWER:
             return False
         if payload[:1] not in ("{", "["):
-            return _ZERO_COUNT.fullmatch(payload.strip()) is not None
+            stripped = payload.strip()
+            return (
+                _ZERO_COUNT.fullmatch(stripped) is not None
+                or (stripped[:1] == "+" and _ZERO_CELL.fullmatch(stripped) is not None)
+            )
         try:
             payload = _json_decode(payload)
         except (msgspec.DecodeError, RecursionError):

@@ -48,8 +48,10 @@ Thresholds
     therefore a stall, not a style; twelve messages without acting clear the
     healthy maximum by half. An announced act is normally the call that follows it
     in the same turn; once is a slip, three turns running is a stall (the blind
-    batches of docs/detection.md hold one such session, and no healthy session
-    ends two turns in a row so).
+    batches of docs/detection.md hold one such session, and none of their healthy
+    sessions draws this warning). An act put to the user as a question ("I will
+    update the schema as follows. Shall I go ahead?") or waiting on them ("once you
+    confirm") is no promise broken.
 
 Severity: warn
     Text is the weakest evidence the watchdog reads: a user may be the one
@@ -58,7 +60,8 @@ Severity: warn
     model; it never halts.
 
 State: the sketches of the last ``memory`` messages (32 bytes each) and their
-repeat counts, and two counters. Cost per message: one regular-expression pass
+repeat counts, three counters, and the first 200 and last 120 characters of the turn's
+latest message while the turn has made no tool call. Cost per message: one regular-expression pass
 and one CRC-32 per word pair over at most the first 512 characters (a question to
 the user fits; a long report that repeats its opening is still the same opening).
 """
@@ -88,16 +91,23 @@ _TIMES = 0x7F
 PROMISE = re.compile(
     r"(?i)\b(?:I['\u2019]ll|I will|I['\u2019]m (?:going|about) to|I am (?:going|about) to|let me)"
     r"\s+(?:(?:now|just|go ahead and|quickly|then)\s+)*"
-    r"(?:edit|update|apply|make|modify|change|fix|implement|write|create|run|add|remove"
-    r"|delete|refactor|patch|get to it|do (?:it|that|this|so)|proceed|execute)\b"
+    r"(?:edit|update|apply|modify|change|fix|implement|write|create|add|remove|delete"
+    r"|refactor|patch|get to it|do (?:it|that|this|so)|proceed|execute"
+    r"|make (?:the|this|that|these|those) (?:change|edit|fix)|run (?:the|it|them|this|these))\b"
     r"|\b(?:making|applying|editing|implementing|modifying) (?:the|this|that|these|it)\b"
     r"[^.\n]{0,40}\bnow\b"
 )
 """A message that announces an act of the agent's own ("I'll now update", "let me get to
-it", "making the change now"); not "let me know", "I'll need your reference"."""
-PROMISE_TAIL = 256
-"""Characters at a message's end also read for an announced act (a plan, then "I'll apply
-it now")."""
+it", "making the change now"); not "let me know", "I'll need your reference", "let me
+make sure", "I'm about to run out of context"."""
+AWAITS_USER = re.compile(
+    r"(?i)\b(?:once|after|when|if|as soon as) you\b|\byour (?:approval|confirmation|go-ahead|ok)\b"
+)
+"""An announced act that waits on the user ("I'll fix that once you confirm"): a
+question, not a promise broken."""
+PROMISE_HEAD, PROMISE_TAIL = 200, 120
+"""Characters at a message's start, and at its end, read for an announced act ("I'll now
+update the migration: ...", a plan, then "I'll apply it now")."""
 
 
 def sketch(text: str) -> bytes:
@@ -175,10 +185,14 @@ class ChatStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """The agent has made a tool call in this session."""
     latched: bool = False
     """A warning was raised since the last tool call."""
-    promised: bool = False
-    """The turn's latest message announced an act (:data:`PROMISE`)."""
+    last: str = ""
+    """The head and tail of the turn's latest message while the turn has made no tool call
+    (read for an announced act, :data:`PROMISE`, when the turn ends: once a turn, not
+    once a message)."""
     promises: int = 0
     """Turns in a row since the last tool call that ended on an announced act."""
+    turn_acted: bool = False
+    """A tool call was made in the current turn (its messages are then no promise unkept)."""
 
 
 class ChatStall(Signal):
@@ -217,9 +231,11 @@ class ChatStall(Signal):
             # answered question is no progress on it).
             question = _question(call.args)
             return self._message(state, question, ASKED) if question else None
-        if state.promises or state.promised:
+        if state.promises or state.last:
             state.promises = 0
-            state.promised = False
+            state.last = ""
+        if not state.turn_acted:
+            state.turn_acted = True
         if state.messages or state.counts or state.latched:
             state.messages = 0
             counts = state.counts
@@ -240,12 +256,21 @@ class ChatStall(Signal):
         # monologue. Sketches persist: the same question asked turn after turn is the
         # repeated-message rule's case.
         state.messages = 0
-        if not state.promised:
+        if state.turn_acted:
+            state.turn_acted = False
+        last = state.last
+        if (
+            not last or PROMISE.search(last) is None or last.rstrip().endswith("?")
+            or AWAITS_USER.search(last) is not None
+        ):
+            # no announced act; or one put to the user as a question, or waiting on them
             if state.promises:
                 state.promises = 0
+            if last:
+                state.last = ""
             return None
-        # The turn that ended announced an act and made no call (a call clears the flag).
-        state.promised = False
+        # The turn that ended announced an act and made no call (a call clears `last`).
+        state.last = ""
         state.promises += 1
         if (
             self.promised_turns and state.acted and state.promises >= self.promised_turns
@@ -260,11 +285,16 @@ class ChatStall(Signal):
         if text is None:
             state.messages += 1
             return None  # only a length: nothing to compare
-        if self.promised_turns:
-            state.promised = (
-                PROMISE.search(text, 0, TEXT_LIMIT) is not None
-                or (len(text) > TEXT_LIMIT and PROMISE.search(text, len(text) - PROMISE_TAIL) is not None)
+        if self.promised_turns and state.acted and not state.turn_acted:
+            # Kept, not read: only the turn's last message counts, read when the turn ends.
+            last = (
+                text if len(text) <= PROMISE_HEAD + PROMISE_TAIL
+                else f"{text[:PROMISE_HEAD]}\n{text[-PROMISE_TAIL:]}"
             )
+            if not last.isascii():
+                # state is snapshotted as UTF-8: a lone surrogate would make it unwritable
+                last = last.encode("utf-8", "replace").decode("utf-8")
+            state.last = last
         return self._message(state, text)
 
     def _message(self, state: Any, text: str, asked: int = 0) -> Finding | None:

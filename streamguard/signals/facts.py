@@ -92,11 +92,13 @@ DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
 of one is a wait, like ``sleep 60 && gh run view`` through a shell (``CallFacts.wait``)."""
 
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL, FLAG_ASK = 1, 2, 4, 8, 16, 32
-FLAG_LONG_POLL = 64
-"""Bits of a pending call's facts. ``FLAG_SHELL``: its only write is a change of the shell
-(``export``, ``cd``, ``source``...), with no file written (see :attr:`CallFacts.shell`).
-``FLAG_ASK``: the call asks the user (:attr:`CallFacts.ask`). ``FLAG_LONG_POLL``: an
-argument asks the tool to wait for news before it answers (:data:`LONG_POLL_KEYS`)."""
+FLAG_LONG_POLL, FLAG_READ = 64, 128
+"""Bits of a pending call's facts (these and the six above). ``FLAG_SHELL``: its only
+write is a change of the shell (``export``, ``cd``, ``source``...), with no file written
+(see :attr:`CallFacts.shell`). ``FLAG_ASK``: the call asks the user
+(:attr:`CallFacts.ask`). ``FLAG_LONG_POLL``: an argument asks the tool to wait for news
+before it answers (:func:`asks_to_wait`). ``FLAG_READ``: the call is known to only look
+(:attr:`CallFacts.read`)."""
 
 LONG_POLL_KEYS = frozenset({
     "wait", "wait_seconds", "wait_secs", "wait_s", "wait_ms", "wait_time", "wait_time_seconds",
@@ -110,6 +112,29 @@ or the time is up (``oauth_status(flow_id=..., wait_seconds=30)``, SQS's ``WaitT
 tool waited on the agent's behalf: the watchdog counts it as a wait, like a ``sleep 30``
 before an instant status check. Exact names: ``timeout`` is not among them (a command
 runner's ``timeout=120`` bounds a command, it asks for no wait)."""
+
+
+def asks_to_wait(args: dict[Any, Any]) -> bool:
+    """Whether a call's arguments ask its tool to wait (a long poll): one of
+    :data:`LONG_POLL_KEYS` with a positive number of time (``wait_seconds=30``, ``"30"``),
+    or ``long_poll=true``. ``wait=false``, ``wait_seconds=0`` or a runner's ``wait=true``
+    (wait for the command to finish) ask for none."""
+    for key in LONG_POLL_KEYS.intersection(args):
+        value = args[key]
+        kind = type(value)
+        if kind is bool:
+            if value and key in ("long_poll", "longPoll"):
+                return True
+        elif kind is int or kind is float:
+            if value > 0:
+                return True
+        elif kind is str and 0 < len(value) <= 12:
+            try:
+                if float(value) > 0:
+                    return True
+            except ValueError:
+                pass
+    return False
 
 _CACHE_MAX = 512
 MAX_SEGMENTS = 32
@@ -305,12 +330,19 @@ def command_text(args: object) -> str | None:
                 return _joined_prefix(value)
         # A code executor's block of shell (AutoGen's `{"language": "sh", "code": ...}`);
         # a block of Python is free code, with no command line to read.
-        if args.get("language") in SHELL_LANGUAGES:
+        if _shell_block(args):
             for key in _CODE_KEYS:
                 code = args.get(key)
                 if isinstance(code, str):
                     return code
     return None
+
+
+def _shell_block(args: dict[Any, Any]) -> bool:
+    """Whether a code block's ``language`` says it is shell (any other value, a list or a
+    number included, says it is not)."""
+    language = args.get("language")
+    return type(language) is str and language.lower() in SHELL_LANGUAGES
 
 
 def _joined_prefix(parts: list[object]) -> str | None:
@@ -424,13 +456,17 @@ class CallFacts:
     ``ask``: the call asks the agent's user (a tool the classification calls
     ``user_input``, ``ask_human``, ``ask_followup_question``, or a call sent with
     ``kind: "user_input"``): its answer is the user's reply, not a fact of the world.
+
+    ``read``: the call is known to only look (a tool the classification calls ``read``,
+    ``resolve`` or ``verify``; a command runner's call that is no write and no wait). A
+    call of a tool nobody classified is not known to: it may have done something.
     """
 
-    __slots__ = ("action", "ask", "search", "shell", "wait", "write")
+    __slots__ = ("action", "ask", "read", "search", "shell", "wait", "write")
 
     def __init__(
         self, action: str, write: bool, search: bool, wait: bool = False, shell: bool = False,
-        ask: bool = False,
+        ask: bool = False, read: bool = False,
     ) -> None:
         self.action = action
         self.ask = ask
@@ -438,6 +474,7 @@ class CallFacts:
         self.search = search
         self.wait = wait
         self.shell = shell
+        self.read = read
 
 
 _CODE_KEYS = ("code", "script", "source")
@@ -470,6 +507,7 @@ def runner_facts(args: object, code_tool: bool = False, kind: str | None = None)
     if kind == "write":
         facts.write = True
         facts.shell = False
+    facts.read = not facts.write and not facts.wait
     return facts
 
 
@@ -479,7 +517,7 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
         for key in _CODE_KEYS:
             value = args.get(key)
             if isinstance(value, str):
-                if args.get("language") in SHELL_LANGUAGES:
+                if _shell_block(args):
                     break  # a block of shell: a command line (command_text)
                 return code_facts(value)
         command = args.get("command")
@@ -594,4 +632,10 @@ def plain_facts(
     its name says it waits, ``[waits] tools``; it asks the user when the event says
     ``kind: "user_input"`` or its name is one of :data:`ASK_TOOLS`)."""
     ask = event_kind == "user_input" or (event_kind is None and ASK_TOOLS.match(tool) is not None)
-    return CallFacts(tool, kind == "write", kind == "resolve", wait and kind != "write", ask=ask)
+    return CallFacts(
+        tool, kind == "write", kind == "resolve", wait and kind != "write", ask=ask,
+        read=kind in _READ_KINDS and not ask,
+    )
+
+
+_READ_KINDS = frozenset({"read", "resolve", "verify"})

@@ -207,9 +207,9 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     """The run's calls wait on purpose (``sleep 60 && gh run view``): a poll, whatever
     their answers."""
     progress: bool = False
-    """The run's unchanged answer says the work it reports on is still under way
-    (``says_in_progress``) and the agent paused before asking again: a poll, like a
-    wait."""
+    """The run's unchanged answer is a poll's (``poll_answer``: it says the work it reports
+    on is still under way and the agent paused before asking again, or it says a value
+    after a deliberate wait): a poll, like a wait."""
     report: int = 0
     """What the run's latest changed answer said apart from when it was given
     (``steady_answer``; 0: not compared yet)."""
@@ -405,8 +405,10 @@ class RepeatedToolCall(Signal):
                 + (
                     "it waits on purpose, so this is a poll, not a proven loop, and nothing is "
                     "halted." if state.wait else
-                    "its answer says the work is still under way, so this is a poll, not a "
-                    "proven loop, and nothing is halted." if state.progress else
+                    "it is asked again after the session paused and its answer says the work "
+                    "is still under way, or says the same value after a deliberate wait, so "
+                    "this is a poll, not a proven loop, and nothing is halted."
+                    if state.progress else
                     f"its result changed {state.changes} times, so this is a poll, not a "
                     "proven loop, and nothing is halted."
                 )
@@ -416,7 +418,7 @@ class RepeatedToolCall(Signal):
             guidance=(
                 f"You have called {tool} {state.run} times in a row with the same arguments"
                 + (" to wait." if state.wait else
-                   " while its answer says the work is still under way." if state.progress else
+                   " while you wait for its answer to change." if state.progress else
                    " while its answer keeps changing.")
                 + " If you are waiting for something, say what "
                 "you are waiting for and how long you will wait; if you are not, stop polling "

@@ -385,15 +385,33 @@ _ID_KEY_LIMIT = 64
 _INT64 = 1 << 63
 
 
-_ID_VALUE = re.compile(r"(?=[^\d\s]{0,63}\d)[A-Za-z0-9][\w.:#@+/-]{1,63}")
+_ID_VALUE = re.compile(r"(?=[^\d\s]{0,63}\d)(?=[^A-Za-z\s]{0,63}[A-Za-z])[A-Za-z0-9][\w.:#@+/-]{1,63}")
 """A value shaped like an identifier whatever its argument's name: one token with a digit
-in it (``CNC-06``, ``T2605111``, ``XS2574039921``, ``INC0012345``), no spaces (not a
-search's words)."""
-_TEXT_KEY = re.compile(
-    r"(?i)(?:query|^q$|search|text|message|prompt|content|body|question|title|note|comment"
-    r"|description|summary|date|time|from|to$|since|until|limit|size|count|sort|order|filter)"
-)
-"""Arguments whose value is what is asked or said, or a window, never the thing read."""
+and a letter in it (``CNC-06``, ``T2605111``, ``XS2574039921``, ``INC0012345``), no spaces
+(not a search's words); not a bare number or a date (``100``, ``2025-01-05``)."""
+_QUANTITY = re.compile(r"\d+(?:\.\d+)?[A-Za-z]{1,3}")
+"""A number with a unit (``15m``, ``500ms``, ``10GB``): a window or a size, no identifier."""
+_TEXT_WORDS = frozenset({
+    "query", "q", "search", "text", "message", "msg", "prompt", "content", "body", "question",
+    "title", "note", "notes", "comment", "description", "summary", "date", "time", "from",
+    "to", "since", "until", "start", "end", "after", "before", "day", "days", "window",
+    "period", "range", "as", "of", "interval", "duration", "limit", "size", "count", "sort",
+    "order", "filter", "path", "file", "dir", "directory", "url", "uri", "pattern", "glob",
+    "needle", "regex", "sql", "command", "cmd", "code", "script", "timestamp", "ts", "month",
+    "year", "week", "hour", "minute", "timezone", "tz",
+})
+"""Words of argument names whose value is what is asked or said, or a window of time, never
+the thing read; and of those read as a place already (a path, a URL, a query's tables) or
+never one (a command, a pattern searched for). Whole words of the name (``start_date``,
+``fromDate``, ``as_of``), so ``account`` or ``notebook`` is none of them."""
+_NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _names_text(key: str) -> bool:
+    """Whether an argument's name says its value is text, a window, a path or a command
+    (:data:`_TEXT_WORDS`)."""
+    return any(word.lower() in _TEXT_WORDS for word in _NAME_WORD.findall(key))
+
 
 _ID_NAMES: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 """Argument names of a call -> those that name ids, and the others whose values may be ids
@@ -419,7 +437,7 @@ def _ids(args: Any) -> str:
         others = tuple(sorted(
             key for key in keys
             if type(key) is str and len(key) <= _ID_KEY_LIMIT and key not in named
-            and _NOT_ID_KEY.match(key) is None and _TEXT_KEY.search(key) is None
+            and _NOT_ID_KEY.match(key) is None and not _names_text(key)
         ))
         cached = (named, others)
         if all(type(key) is str and len(key) <= _ID_KEY_LIMIT for key in keys):
@@ -439,7 +457,10 @@ def _ids(args: Any) -> str:
         # `GetMachineStatus(workCenter="CNC-06")`, `ValidatePrice(isin="XS2574039921")`:
         # one item of a list the agent goes through, named by its identifier
         value = args[key]
-        if type(value) is str and _ID_VALUE.fullmatch(value) is not None:
+        if (
+            type(value) is str and len(value) <= 64 and _ID_VALUE.fullmatch(value) is not None
+            and _QUANTITY.fullmatch(value) is None
+        ):
             found = f"{found}\0{key}={value}" if found else f"{key}={value}"
     return found
 

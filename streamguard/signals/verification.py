@@ -162,11 +162,6 @@ DEFAULT_WRITE_TOOLS = (
     # A browser agent's input: typing into a field, filling or choosing in a form changes
     # the page ("Typed ... into ..." is an acknowledgement, like "File written").
     "browser_type", "browser_fill*", "browser_select*", "fill_form*", "type_text", "input_text",
-    # ...and a click or a key pressed: it changes the page as the computer-use tools' clicks
-    # do ("Clicked button with index 19" acknowledges it). The same click again, and the
-    # same wait for what it should have brought, is re-doing a write, not a poll.
-    "click", "click_*", "*_click", "double_click*", "browser_press_key", "press_key",
-    "select_dropdown_option", "select_option", "drag_and_drop", "browser_drag",
 )
 DEFAULT_USER_INPUT_TOOLS = (
     "ask*", "confirm*", "prompt_user*", "request_user_input*", "*user_input*",
