@@ -519,3 +519,57 @@ def test_a_code_blocks_language_of_any_type_is_read_without_raising(language: An
     assert facts.action == ("ls" if language == "SH" else "")
     c = Calls()
     assert criticals(c.pair("bash", {"language": language, "code": "ls"}, "a b")) == []
+
+
+def test_an_act_acknowledged_alike_after_each_write_is_no_futile_check() -> None:
+    """Stagehand: type a case number (a write), "click the Search button" (a tool nobody
+    classified, answered "Action completed successfully" each time), extract: the click
+    is an act, not a check that the typing failed to move."""
+    c = Calls()
+    trace: list[Any] = []
+    for case in range(12):
+        call, cid = c.call("stagehand_act", {"action": f"type '24-CV-0{case}187' into the Case Number field"})
+        trace += [ToolCall(session="h", tool="stagehand_act", args=call.args, call_id=cid, kind="write"),
+                  ToolResult(session="h", tool="stagehand_act", call_id=cid,
+                             result={"success": True, "message": "Action completed successfully"})]
+        trace += c.pair("stagehand_act", {"action": "click the Search button"},
+                        {"success": True, "message": "Action completed successfully"})
+        trace += c.pair("stagehand_extract", {"instruction": "extract the case title"},
+                        {"title": f"Case {case}", "status": "Active"})
+    assert "result-stall" not in criticals(trace)
+
+
+def test_a_document_re_read_unchanged_after_each_message_is_still_futile() -> None:
+    """A planner re-reading one ticket after each message sent to the coder: the ticket
+    answers as before, the messages change nothing."""
+    c = Calls()
+    trace: list[Any] = []
+    for n in range(8):
+        trace += c.pair("jira_get_issue", {"key": "ENG-902"},
+                        {"key": "ENG-902", "summary": "Add /v2/exports", "description": "See guidelines."})
+        trace += c.pair("send_message", {"to": "coder", "content": f"Please implement it ({n})."},
+                        {"delivered": True})
+    assert "result-stall" in criticals(trace)
+
+
+def test_a_filter_selecting_one_item_after_another_is_a_sweep() -> None:
+    """ServiceNow's encoded query selecting each server in turn: the identifier it selects
+    by is the place (`child.name=lnx-epic-app07`), the relation's words are not."""
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(18):
+        trace += c.pair("table_get", {"table": "cmdb_rel_ci",
+                                      "query": f"child.name=lnx-epic-app{i:02d}^type.name=Runs on::Runs"},
+                        {"result": [{"parent.name": "Epic Cache/IRIS App"}]})
+    assert "result-stall" not in criticals(trace)
+
+
+def test_a_filter_re_worded_answering_alike_is_still_a_stall() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for words in ("disk full", "disk is full", "no space left", "disk space", "full disk",
+                  "storage full", "out of disk", "volume full", "disk quota", "space exhausted",
+                  "filesystem full", "disk usage high"):
+        trace += c.pair("table_get", {"table": "incident", "query": f"short_descriptionLIKE{words}^active=true"},
+                        {"result": [{"number": "INC0000042", "state": "New"}]})
+    assert "result-stall" in criticals(trace)

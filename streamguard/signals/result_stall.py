@@ -195,6 +195,7 @@ from msgspec import Meta, Struct, field
 
 from ..canonical import truncate_middle
 from .base import (
+    ACK_BYTES,
     MASK_DIGITS,
     NO_OP_OUTCOME,
     NONE_ANSWER,
@@ -215,6 +216,7 @@ from .base import (
 )
 from .facts import (
     EDITOR_COMMANDS,
+    FLAG_READ,
     FLAG_RUNNER,
     FLAG_SEARCH,
     FLAG_SHELL,
@@ -413,9 +415,15 @@ def _names_text(key: str) -> bool:
     return any(word.lower() in _TEXT_WORDS for word in _NAME_WORD.findall(key))
 
 
-_ID_NAMES: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
-"""Argument names of a call -> those that name ids, and the others whose values may be ids
-(bounded; the calls of one tool share their names, so a call's names are read once)."""
+_ID_NAMES: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+"""Argument names of a call -> those that name ids, the others whose values may be ids, and
+the structured filters (bounded; the calls of one tool share their names, so a call's names
+are read once)."""
+_FILTER_WORDS = frozenset({"query", "filter", "filters", "where", "jql", "sysparm", "criteria"})
+"""Words of the names of arguments that may hold a structured filter (ServiceNow's
+``sysparm_query``, JQL, a ``where`` clause)."""
+_EQUALITY = re.compile(r"([\w.]{1,64})[ \t]*={1,2}[ \t]*[\"']?([\w.:#@/-]{2,64})")
+"""One equality of a filter: the field and the value it selects."""
 
 
 def _is_id_key(key: Any) -> bool:
@@ -439,13 +447,18 @@ def _ids(args: Any) -> str:
             if type(key) is str and len(key) <= _ID_KEY_LIMIT and key not in named
             and _NOT_ID_KEY.match(key) is None and not _names_text(key)
         ))
-        cached = (named, others)
+        filters = tuple(sorted(
+            key for key in keys
+            if type(key) is str and len(key) <= _ID_KEY_LIMIT
+            and any(word.lower() in _FILTER_WORDS for word in _NAME_WORD.findall(key))
+        ))
+        cached = (named, others, filters)
         if all(type(key) is str and len(key) <= _ID_KEY_LIMIT for key in keys):
             # (cached only for short names: a long one would pin its bytes)
             if len(_ID_NAMES) >= 1024:  # bounded: argument names come from untrusted input
                 _ID_NAMES.clear()
             _ID_NAMES[keys] = cached
-    names, others = cached
+    names, others, filters = cached
     found = ""
     for key in names:
         value = args[key]
@@ -462,10 +475,36 @@ def _ids(args: Any) -> str:
             and _QUANTITY.fullmatch(value) is None
         ):
             found = f"{found}\0{key}={value}" if found else f"{key}={value}"
+    for key in filters:
+        # A structured filter's equalities (`child.name=lnx-epic-app01^type.name=Runs`, JQL's
+        # `key = ENG-902`): the identifiers it selects by name the place, its words do not.
+        value = args[key]
+        if type(value) is str and "=" in value:
+            for field, selected in _EQUALITY.findall(value, 0, TARGET_SPAN):
+                if _ID_VALUE.fullmatch(selected) is not None and _QUANTITY.fullmatch(selected) is None:
+                    found = f"{found}\0{field}={selected}" if found else f"{field}={selected}"
     return found
 
 
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
+_CHECK_FLAGS = FLAG_READ | FLAG_RUNNER | FLAG_SEARCH | FLAG_WRITE
+_DONE = re.compile(r"(?i)\b(?:success\w*|succeeded|completed|done|ok|clicked|typed|accepted)\b")
+
+
+def _acknowledges(result: ResultView) -> bool:
+    """Whether a successful answer is short and says only that something was done
+    (``{"success": true, "message": "Action completed successfully"}``)."""
+    if result.failed or result.size > ACK_BYTES:
+        return False
+    payload = result.event.result
+    if type(payload) is str:
+        text = payload
+    else:
+        try:
+            text = msgspec.json.encode(payload).decode("utf-8", "replace")
+        except (TypeError, ValueError, OverflowError):
+            return False
+    return _DONE.search(text, 0, ACK_BYTES) is not None
 _GUESSED_MASK = FLAG_RUNNER | FLAG_WRITE | FLAG_SEARCH
 _ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
 """An absolute path in prose (not inside a word or a quoted term)."""
@@ -927,6 +966,11 @@ class ResultStall(Signal):
         # a command runner's "write" (a build, by the generous guess of signals/facts.py)
         # whose output reports a failure its exit status did not.
         if not state.wrote and not state.checks:
+            return None
+        if not flags & _CHECK_FLAGS and _acknowledges(result):
+            # A call of a tool nobody classified, answered with a bare "done" ("click the
+            # Search button": "Action completed successfully", alike each time), acted:
+            # it is no check whose verdict a write failed to move.
             return None
         steady = self._steady_cache.get(result.tool)
         if steady is None:
