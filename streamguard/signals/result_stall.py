@@ -967,11 +967,6 @@ class ResultStall(Signal):
         # whose output reports a failure its exit status did not.
         if not state.wrote and not state.checks:
             return None
-        if not flags & _CHECK_FLAGS and _acknowledges(result):
-            # A call of a tool nobody classified, answered with a bare "done" ("click the
-            # Search button": "Action completed successfully", alike each time), acted:
-            # it is no check whose verdict a write failed to move.
-            return None
         steady = self._steady_cache.get(result.tool)
         if steady is None:
             steady = self._is_steady(result.tool)
@@ -993,6 +988,12 @@ class ResultStall(Signal):
         checks += key32
         checks += code.to_bytes(4, "little")
         if not state.wrote or not before:
+            return None
+        if before == code and not flags & _CHECK_FLAGS and _acknowledges(result):
+            # A call of a tool nobody classified, answered with a bare "done" ("click the
+            # Search button": "Action completed successfully", alike each time), acted:
+            # it is no check whose verdict a write failed to move. (Read only here, where
+            # it would count: the rest of the path is every check's.)
             return None
         state.wrote = False
         if before != code:
