@@ -272,14 +272,17 @@ def test_a_status_of_any_size_is_read_from_what_was_sent() -> None:
 # ----------------------------------------------------------------- long polls and waits
 
 
-def long_poll(answers: list[Any], took: float, wait_arg: bool = True) -> list[Any]:
+def long_poll(answers: list[Any], took: float, wait_arg: bool = True,
+              wait: dict[str, Any] | None = None) -> list[Any]:
     """An OAuth consent polled with a call that asks the tool to hold its answer up to 30 s
-    (``wait_seconds``); each answer comes ``took`` seconds after its call, and the agent
-    asks again at once."""
+    (``wait_seconds``, or the arguments ``wait``); each answer comes ``took`` seconds after
+    its call, and the agent asks again at once."""
     trace: list[Any] = [TurnStart(session="p")]
     clock = 1_000.0
     args: dict[str, Any] = {"flow_id": "flow_8f1c"}
-    if wait_arg:
+    if wait is not None:
+        args.update(wait)
+    elif wait_arg:
         args["wait_seconds"] = 30
     for n, answer in enumerate(answers):
         trace.append(ToolCall(session="p", tool="connections_oauth_status", args=args,
@@ -482,30 +485,26 @@ def test_an_unclassified_act_before_each_wait_is_no_poll() -> None:
 
 @pytest.mark.parametrize("wait", [False, 0, "0", "soon", None])
 def test_a_wait_argument_that_asks_for_no_wait_is_no_long_poll(wait: Any) -> None:
-    trace: list[Any] = [TurnStart(session="p")]
-    clock = 1_000.0
-    for n in range(8):
-        trace.append(ToolCall(session="p", tool="connections_oauth_status",
-                              args={"flow_id": "f1", "wait": wait}, call_id=f"c{n}", ts=clock))
-        clock += 30.0
-        trace.append(ToolResult(session="p", tool="connections_oauth_status", call_id=f"c{n}",
-                                result=CONSENT, ts=clock))
-        clock += 1.5
+    trace = long_poll([CONSENT] * 8, took=30.0, wait={"wait": wait})
     assert ("repeated-tool-call", "critical") in loop_alerts(trace)
 
 
 def test_an_elapsed_time_that_moves_is_news() -> None:
     """`squeue`'s elapsed column is what moves while a job runs (a clock-like figure in a
     successful answer is not masked; only a reported duration is)."""
-    trace: list[Any] = [TurnStart(session="p")]
-    clock = 1000.0
-    for n in range(10):
-        trace.append(ToolCall(session="p", tool="bash", args={"command": "squeue -j 4418027 -h -o '%i %T %M'"},
-                              call_id=f"c{n}", ts=clock))
-        trace.append(ToolResult(session="p", tool="bash", call_id=f"c{n}",
-                                result=f"4418027 RUNNING 1:{2 + n:02d}:17", ts=clock + 0.5))
-        clock += 40.0
+    answers = [f"4418027 RUNNING 1:{2 + n:02d}:17" for n in range(10)]
+    trace = asked_in_turn("bash", {"command": "squeue -j 4418027 -h -o '%i %T %M'"}, answers, every=40.0)
     assert loop_alerts(trace) == []
+
+
+def asked_in_turn(tool: str, args: dict[str, Any], answers: list[str], every: float) -> list[Any]:
+    """One call asked once per answer, ``every`` seconds apart, each answered at once."""
+    trace: list[Any] = [TurnStart(session="p")]
+    for n, answer in enumerate(answers):
+        at = 1000.0 + n * every
+        trace += [ToolCall(session="p", tool=tool, args=args, call_id=f"c{n}", ts=at),
+                  ToolResult(session="p", tool=tool, call_id=f"c{n}", result=answer, ts=at + 0.5)]
+    return trace
 
 
 def test_a_failure_with_one_zero_in_it_is_no_bare_value() -> None:
