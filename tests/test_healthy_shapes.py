@@ -573,3 +573,27 @@ def test_a_filter_re_worded_answering_alike_is_still_a_stall() -> None:
         trace += c.pair("table_get", {"table": "incident", "query": f"short_descriptionLIKE{words}^active=true"},
                         {"result": [{"number": "INC0000042", "state": "New"}]})
     assert "result-stall" in criticals(trace)
+
+
+
+def test_a_check_reporting_its_failure_in_few_words_is_still_futile() -> None:
+    """An unclassified check whose short answer is a verdict (`{"success": false}`) is no
+    bare acknowledgement: edits that never move it are futile."""
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(12):
+        trace += c.pair("edit_file", {"path": "a.rs", "new": str(i)}, "File edited successfully.")
+        trace += c.pair("cargo_check", {}, {"success": False, "errors": ["E0308 mismatched types"]})
+    assert "result-stall" in criticals(trace)
+
+
+@pytest.mark.parametrize("moment", [lambda i: f"2025-01-05T10:{i:02d}:00Z", lambda i: f"{i}m",
+                                    lambda i: str(100 + i)])
+def test_a_moment_a_quantity_or_a_bare_number_names_no_place(moment: Any) -> None:
+    """A time stamp, `15m` or `100` under any argument name is no identifier: the same
+    answer for each is still stale."""
+    c = Calls()
+    trace: list[Any] = []
+    for i in range(12):
+        trace += c.pair("get_queue_depth", {"queue": "orders", "at": moment(i)}, "orders: 1523 messages")
+    assert "result-stall" in criticals(trace)

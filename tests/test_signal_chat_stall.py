@@ -217,8 +217,16 @@ def test_an_announced_act_that_is_then_made_is_work() -> None:
     "I'm about to run out of context, so here is a summary of where we are.",
 ])
 def test_what_is_no_announced_act(text: str) -> None:
-    got = hits(promise_turns([text] * 4))
-    assert "promised_without_acting" not in [a.detail["rule"] for _, a in got]
+    def rules(texts: list[str]) -> list[str]:
+        # (the repeated-message rule held off: its latch would hide this one)
+        no_repeats = WARN + "[signals.chat-stall]\nrepeats = 20\n"
+        return [a.detail["rule"] for _, a in hits(promise_turns(texts), no_repeats)]
+
+    heads = ["", "Thanks. ", "Right. ", "Noted. "]
+    assert "promised_without_acting" not in rules([head + text for head in heads])
+    # the same turns around a promise do warn: the test tells the two apart
+    promise = "I'll now update the migration file with the backfill."
+    assert "promised_without_acting" in rules([head + promise for head in heads])
 
 
 def test_promised_turns_is_policy() -> None:
@@ -229,17 +237,33 @@ def test_promised_turns_is_policy() -> None:
 
 
 def test_a_turn_that_acted_then_announces_the_next_step_is_no_unkept_promise() -> None:
-    """"I'll run the tests next" at the end of a turn that made its calls: the user says
-    "continue" and the next turn acts; no turn went without acting."""
-    trace: list[Any] = []
-    for turn in range(6):
-        trace += [TurnStart(session="c", turn=turn),
-                  ToolCall(session="c", tool="edit_file", args={"path": f"m{turn}.py"}, call_id=f"e{turn}",
-                           turn=turn),
-                  ToolResult(session="c", tool="edit_file", call_id=f"e{turn}", result="ok", turn=turn),
-                  Text(session="c", text=f"Step {turn} done. I'll now update the next resource.", turn=turn)]
-    got = hits([*trace, TurnStart(session="c", turn=7)])
-    assert "promised_without_acting" not in [a.detail["rule"] for _, a in got]
+    """"I'll now update the next resource" at the end of a turn that made its calls is no
+    promise broken: that turn acted. Two call-less promise turns after it are two, not
+    three."""
+    trace = promise_turns(PROMISES[:3], act_in_turn=1)
+    # the act comes before the turn's message: move it there
+    act = next(e for e in trace if isinstance(e, ToolCall) and e.tool == "edit_file")
+    trace.remove(act)
+    trace.insert(next(i for i, e in enumerate(trace) if isinstance(e, Text) and e.role == "user"
+                      and e.turn == 1) + 1, act)
+    assert hits(trace) == []
+
+
+def test_a_question_put_through_a_tool_ends_a_promise() -> None:
+    trace = promise_turns(PROMISES[:3])
+    questions = ["Which currency should the old rows get?", "Should the backfill run in one batch?",
+                 "May I lock the invoices table for a minute?"]
+    for turn, question in zip((1, 2, 3), questions, strict=True):
+        at = next(i for i, e in enumerate(trace) if isinstance(e, Text) and e.role != "user" and e.turn == turn)
+        trace.insert(at + 1, ToolCall(session="c", tool="ask_followup_question",
+                                      args={"question": question}, call_id=f"q{turn}", turn=turn))
+    assert "promised_without_acting" not in [a.detail["rule"] for _, a in hits(trace)]
+
+
+def test_a_sign_off_does_not_hide_a_promise() -> None:
+    sign_off = " Let me know if you have any questions."
+    got = hits(promise_turns([p + sign_off for p in PROMISES[:3]]))
+    assert [a.detail["rule"] for _, a in got] == ["promised_without_acting"]
 
 
 def test_a_message_with_a_lone_surrogate_still_snapshots() -> None:

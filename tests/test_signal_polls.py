@@ -475,12 +475,49 @@ def test_an_unclassified_act_before_each_wait_is_no_poll() -> None:
         for tool, args, answer in (
             ("trigger_cache_purge", {"zone": "acme.io"}, "Purge request accepted for acme.io"),
             ("wait", {"seconds": 60}, "waited 60s"),
-            ("http_get", {"url": "https://acme.io/version.txt"}, "build 2024.11.3 (sha 9f1c2e7)"),
+            ("fetch_url", {"url": "https://acme.io/version.txt"}, "build 2024.11.3 (sha 9f1c2e7)"),
         ):
             n += 1
             trace += [ToolCall(session="p", tool=tool, args=args, call_id=f"c{n}"),
                       ToolResult(session="p", tool=tool, call_id=f"c{n}", result=answer)]
     assert ("alternating-tool-cycle", "critical") in loop_alerts(trace)
+    # without the purge, the same reads between the same waits are a poll
+    polls = [e for e in trace if getattr(e, "tool", "") != "trigger_cache_purge"]
+    assert loop_alerts(polls) == []
+
+
+def test_a_failed_answer_between_waits_ends_the_poll() -> None:
+    """A wait for an element that times out each lap, then the page read: something was
+    tried and failed, so the same page is no poll's answer."""
+    trace: list[Any] = [TurnStart(session="p")]
+    n = 0
+    for _ in range(10):
+        for tool, args, answer, error in (
+            ("wait_for_element", {"selector": "text=Order confirmed"}, None, "TimeoutError: 10000ms exceeded"),
+            ("fetch_url", {"url": "https://shop.example/checkout"}, "Checkout: 2 items, total 41.90", None),
+        ):
+            n += 1
+            trace += [ToolCall(session="p", tool=tool, args=args, call_id=f"c{n}"),
+                      ToolResult(session="p", tool=tool, call_id=f"c{n}", result=answer, error=error)]
+    assert any(severity == "critical" for _, severity in loop_alerts(trace))
+
+
+def test_a_watched_value_with_a_port_in_it_is_still_a_value() -> None:
+    """`:443` is a port, not an HTTP failure; a TTL of 450 neither."""
+    trace: list[Any] = [TurnStart(session="p")]
+    for i in range(10):
+        trace += [ToolCall(session="p", tool="get_dns_record", args={"name": "api.acme.io"}, call_id=f"r{i}"),
+                  ToolResult(session="p", tool="get_dns_record", call_id=f"r{i}",
+                             result="api.acme.io -> 198.51.100.7:443 ttl=450"),
+                  ToolCall(session="p", tool="wait", args={"seconds": 60}, call_id=f"w{i}"),
+                  ToolResult(session="p", tool="wait", call_id=f"w{i}", result="waited")]
+    assert loop_alerts(trace) == []
+
+
+def test_a_countdown_that_moves_is_news() -> None:
+    """"next sync in 162 seconds" is a time to come, not how long a run took."""
+    answers = [f"next sync in {180 - 18 * n} seconds" for n in range(10)]
+    assert loop_alerts(asked_in_turn("get_sync_schedule", {"p": "nightly"}, answers, every=20.0)) == []
 
 
 @pytest.mark.parametrize("wait", [False, 0, "0", "soon", None])

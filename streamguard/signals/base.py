@@ -534,10 +534,11 @@ WAITS_SHIFT, ACTS_SHIFT = 32, 48
 PAUSES_MASK = (1 << WAITS_SHIFT) - 1
 COUNT_MASK = (1 << 63) - 1
 """A session's pause count packs three counters that are only ever compared for change:
-pauses (bits 0-31), deliberate waits (32-47) and acts (48-62). Each wraps instead of
-growing past 63 bits (a snapshot holds a signed 64-bit integer): a field that wrapped
-back to where it was reads as unchanged, after 65,536 waits or 32,768 acts between two
-answers of one call."""
+pauses (bits 0-31), deliberate waits (32-47) and acts (48-62). The count is masked to 63
+bits where waits and acts are added (a snapshot holds a signed 64-bit integer), so it
+never grows past them; a field that fills carries into the next (65,536 waits read as an
+act: the cautious side), and the acts field wraps (32,768 acts between two answers of one
+call read as none)."""
 WAITED = 1 << WAITS_SHIFT | 1
 """What a deliberate wait adds to a session's pause count: one pause, and one wait
 (``ResultView.waited``)."""
@@ -589,17 +590,23 @@ def squeeze_marks(data: bytes) -> bytes:
     return data
 
 
+_SECONDS = rb"[ \t]+\d+(?:\.\d+)?[ \t]?(?:ms|s|sec|secs|seconds)\b"
 _DURATION = (
-    # how long a run took, where a runner says so: "1 failed in 0.29s", "Time elapsed:
-    # 0.123 s", "took 12 ms", "Duration: 3.1s", `time`'s "real 0m1.204s"
-    rb"(?:\b(?:in|took|elapsed:?|[Tt]ime:|[Dd]uration:?)[ \t]+)\d+(?:\.\d+)?[ \t]?(?:ms|s|sec|secs|seconds)\b"
-    rb"|\b(?:real|user|sys)[ \t]+\d+m\d+(?:\.\d+)?s\b"
+    # how long a run took, where a runner says so: "Time elapsed: 0.123 s", "took 12 ms",
+    # "Duration: 3.1s", `time`'s "real 0m1.204s"
+    rb"\b(?:took|elapsed:?|[Tt]ime:|[Dd]uration:?)" + _SECONDS
+    + rb"|\b(?:real|user|sys)[ \t]+\d+m\d+(?:\.\d+)?s\b"
 )
-RUN_DURATION = re.compile(_DURATION)
+RUN_DURATION = re.compile(
+    # ...and "in N s" after what was done: "scanned in 183.11 seconds", "12 passed in
+    # 0.2s", "Ran 12 tests in 0.3s" (not "next sync in 162 seconds": a countdown moves)
+    _DURATION + rb"|\b(?:\w+ed|done|tests?)[ \t]+in" + _SECONDS
+)
 """A run's duration, where a runner reports it (masked wherever two runs of one call are
 compared: "scanned in 183.11 seconds", then "in 192.20 seconds", says the same)."""
 RUN_TIME = re.compile(
-    _DURATION + rb"|(?<![\w.:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # a clock time: 12:04:31.5
+    _DURATION + rb"|\bin" + _SECONDS
+    + rb"|(?<![\w.:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # a clock time: 12:04:31.5
 )
 """A run's duration or a clock time, in a failure's text (masked where two runs of one
 failing check are compared; in a successful answer a clock-like figure may be what moves,
@@ -749,7 +756,7 @@ def says_in_progress(result: ResultView) -> bool:
             # word, and a structured status is small.
             try:
                 text = _json_encode(payload).decode("utf-8", "replace")
-            except (TypeError, ValueError, OverflowError):
+            except (TypeError, ValueError, OverflowError, RecursionError):
                 text = None
     progress = 1
     if text and len(text) <= PROGRESS_TEXT_LIMIT and _FINISHED.search(text) is None:
@@ -765,9 +772,13 @@ def says_in_progress(result: ResultView) -> bool:
 
 
 _ABSENT = re.compile(
-    r"(?i)\b(?:no|none|null|nil|nothing|empty|missing|absent|unknown|unavailable"
+    r"(?i)\b(?:no|none|nil|nothing|empty|missing|absent|unknown|unavailable"
     r"|unreachable|unable|cannot|can't|couldn't|could not|no such|n/a)\b"
-    r"|\b[45]\d\d\b"
+    # the answer itself null ({"data": null}), not any field of a record
+    r"|\"(?:data|result|results|value|values|items|records|series|body|output|rows)\"\s*:\s*null"
+    # an HTTP status of failure, not any number from 400 to 599 (a port, a TTL)
+    r"|\bHTTP/[\d.]+\s+[45]\d\d\b|\bstatus(?:_?code)?\"?\s*[:=]\s*\"?[45]\d\d\b"
+    r"|\b[45]\d\d\s+(?:Service|Not|Bad|Gateway|Internal|Too|Forbidden|Unauthorized)\b"
 )
 """Words of an answer that says something is not there (yet) or out of reach ("No data
 points", ``{"data": null}``, "Couldn't connect to server", a 503): asked again after a
@@ -778,10 +789,11 @@ def poll_answer(result: ResultView) -> bool:
     """Whether ``result`` is a poll's answer: the session paused since the same call was
     last answered (``ResultView.paused``), and the answer says the work is still under
     way (:func:`says_in_progress`) or, when one of those pauses was a deliberate wait
-    (``ResultView.waited``: a wait call, a ``sleep``, a long poll, and no write since),
+    (``ResultView.waited``: a wait call, a ``sleep``, a long poll),
     says nothing of an end at all (``198.51.100.7`` from ``dig`` a minute after the last
     ``dig``, while a DNS change propagates: no failure, error, success, completion...
-    anywhere in it), says some value (not an empty list or a zero count:
+    anywhere in it; no act since: no write, no call not known to only read, no failed
+    answer), says some value (not an empty list or a zero count:
     :func:`found_nothing`, :func:`says_bare_value`; no word of absence or of a server
     out of reach: :data:`_ABSENT`) and answers a call known to only read.
 
@@ -807,7 +819,7 @@ def poll_answer(result: ResultView) -> bool:
     if text is None:
         try:
             text = _json_encode(payload).decode("utf-8", "replace")
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError, RecursionError):
             return False
     return _ABSENT.search(text, 0, PROGRESS_TEXT_LIMIT) is None
 

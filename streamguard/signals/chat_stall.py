@@ -101,7 +101,9 @@ PROMISE = re.compile(
 it", "making the change now"); not "let me know", "I'll need your reference", "let me
 make sure", "I'm about to run out of context"."""
 AWAITS_USER = re.compile(
-    r"(?i)\b(?:once|after|when|if|as soon as) you\b|\byour (?:approval|confirmation|go-ahead|ok)\b"
+    r"(?i)\b(?:once|after|when|if|as soon as) you(?:'ve| have)? (?:confirm|approve|agree|reply"
+    r"|answer|give|send|provide|tell|say|decide|choose|sign|ok)\w*"
+    r"|\byour (?:approval|confirmation|go-ahead|ok)\b"
 )
 """An announced act that waits on the user ("I'll fix that once you confirm"): a
 question, not a promise broken."""
@@ -228,7 +230,13 @@ class ChatStall(Signal):
             # A question put to the user through a tool (ask_followup_question, ask_human)
             # is a message to the user, not an act: it is compared like one, and kept
             # past the agent's other calls (re-reading a file between two askings of one
-            # answered question is no progress on it).
+            # answered question is no progress on it). It ends the turn's promise too: the
+            # agent waits on its user.
+            if state.last or state.promises:
+                state.last = ""
+                state.promises = 0
+            if not state.turn_acted:
+                state.turn_acted = True
             question = _question(call.args)
             return self._message(state, question, ASKED) if question else None
         if state.promises or state.last:

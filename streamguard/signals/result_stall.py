@@ -51,8 +51,12 @@ What it catches
       tables a SQL query reads (``sql_tables``: its ``sql``, ``query`` or
       ``statement`` argument, ``SELECT ... FROM t``), even through a tool named
       as a search; else, or when the command names none, its path-shaped
-      arguments, else a named tool's identifier arguments (``account_code``,
-      ``entity_id``, ``issueKey``: ``_ids``); never another search or a write;
+      arguments and a named tool's identifiers (``_ids``: arguments named as
+      ids, ``account_code``, ``entity_id``, ``issueKey``; values shaped as ids
+      under other names, ``workCenter="CNC-06"``, ``isin="XS2574039921"``, not
+      under names of text, windows of time, paths or commands; the identifiers a
+      structured filter selects, ``query="child.name=lnx-epic-app07^..."``);
+      never another search or a write;
       and not when the answer reports an error or that the place is not there,
       ``says_missing``, since one more guessed id or table without it is the
       hunt going on): eleven Dockerfiles of one
@@ -391,8 +395,9 @@ _ID_VALUE = re.compile(r"(?=[^\d\s]{0,63}\d)(?=[^A-Za-z\s]{0,63}[A-Za-z])[A-Za-z
 """A value shaped like an identifier whatever its argument's name: one token with a digit
 and a letter in it (``CNC-06``, ``T2605111``, ``XS2574039921``, ``INC0012345``), no spaces
 (not a search's words); not a bare number or a date (``100``, ``2025-01-05``)."""
-_QUANTITY = re.compile(r"\d+(?:\.\d+)?[A-Za-z]{1,3}")
-"""A number with a unit (``15m``, ``500ms``, ``10GB``): a window or a size, no identifier."""
+_QUANTITY = re.compile(r"\d+(?:\.\d+)?[A-Za-z]{1,3}|.*(?:\d{4}-\d\d-\d\d|\d:\d\d).*")
+"""A number with a unit (``15m``, ``500ms``, ``10GB``), or a date or a time of day
+(``2025-01-05T10:00:00Z``): a window, a size or a moment, no identifier."""
 _TEXT_WORDS = frozenset({
     "query", "q", "search", "text", "message", "msg", "prompt", "content", "body", "question",
     "title", "note", "notes", "comment", "description", "summary", "date", "time", "from",
@@ -434,8 +439,11 @@ def _is_id_key(key: Any) -> bool:
 
 
 def _ids(args: Any) -> str:
-    """The identifiers a named tool's call reads by (:data:`_ID_KEY`, short scalar
-    values), in the order of their names; "" for none."""
+    """The identifiers a named tool's call reads by, in the order of their names; "" for
+    none: the short scalar values of arguments named as ids (:data:`_ID_KEY`); values
+    shaped as ids (:data:`_ID_VALUE`, not a :data:`_QUANTITY`) of arguments whose names
+    say no text, window, path or command (:data:`_TEXT_WORDS`); and the identifiers a
+    structured filter's equalities select (:data:`_FILTER_WORDS`, :data:`_EQUALITY`)."""
     if type(args) is not dict or len(args) > 8:
         return ""
     keys = tuple(args)
@@ -489,11 +497,15 @@ def _ids(args: Any) -> str:
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
 _CHECK_FLAGS = FLAG_READ | FLAG_RUNNER | FLAG_SEARCH | FLAG_WRITE
 _DONE = re.compile(r"(?i)\b(?:success\w*|succeeded|completed|done|ok|clicked|typed|accepted)\b")
+_NOT_DONE = re.compile(r"(?i)\bfalse\b|fail|error|problem|warn|denied|invalid|reject|\d+ issue")
+"""What a bare "done" never says: a check's verdict reported as output (``{"ok": false}``,
+"Lint completed: 2 problems")."""
 
 
 def _acknowledges(result: ResultView) -> bool:
     """Whether a successful answer is short and says only that something was done
-    (``{"success": true, "message": "Action completed successfully"}``)."""
+    (``{"success": true, "message": "Action completed successfully"}``): a word of
+    success and none of failure (:data:`_NOT_DONE`)."""
     if result.failed or result.size > ACK_BYTES:
         return False
     payload = result.event.result
@@ -502,9 +514,9 @@ def _acknowledges(result: ResultView) -> bool:
     else:
         try:
             text = msgspec.json.encode(payload).decode("utf-8", "replace")
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError, RecursionError):
             return False
-    return _DONE.search(text, 0, ACK_BYTES) is not None
+    return _DONE.search(text, 0, ACK_BYTES) is not None and _NOT_DONE.search(text, 0, ACK_BYTES) is None
 _GUESSED_MASK = FLAG_RUNNER | FLAG_WRITE | FLAG_SEARCH
 _ABSOLUTE_PATH = re.compile(r"(?<![\w\"'])/[\w.@+-]+(?:/[\w.@+-]+)*")
 """An absolute path in prose (not inside a word or a quoted term)."""
