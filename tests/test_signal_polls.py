@@ -29,7 +29,7 @@ from streamguard.signals.base import (
 from streamguard.signals.facts import FLAG_READ, FLAG_WRITE
 
 QUIET = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
-LOOP_SIGNALS = ("repeated-tool-call", "alternating-tool-cycle", "result-stall")
+LOOP_SIGNALS = ("repeated-tool-call", "alternating-tool-cycle", "result-stall", "long-loop")
 
 
 def view(result: Any = None, error: str | None = None) -> ResultView:
@@ -547,3 +547,14 @@ def asked_in_turn(tool: str, args: dict[str, Any], answers: list[str], every: fl
 def test_a_failure_with_one_zero_in_it_is_no_bare_value() -> None:
     for text in ("ERROR: rollout failed\nready replicas: 0", "Traceback (most recent call last):\nKeyError: 0"):
         assert not says_bare_value(text, len(text))
+
+
+def test_a_long_round_robin_poll_between_waits_is_no_long_loop() -> None:
+    """Eight transcodes polled in turn for twelve rounds, a wait between rounds, several
+    still "queued": each poll's answer is a step of its own, not a replay."""
+    with_long_loop = QUIET + "[signals.alternating-tool-cycle]\nenabled = false\n"
+    assert ("long-loop", "critical") not in loop_alerts(round_robin(8, 12, "queued", wait=True),
+                                                        with_long_loop)
+    # the same rounds with no wait between them are a replay
+    assert ("long-loop", "critical") in loop_alerts(round_robin(8, 12, "queued", wait=False),
+                                                    with_long_loop)

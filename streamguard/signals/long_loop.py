@@ -19,7 +19,9 @@ What it catches
     one test after each edit repeats the test call, but each edit is new, so
     neither the pair (edit, test) nor (test, edit) comes back. Outcomes are what
     separates a loop from paging or polling: the same ``scroll_down`` returning a
-    new page every time is a new element every time.
+    new page every time is a new element every time, and a poll's unchanged answer
+    (``poll_answer``: a status under way asked after a pause, a value watched between
+    deliberate waits) is a step of its own, never a replay.
 
 Threshold: 18 replays among the last 24 steps (``threshold`` of ``window``)
     Three quarters of two dozen steps. A cycle of period ``p`` with unchanged
@@ -58,7 +60,7 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta, Struct
 
-from .base import CallView, Finding, ResultView, Signal, SignalConfig
+from .base import CallView, Finding, ResultView, Signal, SignalConfig, poll_answer
 
 SIGNAL_ID = "long-loop"
 WINDOW_LIMIT = 64
@@ -95,6 +97,8 @@ class LongLoopState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     steps: int = 0
     """Steps closed, capped at the window."""
     latched: bool = False
+    polls: int = 0
+    """Poll answers seen (``poll_answer``), each made a step of its own (wraps at 2**31)."""
 
 
 class LongLoop(Signal):
@@ -139,7 +143,13 @@ class LongLoop(Signal):
         if not key or key != state.open_key:
             return None  # a result of an older call (parallel calls): already closed
         state.open_key = 0
-        finding = self._close(state, key, result.outcome)
+        outcome = result.outcome
+        if result.paused and poll_answer(result):
+            # A poll's answer (a status under way, or a value watched between waits) is
+            # no replay: waiting for a job is not going round. A step of its own.
+            state.polls = polls = (state.polls + 1) & 0x7FFFFFFF
+            outcome ^= polls * 0x9E3779B97F4A7C15 & _M64 or 1
+        finding = self._close(state, key, outcome)
         if finding is not None:
             finding.detail["tool"] = result.tool
         return finding
