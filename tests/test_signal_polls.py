@@ -26,7 +26,7 @@ from streamguard.signals.base import (
     says_in_progress,
     waited_between,
 )
-from streamguard.signals.facts import FLAG_READ, FLAG_WRITE
+from streamguard.signals.facts import FLAG_READ, FLAG_WRITE, names_no_act
 
 QUIET = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 LOOP_SIGNALS = ("repeated-tool-call", "alternating-tool-cycle", "result-stall", "long-loop")
@@ -558,3 +558,29 @@ def test_a_long_round_robin_poll_between_waits_is_no_long_loop() -> None:
     # the same rounds with no wait between them are a replay
     assert ("long-loop", "critical") in loop_alerts(round_robin(8, 12, "queued", wait=False),
                                                     with_long_loop)
+
+
+@pytest.mark.parametrize(("tool", "no_act"), [
+    ("ais_position", True), ("weather_station", True), ("jira_issue", True), ("dnsRecord", True),
+    ("trigger_cache_purge", False), ("camera_expose", False), ("stagehand_act", False),
+    ("SubmitOrder", False), ("bacnet.write_property", False), ("runJob", False),
+])
+def test_a_tool_name_with_no_verb_of_an_act_reads(tool: str, no_act: bool) -> None:
+    assert names_no_act(tool) is no_act
+
+
+def test_positions_watched_between_sleeps_by_an_unclassified_noun_tool_are_a_poll() -> None:
+    """Five vessels' AIS positions every fifteen minutes, `sleep 900` between rounds, ships
+    at anchor answering alike: `ais_position` names no act, so it is read as a look."""
+    trace: list[Any] = [TurnStart(session="p")]
+    n = 0
+    for _ in range(10):
+        for imo in ("9839179", "9454448", "9778791", "9832729", "9708863"):
+            n += 1
+            trace += [ToolCall(session="p", tool="ais_position", args={"imo": imo}, call_id=f"c{n}"),
+                      ToolResult(session="p", tool="ais_position", call_id=f"c{n}",
+                                 result={"imo": imo, "status": "at anchor", "lat": 39.41, "lon": -0.25})]
+        n += 1
+        trace += [ToolCall(session="p", tool="sleep", args={"seconds": 900}, call_id=f"c{n}"),
+                  ToolResult(session="p", tool="sleep", call_id=f"c{n}", result="ok")]
+    assert loop_alerts(trace) == []

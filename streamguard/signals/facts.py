@@ -458,8 +458,10 @@ class CallFacts:
     ``kind: "user_input"``): its answer is the user's reply, not a fact of the world.
 
     ``read``: the call is known to only look (a tool the classification calls ``read``,
-    ``resolve`` or ``verify``; a command runner's call that is no write and no wait). A
-    call of a tool nobody classified is not known to: it may have done something.
+    ``resolve`` or ``verify``, or one it does not classify whose name holds no verb of
+    an act, :func:`names_no_act`; a command runner's call that is no write and no wait).
+    A call of an unclassified tool named with such a verb is not known to: it may have
+    done something.
     """
 
     __slots__ = ("action", "ask", "read", "search", "shell", "wait", "write")
@@ -634,8 +636,28 @@ def plain_facts(
     ask = event_kind == "user_input" or (event_kind is None and ASK_TOOLS.match(tool) is not None)
     return CallFacts(
         tool, kind == "write", kind == "resolve", wait and kind != "write", ask=ask,
-        read=kind in _READ_KINDS and not ask,
+        read=not ask and (kind in _READ_KINDS or (kind is None and not wait and names_no_act(tool))),
     )
 
 
 _READ_KINDS = frozenset({"read", "resolve", "verify"})
+_ACT_VERBS = frozenset({
+    "act", "add", "apply", "approve", "assign", "book", "build", "call", "cancel", "charge",
+    "click", "close", "compile", "copy", "create", "delete", "deploy", "disable", "do",
+    "drop", "edit", "enable", "exec", "execute", "expose", "fill", "fire", "insert",
+    "install", "invoke", "kill", "launch", "lock", "make", "move", "open", "order", "pay",
+    "place", "post", "press", "publish", "purge", "push", "put", "queue", "reboot", "refund",
+    "refresh", "remove", "rerun", "reset", "restart", "retry", "run", "save", "schedule",
+    "scroll", "select", "send", "set", "start", "stop", "submit", "sync", "transfer",
+    "trigger", "type", "unlock", "update", "upload", "write",
+})
+"""Verbs of acts: a tool nobody classified whose name holds one (``trigger_cache_purge``,
+``camera_expose``, ``stagehand_act``) may have done something; one whose name holds none
+(``ais_position``, ``weather_station``, ``jira_issue``) is read as a look."""
+_NAME_TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def names_no_act(tool: str) -> bool:
+    """Whether a tool's name holds no verb of an act (:data:`_ACT_VERBS`), in any of its
+    words (``snake_case``, ``camelCase``, dotted or namespaced)."""
+    return not any(word.lower() in _ACT_VERBS for word in _NAME_TOKEN.findall(tool[:128]))
