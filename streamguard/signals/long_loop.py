@@ -143,30 +143,36 @@ class LongLoop(Signal):
         if not key or key != state.open_key:
             return None  # a result of an older call (parallel calls): already closed
         state.open_key = 0
-        outcome = result.outcome
-        if result.paused and poll_answer(result):
-            # A poll's answer (a status under way, or a value watched between waits) is
-            # no replay: waiting for a job is not going round. A step of its own.
-            state.polls = polls = (state.polls + 1) & 0x7FFFFFFF
-            outcome ^= polls * 0x9E3779B97F4A7C15 & _M64 or 1
-        finding = self._close(state, key, outcome)
+        finding = self._close(state, key, result.outcome, result)
         if finding is not None:
             finding.detail["tool"] = result.tool
         return finding
 
-    def _close(self, state: Any, key: int, outcome: int) -> Finding | None:
+    def _close(
+        self, state: Any, key: int, outcome: int, result: ResultView | None = None
+    ) -> Finding | None:
         # Two multiply-xorshift rounds, inline: the element (call and outcome), then the
         # pair (previous element and this one).
         x = (key * 0x9E3779B97F4A7C15 + outcome) & _M64
         element = (x ^ (x >> 29)) or 1
         y = ((state.prev * 0xBF58476D1CE4E5B9 + element) & _M64)
         pair = ((y ^ (y >> 31)) >> 32).to_bytes(_WIDTH, "little")
-        state.prev = element
         seen = state.seen
         at = seen.find(pair)  # (find_entry, inline: every step's lookup)
         while at > 0 and at % _WIDTH:
             at = seen.find(pair, at + 1)
         replay = at >= 0
+        if replay and result is not None and result.paused and poll_answer(result):
+            # A poll's answer (a status under way, or a value watched between waits) is
+            # no replay: waiting for a job is not going round. A step of its own (read
+            # only where it would count as a replay: the answer is read once there).
+            state.polls = polls = (state.polls + 1) & 0x7FFFFFFF
+            x = (key * 0x9E3779B97F4A7C15 + (outcome ^ polls * 0xD6E8FEB86659FD93)) & _M64
+            element = (x ^ (x >> 29)) or 1
+            y = ((state.prev * 0xBF58476D1CE4E5B9 + element) & _M64)
+            pair = ((y ^ (y >> 31)) >> 32).to_bytes(_WIDTH, "little")
+            replay = False
+        state.prev = element
         if not replay:
             excess = len(seen) - self._keep
             if excess > 0:
