@@ -267,7 +267,7 @@ class ResultView:
         self.action = event.tool if action is None else action
         self.outcome = outcome_of(event, failed, fingerprint) if outcome is None else outcome
         self.gist = 0  # computed on first use: answer_gist
-        self.progress = 0  # computed on first use: says_in_progress (1 no, 2 yes, 3 no end)
+        self.progress = 0  # on first use: says_in_progress (1 no, 2 under way, 3 a value, no end)
         self.paused = paused
         self.waited = waited
 
@@ -730,6 +730,20 @@ _FINISHED = re.compile(
 )
 
 
+_ABSENT = re.compile(
+    r"(?i)\b(?:no|none|nil|nothing|empty|missing|absent|unknown|unavailable"
+    r"|unreachable|unable|cannot|can't|couldn't|could not|no such|n/a)\b"
+    # the answer itself null ({"data": null}), not any field of a record
+    r"|\"(?:data|result|results|value|values|items|records|series|body|output|rows)\"\s*:\s*null"
+    # an HTTP status of failure, not any number from 400 to 599 (a port, a TTL)
+    r"|\bHTTP/[\d.]+\s+[45]\d\d\b|\bstatus(?:_?code)?\"?\s*[:=]\s*\"?[45]\d\d\b"
+    r"|\b[45]\d\d\s+(?:Service|Not|Bad|Gateway|Internal|Too|Forbidden|Unauthorized)\b"
+)
+"""Words of an answer that says something is not there (yet) or out of reach ("No data
+points", ``{"data": null}``, "Couldn't connect to server", a 503): asked again after a
+wait it is no value being watched but one that is not coming."""
+
+
 def says_in_progress(result: ResultView) -> bool:
     """Whether a successful answer is a status saying the work it reports on is still
     under way (``{"status": "processing"}``, ``State: RUNNING``, "the export is still
@@ -765,24 +779,14 @@ def says_in_progress(result: ResultView) -> bool:
         else:
             header = _LISTING_HEADER.search(text)
             found = header is not None and _LISTING_ROW.search(text, header.end()) is not None
-            # no end said; nor "nothing yet" ({"series": [], "status": "ok"}: see poll_answer)
-            progress = 2 if found else 1 if "[]" in text or "{}" in text else 3
+            # 3: no end said, and no "nothing yet" ({"series": []}, "No data points", a
+            # 503: _ABSENT), which poll_answer reads as a value being watched
+            progress = (
+                2 if found else 1 if "[]" in text or "{}" in text or _ABSENT.search(text)
+                else 3
+            )
     result.progress = progress
     return progress == 2
-
-
-_ABSENT = re.compile(
-    r"(?i)\b(?:no|none|nil|nothing|empty|missing|absent|unknown|unavailable"
-    r"|unreachable|unable|cannot|can't|couldn't|could not|no such|n/a)\b"
-    # the answer itself null ({"data": null}), not any field of a record
-    r"|\"(?:data|result|results|value|values|items|records|series|body|output|rows)\"\s*:\s*null"
-    # an HTTP status of failure, not any number from 400 to 599 (a port, a TTL)
-    r"|\bHTTP/[\d.]+\s+[45]\d\d\b|\bstatus(?:_?code)?\"?\s*[:=]\s*\"?[45]\d\d\b"
-    r"|\b[45]\d\d\s+(?:Service|Not|Bad|Gateway|Internal|Too|Forbidden|Unauthorized)\b"
-)
-"""Words of an answer that says something is not there (yet) or out of reach ("No data
-points", ``{"data": null}``, "Couldn't connect to server", a 503): asked again after a
-wait it is no value being watched but one that is not coming."""
 
 
 def poll_answer(result: ResultView) -> bool:
@@ -812,16 +816,9 @@ def poll_answer(result: ResultView) -> bool:
     # A value, not "nothing yet": an empty series, a zero count, "No data points" or an
     # unreachable server asked again and again is the agent waiting for what is not
     # coming (a misspelled metric, a wrong host), as before.
+    # (The words of absence were read with the rest in says_in_progress.)
     payload = result.event.result
-    if found_nothing(payload) or says_bare_value(payload, result.size):
-        return False
-    text = payload if type(payload) is str else None
-    if text is None:
-        try:
-            text = _json_encode(payload).decode("utf-8", "replace")
-        except (TypeError, ValueError, OverflowError, RecursionError):
-            return False
-    return _ABSENT.search(text, 0, PROGRESS_TEXT_LIMIT) is None
+    return not found_nothing(payload) and not says_bare_value(payload, result.size)
 
 
 NONE_ANSWER = 64
@@ -947,9 +944,9 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     and failed results are no evidence of a changing answer and are not noted. By
     :func:`answer_gist` (``alternating-tool-cycle``): digits taken out, and an empty
     answer or a failure is an answer too, so a page that stops coming back ends the change.
-    By the gist, an answer that says the work is still under way
-    (:func:`says_in_progress`), the same again after a pause (``ResultView.paused``),
-    counts as new: a poll waiting for a job is no loop.
+    By the gist, a poll's answer (:func:`poll_answer`: a status under way asked again
+    after a pause, a value watched between deliberate waits) counts as new: a poll
+    waiting for a job is no loop.
     Shared by the result-aware loop detectors: a loop's claim is that its calls' answers
     do not change.
     """

@@ -226,24 +226,20 @@ class ChatStall(Signal):
             return None
         if not state.acted:  # a state field's store costs several times the test
             state.acted = True
-        if call.ask:
-            # A question put to the user through a tool (ask_followup_question, ask_human)
-            # is a message to the user, not an act: it is compared like one, and kept
-            # past the agent's other calls (re-reading a file between two askings of one
-            # answered question is no progress on it). It ends the turn's promise too: the
-            # agent waits on its user.
-            if state.last or state.promises:
-                state.last = ""
-                state.promises = 0
-            if not state.turn_acted:
-                state.turn_acted = True
-            question = _question(call.args)
-            return self._message(state, question, ASKED) if question else None
+        # Any call ends the turn's promise: an act keeps it, and a question put to the
+        # user through a tool waits on them.
         if state.promises or state.last:
             state.promises = 0
             state.last = ""
         if not state.turn_acted:
             state.turn_acted = True
+        if call.ask:
+            # A question put to the user through a tool (ask_followup_question, ask_human)
+            # is a message to the user, not an act: it is compared like one, and kept
+            # past the agent's other calls (re-reading a file between two askings of one
+            # answered question is no progress on it).
+            question = _question(call.args)
+            return self._message(state, question, ASKED) if question else None
         if state.messages or state.counts or state.latched:
             state.messages = 0
             counts = state.counts

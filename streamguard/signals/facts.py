@@ -654,10 +654,16 @@ _ACT_VERBS = frozenset({
 """Verbs of acts: a tool nobody classified whose name holds one (``trigger_cache_purge``,
 ``camera_expose``, ``stagehand_act``) may have done something; one whose name holds none
 (``ais_position``, ``weather_station``, ``jira_issue``) is read as a look."""
-_NAME_TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a tool's or an argument's name, lower-cased, whatever its style
+    (``snake_case``, ``camelCase``, ``PascalCase``, dotted or namespaced; digits are no
+    words): ``fromDate`` is ``from``, ``date``; ``sysparm_query`` is ``sysparm``, ``query``."""
+    return [word.lower() for word in _NAME_WORD.findall(name[:128])]
 
 
 def names_no_act(tool: str) -> bool:
-    """Whether a tool's name holds no verb of an act (:data:`_ACT_VERBS`), in any of its
-    words (``snake_case``, ``camelCase``, dotted or namespaced)."""
-    return not any(word.lower() in _ACT_VERBS for word in _NAME_TOKEN.findall(tool[:128]))
+    """Whether a tool's name holds no verb of an act (:data:`_ACT_VERBS`) among its words."""
+    return _ACT_VERBS.isdisjoint(name_words(tool))

@@ -164,14 +164,11 @@ class LongLoop(Signal):
         replay = at >= 0
         if replay and result is not None and result.paused and poll_answer(result):
             # A poll's answer (a status under way, or a value watched between waits) is
-            # no replay: waiting for a job is not going round. A step of its own (read
-            # only where it would count as a replay: the answer is read once there).
+            # no replay: waiting for a job is not going round. A step of its own, with an
+            # outcome no other step has (read only where it would count as a replay: the
+            # answer is read once there).
             state.polls = polls = (state.polls + 1) & 0x7FFFFFFF
-            x = (key * 0x9E3779B97F4A7C15 + (outcome ^ polls * 0xD6E8FEB86659FD93)) & _M64
-            element = (x ^ (x >> 29)) or 1
-            y = ((state.prev * 0xBF58476D1CE4E5B9 + element) & _M64)
-            pair = ((y ^ (y >> 31)) >> 32).to_bytes(_WIDTH, "little")
-            replay = False
+            return self._close(state, key, outcome ^ polls * 0xD6E8FEB86659FD93 & _M64)
         state.prev = element
         if not replay:
             excess = len(seen) - self._keep

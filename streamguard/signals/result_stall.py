@@ -226,6 +226,7 @@ from .facts import (
     FLAG_SHELL,
     FLAG_WRITE,
     command_text,
+    name_words,
 )
 from .repeat import DEFAULT_POLLING_TOOLS
 
@@ -411,13 +412,15 @@ _TEXT_WORDS = frozenset({
 the thing read; and of those read as a place already (a path, a URL, a query's tables) or
 never one (a command, a pattern searched for). Whole words of the name (``start_date``,
 ``fromDate``, ``as_of``), so ``account`` or ``notebook`` is none of them."""
-_NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
-def _names_text(key: str) -> bool:
-    """Whether an argument's name says its value is text, a window, a path or a command
-    (:data:`_TEXT_WORDS`)."""
-    return any(word.lower() in _TEXT_WORDS for word in _NAME_WORD.findall(key))
+def _is_id_value(value: str) -> bool:
+    """Whether a string is shaped as an identifier (:data:`_ID_VALUE`), not a quantity or a
+    moment (:data:`_QUANTITY`)."""
+    return (
+        len(value) <= 64 and _ID_VALUE.fullmatch(value) is not None
+        and _QUANTITY.fullmatch(value) is None
+    )
 
 
 _ID_NAMES: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
@@ -453,12 +456,12 @@ def _ids(args: Any) -> str:
         others = tuple(sorted(
             key for key in keys
             if type(key) is str and len(key) <= _ID_KEY_LIMIT and key not in named
-            and _NOT_ID_KEY.match(key) is None and not _names_text(key)
+            and _NOT_ID_KEY.match(key) is None and _TEXT_WORDS.isdisjoint(name_words(key))
         ))
         filters = tuple(sorted(
             key for key in keys
             if type(key) is str and len(key) <= _ID_KEY_LIMIT
-            and any(word.lower() in _FILTER_WORDS for word in _NAME_WORD.findall(key))
+            and not _FILTER_WORDS.isdisjoint(name_words(key))
         ))
         cached = (named, others, filters)
         if all(type(key) is str and len(key) <= _ID_KEY_LIMIT for key in keys):
@@ -467,31 +470,30 @@ def _ids(args: Any) -> str:
                 _ID_NAMES.clear()
             _ID_NAMES[keys] = cached
     names, others, filters = cached
-    found = ""
+    found: list[str] = []
     for key in names:
         value = args[key]
         if (type(value) is str and 0 < len(value) <= 64) or (
             type(value) is int and -_INT64 <= value < _INT64
         ):
-            found = f"{found}\0{key}={value}" if found else f"{key}={value}"
+            found.append(f"{key}={value}")
     for key in others:
         # `GetMachineStatus(workCenter="CNC-06")`, `ValidatePrice(isin="XS2574039921")`:
         # one item of a list the agent goes through, named by its identifier
         value = args[key]
-        if (
-            type(value) is str and len(value) <= 64 and _ID_VALUE.fullmatch(value) is not None
-            and _QUANTITY.fullmatch(value) is None
-        ):
-            found = f"{found}\0{key}={value}" if found else f"{key}={value}"
+        if type(value) is str and _is_id_value(value):
+            found.append(f"{key}={value}")
     for key in filters:
         # A structured filter's equalities (`child.name=lnx-epic-app01^type.name=Runs`, JQL's
         # `key = ENG-902`): the identifiers it selects by name the place, its words do not.
         value = args[key]
         if type(value) is str and "=" in value:
-            for field, selected in _EQUALITY.findall(value, 0, TARGET_SPAN):
-                if _ID_VALUE.fullmatch(selected) is not None and _QUANTITY.fullmatch(selected) is None:
-                    found = f"{found}\0{field}={selected}" if found else f"{field}={selected}"
-    return found
+            found.extend(
+                f"{field}={selected}"
+                for field, selected in _EQUALITY.findall(value, 0, TARGET_SPAN)
+                if _is_id_value(selected)
+            )
+    return "\0".join(found)
 
 
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
