@@ -364,7 +364,8 @@ class Watchdog:
             # status that takes 12 s to come back, asked again at once, is no pause).
             if last is not None and ts - last >= self._pause_seconds:
                 if kind is not ToolResult:
-                    state.pauses += 1  # the session went quiet: a poll's pause (see SessionState)
+                    # the session went quiet: a poll's pause (see SessionState)
+                    state.pauses = (state.pauses + 1) & COUNT_MASK
                 else:
                     quiet = True  # a pause only for a call that asked the tool to wait (_result)
             state.last_ts = ts
@@ -384,7 +385,8 @@ class Watchdog:
             self._result(ctx, event)
         elif kind is Text:
             if event.role == "user":
-                state.pauses += 1  # the agent waited for its user: a pause (see SessionState)
+                # the agent waited for its user: a pause (see SessionState)
+                state.pauses = (state.pauses + 1) & COUNT_MASK
             self._text(ctx, event)
         elif kind is TurnStart:
             self._turn_start(ctx)

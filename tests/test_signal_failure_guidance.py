@@ -356,12 +356,12 @@ def test_guidance_quotes_the_error_and_keeps_operator_words_out() -> None:
     for config, args in (({}, ["a", "a"]), ({}, ["a", "b", "c"]), ({"halt_after_same_signature": 2}, ["a", "a"])):
         d = driver(**config)
         for arg in args:
-            d.attempt("deploy", {"target": arg}, error=long_error)
+            d.attempt("run_migration", {"target": arg}, error=long_error)
         finding = d.findings[-1]
         error = finding.detail["error"]
         assert len(error.encode()) <= 200 and error.startswith("EEE") and error.endswith("ZZZ")
         assert error in finding.guidance and error in finding.reason
-        assert "deploy" in finding.guidance and "'deploy'" in finding.reason
+        assert "run_migration" in finding.guidance and "'run_migration'" in finding.reason
         lowered = finding.guidance.lower()
         for word in ("policy", "threshold", "operator", "exempt", "halt_after", "watchdog", "enforce"):
             assert word not in lowered

@@ -158,3 +158,108 @@ def test_text_does_not_matter() -> None:
             if isinstance(e, ToolResult):
                 trace.append(Text(session="l", text="Trying again."))
     assert positions(trace).get("long-loop") == [27]
+
+
+def parallel_rounds(rounds: int, *, answers: Any, wait: bool, reverse: bool = False,
+                    width: int = 8, batches: int = 1) -> list[Any]:
+    """Rounds of ``batches`` parallel batches of ``width`` curls each (every call sent,
+    then every result), one URL per call, the same URLs every round; ``answers(r, i)``
+    is the answer of URL ``i`` in round ``r``; ``wait``: a ``sleep 60`` between rounds;
+    ``reverse``: each batch answered last call first."""
+    trace: list[Any] = []
+    clock = 1000.0
+    n = 0
+    for r in range(rounds):
+        if wait and r:
+            n += 1
+            trace += [ToolCall(session="l", tool="bash", args={"command": "sleep 60"},
+                               call_id=f"c{n}", ts=clock),
+                      ToolResult(session="l", tool="bash", call_id=f"c{n}", result="",
+                                 ts=clock + 60)]
+            clock += 61
+        for b in range(batches):
+            ids = []
+            for i in range(b * width, (b + 1) * width):
+                n += 1
+                ids.append((f"c{n}", i))
+                trace.append(ToolCall(
+                    session="l", tool="bash", call_id=f"c{n}", ts=clock,
+                    args={"command": f"curl -sI https://www.example.io/p/{chr(97 + i)} | grep cache"}))
+            for call_id, i in reversed(ids) if reverse else ids:
+                trace.append(ToolResult(session="l", tool="bash", call_id=call_id, ts=clock + 0.2,
+                                        result=answers(r, i)))
+            clock += 1
+    return trace
+
+
+ONLY_LONG = WARN + "".join(
+    f"[signals.{s}]\nenabled = false\n"
+    for s in ("result-stall", "repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call")
+)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_parallel_calls_are_judged_with_their_results(reverse: bool) -> None:
+    """Eight pages checked in one batch of parallel calls, again after a minute's
+    wait, answering as before: each answer is a value watched between waits, no replay.
+    Before, every parallel call was closed unanswered by the next one, so two rounds of
+    the same calls replayed whatever they returned."""
+    same = parallel_rounds(5, answers=lambda r, i: "cf-cache-status: MISS", wait=True,
+                           reverse=reverse)
+    assert "long-loop" not in positions(same, ONLY_LONG)
+    # the same rounds with no wait between them are going round (a fifth round: the
+    # session's first batch, sent before any result came, is compared by its calls alone)
+    busy = parallel_rounds(5, answers=lambda r, i: "cf-cache-status: MISS", wait=False,
+                           reverse=reverse)
+    assert "long-loop" in positions(busy, ONLY_LONG)
+    # and new answers every round are work, wait or not
+    moving = parallel_rounds(5, answers=lambda r, i: f"age: {r * 100 + i}s", wait=False,
+                             reverse=reverse)
+    assert "long-loop" not in positions(moving, ONLY_LONG)
+
+
+def test_a_parallel_call_whose_result_never_comes_closes_with_its_batch() -> None:
+    """A batch of four parallel calls, one of them never answered: it is closed unanswered
+    when the next batch starts, and the rest of the rounds are judged with their results."""
+    trace = parallel_rounds(5, answers=lambda r, i: f"v{r}-{i}", wait=False)
+    dropped = [e for e in trace if not (isinstance(e, ToolResult) and e.call_id == "c3")]
+    assert "long-loop" not in positions(dropped, ONLY_LONG)
+    watchdog = Watchdog(parse_policy_set(ONLY_LONG).base)
+    state = watchdog.new_state("l")
+    index = [s.id for s in watchdog.signals].index("long-loop")
+    for event in dropped[:15]:  # two batches, the second answered in full
+        watchdog.process(state, event)
+    assert state.signals[index].open_keys == []
+
+
+def test_results_for_an_open_call_are_held_within_bounds() -> None:
+    """A result repeated a million times for a call answered out of order holds at most
+    MAX_OPEN entries."""
+    from streamguard.signals.long_loop import MAX_OPEN
+
+    watchdog = Watchdog(parse_policy_set(ONLY_LONG).base)
+    state = watchdog.new_state("l")
+    index = [s.id for s in watchdog.signals].index("long-loop")
+    watchdog.process(state, ToolCall(session="l", tool="t", args={}, call_id="a"))
+    watchdog.process(state, ToolResult(session="l", tool="t", call_id="a", result="x"))
+    watchdog.process(state, ToolCall(session="l", tool="t", args={"n": 1}, call_id="b"))
+    for _ in range(200):
+        watchdog.process(state, ToolCall(session="l", tool="u", args={"n": 2}, call_id="c"))
+        watchdog.process(state, ToolResult(session="l", tool="u", call_id="c", result="y"))
+    assert len(state.signals[index].early) <= MAX_OPEN
+    assert len(state.signals[index].open_keys) <= MAX_OPEN
+
+
+def test_snapshot_round_trip_inside_a_parallel_batch() -> None:
+    watchdog = Watchdog(parse_policy_set(ONLY_LONG).base)
+    trace = parallel_rounds(5, answers=lambda r, i: "same", wait=False, reverse=True)
+    for cut in (3, 9, 40):
+        state = watchdog.new_state("l")
+        fresh = watchdog.new_state("l")
+        got, expected = [], []
+        for n, event in enumerate(trace):
+            if n == cut:
+                state = watchdog.decode_state(watchdog.encode_state(state))
+            got += [o.signal for o in watchdog.process(state, event) if isinstance(o, Alert)]
+            expected += [o.signal for o in watchdog.process(fresh, event) if isinstance(o, Alert)]
+        assert "long-loop" in got and got == expected

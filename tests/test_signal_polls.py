@@ -18,6 +18,7 @@ from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.base import (
     ACTS_SHIFT,
+    PAUSES_MASK,
     WAITS_SHIFT,
     ResultView,
     paused_between,
@@ -26,7 +27,7 @@ from streamguard.signals.base import (
     says_in_progress,
     waited_between,
 )
-from streamguard.signals.facts import FLAG_READ, FLAG_WRITE, names_no_act
+from streamguard.signals.facts import FLAG_READ, FLAG_WRITE, names_no_act, names_write
 
 QUIET = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 LOOP_SIGNALS = ("repeated-tool-call", "alternating-tool-cycle", "result-stall", "long-loop")
@@ -416,7 +417,8 @@ def test_the_pause_count_reads_each_counter_apart(before: list[str], since: list
     the session paused, and whether it waited and did nothing else, between two readings
     depends only on what happened between them, wherever the counters stood (a field
     that wraps carries into the next: a wait carried into the acts is read as an act,
-    the cautious side)."""
+    the cautious side; the pauses field wraps after 2**32 pauses, and its carry reads as
+    one wait more)."""
     step = {"pause": 1, "wait": 1 << WAITS_SHIFT | 1, "act": 1 << ACTS_SHIFT}
     mask = (1 << 63) - 1
     count = start
@@ -427,7 +429,8 @@ def test_the_pause_count_reads_each_counter_apart(before: list[str], since: list
         count = (count + step[event]) & mask
     assert 0 <= count <= mask
     assert paused_between(first, count) is ("pause" in since or "wait" in since)
-    carried = (first >> WAITS_SHIFT & 0xFFFF) + since.count("wait") >= 1 << 16
+    pauses_carried = (first & PAUSES_MASK) + since.count("pause") + since.count("wait") >= 1 << 32
+    carried = pauses_carried or (first >> WAITS_SHIFT & 0xFFFF) + since.count("wait") >= 1 << 16
     if not carried:
         assert waited_between(first, count) is ("wait" in since and "act" not in since)
 
@@ -567,6 +570,48 @@ def test_a_long_round_robin_poll_between_waits_is_no_long_loop() -> None:
 ])
 def test_a_tool_name_with_no_verb_of_an_act_reads(tool: str, no_act: bool) -> None:
     assert names_no_act(tool) is no_act
+
+
+@pytest.mark.parametrize(("tool", "write"), [
+    ("bacnet_write_property", True), ("PushRates", True), ("jira_create_issue", True),
+    ("book_reservation", True), ("hubspot.updateContact", True), ("slack__post_message", True),
+    ("order_status", False), ("post_list", False), ("transfer_history", False),
+    ("bacnet_read_property", False), ("ais_position", False), ("trigger_cache_purge", True),
+    ("stagehand_act", False), ("runJob", False),
+])
+def test_a_tool_nobody_classified_is_a_write_by_the_verbs_of_its_name(tool: str, write: bool) -> None:
+    assert names_write(tool) is write
+
+
+def setback_sweep(write_tool: str, same_device: bool = False) -> list[Any]:
+    """Twelve VAV boxes: each one's mode read (all answer "Auto"), then set to unoccupied
+    through a namespaced BACnet write acknowledged "SimpleACK"."""
+    trace: list[Any] = [TurnStart(session="p")]
+    for n in range(12):
+        device = 30301 if same_device else 30301 + n
+        obj = {"device": device, "object": "multi-state-value,3", "property": "present-value"}
+        trace += [
+            ToolCall(session="p", tool="bacnet_read_property", args=obj, call_id=f"r{n}"),
+            ToolResult(session="p", tool="bacnet_read_property", call_id=f"r{n}",
+                       result={"value": 1, "text": "Auto"}),
+            ToolCall(session="p", tool=write_tool, args={**obj, "value": 2, "priority": 8},
+                     call_id=f"w{n}"),
+            ToolResult(session="p", tool=write_tool, call_id=f"w{n}", result="SimpleACK"),
+        ]
+    return trace
+
+
+def test_a_namespaced_writes_acknowledgements_are_news_in_a_sweep() -> None:
+    assert loop_alerts(setback_sweep("bacnet_write_property")) == []
+
+
+def test_the_same_namespaced_write_acknowledged_again_is_still_a_loop() -> None:
+    """One box read and set again and again: the same write, the same answer."""
+    assert ("result-stall", "critical") in loop_alerts(
+        setback_sweep("bacnet_write_property", same_device=True),
+        QUIET + "[signals.repeated-tool-call]\nenabled = false\n"
+        "[signals.alternating-tool-cycle]\nenabled = false\n",
+    )
 
 
 def test_positions_watched_between_sleeps_by_an_unclassified_noun_tool_are_a_poll() -> None:

@@ -557,14 +557,31 @@ def test_one_answer_from_many_hosts_through_a_shell_is_many_answers() -> None:
 
 
 def test_a_page_fetched_again_under_another_query_is_the_same_answer() -> None:
-    """A URL names its place by scheme and host: pages 2 to 13 of one listing that all
-    return page one are one answer again and again, whether the page is in the query or
-    in the path, as when the same list is paged through a named tool."""
+    """A URL names its place by scheme, host and the words of its path: pages 2 to 13 of
+    one listing that all return page one are one answer again and again, whether the page
+    is in the query or in the path's numbers, as when the same list is paged through a
+    named tool."""
     page = json.dumps({"items": [{"id": i, "name": word(i)} for i in range(20)], "page": 1})
     for url in ("https://shop.example/list?page={n}", "https://shop.example/list/page/{n}"):
         stuck = [event for n in range(2, 14)
                  for event in step("bash", {"command": f"curl -s '{url.format(n=n)}'"}, page)]
         assert hits(stuck) != [], url
+
+
+def test_pages_of_other_names_on_one_host_are_a_sweep() -> None:
+    """Twenty-four pricing pages checked after a CDN purge, `curl -sI` each, nearly all
+    answering `cf-cache-status: MISS`: a page of another name is another place."""
+    pages = [f"/{lang}/pricing/{plan}" for lang in ("de", "fr", "es", "ja", "pt-br", "it")
+             for plan in ("team", "enterprise", "compare", "faq")]
+    checks = [event for page in pages for event in step(
+        "bash", {"command": f"curl -sI https://www.example.io{page} | grep -i cf-cache-status"},
+        "cf-cache-status: MISS\r\n")]
+    assert hits(checks) == []
+    # the same page under other numbers (an id, a page) is one place
+    ids = [event for n in range(24) for event in step(
+        "bash", {"command": f"curl -sI https://www.example.io/orders/{1000 + n}/label | grep -i etag"},
+        "etag: W/\"0\"\r\n")]
+    assert hits(ids) != []
 
 
 def test_parallel_reads_of_many_files_find_their_own_names() -> None:

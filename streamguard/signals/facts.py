@@ -634,8 +634,9 @@ def plain_facts(
     its name says it waits, ``[waits] tools``; it asks the user when the event says
     ``kind: "user_input"`` or its name is one of :data:`ASK_TOOLS`)."""
     ask = event_kind == "user_input" or (event_kind is None and ASK_TOOLS.match(tool) is not None)
+    write = kind == "write" or (kind is None and not wait and not ask and names_write(tool))
     return CallFacts(
-        tool, kind == "write", kind == "resolve", wait and kind != "write", ask=ask,
+        tool, write, kind == "resolve", wait and not write, ask=ask,
         read=not ask and (kind in _READ_KINDS or (kind is None and not wait and names_no_act(tool))),
     )
 
@@ -667,3 +668,31 @@ def name_words(name: str) -> list[str]:
 def names_no_act(tool: str) -> bool:
     """Whether a tool's name holds no verb of an act (:data:`_ACT_VERBS`) among its words."""
     return _ACT_VERBS.isdisjoint(name_words(tool))
+
+
+_WRITE_VERBS = frozenset({
+    "add", "apply", "approve", "archive", "assign", "book", "cancel", "charge", "create",
+    "delete", "deploy", "disable", "drop", "edit", "enable", "grant", "insert", "install",
+    "invite", "kill", "lock", "merge", "modify", "move", "patch", "pay", "place", "post",
+    "publish", "purge", "push", "put", "reboot", "refund", "register", "reject", "remove",
+    "rename", "reschedule", "reset", "restart", "revoke", "save", "schedule", "send", "set",
+    "submit", "transfer", "uninstall", "unlock", "update", "upload", "upsert", "write",
+})
+"""Verbs whose act changes what is stored somewhere: a tool nobody classified whose name
+holds one and no word of a look (:data:`_LOOK_WORDS`) is a write. Classified names open
+with their verb (``update*``); namespaced and styled ones do not (``bacnet_write_property``,
+``PushRates``, ``jira_create_issue``, ``book_reservation``)."""
+_LOOK_WORDS = frozenset({
+    "check", "describe", "detail", "details", "fetch", "find", "get", "history", "info",
+    "inspect", "list", "log", "logs", "lookup", "preview", "query", "read", "report",
+    "search", "show", "state", "stats", "status", "summary", "validate", "verify", "view",
+})
+"""Words that make a name a look whatever verb it holds: ``order_status``,
+``post_list``, ``transfer_history``, ``set_preview`` read."""
+
+
+def names_write(tool: str) -> bool:
+    """Whether a tool nobody classified is named as a write: a verb of
+    :data:`_WRITE_VERBS` among its words and no word of :data:`_LOOK_WORDS`."""
+    words = name_words(tool)
+    return not _WRITE_VERBS.isdisjoint(words) and _LOOK_WORDS.isdisjoint(words)

@@ -46,6 +46,19 @@ Severity: critical, session scope
     already holds. Under enforce it halts the session. The latch holds until the
     replay share falls to half the window, so one loop raises one alert.
 
+Parallel calls
+    A step is a call with the outcome of *its* result. An agent that sends several
+    calls before their results (a batch of eight ``curl -sI`` checks, one per URL) has
+    them all open at once (``open_keys``, at most :data:`MAX_OPEN`); each closes when
+    its result comes, in call order (a result that comes before an earlier call's is
+    held until that one closes), and a call of the last batch still unanswered when the
+    next batch starts closes without an outcome. Before, each parallel call was closed
+    unanswered by the next one, so a batch re-checked after a wait was compared by its
+    calls alone and replayed whatever it returned. Until a session's first result
+    arrives, a call closes at the next call (a stream without results compares calls
+    alone, at once). The watchdog pairs at most eight pending calls with their results,
+    so in a batch of more the earliest calls close without an outcome.
+
 Known false positives
     A scripted, legitimately repetitive routine whose results never change (a
     monitor that reads the same three unchanged dashboards every cycle): exempt
@@ -63,6 +76,9 @@ from msgspec import Meta, Struct
 from .base import CallView, Finding, ResultView, Signal, SignalConfig, poll_answer
 
 SIGNAL_ID = "long-loop"
+MAX_OPEN = 16
+"""Calls held open for their results at once (parallel calls): past it, the oldest is
+closed unanswered."""
 WINDOW_LIMIT = 64
 MEMORY_LIMIT = 1024
 _WIDTH = 4
@@ -87,7 +103,19 @@ class LongLoopState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``long-loop``."""
 
     open_key: int = 0
-    """Call key of the latest call, until its result (or the next call) closes it."""
+    """Call key of the latest call, until its result (or the next call) closes it: before
+    the session's first result (a stream without results compares calls alone)."""
+    answered: bool = False
+    """A result came in this session: calls stay open for theirs (``open_keys``)."""
+    open_keys: list[int] = []
+    """Keys of the calls sent and not yet closed, in call order (parallel calls), once the
+    session is ``answered``; at most :data:`MAX_OPEN`."""
+    early: list[tuple[int, int, bool]] = []
+    """Results that came before an earlier call's (``(key, outcome, poll answer)``), held
+    until the calls before them close."""
+    after_result: bool = False
+    """The last event seen was a result: the next call starts a new batch, and a call of
+    the last batch still open then never got its result."""
     prev: int = 0
     """Element of the previous closed step (0: none yet)."""
     seen: bytearray = bytearray()
@@ -131,25 +159,85 @@ class LongLoop(Signal):
         if self.exempt and call.tool in self.exempt:
             return None
         finding = None
-        if state.open_key:
-            finding = self._close(state, state.open_key, 0)  # its result never came
+        key = call.key or 1
+        if not state.answered:
+            if state.open_key:
+                finding = self._close(state, state.open_key, 0)  # its result never came
+            state.open_key = key
+        else:
+            opened = state.open_keys
+            if state.after_result:
+                # A new batch: what the last one left open never got its result.
+                state.after_result = False
+                if opened:
+                    finding = self._drain(state, len(opened))
+            elif len(opened) >= MAX_OPEN:
+                finding = self._drain(state, 1)
+            opened.append(key)
         if finding is not None:
             finding.detail["tool"] = call.tool
-        state.open_key = call.key or 1
         return finding
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
         key = result.call_key
-        if not key or key != state.open_key:
-            return None  # a result of an older call (parallel calls): already closed
-        state.open_key = 0
-        finding = self._close(state, key, result.outcome, result)
+        if not key:
+            return None
+        if not state.answered:
+            # The session's first result: from now on calls wait for theirs.
+            state.answered = state.after_result = True
+            open_key, state.open_key = state.open_key, 0
+            if key != open_key:
+                if open_key:  # still open: its result may come yet
+                    state.open_keys.append(open_key)
+                return None
+            finding = self._close(state, key, result.outcome, result)
+        else:
+            state.after_result = True
+            opened = state.open_keys
+            if not opened:
+                return None  # its call was closed already (its batch ended)
+            if opened[0] == key:
+                del opened[0]
+                finding = self._close(state, key, result.outcome, result)
+                if state.early:
+                    finding = self._drain(state, 0) or finding
+            elif key in opened and len(state.early) < MAX_OPEN:
+                # Before an earlier call's result (parallel calls answered out of order):
+                # held until the calls before it close, the poll read now while its view is.
+                state.early.append((key, result.outcome, result.paused and poll_answer(result)))
+                return None
+            else:
+                return None  # a result of a call already closed
         if finding is not None:
             finding.detail["tool"] = result.tool
         return finding
 
+    def _drain(self, state: Any, unanswered: int) -> Finding | None:
+        """Close the first ``unanswered`` open calls (with a result held for them, or none),
+        then every call after them whose result came early."""
+        opened, early = state.open_keys, state.early
+        finding = None
+        while opened:
+            key = opened[0]
+            for i, entry in enumerate(early):
+                if entry[0] == key:
+                    del early[i]
+                    _, outcome, poll = entry
+                    break
+            else:
+                if unanswered <= 0:
+                    break
+                outcome, poll = 0, False
+            unanswered -= 1
+            del opened[0]
+            finding = self._close(state, key, outcome, None, poll) or finding
+        if not opened:
+            early.clear()
+        return finding
+
     def _close(
-        self, state: Any, key: int, outcome: int, result: ResultView | None = None
+        self, state: Any, key: int, outcome: int, result: ResultView | None = None,
+        poll: bool = False,
     ) -> Finding | None:
         # Two multiply-xorshift rounds, inline: the element (call and outcome), then the
         # pair (previous element and this one).
@@ -162,7 +250,7 @@ class LongLoop(Signal):
         while at > 0 and at % _WIDTH:
             at = seen.find(pair, at + 1)
         replay = at >= 0
-        if replay and result is not None and result.paused and poll_answer(result):
+        if replay and (poll or (result is not None and result.paused and poll_answer(result))):
             # A poll's answer (a status under way, or a value watched between waits) is
             # no replay: waiting for a job is not going round. A step of its own, with an
             # outcome no other step has (read only where it would count as a replay: the

@@ -42,8 +42,9 @@ What it catches
       command's output, or an editor showing the file after its edit, is read
       like any answer;
     * the answer to a call that reads what it names is kept with those names
-      (``read_names``: for a command runner, the paths, the URLs' scheme and
-      host, the places of cloud and cluster CLIs (``--region``,
+      (``read_names``: for a command runner, the paths, the URLs' scheme,
+      host and path (the path's numbers masked), the places of cloud and cluster
+      CLIs (``--region``,
       ``--namespace``, ``--bucket``, ``--resource-group``...) and the host of an
       ``ssh`` in the first ``TARGET_SPAN`` characters of its command, ``cat
       a/Dockerfile``, ``curl https://eu.example.net/...``, ``aws ec2
@@ -65,7 +66,10 @@ What it catches
       twenty-two hosts whose logs do not hold a request id, and thirty tables
       counting no null; the same file read again
       unchanged is the same answer, and so is one listing paged as ``?page=2``,
-      ``?page=3``... (a URL's path and query are the page, not the place). A
+      ``?page=3`` or ``/page/3``... (a URL's query and the numbers of its path are
+      the page, not the place; the words of its path are: twenty-four pricing
+      pages checked with ``curl -sI`` each answering ``cf-cache-status: MISS``
+      are twenty-four answers). A
       call that names nothing (SWE-agent's ``goto 24`` in a file shorter than
       its window) is read by its text alone;
     * a call that waits on purpose (``sleep 60 && gh run view``) is not read
@@ -297,11 +301,12 @@ READS = 8
 """Calls naming what they read whose names are remembered (for parallel reads' results)."""
 _pack_read = struct.Struct("<II").pack
 _TARGETS = re.compile(
-    # A URL's scheme and host (its path and query are the page, not the place: the same
-    # page fetched again as ?page=2, ?page=3 is the same place), or a path with a slash.
-    # The look-behinds let a match start only where a run of its characters starts, so a
-    # crafted run of dots or letters is scanned once, not once from each position.
-    r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s/'\"|;&)?#]+"
+    # A URL's scheme, host and path (its query is the page, not the place: the same page
+    # fetched again as ?page=2, ?page=3 is the same place; the path's digits are masked
+    # by read_names, so /page/3 is /page/# too), or a path with a slash. The look-behinds
+    # let a match start only where a run of its characters starts, so a crafted run of
+    # dots or letters is scanned once, not once from each position.
+    r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s'\"|;&)?#]+"
     r"|(?<![\w.@+=/-])/?[\w.@+-]+(?:/[\w.@+-]+)+"
     # A cloud or cluster CLI's place: `aws ... --region eu-west-1`, `--namespace prod`,
     # `--bucket logs`, `--resource-group rg-eu`.
@@ -309,8 +314,9 @@ _TARGETS = re.compile(
     r"|hostname|server|endpoint-url|subscription|account|bucket|resource-group)"
     r"(?:=|[ \t]+)[^\s'\"|;&)]+"
 )
-"""A URL's scheme and host, a path with at least one slash, or a place flag and its value
-(``--region``, ``--namespace``, ``--bucket``...), in a command line."""
+"""A URL's scheme, host and path, a path with at least one slash, or a place flag and its
+value (``--region``, ``--namespace``, ``--bucket``...), in a command line."""
+_MASK_NUMBERS = str.maketrans("0123456789", "##########")
 _SSH_HOST = re.compile(
     # `ssh` as the command of a segment, its options (those that take a value skipped with
     # it), then the host: `ssh -i key.pem -p 2222 deploy@web-3 "..."` is web-3's.
@@ -348,10 +354,24 @@ def sql_tables(args: Any) -> str:
     return ""
 
 
+def _url_paths_masked(targets: list[str]) -> str:
+    """The targets joined, each URL's path with its numbers masked (not its host's: an
+    address is a place): a page or an id is no new place, a page of another name is."""
+    out = []
+    for target in targets:
+        at = target.find("://")
+        if at >= 0:
+            slash = target.find("/", at + 3)
+            if slash >= 0:
+                target = target[:slash] + target[slash:].translate(_MASK_NUMBERS)
+        out.append(target)
+    return "\0".join(out)
+
+
 def read_names(call: CallView) -> str:
     """What a call that reads names ("" when nothing): for a command runner what
-    :data:`_TARGETS` finds in the head of its command line (paths, URLs' scheme and
-    host, place flags), else (or when its command names none: an editor's ``view`` with
+    :data:`_TARGETS` finds in the head of its command line (paths, URLs' scheme, host
+    and path with its numbers masked, place flags), else (or when its command names none: an editor's ``view`` with
     a ``path``) its path-shaped arguments, in the order of their keys."""
     command = None
     if call.runner:
@@ -362,7 +382,8 @@ def read_names(call: CallView) -> str:
             if head.find("ssh") >= 0:
                 targets += _SSH_HOST.findall(head)
             if targets:
-                return "\0".join(targets)
+                names = "\0".join(targets)
+                return _url_paths_masked(targets) if "://" in names else names
     if not call.runner or command is None:  # (a runner's `execute_sql(sql=...)` too)
         tables = sql_tables(call.args)
         if tables:
