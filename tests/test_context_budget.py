@@ -179,3 +179,27 @@ def test_a_screenshot_is_counted_as_an_image_not_as_its_base64():
     d2 = driver()
     d2.usage(model="claude-sonnet-4-5", input_tokens=20_000, context_window=200_000)
     assert d2.result("read_file", result=[{"type": "text", "text": "A" * 600_000}]).signal == "context-budget"
+
+
+def test_a_window_its_own_usage_exceeds_stands_the_estimate_down():
+    """A computer-use run on a long-context variant reports 230,000 input tokens under a
+    declared 200,000-token window: the figure is wrong, and cutting every turn from then
+    on against it would stop a session the provider is serving."""
+    d = driver()
+    d.usage(model="claude-sonnet-4-5", input_tokens=150_000, context_window=200_000)
+    assert d.result("screenshot", result_bytes=3 * 60_000).signal == "context-budget"
+    d.turn_start()
+    d.usage(model="claude-sonnet-4-5", input_tokens=230_000, context_window=200_000)
+    for _ in range(5):
+        assert d.result("screenshot", result_bytes=3 * 60_000) is None
+    # a window that holds what was measured is believed again
+    d.turn_start()
+    d.usage(model="claude-sonnet-4-5", input_tokens=230_000, context_window=1_000_000)
+    assert d.result("read", result_bytes=3 * 740_000).signal == "context-budget"
+
+
+def test_an_assumed_window_exceeded_by_usage_stands_down_too():
+    d = driver()
+    d.usage(model="acme-long-1", input_tokens=300_000)
+    assert d.result("read", result_bytes=3 * 100_000) is None
+    assert d.state.window == -1

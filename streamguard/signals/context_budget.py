@@ -46,9 +46,21 @@ Images
     first screenshot. A runtime that sends only ``result_bytes`` for such a result
     is still counted by its bytes (nothing says it held an image).
 
+A window contradicted by its own measure
+    A usage event whose ``input_tokens`` exceed the window (the event's
+    ``context_window``, the table's, or the assumed one) says the figure is wrong:
+    the provider accepted more than it is said to hold (a long-context variant such
+    as a 1M-token beta under a 200,000-token model id, an unknown model with a large
+    window, a runtime reporting a default). Estimating against it would cut every
+    turn from then on, so both alerts stand down for the session until a later usage
+    event names a window, or a model, that holds what it measured. The
+    cost-ceiling guardrails are unaffected.
+
 Known false positives
     Payload bytes over-estimate tokens for prose-heavy results, so the cut can
-    come slightly early there; that is the intended direction of error.
+    come slightly early there; that is the intended direction of error. A runtime
+    that keeps only part of a large result (a truncated tool output counted by its
+    full ``result_bytes``) is cut early for the same reason.
 """
 
 from __future__ import annotations
@@ -108,6 +120,10 @@ def sized_without_images(payload: Any, bytes_per_token: int, size: int) -> int:
 PRESSURE = "context-pressure"
 CUT = "context-budget"
 ASSUMED_WINDOW = 128_000
+CONTRADICTED = -1
+"""``ContextBudgetState.window`` once a usage event measured more input than the window
+holds: the figure is wrong, and the estimate stands down until a usage event names a
+window (or a model) that holds its input."""
 BYTES_PER_TOKEN = 3
 
 Fraction = Annotated[float, Meta(gt=0, le=1)]
@@ -191,7 +207,7 @@ class ContextBudgetConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True
 class ContextBudgetState(Struct, tag=CUT, gc=False, omit_defaults=True):
     measured: int = 0
     pending_bytes: int = 0
-    window: int = 0  # 0: not known yet (the assumed window applies)
+    window: int = 0  # 0: not known yet (the assumed window applies); -1: CONTRADICTED
     threshold: float = 0.0  # 0: not known yet (the default applies)
     model: str | None = None
     pressure_latched: bool = False
@@ -248,9 +264,15 @@ class ContextBudget(Signal):
             state.window = window  # the window is the model's: unknown (0) for one not listed
         if event.context_window:
             state.window = event.context_window
-        if event.input_tokens is not None:
-            state.measured = event.input_tokens
+        measured = event.input_tokens
+        if measured is not None:
+            state.measured = measured
             state.pending_bytes = 0
+            window = state.window
+            if window >= 0 and measured > (window or self.config.assumed_window):
+                # The provider took more than the window said to hold it (a long-context
+                # variant, a window reported wrong): no estimate against that figure.
+                state.window = CONTRADICTED
         return None
 
     def on_turn_start(self, state: ContextBudgetState) -> Finding | None:
@@ -270,6 +292,8 @@ class ContextBudget(Signal):
         if state.cut_latched:
             return None
         window = state.window or self.config.assumed_window
+        if window < 0:
+            return None  # CONTRADICTED: no window to measure against
         used = state.measured + state.pending_bytes // self.bytes_per_token
         utilization = used / window
         if utilization >= self.hard:
