@@ -46,7 +46,7 @@ from sys import intern
 from typing import Any
 
 import msgspec
-from msgspec import Struct
+from msgspec import Struct, structs
 
 from .canonical import (
     call_key,
@@ -106,6 +106,7 @@ from .signals.facts import (
     asks_to_wait,
     call_args,
     is_code_tool,
+    mcp_answer,
     plain_facts,
     runner_facts,
 )
@@ -561,6 +562,12 @@ class Watchdog:
             state.in_turn = True
         if not self._on_result:
             return
+        payload = event.result
+        if type(payload) is dict and "content" in payload:
+            # An MCP CallToolResult passed through: read as what it says (facts.mcp_answer).
+            unwrapped = mcp_answer(payload, event.error)
+            if unwrapped is not None:
+                event = structs.replace(event, result=unwrapped[0], error=unwrapped[1])
         failed = bool(event.error)
         fingerprint = size = 0
         want_fingerprint = self._need_fingerprint and not failed and not event.no_op

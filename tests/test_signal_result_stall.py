@@ -850,3 +850,56 @@ def test_ids_are_names_that_say_so() -> None:
         assert _ids({key: "v"}) == "", key
     assert _ids({"order_id": 10**5000}) == ""  # too large for an id; no exception
     assert _ids({f"k{i}_id": i for i in range(9)}) == ""  # more than a read names
+
+
+def mcp(payload: Any, is_error: bool = False, structured: bool = True) -> dict[str, Any]:
+    """An MCP CallToolResult as a client passes it through."""
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    out: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
+    if structured and not isinstance(payload, str):
+        out["structuredContent"] = payload
+    return out
+
+
+def test_an_mcp_result_is_read_as_what_it_says() -> None:
+    from streamguard.signals.facts import mcp_answer
+
+    assert mcp_answer(mcp({"results": []}), None) == ({"results": []}, None)
+    assert mcp_answer(mcp("plain text", structured=False), None) == ("plain text", None)
+    assert mcp_answer(mcp("Permission denied", is_error=True), None) == (
+        "Permission denied", "Permission denied")
+    assert mcp_answer(mcp("x", is_error=True), "declared") == ("x", "declared")
+    image = {"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}
+    assert mcp_answer(image, None) == (image, None)
+    for other in ({"content": "text"}, {"content": [], "rows": 3}, {"content": ["a"]}):
+        assert mcp_answer(other, None) is None
+
+
+def test_reworded_searches_through_an_mcp_client_finding_nothing_are_a_stall() -> None:
+    """Confluence searched through an MCP client for a runbook that does not exist, each
+    CQL rewording answered "no results" with the query echoed back (`cqlQuery`), inside
+    the CallToolResult the client passes through: the same nothing, again and again."""
+    trace: list[Any] = []
+    for n in range(12):
+        cql = f'type=page AND title ~ "{word(n)} failover runbook"'
+        trace += step("mcp__atlassian__searchConfluenceUsingCql",
+                      {"cloudId": "b2f8d1c4-0a9e-4d7b-8c61-3e5f2a9d0b17", "cql": cql},
+                      mcp({"results": [], "size": 0, "totalSize": 0, "cqlQuery": cql}))
+    assert hits(trace) != []
+    # the same searches finding a page each are a sweep of answers
+    found = []
+    for n in range(12):
+        cql = f'type=page AND title ~ "{word(n)}"'
+        found += step("mcp__atlassian__searchConfluenceUsingCql", {"cql": cql},
+                      mcp({"results": [{"id": str(1000 + n), "title": word(n)}], "cqlQuery": cql}))
+    assert hits(found) == []
+
+
+def test_an_mcp_error_is_a_failure() -> None:
+    """`isError: true` with no `error` field: the same write denied again and again is a
+    failure loop."""
+    denied = []
+    for _ in range(8):
+        denied += step("opcua_write", {"node": "ns=2;s=Filler.Speed", "value": 410},
+                       mcp("BadUserAccessDenied (0x801F0000)", is_error=True))
+    assert hits(denied, signal="failure-loop") != []

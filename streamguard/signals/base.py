@@ -923,8 +923,10 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
                 return False  # one level of wrapping ({"data": {"items": []}}) at most
             empties += 1
         elif kind is str:
-            if type(key) is not str or key.lower() not in _NOTHING_TEXT_FIELDS:
-                return False
+            if type(key) is not str or (
+                key.lower() not in _NOTHING_TEXT_FIELDS and not key.lower().endswith("query")
+            ):
+                return False  # (an echoed query under any name: `cqlQuery`, `searchQuery`)
             strings += 1
         elif value is not None and value is not False and value != 0:
             return False

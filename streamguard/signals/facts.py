@@ -696,3 +696,42 @@ def names_write(tool: str) -> bool:
     :data:`_WRITE_VERBS` among its words and no word of :data:`_LOOK_WORDS`."""
     words = name_words(tool)
     return not _WRITE_VERBS.isdisjoint(words) and _LOOK_WORDS.isdisjoint(words)
+
+
+_MCP_KEYS = frozenset({"content", "isError", "structuredContent", "_meta"})
+MCP_ERROR_CHARS = 2_048
+"""Characters of an MCP error's text kept as the result's ``error``."""
+
+
+def mcp_answer(result: Any, error: str | None) -> tuple[Any, str | None] | None:
+    """An MCP ``CallToolResult`` passed through as a tool's result (``{"content": [{"type":
+    "text", "text": ...}], "isError": false, "structuredContent": {...}}``) read as what it
+    says: its ``structuredContent`` when it has one, else its text (the text items joined),
+    and, when ``isError`` is true, a failure whose error is that text. ``None`` when
+    ``result`` is no such object (anything else is read as sent). Content of other types
+    (an image) keeps the object as the answer, so its size is what it is."""
+    if not _MCP_KEYS.issuperset(result):
+        return None
+    content = result.get("content")
+    if type(content) is not list or len(content) > 256:
+        return None
+    texts: list[str] = []
+    only_text = True
+    for item in content:
+        if type(item) is not dict:
+            return None
+        text = item.get("text")
+        if item.get("type") == "text" and type(text) is str:
+            texts.append(text)
+        else:
+            only_text = False
+    structured = result.get("structuredContent")
+    if structured is not None:
+        answer: Any = structured
+    elif only_text:
+        answer = texts[0] if len(texts) == 1 else "\n".join(texts)
+    else:
+        answer = result
+    if result.get("isError") is True and not error:
+        error = ("\n".join(texts) or "isError")[:MCP_ERROR_CHARS]
+    return answer, error
