@@ -199,6 +199,23 @@ def test_announcing_an_act_turn_after_turn_without_one_warns() -> None:
     assert got[0][1].severity == "warn" and got[0][1].detail["count"] == 3
 
 
+ANALYST_PROMISES = [
+    "Next, I'll query the Postgres max_connections setting and the connection count.",
+    "To proceed, I will (1) retrieve postgres.connections.max and (2) the checkout failures.",
+    "Understood. I'm going to look up the database connection metrics next.",
+    "Proceeding. I'll now gather the Postgres connection metrics to confirm the saturation.",
+    "Next step: query the connection metrics and the failure counts, then the document.",
+]
+
+
+@pytest.mark.parametrize("start", [0, 1, 2])
+def test_an_analyst_announcing_queries_turn_after_turn_without_one_warns(start: int) -> None:
+    """A post-mortem writer told "proceed" turn after turn, announcing each time the
+    metrics it will query and querying nothing: the acts of an analyst are acts too."""
+    got = hits(promise_turns(ANALYST_PROMISES[start:start + 3]))
+    assert [a.detail["rule"] for _, a in got] == ["promised_without_acting"]
+
+
 def test_an_announced_act_that_is_then_made_is_work() -> None:
     assert hits(promise_turns(PROMISES, act_in_turn=2)) == []
     assert hits(promise_turns(PROMISES[:2])) == []  # twice: a slip, not a stall

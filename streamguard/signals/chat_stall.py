@@ -25,7 +25,8 @@ What it catches
 
     * *promising without acting*: ``promised_turns`` turns in a row (default 3) that
       each ended on a message announcing an act ("I'll now update the migration",
-      "let me get to it", "I'm applying the fix now": :data:`PROMISE`) with no tool
+      "let me get to it", "I'm applying the fix now", an analyst's "I'll query the
+      connection metrics", "Next step: ...": :data:`PROMISE`) with no tool
       call in the turn, in a session where the agent has made a tool call. The user
       answering "go ahead" each time does not clear it: that is the shape, an agent
       that says it will act and ends its turn instead. Counted at the next turn's
@@ -90,16 +91,20 @@ user-input tool: kept past the agent's other calls. The low 7 bits count the tim
 _TIMES = 0x7F
 PROMISE = re.compile(
     r"(?i)\b(?:I['\u2019]ll|I will|I['\u2019]m (?:going|about) to|I am (?:going|about) to|let me)"
-    r"\s+(?:(?:now|just|go ahead and|quickly|then)\s+)*"
+    r"\s+(?:(?:now|just|go ahead and|quickly|then|first|next|\(?\d\)|\d\.)\s+)*"
     r"(?:edit|update|apply|modify|change|fix|implement|write|create|add|remove|delete"
     r"|refactor|patch|get to it|do (?:it|that|this|so)|proceed|execute"
-    r"|make (?:the|this|that|these|those) (?:change|edit|fix)|run (?:the|it|them|this|these))\b"
-    r"|\b(?:making|applying|editing|implementing|modifying) (?:the|this|that|these|it)\b"
-    r"[^.\n]{0,40}\bnow\b"
+    r"|make (?:the|this|that|these|those) (?:change|edit|fix)|run (?:the|it|them|this|these)"
+    # the acts of an analyst or an operator: a query run, figures gathered, a draft made
+    r"|query|retrieve|look (?:up|into)|gather|pull|fetch|search|investigate|analy[sz]e"
+    r"|calculate|compute|produce|draft|prepare|generate|compile|put together)\b"
+    r"|\b(?:making|applying|editing|implementing|modifying|gathering|querying|pulling"
+    r"|running) (?:the|this|that|these|it)\b[^.\n]{0,40}\bnow\b"
+    r"|^(?:proceeding|next step:)"
 )
 """A message that announces an act of the agent's own ("I'll now update", "let me get to
-it", "making the change now"); not "let me know", "I'll need your reference", "let me
-make sure", "I'm about to run out of context"."""
+it", "making the change now", "I'll query the metrics", "Next step: ..."); not "let me
+know", "I'll need your reference", "let me make sure", "I'm about to run out of context"."""
 AWAITS_USER = re.compile(
     r"(?i)\b(?:once|after|when|if|as soon as) you(?:'ve| have)? (?:confirm|approve|agree|reply"
     r"|answer|give|send|provide|tell|say|decide|choose|sign|ok)\w*"
