@@ -98,6 +98,7 @@ from .signals.facts import (
     FLAG_SEARCH,
     FLAG_SHELL,
     FLAG_WAIT,
+    FLAG_WAITS_FIRST,
     FLAG_WRITE,
     LONG_POLL_KEYS,
     CallFacts,
@@ -466,6 +467,13 @@ class Watchdog:
                 del history[0]
         else:
             state.pauses = (state.pauses + WAITED) & COUNT_MASK  # a wait, whatever the clock says
+        # A read asked after a wait of its own (`sleep 120; ray job status ...`) is a read
+        # whose answer follows a deliberate wait: read by the loop detectors with their
+        # polls' rules (a job polled after it failed is a loop), a run of it a poll to
+        # repeated-tool-call and no evidence to no-new-state.
+        view.waits_first = waits_first = facts.waits_first
+        if waits_first:
+            state.pauses = (state.pauses + WAITED) & COUNT_MASK
         read = facts.read
         if not (read or wait):
             # (no pause: an act, after which the same answer may be the act's own)
@@ -485,6 +493,8 @@ class Watchdog:
                 flags |= FLAG_ASK
             if read:
                 flags |= FLAG_READ
+            if waits_first:
+                flags |= FLAG_WAITS_FIRST
             if (
                 type(args) is dict and not wait and not LONG_POLL_KEYS.isdisjoint(args)
                 and asks_to_wait(args)
@@ -607,7 +617,9 @@ class Watchdog:
             view.call_key = key = paired[2]
             view.call_flags = flags = paired[3]
             view.action = paired[4]
-            wait = flags & FLAG_WAIT != 0
+            # A read after a wait of its own that fails (`sleep 3 && curl` while a server
+            # starts) fails until what it waits for is ready: a wait's failure.
+            wait = flags & FLAG_WAIT != 0 or (failed and flags & FLAG_WAITS_FIRST != 0)
             if ctx.quiet and flags & FLAG_LONG_POLL:
                 # The call asked the tool to wait (a long poll: `wait_seconds=30`) and it
                 # did: a wait, as a `sleep 30` before an instant status would be.
@@ -625,7 +637,9 @@ class Watchdog:
             if len(answered) > ANSWERED_KEPT:
                 del answered[next(iter(answered))]
             if before is None:
-                view.paused = view.waited = False
+                # A read asked after a wait of its own (`sleep 120; status`, each time with
+                # another sleep: another call) follows a deliberate wait all the same.
+                view.paused = view.waited = flags & FLAG_WAITS_FIRST != 0
             else:
                 view.paused = paused_between(before, pauses)
                 view.waited = waited_between(before, pauses)

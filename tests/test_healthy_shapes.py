@@ -185,7 +185,8 @@ def test_the_same_json_text_again_and_again_is_stale() -> None:
 
 
 @pytest.mark.parametrize("command,wait", [
-    ("sleep 60 && gh run view 42", True),
+    ("sleep 60", True),
+    ("sleep 60 && gh run view 42", False),  # a read after a wait of its own (waits_first)
     ("until curl -sf localhost:8000; do sleep 2; done", True),
     ("gh run view 42", False),
     ("sleepy_script.sh", False),
@@ -271,10 +272,29 @@ def test_a_wait_between_failures_neither_counts_nor_breaks_the_streak() -> None:
     trace: list[Any] = []
     for n in range(4):
         trace += c.pair("bash", {"command": f"python probe_{n}.py"}, error="exit code 1")
-        trace += c.pair("bash", {"command": "sleep 5 && curl -sf localhost:8000/version"},
-                        '{"v": 1}' if n % 2 else None, error=None if n % 2 else "exit code 7")
+        trace += c.pair("bash", {"command": "sleep 5"}, None if n % 2 else "",
+                        error=None if n % 2 else "exit code 130")
     assert [a.signal for a in alerts(trace, 'disabled_signals = ["tool-failure-guidance"]')] == [
         "tool-failure-streak"]
+
+
+def test_a_read_after_a_wait_of_its_own_fails_as_a_wait_and_succeeds_as_a_read() -> None:
+    """`sleep 5 && curl` failing while a server starts counts for no failure rule; its
+    success is a read's, which ends a failure streak like any success."""
+    policy = 'disabled_signals = ["tool-failure-guidance"]'
+    c = Calls()
+    failing: list[Any] = []
+    for n in range(4):
+        failing += c.pair("bash", {"command": f"python probe_{n}.py"}, error="exit code 1")
+        failing += c.pair("bash", {"command": "sleep 5 && curl -sf localhost:8000/version"},
+                          error="exit code 7")
+    assert [a.signal for a in alerts(failing, policy)] == ["tool-failure-streak"]
+    answering: list[Any] = []
+    for n in range(4):
+        answering += c.pair("bash", {"command": f"python probe_{n}.py"}, error="exit code 1")
+        answering += c.pair("bash", {"command": "sleep 5 && curl -sf localhost:8000/version"},
+                            '{"v": 1}')
+    assert [a.signal for a in alerts(answering, policy)] == []
 
 
 def test_the_same_failing_call_without_a_sleep_is_still_a_failure_loop() -> None:
@@ -490,10 +510,10 @@ def test_reworded_words_or_windows_answering_alike_are_still_a_stall(args_of: An
 
 
 def test_a_code_executors_shell_block_is_read_as_a_command_line() -> None:
-    """AutoGen's code executor: `{"language": "sh", "code": "sleep 90; squeue ..."}` waits;
-    a Python block is free code."""
+    """AutoGen's code executor: `{"language": "sh", "code": "sleep 90; squeue ..."}` waits,
+    then reads; a Python block is free code."""
     facts = runner_facts({"language": "sh", "code": "sleep 90; squeue -j 4418027 -h"})
-    assert facts.wait and facts.action == "squeue"
+    assert facts.waits_first and facts.action == "squeue"
     assert runner_facts({"language": "python", "code": "print(1)"}).action == ""
     c = Calls()
     trace: list[Any] = []

@@ -369,7 +369,10 @@ def test_arguments_sent_as_json_text_are_read_as_the_object() -> None:
 @pytest.mark.parametrize(
     ("command", "wait"),
     [
-        ("sleep 30 && curl -s localhost:8080/health", True),
+        # a read after a wait of its own is a read asked after a wait (waits_first)
+        ("sleep 30 && curl -s localhost:8080/health", False),
+        ("until curl -sf localhost:8080/health; do sleep 2; done", True),
+        ("sleep 60", True),
         ("kubectl -n prod rollout status deploy/api --timeout=60s", True),
         ("kubectl wait --for=condition=ready pod -l app=api --timeout=120s", True),
         ("gh run watch 8812", True),
@@ -470,4 +473,25 @@ def test_a_computer_use_session_clicking_through_a_wizard_is_work() -> None:
 
 def test_a_command_line_under_a_windows_style_key_is_read() -> None:
     facts = runner_facts({"CommandLine": "sleep 30 && az vmss list-instances -g rg -n vmss", "Blocking": True})
-    assert facts.wait and facts.action == "az"
+    assert facts.waits_first and facts.read and facts.action == "az"
+
+
+@pytest.mark.parametrize(
+    ("command", "waits_first", "wait"),
+    [
+        ("sleep 120; RAY_ADDRESS=http://ray-head:8265 ray job status raysubmit_Xq4f", True, False),
+        ("sleep 60 && gh run view 42 --json status,conclusion", True, False),
+        ("sleep 60", False, True),
+        ("until curl -sf localhost:8080; do sleep 2; done", False, True),
+        ("while true; do kubectl get pods; sleep 5; done", False, True),
+        ("sleep 5; kubectl rollout status deploy/api", False, True),  # a blocking read
+        ("sleep 30 && kubectl apply -f api.yaml", False, True),  # a write after the wait
+        ("echo waiting; sleep 3", False, True),
+        ("kubectl get pods; sleep 10", False, True),  # the read came first
+    ],
+)
+def test_a_read_after_a_wait_of_its_own(command: str, waits_first: bool, wait: bool) -> None:
+    """`sleep 120; ray job status ...` waits, then reads: its answer is a read's, asked
+    after a deliberate wait (CallFacts.waits_first), not a wait's."""
+    facts = shell_facts(command)
+    assert (facts.waits_first, facts.wait) == (waits_first, wait)

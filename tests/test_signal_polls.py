@@ -7,6 +7,7 @@ no pause, or a status that says the work has ended, is judged as before.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -49,11 +50,17 @@ UNDER_WAY = [
     "NAME      READY   STATUS              RESTARTS   AGE\nweb-1     0/1     ContainerCreating   0   9s",
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   0/1     Pending   0          41s",
     {"carrier": "FedEx", "status": "in_transit", "eta": "today"},
+    # parts done beside a status under way: a CI run whose lint job completed
+    {"status": "in_progress", "jobs": [{"name": "lint", "status": "completed", "conclusion": "success"},
+                                       {"name": "test", "status": "in_progress", "conclusion": ""}]},
 ]
 NOT_UNDER_WAY = [
     '{"status": "failed", "reason": "OOM"}',
     {"status": "running", "last_error": "disk full"},
     '{"state": "processing", "completed": true}',
+    # a part failed: the run is over, whatever else runs
+    {"status": "in_progress", "jobs": [{"name": "lint", "status": "completed", "conclusion": "failure"},
+                                       {"name": "test", "status": "in_progress"}]},
     "State: SUCCEEDED",
     "job 42 done",
     "Status: Pending\nError: image pull backoff",
@@ -629,3 +636,47 @@ def test_positions_watched_between_sleeps_by_an_unclassified_noun_tool_are_a_pol
         trace += [ToolCall(session="p", tool="sleep", args={"seconds": 900}, call_id=f"c{n}"),
                   ToolResult(session="p", tool="sleep", call_id=f"c{n}", result="ok")]
     assert loop_alerts(trace) == []
+
+
+def job_polls(answer: Any, rounds: int = 14, wrap: bool = True) -> list[Any]:
+    """A job polled with `sleep N; ray job status` through a shell, the sleep varied;
+    ``wrap``: the runtime's ``{"output": ...}`` around the command's output."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1_000.0
+    for n in range(rounds):
+        command = f"sleep {(120, 180, 300)[n % 3]}; ray job status raysubmit_Xq4fK2bN8pLzT1vA"
+        trace += [ToolCall(session="p", tool="Bash", args={"cmd": command}, call_id=f"c{n}", ts=clock),
+                  ToolResult(session="p", tool="Bash", call_id=f"c{n}", ts=clock + 121,
+                             result={"output": answer} if wrap else answer)]
+        clock += 130
+    return trace
+
+
+def test_a_job_polled_after_it_failed_through_sleeps_of_its_own_is_a_loop() -> None:
+    """Each poll waits (`sleep 120; ray job status`) and reads: the answer that says the
+    job FAILED, again and again, is a loop however long each sleep; one that says it is
+    RUNNING is a poll."""
+    failed = "Status for job 'raysubmit_Xq4fK2bN8pLzT1vA': FAILED\nJob entrypoint command failed"
+    assert any(severity == "critical" for _, severity in loop_alerts(job_polls(failed)))
+    running = "Status for job 'raysubmit_Xq4fK2bN8pLzT1vA': RUNNING"
+    assert loop_alerts(job_polls(running)) == []
+    ci = json.dumps({"status": "in_progress", "jobs": [
+        {"name": "lint", "status": "completed", "conclusion": "success"},
+        {"name": "test", "status": "in_progress", "conclusion": ""}]})
+    assert alerts(job_polls(ci, wrap=False), QUIET.replace('"near-duplicate-calls"]', '"near-duplicate-calls", '
+                                               '"repeated-tool-name"]')) == []
+
+
+def test_a_server_polled_with_sleeps_of_its_own_while_it_starts_is_no_failure_loop() -> None:
+    """`sleep 3 && curl -sf localhost:8080/health` failing with "connection refused" until
+    the server is up: a read after a wait of its own fails as a wait does."""
+    trace: list[Any] = [TurnStart(session="p")]
+    for n in range(9):
+        trace += [ToolCall(session="p", tool="bash", args={"command": "sleep 3 && curl -sf localhost:8080/health"},
+                           call_id=f"c{n}"),
+                  ToolResult(session="p", tool="bash", call_id=f"c{n}",
+                             error="curl: (7) Failed to connect to localhost port 8080: Connection refused")]
+    trace += [ToolCall(session="p", tool="bash", args={"command": "sleep 3 && curl -sf localhost:8080/health"},
+                       call_id="ok"),
+              ToolResult(session="p", tool="bash", call_id="ok", result='{"status": "ok"}')]
+    assert [a for a in alerts(trace) if a.severity == "critical"] == []

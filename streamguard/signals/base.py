@@ -153,7 +153,8 @@ class CallView:
     ``history``; its length is the largest ``history_needed()`` of the active
     signals.
 
-    ``runner``, ``action``, ``write``, ``search``, ``wait``, ``shell`` and ``ask`` are
+    ``runner``, ``action``, ``write``, ``search``, ``wait``, ``waits_first`` (a read
+    asked after a wait of its own: ``sleep 120; ray job status``), ``shell`` and ``ask`` are
     the shared call facts of :mod:`streamguard.signals.facts`: whether the tool is a
     command runner, what the call does (the program and sub-command for a runner,
     empty when that cannot be read; the tool name otherwise), and whether it
@@ -170,7 +171,7 @@ class CallView:
 
     __slots__ = (
         "action", "args", "ask", "call_id", "canonical", "event", "history", "key", "kind",
-        "runner", "search", "shell", "tool", "wait", "write",
+        "runner", "search", "shell", "tool", "wait", "waits_first", "write",
     )
 
     def __init__(
@@ -202,6 +203,7 @@ class CallView:
         self.write = facts.write
         self.search = facts.search
         self.wait = facts.wait
+        self.waits_first = facts.waits_first
         self.shell = facts.shell
         self.ask = facts.ask
 
@@ -374,7 +376,7 @@ class Signal:
     keeps the session's pending calls only when some active signal does."""
     sees_waits: bool = True
     """The signal's call and result hooks see calls that wait on purpose
-    (``CallView.wait``: ``sleep 60 && gh run view 42``) and their results. Loop
+    (``CallView.wait``: ``sleep 60``, ``kubectl rollout status``) and their results. Loop
     detectors set it False: identical answers to a wait are what waiting looks like;
     the failure signals from their ``waits_are_polls`` setting. Read once, when the
     watchdog is built."""
@@ -728,6 +730,18 @@ _FINISHED = re.compile(
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
 )
+"""Words of an end, good or bad: an answer with one says nothing of an end only if it has none."""
+_FAILED = re.compile(
+    r"(?i)fail|error|cancel|abort|timed?[ _-]?out|reject|backoff"
+    r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid|exception|refused"
+    r"|stopped|unhealthy|degraded|\bdead\b"
+)
+"""The words of :data:`_FINISHED` that say something went wrong: beside one, a part still
+running is no poll's answer (a run with a failed job is over, whatever else is running)."""
+_DONE = re.compile(r"(?i)succe|complet|done\b|finish")
+_DONE_VALUE = re.compile(r"(?i)[:=]\s*[\"']?(?:succe|complet|done\b|finish)")
+"""Words of a good end, anywhere, and as a field's value (``"status": "completed"``: a part
+done); as a key or in prose (``"completed": true``, "job 42 done") they say it is over."""
 
 
 _ABSENT = re.compile(
@@ -747,9 +761,12 @@ wait it is no value being watched but one that is not coming."""
 def says_in_progress(result: ResultView) -> bool:
     """Whether a successful answer is a status saying the work it reports on is still
     under way (``{"status": "processing"}``, ``State: RUNNING``, "the export is still
-    queued", a pod listing whose rows are ``Pending``) and says nothing of an end (no
-    failure, error, success, completion, cancellation, time-out, crash...: one such word
-    anywhere and it is not).
+    queued", a pod listing whose rows are ``Pending``) and says nothing of a failure (no
+    failure, error, cancellation, time-out, crash...: one such word anywhere and it is
+    not). Words of a good end (success, completion) as other fields' values beside the
+    status are parts done (a CI run whose lint job's status is "completed" while its
+    tests' is "in_progress"); as a key or in prose (``"completed": true``), or with no
+    status under way, they say the work is over.
 
     Asking again for such a status is polling, and the same answer again is what
     waiting looks like; polling a job that has already failed is a loop. Read by the
@@ -773,9 +790,16 @@ def says_in_progress(result: ResultView) -> bool:
             except (TypeError, ValueError, OverflowError, RecursionError):
                 text = None
     progress = 1
-    if text and len(text) <= PROGRESS_TEXT_LIMIT and _FINISHED.search(text) is None:
-        if _IN_PROGRESS.search(text) is not None:
+    if text and len(text) <= PROGRESS_TEXT_LIMIT and _FAILED.search(text) is None:
+        done = len(_DONE.findall(text))
+        if _IN_PROGRESS.search(text) is not None and (
+            not done or done == len(_DONE_VALUE.findall(text))
+        ):
+            # under way, even with parts of it done (a CI run whose lint job's status is
+            # "completed" while its tests' is "in_progress")
             progress = 2
+        elif done:
+            pass  # over, and it went well
         else:
             header = _LISTING_HEADER.search(text)
             found = header is not None and _LISTING_ROW.search(text, header.end()) is not None

@@ -29,12 +29,20 @@ Three more facts per call, all cheap and conservative in the same direction:
     ``search_dir``; or a tool the classification calls ``resolve``). A search
     that finds nothing fails with an answer, not with an error.
 ``wait``
-    The call waits on purpose: a command line with a ``sleep`` in it (``sleep 60
-    && gh run view 42``, ``until curl ...; do sleep 2; done``), or an empty
+    The call waits on purpose: a command line with a ``sleep`` in it (``sleep 60``,
+    ``until curl ...; do sleep 2; done``), or an empty
     command sent to a runner, which is how OpenHands' agents wait for more output
     of a command still running. Identical answers to a wait are what waiting
     looks like, not a loop: the loop detectors do not read waits
     (``Signal.sees_waits``), and ``repeated-tool-call`` reads a run of them as a poll.
+``waits_first``
+    A line that opens with ``sleep`` and then reads (``sleep 120; ray job status
+    ...``, ``sleep 60 && gh run view 42``; no write, no loop, no blocking command
+    after it) is no wait but a read asked after a deliberate wait: its answer is
+    evidence like any read's, judged by the polls' rules (``poll_answer``: a status
+    under way, or a value watched, is a poll's answer; a job that says FAILED
+    again and again is a loop, however long each sleep). ``repeated-tool-call``
+    reads a run of them as a poll and ``no-new-state`` skips them, as for waits.
 ``action``
     As above; the tool name for tools that are not command runners. The
     program is found behind what only sets the stage or wraps it: environment
@@ -89,10 +97,10 @@ DEFAULT_COMMAND_RUNNERS = (
 
 DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
 """Tools whose name says they wait (``wait(seconds=120)``, ``wait_for_deployment``): a call
-of one is a wait, like ``sleep 60 && gh run view`` through a shell (``CallFacts.wait``)."""
+of one is a wait, like ``sleep 60`` through a shell (``CallFacts.wait``)."""
 
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL, FLAG_ASK = 1, 2, 4, 8, 16, 32
-FLAG_LONG_POLL, FLAG_READ = 64, 128
+FLAG_LONG_POLL, FLAG_READ, FLAG_WAITS_FIRST = 64, 128, 256
 """Bits of a pending call's facts (these and the six above). ``FLAG_SHELL``: its only
 write is a change of the shell (``export``, ``cd``, ``source``...), with no file written
 (see :attr:`CallFacts.shell`). ``FLAG_ASK``: the call asks the user
@@ -170,6 +178,9 @@ _SUBCOMMAND_PROGRAMS = frozenset({
     "rustup", "brew", "composer", "dnf", "yum", "django-admin", "manage.py", "tox", "nox",
 })
 # Segments that only set the stage; the action is the next segment.
+_SHELL_LOOPS = frozenset({"until", "while", "for", "watch"})
+"""Programs that repeat what follows them: a line of one that sleeps is a wait as a whole
+(``until curl -sf ...; do sleep 2; done`` answers when the wait is over)."""
 _PRELUDE = frozenset({"cd", "source", ".", "export", "set", "unset", "pushd", "popd", "true",
                       "echo", "printf", "sleep", "clear", ":"})
 _WRAPPERS = frozenset({"sudo", "time", "env", "nohup", "timeout", "nice", "stdbuf", "exec",
@@ -464,7 +475,7 @@ class CallFacts:
     done something.
     """
 
-    __slots__ = ("action", "ask", "read", "search", "shell", "wait", "write")
+    __slots__ = ("action", "ask", "read", "search", "shell", "wait", "waits_first", "write")
 
     def __init__(
         self, action: str, write: bool, search: bool, wait: bool = False, shell: bool = False,
@@ -477,6 +488,7 @@ class CallFacts:
         self.wait = wait
         self.shell = shell
         self.read = read
+        self.waits_first = False
 
 
 _CODE_KEYS = ("code", "script", "source")
@@ -573,11 +585,14 @@ def shell_facts(text: str) -> CallFacts:
     if len(segments) > MAX_SEGMENTS:
         late = segments.pop()
         write = write or bool(_LATE_WRITE.search(late)) or _fixes(late)
+    leading_sleep: bool | None = None  # whether the line's first program is `sleep`
     for segment in segments:
         tokens = _program_tokens(segment.split())
         if not tokens or tokens[0][:1] == "#":
             continue  # nothing, or a comment (a shebang too)
         program, sub = _segment_action(tokens)
+        if leading_sleep is None:
+            leading_sleep = program == "sleep"
         if (program, sub) in _BLOCKING_AFTER:
             after = _BLOCKING_AFTER[(program, sub)]
             if after is None or (after[0].search(segment) and after[1] in segment):
@@ -601,6 +616,13 @@ def shell_facts(text: str) -> CallFacts:
             continue
         if not action:
             action = f"{program} {sub}" if sub else program
+    waits_first = False
+    if wait and leading_sleep and action and not write and not blocking \
+            and action.split(" ", 1)[0] not in _SHELL_LOOPS:
+        # `sleep 120; ray job status ...`: a wait, then a read whose answer is evidence like
+        # any other read's, asked after a deliberate wait (CallFacts.waits_first).
+        wait = False
+        waits_first = True
     # A blocking read polls, unless the line also writes (`kubectl apply ... && kubectl
     # rollout status ...` deploys): then it is the write's check, read as one.
     wait = wait or (blocking and not write)
@@ -613,7 +635,9 @@ def shell_facts(text: str) -> CallFacts:
         # x > f.py` writes a file).
         shell_only = not write
         write = True
-    return CallFacts(action or fallback, write, search, wait, shell_only)
+    facts = CallFacts(action or fallback, write, search, wait, shell_only)
+    facts.waits_first = waits_first
+    return facts
 
 
 ASK_TOOLS = re.compile(

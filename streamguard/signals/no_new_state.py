@@ -102,6 +102,7 @@ from .base import (
     SignalConfig,
     is_write_acknowledgement,
 )
+from .facts import FLAG_WAITS_FIRST
 
 SIGNAL_ID = "no-new-state"
 WAIT_TOOL = "wait_and_verify"
@@ -175,6 +176,8 @@ class NoNewState(Signal):
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
         if result.failed or result.no_op or result.tool in self.exempt:
             return None
+        if result.call_flags & FLAG_WAITS_FIRST:
+            return None  # a read after a wait of its own (`sleep 30; gh run view`): a wait's
         fingerprint = result.fingerprint
         if not fingerprint:
             state.run = 0

@@ -80,8 +80,9 @@ Results (``result_aware``, default on; off is the reference behaviour)
       answers change because the user replies ("yes", "yes please", "I said
       yes"), not because anything the agent waits for moved, so the fourth reply
       to one question trips.
-    * Calls that wait on purpose (``sleep 60 && gh run view 42``, the empty
-      command OpenHands sends to wait for more output; ``CallView.wait``) are
+    * Calls that wait on purpose (``sleep 60``, the empty command OpenHands
+      sends to wait for more output; ``CallView.wait``) and reads after a wait of
+      their own (``sleep 60 && gh run view 42``: ``CallView.waits_first``) are
       a poll whatever they answer: identical answers are what waiting looks
       like. They get the polling warning after ``polling_warn_after`` calls,
       failing or not (the failure signals do not read waits), even a tool in
@@ -301,8 +302,11 @@ class RepeatedToolCall(Signal):
             write = call.write or call.ask
             if state.write is not write:
                 state.write = write
-            if state.wait is not call.wait:
-                state.wait = call.wait
+            # A read asked after a wait of its own (`sleep 30; gh run view`) polls like a
+            # wait: a run's jobs answer "completed" and "in_progress" together.
+            wait = call.wait or call.waits_first
+            if state.wait is not wait:
+                state.wait = wait
             if state.progress:
                 state.progress = False
             if state.report:

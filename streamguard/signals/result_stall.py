@@ -72,8 +72,11 @@ What it catches
       are twenty-four answers). A
       call that names nothing (SWE-agent's ``goto 24`` in a file shorter than
       its window) is read by its text alone;
-    * a call that waits on purpose (``sleep 60 && gh run view``) is not read
-      at all (signals/facts.py);
+    * a call that waits on purpose (``sleep 60``, ``kubectl rollout status``) is
+      not read at all (signals/facts.py); a read after a wait of its own
+      (``sleep 120; ray job status ...``: ``CallFacts.waits_first``) is read, its
+      answer following a deliberate wait (``ResultView.waited``), so a status under
+      way is a poll's answer and a job that says FAILED again and again is stale;
     * a bare answer (at most ``TINY_ANSWER`` characters: a number, ``true``,
       ``OK``) is neither stale nor news unless it answers a search: "200" for
       the eleventh endpoint says what the call asked, not that nothing is new;
