@@ -903,3 +903,19 @@ def test_an_mcp_error_is_a_failure() -> None:
         denied += step("opcua_write", {"node": "ns=2;s=Filler.Speed", "value": 410},
                        mcp("BadUserAccessDenied (0x801F0000)", is_error=True))
     assert hits(denied, signal="failure-loop") != []
+
+
+def test_an_argument_named_as_a_place_names_the_place_a_read_reads() -> None:
+    """Twelve chillers' setpoints read by host through a Modbus tool, each answering 6.5 °C:
+    `host` names the place, as `--host` does on a command line. The same chiller read
+    again and again is the same answer."""
+    answer = {"registers": [65], "scaled": [6.5], "unit": "°C", "scale": 0.1}
+    sweep = [event for n in range(12) for event in step(
+        "modbus_read_holding_registers",
+        {"host": f"10.40.2.{21 + n}", "unit_id": 1, "address": 40101, "count": 1}, answer)]
+    assert hits(sweep) == []
+    again = [event for n in range(12) for event in step(
+        "modbus_read_holding_registers",
+        {"host": "10.40.2.21", "unit_id": 1, "address": 40101, "count": 1, "note": f"try {n}"},
+        answer)]
+    assert hits(again) != []

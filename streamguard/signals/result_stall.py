@@ -458,16 +458,29 @@ _EQUALITY = re.compile(r"([\w.]{1,64})[ \t]*={1,2}[ \t]*[\"']?([\w.:#@/-]{2,64})
 """One equality of a filter: the field and the value it selects."""
 
 
+_PLACE_KEY_WORDS = frozenset({
+    "host", "hostname", "server", "ip", "device", "node", "instance", "machine", "region",
+    "zone", "cluster", "namespace", "bucket", "database", "site", "endpoint",
+})
+"""Argument names that name a place a read reads (``host="10.40.2.21"``, ``device=30301``,
+``region="eu-west-1"``), as the place flags of a command line do (``--host``, ``--region``)."""
+
+
 def _is_id_key(key: Any) -> bool:
     return (
         type(key) is str and len(key) <= _ID_KEY_LIMIT
-        and _ID_KEY.search(key) is not None and _NOT_ID_KEY.match(key) is None
+        and (
+            _ID_KEY.search(key) is not None
+            or not _PLACE_KEY_WORDS.isdisjoint(name_words(key))
+        )
+        and _NOT_ID_KEY.match(key) is None
     )
 
 
 def _ids(args: Any) -> str:
     """The identifiers a named tool's call reads by, in the order of their names; "" for
-    none: the short scalar values of arguments named as ids (:data:`_ID_KEY`); values
+    none: the short scalar values of arguments named as ids or places (:data:`_ID_KEY`,
+    :data:`_PLACE_KEY_WORDS`); values
     shaped as ids (:data:`_ID_VALUE`, not a :data:`_QUANTITY`) of arguments whose names
     say no text, window, path or command (:data:`_TEXT_WORDS`); and the identifiers a
     structured filter's equalities select (:data:`_FILTER_WORDS`, :data:`_EQUALITY`)."""
