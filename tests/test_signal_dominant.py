@@ -406,3 +406,44 @@ def test_a_change_count_written_before_the_just_changed_flag_reads_the_same() ->
         state = SimpleNamespace(answers={7: 0xABCDEF << 8 | changes})
         assert answer_keeps_changing(state, 7) is (changes >= 2)
         assert answer_just_changed(state, 7) is False
+
+
+def test_a_status_read_between_waits_until_it_changes_is_a_poll() -> None:
+    """A certificate's status read after each 20-second wait (a wait tool), with a look at
+    the challenge and the ingress between, answering "Issuing" the same way until it is
+    issued: each answer after a wait is a poll's, counted as a change. The same reads with
+    no wait between them are the call crowding out everything else."""
+    from streamguard.engine import Engine
+    from streamguard.events import ToolResult, TurnStart
+    from streamguard.policy import parse_policy_set
+
+    status = ("NAME              READY   SECRET            ISSUER             STATUS\n"
+              "api-gateway-tls   False   api-gateway-tls   letsencrypt-prod   Issuing certificate")
+    read = {"resource_type": "certificate", "resource_name": "api-gateway-tls", "namespace": "edge"}
+
+    def trace(wait: bool) -> list[Any]:
+        out: list[Any] = [TurnStart(session="k")]
+        n = 0
+        for lap in range(14):
+            if wait:
+                n += 1
+                out += [ToolCall(session="k", tool="wait_seconds", args={"seconds": 20}, call_id=f"c{n}"),
+                        ToolResult(session="k", tool="wait_seconds", call_id=f"c{n}", result="waited 20s")]
+            n += 1
+            out += [ToolCall(session="k", tool="k8s_get_resources", args=read, call_id=f"c{n}"),
+                    ToolResult(session="k", tool="k8s_get_resources", call_id=f"c{n}", result=status)]
+            if lap % 3 == 2:
+                n += 1
+                out += [ToolCall(session="k", tool="k8s_get_resources", args={"resource_type": "challenges",
+                                 "namespace": "edge", "lap": lap}, call_id=f"c{n}"),
+                        ToolResult(session="k", tool="k8s_get_resources", call_id=f"c{n}",
+                                   result=f"challenge {lap} pending")]
+        return out
+
+    def dominant(events: list[Any]) -> list[str]:
+        engine = Engine(parse_policy_set('mode = "warn"\n'))
+        return [o.severity for e in events for o in engine.process(e)
+                if isinstance(o, Alert) and o.signal == "dominant-tool-call"]
+
+    assert dominant(trace(wait=True)) == []
+    assert "critical" in dominant(trace(wait=False))

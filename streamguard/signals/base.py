@@ -971,8 +971,8 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     :func:`answer_gist` (``alternating-tool-cycle``): digits taken out, and an empty
     answer or a failure is an answer too, so a page that stops coming back ends the change.
     By the gist, a poll's answer (:func:`poll_answer`: a status under way asked again
-    after a pause, a value watched between deliberate waits) counts as new: a poll
-    waiting for a job is no loop.
+    after a pause, a value watched between deliberate waits) counts as new, and exactly
+    it counts as a change: a poll waiting for a job is no loop.
     Shared by the result-aware loop detectors: a loop's claim is that its calls' answers
     do not change.
     """
@@ -1000,6 +1000,10 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
             # "processing" again, asked after a pause: the job is still running and the
             # agent waits for it, which is a poll's answer, as a moving one is.
             answers[key] = packed | _ANSWER_WAS_NEW
+        elif not gist and result.paused and poll_answer(result):
+            # (exact, dominant-tool-call) the same, counted as a change: a certificate's
+            # status read between waits until it is issued is polled, not replayed
+            answers[key] = packed & ~0xFF | min((packed & 0xFF) + 1, 0xFF)
         else:
             answers[key] = packed & ~_ANSWER_WAS_NEW  # the same again: not news
         return

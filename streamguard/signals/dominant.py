@@ -48,7 +48,9 @@ Result-aware (``result_aware``, default on; not in the reference)
     The claim behind a trip is that the dominant call's answers do not change,
     so another one cannot help. A call whose answer has changed twice or more
     (``scroll_down`` paging through a file with a search between pages, a
-    status that moves) is paging or polling, and does not trip; the call's
+    status that moves) is paging or polling, and does not trip; so is one whose
+    unchanged answer is a poll's (``poll_answer``: a certificate's status read
+    after each wait until it is issued, counted as a change); the call's
     last answer and how often it changed are kept for the 16 most recently
     answered calls. Without results (a runtime that sends none) nothing
     changes; ``result_aware = false`` is the reference rule.
