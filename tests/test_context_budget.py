@@ -203,3 +203,17 @@ def test_an_assumed_window_exceeded_by_usage_stands_down_too():
     d.usage(model="acme-long-1", input_tokens=300_000)
     assert d.result("read", result_bytes=3 * 100_000) is None
     assert d.state.window == -1
+
+
+def test_a_contradicted_window_named_again_without_a_measure_stays_contradicted():
+    """A usage event with only output tokens that repeats the declared window (streaming
+    runtimes do) does not bring back a window the last measure exceeded; a model switch
+    to one whose window holds the measure does."""
+    d = driver()
+    d.usage(model="claude-sonnet-4-5", input_tokens=230_000, context_window=200_000)
+    d.usage(model="claude-sonnet-4-5", output_tokens=800, context_window=200_000)
+    assert d.result("read", result="x" * 30) is None
+    d.usage(model="acme-long-2")  # an unlisted model: the assumed window, still exceeded
+    assert d.result("read", result="x" * 30) is None
+    d.usage(model="gpt-4.1")  # a window of 1,047,576 tokens holds 230,000
+    assert d.result("read", result_bytes=3 * 800_000).signal == "context-budget"

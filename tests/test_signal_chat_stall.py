@@ -232,6 +232,14 @@ def test_an_announced_act_that_is_then_made_is_work() -> None:
     "Let me make sure I understand: the old rows have no currency at all?",
     "Let me run through the options: a default, a backfill, or a nullable column.",
     "I'm about to run out of context, so here is a summary of where we are.",
+    # what a model does in its own text, an offer, a plan put to the user, prose
+    "Let me draft that for you:\n\nSubject: Q3 numbers\nHi all, ...",
+    "Let me calculate: 12 * 7 = 84, so the total is 84.",
+    "Let me analyze the trade-off. Option A keeps the column; option B drops it.",
+    "If anything else comes up, I'll look into it.",
+    "I'll search for that too if you want.",
+    "Here's the plan: I'll query the metrics, then the logs. Let me know if that works.",
+    "Proceeding with the migration as-is would drop the column.",
 ])
 def test_what_is_no_announced_act(text: str) -> None:
     def rules(texts: list[str]) -> list[str]:

@@ -488,6 +488,9 @@ def test_a_command_line_under_a_windows_style_key_is_read() -> None:
         ("sleep 30 && kubectl apply -f api.yaml", False, True),  # a write after the wait
         ("echo waiting; sleep 3", False, True),
         ("kubectl get pods; sleep 10", False, True),  # the read came first
+        # a shell loop after the read: the line waits as a whole
+        ("sleep 5; cat status.txt; until curl -sf localhost:8080; do sleep 2; done", False, True),
+        ("sleep 5 && gh run view 42; while true; do date; sleep 9; done", False, True),
     ],
 )
 def test_a_read_after_a_wait_of_its_own(command: str, waits_first: bool, wait: bool) -> None:
@@ -495,3 +498,8 @@ def test_a_read_after_a_wait_of_its_own(command: str, waits_first: bool, wait: b
     after a deliberate wait (CallFacts.waits_first), not a wait's."""
     facts = shell_facts(command)
     assert (facts.waits_first, facts.wait) == (waits_first, wait)
+
+
+def test_a_read_after_a_wait_the_runtime_calls_a_write_is_a_write_and_a_wait() -> None:
+    facts = runner_facts({"command": "sleep 5 && gh run view 42"}, False, "write")
+    assert facts.write and facts.wait and not facts.waits_first

@@ -219,41 +219,85 @@ def test_parallel_calls_are_judged_with_their_results(reverse: bool) -> None:
 
 
 def test_a_parallel_call_whose_result_never_comes_closes_with_its_batch() -> None:
-    """A batch of four parallel calls, one of them never answered: it is closed unanswered
-    when the next batch starts, and the rest of the rounds are judged with their results."""
-    trace = parallel_rounds(5, answers=lambda r, i: f"v{r}-{i}", wait=False)
-    dropped = [e for e in trace if not (isinstance(e, ToolResult) and e.call_id == "c3")]
-    assert "long-loop" not in positions(dropped, ONLY_LONG)
+    """A batch of the second round has one call never answered: it stays open while its
+    batch is in flight, and is closed unanswered when the next batch starts."""
+    trace = parallel_rounds(4, answers=lambda r, i: f"v{r}-{i}", wait=False)
+    dropped_id = "c11"  # the third call of the second round (8 calls a round)
+    dropped = [e for e in trace if not (isinstance(e, ToolResult) and e.call_id == dropped_id)]
     watchdog = Watchdog(parse_policy_set(ONLY_LONG).base)
     state = watchdog.new_state("l")
     index = [s.id for s in watchdog.signals].index("long-loop")
-    for event in dropped[:15]:  # two batches, the second answered in full
+    key = None
+    seen_open = False
+    for event in dropped:
         watchdog.process(state, event)
-    assert state.signals[index].open_keys == []
+        if isinstance(event, ToolCall) and event.call_id == dropped_id:
+            key = state.signals[index].open_keys[-1]
+        if key is not None and isinstance(event, ToolResult) and event.call_id == "c16":
+            # the second round answered but for the dropped call: it is still open, and the
+            # five answers after it are held until it closes
+            assert state.signals[index].open_keys[0] == key
+            assert len(state.signals[index].early) == 5
+            seen_open = True
+        if isinstance(event, ToolCall) and event.call_id == "c17":
+            # the next batch closed it, and the held ones with it
+            assert len(state.signals[index].open_keys) == 1 and not state.signals[index].early
+    assert seen_open and "long-loop" not in positions(dropped, ONLY_LONG)
+
+
+def test_a_late_result_does_not_close_the_batch_in_flight() -> None:
+    """A result of a call already closed (late) says nothing of the batch in flight: its
+    calls stay open for their own results."""
+    watchdog = Watchdog(parse_policy_set(ONLY_LONG).base)
+    state = watchdog.new_state("l")
+    index = [s.id for s in watchdog.signals].index("long-loop")
+
+    def call(call_id: str, n: int) -> ToolCall:
+        return ToolCall(session="l", tool="t", args={"n": n}, call_id=call_id)
+
+    def result(call_id: str) -> ToolResult:
+        return ToolResult(session="l", tool="t", call_id=call_id, result="r")
+
+    for event in (call("a", 0), result("a"), call("b1", 1), call("b2", 2), result("b1"),
+                  call("c1", 3), result("b2"), call("c2", 4)):
+        watchdog.process(state, event)
+    long_state = state.signals[index]
+    assert len(long_state.open_keys) == 2  # c1 and c2, both waiting for their results
 
 
 def test_results_for_an_open_call_are_held_within_bounds() -> None:
-    """A result repeated a million times for a call answered out of order holds at most
-    MAX_OPEN entries."""
-    from streamguard.signals.long_loop import MAX_OPEN
+    """Sixteen calls open, the first never answered, and results for the others sent again
+    and again (a hostile stream): the held results fill to MAX_OPEN and no further."""
+    from streamguard.signals.base import ResultView
+    from streamguard.signals.long_loop import MAX_OPEN, LongLoop, LongLoopState
 
-    watchdog = Watchdog(parse_policy_set(ONLY_LONG).base)
-    state = watchdog.new_state("l")
-    index = [s.id for s in watchdog.signals].index("long-loop")
-    watchdog.process(state, ToolCall(session="l", tool="t", args={}, call_id="a"))
-    watchdog.process(state, ToolResult(session="l", tool="t", call_id="a", result="x"))
-    watchdog.process(state, ToolCall(session="l", tool="t", args={"n": 1}, call_id="b"))
-    for _ in range(200):
-        watchdog.process(state, ToolCall(session="l", tool="u", args={"n": 2}, call_id="c"))
-        watchdog.process(state, ToolResult(session="l", tool="u", call_id="c", result="y"))
-    assert len(state.signals[index].early) <= MAX_OPEN
-    assert len(state.signals[index].open_keys) <= MAX_OPEN
+    signal = LongLoop()
+    state = LongLoopState()
+    first = ToolResult(session="l", tool="t", result="x")
+    signal.on_result(state, ResultView(first, False, 1, 1, call_key=1))  # answered from now on
+    state.open_keys = list(range(100, 100 + MAX_OPEN))
+    for _ in range(50):
+        for key in range(101, 100 + MAX_OPEN):
+            event = ToolResult(session="l", tool="t", result="y")
+            signal.on_result(state, ResultView(event, False, 7, 1, call_key=key))
+    assert len(state.early) == MAX_OPEN
+    assert state.open_keys[0] == 100
 
 
 def test_snapshot_round_trip_inside_a_parallel_batch() -> None:
+    """Restored wherever results are held for an earlier call (a batch answered last call
+    first), the session goes on as if never restored."""
     watchdog = Watchdog(parse_policy_set(ONLY_LONG).base)
+    index = [s.id for s in watchdog.signals].index("long-loop")
     trace = parallel_rounds(5, answers=lambda r, i: "same", wait=False, reverse=True)
-    for cut in (3, 9, 40):
+    probe = watchdog.new_state("l")
+    cuts = []
+    for n, event in enumerate(trace):
+        watchdog.process(probe, event)
+        if probe.signals[index].early:
+            cuts.append(n + 1)
+    assert cuts  # the trace holds results for earlier calls at these points
+    for cut in cuts[:: max(1, len(cuts) // 6)]:
         state = watchdog.new_state("l")
         fresh = watchdog.new_state("l")
         got, expected = [], []

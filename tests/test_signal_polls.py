@@ -28,7 +28,7 @@ from streamguard.signals.base import (
     says_in_progress,
     waited_between,
 )
-from streamguard.signals.facts import FLAG_READ, FLAG_WRITE, names_no_act, names_write
+from streamguard.signals.facts import FLAG_READ, FLAG_WRITE, names_no_act, names_write, plain_facts
 
 QUIET = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 LOOP_SIGNALS = ("repeated-tool-call", "alternating-tool-cycle", "result-stall", "long-loop")
@@ -58,6 +58,9 @@ NOT_UNDER_WAY = [
     '{"status": "failed", "reason": "OOM"}',
     {"status": "running", "last_error": "disk full"},
     '{"state": "processing", "completed": true}',
+    # the answer's own status says it ended, whatever its parts say
+    {"status": "done", "children": [{"status": "pending"}]},
+    '{"status": "completed", "conclusion": "success", "deployments": [{"state": "waiting"}]}',
     # a part failed: the run is over, whatever else runs
     {"status": "in_progress", "jobs": [{"name": "lint", "status": "completed", "conclusion": "failure"},
                                        {"name": "test", "status": "in_progress"}]},
@@ -582,12 +585,26 @@ def test_a_tool_name_with_no_verb_of_an_act_reads(tool: str, no_act: bool) -> No
 @pytest.mark.parametrize(("tool", "write"), [
     ("bacnet_write_property", True), ("PushRates", True), ("jira_create_issue", True),
     ("book_reservation", True), ("hubspot.updateContact", True), ("slack__post_message", True),
+    ("github_merge_pull_request", True), ("write_log", True), ("update_status", True),
+    ("set_state", True), ("send_report", True), ("delete_logs", True),
     ("order_status", False), ("post_list", False), ("transfer_history", False),
-    ("bacnet_read_property", False), ("ais_position", False), ("trigger_cache_purge", True),
+    ("bacnet_read_property", False), ("ais_position", False), ("trigger_cache_purge", False),
     ("stagehand_act", False), ("runJob", False),
+    # a verb that is as often a noun, last or beside a look
+    ("address_book", False), ("team_schedule", False), ("blog_post", False), ("mouse_move", False),
+    ("battery_charge", False), ("package_lock", False), ("add", False), ("merge_request_diff", False),
+    ("place_autocomplete", False), ("chess_best_move", False),
+    # the agent's own bookkeeping
+    ("TodoWrite", False), ("todo_write", False), ("update_plan", False),
 ])
 def test_a_tool_nobody_classified_is_a_write_by_the_verbs_of_its_name(tool: str, write: bool) -> None:
     assert names_write(tool) is write
+
+
+@pytest.mark.parametrize("tool", ["github_merge_pull_request", "crm_upsert_contact", "iam_revoke_key"])
+def test_a_tool_named_as_a_write_is_never_known_to_only_look(tool: str) -> None:
+    facts = plain_facts(tool, None)
+    assert facts.write and not facts.read
 
 
 def setback_sweep(write_tool: str, same_device: bool = False) -> list[Any]:

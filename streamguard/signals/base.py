@@ -758,6 +758,27 @@ points", ``{"data": null}``, "Couldn't connect to server", a 503): asked again a
 wait it is no value being watched but one that is not coming."""
 
 
+_TOP_STATUS_KEYS = ("status", "state", "phase", "conclusion", "result")
+
+
+def _over_at_top(payload: Any) -> bool:
+    """Whether a structured answer's own status (a top-level ``status``, ``state``,
+    ``phase``, ``conclusion`` or ``result``) says it ended: ``{"status": "done",
+    "children": [{"status": "pending"}]}`` is over, whatever its parts say."""
+    if type(payload) is str and payload[:1] == "{":
+        try:
+            payload = _json_decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+    if type(payload) is not dict:
+        return False
+    for key in _TOP_STATUS_KEYS:
+        value = payload.get(key)
+        if type(value) is str and _FINISHED.search(value[:64]) is not None:
+            return True
+    return False
+
+
 def says_in_progress(result: ResultView) -> bool:
     """Whether a successful answer is a status saying the work it reports on is still
     under way (``{"status": "processing"}``, ``State: RUNNING``, "the export is still
@@ -778,6 +799,7 @@ def says_in_progress(result: ResultView) -> bool:
     if progress:
         return progress == 2
     text: Any = None
+    payload: Any = None
     if not result.failed and not result.no_op:
         payload = result.event.result
         if type(payload) is str:
@@ -793,7 +815,7 @@ def says_in_progress(result: ResultView) -> bool:
     if text and len(text) <= PROGRESS_TEXT_LIMIT and _FAILED.search(text) is None:
         done = len(_DONE.findall(text))
         if _IN_PROGRESS.search(text) is not None and (
-            not done or done == len(_DONE_VALUE.findall(text))
+            not done or (done == len(_DONE_VALUE.findall(text)) and not _over_at_top(payload))
         ):
             # under way, even with parts of it done (a CI run whose lint job's status is
             # "completed" while its tests' is "in_progress")

@@ -26,7 +26,9 @@ What it catches
     * *promising without acting*: ``promised_turns`` turns in a row (default 3) that
       each ended on a message announcing an act ("I'll now update the migration",
       "let me get to it", "I'm applying the fix now", an analyst's "I'll query the
-      connection metrics", "Next step: ...": :data:`PROMISE`) with no tool
+      connection metrics", "Next step: ...": :data:`PROMISE`; not what a model does in
+      its own text, a draft or a calculation, nor an offer, "I'll look into it if you
+      want") with no tool
       call in the turn, in a session where the agent has made a tool call. The user
       answering "go ahead" each time does not clear it: that is the shape, an agent
       that says it will act and ends its turn instead. Counted at the next turn's
@@ -95,12 +97,12 @@ PROMISE = re.compile(
     r"(?:edit|update|apply|modify|change|fix|implement|write|create|add|remove|delete"
     r"|refactor|patch|get to it|do (?:it|that|this|so)|proceed|execute"
     r"|make (?:the|this|that|these|those) (?:change|edit|fix)|run (?:the|it|them|this|these)"
-    # the acts of an analyst or an operator: a query run, figures gathered, a draft made
-    r"|query|retrieve|look (?:up|into)|gather|pull|fetch|search|investigate|analy[sz]e"
-    r"|calculate|compute|produce|draft|prepare|generate|compile|put together)\b"
+    # the acts of an analyst or an operator through tools: a query run, figures gathered
+    # (not what a model does in its own text: a draft, a calculation, an analysis)
+    r"|query|retrieve|look (?:up|into)|gather|pull|fetch|search|investigate)\b"
     r"|\b(?:making|applying|editing|implementing|modifying|gathering|querying|pulling"
     r"|running) (?:the|this|that|these|it)\b[^.\n]{0,40}\bnow\b"
-    r"|^(?:proceeding|next step:)"
+    r"|^(?:proceeding[.!]|next step:)"
 )
 """A message that announces an act of the agent's own ("I'll now update", "let me get to
 it", "making the change now", "I'll query the metrics", "Next step: ..."); not "let me
@@ -109,6 +111,10 @@ AWAITS_USER = re.compile(
     r"(?i)\b(?:once|after|when|if|as soon as) you(?:'ve| have)? (?:confirm|approve|agree|reply"
     r"|answer|give|send|provide|tell|say|decide|choose|sign|ok)\w*"
     r"|\byour (?:approval|confirmation|go-ahead|ok)\b"
+    # an offer, or a plan put to the user: "if you want", "whenever you're ready", "let
+    # me know if that works", "if anything else comes up"
+    r"|\bif you(?:'d)? (?:want|like|prefer|need|wish)\b|\bif anything\b|\bwhenever you\b"
+    r"|\blet me know if (?:that|this|it|you(?:'d)? (?:want|like|prefer|agree))\b"
 )
 """An announced act that waits on the user ("I'll fix that once you confirm"): a
 question, not a promise broken."""

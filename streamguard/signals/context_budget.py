@@ -268,11 +268,12 @@ class ContextBudget(Signal):
         if measured is not None:
             state.measured = measured
             state.pending_bytes = 0
-            window = state.window
-            if window >= 0 and measured > (window or self.config.assumed_window):
-                # The provider took more than the window said to hold it (a long-context
-                # variant, a window reported wrong): no estimate against that figure.
-                state.window = CONTRADICTED
+        window = state.window
+        if window >= 0 and state.measured > (window or self.config.assumed_window):
+            # The provider took more than the window said to hold it (a long-context
+            # variant, a window reported wrong): no estimate against that figure, and a
+            # window named again (a model's, an event's) only if it holds what was measured.
+            state.window = CONTRADICTED
         return None
 
     def on_turn_start(self, state: ContextBudgetState) -> Finding | None:

@@ -521,6 +521,9 @@ def runner_facts(args: object, code_tool: bool = False, kind: str | None = None)
     if kind == "write":
         facts.write = True
         facts.shell = False
+        if facts.waits_first:  # a write after a wait: a wait and a write, as any such line
+            facts.waits_first = False
+            facts.wait = True
     facts.read = not facts.write and not facts.wait
     return facts
 
@@ -586,6 +589,7 @@ def shell_facts(text: str) -> CallFacts:
         late = segments.pop()
         write = write or bool(_LATE_WRITE.search(late)) or _fixes(late)
     leading_sleep: bool | None = None  # whether the line's first program is `sleep`
+    looping = False  # a shell loop after it (`...; until curl ...; do sleep 2; done`)
     for segment in segments:
         tokens = _program_tokens(segment.split())
         if not tokens or tokens[0][:1] == "#":
@@ -593,6 +597,8 @@ def shell_facts(text: str) -> CallFacts:
         program, sub = _segment_action(tokens)
         if leading_sleep is None:
             leading_sleep = program == "sleep"
+        elif program in _SHELL_LOOPS:
+            looping = True
         if (program, sub) in _BLOCKING_AFTER:
             after = _BLOCKING_AFTER[(program, sub)]
             if after is None or (after[0].search(segment) and after[1] in segment):
@@ -617,7 +623,7 @@ def shell_facts(text: str) -> CallFacts:
         if not action:
             action = f"{program} {sub}" if sub else program
     waits_first = False
-    if wait and leading_sleep and action and not write and not blocking \
+    if wait and leading_sleep and action and not write and not blocking and not looping \
             and action.split(" ", 1)[0] not in _SHELL_LOOPS:
         # `sleep 120; ray job status ...`: a wait, then a read whose answer is evidence like
         # any other read's, asked after a deliberate wait (CallFacts.waits_first).
@@ -661,7 +667,8 @@ def plain_facts(
     write = kind == "write" or (kind is None and not wait and not ask and names_write(tool))
     return CallFacts(
         tool, write, kind == "resolve", wait and not write, ask=ask,
-        read=not ask and (kind in _READ_KINDS or (kind is None and not wait and names_no_act(tool))),
+        read=not ask and not write
+        and (kind in _READ_KINDS or (kind is None and not wait and names_no_act(tool))),
     )
 
 
@@ -675,6 +682,9 @@ _ACT_VERBS = frozenset({
     "refresh", "remove", "rerun", "reset", "restart", "retry", "run", "save", "schedule",
     "scroll", "select", "send", "set", "start", "stop", "submit", "sync", "transfer",
     "trigger", "type", "unlock", "update", "upload", "write",
+    # and every verb of a write (names_write): no tool named as a write is read as a look
+    "archive", "grant", "invite", "merge", "modify", "patch", "register", "reject", "rename",
+    "reschedule", "revoke", "uninstall", "upsert",
 })
 """Verbs of acts: a tool nobody classified whose name holds one (``trigger_cache_purge``,
 ``camera_expose``, ``stagehand_act``) may have done something; one whose name holds none
@@ -702,24 +712,43 @@ _WRITE_VERBS = frozenset({
     "rename", "reschedule", "reset", "restart", "revoke", "save", "schedule", "send", "set",
     "submit", "transfer", "uninstall", "unlock", "update", "upload", "upsert", "write",
 })
-"""Verbs whose act changes what is stored somewhere: a tool nobody classified whose name
-holds one and no word of a look (:data:`_LOOK_WORDS`) is a write. Classified names open
-with their verb (``update*``); namespaced and styled ones do not (``bacnet_write_property``,
-``PushRates``, ``jira_create_issue``, ``book_reservation``)."""
-_LOOK_WORDS = frozenset({
-    "check", "describe", "detail", "details", "fetch", "find", "get", "history", "info",
-    "inspect", "list", "log", "logs", "lookup", "preview", "query", "read", "report",
-    "search", "show", "state", "stats", "status", "summary", "validate", "verify", "view",
+"""Verbs whose act changes what is stored somewhere (:func:`names_write`)."""
+_NOUN_VERBS = frozenset({
+    "add", "book", "charge", "drop", "lock", "merge", "move", "order", "pay", "place", "post",
+    "schedule", "transfer",
 })
-"""Words that make a name a look whatever verb it holds: ``order_status``,
-``post_list``, ``transfer_history``, ``set_preview`` read."""
+"""Write verbs that are as often nouns (``address_book``, ``blog_post``, ``team_schedule``,
+``order_status``): a write only when a word follows them and none of a look."""
+_LOOK_WORDS = frozenset({
+    "autocomplete", "check", "describe", "detail", "details", "diff", "fetch", "find", "get",
+    "history", "info", "inspect", "list", "log", "logs", "lookup", "preview", "query", "read",
+    "report", "search", "show", "state", "stats", "status", "suggest", "summary", "validate",
+    "verify", "view",
+})
+"""Words of a look: beside a verb that is as often a noun, the name reads (``order_status``,
+``post_list``, ``transfer_history``, ``merge_request_diff``)."""
+_BOOKKEEPING_WORDS = frozenset({"todo", "todos", "plan", "scratchpad", "memory", "think"})
+"""An agent's own bookkeeping (``TodoWrite``, ``update_plan``): no write to the world."""
 
 
 def names_write(tool: str) -> bool:
-    """Whether a tool nobody classified is named as a write: a verb of
-    :data:`_WRITE_VERBS` among its words and no word of :data:`_LOOK_WORDS`."""
+    """Whether a tool nobody classified is named as a write: its first word, or the word
+    after a namespace (``bacnet_write_property``, ``jira_create_issue``,
+    ``hubspot.updateContact``), is a verb of :data:`_WRITE_VERBS`; one that is as often a
+    noun (:data:`_NOUN_VERBS`) only when a word follows it and none of a look; never a
+    tool of the agent's own bookkeeping."""
     words = name_words(tool)
-    return not _WRITE_VERBS.isdisjoint(words) and _LOOK_WORDS.isdisjoint(words)
+    if not words or not _BOOKKEEPING_WORDS.isdisjoint(words):
+        return False
+    at = 0
+    if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
+        at = 1  # a namespace first: `jira_create_issue`, `bacnet_write_property`
+    verb = words[at]
+    if verb not in _WRITE_VERBS:
+        return False
+    if verb in _NOUN_VERBS:
+        return at + 1 < len(words) and _LOOK_WORDS.isdisjoint(words)
+    return True
 
 
 _MCP_KEYS = frozenset({"content", "isError", "structuredContent", "_meta"})

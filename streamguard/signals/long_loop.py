@@ -192,11 +192,11 @@ class LongLoop(Signal):
                 return None
             finding = self._close(state, key, result.outcome, result)
         else:
-            state.after_result = True
             opened = state.open_keys
             if not opened:
                 return None  # its call was closed already (its batch ended)
             if opened[0] == key:
+                state.after_result = True
                 del opened[0]
                 finding = self._close(state, key, result.outcome, result)
                 if state.early:
@@ -204,10 +204,13 @@ class LongLoop(Signal):
             elif key in opened and len(state.early) < MAX_OPEN:
                 # Before an earlier call's result (parallel calls answered out of order):
                 # held until the calls before it close, the poll read now while its view is.
+                state.after_result = True
                 state.early.append((key, result.outcome, result.paused and poll_answer(result)))
                 return None
             else:
-                return None  # a result of a call already closed
+                # A result of a call already closed (late, or of an earlier batch): no
+                # sign that the batch in flight is over.
+                return None
         if finding is not None:
             finding.detail["tool"] = result.tool
         return finding
