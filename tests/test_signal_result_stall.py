@@ -919,3 +919,53 @@ def test_an_argument_named_as_a_place_names_the_place_a_read_reads() -> None:
         {"host": "10.40.2.21", "unit_id": 1, "address": 40101, "count": 1, "note": f"try {n}"},
         answer)]
     assert hits(again) != []
+
+
+def web_search(query: str, urls: list[str]) -> list[Any]:
+    """A web search through a runtime that calls it a read (`kind: "read"`)."""
+    answer = {"query": query, "results": [
+        {"title": f"Page {u[-6:]}", "url": u, "content": f"About {query} ..."} for u in urls]}
+    return [ToolCall(session="s", tool="tavily_search", args={"query": query, "max_results": 5},
+                     kind="read"),
+            ToolResult(session="s", tool="tavily_search", result=answer)]
+
+
+SITES = [f"https://www.example{n}.org/iec-62443-4-{n % 3 + 1}" for n in range(6)]
+
+
+def test_reworded_web_searches_that_find_only_pages_found_before_are_a_stall() -> None:
+    """A research agent looking for a standard that does not exist: every rewording
+    answers with the same five pages in another order. Nothing found, again and again."""
+    hunt: list[Any] = []
+    for n in range(14):
+        rotated = SITES[n % 5:] + SITES[: n % 5]
+        hunt += web_search(f"IEC 62443-4-3 {word(n)}", rotated[:5])
+    assert hits(hunt) != []
+    # a real survey finds new pages with every query, among some already found
+    survey: list[Any] = []
+    for n in range(14):
+        survey += web_search(f"62443 part {word(n)}", [*SITES[:3], f"https://news{n}.example.com/a"])
+    assert hits(survey) == []
+
+
+def test_a_search_the_runtime_calls_a_read_is_still_a_search() -> None:
+    """`kind: "read"` on `tavily_search`: its empty answers, the query echoed, are nothing
+    found again and again, as a search's are."""
+    empty: list[Any] = []
+    for n in range(12):
+        query = f"IEC 62443-4-3 {word(n)}"
+        empty += [ToolCall(session="s", tool="tavily_search", args={"query": query}, kind="read"),
+                  ToolResult(session="s", tool="tavily_search", result={"query": query, "results": []})]
+    assert hits(empty) != []
+
+
+def test_the_pages_searches_found_are_remembered_within_bounds() -> None:
+    from streamguard.signals.result_stall import FOUND_URLS
+
+    watchdog = Watchdog(parse_policy_set(WARN).base)
+    state = watchdog.new_state("s")
+    index = [s.id for s in watchdog.signals].index("result-stall")
+    for n in range(100):
+        for event in web_search(f"q{n}", [f"https://site{n}.example/{k}" for k in range(5)]):
+            watchdog.process(state, event)
+    assert len(state.signals[index].found_urls) == 4 * FOUND_URLS

@@ -25,7 +25,10 @@ What it catches
     search's structured answer that found nothing (``[]``, ``{"query": "blue
     shoe", "results": []}``: ``found_nothing``) is read like a search's empty
     output, since an API that echoes the query would make every rewording
-    look new. A failure whose
+    look new. So is a web search's answer that names only addresses the session's
+    searches found before (``FOUND_URLS`` of them remembered; at least two in the
+    answer): reworded searches for a standard that does not exist, each answered by the
+    same five pages in another order, find nothing new. A failure whose
     error says only ``exit code 1`` is read with the output it came with. A step
     is *stale* when its template was already received in this session. The
     signal counts consecutive stale steps and trips at the threshold. A result
@@ -575,6 +578,30 @@ def _crc(data: bytes) -> int:
     return zlib.crc32(data) or 1
 
 
+FOUND_URLS = 64
+"""Addresses a session's searches found that are remembered (4 bytes each)."""
+_FOUND_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\{}|^`]{3,512}")
+
+
+def _found_only_known(state: Any, payload: Any) -> bool:
+    """Whether a search's answer names at least two addresses and every one was found by
+    the session's searches before; the new ones are remembered."""
+    text = payload[:TEXT_LIMIT] if type(payload) is str else result_text(payload)
+    if text.count("://") < 2:
+        return False
+    known = state.found_urls
+    new = False
+    for url in islice(_FOUND_URL.finditer(text), 16):
+        address = url.group().rstrip(".,;:/").encode("utf-8", "surrogatepass")
+        packed = (zlib.crc32(address) or 1).to_bytes(4, "little")
+        if find_entry(known, packed, 4) < 0:
+            new = True
+            if len(known) >= 4 * FOUND_URLS:
+                del known[:4]
+            known += packed
+    return not new and known != b""
+
+
 def result_text(result: Any) -> str:
     """The text of a payload, cut to :data:`TEXT_LIMIT` characters ("" when empty)."""
     if result is None:
@@ -727,6 +754,8 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     reads: bytearray = bytearray()
     """The last ``READS`` calls that read files or URLs they name: 8 bytes each (key32,
     then a code of the names), oldest first."""
+    found_urls: bytearray = bytearray()
+    """The addresses searches found, 4 bytes each (``FOUND_URLS`` at most), oldest first."""
 
 
 class ResultStall(Signal):
@@ -853,6 +882,14 @@ class ResultStall(Signal):
                 # {"query": "blue shoe", "results": []}: the echoed query differs on every
                 # rewording, the answer does not; like an empty output, nothing found.
                 cached = _FOUND_NOTHING
+        if (
+            flags & FLAG_SEARCH and outcome and not result.failed and cached is not _FOUND_NOTHING
+            and _found_only_known(state, result.event.result)
+        ):
+            # A web search reworded again and again that finds only pages it found before
+            # (in another order): nothing found, like an empty answer. (Not kept in the
+            # codes: it depends on the session.)
+            cached = _FOUND_NOTHING
         if cached is None:
             if result.failed:
                 text = (result.error or "")[:TEXT_LIMIT]
