@@ -108,6 +108,7 @@ from .signals.facts import (
     call_args,
     is_code_tool,
     mcp_answer,
+    name_words,
     plain_facts,
     runner_facts,
 )
@@ -537,12 +538,13 @@ class Watchdog:
             facts: CallFacts | bool = is_code_tool(tool)
         else:
             named = kind
-            if self._classify is not None and (named is None or named == "read"):
-                # (a search the runtime calls a read, `kind: "read"` on `tavily_search`, is
-                # still a search: a search reads)
-                by_name = self._classify(tool)
-                if named is None or by_name == "resolve":
-                    named = by_name
+            if named is None and self._classify is not None:
+                named = self._classify(tool)
+            elif named == "read" and "search" in name_words(tool):
+                # A search the runtime calls a read (`kind: "read"` on `tavily_search`) is
+                # still a search: a search reads. (Named so, not by every resolve pattern:
+                # `query_db` sent as a read stays a read.)
+                named = "resolve"
             facts = plain_facts(tool, named, self._waits(tool), kind)
         cache = self._plain_facts
         if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
