@@ -228,7 +228,9 @@ class ResultView:
     ``paused``: the session paused (waited, heard from its user, or went quiet for
     ``[waits] pause_seconds``) since the same call was last answered: a status asked
     again after a pause is a poll (:func:`says_in_progress`). False for a call answered
-    for the first time (or not among the session's last :data:`ANSWERED_KEPT` answered).
+    for the first time (or not among the session's last :data:`ANSWERED_KEPT` answered),
+    unless the call waited before it read (``CallFacts.waits_first``: ``sleep 120; ray
+    job status``, each time with another sleep): then ``paused`` and ``waited`` are true.
     ``waited``: one of those pauses was a deliberate wait (a wait call, ``sleep 60`` in
     a command, a long poll whose tool held the answer) and the session did nothing else
     since the call was last answered (no write, no call of a tool not known to only read,
