@@ -697,3 +697,28 @@ def test_a_server_polled_with_sleeps_of_its_own_while_it_starts_is_no_failure_lo
                        call_id="ok"),
               ToolResult(session="p", tool="bash", call_id="ok", result='{"status": "ok"}')]
     assert [a for a in alerts(trace) if a.severity == "critical"] == []
+
+
+def test_finished_checks_asked_again_beside_one_still_running_are_part_of_the_wait() -> None:
+    """Three CI checks polled one by one every 90 seconds: lint and unit "completed" early,
+    e2e "in_progress" for eight rounds. Re-asking the finished ones beside the running one
+    is part of waiting for it; once nothing is under way, asking them again is a loop."""
+    def rounds(e2e_status: str) -> list[Any]:
+        trace: list[Any] = [TurnStart(session="p")]
+        clock = 1000.0
+        n = 0
+        for _ in range(10):
+            for name, status in (("lint", "completed"), ("unit", "completed"), ("e2e", e2e_status)):
+                n += 1
+                answer = {"name": name, "status": status,
+                          "conclusion": "success" if status == "completed" else None}
+                trace += [ToolCall(session="p", tool="get_check_run", args={"pr": 4133, "name": name},
+                                   call_id=f"c{n}", ts=clock),
+                          ToolResult(session="p", tool="get_check_run", call_id=f"c{n}", result=answer,
+                                     ts=clock + 0.4)]
+                clock += 1
+            clock += 90
+        return trace
+
+    assert [a for a in loop_alerts(rounds("in_progress")) if a[1] == "critical"] == []
+    assert [a for a in loop_alerts(rounds("completed")) if a[1] == "critical"] != []

@@ -120,10 +120,12 @@ What it catches
       (``says_in_progress``: ``"status": "processing"``), when the session
       paused since the same call was last answered (a wait, the user's message,
       ``[waits] pause_seconds`` of quiet: ``ResultView.paused``), is a poll's:
-      neither. Four exports polled in turn between waits are waiting; the same
-      statuses asked with no pause, a status never asked before (unless its
-      call names a place of its own, above), or "failed" asked again, are stale
-      as before.
+      not stale, and it ends a run of stale answers (the finished parts asked
+      again beside it, CI checks polled one by one while the last one runs, are
+      part of that wait). Four exports polled in turn between waits are waiting;
+      the same statuses asked with no pause, a status never asked before (unless
+      its call names a place of its own, above), or "failed" asked again, are
+      stale as before.
 
 Interleaved stalls: 9 stale of the last 12 (``window_threshold`` of ``window``)
     An agent hunting for something that is not there often does a little real
@@ -1023,8 +1025,11 @@ class ResultStall(Signal):
                 return None
             if poll_answer(result):
                 # "processing" again, the session having paused since this call was last
-                # answered: the job is still running and the agent waits for it; a poll,
-                # neither stale nor news.
+                # answered: the job is still running and the agent waits for it. News for
+                # the run of stale answers: the finished parts asked again beside it (CI
+                # checks polled one by one, lint "completed" while e2e is "in_progress")
+                # are part of that wait.
+                self._news(state)
                 return None
             return self._stale(state, code, result, masked)
         excess = len(seen) - self._keep  # (_remember, inline: most results are news)
