@@ -462,19 +462,17 @@ class Watchdog:
         view.wait = wait = facts.wait
         view.shell = facts.shell
         view.ask = facts.ask
-        if not wait:  # the history's readers (cycle, dominance) take no wait as evidence
-            history.append(key)
-            if len(history) > self.history_len:
-                del history[0]
-        else:
-            state.pauses = (state.pauses + WAITED) & COUNT_MASK  # a wait, whatever the clock says
         # A read asked after a wait of its own (`sleep 120; ray job status ...`) is a read
         # whose answer follows a deliberate wait: read by the loop detectors with their
         # polls' rules (a job polled after it failed is a loop), a run of it a poll to
         # repeated-tool-call and no evidence to no-new-state.
         view.waits_first = waits_first = facts.waits_first
-        if waits_first:
-            state.pauses = (state.pauses + WAITED) & COUNT_MASK
+        if not wait:  # the history's readers (cycle, dominance) take no wait as evidence
+            history.append(key)
+            if len(history) > self.history_len:
+                del history[0]
+        if wait or waits_first:
+            state.pauses = (state.pauses + WAITED) & COUNT_MASK  # a wait, whatever the clock says
         read = facts.read
         if not (read or wait):
             # (no pause: an act, after which the same answer may be the act's own)

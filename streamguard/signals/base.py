@@ -727,21 +727,19 @@ _IN_PROGRESS = re.compile(
 # searches, so the cost stays linear in the text).
 _LISTING_HEADER = re.compile(r"\b(?:STATUS|STATE|PHASE)\b")
 _LISTING_ROW = re.compile(r"\b(?:Pending|ContainerCreating|PodInitializing|Init:\d)")
-_FINISHED = re.compile(
-    r"(?i)fail|error|succe|complet|done\b|finish|cancel|abort|timed?[ _-]?out|reject|backoff"
+_FAILED_WORDS = (
+    r"fail|error|cancel|abort|timed?[ _-]?out|reject|backoff"
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
 )
+_DONE_WORDS = r"succe|complet|done\b|finish"
+_FINISHED = re.compile(rf"(?i){_FAILED_WORDS}|{_DONE_WORDS}")
 """Words of an end, good or bad: an answer with one says nothing of an end only if it has none."""
-_FAILED = re.compile(
-    r"(?i)fail|error|cancel|abort|timed?[ _-]?out|reject|backoff"
-    r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid|exception|refused"
-    r"|stopped|unhealthy|degraded|\bdead\b"
-)
+_FAILED = re.compile(rf"(?i){_FAILED_WORDS}")
 """The words of :data:`_FINISHED` that say something went wrong: beside one, a part still
 running is no poll's answer (a run with a failed job is over, whatever else is running)."""
-_DONE = re.compile(r"(?i)succe|complet|done\b|finish")
-_DONE_VALUE = re.compile(r"(?i)[:=]\s*[\"']?(?:succe|complet|done\b|finish)")
+_DONE = re.compile(rf"(?i){_DONE_WORDS}")
+_DONE_VALUE = re.compile(rf"(?i)[:=]\s*[\"']?(?:{_DONE_WORDS})")
 """Words of a good end, anywhere, and as a field's value (``"status": "completed"``: a part
 done); as a key or in prose (``"completed": true``, "job 42 done") they say it is over."""
 
@@ -1024,7 +1022,7 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
             # "processing" again, asked after a pause: the job is still running and the
             # agent waits for it, which is a poll's answer, as a moving one is.
             answers[key] = packed | _ANSWER_WAS_NEW
-        elif not gist and result.paused and poll_answer(result):
+        elif not gist and poll_answer(result):
             # (exact, dominant-tool-call) the same, counted as a change: a certificate's
             # status read between waits until it is issued is polled, not replayed
             answers[key] = packed & ~0xFF | min((packed & 0xFF) + 1, 0xFF)

@@ -673,19 +673,21 @@ def plain_facts(
 
 
 _READ_KINDS = frozenset({"read", "resolve", "verify"})
-_ACT_VERBS = frozenset({
-    "act", "add", "apply", "approve", "assign", "book", "build", "call", "cancel", "charge",
-    "click", "close", "compile", "copy", "create", "delete", "deploy", "disable", "do",
-    "drop", "edit", "enable", "exec", "execute", "expose", "fill", "fire", "insert",
-    "install", "invoke", "kill", "launch", "lock", "make", "move", "open", "order", "pay",
-    "place", "post", "press", "publish", "purge", "push", "put", "queue", "reboot", "refund",
-    "refresh", "remove", "rerun", "reset", "restart", "retry", "run", "save", "schedule",
-    "scroll", "select", "send", "set", "start", "stop", "submit", "sync", "transfer",
-    "trigger", "type", "unlock", "update", "upload", "write",
-    # and every verb of a write (names_write): no tool named as a write is read as a look
-    "archive", "grant", "invite", "merge", "modify", "patch", "register", "reject", "rename",
-    "reschedule", "revoke", "uninstall", "upsert",
+_WRITE_VERBS = frozenset({
+    "add", "apply", "approve", "archive", "assign", "book", "cancel", "charge", "create",
+    "delete", "deploy", "disable", "drop", "edit", "enable", "grant", "insert", "install",
+    "invite", "kill", "lock", "merge", "modify", "move", "patch", "pay", "place", "post",
+    "publish", "purge", "push", "put", "reboot", "refund", "register", "reject", "remove",
+    "rename", "reschedule", "reset", "restart", "revoke", "save", "schedule", "send", "set",
+    "submit", "transfer", "uninstall", "unlock", "update", "upload", "upsert", "write",
 })
+"""Verbs whose act changes what is stored somewhere (:func:`names_write`)."""
+_ACT_VERBS = _WRITE_VERBS | {
+    "act", "build", "call", "click", "close", "compile", "copy", "do", "exec", "execute",
+    "expose", "fill", "fire", "invoke", "launch", "make", "open", "order", "press", "queue",
+    "refresh", "rerun", "retry", "run", "scroll", "select", "start", "stop", "sync",
+    "trigger", "type",
+}
 """Verbs of acts: a tool nobody classified whose name holds one (``trigger_cache_purge``,
 ``camera_expose``, ``stagehand_act``) may have done something; one whose name holds none
 (``ais_position``, ``weather_station``, ``jira_issue``) is read as a look."""
@@ -704,15 +706,6 @@ def names_no_act(tool: str) -> bool:
     return _ACT_VERBS.isdisjoint(name_words(tool))
 
 
-_WRITE_VERBS = frozenset({
-    "add", "apply", "approve", "archive", "assign", "book", "cancel", "charge", "create",
-    "delete", "deploy", "disable", "drop", "edit", "enable", "grant", "insert", "install",
-    "invite", "kill", "lock", "merge", "modify", "move", "patch", "pay", "place", "post",
-    "publish", "purge", "push", "put", "reboot", "refund", "register", "reject", "remove",
-    "rename", "reschedule", "reset", "restart", "revoke", "save", "schedule", "send", "set",
-    "submit", "transfer", "uninstall", "unlock", "update", "upload", "upsert", "write",
-})
-"""Verbs whose act changes what is stored somewhere (:func:`names_write`)."""
 _NOUN_VERBS = frozenset({
     "add", "book", "charge", "drop", "lock", "merge", "move", "order", "pay", "place", "post",
     "schedule", "transfer",

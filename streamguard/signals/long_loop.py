@@ -205,7 +205,7 @@ class LongLoop(Signal):
                 # Before an earlier call's result (parallel calls answered out of order):
                 # held until the calls before it close, the poll read now while its view is.
                 state.after_result = True
-                state.early.append((key, result.outcome, result.paused and poll_answer(result)))
+                state.early.append((key, result.outcome, poll_answer(result)))
                 return None
             else:
                 # A result of a call already closed (late, or of an earlier batch): no
@@ -253,7 +253,7 @@ class LongLoop(Signal):
         while at > 0 and at % _WIDTH:
             at = seen.find(pair, at + 1)
         replay = at >= 0
-        if replay and (poll or (result is not None and result.paused and poll_answer(result))):
+        if replay and (poll or (result is not None and poll_answer(result))):
             # A poll's answer (a status under way, or a value watched between waits) is
             # no replay: waiting for a job is not going round. A step of its own, with an
             # outcome no other step has (read only where it would count as a replay: the
