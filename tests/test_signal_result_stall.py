@@ -969,3 +969,71 @@ def test_the_pages_searches_found_are_remembered_within_bounds() -> None:
         for event in web_search(f"q{n}", [f"https://site{n}.example/{k}" for k in range(5)]):
             watchdog.process(state, event)
     assert len(state.signals[index].found_urls) == 4 * FOUND_URLS
+
+
+def status_rounds(done_by_round: list[int], files: int = 12, news_first: bool = True) -> list[Any]:
+    """``files`` processing jobs polled in rounds of parallel calls (every call of a round
+    sent before any answer), ``done_by_round[r]`` of them finished at round ``r``."""
+    trace: list[Any] = []
+    for r, done in enumerate(done_by_round):
+        ids = [f"file-{word(i + 1)}" for i in range(files)]
+        trace += [ToolCall(session="s", tool="get_file_status", args={"fileId": f},
+                           call_id=f"r{r}-{f}") for f in ids]
+        answers = [ToolResult(session="s", tool="get_file_status", call_id=f"r{r}-{f}",
+                              result={"fileId": f, "status": "PROCESSED" if i < done else "PROCESSING"})
+                   for i, f in enumerate(ids)]
+        # the answers that changed this round first (or last), the rest as they come
+        changed = [a for i, a in enumerate(answers) if r and done_by_round[r - 1] <= i < done]
+        rest = [a for a in answers if a not in changed]
+        trace += changed + rest if news_first else rest + changed
+    return trace
+
+
+@pytest.mark.parametrize("news_first", [True, False])
+def test_a_round_of_parallel_polls_that_moved_is_no_stall(news_first: bool) -> None:
+    """Twelve files' processing polled in rounds: the finished ones asked again beside
+    the one that just finished are eleven answers already held, but the round moved."""
+    assert hits(status_rounds([0, 11, 12], news_first=news_first)) == []
+
+
+def test_a_round_of_parallel_polls_that_did_not_move_trips_at_its_last_answer() -> None:
+    trace = status_rounds([0, 11, 12, 12])
+    engine = Engine(parse_policy_set(WARN))
+    engine.process(TurnStart(session="s"))
+    answers, got = 0, []
+    for event in trace:
+        answers += isinstance(event, ToolResult)
+        got += [answers for o in engine.process(event) if isinstance(o, Alert) and o.signal == "result-stall"]
+    assert got == [48]  # the twelfth stale answer of the fourth round, not the eighth
+
+
+def test_the_same_polls_sent_one_at_a_time_are_judged_answer_by_answer() -> None:
+    """Without the round (each call answered before the next), eight finished files asked
+    again in a row are eight answers already held, whatever came before them."""
+    parallel = status_rounds([0, 11, 12])
+    calls = [e for e in parallel if isinstance(e, ToolCall)]
+    results = {e.call_id: e for e in parallel if isinstance(e, ToolResult)}
+    order = [e.call_id for e in parallel if isinstance(e, ToolResult)]
+    serial = [x for c in order for x in (next(k for k in calls if k.call_id == c), results[c])]
+    assert hits(serial) != []
+
+
+def test_a_round_left_unanswered_is_judged_when_the_next_call_is_sent() -> None:
+    trace = status_rounds([0, 11, 12, 12])
+    trace = trace[:-1]  # the fourth round's last answer never comes
+    trace += step("list_dir", {"path": "/rx"}, result="a.zip\nb.zip\n")
+    # (long-loop, which result-stall defers to, sees the fourth round repeat the third)
+    no_long_loop = WARN.replace('"near-duplicate-calls"', '"near-duplicate-calls", "long-loop"')
+    assert hits(trace, no_long_loop) == [49]  # on the next call: the round had no news
+
+
+def test_a_round_survives_a_snapshot() -> None:
+    watchdog = Watchdog(parse_policy_set(WARN).base)
+    state = watchdog.new_state("s")
+    trace = status_rounds([0, 11, 12, 12])
+    cut = len(trace) - 5  # inside the fourth round's answers
+    for event in trace[:cut]:
+        watchdog.process(state, event)
+    restored = watchdog.decode_state(watchdog.encode_state(state))
+    out = [o for e in trace[cut:] for o in watchdog.process(restored, e) if isinstance(o, Alert)]
+    assert [o.signal for o in out if o.signal == "result-stall"] == ["result-stall"]

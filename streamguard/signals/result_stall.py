@@ -125,7 +125,15 @@ What it catches
       part of that wait). Four exports polled in turn between waits are waiting;
       the same statuses asked with no pause, a status never asked before (unless
       its call names a place of its own, above), or "failed" asked again, are
-      stale as before.
+      stale as before;
+    * the answers to a round of parallel calls (sent together, before any of them
+      was answered) are judged as one: a round with news in it moved, and its
+      stale answers (the finished parts asked again beside the one that just
+      finished: fourteen prescription files' processing polled in rounds, eleven
+      "PROCESSED" again and three newly so) do not count; a trip reached inside a
+      round waits for its last answer (or for the next call, when one of its calls
+      is never answered), and a round without news trips then. An agent polling
+      what has all finished, in parallel, is still halted, one round later at most.
 
 Interleaved stalls: 9 stale of the last 12 (``window_threshold`` of ``window``)
     An agent hunting for something that is not there often does a little real
@@ -169,7 +177,8 @@ Memory: 128 templates (``memory``), first in, first out; 4 bytes each in one
 ``bytearray`` (512 bytes when full). A template pushed out reads as news once.
 The newest call's echo until its answer comes: at most 4 values of at most 256
 characters, with its key. The names of the last 8 calls that named what they read
-(``READS``), 8 bytes each, so that the results of parallel reads find their own.
+(``READS``), 8 bytes each, so that the results of parallel reads find their own. The
+current round of calls: four counters and two flags.
 
 Severity: critical, session scope
     Eight answers in a row that the agent already had, with nothing it wrote
@@ -246,6 +255,8 @@ SIGNAL_ID = "result-stall"
 TEXT_LIMIT = 2048
 MEMORY_LIMIT = 1024
 _WIDTH = 4
+ROUND_LIMIT = 64
+"""Calls of one round counted at most (a runtime that never answers its calls)."""
 _M32 = (1 << 32) - 1
 _NOTHING = 0x4E4F4E45  # the template of "a search found nothing"
 _EMPTY = 0x454D5054  # an empty answer, for the futile-write rule
@@ -758,6 +769,18 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     then a code of the names), oldest first."""
     found_urls: bytearray = bytearray()
     """The addresses searches found, 4 bytes each (``FOUND_URLS`` at most), oldest first."""
+    round_calls: int = 0
+    """Calls of the current round: those sent since a result last came (``ROUND_LIMIT`` at most)."""
+    round_left: int = 0
+    """Calls of the current round not answered yet."""
+    round_steps: int = 0
+    """Stale or news answers in the current round (its bits of ``mask``)."""
+    round_news: bool = False
+    """An answer of the current round was news."""
+    answered: bool = False
+    """A result came since the last call: the next call starts a round."""
+    held: bool = False
+    """A trip reached inside an unfinished round of parallel calls, judged when it ends."""
 
 
 class ResultStall(Signal):
@@ -797,6 +820,22 @@ class ResultStall(Signal):
         return bool(state.latched)
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
+        # Rounds: the calls sent together before any answer came (parallel calls) are
+        # judged as one (_end_round). A call after an answer starts the next round.
+        finding = None
+        if state.answered or not state.round_calls:
+            if state.round_left and state.round_calls > 1:
+                # Some of the last round's calls were never answered: it ends here.
+                finding = self._end_round(state)
+            state.answered = False
+            state.round_calls, state.round_left = 1, 1
+            if state.round_steps:
+                state.round_steps = 0
+            if state.round_news:
+                state.round_news = False
+        elif state.round_calls < ROUND_LIMIT:
+            state.round_calls += 1
+            state.round_left += 1
         # What a read names (files, URLs): the same content read from another file is
         # that file's answer, not the first one's again (on_result). Kept per call key
         # for the last READS such calls, so the results of parallel reads find theirs.
@@ -819,7 +858,7 @@ class ResultStall(Signal):
             # A command runner's output quoting its command is a transcript, not an echo.
             if state.echo:
                 state.echo = ()
-            return None
+            return finding
         echo: list[str] = []
         # The values themselves when there are few (the usual call): no islice object.
         values = args.values() if len(args) <= ECHO_FIELDS else islice(args.values(), ECHO_FIELDS)
@@ -837,9 +876,52 @@ class ResultStall(Signal):
             echo.sort(key=len, reverse=True)
             state.echo = tuple(echo)
             state.echo_key = call.key
-        return None
+        return finding
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
+        state.answered = True
+        if state.round_calls < 2:
+            if state.round_left:
+                state.round_left = 0
+            return self._judge(state, result)  # a call answered before the next (the usual)
+        # One of a round of parallel calls: a trip it reaches is held until the round's
+        # last answer, which judges the round as one (_end_round).
+        finding = self._judge(state, result)  # (round_left still counts this answer)
+        if state.round_left > 1:
+            state.round_left -= 1
+            return finding
+        state.round_left = 0
+        return self._end_round(state) or finding
+
+    def _end_round(self, state: Any) -> Finding | None:
+        """The last answer of a round of parallel calls has come (or the next round began
+        without it). A round with news in it made progress: its stale answers are the
+        finished parts asked again beside what changed (fourteen files' processing polled
+        in rounds, three of them done this time) and do not count. A round without news
+        trips now if one of its answers reached the threshold."""
+        held = state.held
+        if held:
+            state.held = False
+        steps = state.round_steps
+        if steps:
+            state.round_steps = 0
+        if state.round_news:
+            state.round_news = False
+            if state.run:
+                state.run = 0
+            if state.mask:
+                state.mask &= ~((1 << min(steps, self.window)) - 1)
+            if state.latched and state.mask.bit_count() <= self.window // 2:
+                state.latched = False
+            if not state.latched and state.tools and not state.mask:
+                state.tools = ()
+            return None
+        if not held or state.latched:
+            return None
+        state.latched = True
+        return self._finding(state)
+
+    def _judge(self, state: Any, result: ResultView) -> Finding | None:
         if self.exempt and result.tool in self.exempt:
             return None
         flags = result.call_flags
@@ -1114,6 +1196,9 @@ class ResultStall(Signal):
     def _news(self, state: Any) -> None:
         # Stores only where a value changes: a state field's store costs several times
         # the test, and most answers are news after news.
+        if state.round_calls > 1:
+            state.round_news = True
+            state.round_steps += 1
         if state.run:
             state.run = 0
         if state.mask:
@@ -1129,6 +1214,8 @@ class ResultStall(Signal):
 
     def _stale(self, state: Any, code: int, result: ResultView, masked: bytes) -> Finding | None:
         state.run += 1
+        if state.round_calls > 1:
+            state.round_steps += 1
         state.mask = ((state.mask << 1) | 1) & self._full
         if state.steps < self.window:
             state.steps += 1
@@ -1146,6 +1233,9 @@ class ResultStall(Signal):
         if state.run < self.threshold and not windowed:
             return None
         state.sample = truncate_middle(masked[:480].decode(errors="replace"), 160)
+        if state.round_left and state.round_calls > 1:
+            state.held = True  # a later answer of this round may be news: _end_round
+            return None
         state.latched = True
         return self._finding(state)
 
