@@ -657,6 +657,24 @@ def test_a_browser_agent_typing_a_form_is_writing() -> None:
 
 
 
+def test_a_desktop_agent_typing_rows_is_writing() -> None:
+    """A desktop agent entering rows into a spreadsheet: a click on the name box (the
+    same click, the same answer, every row), the cell typed into it, the row typed into
+    the grid, every action answered ``{"status": "SUCCESS", "results": ""}``. The typing
+    is a write whose acknowledgement is news for each new text, as a browser's is."""
+    trace: list[Any] = []
+    for row in range(12):
+        trace += step("click_input", {"id": "14", "name": "Name Box", "button": "left"},
+                      {"status": "SUCCESS", "results": ""})
+        trace += step("keyboard_input", {"id": "14", "name": "Name Box", "keys": f"A{row + 6}{{ENTER}}"},
+                      {"status": "SUCCESS", "results": ""})
+        trace += step("keyboard_input", {"id": "21", "name": "Grid", "keys": f"{word(row)}{{TAB}}{row}{{ENTER}}"},
+                      {"status": "SUCCESS", "results": ""})
+    assert hits(trace) == []
+    # the same rows typed again, every one already acknowledged: nothing new
+    assert hits(trace + trace[6:]) != []
+
+
 @pytest.mark.parametrize(("answer", "bare"), [
     ("Listed 0 items.", True), ("(0 rows)", True), ("0 results", True), ("count: 0", True),
     ('[{"stuck": 0}]', True), ({"count": 0, "exists": False}, True), ([], True),

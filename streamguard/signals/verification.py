@@ -162,6 +162,10 @@ DEFAULT_WRITE_TOOLS = (
     # A browser agent's input: typing into a field, filling or choosing in a form changes
     # the page ("Typed ... into ..." is an acknowledgement, like "File written").
     "browser_type", "browser_fill*", "browser_select*", "fill_form*", "type_text", "input_text",
+    # A desktop agent's typing (UFO's pywinauto actions, Bytebot's computer_type_*,
+    # Selenium's send_keys): the same, for a window's controls. A click stays no write:
+    # most clicks move through the interface.
+    "keyboard_input", "set_edit_text", "*_type_text", "*_type_keys", "send_keys",
 )
 DEFAULT_USER_INPUT_TOOLS = (
     "ask*", "confirm*", "prompt_user*", "request_user_input*", "*user_input*",
