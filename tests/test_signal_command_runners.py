@@ -503,3 +503,34 @@ def test_a_read_after_a_wait_of_its_own(command: str, waits_first: bool, wait: b
 def test_a_read_after_a_wait_the_runtime_calls_a_write_is_a_write_and_a_wait() -> None:
     facts = runner_facts({"command": "sleep 5 && gh run view 42"}, False, "write")
     assert facts.write and facts.wait and not facts.waits_first
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        ({"program": "sleep", "arguments": ["90"]}, "sleep 90"),
+        ({"command": "git", "args": ["status", "-s"]}, "git status -s"),
+        ({"executable": "kubectl", "argv": ["get", "pods"]}, "kubectl get pods"),
+        ({"command": "ls -la"}, "ls -la"),  # a whole line, as before
+        ({"cmd": "make", "args": "all"}, "make"),  # an argument string is no argument list
+        ({"program": "bundle", "arguments": ["exec", 3]}, None),  # not a command line
+    ],
+)
+def test_the_exec_shape_is_read_as_its_command_line(args: dict[str, Any], line: str | None) -> None:
+    from streamguard.signals.facts import command_text
+
+    assert command_text(args) == line
+
+
+def test_a_wait_sent_in_the_exec_shape_is_a_wait() -> None:
+    """A merge request's pipeline polled with `sleep 90` between reads, the sleep sent as
+    `{"program": "sleep", "arguments": ["90"]}`: a poll between waits, no cycle."""
+    trace: list[Any] = []
+    for n in range(8):
+        trace += [ToolCall(session="s", tool="get_merge_request", args={"iid": 287}, call_id=f"g{n}"),
+                  ToolResult(session="s", tool="get_merge_request", call_id=f"g{n}",
+                             result={"iid": 287, "pipeline": {"id": 90211, "status": "running"}}),
+                  ToolCall(session="s", tool="run_command", call_id=f"s{n}",
+                           args={"program": "sleep", "arguments": ["90"]}),
+                  ToolResult(session="s", tool="run_command", call_id=f"s{n}", result="")]
+    assert [a for a in alerts(trace) if a.severity == "critical"] == []

@@ -165,6 +165,10 @@ _COMMAND_KEYS = (
     "command", "cmd", "commands", "input", "shell_command", "CommandLine", "commandLine",
     "command_line",
 )
+_ARGV_KEYS = ("args", "arguments", "argv")
+_PROGRAM_KEYS = ("program", "executable", "command", "cmd", "file")
+"""A runner's call in the exec shape: the program under one of these keys, its argument
+list under one of :data:`_ARGV_KEYS`."""
 SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "zsh", "console", "powershell", "pwsh"})
 """The ``language`` of a code block that is a command line (a code executor's ``code``)."""
 _PATH_KEYS = ("path", "file_path", "file", "filename", "target")
@@ -333,6 +337,18 @@ def command_text(args: object) -> str | None:
     if isinstance(args, str):
         return args
     if isinstance(args, dict):
+        if len(args) > 1:
+            # The exec shape: a program and its argument list apart (`{"program": "sleep",
+            # "arguments": ["90"]}`, `{"command": "git", "args": ["status"]}`), as a
+            # process is spawned; read as the line they make.
+            for key in _ARGV_KEYS:
+                argv = args.get(key)
+                if type(argv) is list:
+                    for program_key in _PROGRAM_KEYS:
+                        program = args.get(program_key)
+                        if type(program) is str:
+                            return _joined_prefix([program, *argv])
+                    break
         for key in _COMMAND_KEYS:
             value = args.get(key)
             if isinstance(value, str):
