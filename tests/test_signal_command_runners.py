@@ -534,3 +534,36 @@ def test_a_wait_sent_in_the_exec_shape_is_a_wait() -> None:
                            args={"program": "sleep", "arguments": ["90"]}),
                   ToolResult(session="s", tool="run_command", call_id=f"s{n}", result="")]
     assert [a for a in alerts(trace) if a.severity == "critical"] == []
+
+
+@pytest.mark.parametrize(
+    ("code", "wait"),
+    [
+        ("import time; time.sleep(20)", True),
+        ("import time\ntime.sleep(20)\n", True),
+        ("await asyncio.sleep(5)", True),
+        ("from time import sleep; sleep(30)", True),
+        ("time.sleep(20); print(open('log.txt').read())", False),  # a read after it
+        ("time.sleep(delay)", False),  # no number: code, not a wait
+        ("import time; time.sleep(20)" + " " * 200, False),  # longer than a bare sleep
+    ],
+)
+def test_code_that_only_sleeps_is_a_wait(code: str, wait: bool) -> None:
+    from streamguard.signals.facts import code_facts
+
+    assert code_facts(code).wait is wait
+
+
+def test_jobs_polled_with_code_that_sleeps_between_are_a_poll() -> None:
+    """A 3D-generation job polled through an MCP tool, with `time.sleep(20)` run through
+    the application's code tool between polls: waits, so no two-call cycle."""
+    trace: list[Any] = []
+    for n in range(6):
+        trace += [ToolCall(session="s", tool="poll_job_status", args={"key": "c99a"}, call_id=f"p{n}"),
+                  ToolResult(session="s", tool="poll_job_status", call_id=f"p{n}",
+                             result={"jobs": [{"uuid": "3c65", "status": "Generating"}]}),
+                  ToolCall(session="s", tool="execute_blender_code", call_id=f"w{n}",
+                           args={"code": "import time; time.sleep(20)"}),
+                  ToolResult(session="s", tool="execute_blender_code", call_id=f"w{n}",
+                             result="Code executed successfully: ")]
+    assert [a for a in alerts(trace) if a.severity == "critical"] == []

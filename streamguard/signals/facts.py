@@ -56,7 +56,10 @@ The command line is read from the ``command``, ``cmd``, ``commands``, ``input`` 
 ``shell_command`` argument (``CommandLine``, ``commandLine`` or ``command_line`` as some
 Windows and IDE runtimes send it), or a code executor's ``code`` when its ``language`` is a
 shell (``{"language": "sh", "code": "sleep 90; squeue -j 4418027"}``, as AutoGen's code
-executors send it; Python code is free code).
+executors send it; Python code is free code), or the program and its argument list of
+the exec shape (``{"program": "sleep", "arguments": ["90"]}``). Free code that only
+sleeps (``import time; time.sleep(20)``, ``await asyncio.sleep(5)``) is a wait: an agent
+whose only tool runs code waits that way between polls.
 
 Shell heuristic for writes: any segment of the command line (split at ``&&``,
 ``||``, ``;``, ``|`` and newlines) that runs a program which changes files or
@@ -519,9 +522,19 @@ _CODE_WRITES = re.compile(
 )
 
 
+_CODE_SLEEP = re.compile(
+    r"(?:\s*(?:import (?:time|asyncio)|from (?:time|asyncio) import sleep)\s*[;\n])*"
+    r"\s*(?:await )?(?:time\.|asyncio\.)?sleep\(\s*\d{1,6}(?:\.\d{1,3})?\s*\)\s*;?\s*"
+)
+"""Code that does nothing but sleep (its imports and one sleep call)."""
+
+
 def code_facts(code: str) -> CallFacts:
     """Facts of free code handed to an interpreter tool: no readable action; a write
-    unless the code plainly only reads (nothing that could change a file or run one)."""
+    unless the code plainly only reads (nothing that could change a file or run one); a
+    wait when all it does is sleep."""
+    if "sleep" in code and len(code) <= 160 and _CODE_SLEEP.fullmatch(code):
+        return CallFacts("", False, False, True)
     return CallFacts("", bool(_CODE_WRITES.search(code[:4096])), False)
 
 
