@@ -657,6 +657,18 @@ def test_a_browser_agent_typing_a_form_is_writing() -> None:
 
 
 
+def test_cosmetic_edits_through_search_replace_are_futile() -> None:
+    """Edits sent through an editor named `search_replace`, each changing a line, and the
+    test suite after each answering exactly as before: futile writes, not searches."""
+    failure = {"returncode": 1, "stdout": "round-trips ISO week dates FAILED [1]\n1 example, 1 failure"}
+    trace: list[Any] = []
+    for n in range(7):
+        trace += step("search_replace", {"file_path": "src/WeekDate.hs", "content": f"variant {word(n)}"},
+                      {"file": "src/WeekDate.hs", "blocks_applied": 1, "lines_changed": 1})
+        trace += step("bash", {"command": "cabal test 2>&1 | tail -25"}, failure)
+    assert [a.detail["rule"] for a in alerts(trace) if a.signal == "result-stall"] == ["futile_writes"]
+
+
 def test_a_desktop_agent_typing_rows_is_writing() -> None:
     """A desktop agent entering rows into a spreadsheet: a click on the name box (the
     same click, the same answer, every row), the cell typed into it, the row typed into

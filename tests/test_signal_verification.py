@@ -107,6 +107,12 @@ def test_identity_and_defaults() -> None:
         ("set_lookup", "write"),
         ("remove_lookup", "write"),
         ("search_files", "resolve"),
+        # an editor named by the search that finds what it replaces writes
+        ("search_replace", "write"),
+        ("search_and_replace", "write"),
+        ("find_and_replace", "write"),
+        ("vibe__search_replace", "write"),
+        ("find_file", "resolve"),
         ("bash", None),
         ("checkout", None),
         ("ReadFile", "read"),
@@ -144,6 +150,15 @@ def test_ambiguous_names_never_classify_as_write() -> None:
     assert cfg.classify("set_replicas") == "write"
     cfg = Config(user_input_tools=["x*"], verify_tools=["x*"], read_tools=["x*"], write_tools=["x*"])
     assert cfg.classify("xy") == "user_input"
+
+
+def test_write_globs_that_name_a_replacement_come_first() -> None:
+    cfg = Config(resolve_tools=["search*"], write_tools=["search_replace*", "set_*"], read_tools=["set_status"])
+    assert cfg.classify("search_replace") == "write"
+    assert cfg.classify("search_code") == "resolve"
+    assert cfg.classify("set_status") == "read"  # other write globs keep their place
+    # a policy that removes the replacement glob keeps the name a search
+    assert Config(write_tools=["write*"]).classify("search_replace") == "resolve"
 
 
 def test_empty_lists_classify_nothing() -> None:

@@ -159,6 +159,7 @@ DEFAULT_WRITE_TOOLS = (
     # replace, insert/append/overwrite tools, and any *_edit.
     "multiedit", "multi_edit", "notebookedit", "notebook_edit", "*_edit", "replace*",
     "str_replace", "insert*", "append*", "overwrite*", "modify*", "save*",
+    "search_replace*", "search_and_replace*", "find_and_replace*", "find_replace*",
     # A browser agent's input: typing into a field, filling or choosing in a form changes
     # the page ("Typed ... into ..." is an acknowledgement, like "File written").
     "browser_type", "browser_fill*", "browser_select*", "fill_form*", "type_text", "input_text",
@@ -190,6 +191,12 @@ class VerificationConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True,
             return re.compile("|".join(fnmatch.translate(p.lower()) for p in patterns)).match
 
         matchers = []
+        # An editor named by the search that finds what it replaces (Mistral Vibe's
+        # `search_replace`, `find_and_replace`) is a write, not the search `search*` names:
+        # the write globs that name a replacement are tried before every other kind.
+        replacing = [p for p in self.write_tools if "replace" in p.lower()]
+        if replacing:
+            matchers.append(("write", matcher(replacing)))
         by_end: list[str] = []
         for kind in _CLASSIFY_ORDER:
             patterns = getattr(self, f"{kind}_tools")
