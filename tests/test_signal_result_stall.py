@@ -1067,3 +1067,59 @@ def test_a_round_survives_a_snapshot() -> None:
     restored = watchdog.decode_state(watchdog.encode_state(state))
     out = [o for e in trace[cut:] for o in watchdog.process(restored, e) if isinstance(o, Alert)]
     assert [o.signal for o in out if o.signal == "result-stall"] == ["result-stall"]
+
+
+@pytest.mark.parametrize(("payload", "empty"), [
+    ({"people": [], "pagination": {"page": 7, "per_page": 25, "total_entries": 137, "total_pages": 6}}, True),
+    ({"code": 200, "msg": "success", "data": {"total": 1843, "pageNo": 20, "pageSize": 100, "list": []}}, True),
+    ('{"items": [], "offset": 400, "limit": 50}', True),
+    ([], True),
+    ({"people": [{"name": "Paul"}], "pagination": {"page": 6}}, False),
+    ({"items": [], "next": "cursor-8f2a"}, True),  # one short string: still nothing on it
+    ({"items": [], "a": "x", "b": "y", "c": "z", "d": "w"}, False),  # four strings: something
+    ({"total": 3}, False),  # no list: no page
+    ({"entry": [], "link": [{"url": "https://fhir.example/Patient?_getpagesoffset=750"}]}, False),
+    ("[]x", False),
+])
+def test_an_empty_page(payload: Any, empty: bool) -> None:
+    from streamguard.signals.result_stall import empty_page
+
+    assert empty_page(payload) is empty
+
+
+def pages(last: int, asked: int, filters: Callable[[int], str] | None = None) -> list[Any]:
+    """A people search paged with `page` = 1, 2, ... ``asked``; pages past ``last`` are empty."""
+    trace: list[Any] = []
+    for page in range(1, asked + 1):
+        found = [{"name": word(page * 10 + i)} for i in range(3)] if page <= last else []
+        args = {"titles": ["VP Finance"], "country": filters(page) if filters else "DE", "page": page}
+        trace += step("apollo_search_people", args,
+                      {"people": found, "pagination": {"page": page, "per_page": 25, "total_pages": last}})
+    return trace
+
+
+def test_pages_asked_past_the_end_are_nothing_found() -> None:
+    # six pages of people, then page 7, 8, ... each with nobody on it
+    assert hits(pages(6, 13)) == []
+    assert hits(pages(6, 14)) == [14]  # the eighth empty page in a row
+
+
+def test_one_empty_page_per_listing_is_a_sweep() -> None:
+    """The first page of twelve different listings, each empty (each answer naming its
+    listing): no page was asked twice, so none is past an end."""
+    trace: list[Any] = []
+    for n in range(12):
+        trace += step("get_people", {"country": word(n), "page": 1},
+                      {"people": [], "country": word(n), "pagination": {"page": 1, "total_pages": 0}})
+    assert hits(trace) == []
+
+
+def test_an_empty_page_of_another_listing_is_not_the_next_page() -> None:
+    # page 2 of twelve listings in turn (the filter changes each time): no walk past an end
+    trace: list[Any] = []
+    for n in range(12):
+        trace += step("list_invoices", {"customer": f"cus-{word(n)}", "page": 1},
+                      {"invoices": [{"id": word(n)}], "page": 1})
+        trace += step("list_invoices", {"customer": f"cus-{word(n)}", "page": 2},
+                      {"invoices": [], "page": 2})
+    assert hits(trace) == []

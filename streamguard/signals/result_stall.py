@@ -126,6 +126,17 @@ What it catches
       the same statuses asked with no pause, a status never asked before (unless
       its call names a place of its own, above), or "failed" asked again, are
       stale as before;
+    * a page past the end of a listing is nothing found: a call that asks for
+      another page of the listing the call before it paged through (only its page
+      argument changed: ``page``, ``pageNo``, ``offset``, ``skip``, ``start``...,
+      ``PAGE_KEYS``) answered by a page with nothing on it (``empty_page``: its lists
+      all empty, beside numbers and at most three short strings, ``{"people": [],
+      "pagination": {"page": 7, "total_pages": 6}}``) is read like a search's empty
+      answer, whatever page number and totals it repeats; Apollo's people asked for
+      page 7, 8, 9... of six are halted at the eighth. The first page of twelve
+      listings, each empty, is no walk past an end (each call changed more than its
+      page); a page whose links or headers are not empty (a FHIR bundle's ``link``)
+      is a page with something on it;
     * the answers to a round of parallel calls (sent together, before any of them
       was answered) are judged as one: a round with news in it moved, and its
       stale answers (the finished parts asked again beside the one that just
@@ -178,7 +189,8 @@ Memory: 128 templates (``memory``), first in, first out; 4 bytes each in one
 The newest call's echo until its answer comes: at most 4 values of at most 256
 characters, with its key. The names of the last 8 calls that named what they read
 (``READS``), 8 bytes each, so that the results of parallel reads find their own. The
-current round of calls: four counters and two flags.
+current round of calls: four counters and two flags. The latest call that asked for a
+page: two codes and its page.
 
 Severity: critical, session scope
     Eight answers in a row that the agent already had, with nothing it wrote
@@ -647,6 +659,76 @@ def is_json_text(text: str) -> bool:
 
 _FOUND_NOTHING = (_NOTHING, _NOTHING, b"(nothing found)", False)
 
+PAGE_KEYS = frozenset({
+    "page", "Page", "pageNo", "page_no", "pageNumber", "page_number", "pageNum", "page_num",
+    "pageIndex", "page_index", "offset", "Offset", "start", "startIndex", "start_index",
+    "skip", "from", "pageOffset", "page_offset", "_getpagesoffset", "startAt", "start_at",
+})
+"""Argument names under which a call asks for one page of a listing (its number or offset)."""
+_PAGE_STRINGS = 3
+
+
+def page_number(args: dict[Any, Any]) -> int | None:
+    """The page (or offset) a call asks for, when it names one by a :data:`PAGE_KEYS`
+    argument holding a number (or a decimal string)."""
+    for key in PAGE_KEYS.intersection(args):
+        value = args[key]
+        if type(value) is int:
+            return value
+        if type(value) is str and value.isdecimal() and len(value) <= 12:
+            return int(value)
+    return None
+
+
+def _page_base(tool: str, args: dict[Any, Any]) -> int:
+    """A code of a call with its page arguments taken out: the listing it pages through."""
+    rest = {str(k): v for k, v in args.items() if k not in PAGE_KEYS}
+    try:
+        encoded = _encoder.encode(rest)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return zlib.crc32(encoded, zlib.crc32(tool.encode("utf-8", "surrogatepass"))) or 1
+
+
+def empty_page(payload: Any, depth: int = 0) -> bool:
+    """Whether a structured answer (a JSON value, or JSON text) is a page with nothing on
+    it: its lists all empty (at least one, at most two levels down), its other values
+    numbers, booleans or nulls and at most three short strings (``{"people": [],
+    "pagination": {"page": 7, "total_pages": 6}}``, ``{"code": 200, "msg": "success",
+    "data": {"total": 1843, "pageNo": 20, "list": []}}``)."""
+    if depth == 0 and type(payload) is str:
+        if len(payload) > 1024 or payload[:1] not in ("{", "["):
+            return False
+        try:
+            payload = _json_decoder.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+    return _empty_page(payload, 0) > 0
+
+
+def _empty_page(value: Any, depth: int) -> int:
+    """Empty lists found (-1: something on the page)."""
+    kind = type(value)
+    if kind is list:
+        return 1 if not value else -1
+    if kind is not dict or depth > 2 or len(value) > 12:
+        return -1
+    empties = strings = 0
+    for item in value.values():
+        kind = type(item)
+        if kind is list or kind is dict:
+            found = _empty_page(item, depth + 1)
+            if found < 0:
+                return -1
+            empties += found
+        elif kind is str:
+            strings += 1
+            if strings > _PAGE_STRINGS or len(item) > 64:
+                return -1
+        elif item is not None and kind is not int and kind is not float and kind is not bool:
+            return -1
+    return empties
+
 def _encodable(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -769,6 +851,13 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     then a code of the names), oldest first."""
     found_urls: bytearray = bytearray()
     """The addresses searches found, 4 bytes each (``FOUND_URLS`` at most), oldest first."""
+    page_base: int = 0
+    """The listing the latest call that asked for a page pages through (``_page_base``)."""
+    page_at: int = 0
+    """The page (or offset) it asked for."""
+    page_step: int = 0
+    """Call key (32 bits) of the latest call that asked for another page of the same
+    listing, until its answer: an empty page there is nothing found."""
     round_calls: int = 0
     """Calls of the current round: those sent since a result last came (``ROUND_LIMIT`` at most)."""
     round_left: int = 0
@@ -851,9 +940,18 @@ class ResultStall(Signal):
                 reads += _pack_read(
                     call.key & _M32, zlib.crc32(names.encode("utf-8", "surrogatepass")) or 1
                 )
+        args = call.args  # (a JSON object sent as a string is read as that object)
+        if type(args) is dict and not PAGE_KEYS.isdisjoint(args):
+            # The next page of the same listing (only its page argument changed): a page
+            # with nothing on it is nothing found (on_result), as a search's empty answer.
+            page = page_number(args)
+            if page is not None:
+                base = _page_base(call.tool, args)
+                step = base == state.page_base and page != state.page_at
+                state.page_step = (call.key & _M32) or 1 if step else 0
+                state.page_base, state.page_at = base, page
         # What the answer may echo back: the call's longer strings, kept for the newest
         # call only (the usual case: its answer comes next) until that answer comes.
-        args = call.args  # (a JSON object sent as a string is read as that object)
         if type(args) is not dict or call.runner:
             # A command runner's output quoting its command is a transcript, not an echo.
             if state.echo:
@@ -965,6 +1063,13 @@ class ResultStall(Signal):
             if flags & FLAG_SEARCH and found_nothing(result.event.result):
                 # {"query": "blue shoe", "results": []}: the echoed query differs on every
                 # rewording, the answer does not; like an empty output, nothing found.
+                cached = _FOUND_NOTHING
+        if state.page_step and key and (key & _M32 or 1) == state.page_step:
+            state.page_step = 0
+            if not result.failed and empty_page(result.event.result):
+                # Page 21 of a listing that ended at page 19: nothing on it, whatever page
+                # number and totals the answer repeats. (Not kept in the codes: it depends
+                # on the call before.)
                 cached = _FOUND_NOTHING
         if (
             flags & FLAG_SEARCH and outcome and not result.failed and cached is not _FOUND_NOTHING
