@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from streamguard.engine import Engine
-from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
+from streamguard.events import Alert, FinalAnswer, Text, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.chat_stall import similarity, sketch
 from streamguard.watchdog import Watchdog
@@ -240,6 +240,12 @@ def test_an_announced_act_that_is_then_made_is_work() -> None:
     "I'll search for that too if you want.",
     "Here's the plan: I'll query the metrics, then the logs. Let me know if that works.",
     "Proceeding with the migration as-is would drop the column.",
+    # a state, an apology or a feeling, not an act under way
+    "I'm sorry, cancelling is not possible right now.",
+    "I'm afraid the store is closed right now.",
+    "Everything is done now. Anything else?",
+    "Your order is now cancelled.",
+    "I'm waiting for the payment to clear now.",
 ])
 def test_what_is_no_announced_act(text: str) -> None:
     def rules(texts: list[str]) -> list[str]:
@@ -299,3 +305,52 @@ def test_a_message_with_a_lone_surrogate_still_snapshots() -> None:
     data = engine.snapshot("c")
     assert data is not None
     assert Engine(parse_policy_set(WARN)).restore("c", data) is not None
+
+
+SERVICE_PROMISES = [
+    "Sure! I'm cancelling your order HK-40918227 right now. This will just take a moment.",
+    "I'm processing the cancellation for HK-40918227 now. You'll get a confirmation shortly!",
+    "Yes, I'm on it. The cancellation request is being submitted.",
+    "Absolutely, I'll cancel it right now before dispatch. One moment please.",
+    "Of course! Cancelling order HK-40918227 now.",
+    "Let me check the balcony availability for your sailing.",
+]
+
+
+@pytest.mark.parametrize("start", [0, 1, 2, 3])
+def test_a_service_agent_announcing_an_act_under_way_turn_after_turn_warns(start: int) -> None:
+    """A support agent saying turn after turn that it is cancelling the order, and never
+    calling the tool that would: acts under way ("I'm cancelling ... right now",
+    "Cancelling ... now", "I'm on it") and a service's acts (cancel, check) are announced
+    acts too."""
+    got = hits(promise_turns(SERVICE_PROMISES[start:start + 3]))
+    assert [a.detail["rule"] for _, a in got] == ["promised_without_acting"]
+
+
+def promise_answers(texts: list[str], also_as_text: bool) -> list[Any]:
+    """promise_turns, the agent's words sent as each turn's final answer (and, with
+    ``also_as_text``, as an assistant text first)."""
+    trace: list[Any] = [TurnStart(session="c", turn=0),
+                        ToolCall(session="c", tool="list_events", args={"day": "Thu"}, call_id="r"),
+                        ToolResult(session="c", tool="list_events", call_id="r", result="[]")]
+    for turn, text in enumerate(texts, 1):
+        trace += [TurnStart(session="c", turn=turn),
+                  Text(session="c", role="user", text="please create them", turn=turn)]
+        if also_as_text:
+            trace.append(Text(session="c", text=text, turn=turn))
+        trace.append(FinalAnswer(session="c", text=text, turn=turn))
+    return [*trace, TurnStart(session="c", turn=len(texts) + 1)]
+
+
+def test_a_final_answer_is_a_message_to_the_user() -> None:
+    texts = ["On it! I'm adding the 12 events now.", "Sorry - I'm creating them right now.",
+             "Yes! I'm creating the events now, starting with Alvarez."]
+    assert [a.detail["rule"] for _, a in hits(promise_answers(texts, False))] == ["promised_without_acting"]
+
+
+def test_a_final_answer_repeating_the_turns_text_is_one_message() -> None:
+    """A runtime that sends the words as a text and again as the final answer: one
+    message a turn, so two turns of one question are two askings, not four."""
+    question = ["Could you confirm the date of the conference, please?"] * 2
+    assert hits(promise_answers(question, True)) == []
+    assert [a.detail["rule"] for _, a in hits(promise_answers(question * 2, True))] == ["repeated_message"]

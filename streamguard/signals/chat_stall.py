@@ -5,8 +5,9 @@ What it catches
     question turn after turn ("Could you confirm your booking reference?"),
     rephrased a little each time, or they keep replying without ever doing
     anything. Every other detector reads calls or results and sees nothing. This
-    one reads the agent's own messages (assistant ``text`` events; reasoning,
-    user and tool text never count):
+    one reads the agent's own messages (assistant ``text`` events, and the turn's
+    ``final_answer``, which some runtimes send instead: once, when it repeats the
+    turn's latest text; reasoning, user and tool text never count):
 
     * *repeated message*: a message near-identical to one of the agent's last
       ``memory`` messages. Messages are compared by a MinHash sketch (the 8
@@ -26,7 +27,9 @@ What it catches
     * *promising without acting*: ``promised_turns`` turns in a row (default 3) that
       each ended on a message announcing an act ("I'll now update the migration",
       "let me get to it", "I'm applying the fix now", an analyst's "I'll query the
-      connection metrics", "Next step: ...": :data:`PROMISE`; not what a model does in
+      connection metrics", "Next step: ...", a service agent's "let me check the
+      availability", or an act under way, "I'm cancelling your order right now",
+      "Cancelling it now", "I'm on it": :data:`PROMISE`; not what a model does in
       its own text, a draft or a calculation, nor an offer, "I'll look into it if you
       want") with no tool
       call in the turn, in a session where the agent has made a tool call. The user
@@ -79,7 +82,7 @@ from typing import Annotated, Any, ClassVar
 from msgspec import Meta, Struct
 
 from ..canonical import truncate_middle
-from ..events import Text
+from ..events import FinalAnswer, Text
 from .base import CallView, Finding, Signal, SignalConfig
 
 SIGNAL_ID = "chat-stall"
@@ -99,9 +102,19 @@ PROMISE = re.compile(
     r"|make (?:the|this|that|these|those) (?:change|edit|fix)|run (?:the|it|them|this|these)"
     # the acts of an analyst or an operator through tools: a query run, figures gathered
     # (not what a model does in its own text: a draft, a calculation, an analysis)
-    r"|query|retrieve|look (?:up|into)|gather|pull|fetch|search|investigate)\b"
+    r"|query|retrieve|look (?:up|into)|gather|pull|fetch|search|investigate"
+    # the acts of a service agent through its back office: an order cancelled, a slot
+    # booked, a form submitted, an availability checked
+    r"|cancel|book|reserve|submit|send|process|schedule|place|check|initiate|finali[sz]e"
+    r"|file|refund|issue|transfer|set up|arrange)\b"
     r"|\b(?:making|applying|editing|implementing|modifying|gathering|querying|pulling"
     r"|running) (?:the|this|that|these|it)\b[^.\n]{0,40}\bnow\b"
+    # an act under way as the turn ends: "I'm cancelling your order right now",
+    # "Processing the cancellation now", "I'm on it"
+    r"|\bI['\u2019]m (?:now |just |going ahead and )?(?!sorry|afraid|glad|happy|unable|not\b"
+    r"|still|waiting|hoping|looking forward)[a-z]+ing\b[^.!?\n]{0,60}\b(?:right )?(?:now|away)\b"
+    r"|(?:^|[.!]\s+)(?![A-Z][a-z]*thing\b|During\b)[A-Z][a-z]+ing\b[^.!?\n]{0,60}\bnow\b"
+    r"|\bI['\u2019]ll (?:[a-z]+ ){1,5}?(?:right now|right away)\b|\bI['\u2019]m on it\b"
     r"|^(?:proceeding[.!]|next step:)"
 )
 """A message that announces an act of the agent's own ("I'll now update", "let me get to
@@ -121,6 +134,11 @@ question, not a promise broken."""
 PROMISE_HEAD, PROMISE_TAIL = 200, 120
 """Characters at a message's start, and at its end, read for an announced act ("I'll now
 update the migration: ...", a plan, then "I'll apply it now")."""
+
+
+def _said(text: str) -> int:
+    """A code of a message (its length and its first :data:`TEXT_LIMIT` characters)."""
+    return (zlib.crc32(text[:TEXT_LIMIT].encode("utf-8", "surrogatepass")) ^ len(text)) or 1
 
 
 def sketch(text: str) -> bytes:
@@ -206,6 +224,9 @@ class ChatStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Turns in a row since the last tool call that ended on an announced act."""
     turn_acted: bool = False
     """A tool call was made in the current turn (its messages are then no promise unkept)."""
+    said: int = 0
+    """A code of the turn's latest message (:func:`_said`): a final answer that repeats it
+    is the same message, not a second one."""
 
 
 class ChatStall(Signal):
@@ -271,6 +292,8 @@ class ChatStall(Signal):
         # monologue. Sketches persist: the same question asked turn after turn is the
         # repeated-message rule's case.
         state.messages = 0
+        if state.said:
+            state.said = 0
         if state.turn_acted:
             state.turn_acted = False
         last = state.last
@@ -295,11 +318,25 @@ class ChatStall(Signal):
             return self._finding("promised_without_acting", state.promises, "")
         return None
 
+    def on_final_answer(self, state: Any, event: FinalAnswer) -> Finding | None:
+        # The turn's answer to the user is a message to the user: runtimes that send the
+        # assistant's words only as the turn's final answer are read like the others.
+        # One that sends both sends one message: the answer repeating the turn's latest
+        # message is not read twice.
+        text = event.text
+        if not text or text.isspace() or _said(text) == state.said:
+            return None
+        return self._text(state, text)
+
     def on_text(self, state: Any, event: Text) -> Finding | None:
         text = event.text
         if text is None:
             state.messages += 1
             return None  # only a length: nothing to compare
+        return self._text(state, text)
+
+    def _text(self, state: Any, text: str) -> Finding | None:
+        state.said = _said(text)
         if self.promised_turns and state.acted and not state.turn_acted:
             # Kept, not read: only the turn's last message counts, read when the turn ends.
             last = (
