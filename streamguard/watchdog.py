@@ -109,6 +109,7 @@ from .signals.facts import (
     is_code_tool,
     mcp_answer,
     name_words,
+    names_no_act,
     plain_facts,
     runner_facts,
 )
@@ -538,6 +539,10 @@ class Watchdog:
             named = kind
             if named is None and self._classify is not None:
                 named = self._classify(tool)
+                if named is None and "search" in name_words(tool) and names_no_act(tool):
+                    # A search named with the word in the middle (LangChain's
+                    # `tavily_search_results_json`): a search, as `*_search` is.
+                    named = "resolve"
             elif named == "read" and "search" in name_words(tool):
                 # A search the runtime calls a read (`kind: "read"` on `tavily_search`) is
                 # still a search: a search reads. (Named so, not by every resolve pattern:

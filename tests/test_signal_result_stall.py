@@ -989,6 +989,23 @@ def test_a_search_the_runtime_calls_a_read_is_still_a_search() -> None:
     assert hits(empty) != []
 
 
+@pytest.mark.parametrize(("tool", "search"), [
+    ("tavily_search_results_json", True),  # LangChain's name: the word in the middle
+    ("web_search_preview", True),
+    ("vector_search_upsert", False),  # the verb of an act in the name: no search
+    ("researcher_notes", False),  # "researcher" is no "search"
+])
+def test_a_tool_named_a_search_in_the_middle_is_a_search(tool: str, search: bool) -> None:
+    """An unclassified name with the word "search" among its words: its empty answers,
+    the query echoed, are nothing found again and again, as a search's are."""
+    empty: list[Any] = []
+    for n in range(12):
+        query = f"Le Maire Europe qui produit {word(n)}"
+        empty += [ToolCall(session="s", tool=tool, args={"input": query}),
+                  ToolResult(session="s", tool=tool, result={"query": query, "results": []})]
+    assert (hits(empty) != []) is search
+
+
 def test_the_pages_searches_found_are_remembered_within_bounds() -> None:
     from streamguard.signals.result_stall import FOUND_URLS
 
