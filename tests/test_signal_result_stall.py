@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -1140,3 +1141,34 @@ def test_an_empty_page_of_another_listing_is_not_the_next_page() -> None:
         trace += step("list_invoices", {"customer": f"cus-{word(n)}", "page": 2},
                       {"invoices": [], "page": 2})
     assert hits(trace) == []
+
+
+def test_an_error_that_differs_only_in_its_request_id_is_the_same_failure() -> None:
+    """A rejected contact re-sent with cosmetic changes: HubSpot's error names a new
+    correlation id each time, the failure is the same."""
+    trace: list[Any] = []
+    for n in range(12):
+        digest = hashlib.md5(bytes([n])).hexdigest()  # a new request id on every attempt
+        request = f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:]}"
+        trace += step("hubspot_create_contact", {"properties": {"email": "h.w@x..co.uk", "note": word(n)}},
+                      error='DataError: [400] Property values were not valid: [{"isValid":false,'
+                            '"message":"Email address h.w@x..co.uk is invalid"}] (category: '
+                            f"VALIDATION_ERROR, correlationId: {request})")
+    assert hits(trace) != []
+    # errors that differ in what they say are not one failure, ids or not
+    distinct = [e for n in range(12) for e in step(
+        "hubspot_create_contact", {"properties": {"email": f"{word(n)}@x..co.uk"}},
+        error=f"DataError: [400] Property {word(n)} invalid (correlationId: {n:08x}-f88c-73ea-579a-a870ee87d791)")]
+    assert hits(distinct) == []
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ("correlationId: c2347299-f88c-73ea-579a-296cde72a285", True),
+    ("trace 4bf92f3577b34da6a3ce929d0e0e4736 failed", True),
+    ("commit deadbeefcafe", False),  # twelve hex letters and no digit: a word, not an id
+    ("sha 1234567890123456", False),  # digits alone: masked as digits anyway
+])
+def test_opaque_ids_in_errors(text: str, masked: bool) -> None:
+    from streamguard.signals.result_stall import _OPAQUE_ID
+
+    assert (_OPAQUE_ID.search(text) is not None) is masked

@@ -102,6 +102,10 @@ What it catches
       phrase, halted 30 calls before the budget ran out), halts three sooner
       (by 1 to 3 calls), and changes no normally ended session and no judged
       not-loop;
+    * a failure's opaque ids are not news: a UUID or a run of 16 to 64 lower-case hex
+      digits (``correlationId: c2347299-f88c-...``, a trace id) in an error is masked,
+      so a rejected request re-sent with cosmetic changes, answered each time by the
+      same error under a new correlation id, is one failure again and again;
     * what a failure echoes of its call is not news: the newest call's longer
       argument strings (6 to 256 characters; arguments sent as a JSON object in
       a string are read as that object) are masked in its error, longest first
@@ -326,6 +330,12 @@ QUOTE_SPAN = 256
 messages quote the term they could not find)."""
 _QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`")
 _SHELL_LINE = re.compile(r"\bline \d+")
+_OPAQUE_ID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    r"|\b(?=[0-9a-f]{0,63}[a-f])(?=[0-9a-f]{0,63}[0-9])[0-9a-f]{16,64}\b"
+)
+"""Opaque ids in an error: a UUID, or a run of 16 to 64 lower-case hex digits with a
+letter and a digit (a request, trace or correlation id)."""
 TARGET_SPAN = 512
 """Characters of a command line searched for the files and URLs it reads."""
 READS = 8
@@ -1110,6 +1120,10 @@ class ResultStall(Signal):
                             return self._stale(state, _NOTHING, result, b"(nothing found)")
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
+            if result.failed:
+                # A request's own id in its error ("correlationId: c2347299-f88c-..."),
+                # new on every attempt, is no news of what failed.
+                text = _OPAQUE_ID.sub("ID", text)
             echoed = False
             for value in echo:
                 if value in text:
