@@ -193,7 +193,7 @@ Memory: 128 templates (``memory``), first in, first out; 4 bytes each in one
 The newest call's echo until its answer comes: at most 4 values of at most 256
 characters, with its key. The names of the last 8 calls that named what they read
 (``READS``), 8 bytes each, so that the results of parallel reads find their own. The
-current round of calls: four counters and two flags. The latest call that asked for a
+current round of calls: three counters and two flags. The latest call that asked for a
 page: two codes and its page.
 
 Severity: critical, session scope
@@ -871,13 +871,12 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     round_calls: int = 0
     """Calls of the current round: those sent since a result last came (``ROUND_LIMIT`` at most)."""
     round_left: int = 0
-    """Calls of the current round not answered yet."""
+    """Calls of the current round not answered yet. Fewer than ``round_calls``: an answer
+    came since the round's first call, so the next call starts a round."""
     round_steps: int = 0
     """Stale or news answers in the current round (its bits of ``mask``)."""
     round_news: bool = False
     """An answer of the current round was news."""
-    answered: bool = False
-    """A result came since the last call: the next call starts a round."""
     held: bool = False
     """A trip reached inside an unfinished round of parallel calls, judged when it ends."""
 
@@ -922,12 +921,14 @@ class ResultStall(Signal):
         # Rounds: the calls sent together before any answer came (parallel calls) are
         # judged as one (_end_round). A call after an answer starts the next round.
         finding = None
-        if state.answered or not state.round_calls:
-            if state.round_left and state.round_calls > 1:
+        calls = state.round_calls
+        if state.round_left < calls or not calls:
+            if state.round_left and calls > 1:
                 # Some of the last round's calls were never answered: it ends here.
                 finding = self._end_round(state)
-            state.answered = False
-            state.round_calls, state.round_left = 1, 1
+            if calls != 1:
+                state.round_calls = 1
+            state.round_left = 1
             if state.round_steps:
                 state.round_steps = 0
             if state.round_news:
@@ -987,7 +988,6 @@ class ResultStall(Signal):
         return finding
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
-        state.answered = True
         if state.round_calls < 2:
             if state.round_left:
                 state.round_left = 0
