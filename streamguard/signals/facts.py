@@ -169,6 +169,7 @@ _COMMAND_KEYS = (
     "command_line",
 )
 _ARGV_KEYS = ("args", "arguments", "argv")
+_ARGV_KEY_SET = frozenset(_ARGV_KEYS)
 _PROGRAM_KEYS = ("program", "executable", "command", "cmd", "file")
 """A runner's call in the exec shape: the program under one of these keys, its argument
 list under one of :data:`_ARGV_KEYS`."""
@@ -340,7 +341,7 @@ def command_text(args: object) -> str | None:
     if isinstance(args, str):
         return args
     if isinstance(args, dict):
-        if len(args) > 1:
+        if len(args) > 1 and not _ARGV_KEY_SET.isdisjoint(args):
             # The exec shape: a program and its argument list apart (`{"program": "sleep",
             # "arguments": ["90"]}`, `{"command": "git", "args": ["status"]}`), as a
             # process is spawned; read as the line they make.
