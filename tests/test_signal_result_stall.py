@@ -970,13 +970,48 @@ def test_reworded_web_searches_that_find_only_pages_found_before_are_a_stall() -
     hunt: list[Any] = []
     for n in range(14):
         rotated = SITES[n % 5:] + SITES[: n % 5]
-        hunt += web_search(f"IEC 62443-4-3 {word(n)}", rotated[:5])
+        hunt += web_search(f"IEC 62443-4-3 security requirements {word(n)}", rotated[:5])
     assert hits(hunt) != []
     # a real survey finds new pages with every query, among some already found
     survey: list[Any] = []
     for n in range(14):
         survey += web_search(f"62443 part {word(n)}", [*SITES[:3], f"https://news{n}.example.com/a"])
     assert hits(survey) == []
+
+
+def test_questions_answered_from_the_same_few_documents_are_no_stall() -> None:
+    """A security questionnaire answered from a knowledge base of a few documents: every
+    question finds the same handbook and report (other passages of them). The questions
+    share no words: each is the next question, not the last one reworded."""
+    questions = ["encryption at rest", "MFA for employees", "access reviews frequency",
+                 "background checks", "security awareness training", "penetration testing",
+                 "vulnerability scanning", "patch management SLA", "logging retention",
+                 "incident response plan", "disaster recovery objectives", "subprocessor list",
+                 "data residency", "password policy"]
+    sweep: list[Any] = []
+    for question in questions:
+        sweep += web_search(question, SITES[:2])
+    assert hits(sweep) == []
+    # the same documents for one question reworded again and again: a stall
+    hunt: list[Any] = []
+    for n in range(14):
+        hunt += web_search(f"student discount policy for {word(n)}", SITES[:2])
+    assert hits(hunt) != []
+
+
+@pytest.mark.parametrize(("earlier", "query", "reworded"), [
+    (["Bruno Le Maire Europe qui produit Le Monde 2019"], "Le Maire une Europe qui produit interview", True),
+    (["encryption at rest"], "encryption in transit TLS version", False),
+    (["student discount"], "students", False),  # one word: too little to tell
+    ([], "anything at all", False),
+])
+def test_reworded_searches(earlier: list[str], query: str, reworded: bool) -> None:
+    from streamguard.signals.result_stall import QUERY_WORDS, _query_words, _reworded
+
+    queries = bytearray()
+    for text in earlier:
+        queries += _query_words({"query": text}).ljust(2 * QUERY_WORDS, b"\0")
+    assert _reworded(_query_words({"query": query}), queries) is reworded
 
 
 def test_a_search_the_runtime_calls_a_read_is_still_a_search() -> None:

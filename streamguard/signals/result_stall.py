@@ -27,8 +27,11 @@ What it catches
     output, since an API that echoes the query would make every rewording
     look new. So is a web search's answer that names only addresses the session's
     searches found before (``FOUND_URLS`` of them remembered; at least two in the
-    answer): reworded searches for a standard that does not exist, each answered by the
-    same five pages in another order, find nothing new. A failure whose
+    answer), when the search rewords a recent one (it shares at least two and a
+    third of its words with one of the last ``QUERIES`` searches): reworded searches
+    for a standard that does not exist, each answered by the same five pages in
+    another order, find nothing new, while a questionnaire answered question by
+    question from the same few documents asks something new each time. A failure whose
     error says only ``exit code 1`` is read with the output it came with. A step
     is *stale* when its template was already received in this session. The
     signal counts consecutive stale steps and trips at the threshold. A result
@@ -618,6 +621,43 @@ FOUND_URLS = 64
 _FOUND_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\{}|^`]{3,512}")
 
 
+QUERIES, QUERY_WORDS = 4, 8
+"""Recent searches whose words are kept, and words kept of each (``_query_words``)."""
+_QUERY_WORD = re.compile(r"[^\W\d_]{3,}")
+_QUERY_STOP = frozenset({
+    "the", "and", "for", "with", "from", "what", "how", "are", "does", "this", "that", "site",
+})
+
+
+def _query_words(args: Any) -> bytes:
+    """A search's words: 16-bit codes of the words of at least three letters of its string
+    arguments (the first 256 characters, lower-cased, common words left out), the
+    :data:`QUERY_WORDS` smallest, two bytes each."""
+    if type(args) is dict:
+        text = " ".join(v for v in islice(args.values(), ECHO_FIELDS) if type(v) is str)
+    else:
+        text = args if type(args) is str else ""
+    words = {w for w in _QUERY_WORD.findall(text[:256].lower()) if w not in _QUERY_STOP}
+    codes = sorted({(zlib.crc32(w.encode("utf-8", "surrogatepass")) & 0xFFFF) or 1 for w in words})
+    return b"".join(c.to_bytes(2, "little") for c in codes[:QUERY_WORDS])
+
+
+def _reworded(words: bytes, queries: bytearray) -> bool:
+    """Whether a search shares most of its words (at least two, at least half) with one of
+    the recent searches: the same hunt in other words, not the next question."""
+    if not words:
+        return False
+    mine = {words[i : i + 2] for i in range(0, len(words), 2)}
+    need = max(2, (len(mine) + 2) // 3)
+    slot = 2 * QUERY_WORDS
+    for at in range(0, len(queries), slot):
+        entry = queries[at : at + slot]
+        other = {bytes(entry[i : i + 2]) for i in range(0, slot, 2)} - {b"\0\0"}
+        if len(mine & other) >= need:
+            return True
+    return False
+
+
 def _found_only_known(state: Any, payload: Any) -> bool:
     """Whether a search's answer names at least two addresses and every one was found by
     the session's searches before; the new ones are remembered."""
@@ -861,6 +901,10 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     then a code of the names), oldest first."""
     found_urls: bytearray = bytearray()
     """The addresses searches found, 4 bytes each (``FOUND_URLS`` at most), oldest first."""
+    queries: bytearray = bytearray()
+    """The words of the last ``QUERIES`` searches (``_query_words``), 16 bytes each."""
+    reworded: bool = False
+    """The latest search shares most of its words with one before it (``_reworded``)."""
     page_base: int = 0
     """The listing the latest call that asked for a page pages through (``_page_base``)."""
     page_at: int = 0
@@ -952,6 +996,16 @@ class ResultStall(Signal):
                     call.key & _M32, zlib.crc32(names.encode("utf-8", "surrogatepass")) or 1
                 )
         args = call.args  # (a JSON object sent as a string is read as that object)
+        if call.search:
+            # Its words, for whether it rewords a recent search (_found_only_known's rule).
+            words = _query_words(args)
+            queries = state.queries
+            reworded = _reworded(words, queries)
+            if reworded is not state.reworded:
+                state.reworded = reworded
+            if len(queries) >= QUERIES * 2 * QUERY_WORDS:
+                del queries[: 2 * QUERY_WORDS]
+            queries += words.ljust(2 * QUERY_WORDS, b"\0")
         if type(args) is dict and not PAGE_KEYS.isdisjoint(args):
             # The next page of the same listing (only its page argument changed): a page
             # with nothing on it is nothing found (on_result), as a search's empty answer.
@@ -1083,11 +1137,13 @@ class ResultStall(Signal):
                 cached = _FOUND_NOTHING
         if (
             flags & FLAG_SEARCH and outcome and not result.failed and cached is not _FOUND_NOTHING
-            and _found_only_known(state, result.event.result)
+            and _found_only_known(state, result.event.result) and state.reworded
         ):
             # A web search reworded again and again that finds only pages it found before
-            # (in another order): nothing found, like an empty answer. (Not kept in the
-            # codes: it depends on the session.)
+            # (in another order): nothing found, like an empty answer. Not the next question
+            # of a questionnaire answered from the same few documents: only a search that
+            # shares most of its words with a recent one. (Not kept in the codes: it
+            # depends on the session.)
             cached = _FOUND_NOTHING
         if cached is None:
             if result.failed:
