@@ -1207,3 +1207,20 @@ def test_opaque_ids_in_errors(text: str, masked: bool) -> None:
     from streamguard.signals.result_stall import _OPAQUE_ID
 
     assert (_OPAQUE_ID.search(text) is not None) is masked
+
+
+def test_pages_asked_through_an_http_tools_params_are_pages() -> None:
+    """An HTTP tool whose page number sits in its `params`: the same listing, pages 7,
+    8, 9... of six, each empty, is a walk past the end; twelve listings' first pages
+    (another filter each time) are not."""
+    def get(page: int, line: str = "commercial", rows: int = 0) -> list[Any]:
+        return step("ams_get_policies",
+                    {"method": "GET", "url": "https://api.example/v2/policies",
+                     "params": {"lob_type": line, "page": page, "per_page": 50}},
+                    {"data": [{"policy_id": f"P-{page}-{i}"} for i in range(rows)], "page": page,
+                     "lob_type": line, "total_pages": 6, "has_more": page < 6})
+    walk = [e for page in range(1, 7) for e in get(page, rows=3)]
+    walk += [e for page in range(7, 16) for e in get(page)]
+    assert hits(walk) == [14]  # the eighth page past the end
+    firsts = [e for n in range(12) for e in get(1, line=word(n))]
+    assert hits(firsts) == []

@@ -136,7 +136,8 @@ What it catches
     * a page past the end of a listing is nothing found: a call that asks for
       another page of the listing the call before it paged through (only its page
       argument changed: ``page``, ``pageNo``, ``offset``, ``skip``, ``start``...,
-      ``PAGE_KEYS``) answered by a page with nothing on it (``empty_page``: its lists
+      ``PAGE_KEYS``, among its arguments or those of one object among them, an HTTP
+      tool's ``params``) answered by a page with nothing on it (``empty_page``: its lists
       all empty, beside numbers and at most three short strings, ``{"people": [],
       "pagination": {"page": 7, "total_pages": 6}}``) is read like a search's empty
       answer, whatever page number and totals it repeats; Apollo's people asked for
@@ -730,9 +731,23 @@ def page_number(args: dict[Any, Any]) -> int | None:
     return None
 
 
-def _page_base(tool: str, args: dict[Any, Any]) -> int:
+def page_args(args: dict[Any, Any]) -> dict[Any, Any] | None:
+    """The arguments that name a page: the call's own, or those of one object among them
+    (an HTTP tool's ``params`` or ``query``: ``{"url": ..., "params": {"page": 7}}``)."""
+    if not PAGE_KEYS.isdisjoint(args):
+        return args
+    for value in islice(args.values(), ECHO_FIELDS):
+        if type(value) is dict and not PAGE_KEYS.isdisjoint(value):
+            return value
+    return None
+
+
+def _page_base(tool: str, args: dict[Any, Any], paged: dict[Any, Any]) -> int:
     """A code of a call with its page arguments taken out: the listing it pages through."""
-    rest = {str(k): v for k, v in args.items() if k not in PAGE_KEYS}
+    rest = {
+        str(k): ({str(i): w for i, w in v.items() if i not in PAGE_KEYS} if v is paged else v)
+        for k, v in args.items() if not (paged is args and k in PAGE_KEYS)
+    }
     try:
         encoded = _encoder.encode(rest)
     except (TypeError, ValueError, OverflowError):
@@ -1006,12 +1021,13 @@ class ResultStall(Signal):
             if len(queries) >= QUERIES * 2 * QUERY_WORDS:
                 del queries[: 2 * QUERY_WORDS]
             queries += words.ljust(2 * QUERY_WORDS, b"\0")
-        if type(args) is dict and not PAGE_KEYS.isdisjoint(args):
+        paged = page_args(args) if type(args) is dict else None
+        if paged is not None:
             # The next page of the same listing (only its page argument changed): a page
             # with nothing on it is nothing found (on_result), as a search's empty answer.
-            page = page_number(args)
+            page = page_number(paged)
             if page is not None:
-                base = _page_base(call.tool, args)
+                base = _page_base(call.tool, args, paged)
                 step = base == state.page_base and page != state.page_at
                 state.page_step = (call.key & _M32) or 1 if step else 0
                 state.page_base, state.page_at = base, page
