@@ -53,11 +53,16 @@ UNDER_WAY = [
     # parts done beside a status under way: a CI run whose lint job completed
     {"status": "in_progress", "jobs": [{"name": "lint", "status": "completed", "conclusion": "success"},
                                        {"name": "test", "status": "in_progress", "conclusion": ""}]},
+    # counts named by words of an end: how many, not that it ended
+    {"column_id": "col_lev", "status": "running", "cells_complete": 0, "cells_total": 22},
+    {"status": "running", "failed": 0, "succeeded": 3, "active": 2},
+    '{"state": "RUNNING", "errors": 0}',
 ]
 NOT_UNDER_WAY = [
     '{"status": "failed", "reason": "OOM"}',
     {"status": "running", "last_error": "disk full"},
     '{"state": "processing", "completed": true}',
+    {"status": "running", "failed": 2},  # failures counted: something went wrong
     # the answer's own status says it ended, whatever its parts say
     {"status": "done", "children": [{"status": "pending"}]},
     '{"status": "completed", "conclusion": "success", "deployments": [{"state": "waiting"}]}',

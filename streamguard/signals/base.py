@@ -739,6 +739,12 @@ _FAILED = re.compile(rf"(?i){_FAILED_WORDS}")
 """The words of :data:`_FINISHED` that say something went wrong: beside one, a part still
 running is no poll's answer (a run with a failed job is over, whatever else is running)."""
 _DONE = re.compile(rf"(?i){_DONE_WORDS}")
+_COUNT_KEY = re.compile(
+    rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*\d"
+    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*0\b(?!\.\d*[1-9])"
+)
+"""A key holding a count, named by a word of an end: of work done, any number
+(``"cells_complete": 0``, ``"succeeded": 3``); of failures, zero (``"failed": 0``)."""
 _DONE_VALUE = re.compile(rf"(?i)[:=]\s*[\"']?(?:{_DONE_WORDS})")
 """Words of a good end, anywhere, and as a field's value (``"status": "completed"``: a part
 done); as a key or in prose (``"completed": true``, "job 42 done") they say it is over."""
@@ -784,7 +790,9 @@ def says_in_progress(result: ResultView) -> bool:
     under way (``{"status": "processing"}``, ``State: RUNNING``, "the export is still
     queued", a pod listing whose rows are ``Pending``) and says nothing of a failure (no
     failure, error, cancellation, time-out, crash...: one such word anywhere and it is
-    not). Words of a good end (success, completion) as other fields' values beside the
+    not). A count named by a word of an end (``"cells_complete": 0``, ``"succeeded": 3``;
+    of failures, only zero: ``"failed": 0``) says how many, and is read as no word at all.
+    Words of a good end (success, completion) as other fields' values beside the
     status are parts done (a CI run whose lint job's status is "completed" while its
     tests' is "in_progress"); as a key or in prose (``"completed": true``), or with no
     status under way, they say the work is over.
@@ -812,6 +820,10 @@ def says_in_progress(result: ResultView) -> bool:
             except (TypeError, ValueError, OverflowError, RecursionError):
                 text = None
     progress = 1
+    if text and len(text) <= PROGRESS_TEXT_LIMIT and '":' in text and _COUNT_KEY.search(text):
+        # Counts named by the words of an end ("cells_complete": 0, "failed": 0) say how
+        # many, not that the work ended: read without them.
+        text = _COUNT_KEY.sub("#", text)
     if text and len(text) <= PROGRESS_TEXT_LIMIT and _FAILED.search(text) is None:
         done = len(_DONE.findall(text))
         if _IN_PROGRESS.search(text) is not None and (
