@@ -57,12 +57,18 @@ UNDER_WAY = [
     {"column_id": "col_lev", "status": "running", "cells_complete": 0, "cells_total": 22},
     {"status": "running", "failed": 0, "succeeded": 3, "active": 2},
     '{"state": "RUNNING", "errors": 0}',
+    # a value that names the step under way; a time of an end not come yet
+    {"id": "dep-d0r8", "status": "build_in_progress", "finishedAt": None},
+    {"StackName": "api", "StackStatus": "UPDATE_IN_PROGRESS"},
+    '{"state": "processing", "completed": false}',
 ]
 NOT_UNDER_WAY = [
     '{"status": "failed", "reason": "OOM"}',
     {"status": "running", "last_error": "disk full"},
     '{"state": "processing", "completed": true}',
     {"status": "running", "failed": 2},  # failures counted: something went wrong
+    {"status": "not_running"},
+    {"status": "build_in_progress", "finishedAt": "2025-12-01T08:03:00Z"},
     # the answer's own status says it ended, whatever its parts say
     {"status": "done", "children": [{"status": "pending"}]},
     '{"status": "completed", "conclusion": "success", "deployments": [{"state": "waiting"}]}',
@@ -592,6 +598,8 @@ def test_a_tool_name_with_no_verb_of_an_act_reads(tool: str, no_act: bool) -> No
     ("book_reservation", True), ("hubspot.updateContact", True), ("slack__post_message", True),
     ("github_merge_pull_request", True), ("write_log", True), ("update_status", True),
     ("set_state", True), ("send_report", True), ("delete_logs", True),
+    ("change_sonar_issue_status", True), ("rerun_workflow", True), ("revert_commit", True),
+    ("restore_snapshot", True),
     ("order_status", False), ("post_list", False), ("transfer_history", False),
     ("bacnet_read_property", False), ("ais_position", False), ("trigger_cache_purge", False),
     ("stagehand_act", False), ("runJob", False),

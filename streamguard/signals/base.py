@@ -719,7 +719,9 @@ _IN_PROGRESS = re.compile(
     # a field's value ("status": "processing", State: RUNNING, {"s": "RUNNING"}) or a
     # sentence that says it is not over (the export is still processing; "nginx is
     # running" is where a service stays, so a bare "is" does not count)
-    rf"(?i:[:=]\s*[\"']?|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
+    # A value may name the step under way first: Render's "build_in_progress",
+    # CloudFormation's UPDATE_IN_PROGRESS (not a negation: "not_running").
+    rf"(?i:[:=]\s*[\"']?(?:(?!not[_-])[a-z]+[_-]){{0,3}}|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
     rf"(?i:{_PROGRESS_WORDS})\b"
 )
 # A listing with a status column whose rows are still coming up (a pod's Running is
@@ -740,11 +742,12 @@ _FAILED = re.compile(rf"(?i){_FAILED_WORDS}")
 running is no poll's answer (a run with a failed job is over, whatever else is running)."""
 _DONE = re.compile(rf"(?i){_DONE_WORDS}")
 _COUNT_KEY = re.compile(
-    rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*\d"
+    rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b)"
     rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*0\b(?!\.\d*[1-9])"
 )
-"""A key holding a count, named by a word of an end: of work done, any number
-(``"cells_complete": 0``, ``"succeeded": 3``); of failures, zero (``"failed": 0``)."""
+"""A key named by a word of an end that says no end: of work done, a count or nothing yet
+(``"cells_complete": 0``, ``"succeeded": 3``, ``"finishedAt": null``, ``"completed":
+false``); of failures, zero (``"failed": 0``)."""
 _DONE_VALUE = re.compile(rf"(?i)[:=]\s*[\"']?(?:{_DONE_WORDS})")
 """Words of a good end, anywhere, and as a field's value (``"status": "completed"``: a part
 done); as a key or in prose (``"completed": true``, "job 42 done") they say it is over."""
@@ -790,8 +793,9 @@ def says_in_progress(result: ResultView) -> bool:
     under way (``{"status": "processing"}``, ``State: RUNNING``, "the export is still
     queued", a pod listing whose rows are ``Pending``) and says nothing of a failure (no
     failure, error, cancellation, time-out, crash...: one such word anywhere and it is
-    not). A count named by a word of an end (``"cells_complete": 0``, ``"succeeded": 3``;
-    of failures, only zero: ``"failed": 0``) says how many, and is read as no word at all.
+    not). A key named by a word of an end that says no end (a count, ``"cells_complete":
+    0``, ``"succeeded": 3``; nothing yet, ``"finishedAt": null``, ``"completed": false``;
+    of failures, only zero: ``"failed": 0``) is read as no word at all.
     Words of a good end (success, completion) as other fields' values beside the
     status are parts done (a CI run whose lint job's status is "completed" while its
     tests' is "in_progress"); as a key or in prose (``"completed": true``), or with no

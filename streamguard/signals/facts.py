@@ -704,11 +704,12 @@ def plain_facts(
 
 _READ_KINDS = frozenset({"read", "resolve", "verify"})
 _WRITE_VERBS = frozenset({
-    "add", "apply", "approve", "archive", "assign", "book", "cancel", "charge", "create",
+    "add", "apply", "approve", "archive", "assign", "book", "cancel", "change", "charge", "create",
     "delete", "deploy", "disable", "drop", "edit", "enable", "grant", "insert", "install",
     "invite", "kill", "lock", "merge", "modify", "move", "patch", "pay", "place", "post",
     "publish", "purge", "push", "put", "reboot", "refund", "register", "reject", "remove",
-    "rename", "reschedule", "reset", "restart", "revoke", "save", "schedule", "send", "set",
+    "rename", "rerun", "reschedule", "reset", "restart", "restore", "revert", "revoke", "save",
+    "schedule", "send", "set",
     "submit", "transfer", "uninstall", "unlock", "update", "upload", "upsert", "write",
 })
 """Verbs whose act changes what is stored somewhere (:func:`names_write`)."""
