@@ -1006,12 +1006,22 @@ def test_questions_answered_from_the_same_few_documents_are_no_stall() -> None:
     ([], "anything at all", False),
 ])
 def test_reworded_searches(earlier: list[str], query: str, reworded: bool) -> None:
-    from streamguard.signals.result_stall import QUERY_WORDS, _query_words, _reworded
+    from streamguard.signals.result_stall import _query_words, _reworded
 
-    queries = bytearray()
-    for text in earlier:
-        queries += _query_words({"query": text}).ljust(2 * QUERY_WORDS, b"\0")
+    queries = tuple(_query_words({"query": text}).to_bytes(32, "little") for text in earlier)
     assert _reworded(_query_words({"query": query}), queries) is reworded
+
+
+def test_the_words_of_recent_searches_survive_a_snapshot() -> None:
+    watchdog = Watchdog(parse_policy_set(WARN).base)
+    state = watchdog.new_state("s")
+    index = [s.id for s in watchdog.signals].index("result-stall")
+    for n in range(6):
+        for event in web_search(f"alpha beta gamma delta epsilon zeta eta theta {word(100 + 37 * n)}", SITES[:2]):
+            watchdog.process(state, event)
+    restored = watchdog.decode_state(watchdog.encode_state(state))
+    assert restored.signals[index].queries == state.signals[index].queries
+    assert len(state.signals[index].queries) == 4
 
 
 def test_a_search_the_runtime_calls_a_read_is_still_a_search() -> None:

@@ -28,7 +28,8 @@ What it catches
     look new. So is a web search's answer that names only addresses the session's
     searches found before (``FOUND_URLS`` of them remembered; at least two in the
     answer), when the search rewords a recent one (it shares at least two and a
-    third of its words with one of the last ``QUERIES`` searches): reworded searches
+    third of its words with one of the last ``QUERIES`` searches made since the
+    session's searches first found an address): reworded searches
     for a standard that does not exist, each answered by the same five pages in
     another order, find nothing new, while a questionnaire answered question by
     question from the same few documents asks something new each time. A failure whose
@@ -622,41 +623,37 @@ FOUND_URLS = 64
 _FOUND_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\{}|^`]{3,512}")
 
 
-QUERIES, QUERY_WORDS = 4, 8
-"""Recent searches whose words are kept, and words kept of each (``_query_words``)."""
+QUERIES = 4
+"""Recent searches whose words are kept (``_query_words``)."""
 _QUERY_WORD = re.compile(r"[^\W\d_]{3,}")
 _QUERY_STOP = frozenset({
     "the", "and", "for", "with", "from", "what", "how", "are", "does", "this", "that", "site",
 })
 
 
-def _query_words(args: Any) -> bytes:
-    """A search's words: 16-bit codes of the words of at least three letters of its string
-    arguments (the first 256 characters, lower-cased, common words left out), the
-    :data:`QUERY_WORDS` smallest, two bytes each."""
+def _query_words(args: Any) -> int:
+    """A search's words as a 256-bit signature: one bit per word of at least three letters
+    of its string arguments (the first 256 characters, lower-cased, common words left
+    out), chosen by the word's CRC-32."""
     if type(args) is dict:
         text = " ".join(v for v in islice(args.values(), ECHO_FIELDS) if type(v) is str)
     else:
         text = args if type(args) is str else ""
-    words = {w for w in _QUERY_WORD.findall(text[:256].lower()) if w not in _QUERY_STOP}
-    codes = sorted({(zlib.crc32(w.encode("utf-8", "surrogatepass")) & 0xFFFF) or 1 for w in words})
-    return b"".join(c.to_bytes(2, "little") for c in codes[:QUERY_WORDS])
+    signature = 0
+    for word in _QUERY_WORD.findall(text[:256].lower()):
+        if word not in _QUERY_STOP:
+            signature |= 1 << (zlib.crc32(word.encode("utf-8", "surrogatepass")) & 255)
+    return signature
 
 
-def _reworded(words: bytes, queries: bytearray) -> bool:
-    """Whether a search shares most of its words (at least two, at least half) with one of
-    the recent searches: the same hunt in other words, not the next question."""
+def _reworded(words: int, queries: tuple[bytes, ...]) -> bool:
+    """Whether a search shares most of its words (at least two, at least a third) with one
+    of the recent searches (kept as 32-byte signatures): the same hunt in other words, not
+    the next question."""
     if not words:
         return False
-    mine = {words[i : i + 2] for i in range(0, len(words), 2)}
-    need = max(2, (len(mine) + 2) // 3)
-    slot = 2 * QUERY_WORDS
-    for at in range(0, len(queries), slot):
-        entry = queries[at : at + slot]
-        other = {bytes(entry[i : i + 2]) for i in range(0, slot, 2)} - {b"\0\0"}
-        if len(mine & other) >= need:
-            return True
-    return False
+    need = max(2, (words.bit_count() + 2) // 3)
+    return any((words & int.from_bytes(other, "little")).bit_count() >= need for other in queries)
 
 
 def _found_only_known(state: Any, payload: Any) -> bool:
@@ -916,8 +913,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     then a code of the names), oldest first."""
     found_urls: bytearray = bytearray()
     """The addresses searches found, 4 bytes each (``FOUND_URLS`` at most), oldest first."""
-    queries: bytearray = bytearray()
-    """The words of the last ``QUERIES`` searches (``_query_words``), 16 bytes each."""
+    queries: tuple[bytes, ...] = ()
+    """The words of the last ``QUERIES`` searches (``_query_words``, 32 bytes each), oldest
+    first."""
     reworded: bool = False
     """The latest search shares most of its words with one before it (``_reworded``)."""
     page_base: int = 0
@@ -972,6 +970,7 @@ class ResultStall(Signal):
         joined = "|".join(fnmatch.translate(p.lower()) for p in steady)
         self._steady = re.compile(joined).match if steady else None
         self._steady_cache: dict[str, bool] = {}
+        self._query_codes: dict[int, int] = {}  # call key -> its search's words (_query_words)
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
@@ -1011,16 +1010,22 @@ class ResultStall(Signal):
                     call.key & _M32, zlib.crc32(names.encode("utf-8", "surrogatepass")) or 1
                 )
         args = call.args  # (a JSON object sent as a string is read as that object)
-        if call.search:
-            # Its words, for whether it rewords a recent search (_found_only_known's rule).
-            words = _query_words(args)
+        if call.search and state.found_urls:
+            # Its words, for whether it rewords a recent search (_found_only_known's rule,
+            # which needs addresses found before: until a search found one, nothing to keep).
+            words = self._query_codes.get(call.key)
+            if words is None:
+                words = _query_words(args)  # a pure function of the call: cached
+                if len(self._query_codes) >= 1024:
+                    self._query_codes.clear()
+                self._query_codes[call.key] = words
             queries = state.queries
             reworded = _reworded(words, queries)
             if reworded is not state.reworded:
                 state.reworded = reworded
-            if len(queries) >= QUERIES * 2 * QUERY_WORDS:
-                del queries[: 2 * QUERY_WORDS]
-            queries += words.ljust(2 * QUERY_WORDS, b"\0")
+            packed = words.to_bytes(32, "little")
+            if packed not in queries:
+                state.queries = (*queries[1 - QUERIES :], packed) if len(queries) >= QUERIES else (*queries, packed)
         paged = page_args(args) if type(args) is dict else None
         if paged is not None:
             # The next page of the same listing (only its page argument changed): a page
