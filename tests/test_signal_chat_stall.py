@@ -246,6 +246,12 @@ def test_an_announced_act_that_is_then_made_is_work() -> None:
     "Everything is done now. Anything else?",
     "Your order is now cancelled.",
     "I'm waiting for the payment to clear now.",
+    # a calculation, a phrase, a fact stated now
+    "Let me check: 12 x 4 = 48, so the total is 48.",
+    "Let me place this in context: the plan covers two sites.",
+    "Shipping is now free on orders over 50 euros.",
+    "Existing customers are now on the new plan.",
+    "I'm assuming the deadline is now Friday.",
 ])
 def test_what_is_no_announced_act(text: str) -> None:
     def rules(texts: list[str]) -> list[str]:
@@ -327,7 +333,7 @@ def test_a_service_agent_announcing_an_act_under_way_turn_after_turn_warns(start
     assert [a.detail["rule"] for _, a in got] == ["promised_without_acting"]
 
 
-def promise_answers(texts: list[str], also_as_text: bool) -> list[Any]:
+def promise_answers(texts: list[str], also_as_text: bool, text_suffix: str = "") -> list[Any]:
     """promise_turns, the agent's words sent as each turn's final answer (and, with
     ``also_as_text``, as an assistant text first)."""
     trace: list[Any] = [TurnStart(session="c", turn=0),
@@ -337,7 +343,7 @@ def promise_answers(texts: list[str], also_as_text: bool) -> list[Any]:
         trace += [TurnStart(session="c", turn=turn),
                   Text(session="c", role="user", text="please create them", turn=turn)]
         if also_as_text:
-            trace.append(Text(session="c", text=text, turn=turn))
+            trace.append(Text(session="c", text=text + text_suffix, turn=turn))
         trace.append(FinalAnswer(session="c", text=text, turn=turn))
     return [*trace, TurnStart(session="c", turn=len(texts) + 1)]
 
@@ -353,4 +359,5 @@ def test_a_final_answer_repeating_the_turns_text_is_one_message() -> None:
     message a turn, so two turns of one question are two askings, not four."""
     question = ["Could you confirm the date of the conference, please?"] * 2
     assert hits(promise_answers(question, True)) == []
+    assert hits(promise_answers(question, True, text_suffix="\n")) == []  # the text with a newline
     assert [a.detail["rule"] for _, a in hits(promise_answers(question * 2, True))] == ["repeated_message"]

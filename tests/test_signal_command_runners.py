@@ -513,7 +513,9 @@ def test_a_read_after_a_wait_the_runtime_calls_a_write_is_a_write_and_a_wait() -
         ({"executable": "kubectl", "argv": ["get", "pods"]}, "kubectl get pods"),
         ({"command": "ls -la"}, "ls -la"),  # a whole line, as before
         ({"cmd": "make", "args": "all"}, "make"),  # an argument string is no argument list
-        ({"program": "bundle", "arguments": ["exec", 3]}, None),  # not a command line
+        ({"program": "bundle", "arguments": ["exec", 3]}, "bundle exec 3"),  # numbers are arguments
+        ({"command": "make", "args": ["-j", {"n": 8}]}, "make"),  # not a command line: the command
+        ({"program": "x", "arguments": [None]}, None),
     ],
 )
 def test_the_exec_shape_is_read_as_its_command_line(args: dict[str, Any], line: str | None) -> None:

@@ -67,8 +67,11 @@ NOT_UNDER_WAY = [
     {"status": "running", "last_error": "disk full"},
     '{"state": "processing", "completed": true}',
     {"status": "running", "failed": 2},  # failures counted: something went wrong
-    {"status": "not_running"},
+    {"status": "not_running"}, {"status": "non_running"}, {"status": "no_longer_running"},
     {"status": "build_in_progress", "finishedAt": "2025-12-01T08:03:00Z"},
+    # a name with the word in it is no status
+    {"service": "order-processing", "version": "1.4.2"}, {"pipeline": "nightly-building"},
+    {"topic": "orders_pending", "partitions": 12}, {"title": "Re-running the suite is not needed"},
     # the answer's own status says it ended, whatever its parts say
     {"status": "done", "children": [{"status": "pending"}]},
     '{"status": "completed", "conclusion": "success", "deployments": [{"state": "waiting"}]}',

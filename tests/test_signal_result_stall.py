@@ -952,11 +952,11 @@ def test_an_argument_named_as_a_place_names_the_place_a_read_reads() -> None:
     assert hits(again) != []
 
 
-def web_search(query: str, urls: list[str]) -> list[Any]:
+def web_search(query: str, urls: list[str], options: dict[str, Any] | None = None) -> list[Any]:
     """A web search through a runtime that calls it a read (`kind: "read"`)."""
     answer = {"query": query, "results": [
         {"title": f"Page {u[-6:]}", "url": u, "content": f"About {query} ..."} for u in urls]}
-    return [ToolCall(session="s", tool="tavily_search", args={"query": query, "max_results": 5},
+    return [ToolCall(session="s", tool="tavily_search", args={"query": query, "max_results": 5, **(options or {})},
                      kind="read"),
             ToolResult(session="s", tool="tavily_search", result=answer)]
 
@@ -992,6 +992,11 @@ def test_questions_answered_from_the_same_few_documents_are_no_stall() -> None:
     for question in questions:
         sweep += web_search(question, SITES[:2])
     assert hits(sweep) == []
+    # options sent with every search (Tavily's) are not its words
+    with_options: list[Any] = []
+    for question in questions:
+        with_options += web_search(question, SITES[:2], options={"search_depth": "advanced", "topic": "general"})
+    assert hits(with_options) == []
     # the same documents for one question reworded again and again: a stall
     hunt: list[Any] = []
     for n in range(14):
@@ -1003,6 +1008,8 @@ def test_questions_answered_from_the_same_few_documents_are_no_stall() -> None:
     (["Bruno Le Maire Europe qui produit Le Monde 2019"], "Le Maire une Europe qui produit interview", True),
     (["encryption at rest"], "encryption in transit TLS version", False),
     (["student discount"], "students", False),  # one word: too little to tell
+    (["IEC 62443-4-3 requirements"], "IEC 62443-4-3 standard scope", True),  # a number is a word
+    (["encryption at rest"], "key rotation", False),
     ([], "anything at all", False),
 ])
 def test_reworded_searches(earlier: list[str], query: str, reworded: bool) -> None:
@@ -1124,12 +1131,16 @@ def test_a_round_survives_a_snapshot() -> None:
     watchdog = Watchdog(parse_policy_set(WARN).base)
     state = watchdog.new_state("s")
     trace = status_rounds([0, 11, 12, 12])
-    cut = len(trace) - 5  # inside the fourth round's answers
+    cut = len(trace) - 4  # after the fourth round's eighth answer: the trip is held
     for event in trace[:cut]:
         watchdog.process(state, event)
+    index = [s.id for s in watchdog.signals].index("result-stall")
+    assert state.signals[index].held and state.signals[index].round_left == 4
     restored = watchdog.decode_state(watchdog.encode_state(state))
-    out = [o for e in trace[cut:] for o in watchdog.process(restored, e) if isinstance(o, Alert)]
-    assert [o.signal for o in out if o.signal == "result-stall"] == ["result-stall"]
+    assert restored.signals[index] == state.signals[index]
+    got = [n for n, e in enumerate(trace[cut:]) for o in watchdog.process(restored, e)
+           if isinstance(o, Alert) and o.signal == "result-stall"]
+    assert got == [3]  # at the round's last answer, not at the first after the restore
 
 
 @pytest.mark.parametrize(("payload", "empty"), [
@@ -1210,7 +1221,7 @@ def test_an_error_that_differs_only_in_its_request_id_is_the_same_failure() -> N
 @pytest.mark.parametrize(("text", "masked"), [
     ("correlationId: c2347299-f88c-73ea-579a-296cde72a285", True),
     ("trace 4bf92f3577b34da6a3ce929d0e0e4736 failed", True),
-    ("commit deadbeefcafe", False),  # twelve hex letters and no digit: a word, not an id
+    ("commit deadbeefcafebabe", False),  # sixteen hex letters and no digit: a word, not an id
     ("sha 1234567890123456", False),  # digits alone: masked as digits anyway
 ])
 def test_opaque_ids_in_errors(text: str, masked: bool) -> None:
@@ -1234,3 +1245,46 @@ def test_pages_asked_through_an_http_tools_params_are_pages() -> None:
     assert hits(walk) == [14]  # the eighth page past the end
     firsts = [e for n in range(12) for e in get(1, line=word(n))]
     assert hits(firsts) == []
+
+
+@pytest.mark.parametrize("page", [2**64, -(2**63) - 1, 10**30, 2**62])
+def test_a_page_number_of_any_size_leaves_the_session_snapshotable(page: int) -> None:
+    watchdog = Watchdog(parse_policy_set(WARN).base)
+    state = watchdog.new_state("s")
+    for n in range(3):
+        for event in step("list_items", {"q": "x", "page": page + n}, {"items": []}):
+            watchdog.process(state, event)
+    restored = watchdog.decode_state(watchdog.encode_state(state))
+    index = [s.id for s in watchdog.signals].index("result-stall")
+    assert restored.signals[index] == state.signals[index]
+
+
+def test_an_echoed_argument_holding_an_id_is_still_the_echo() -> None:
+    """Guessed object keys under one upload's UUID: each error echoes the key it could not
+    find, UUID and all. The echo is masked whole, so the guesses are one failure."""
+    trace: list[Any] = []
+    for n in range(12):
+        key = f"uploads/3f2a9c1e-7b4d-4e8a-9c2f-1a2b3c4d5e6f/report_{word(n + 100)}.pdf"
+        trace += step("s3_get_object", {"bucket": "reports", "key": key},
+                      error=f"NoSuchKey: The specified key does not exist: {key}")
+    assert hits(trace) != []
+
+
+def test_a_fresh_question_sent_beside_a_rewording_is_judged_by_its_own_words() -> None:
+    """Questions sent in parallel pairs, each with a rewording of the one before: every
+    answer names the same two known pages. The fresh question is no hunt; only the
+    rewordings could be, and they alternate with news-free fresh ones, which stay apart."""
+    questions = ["encryption at rest", "MFA for employees", "access reviews frequency",
+                 "background checks", "security awareness training", "penetration testing",
+                 "vulnerability scanning", "patch management SLA", "logging retention",
+                 "incident response plan", "disaster recovery objectives", "data residency"]
+    trace: list[Any] = []
+    for n, question in enumerate(questions):
+        pair = [question, f"{questions[n - 1]} policy details"] if n else [question]
+        calls = [ToolCall(session="s", tool="tavily_search", args={"query": q}, call_id=f"q{n}-{i}", kind="read")
+                 for i, q in enumerate(pair)]
+        answers = [ToolResult(session="s", tool="tavily_search", call_id=c.call_id, result={
+            "query": q, "results": [{"title": "Handbook", "url": u, "content": "..."} for u in SITES[:2]]})
+            for c, q in zip(calls, pair, strict=True)]
+        trace += calls + answers
+    assert hits(trace) == []

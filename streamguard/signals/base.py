@@ -719,10 +719,13 @@ _IN_PROGRESS = re.compile(
     # a field's value ("status": "processing", State: RUNNING, {"s": "RUNNING"}) or a
     # sentence that says it is not over (the export is still processing; "nginx is
     # running" is where a service stays, so a bare "is" does not count)
-    # A value may name the step under way first: Render's "build_in_progress",
-    # CloudFormation's UPDATE_IN_PROGRESS (not a negation: "not_running").
-    rf"(?i:[:=]\s*[\"']?(?:(?!not[_-])[a-z]+[_-]){{0,3}}|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
+    rf"(?i:[:=]\s*[\"']?|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
     rf"(?i:{_PROGRESS_WORDS})\b"
+    # A status may name the step under way first: Render's "status": "build_in_progress",
+    # CloudFormation's "StackStatus": "UPDATE_IN_PROGRESS" (a status key's value only, so
+    # a service named "order-processing" is no status; no negation: "not_running").
+    rf"|(?i:(?:status|state|phase|stage)[\"']?\s*[:=]\s*[\"']?"
+    rf"(?:(?!not[_-]|non[_-]|no[_-]|never[_-]|un)[a-z]+[_-]){{1,3}}(?:{_PROGRESS_WORDS})\b)"
 )
 # A listing with a status column whose rows are still coming up (a pod's Running is
 # where it stays, so it is not one of them): the header, then a row after it (two

@@ -94,6 +94,14 @@ ASKED = 0x80
 """The bit of a memory entry's count byte that says it was put to the user through a
 user-input tool: kept past the agent's other calls. The low 7 bits count the times."""
 _TIMES = 0x7F
+_ACTS_UNDER_WAY = (
+    r"(?:cancell?ing|processing|submitting|booking|reserving|creating|adding|updating|sending"
+    r"|placing|issuing|refunding|scheduling|rescheduling|applying|making|changing|checking"
+    r"|looking (?:up|into)|initiating|finali[sz]ing|transferring|resetting|setting up"
+    r"|arranging|filing|generating|preparing|running|fixing|editing|deleting|removing"
+    r"|uploading|requesting|escalating|confirming your|registering)"
+)
+"""The acts a turn may announce as under way ("I'm cancelling ...", "Processing ... now")."""
 PROMISE = re.compile(
     r"(?i)\b(?:I['\u2019]ll|I will|I['\u2019]m (?:going|about) to|I am (?:going|about) to|let me)"
     r"\s+(?:(?:now|just|go ahead and|quickly|then|first|next|\(?\d\)|\d\.)\s+)*"
@@ -103,17 +111,20 @@ PROMISE = re.compile(
     # the acts of an analyst or an operator through tools: a query run, figures gathered
     # (not what a model does in its own text: a draft, a calculation, an analysis)
     r"|query|retrieve|look (?:up|into)|gather|pull|fetch|search|investigate"
-    # the acts of a service agent through its back office: an order cancelled, a slot
-    # booked, a form submitted, an availability checked
-    r"|cancel|book|reserve|submit|send|process|schedule|place|check|initiate|finali[sz]e"
-    r"|file|refund|issue|transfer|set up|arrange)\b"
+    # the acts of a service agent through its back office, on a thing named: an order
+    # cancelled, a slot booked, an availability checked ("let me check: 12 x 4" is a
+    # calculation, "let me place this in context" no act)
+    r"|(?:cancel|book|reserve|submit|send|process|schedule|place|check|initiate|finali[sz]e"
+    r"|file|refund|issue|transfer|set up|arrange) (?:the|your|that|it|them|those|these)\b)\b"
     r"|\b(?:making|applying|editing|implementing|modifying|gathering|querying|pulling"
     r"|running) (?:the|this|that|these|it)\b[^.\n]{0,40}\bnow\b"
     # an act under way as the turn ends: "I'm cancelling your order right now",
-    # "Processing the cancellation now", "I'm on it"
-    r"|\bI['\u2019]m (?:now |just |going ahead and )?(?!sorry|afraid|glad|happy|unable|not\b"
-    r"|still|waiting|hoping|looking forward)[a-z]+ing\b[^.!?\n]{0,60}\b(?:right )?(?:now|away)\b"
-    r"|(?:^|[.!]\s+)(?![A-Z][a-z]*thing\b|During\b)[A-Z][a-z]+ing\b[^.!?\n]{0,60}\bnow\b"
+    # "Processing the cancellation now", "I'm on it" (acts, not "I'm assuming", and not
+    # "Shipping is now free")
+    rf"|\bI['\u2019]m (?:now |just |going ahead and )?{_ACTS_UNDER_WAY}\b[^.!?\n]{{0,60}}"
+    r"\b(?:right )?(?:now|away)\b"
+    rf"|(?:^|[.!]\s+){_ACTS_UNDER_WAY}\s+(?:the|your|it|this|that|these|those|them|order|a|an)\b"
+    r"[^.!?\n]{0,60}\bnow\b"
     r"|\bI['\u2019]ll (?:[a-z]+ ){1,5}?(?:right now|right away)\b|\bI['\u2019]m on it\b"
     r"|^(?:proceeding[.!]|next step:)"
 )
@@ -137,9 +148,10 @@ update the migration: ...", a plan, then "I'll apply it now")."""
 
 
 def _said(text: str) -> int:
-    """A code of a message: its length and its first 64 characters (enough to tell the
+    """A code of a message: its first 64 characters, white space around them left out (a
+    runtime may send the text with a newline and the answer without; enough to tell the
     turn's answer from another message; read for every message, so kept short)."""
-    return (zlib.crc32(text[:64].encode("utf-8", "surrogatepass")) ^ len(text)) or 1
+    return zlib.crc32(text[:96].strip()[:64].encode("utf-8", "surrogatepass")) or 1
 
 
 def sketch(text: str) -> bytes:

@@ -351,7 +351,13 @@ def command_text(args: object) -> str | None:
                     for program_key in _PROGRAM_KEYS:
                         program = args.get(program_key)
                         if type(program) is str:
-                            return _joined_prefix([program, *argv])
+                            # (numbers in an argument list are arguments: `["-j", 8]`)
+                            joined = _joined_prefix(
+                                [program, *(str(a) if type(a) in (int, float) else a for a in argv[:64])]
+                            )
+                            if joined is not None:
+                                return joined
+                            break  # not a command line: read the other keys as before
                     break
         for key in _COMMAND_KEYS:
             value = args.get(key)

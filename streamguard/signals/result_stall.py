@@ -135,7 +135,7 @@ What it catches
       its call names a place of its own, above), or "failed" asked again, are
       stale as before;
     * a page past the end of a listing is nothing found: a call that asks for
-      another page of the listing the call before it paged through (only its page
+      another page of the listing the latest call that asked for a page paged through (only its page
       argument changed: ``page``, ``pageNo``, ``offset``, ``skip``, ``start``...,
       ``PAGE_KEYS``, among its arguments or those of one object among them, an HTTP
       tool's ``params``) answered by a page with nothing on it (``empty_page``: its lists
@@ -199,7 +199,8 @@ The newest call's echo until its answer comes: at most 4 values of at most 256
 characters, with its key. The names of the last 8 calls that named what they read
 (``READS``), 8 bytes each, so that the results of parallel reads find their own. The
 current round of calls: three counters and two flags. The latest call that asked for a
-page: two codes and its page.
+page: two codes and its page. The words of the last ``QUERIES`` searches (32 bytes each)
+and the call keys of the last ``REWORDED_KEPT`` reworded ones (4 bytes each).
 
 Severity: critical, session scope
     Eight answers in a row that the agent already had, with nothing it wrote
@@ -625,20 +626,38 @@ _FOUND_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\{}|^`]{3,512}")
 
 QUERIES = 4
 """Recent searches whose words are kept (``_query_words``)."""
-_QUERY_WORD = re.compile(r"[^\W\d_]{3,}")
+REWORDED_KEPT = 8
+"""Reworded searches remembered by their call keys, so parallel searches' answers find theirs."""
+_QUERY_WORD = re.compile(r"[^\W_]{3,}")
+_QUERY_KEYS = (
+    "query", "q", "search_query", "searchQuery", "search", "input", "question", "keywords",
+    "text", "term", "prompt",
+)
 _QUERY_STOP = frozenset({
     "the", "and", "for", "with", "from", "what", "how", "are", "does", "this", "that", "site",
 })
 
 
 def _query_words(args: Any) -> int:
-    """A search's words as a 256-bit signature: one bit per word of at least three letters
-    of its string arguments (the first 256 characters, lower-cased, common words left
-    out), chosen by the word's CRC-32."""
+    """A search's words as a 256-bit signature: one bit per word of at least three letters or digits
+    of its query (the argument named so, :data:`_QUERY_KEYS`, else its longest string; the
+    first 256 characters, lower-cased, common words left out), chosen by the word's CRC-32."""
+    text = ""
     if type(args) is dict:
-        text = " ".join(v for v in islice(args.values(), ECHO_FIELDS) if type(v) is str)
-    else:
-        text = args if type(args) is str else ""
+        # Its query, not its options (Tavily's `search_depth: "advanced"` and `topic:
+        # "general"` on every call would make every two searches share two words): the
+        # argument named as the query, else the longest string.
+        for key in _QUERY_KEYS:
+            value = args.get(key)
+            if type(value) is str:
+                text = value
+                break
+        else:
+            for value in islice(args.values(), ECHO_FIELDS):
+                if type(value) is str and len(value) > len(text):
+                    text = value
+    elif type(args) is str:
+        text = args
     signature = 0
     for word in _QUERY_WORD.findall(text[:256].lower()):
         if word not in _QUERY_STOP:
@@ -707,22 +726,25 @@ def is_json_text(text: str) -> bool:
 
 _FOUND_NOTHING = (_NOTHING, _NOTHING, b"(nothing found)", False)
 
-PAGE_KEYS = frozenset({
+_PAGE_KEY_ORDER = (
     "page", "Page", "pageNo", "page_no", "pageNumber", "page_number", "pageNum", "page_num",
     "pageIndex", "page_index", "offset", "Offset", "start", "startIndex", "start_index",
     "skip", "from", "pageOffset", "page_offset", "_getpagesoffset", "startAt", "start_at",
-})
+)
+PAGE_KEYS = frozenset(_PAGE_KEY_ORDER)
 """Argument names under which a call asks for one page of a listing (its number or offset)."""
+_PAGE_LIMIT = 1 << 62
+"""Largest page or offset kept (state holds 64-bit integers; a bigger one is no page)."""
 _PAGE_STRINGS = 3
 
 
 def page_number(args: dict[Any, Any]) -> int | None:
     """The page (or offset) a call asks for, when it names one by a :data:`PAGE_KEYS`
     argument holding a number (or a decimal string)."""
-    for key in PAGE_KEYS.intersection(args):
-        value = args[key]
+    for key in _PAGE_KEY_ORDER:  # (in one order: the same answer after a restore)
+        value = args.get(key)
         if type(value) is int:
-            return value
+            return value if -_PAGE_LIMIT < value < _PAGE_LIMIT else None
         if type(value) is str and value.isdecimal() and len(value) <= 12:
             return int(value)
     return None
@@ -739,23 +761,23 @@ def page_args(args: dict[Any, Any]) -> dict[Any, Any] | None:
     return None
 
 
-def _page_base(tool: str, args: dict[Any, Any], paged: dict[Any, Any]) -> int:
-    """A code of a call with its page arguments taken out: the listing it pages through."""
-    rest = {
-        str(k): ({str(i): w for i, w in v.items() if i not in PAGE_KEYS} if v is paged else v)
-        for k, v in args.items() if not (paged is args and k in PAGE_KEYS)
-    }
-    try:
-        encoded = _encoder.encode(rest)
-    except (TypeError, ValueError, OverflowError):
-        return 0
-    return zlib.crc32(encoded, zlib.crc32(tool.encode("utf-8", "surrogatepass"))) or 1
+_PAGE_VALUE = re.compile(
+    rb'"(?:' + b"|".join(re.escape(k.encode()) for k in _PAGE_KEY_ORDER)
+    + rb')":\s*(?:-?\d{1,20}|"\d{1,12}")'
+)
+
+
+def _page_base(tool: str, canonical: bytes) -> int:
+    """A code of a call with its page arguments taken out (from its canonical JSON, one
+    C-level pass): the listing it pages through."""
+    return zlib.crc32(_PAGE_VALUE.sub(b"", canonical), zlib.crc32(tool.encode("utf-8", "surrogatepass"))) or 1
 
 
 def empty_page(payload: Any, depth: int = 0) -> bool:
     """Whether a structured answer (a JSON value, or JSON text) is a page with nothing on
-    it: its lists all empty (at least one, at most two levels down), its other values
-    numbers, booleans or nulls and at most three short strings (``{"people": [],
+    it: its lists all empty (at least one; objects nested at most two deep), its other
+    values numbers, booleans or nulls and at most three short strings in each object
+    (``{"people": [],
     "pagination": {"page": 7, "total_pages": 6}}``, ``{"code": 200, "msg": "success",
     "data": {"total": 1843, "pageNo": 20, "list": []}}``)."""
     if depth == 0 and type(payload) is str:
@@ -916,8 +938,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     queries: tuple[bytes, ...] = ()
     """The words of the last ``QUERIES`` searches (``_query_words``, 32 bytes each), oldest
     first."""
-    reworded: bool = False
-    """The latest search shares most of its words with one before it (``_reworded``)."""
+    reworded: bytearray = bytearray()
+    """Call keys (32 bits) of the last ``REWORDED_KEPT`` searches that share most of their
+    words with one before them (``_reworded``): each answer is judged by its own call's."""
     page_base: int = 0
     """The listing the latest call that asked for a page pages through (``_page_base``)."""
     page_at: int = 0
@@ -1020,9 +1043,11 @@ class ResultStall(Signal):
                     self._query_codes.clear()
                 self._query_codes[call.key] = words
             queries = state.queries
-            reworded = _reworded(words, queries)
-            if reworded is not state.reworded:
-                state.reworded = reworded
+            if _reworded(words, queries):
+                kept = state.reworded
+                if len(kept) >= 4 * REWORDED_KEPT:
+                    del kept[:4]
+                kept += ((call.key & _M32) or 1).to_bytes(4, "little")
             packed = words.to_bytes(32, "little")
             if packed not in queries:
                 state.queries = (*queries[1 - QUERIES :], packed) if len(queries) >= QUERIES else (*queries, packed)
@@ -1032,8 +1057,12 @@ class ResultStall(Signal):
             # with nothing on it is nothing found (on_result), as a search's empty answer.
             page = page_number(paged)
             if page is not None:
-                base = _page_base(call.tool, args, paged)
-                step = base == state.page_base and page != state.page_at
+                canonical = call.canonical
+                raw = canonical.raw
+                base = _page_base(
+                    call.tool, raw if raw is not None else canonical.text.encode("utf-8", "surrogatepass")
+                )
+                step = base != 0 and base == state.page_base and page != state.page_at
                 state.page_step = (call.key & _M32) or 1 if step else 0
                 state.page_base, state.page_at = base, page
         # What the answer may echo back: the call's longer strings, kept for the newest
@@ -1159,6 +1188,7 @@ class ResultStall(Signal):
         if (
             flags & FLAG_SEARCH and outcome and not result.failed and cached is not _FOUND_NOTHING
             and _found_only_known(state, result.event.result) and state.reworded
+            and find_entry(state.reworded, ((key & _M32) or 1).to_bytes(4, "little"), 4) >= 0
         ):
             # A web search reworded again and again that finds only pages it found before
             # (in another order): nothing found, like an empty answer. Not the next question
@@ -1197,10 +1227,6 @@ class ResultStall(Signal):
                             return self._stale(state, _NOTHING, result, b"(nothing found)")
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
-            if result.failed:
-                # A request's own id in its error ("correlationId: c2347299-f88c-..."),
-                # new on every attempt, is no news of what failed.
-                text = _OPAQUE_ID.sub("ID", text)
             echoed = False
             for value in echo:
                 if value in text:
@@ -1208,6 +1234,11 @@ class ResultStall(Signal):
                     # file is shorter than the offset (9001)": the call, not news.
                     text = text.replace(value, "…")
                     echoed = True
+            if result.failed:
+                # A request's own id in its error ("correlationId: c2347299-f88c-..."),
+                # new on every attempt, is no news of what failed. (After the echo: an id
+                # inside an echoed argument is masked with the argument.)
+                text = _OPAQUE_ID.sub("ID", text)
             if result.failed and flags & FLAG_SEARCH and "/" in text[:QUOTE_SPAN]:
                 # "No matches found for <term> in /repo/src/A.java": the scope a search
                 # found nothing in is its own echo, like the term. Nothing found in one
