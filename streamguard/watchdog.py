@@ -539,14 +539,13 @@ class Watchdog:
             named = kind
             if named is None and self._classify is not None:
                 named = self._classify(tool)
-                if named is None and "search" in name_words(tool) and names_no_act(tool):
-                    # A search named with the word in the middle (LangChain's
-                    # `tavily_search_results_json`): a search, as `*_search` is.
-                    named = "resolve"
-            elif named == "read" and "search" in name_words(tool):
-                # A search the runtime calls a read (`kind: "read"` on `tavily_search`) is
-                # still a search: a search reads. (Named so, not by every resolve pattern:
-                # `query_db` sent as a read stays a read.)
+            if "search" in name_words(tool) and (
+                kind == "read" or (named is None and names_no_act(tool))
+            ):
+                # A search the runtime calls a read (`kind: "read"` on `tavily_search`: a
+                # search reads), or one no glob names, the word in the middle and no verb
+                # of an act (LangChain's `tavily_search_results_json`), is a search. (Named
+                # so, not by every resolve pattern: `query_db` sent as a read stays a read.)
                 named = "resolve"
             facts = plain_facts(tool, named, self._waits(tool), kind)
         cache = self._plain_facts

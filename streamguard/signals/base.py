@@ -827,29 +827,30 @@ def says_in_progress(result: ResultView) -> bool:
             except (TypeError, ValueError, OverflowError, RecursionError):
                 text = None
     progress = 1
-    if text and len(text) <= PROGRESS_TEXT_LIMIT and '":' in text and _COUNT_KEY.search(text):
-        # Counts named by the words of an end ("cells_complete": 0, "failed": 0) say how
-        # many, not that the work ended: read without them.
-        text = _COUNT_KEY.sub("#", text)
-    if text and len(text) <= PROGRESS_TEXT_LIMIT and _FAILED.search(text) is None:
-        done = len(_DONE.findall(text))
-        if _IN_PROGRESS.search(text) is not None and (
-            not done or (done == len(_DONE_VALUE.findall(text)) and not _over_at_top(payload))
-        ):
-            # under way, even with parts of it done (a CI run whose lint job's status is
-            # "completed" while its tests' is "in_progress")
-            progress = 2
-        elif done:
-            pass  # over, and it went well
-        else:
-            header = _LISTING_HEADER.search(text)
-            found = header is not None and _LISTING_ROW.search(text, header.end()) is not None
-            # 3: no end said, and no "nothing yet" ({"series": []}, "No data points", a
-            # 503: _ABSENT), which poll_answer reads as a value being watched
-            progress = (
-                2 if found else 1 if "[]" in text or "{}" in text or _ABSENT.search(text)
-                else 3
-            )
+    if text and len(text) <= PROGRESS_TEXT_LIMIT:
+        if '":' in text:
+            # Keys of an end that say no end ("cells_complete": 0, "failed": 0) say how
+            # many, not that the work ended: read without them (no match, no copy).
+            text = _COUNT_KEY.sub("#", text)
+        if _FAILED.search(text) is None:
+            done = len(_DONE.findall(text))
+            if _IN_PROGRESS.search(text) is not None and (
+                not done or (done == len(_DONE_VALUE.findall(text)) and not _over_at_top(payload))
+            ):
+                # under way, even with parts of it done (a CI run whose lint job's status is
+                # "completed" while its tests' is "in_progress")
+                progress = 2
+            elif done:
+                pass  # over, and it went well
+            else:
+                header = _LISTING_HEADER.search(text)
+                found = header is not None and _LISTING_ROW.search(text, header.end()) is not None
+                # 3: no end said, and no "nothing yet" ({"series": []}, "No data points", a
+                # 503: _ABSENT), which poll_answer reads as a value being watched
+                progress = (
+                    2 if found else 1 if "[]" in text or "{}" in text or _ABSENT.search(text)
+                    else 3
+                )
     result.progress = progress
     return progress == 2
 

@@ -99,7 +99,8 @@ _ACTS_UNDER_WAY = (
     r"|placing|issuing|refunding|scheduling|rescheduling|applying|making|changing|checking"
     r"|looking (?:up|into)|initiating|finali[sz]ing|transferring|resetting|setting up"
     r"|arranging|filing|generating|preparing|running|fixing|editing|deleting|removing"
-    r"|uploading|requesting|escalating|confirming your|registering)"
+    r"|uploading|requesting|escalating|confirming your|registering|implementing|modifying"
+    r"|gathering|querying|pulling)"
 )
 """The acts a turn may announce as under way ("I'm cancelling ...", "Processing ... now")."""
 PROMISE = re.compile(
@@ -116,14 +117,12 @@ PROMISE = re.compile(
     # calculation, "let me place this in context" no act)
     r"|(?:cancel|book|reserve|submit|send|process|schedule|place|check|initiate|finali[sz]e"
     r"|file|refund|issue|transfer|set up|arrange) (?:the|your|that|it|them|those|these)\b)\b"
-    r"|\b(?:making|applying|editing|implementing|modifying|gathering|querying|pulling"
-    r"|running) (?:the|this|that|these|it)\b[^.\n]{0,40}\bnow\b"
     # an act under way as the turn ends: "I'm cancelling your order right now",
     # "Processing the cancellation now", "I'm on it" (acts, not "I'm assuming", and not
     # "Shipping is now free")
     rf"|\bI['\u2019]m (?:now |just |going ahead and )?{_ACTS_UNDER_WAY}\b[^.!?\n]{{0,60}}"
     r"\b(?:right )?(?:now|away)\b"
-    rf"|(?:^|[.!]\s+){_ACTS_UNDER_WAY}\s+(?:the|your|it|this|that|these|those|them|order|a|an)\b"
+    rf"|\b{_ACTS_UNDER_WAY}\s+(?:the|your|it|this|that|these|those|them|order|a|an)\b"
     r"[^.!?\n]{0,60}\bnow\b"
     r"|\bI['\u2019]ll (?:[a-z]+ ){1,5}?(?:right now|right away)\b|\bI['\u2019]m on it\b"
     r"|^(?:proceeding[.!]|next step:)"

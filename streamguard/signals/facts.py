@@ -345,20 +345,16 @@ def command_text(args: object) -> str | None:
             # The exec shape: a program and its argument list apart (`{"program": "sleep",
             # "arguments": ["90"]}`, `{"command": "git", "args": ["status"]}`), as a
             # process is spawned; read as the line they make.
-            for key in _ARGV_KEYS:
-                argv = args.get(key)
-                if type(argv) is list:
-                    for program_key in _PROGRAM_KEYS:
-                        program = args.get(program_key)
-                        if type(program) is str:
-                            # (numbers in an argument list are arguments: `["-j", 8]`)
-                            joined = _joined_prefix(
-                                [program, *(str(a) if type(a) in (int, float) else a for a in argv[:64])]
-                            )
-                            if joined is not None:
-                                return joined
-                            break  # not a command line: read the other keys as before
-                    break
+            argv = next((args[k] for k in _ARGV_KEYS if type(args.get(k)) is list), None)
+            program = next((args[k] for k in _PROGRAM_KEYS if type(args.get(k)) is str), None)
+            if argv is not None and program is not None:
+                # (numbers in an argument list are arguments: `["-j", 8]`; anything else
+                # makes it no command line, and the other keys are read as before)
+                joined = _joined_prefix(
+                    [program, *(str(a) if type(a) in (int, float) else a for a in argv[:64])]
+                )
+                if joined is not None:
+                    return joined
         for key in _COMMAND_KEYS:
             value = args.get(key)
             if isinstance(value, str):
@@ -722,7 +718,7 @@ _WRITE_VERBS = frozenset({
 _ACT_VERBS = _WRITE_VERBS | {
     "act", "build", "call", "click", "close", "compile", "copy", "do", "exec", "execute",
     "expose", "fill", "fire", "invoke", "launch", "make", "open", "order", "press", "queue",
-    "refresh", "rerun", "retry", "run", "scroll", "select", "start", "stop", "sync",
+    "refresh", "retry", "run", "scroll", "select", "start", "stop", "sync",
     "trigger", "type",
 }
 """Verbs of acts: a tool nobody classified whose name holds one (``trigger_cache_purge``,

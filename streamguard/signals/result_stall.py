@@ -1062,7 +1062,7 @@ class ResultStall(Signal):
                 base = _page_base(
                     call.tool, raw if raw is not None else canonical.text.encode("utf-8", "surrogatepass")
                 )
-                step = base != 0 and base == state.page_base and page != state.page_at
+                step = base == state.page_base and page != state.page_at
                 state.page_step = (call.key & _M32) or 1 if step else 0
                 state.page_base, state.page_at = base, page
         # What the answer may echo back: the call's longer strings, kept for the newest
@@ -1123,10 +1123,7 @@ class ResultStall(Signal):
                 state.run = 0
             if state.mask:
                 state.mask &= ~((1 << min(steps, self.window)) - 1)
-            if state.latched and state.mask.bit_count() <= self.window // 2:
-                state.latched = False
-            if not state.latched and state.tools and not state.mask:
-                state.tools = ()
+            self._settle(state)
             return None
         if not held or state.latched:
             return None
@@ -1432,12 +1429,21 @@ class ResultStall(Signal):
             state.mask = (state.mask << 1) & self._full
         if state.steps < self.window:
             state.steps += 1
+        # (_settle, inline: every news answer)
         if state.latched and state.mask.bit_count() <= self.window // 2:
             state.latched = False
         if not state.latched and state.tools and not state.mask:
             state.tools = ()
         if state.sample:
             state.sample = ""
+
+    def _settle(self, state: Any) -> None:
+        """After stale answers were taken back: the latch lets go once half the window is
+        news again, and the tools of a finished run are forgotten."""
+        if state.latched and state.mask.bit_count() <= self.window // 2:
+            state.latched = False
+        if not state.latched and state.tools and not state.mask:
+            state.tools = ()
 
     def _stale(self, state: Any, code: int, result: ResultView, masked: bytes) -> Finding | None:
         state.run += 1
