@@ -12,11 +12,13 @@ import pytest
 from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
+from streamguard.signals.base import ResultView
 from streamguard.signals.result_stall import (
     _SSH_HOST,
     _ids,
     found_nothing,
     light_template,
+    reports_act,
     says_bare_value,
     sql_tables,
     template,
@@ -1288,3 +1290,66 @@ def test_a_fresh_question_sent_beside_a_rewording_is_judged_by_its_own_words() -
             for c, q in zip(calls, pair, strict=True)]
         trace += calls + answers
     assert hits(trace) == []
+
+
+def _rule_through_the_dialog(sender: str, folder: str) -> list[Any]:
+    """One mail rule set up through a desktop client's dialog: the same clicks answered
+    the same way for every rule, the sender typed and the folder picked."""
+    trace: list[Any] = []
+    for loc, answer in (((1212, 96), "Clicked on Button 'Rules' at (1212,96)."),
+                        ((1240, 160), "Clicked on MenuItem 'Manage Rules & Alerts...' at (1240,160)."),
+                        ((688, 244), "Clicked on Button 'New Rule...' at (688,244).")):
+        trace += step("Click-Tool", {"loc": list(loc), "button": "left"}, answer)
+    trace += step("Type-Tool", {"loc": [760, 640], "text": sender}, f"Typed {sender} on Edit 'From ->' at (760,640).")
+    trace += step("Click-Tool", {"loc": [1018, 712], "button": "left"}, "Clicked on Button 'OK' at (1018,712).")
+    trace += step("Click-Tool", {"loc": [640, 300], "button": "left"}, f"Clicked on TreeItem '{folder}' at (640,300).")
+    trace += step("Click-Tool", {"loc": [946, 690], "button": "left"}, "Clicked on Button 'Finish' at (946,690).")
+    return trace
+
+
+def test_one_procedure_gone_through_for_each_item_is_no_stall() -> None:
+    """Six mail rules made through one dialog: the same clicks, answered "Clicked on ..."
+    the same way for every rule. The answers restate the act; they show nothing of the
+    screen, so they are no evidence of a stall either way."""
+    trace: list[Any] = []
+    for n in range(6):
+        trace += _rule_through_the_dialog(f"{word(n)}@example.com", f"Folder {word(n)}")
+    assert hits(trace) == []
+
+
+def test_the_same_procedure_whose_screen_never_changes_still_stalls() -> None:
+    """The same clicks, lap after lap, each lap ending with a look at the screen that
+    shows what it showed the first time: the look is stale, the clicks are neither.
+    (The signals that see the laps themselves are off: this is about the answers.)"""
+    trace: list[Any] = []
+    for _ in range(10):
+        trace += _rule_through_the_dialog("a@example.com", "Inbox")[:6]
+        trace += step("State-Tool", {"use_vision": False},
+                      "Focused App: Rules and Alerts\nInteractive Elements:\n0|Button|New Rule...|(688,244)")
+    answers_only = WARN.replace(
+        '"near-duplicate-calls"]',
+        '"near-duplicate-calls", "alternating-tool-cycle", "long-loop", "repeated-tool-call",'
+        ' "dominant-tool-call"]')
+    assert hits(trace, answers_only) != []
+    # the same laps with a new screen each time (a rule added to the list) move
+    moving: list[Any] = []
+    for n in range(10):
+        moving += _rule_through_the_dialog("a@example.com", "Inbox")[:6]
+        moving += step("State-Tool", {"use_vision": False}, f"Focused App: Rules and Alerts\n{n + 1} rules")
+    assert hits(moving, answers_only) == []
+
+
+@pytest.mark.parametrize(("answer", "act"), [
+    ("Clicked on Button 'OK' at (1018,712).", True), ("Typed text into element 'Result'.", True),
+    ("Pressed key '{Enter}' on element 'Sample ID'.", True), ("double-clicked cell B4", True),
+    ("Successfully tapped element 12", True), ("Scrolled down 3 pages", True),
+    ("Clicked element 'Save'. The dialog says: " + "x" * 200, False),
+    ("Click failed: element not found", False), ("Status: clicked", False), ("Typing...", False),
+    ("Focused App: Rules and Alerts", False),
+])
+def test_an_answer_that_only_reports_the_act(answer: str, act: bool) -> None:
+    event = ToolResult(session="s", tool="Click-Tool", result=answer)
+    assert reports_act(ResultView(event, False, 1, len(answer))) is act
+    # a failure that says it clicked is a failure, read as any
+    failed = ToolResult(session="s", tool="Click-Tool", result=answer, error="element not found")
+    assert not reports_act(ResultView(failed, True, 0, len(answer)))

@@ -88,7 +88,11 @@ Known false positives
     falls, sent as JSON text) read as unchanged, since the gist takes every
     digit out. A lap that re-posts one message whose answer carries a new id
     each time, while what it reads moves for another reason (a status page that
-    updates), trips on the re-sent write.
+    updates), trips on the re-sent write. An agent acting in a game or a simulation
+    whose recipe is a short sequence done again (``pickup(onion) → put_onion_in_pot``
+    three times for one soup, each answered ``executed: true`` at a later time step)
+    trips at the third lap: the answers differ only in their numbers. Exempt the
+    environment's act tool for such agents.
 
 The signal keeps no history of its own: it reads the session's shared ring
 (``CallView.history``) and only remembers how many of its entries belong to it

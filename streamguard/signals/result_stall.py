@@ -87,6 +87,17 @@ What it catches
     * a bare answer (at most ``TINY_ANSWER`` characters: a number, ``true``,
       ``OK``) is neither stale nor news unless it answers a search: "200" for
       the eleventh endpoint says what the call asked, not that nothing is new;
+    * an answer that only reports the interface act its call asked for
+      (``reports_act``: "Clicked on Button 'OK' at (1018,712).", "Typed text into
+      element 'Result'.", "Pressed key '{Enter}'", at most ``ACK_BYTES``) is news the
+      first time and neither stale nor news after: it restates the call and shows
+      nothing of the screen. Six mail rules set up through one dialog, or fifteen
+      samples entered into one form, answer the same clicks the same way every time;
+      what the agent sees (a screenshot's text, a tree of elements, a read-back) is
+      read as any answer, so the same procedure whose screen never changes still
+      stalls. (Two healthy desktop sessions of the twenty-fifth blind batch were
+      halted on their clicks alone; no loop of any batch or of the corpus depended on
+      them);
     * an empty result is stale only for a search (nothing found, again); an
       empty result of any other call (``mv``, ``mkdir``) is neither stale nor
       news, so a tidy-up of eleven silent moves does not count, and nor is an
@@ -342,6 +353,15 @@ _OPAQUE_ID = re.compile(
 )
 """Opaque ids in an error: a UUID, or a run of 16 to 64 lower-case hex digits with a
 letter and a digit (a request, trace or correlation id)."""
+_REPORTS_ACT = re.compile(
+    r"\s*(?:successfully\s+)?(?:(?:left|right|middle|double|triple|long)[- ]?)?"
+    r"(?:clicked|tapped|pressed|typed|entered|scrolled|swiped|hovered|dragged|dropped"
+    r"|moved the mouse|selected|filled|released|sent keys)\b",
+    re.IGNORECASE,
+)
+"""A short answer that only reports the interface act its call asked for ("Clicked on
+Button 'Rules' at (1212,96).", "Typed text into element 'Result'.", "Pressed key
+'{Enter}'"): :func:`reports_act`."""
 TARGET_SPAN = 512
 """Characters of a command line searched for the files and URLs it reads."""
 READS = 8
@@ -692,6 +712,22 @@ def _found_only_known(state: Any, payload: Any) -> bool:
                 del known[:4]
             known += packed
     return not new and known != b""
+
+
+def reports_act(result: ResultView) -> bool:
+    """Whether a success only reports the interface act its call asked for: a string of
+    at most :data:`ACK_BYTES` that opens with the act done (:data:`_REPORTS_ACT`:
+    "Clicked on Button 'OK'.", "Typed text into element 'Sample ID'."). It restates
+    the call, as "200" for one more endpoint does, and shows nothing of the interface
+    it acted on: a rule read from the same procedure gone through for the next rule,
+    form line or sample (the same clicks answered the same way) can take it as no
+    evidence either way. What the agent *sees* (a screenshot, a tree of elements, a
+    page's text) is read as any answer."""
+    payload = result.event.result
+    return (
+        not result.failed and type(payload) is str and len(payload) <= ACK_BYTES
+        and _REPORTS_ACT.match(payload) is not None
+    )
 
 
 def result_text(result: Any) -> str:
@@ -1311,6 +1347,11 @@ class ResultStall(Signal):
             if key:
                 write = _mixed(code, key).to_bytes(_WIDTH, "little")
                 if find_entry(seen, write, _WIDTH) >= 0:
+                    if reports_act(result):
+                        # The same click for the fifth mail rule set up through one
+                        # dialog: a procedure gone through again, not rows appended
+                        # again. Neither (what the screen shows is read elsewhere).
+                        return None
                     return self._stale(state, code, result, masked)
                 self._remember(seen, write)
             if at >= 0:
@@ -1319,6 +1360,11 @@ class ResultStall(Signal):
         if at >= 0:
             if polled:
                 return None  # the same call, new numbers: a poll
+            if reports_act(result):
+                # "Clicked on Button 'Rules'." for the fifth mail rule set up through the
+                # same dialog: the act restated, not what the screen now shows. Neither
+                # (the first such report is news, below).
+                return None
             if (
                 not flags & (FLAG_SEARCH | FLAG_WRITE)
                 and not result.failed
