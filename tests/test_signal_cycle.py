@@ -399,6 +399,23 @@ def test_a_crash_loop_answered_as_json_with_a_fresh_timestamp_is_still_a_cycle()
     assert _alerts(trace) == [SIGNAL]
 
 
+def test_a_structured_answer_whose_only_change_is_its_timestamp_is_no_news() -> None:
+    """An owner set through an API and read back, lap after lap: an automation reverts
+    it, so the read answers the same object each time with only its ``updated_at``
+    moved. A structured answer is compared exactly except for its timestamps."""
+    def item(n: int, owner: str) -> dict[str, Any]:
+        return {"data": {"items": [{"id": "51023501", "people": owner,
+                                    "updated_at": f"2025-12-09T06:00:{n:02d}Z"}]}}
+    reverted = lap_trace([({"id": "51023501"}, item(n, "Hana K.")) for n in range(6)])
+    assert _alerts(reverted) == [SIGNAL]
+    # the same laps with a field of the answer moving (a count growing): news
+    growing = lap_trace([({"id": "51023501"}, {**item(n, "Hana K."), "count": n}) for n in range(6)])
+    assert _alerts(growing) == []
+    # and one that moves in what it says, the timestamp beside it
+    moving = lap_trace([({"id": "51023501"}, item(n, f"owner {chr(65 + n)}")) for n in range(6)])
+    assert _alerts(moving) == []
+
+
 def test_without_results_the_rule_is_the_reference_one() -> None:
     trace = lap_trace([(SCROLLED, page) for page in PAGES], with_results=False)
     assert _alerts(trace) == _alerts(trace, REFERENCE) == [SIGNAL]

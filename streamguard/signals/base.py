@@ -675,6 +675,11 @@ def steady_answer(result: ResultView) -> int:
 
 GIST_TEXT_LIMIT = 2048
 """Characters of a text answer (or error) that its gist reads (:func:`answer_gist`)."""
+GIST_STRUCTURED_LIMIT = 4096
+"""Largest structured payload (bytes) whose gist is taken with its digits out; a larger one
+is compared exactly (its outcome)."""
+_gist_encoder = msgspec.json.Encoder(order="sorted")
+_TIMESTAMP = re.compile(rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
 EMPTY_GIST = 0x454D5054
 """The gist of an empty or unknown answer: every one says the same (nothing)."""
 _ANSWER_WAS_NEW = 1 << 40
@@ -685,8 +690,12 @@ def answer_gist(result: ResultView) -> int:
     """What an answer says, with the parts that move by themselves taken out: for a text
     payload, or a failure's error, a 32-bit code of its first :data:`GIST_TEXT_LIMIT`
     characters with every digit removed (a restart count, an age, a timestamp, a
-    duration, a shell's ``line 27424``); for a structured payload or a digest, its
-    outcome; :data:`EMPTY_GIST` for an empty or unknown answer. Never ``0``.
+    duration, a shell's ``line 27424``); for a structured payload of at most
+    :data:`GIST_STRUCTURED_LIMIT` bytes, a code of its sorted JSON with its timestamps
+    (ISO 8601, :data:`_TIMESTAMP`) taken out, and only those: its other numbers are its
+    data (a count, a price, a lag), while an ``updated_at`` moved by the write the agent
+    keeps re-sending is no news of what the object says; for a larger one or a digest,
+    its outcome; :data:`EMPTY_GIST` for an empty or unknown answer. Never ``0``.
 
     Computed once per result, on first use, and kept for every reader (``ResultView.gist``).
     """
@@ -699,7 +708,16 @@ def answer_gist(result: ResultView) -> int:
             text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass").translate(None, DIGIT_CHARS)
         ) or 1
     elif result.outcome and not result.failed:
-        gist = result.outcome & 0xFFFFFFFF or 1
+        payload = result.event.result
+        if payload is not None and result.size <= GIST_STRUCTURED_LIMIT:
+            try:
+                encoded = _gist_encoder.encode(payload)
+            except (TypeError, ValueError, OverflowError, RecursionError):
+                encoded = b""
+            gist = zlib.crc32(_TIMESTAMP.sub(b"T", encoded)) or 1 if encoded else (
+                result.outcome & 0xFFFFFFFF or 1)
+        else:
+            gist = result.outcome & 0xFFFFFFFF or 1
     else:
         gist = EMPTY_GIST
     result.gist = gist

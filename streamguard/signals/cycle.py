@@ -43,7 +43,10 @@ Result-aware (``result_aware``, default on; not in the reference)
     signal keeps, as ``dominant-tool-call`` does, the last answer of the 16
     most recently answered calls and whether it differed from the one before
     (compared with every digit taken out, ``answer_gist``: a crash-looping
-    pod's ``Restart Count: 15`` after ``14``, an age or a timestamp is no news),
+    pod's ``Restart Count: 15`` after ``14``, an age or a timestamp is no news; a
+    structured answer is compared exactly but for its ISO timestamps: an owner set
+    and read back while an automation reverts it answers the same object with a new
+    ``updated_at`` each lap, a loop; a count or a lag that moves is news),
     and a cycle with a call whose latest answer was new is paging or polling
     and does not trip (at the third lap a call has answered twice: one change
     is all it can have shown). An empty answer or a failure is an answer
