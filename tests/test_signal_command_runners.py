@@ -569,3 +569,42 @@ def test_jobs_polled_with_code_that_sleeps_between_are_a_poll() -> None:
                   ToolResult(session="s", tool="execute_blender_code", call_id=f"w{n}",
                              result="Code executed successfully: ")]
     assert [a for a in alerts(trace) if a.severity == "critical"] == []
+
+
+@pytest.mark.parametrize(("statement", "action", "write"), [
+    ("create index concurrently if not exists t_a_idx on public.t (a);", "sql:create", True),
+    ("  INSERT INTO t VALUES (1)", "sql:insert", True),
+    ("-- add the policy\nALTER POLICY p ON t USING (true);", "sql:alter", True),
+    ("/* tidy */ drop index if exists t_a_idx", "sql:drop", True),
+    ("select count(*) from t", "sql:select", False),
+    ("WITH x AS (SELECT 1) SELECT * FROM x", "sql:with", False),
+    ("explain analyze select * from t", "sql:explain", False),
+])
+def test_an_sql_statement_sent_to_a_runner_is_read_by_its_first_keyword(
+    statement: str, action: str, write: bool
+) -> None:
+    facts = runner_facts({"query": statement})
+    assert (facts.action, facts.write, facts.read) == (action, write, not write)
+
+
+def test_a_query_in_words_is_no_sql_statement() -> None:
+    # A runner's "query" that is no SQL (words of a search) is read as before: no action.
+    facts = runner_facts({"query": "orders that failed yesterday"})
+    assert facts.action == "" and not facts.write
+
+
+def test_indexes_created_one_by_one_through_an_sql_tool_are_writes() -> None:
+    """Seventeen indexes created through a database server's `execute_sql`, each answered
+    "Success. No rows returned": writes, each acknowledged, not one answer seventeen
+    times. The same statement sent again and again is still stale."""
+    trace: list[Any] = []
+    for n in range(17):
+        statement = f"create index concurrently if not exists t{word(n)}_idx on public.t{word(n)} (a);"
+        trace += [sh(statement, "execute_sql"), out('{"rows": [], "message": "Success. No rows returned"}',
+                                                    "execute_sql")]
+    trace = [ToolCall(session="r", tool="execute_sql", args={"query": e.args["command"]})
+             if isinstance(e, ToolCall) else e for e in trace]
+    assert "result-stall" not in signals(trace)
+    again = [e for _ in range(12) for e in trace[:2]]
+    assert "result-stall" in signals(again, WARN.replace('"]\n', '", "repeated-tool-call", '
+                                                           '"dominant-tool-call"]\n'))

@@ -1353,3 +1353,31 @@ def test_an_answer_that_only_reports_the_act(answer: str, act: bool) -> None:
     # a failure that says it clicked is a failure, read as any
     failed = ToolResult(session="s", tool="Click-Tool", result=answer, error="element not found")
     assert not reports_act(ResultView(failed, True, 0, len(answer)))
+
+
+def test_json_text_that_says_error_in_a_field_is_read_as_its_object() -> None:
+    from streamguard.signals.result_stall import says_missing
+
+    annotations = '[{"context": "rspec", "style": "error", "body_html": "1 failure"}]'
+    assert not says_missing(annotations)
+    assert says_missing('{"error": "Build not found"}')
+    assert says_missing('Error: relation "builds" does not exist')
+    assert says_missing('[{"style": "error"} cut off')  # not JSON: its words decide
+
+
+def test_a_search_over_builds_by_number_keeps_each_builds_answer() -> None:
+    """A flaky test triaged over twenty builds' annotations, fetched through a tool read
+    as a search (`list_*`), five at a time: the same failure in build after build is
+    the data being gathered, each answer that build's. The same build asked again and
+    again is the same answer."""
+    failure = '[{"context": "rspec", "style": "error", "body_html": "rspec ./spec/jobs/rollup_spec.rb:31"}]'
+    trace: list[Any] = []
+    for first in range(18800, 18820, 5):
+        calls = [ToolCall(session="s", tool="list_annotations", call_id=f"c{n}",
+                          args={"pipeline_slug": "api", "build_number": str(n)})
+                 for n in range(first, first + 5)]
+        trace += calls + [ToolResult(session="s", tool="list_annotations", call_id=c.call_id, result=failure)
+                          for c in calls]
+    assert hits(trace) == []
+    again = step("list_annotations", {"pipeline_slug": "api", "build_number": "18800"}, failure) * 12
+    assert hits(again, WARN.replace('"]\n', '", "repeated-tool-call", "dominant-tool-call"]\n')) != []

@@ -61,6 +61,7 @@ from .facts import (
     FLAG_READ,
     FLAG_RUNNER,
     FLAG_WRITE,
+    SQL_ACTION,
     CallFacts,
     CommandRunners,
     ToolGlobs,
@@ -330,7 +331,10 @@ def is_write_acknowledgement(result: ResultView) -> bool:
     flags = result.call_flags
     if not flags & FLAG_WRITE or result.failed or result.size > ACK_BYTES:
         return False
-    return not flags & FLAG_RUNNER or result.action in COMPUTER_ACTIONS
+    # A runner's output says what happened; not an SQL statement's "Success. No rows
+    # returned" or a computer-use click's "clicked".
+    action = result.action
+    return not flags & FLAG_RUNNER or action in COMPUTER_ACTIONS or action.startswith(SQL_ACTION)
 
 
 class Signal:
@@ -675,7 +679,7 @@ def steady_answer(result: ResultView) -> int:
 
 GIST_TEXT_LIMIT = 2048
 """Characters of a text answer (or error) that its gist reads (:func:`answer_gist`)."""
-GIST_STRUCTURED_LIMIT = 4096
+GIST_STRUCTURED_LIMIT = 1024
 """Largest structured payload (bytes) whose gist is taken with its digits out; a larger one
 is compared exactly (its outcome)."""
 _gist_encoder = msgspec.json.Encoder(order="sorted")

@@ -586,6 +586,10 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
                     break
             action = f"{command} {path}" if path else command
             return CallFacts(action, command in EDITOR_WRITES, False)
+        if command is None:
+            statement = sql_statement(args)
+            if statement is not None:
+                return statement
     text = command_text(args)
     if not text or not text.strip():
         # An empty command line (not an absent one) asks for more output: a wait.
@@ -593,6 +597,39 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
     if code_tool:
         return code_facts(text)
     return shell_facts(text)
+
+
+_SQL_KEYS = ("sql", "query", "statement")
+_SQL_HEAD = re.compile(r"\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*([A-Za-z]+)", re.DOTALL)
+_SQL_WRITES = frozenset({
+    "alter", "analyze", "call", "cluster", "comment", "copy", "create", "delete", "drop",
+    "grant", "insert", "merge", "refresh", "reindex", "rename", "replace", "revoke",
+    "truncate", "update", "upsert", "vacuum",
+})
+_SQL_READS = frozenset({"describe", "desc", "explain", "pragma", "select", "show", "table", "values", "with"})
+SQL_ACTION = "sql:"
+"""Prefix of the action of an SQL statement sent to a command runner (``sql:create``)."""
+
+
+def sql_statement(args: dict[Any, Any]) -> CallFacts | None:
+    """Facts of an SQL statement sent to a command runner as its ``sql``, ``query`` or
+    ``statement`` argument (``execute_sql(query="create index ...")``, a database MCP
+    server's tool matched by ``execute*``): by its first keyword, a write (``CREATE``,
+    ``INSERT``, ``ALTER``...) or a read (``SELECT``, ``WITH``, ``EXPLAIN``...). Its action
+    is ``sql:`` and that keyword. ``None`` for any other text (a search query in words)."""
+    for key in _SQL_KEYS:
+        value = args.get(key)
+        if type(value) is str:
+            head = _SQL_HEAD.match(value, 0, 4096)
+            if head is None:
+                return None
+            word = head.group(1).lower()
+            if word in _SQL_WRITES:
+                return CallFacts(SQL_ACTION + word, True, False)
+            if word in _SQL_READS:
+                return CallFacts(SQL_ACTION + word, False, False)
+            return None
+    return None
 
 
 _CODE_TOOL = re.compile(r"(?:.*[._/:])?(?:i?python\d*|jupyter\w*|notebook\w*|repl)$")

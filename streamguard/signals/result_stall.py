@@ -64,7 +64,10 @@ What it catches
       under other names, ``workCenter="CNC-06"``, ``isin="XS2574039921"``, not
       under names of text, windows of time, paths or commands; the identifiers a
       structured filter selects, ``query="child.name=lnx-epic-app07^..."``);
-      never another search or a write;
+      never a write, and of a search only the tables its SQL reads and the ids its
+      arguments name (``list_annotations(build_number=18899)``: a flaky test's failure
+      found again in build after build is each build's answer; a reworded search's
+      words are no place);
       and not when the answer reports an error or that the place is not there,
       ``says_missing``, since one more guessed id or table without it is the
       hunt going on): eleven Dockerfiles of one
@@ -315,9 +318,16 @@ def says_missing(payload: Any) -> bool:
     :data:`FAILURE_HEAD` characters (``Error: relation "t" does not exist``, ``404 Not
     Found``), or a JSON object's ``error``/``errors`` field, or its ``detail``,
     ``message``, ``status``... saying so (``{"detail": "Not found."}``, ``{"status":
-    404}``)."""
+    404}``). JSON text (how MCP servers deliver an API's answer) is read as its object:
+    ``[{"style": "error", "body_html": "1 failure ..."}]``, a build's annotations, says
+    what the build reported, not that the read failed."""
     if type(payload) is str:
-        return _missing_text(payload)
+        if not _missing_text(payload):
+            return False
+        if payload[:1] not in ("{", "[") or not is_json_text(payload):
+            return True
+        # (decoded only here, where its words said "error": most answers do not)
+        payload = _json_decoder.decode(payload)
     if type(payload) is not dict:
         return False
     if payload.get("error") or payload.get("errors"):
@@ -1060,7 +1070,9 @@ class ResultStall(Signal):
             # (A search's names are no place: nothing found in one more file is nothing
             # found again. A SQL query's tables are, even through a tool named as a
             # search: a count per table is that table's answer.)
-            names = sql_tables(call.args) if call.search else read_names(call)
+            # So are the ids a search names (`list_annotations(build_number=18899)`):
+            # that build's annotations, not the same answer again for the next build.)
+            names = (sql_tables(call.args) or _ids(call.args)) if call.search else read_names(call)
             if names:
                 reads = state.reads
                 if len(reads) >= READS * 8:
