@@ -254,6 +254,7 @@ class Watchdog:
         self._on_call = hooked("on_call")
         self._on_result = hooked("on_result")
         self._on_text = hooked("on_text")
+        self._on_user_text = hooked("on_user_text")
         self._on_turn_start = hooked("on_turn_start")
         self._on_turn_end = hooked("on_turn_end")
         self._on_usage = hooked("on_usage")
@@ -391,6 +392,8 @@ class Watchdog:
             if event.role == "user":
                 # the agent waited for its user: a pause (see SessionState)
                 state.pauses = (state.pauses + 1) & COUNT_MASK
+                for i, _, user_hook in self._on_user_text:
+                    user_hook(state.signals[i], event)
             self._text(ctx, event)
         elif kind is TurnStart:
             self._turn_start(ctx)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamguard.canonical import canonicalize, stable_hash
-from streamguard.events import ToolCall, ToolResult
+from streamguard.events import Text, ToolCall, ToolResult
 from streamguard.signals.base import CallView
 from streamguard.signals.cycle import AlternatingToolCycle, smallest_rotation
 from streamguard.signals.dominant import DominantToolCall
@@ -532,3 +532,29 @@ def test_a_write_answered_alike_every_lap_leaves_its_reads_to_count() -> None:
         for page in PAGES[:5]
     ])
     assert _alerts(pager) == []
+
+
+def _playbook(user_says: list[str]) -> list[Any]:
+    """The user's message, then the same four checks answered the same way."""
+    trace: list[Any] = []
+    for n, message in enumerate(user_says):
+        trace.append(Text(session="y", role="user", text=message))
+        for i, (tool, answer) in enumerate((("connections", "active: 29"), ("cpu", "avg 11%"),
+                                            ("error_logs", "No ERROR entries"), ("slow_queries", "none"))):
+            trace += [ToolCall(session="y", tool=tool, args={}, call_id=f"c{n}{i}"),
+                      ToolResult(session="y", tool=tool, call_id=f"c{n}{i}", result=answer)]
+    return trace
+
+
+def test_the_same_request_again_restarts_the_laps() -> None:
+    """A monitoring playbook asked for every half hour in the same words (a scheduler):
+    each run answers the request, so the runs are no laps of the agent's own."""
+    assert _alerts(_playbook(["Run the monitoring playbook for clinic-prod."] * 6)) == []
+
+
+def test_replies_in_new_words_leave_the_laps_counting() -> None:
+    """The user replying each time in other words ("Postgres, as I said") while the agent
+    goes through the same calls: the agent's own loop, counted across the replies."""
+    replies = ["Run the checks.", "I said run them once.", "Stop repeating.", "Why again?",
+               "Please stop.", "STOP"]
+    assert _alerts(_playbook(replies)) == [SIGNAL]

@@ -420,6 +420,11 @@ class Signal:
         """Assistant speech: non-whitespace text (or ``chars > 0``) with role ``assistant``."""
         return None
 
+    def on_user_text(self, state: Any, event: Text) -> None:  # pragma: no cover
+        """A message from the agent's user (``role: "user"``): what the agent does next
+        answers a new request. Nothing is reported on it."""
+        return None
+
     def on_turn_start(self, state: Any) -> Finding | None:  # pragma: no cover
         """A real turn boundary (a turn refused because the session is halted is not one)."""
         return None
@@ -679,7 +684,7 @@ def steady_answer(result: ResultView) -> int:
 
 GIST_TEXT_LIMIT = 2048
 """Characters of a text answer (or error) that its gist reads (:func:`answer_gist`)."""
-GIST_STRUCTURED_LIMIT = 1024
+GIST_STRUCTURED_LIMIT = 512
 """Largest structured payload (bytes) whose gist is taken with its digits out; a larger one
 is compared exactly (its outcome)."""
 _gist_encoder = msgspec.json.Encoder(order="sorted")
