@@ -328,11 +328,25 @@ def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, i
         data = _sorted_encoder.encode(result)
     except (TypeError, ValueError, OverflowError):
         return UNFINGERPRINTABLE, 0
+    global _last_encoding
+    _last_encoding = (result, data)  # one tuple store: what a reader sees is one pair
     if result == "" or result == {} or result == []:
         return UNFINGERPRINTABLE, len(data)
     state = _blake8()
     state.update(data)
     return int.from_bytes(state.digest(), "little") or 1, len(data)
+
+
+_last_encoding: tuple[Any, bytes] = (None, b"")
+"""The structured payload :func:`fingerprint_and_size` encoded last, with its sorted JSON."""
+
+
+def last_encoding(result: Any) -> bytes | None:
+    """The sorted JSON :func:`fingerprint_and_size` made of this very object (``is``), if
+    it was the last one it encoded: a reader of the same result's JSON (an answer's gist)
+    need not encode it again. ``None`` otherwise."""
+    last = _last_encoding
+    return last[1] if last[0] is result else None
 
 
 def payload_size(result: Any) -> int:

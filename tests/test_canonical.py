@@ -413,3 +413,16 @@ def test_canonical_args_slots() -> None:
     canonical = CanonicalArgs("{}", None)
     with pytest.raises(AttributeError):
         canonical.other = 1  # type: ignore[attr-defined]
+
+
+def test_the_last_structured_encoding_is_handed_only_to_its_own_object() -> None:
+    import msgspec
+
+    from streamguard.canonical import fingerprint_and_size, last_encoding
+
+    payload = {"b": [1, 2], "a": "2025-12-09T06:00:21Z"}
+    fingerprint_and_size(payload)
+    assert last_encoding(payload) == msgspec.json.Encoder(order="sorted").encode(payload)
+    assert last_encoding({"b": [1, 2], "a": "2025-12-09T06:00:21Z"}) is None  # equal, not it
+    fingerprint_and_size({"other": 1})
+    assert last_encoding(payload) is None

@@ -53,7 +53,13 @@ import msgspec
 from msgspec import Meta, Struct, structs
 from msgspec.json import encode as _json_encode
 
-from ..canonical import CanonicalArgs, fingerprint_payload, stable_hash, truncate_middle
+from ..canonical import (
+    CanonicalArgs,
+    fingerprint_payload,
+    last_encoding,
+    stable_hash,
+    truncate_middle,
+)
 from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
 from .facts import (
     COMPUTER_ACTIONS,
@@ -721,10 +727,12 @@ def answer_gist(result: ResultView) -> int:
         gist = result.outcome & 0xFFFFFFFF or 1
         payload = result.event.result
         if payload is not None and result.size <= GIST_STRUCTURED_LIMIT:
-            try:
-                encoded = _gist_encoder.encode(payload)
-            except (TypeError, ValueError, OverflowError, RecursionError):
-                encoded = b""
+            encoded = last_encoding(payload)  # the fingerprint's, when it was just made
+            if encoded is None:
+                try:
+                    encoded = _gist_encoder.encode(payload)
+                except (TypeError, ValueError, OverflowError, RecursionError):
+                    encoded = b""
             # (A C-level scan for the middle of a timestamp first: most answers hold none,
             # and for them the gist is the outcome, as it always was.)
             if encoded and _TIMESTAMP_HINT.search(encoded) is not None:
