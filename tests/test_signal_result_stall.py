@@ -1381,3 +1381,28 @@ def test_a_search_over_builds_by_number_keeps_each_builds_answer() -> None:
     assert hits(trace) == []
     again = step("list_annotations", {"pipeline_slug": "api", "build_number": "18800"}, failure) * 12
     assert hits(again, WARN.replace('"]\n', '", "repeated-tool-call", "dominant-tool-call"]\n')) != []
+
+
+def _create_and_status(name: str, lap: int, status: str) -> list[Any]:
+    """A create request answered by a fresh request token, then the status of that token."""
+    token = hashlib.sha256(f"{name}{lap}".encode()).hexdigest()[:32]
+    return (step("create_resource", {"type": "AWS::RDS::DBSubnetGroup", "name": name},
+                 {"OperationStatus": "IN_PROGRESS", "RequestToken": token})
+            + step("get_resource_request_status", {"request_token": token},
+                   {"OperationStatus": status, "StatusMessage": "AZ coverage: add a second AZ"
+                    if status == "FAILED" else "created"}))
+
+
+def test_the_same_write_re_sent_and_checked_by_its_new_token_is_futile() -> None:
+    """One create request re-sent as it was, each time answered by a new request token
+    whose status says FAILED for the same reason: the same check of the same write,
+    whatever the token, and the writes are futile."""
+    trace = [e for lap in range(10) for e in _create_and_status("orders-db", lap, "FAILED")]
+    assert [a.detail["rule"] for a in alerts(trace) if a.signal == "result-stall"] == ["futile_writes"]
+    # different resources created one after the other, each checked: no futile write
+    sweep = [e for lap in range(10) for e in _create_and_status(f"db-{word(lap)}", lap, "SUCCESS")]
+    assert hits(sweep) == []
+    # the same create re-sent until it took: its status moved, nothing futile
+    retried = [e for lap in range(4) for e in _create_and_status("orders-db", lap, "FAILED")]
+    retried += _create_and_status("orders-db", 9, "SUCCESS")
+    assert hits(retried) == []

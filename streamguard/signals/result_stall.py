@@ -198,7 +198,12 @@ Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
     finished session that recovered on the next call; five does not. Status
     reads and waits (``steady_checks``, the polling globs of
     ``repeated-tool-call``) are no such checks: "healthy" before a deploy and
-    "healthy" after it is the answer hoped for, not a futile deploy.
+    "healthy" after it is the answer hoped for, not a futile deploy. The first
+    check after a write is also remembered under the write: the same write
+    re-sent as it was, and the check after it answering as it did the last time,
+    is futile whatever the check's own arguments (one create request re-sent,
+    each time answered by a new request token whose status, a status read among
+    them, says FAILED for the same reason: halted at the sixth create).
 
 Threshold: 8 consecutive stale results (``threshold``, 3–100)
     In the judged development corpus (docs/detection.md) healthy sessions went
@@ -966,6 +971,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     least recent first."""
     wrote: bool = False
     """A write succeeded since the last check's answer."""
+    write_key: int = 0
+    """The call key (low 32 bits, never 0) of the latest successful write, while ``wrote``:
+    the first check after it is also remembered under it (the same write re-sent)."""
     futile: int = 0
     """Checks in a row whose answer the writes before them did not change."""
     futile_latched: bool = False
@@ -1417,6 +1425,7 @@ class ResultStall(Signal):
         """Writes that change nothing: the check after them answers as it did before."""
         if flags & FLAG_WRITE and not result.failed and not reported:
             state.wrote = True
+            state.write_key = (key & _M32) or 1
             return None
         # A failed write (a build that breaks, an edit refused) changed nothing and
         # answers like a check: the same failure after an edit is a futile edit. So does
@@ -1427,23 +1436,44 @@ class ResultStall(Signal):
         steady = self._steady_cache.get(result.tool)
         if steady is None:
             steady = self._is_steady(result.tool)
-        if steady:
-            return None  # no write yet in this session: no write can have been futile
-        key32 = (key & _M32).to_bytes(4, "little")
+        if steady and not (state.wrote and state.write_key):
+            # "healthy" before a deploy and "healthy" after it is the answer hoped for.
+            # (After the same write re-sent it is compared, below.)
+            return None
         checks = state.checks
         before = 0
-        # The first entry whose key half is key32: a C-level search, then the alignment
-        # test (a hit in an answer half, or straddling two entries, is no hit).
-        at = checks.find(key32)  # (find_entry, inline: every check's lookup)
-        while at > 0 and at % 8:
-            at = checks.find(key32, at + 1)
-        if at >= 0:
-            before = int.from_bytes(checks[at + 4 : at + 8], "little") or -1
-            del checks[at : at + 8]
-        if len(checks) >= 8 * CHECKS:
-            del checks[:8]
-        checks += key32
-        checks += code.to_bytes(4, "little")
+        if not steady:
+            key32 = (key & _M32).to_bytes(4, "little")
+            # The first entry whose key half is key32: a C-level search, then the alignment
+            # test (a hit in an answer half, or straddling two entries, is no hit).
+            at = checks.find(key32)  # (find_entry, inline: every check's lookup)
+            while at > 0 and at % 8:
+                at = checks.find(key32, at + 1)
+            if at >= 0:
+                before = int.from_bytes(checks[at + 4 : at + 8], "little") or -1
+                del checks[at : at + 8]
+            if len(checks) >= 8 * CHECKS:
+                del checks[:8]
+            checks += key32
+            checks += code.to_bytes(4, "little")
+        if state.wrote and state.write_key:
+            # The first check after a write is remembered under the write too: the same
+            # write re-sent (one create request, answered each time by a new request
+            # token) and checked through a call that names what it returned (the status
+            # of that token) is the same check of the same write, whatever the token. A
+            # status read counts here: the same failed create re-sent, its status FAILED
+            # each time, is futile, whereas "healthy" after one deploy is not.
+            write32 = state.write_key.to_bytes(4, "little")
+            state.write_key = 0
+            if not before:
+                at = find_entry(checks, write32, 8)
+                if at >= 0:
+                    before = int.from_bytes(checks[at + 4 : at + 8], "little") or -1
+                    del checks[at : at + 8]
+            if len(checks) >= 8 * CHECKS:
+                del checks[:8]
+            checks += write32
+            checks += code.to_bytes(4, "little")
         if not state.wrote or not before:
             return None
         if before == code and not flags & _CHECK_FLAGS and _acknowledges(result):
