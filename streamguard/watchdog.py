@@ -41,6 +41,7 @@ tells the model why it was stopped.
 
 from __future__ import annotations
 
+import zlib
 from hashlib import blake2b
 from sys import intern
 from typing import Any
@@ -121,6 +122,8 @@ _NO_OUTPUT: list[Output] = []  # shared, never mutated: the common case allocate
 MAX_PENDING = 8
 """Calls remembered while they await their result (oldest dropped)."""
 _FACTS_CACHE_MAX = 512
+PROMPT_READ = 512
+"""Characters of a message to the agent compared with the one before (``SessionState.prompt``)."""
 _TOOL_HOOKS_MAX = 512
 
 FEEDBACK_HEADER = (
@@ -180,6 +183,10 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # read, a failed answer): after a wait and no act, an answer that says nothing of an
     # end is a poll's too (poll_answer).
     pauses: int = 0
+    # CRC-32 of the latest message to the agent (role user or system, its first
+    # PROMPT_READ characters): the same message again is the same request repeated (a
+    # scheduler's), and the loop detectors that count laps start again from it.
+    prompt: int = 0
     # The pause count at the last answer of each of the last ANSWERED_KEPT calls (by key):
     # whether the session paused since a call was last answered (ResultView.paused).
     answered: dict[int, int] = {}
@@ -254,7 +261,7 @@ class Watchdog:
         self._on_call = hooked("on_call")
         self._on_result = hooked("on_result")
         self._on_text = hooked("on_text")
-        self._on_user_text = hooked("on_user_text")
+        self._on_repeated_prompt = hooked("on_repeated_prompt")
         self._on_turn_start = hooked("on_turn_start")
         self._on_turn_end = hooked("on_turn_end")
         self._on_usage = hooked("on_usage")
@@ -389,11 +396,12 @@ class Watchdog:
         elif kind is ToolResult:
             self._result(ctx, event)
         elif kind is Text:
-            if event.role == "user":
-                # the agent waited for its user: a pause (see SessionState)
-                state.pauses = (state.pauses + 1) & COUNT_MASK
-                for i, _, user_hook in self._on_user_text:
-                    user_hook(state.signals[i], event)
+            role = event.role
+            if role == "user" or role == "system":
+                if role == "user":
+                    # the agent waited for its user: a pause (see SessionState)
+                    state.pauses = (state.pauses + 1) & COUNT_MASK
+                self._prompt(state, event)
             self._text(ctx, event)
         elif kind is TurnStart:
             self._turn_start(ctx)
@@ -680,6 +688,20 @@ class Watchdog:
             finding = hook(signals[i], view)
             if finding is not None:
                 self._handle(ctx, i, finding)
+
+    def _prompt(self, state: SessionState, event: Text) -> None:
+        """A message to the agent: the same one as the last, word for word (a scheduler
+        asking for the same run every half hour), is a request repeated, and the signals
+        that count laps or runs of calls start again from it (``on_repeated_prompt``)."""
+        text = event.text
+        if not text:
+            return
+        said = zlib.crc32(text[:PROMPT_READ].encode("utf-8", "surrogatepass")) or 1
+        if said != state.prompt:
+            state.prompt = said
+            return
+        for i, _, hook in self._on_repeated_prompt:
+            hook(state.signals[i])
 
     def _text(self, ctx: _Ctx, event: Text) -> None:
         if event.role != "assistant":

@@ -320,3 +320,34 @@ def test_sessions_sharing_one_signal_do_not_interfere(steps: list[tuple[bool, tu
 @pytest.mark.parametrize(("raw", "effective"), [(3.0, 3), ("4", 4), (None, 5), ("x", 5)])
 def test_raw_config_values_from_library_users(raw: Any, effective: int) -> None:
     assert RepeatedToolCall(Config(threshold=raw)).threshold == effective
+
+
+def _daily_runs(prompts: list[str]) -> list[Any]:
+    """Each run: the message that starts it, the same status read, the same answer."""
+    from streamguard.events import Text, ToolResult
+
+    trace: list[Any] = []
+    for n, prompt in enumerate(prompts):
+        trace += [Text(session="d", role="system", text=prompt),
+                  ToolCall(session="d", tool="web_open_url", args={"url": "https://example.org/case/IOE1"},
+                           call_id=f"c{n}"),
+                  ToolResult(session="d", tool="web_open_url", call_id=f"c{n}", result="Case Was Received"),
+                  Text(session="d", text="Status unchanged. No notification sent.")]
+    return trace
+
+
+def test_a_scheduled_request_repeated_word_for_word_starts_the_run_again() -> None:
+    """A daily scheduled check ("Scheduled task run: ..."), the same read answering the
+    same for a week: each run answers the request, no repeat of the agent's own. The same
+    reads after messages in new words are the agent's own repeats."""
+    from tests.harness import engine_alerts
+
+    quiet = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
+
+    def criticals(trace: list[Any]) -> list[str]:
+        return [a.signal for a in engine_alerts(trace, quiet, "d") if a.severity == "critical"]
+
+    assert criticals(_daily_runs(["Scheduled task run: case status check"] * 8)) == []
+    assert "repeated-tool-call" in criticals(_daily_runs([f"check it again ({word})" for word in
+                                                          ("now", "please", "once more", "again",
+                                                           "quickly", "really", "last", "ok")]))

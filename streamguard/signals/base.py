@@ -426,9 +426,10 @@ class Signal:
         """Assistant speech: non-whitespace text (or ``chars > 0``) with role ``assistant``."""
         return None
 
-    def on_user_text(self, state: Any, event: Text) -> None:  # pragma: no cover
-        """A message from the agent's user (``role: "user"``): what the agent does next
-        answers a new request. Nothing is reported on it."""
+    def on_repeated_prompt(self, state: Any) -> None:  # pragma: no cover
+        """A message to the agent (``role`` user or system) the same, word for word, as the
+        one before it: the request repeated (a scheduler's), so what the agent does next
+        answers it anew. Nothing is reported on it."""
         return None
 
     def on_turn_start(self, state: Any) -> Finding | None:  # pragma: no cover

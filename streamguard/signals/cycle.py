@@ -81,8 +81,9 @@ Result-aware (``result_aware``, default on; not in the reference)
     named write, so scroll → screenshot stays paging.
 
 The same request again
-    A user's message that repeats the one before word for word (a scheduler asking
-    "Run the monitoring playbook for clinic-prod" every half hour) restarts the laps:
+    A message to the agent (its user's, or a system message) that repeats the one
+    before word for word (a scheduler asking "Run the monitoring playbook for
+    clinic-prod" every half hour; ``on_repeated_prompt``) restarts the laps:
     what the agent does next answers that request, so the same four checks run again
     for it are no lap of the agent's own. A reply in new words ("Postgres, as I
     said", "STOP") does not: an agent going through the same calls while its user
@@ -116,14 +117,12 @@ because an exempt call must be invisible and the shared ring still holds it.
 
 from __future__ import annotations
 
-import zlib
 from sys import intern
 from typing import Annotated, Any
 
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
-from ..events import Text
 from .base import (
     CallView,
     Finding,
@@ -172,10 +171,6 @@ def _lap_moves(state: Any, block: list[int]) -> bool:
     return moved
 
 
-USER_TEXT_READ = 512
-"""Characters of a user's message compared with the one before (:meth:`on_user_text`)."""
-
-
 class AlternatingToolCycleConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``alternating-tool-cycle``."""
 
@@ -203,9 +198,6 @@ class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=T
     writes: tuple[int, ...] = ()
     """Keys of the recent calls that wrote through a named write tool (at most
     ``max_period``): a lap that re-sends one of them moves its other answers itself."""
-    asked: int = 0
-    """CRC-32 of the user's latest message (its first ``USER_TEXT_READ`` characters): the
-    same request again restarts the laps."""
     answers: dict[int, int] | None = None
     """Recent calls' answers (``note_answer``): call key -> (last gist, 32 bits) << 8 |
     times it changed, with a bit for "that answer was new"; at most ``ANSWERS_KEPT`` calls,
@@ -254,19 +246,12 @@ class AlternatingToolCycle(Signal):
             note_answer(state, result, gist=True)
         return None
 
-    def on_user_text(self, state: Any, event: Text) -> None:
-        # The user's request again, word for word ("Run the monitoring playbook for
-        # clinic-prod", from a scheduler every half hour): what the agent does next answers
-        # it, so the same playbook gone through again is no lap of the agent's own. Laps
-        # are counted from here. Not a reply in new words ("Postgres, as I said"): the
-        # agent asking again what it was told is its own loop.
-        text = event.text
-        if not text:
-            return
-        said = zlib.crc32(text[:USER_TEXT_READ].encode("utf-8", "surrogatepass")) or 1
-        if said != state.asked:
-            state.asked = said
-            return
+    def on_repeated_prompt(self, state: Any) -> None:
+        # The request repeated word for word ("Run the monitoring playbook for
+        # clinic-prod", from a scheduler every half hour): the same playbook gone through
+        # again answers it and is no lap of the agent's own. Laps count from here. (A
+        # reply in new words, "Postgres, as I said", is no repeat: an agent going through
+        # the same calls while its user protests is looping.)
         if state.seen:
             state.seen = 0
         if state.ring:

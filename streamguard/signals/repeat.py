@@ -20,7 +20,11 @@ Threshold
     error); by the fifth unchanged call the agent has had four identical
     answers and is learning nothing. One alert per run: the latch clears only
     when a non-equivalent call starts a new run (or on a reset), and the next
-    run alerts again.
+    run alerts again. A message to the agent that repeats the one before word for
+    word (a daily "Scheduled task run: check my case", ``on_repeated_prompt``) ends
+    the run: the same read after it answers the request anew (a scheduled status
+    check, a week of "Case Was Received", was halted at its fifth day). Messages in
+    new words do not: the same call after each reply is the agent's own repeat.
 
 Severity
     Critical, session scope. This detector can prove what it reports: the
@@ -265,6 +269,13 @@ class RepeatedToolCall(Signal):
                 self._polling_cache.clear()
             self._polling_cache[tool] = cached
         return cached
+
+    def on_repeated_prompt(self, state: Any) -> None:
+        # The request repeated word for word (a daily "Scheduled task run: check my
+        # case"): the same read again answers it, and is no repeat of the agent's own.
+        # The next call starts a run.
+        if state.run:
+            state.run = 0
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
