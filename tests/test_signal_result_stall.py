@@ -686,8 +686,11 @@ def test_a_desktop_agent_typing_rows_is_writing() -> None:
         trace += step("keyboard_input", {"id": "21", "name": "Grid", "keys": f"{word(row)}{{TAB}}{row}{{ENTER}}"},
                       {"status": "SUCCESS", "results": ""})
     assert hits(trace) == []
-    # the same rows typed again, every one already acknowledged: nothing new
-    assert hits(trace + trace[6:]) != []
+    # The same rows typed again, every one already acknowledged: the acknowledgements
+    # restate the acts (no evidence to this signal), and the replay is long-loop's.
+    again = trace + trace[6:]
+    assert hits(again) == []
+    assert hits(again, "", signal="long-loop") != []
 
 
 @pytest.mark.parametrize(("answer", "bare"), [
@@ -1348,10 +1351,10 @@ def test_the_same_procedure_whose_screen_never_changes_still_stalls() -> None:
     ("Focused App: Rules and Alerts", False),
 ])
 def test_an_answer_that_only_reports_the_act(answer: str, act: bool) -> None:
-    event = ToolResult(session="s", tool="Click-Tool", result=answer)
+    event = ToolResult(session="s", tool="desktop", result=answer)
     assert reports_act(ResultView(event, False, 1, len(answer))) is act
     # a failure that says it clicked is a failure, read as any
-    failed = ToolResult(session="s", tool="Click-Tool", result=answer, error="element not found")
+    failed = ToolResult(session="s", tool="desktop", result=answer, error="element not found")
     assert not reports_act(ResultView(failed, True, 0, len(answer)))
 
 
@@ -1406,3 +1409,32 @@ def test_the_same_write_re_sent_and_checked_by_its_new_token_is_futile() -> None
     retried = [e for lap in range(4) for e in _create_and_status("orders-db", lap, "FAILED")]
     retried += _create_and_status("orders-db", 9, "SUCCESS")
     assert hits(retried) == []
+
+
+@pytest.mark.parametrize(("tool", "answer", "act"), [
+    ("click_at", {"status": "ok", "element": "button 'Submit claim'"}, True),
+    ("type_text_at", {"status": "ok", "field": "Trip date"}, True),
+    ("press_key", "OK", True),
+    ("click_at", {"status": "error", "element": "Submit"}, False),
+    ("get_claim", {"status": "ok", "field": "Trip date"}, False),
+    ("type_text_at", {"status": "ok", "page": "x" * 300}, False),
+])
+def test_a_bare_success_of_a_tool_named_by_an_interface_act(tool: str, answer: Any, act: bool) -> None:
+    size = len(answer) if isinstance(answer, str) else len(json.dumps(answer))
+    assert reports_act(ResultView(ToolResult(session="s", tool=tool, result=answer), False, 1, size)) is act
+
+
+def test_a_form_filled_per_claim_through_computer_use_actions_is_no_stall() -> None:
+    """Eight mileage claims entered through one form with a computer-use model's actions
+    (`navigate`, `type_text_at`, `click_at`), each answered with a bare "ok" naming the
+    field or element, and the confirmation read per claim: the same acts answered the
+    same way for every claim, not a stall."""
+    trace: list[Any] = []
+    for n in range(8):
+        trace += step("navigate", {"url": "https://claims.example/new"}, {"status": "loaded", "title": "New Claim"})
+        for field, y in (("Trip date", 352), ("Route", 435), ("Miles", 517), ("Purpose", 599)):
+            text = "Client site visit" if field == "Purpose" else f"{field} {word(n)}"
+            trace += step("type_text_at", {"x": 285, "y": y, "text": text}, {"status": "ok", "field": field})
+        trace += step("click_at", {"x": 700, "y": 842}, {"status": "ok", "element": "button 'Submit claim'"})
+        trace += step("read_page", {"selector": ".alert"}, {"text": f"Claim submitted. Reference MC-{word(n)}"})
+    assert hits(trace) == []

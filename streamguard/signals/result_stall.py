@@ -556,10 +556,11 @@ def _is_id_key(key: Any) -> bool:
     )
 
 
-def _ids(args: Any) -> str:
+def _ids(args: Any, named_only: bool = False) -> str:
     """The identifiers a named tool's call reads by, in the order of their names; "" for
     none: the short scalar values of arguments named as ids or places (:data:`_ID_KEY`,
-    :data:`_PLACE_KEY_WORDS`); values
+    :data:`_PLACE_KEY_WORDS`; only these with ``named_only``, a search's: the terms it
+    looks for are no place, however they are shaped, ``search_dir(term="parseConfig3")``); values
     shaped as ids (:data:`_ID_VALUE`, not a :data:`_QUANTITY`) of arguments whose names
     say no text, window, path or command (:data:`_TEXT_WORDS`); and the identifiers a
     structured filter's equalities select (:data:`_FILTER_WORDS`, :data:`_EQUALITY`)."""
@@ -593,6 +594,8 @@ def _ids(args: Any) -> str:
             type(value) is int and -_INT64 <= value < _INT64
         ):
             found.append(f"{key}={value}")
+    if named_only:
+        return "\0".join(found)
     for key in others:
         # `GetMachineStatus(workCenter="CNC-06")`, `ValidatePrice(isin="XS2574039921")`:
         # one item of a list the agent goes through, named by its identifier
@@ -737,12 +740,32 @@ def reports_act(result: ResultView) -> bool:
     it acted on: a rule read from the same procedure gone through for the next rule,
     form line or sample (the same clicks answered the same way) can take it as no
     evidence either way. What the agent *sees* (a screenshot, a tree of elements, a
-    page's text) is read as any answer."""
+    page's text) is read as any answer. So is a bare success in any shape from a tool
+    named by such an act (``click_at``, ``type_text_at``, ``press_key``: ``{"status":
+    "ok", "field": "Trip date"}``)."""
     payload = result.event.result
-    return (
-        not result.failed and type(payload) is str and len(payload) <= ACK_BYTES
-        and _REPORTS_ACT.match(payload) is not None
-    )
+    if result.failed:
+        return False
+    if type(payload) is str and len(payload) <= ACK_BYTES and _REPORTS_ACT.match(payload):
+        return True
+    # A tool named by an interface act (`click_at`, `type_text_at`, `tap`, `press_key`)
+    # answered by a bare success in any shape ({"status": "ok", "element": "Submit"}).
+    act = _UI_ACT_TOOLS.get(result.tool)
+    if act is None:
+        words = name_words(result.tool)
+        act = bool(words) and words[0] in _UI_ACT_WORDS
+        if len(_UI_ACT_TOOLS) >= 512:  # bounded: tool names are untrusted
+            _UI_ACT_TOOLS.clear()
+        _UI_ACT_TOOLS[result.tool] = act
+    return act and _acknowledges(result)
+
+
+_UI_ACT_WORDS = frozenset({
+    "click", "tap", "type", "press", "scroll", "swipe", "hover", "drag", "key", "keyboard",
+    "mouse", "double", "right", "left", "long",
+})
+"""First words of a tool named by an act in an interface (:func:`reports_act`)."""
+_UI_ACT_TOOLS: dict[str, bool] = {}
 
 
 def result_text(result: Any) -> str:
@@ -1080,7 +1103,7 @@ class ResultStall(Signal):
             # search: a count per table is that table's answer.)
             # So are the ids a search names (`list_annotations(build_number=18899)`):
             # that build's annotations, not the same answer again for the next build.)
-            names = (sql_tables(call.args) or _ids(call.args)) if call.search else read_names(call)
+            names = (sql_tables(call.args) or _ids(call.args, True)) if call.search else read_names(call)
             if names:
                 reads = state.reads
                 if len(reads) >= READS * 8:
