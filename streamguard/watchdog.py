@@ -474,6 +474,7 @@ class Watchdog:
         view.wait = wait = facts.wait
         view.shell = facts.shell
         view.ask = facts.ask
+        view.read = read = facts.read
         # A read asked after a wait of its own (`sleep 120; ray job status ...`) is a read
         # whose answer follows a deliberate wait: read by the loop detectors with their
         # polls' rules (a job polled after it failed is a loop), a run of it a poll to
@@ -485,7 +486,6 @@ class Watchdog:
                 del history[0]
         if wait or waits_first:
             state.pauses = (state.pauses + WAITED) & COUNT_MASK  # a wait, whatever the clock says
-        read = facts.read
         if not (read or wait):
             # (no pause: an act, after which the same answer may be the act's own)
             state.pauses = (state.pauses + ACTED) & COUNT_MASK

@@ -361,3 +361,49 @@ def test_a_final_answer_repeating_the_turns_text_is_one_message() -> None:
     assert hits(promise_answers(question, True)) == []
     assert hits(promise_answers(question, True, text_suffix="\n")) == []  # the text with a newline
     assert [a.detail["rule"] for _, a in hits(promise_answers(question * 2, True))] == ["repeated_message"]
+
+
+def _service_turns(promise: str, looks: list[tuple[str, dict[str, Any], str]], turns: int = 4) -> list[Any]:
+    """Turns of a support chat: the customer asks, the agent looks things up, then ends on
+    ``promise``."""
+    trace: list[Any] = []
+    for turn in range(1, turns + 1):
+        trace += [TurnStart(session="c", turn=turn),
+                  Text(session="c", role="user", text=f"any news? ({turn})", turn=turn)]
+        for i, (tool, args, answer) in enumerate(looks):
+            trace += [ToolCall(session="c", tool=tool, args=args, call_id=f"l{turn}{i}", turn=turn),
+                      ToolResult(session="c", tool=tool, call_id=f"l{turn}{i}", result=answer, turn=turn)]
+        trace.append(Text(session="c", text=promise, turn=turn))
+    return [*trace, TurnStart(session="c", turn=turns + 1)]
+
+
+STATUS = ("get_claim_status", {"claim_no": "CLM-448120"}, "under document review")
+
+
+def test_an_act_promised_after_the_same_lookups_turn_after_turn_warns() -> None:
+    """'I'm raising the escalation ticket now' at the end of turn after turn, each turn
+    only reading the claim's status again: the reads do not raise the ticket."""
+    trace = _service_turns("I'm raising the escalation ticket for your claim now.", [STATUS])
+    assert [a.detail["rule"] for _, a in hits(trace)] == ["promised_without_acting"]
+
+
+def test_a_look_announced_then_made_is_work() -> None:
+    """"Let me check the availability" followed by the check, turn after turn: the look
+    announced is the look made, so no promise is broken."""
+    trace: list[Any] = []
+    for turn in range(1, 5):
+        trace += [TurnStart(session="c", turn=turn),
+                  Text(session="c", role="user", text=f"and on day {turn}?", turn=turn),
+                  Text(session="c", text="Let me check the availability for that day.", turn=turn),
+                  ToolCall(session="c", tool="get_availability", args={"day": turn}, call_id=f"a{turn}", turn=turn),
+                  ToolResult(session="c", tool="get_availability", call_id=f"a{turn}", result="2 slots", turn=turn)]
+    trace.append(TurnStart(session="c", turn=5))
+    assert hits(trace) == []
+
+
+def test_an_act_promised_and_made_in_the_next_turn_is_work() -> None:
+    trace = _service_turns("I'm raising the escalation ticket for your claim now.", [STATUS], turns=2)
+    trace[-1:-1] = [ToolCall(session="c", tool="create_ticket", args={"claim": "CLM-448120"}, call_id="t"),
+                    ToolResult(session="c", tool="create_ticket", call_id="t", result={"id": "T-1"})]
+    trace += _service_turns("I'm raising the escalation ticket for your claim now.", [STATUS], turns=2)[2:]
+    assert hits(trace) == []

@@ -162,7 +162,8 @@ class CallView:
 
     ``runner``, ``action``, ``write``, ``search``, ``wait``, ``waits_first`` (a read
     asked after a wait of its own: ``sleep 120; ray job status``), ``shell`` and ``ask`` are
-    the shared call facts of :mod:`streamguard.signals.facts`: whether the tool is a
+    the shared call facts of :mod:`streamguard.signals.facts` (and ``read``: the call is
+    known to only look, ``CallFacts.read``): whether the tool is a
     command runner, what the call does (the program and sub-command for a runner,
     empty when that cannot be read; the tool name otherwise), and whether it
     changes something, looks something up, waits on purpose, writes only by
@@ -178,7 +179,7 @@ class CallView:
 
     __slots__ = (
         "action", "args", "ask", "call_id", "canonical", "event", "history", "key", "kind",
-        "runner", "search", "shell", "tool", "wait", "waits_first", "write",
+        "read", "runner", "search", "shell", "tool", "wait", "waits_first", "write",
     )
 
     def __init__(
@@ -213,6 +214,7 @@ class CallView:
         self.waits_first = facts.waits_first
         self.shell = facts.shell
         self.ask = facts.ask
+        self.read = facts.read
 
 
 class ResultView:

@@ -100,7 +100,7 @@ _ACTS_UNDER_WAY = (
     r"|looking (?:up|into)|initiating|finali[sz]ing|transferring|resetting|setting up"
     r"|arranging|filing|generating|preparing|running|fixing|editing|deleting|removing"
     r"|uploading|requesting|escalating|confirming your|registering|implementing|modifying"
-    r"|gathering|querying|pulling)"
+    r"|gathering|querying|pulling|raising|opening|logging|pausing|stopping|aborting)"
 )
 """The acts a turn may announce as under way ("I'm cancelling ...", "Processing ... now")."""
 PROMISE = re.compile(
@@ -270,13 +270,22 @@ class ChatStall(Signal):
             return None
         if not state.acted:  # a state field's store costs several times the test
             state.acted = True
-        # Any call ends the turn's promise: an act keeps it, and a question put to the
-        # user through a tool waits on them.
-        if state.promises or state.last:
-            state.promises = 0
-            state.last = ""
-        if not state.turn_acted:
-            state.turn_acted = True
+        if call.read and not call.ask:
+            # A look (a status read, a search) after the turn's announced act may be the
+            # look it announced ("let me check the availability"): that promise is kept.
+            # It does not do an act: "I'm raising the escalation ticket now" after the
+            # same claim status read, turn after turn, is still a promise unkept, and the
+            # looks before it do not count as acting.
+            if state.last:
+                state.last = ""
+        else:
+            # Any other call ends the turn's promise: an act keeps it, and a question put
+            # to the user through a tool waits on them.
+            if state.promises or state.last:
+                state.promises = 0
+                state.last = ""
+            if not state.turn_acted:
+                state.turn_acted = True
         if call.ask:
             # A question put to the user through a tool (ask_followup_question, ask_human)
             # is a message to the user, not an act: it is compared like one, and kept
@@ -322,8 +331,9 @@ class ChatStall(Signal):
         # The turn that ended announced an act and made no call (a call clears `last`).
         state.last = ""
         state.promises += 1
+        # (At the threshold, once: looks between the turns clear the latch, not the run.)
         if (
-            self.promised_turns and state.acted and state.promises >= self.promised_turns
+            self.promised_turns and state.acted and state.promises == self.promised_turns
             and not state.latched
         ):
             state.latched = True
