@@ -32,7 +32,12 @@ What it catches
       "Cancelling it now", "I'm on it": :data:`PROMISE`; not what a model does in
       its own text, a draft or a calculation, nor an offer, "I'll look into it if you
       want") with no tool
-      call in the turn, in a session where the agent has made a tool call. The user
+      call in the turn, in a session where the agent has made a tool call. A call known
+      to only look (``CallView.read``: a status read, a search) is no act: before the
+      announcement it does not count, after it it keeps an announced look ("let me
+      check the availability", then the check), and it never ends the run of turns, so
+      "I'm raising the escalation ticket now" after the same claim-status read, turn
+      after turn, is warned at the third. The user
       answering "go ahead" each time does not clear it: that is the shape, an agent
       that says it will act and ends its turn instead. Counted at the next turn's
       start (the turn that ended is judged whole).
