@@ -145,7 +145,7 @@ def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> Canon
     if not isinstance(obj, dict):
         try:
             raw = _sorted_encoder.encode(obj)
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError, RecursionError):
             return CanonicalArgs(UNENCODABLE_ARGS, None)
         return CanonicalArgs(raw.decode(), None, raw)
     paths: dict[str, str] | None = None
@@ -186,7 +186,7 @@ def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> Canon
         obj.update(paths)
     try:
         raw = _sorted_encoder.encode(obj)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError):
         # No JSON text to compare the other keys against: exact match only.
         return CanonicalArgs(UNENCODABLE_ARGS, None)
     return CanonicalArgs(raw.decode(), paths, raw)
@@ -299,7 +299,7 @@ def fingerprint_payload(result: Any, digest: str | None = None) -> int:
             return UNFINGERPRINTABLE
         try:
             data = _sorted_encoder.encode(result)
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError, RecursionError):
             return UNFINGERPRINTABLE
     state = _blake8()
     state.update(data)
@@ -314,7 +314,7 @@ def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, i
         if result:
             try:
                 data = _sorted_encoder.encode(result)
-            except (TypeError, ValueError, OverflowError):
+            except (TypeError, ValueError, OverflowError, RecursionError):
                 pass
             else:
                 state = _blake8()
@@ -326,7 +326,7 @@ def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, i
         return fingerprint_payload(result, digest), payload_size(result)
     try:
         data = _sorted_encoder.encode(result)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError):
         return UNFINGERPRINTABLE, 0
     global _last_encoding
     _last_encoding = (result, data)  # one tuple store: what a reader sees is one pair
@@ -337,8 +337,17 @@ def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, i
     return int.from_bytes(state.digest(), "little") or 1, len(data)
 
 
-_last_encoding: tuple[Any, bytes] = (None, b"")
+_NO_ENCODING: tuple[Any, bytes] = (None, b"")
+_last_encoding: tuple[Any, bytes] = _NO_ENCODING
 """The structured payload :func:`fingerprint_and_size` encoded last, with its sorted JSON."""
+
+
+def forget_last_encoding() -> None:
+    """Drop the memo of :func:`last_encoding` (the watchdog does, as each result begins):
+    a payload changed in place and sent again without a fingerprint is never handed the
+    bytes of its former self, and no payload outlives its event in it."""
+    global _last_encoding
+    _last_encoding = _NO_ENCODING
 
 
 def last_encoding(result: Any) -> bytes | None:
@@ -358,7 +367,7 @@ def payload_size(result: Any) -> int:
         return len(result) if result.isascii() else len(result.encode())
     try:
         return len(_sorted_encoder.encode(result))
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError):
         return 0
 
 

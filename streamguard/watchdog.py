@@ -54,6 +54,7 @@ from .canonical import (
     canonicalize,
     fingerprint_and_size,
     fingerprint_payload,
+    forget_last_encoding,
     payload_size,
 )
 from .events import (
@@ -123,6 +124,9 @@ MAX_PENDING = 8
 """Calls remembered while they await their result (oldest dropped)."""
 _FACTS_CACHE_MAX = 512
 PROMPT_READ = 512
+SCHEDULE_GAP = 900.0
+"""Seconds between two identical messages to the agent for the second to be a scheduled
+request repeated (``Watchdog._prompt``): schedules run every quarter hour or less often."""
 """Characters of a message to the agent compared with the one before (``SessionState.prompt``)."""
 _TOOL_HOOKS_MAX = 512
 
@@ -184,9 +188,11 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # end is a poll's too (poll_answer).
     pauses: int = 0
     # CRC-32 of the latest message to the agent (role user or system, its first
-    # PROMPT_READ characters): the same message again is the same request repeated (a
-    # scheduler's), and the loop detectors that count laps start again from it.
+    # PROMPT_READ characters) and its time: the same message again, SCHEDULE_GAP seconds
+    # or more later, is the same request repeated by a scheduler, and the loop detectors
+    # that count laps start again from it.
     prompt: int = 0
+    prompt_ts: float | None = None
     # The pause count at the last answer of each of the last ANSWERED_KEPT calls (by key):
     # whether the session paused since a call was last answered (ResultView.paused).
     answered: dict[int, int] = {}
@@ -591,6 +597,9 @@ class Watchdog:
             state.in_turn = True
         if not self._on_result:
             return
+        # The fingerprint's encoding is handed to the answer's readers only for this
+        # result (canonical.last_encoding): whatever an earlier event left goes.
+        forget_last_encoding()
         payload = event.result
         if type(payload) is dict and "content" in payload:
             # An MCP CallToolResult passed through: read as what it says (facts.mcp_answer).
@@ -690,15 +699,22 @@ class Watchdog:
                 self._handle(ctx, i, finding)
 
     def _prompt(self, state: SessionState, event: Text) -> None:
-        """A message to the agent: the same one as the last, word for word (a scheduler
-        asking for the same run every half hour), is a request repeated, and the signals
-        that count laps or runs of calls start again from it (``on_repeated_prompt``)."""
+        """A message to the agent: the same one as the last, word for word, at least
+        :data:`SCHEDULE_GAP` seconds after it (a scheduler asking for the same run every
+        half hour), is a request repeated, and the signals that count laps or runs of
+        calls start again from it (``on_repeated_prompt``). Not a nudge a harness sends
+        whenever the agent stops ("Please continue"), nor a user saying "STOP" twice: those
+        come within minutes, and the loop they interrupt goes on."""
         text = event.text
-        if not text:
+        if type(text) is not str or not text:
             return
         said = zlib.crc32(text[:PROMPT_READ].encode("utf-8", "surrogatepass")) or 1
+        ts, last = event.ts, state.prompt_ts
+        state.prompt_ts = ts
         if said != state.prompt:
             state.prompt = said
+            return
+        if ts is None or last is None or ts - last < SCHEDULE_GAP:
             return
         for i, _, hook in self._on_repeated_prompt:
             hook(state.signals[i])

@@ -571,26 +571,48 @@ def test_jobs_polled_with_code_that_sleeps_between_are_a_poll() -> None:
     assert [a for a in alerts(trace) if a.severity == "critical"] == []
 
 
-@pytest.mark.parametrize(("statement", "action", "write"), [
-    ("create index concurrently if not exists t_a_idx on public.t (a);", "sql:create", True),
-    ("  INSERT INTO t VALUES (1)", "sql:insert", True),
-    ("-- add the policy\nALTER POLICY p ON t USING (true);", "sql:alter", True),
-    ("/* tidy */ drop index if exists t_a_idx", "sql:drop", True),
-    ("select count(*) from t", "sql:select", False),
-    ("WITH x AS (SELECT 1) SELECT * FROM x", "sql:with", False),
-    ("explain analyze select * from t", "sql:explain", False),
+@pytest.mark.parametrize(("statement", "write"), [
+    ("create index concurrently if not exists t_a_idx on public.t (a);", True),
+    ("  INSERT INTO t VALUES (1)", True),
+    ("-- add the policy\nALTER POLICY p ON t USING (true);", True),
+    ("/* tidy */ drop index if exists t_a_idx", True),
+    ("BEGIN; DROP TABLE staging;", True),
+    ("update orders set status = 'x' where id = 1", True),
+    ("explain analyze delete from t where a < 0", True),
+    ("WITH d AS (DELETE FROM t RETURNING *) SELECT count(*) FROM d", True),
+    ("select count(*) from t", False),
+    ("WITH x AS (SELECT 1) SELECT * FROM x", False),
+    ("explain analyze select * from t", False),
+    ("SHOW TABLES", False),
 ])
-def test_an_sql_statement_sent_to_a_runner_is_read_by_its_first_keyword(
-    statement: str, action: str, write: bool
-) -> None:
+def test_an_sql_statement_sent_to_a_runner_is_read_by_its_shape(statement: str, write: bool) -> None:
     facts = runner_facts({"query": statement})
-    assert (facts.action, facts.write, facts.read) == (action, write, not write)
+    assert (facts.action, facts.write, facts.read) == (
+        "sql:write" if write else "sql:read", write, not write)
 
 
-def test_a_query_in_words_is_no_sql_statement() -> None:
-    # A runner's "query" that is no SQL (words of a search) is read as before: no action.
-    facts = runner_facts({"query": "orders that failed yesterday"})
+@pytest.mark.parametrize("words", [
+    "orders that failed yesterday", "update me on the outage", "Create React App docs",
+    "call mom", "show me failing orders", "select the best option", "drop it",
+])
+def test_words_are_no_sql_statement(words: str) -> None:
+    # A runner's "query" in words (a search, a request) is read as before: no action.
+    facts = runner_facts({"query": words})
     assert facts.action == "" and not facts.write
+
+
+def test_a_command_line_beside_a_statement_is_the_call() -> None:
+    assert runner_facts({"cmd": "rm -rf /data", "query": "select 1"}).action == "rm"
+
+
+@pytest.mark.parametrize("hostile", [
+    "/**/" * 40 + ";", "/*" + "*" * 20000, "--x\n" * 5000, "/**/" * 40 + "BEGIN;" * 40 + "x",
+])
+def test_a_statement_of_comments_alone_is_no_statement(hostile: str) -> None:
+    """Back-to-back comments with no keyword after them: each comment is matched one way
+    only, so the read is linear (a body that could also span `*/` made forty comments take
+    hours, each one doubling the work)."""
+    assert runner_facts({"query": hostile}).action == ""
 
 
 def test_indexes_created_one_by_one_through_an_sql_tool_are_writes() -> None:

@@ -534,15 +534,17 @@ def test_a_write_answered_alike_every_lap_leaves_its_reads_to_count() -> None:
     assert _alerts(pager) == []
 
 
-def _playbook(user_says: list[str]) -> list[Any]:
-    """The user's message, then the same four checks answered the same way."""
+def _playbook(user_says: list[str], every: float = 1800.0) -> list[Any]:
+    """The user's message, then the same four checks answered the same way; a run
+    every ``every`` seconds."""
     trace: list[Any] = []
     for n, message in enumerate(user_says):
-        trace.append(Text(session="y", role="user", text=message))
+        at = n * every
+        trace.append(Text(session="y", role="user", text=message, ts=at))
         for i, (tool, answer) in enumerate((("connections", "active: 29"), ("cpu", "avg 11%"),
                                             ("error_logs", "No ERROR entries"), ("slow_queries", "none"))):
-            trace += [ToolCall(session="y", tool=tool, args={}, call_id=f"c{n}{i}"),
-                      ToolResult(session="y", tool=tool, call_id=f"c{n}{i}", result=answer)]
+            trace += [ToolCall(session="y", tool=tool, args={}, call_id=f"c{n}{i}", ts=at + i),
+                      ToolResult(session="y", tool=tool, call_id=f"c{n}{i}", result=answer, ts=at + i)]
     return trace
 
 
@@ -557,4 +559,11 @@ def test_replies_in_new_words_leave_the_laps_counting() -> None:
     goes through the same calls: the agent's own loop, counted across the replies."""
     replies = ["Run the checks.", "I said run them once.", "Stop repeating.", "Why again?",
                "Please stop.", "STOP"]
-    assert _alerts(_playbook(replies)) == [SIGNAL]
+    assert _alerts(_playbook(replies, every=20.0)) == [SIGNAL]
+
+
+@pytest.mark.parametrize("message", ["Please continue working on the task.", "STOP"])
+def test_the_same_message_within_minutes_is_no_scheduled_request(message: str) -> None:
+    """A harness's nudge whenever the agent stops, or a user saying "STOP" again: the
+    same words, seconds apart. The loop they interrupt goes on."""
+    assert _alerts(_playbook(["Run the checks."] + [message] * 5, every=30.0)) == [SIGNAL]

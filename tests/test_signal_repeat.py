@@ -322,24 +322,27 @@ def test_raw_config_values_from_library_users(raw: Any, effective: int) -> None:
     assert RepeatedToolCall(Config(threshold=raw)).threshold == effective
 
 
-def _daily_runs(prompts: list[str]) -> list[Any]:
+def _daily_runs(prompts: list[str], every: float = 86400.0) -> list[Any]:
     """Each run: the message that starts it, the same status read, the same answer."""
     from streamguard.events import Text, ToolResult
 
     trace: list[Any] = []
     for n, prompt in enumerate(prompts):
-        trace += [Text(session="d", role="system", text=prompt),
+        at = n * every
+        trace += [Text(session="d", role="system", text=prompt, ts=at),
                   ToolCall(session="d", tool="web_open_url", args={"url": "https://example.org/case/IOE1"},
-                           call_id=f"c{n}"),
-                  ToolResult(session="d", tool="web_open_url", call_id=f"c{n}", result="Case Was Received"),
-                  Text(session="d", text="Status unchanged. No notification sent.")]
+                           call_id=f"c{n}", ts=at + 1),
+                  ToolResult(session="d", tool="web_open_url", call_id=f"c{n}", result="Case Was Received",
+                             ts=at + 2),
+                  Text(session="d", text="Status unchanged. No notification sent.", ts=at + 3)]
     return trace
 
 
 def test_a_scheduled_request_repeated_word_for_word_starts_the_run_again() -> None:
     """A daily scheduled check ("Scheduled task run: ..."), the same read answering the
     same for a week: each run answers the request, no repeat of the agent's own. The same
-    reads after messages in new words are the agent's own repeats."""
+    reads after messages in new words, or after the same message seconds apart (a nudge),
+    are the agent's own repeats."""
     from tests.harness import engine_alerts
 
     quiet = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
@@ -351,3 +354,4 @@ def test_a_scheduled_request_repeated_word_for_word_starts_the_run_again() -> No
     assert "repeated-tool-call" in criticals(_daily_runs([f"check it again ({word})" for word in
                                                           ("now", "please", "once more", "again",
                                                            "quickly", "really", "last", "ok")]))
+    assert "repeated-tool-call" in criticals(_daily_runs(["Please continue."] * 8, every=40.0))

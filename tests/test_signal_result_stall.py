@@ -1347,15 +1347,25 @@ def test_the_same_procedure_whose_screen_never_changes_still_stalls() -> None:
     ("Pressed key '{Enter}' on element 'Sample ID'.", True), ("double-clicked cell B4", True),
     ("Successfully tapped element 12", True), ("Scrolled down 3 pages", True),
     ("Clicked element 'Save'. The dialog says: " + "x" * 200, False),
-    ("Click failed: element not found", False), ("Status: clicked", False), ("Typing...", False),
-    ("Focused App: Rules and Alerts", False),
+    ("Clicked on Button 'Save' at (10,20). Dialog: Error - session expired, sign in again.", False),
+    ("Click failed: element not found", False), ("Typing...", False),
+    ("Focused App: Rules and Alerts", False), ("é" * 150, False),
 ])
 def test_an_answer_that_only_reports_the_act(answer: str, act: bool) -> None:
-    event = ToolResult(session="s", tool="desktop", result=answer)
+    event = ToolResult(session="s", tool="Click-Tool", result=answer)
     assert reports_act(ResultView(event, False, 1, len(answer))) is act
     # a failure that says it clicked is a failure, read as any
-    failed = ToolResult(session="s", tool="desktop", result=answer, error="element not found")
+    failed = ToolResult(session="s", tool="Click-Tool", result=answer, error="element not found")
     assert not reports_act(ResultView(failed, True, 0, len(answer)))
+
+
+@pytest.mark.parametrize("answer", [
+    "Dropped table staging_orders", "Released lock deploy-prod", "Selected 0 rows",
+    "Entered an invalid state; nothing was saved", "Clicked on Button 'OK' at (1018,712).",
+])
+def test_what_a_tool_that_is_no_interface_act_says_is_read_as_any_answer(answer: str) -> None:
+    event = ToolResult(session="s", tool="run_maintenance", result=answer)
+    assert not reports_act(ResultView(event, False, 1, len(answer)))
 
 
 def test_json_text_that_says_error_in_a_field_is_read_as_its_object() -> None:
@@ -1363,6 +1373,10 @@ def test_json_text_that_says_error_in_a_field_is_read_as_its_object() -> None:
 
     annotations = '[{"context": "rspec", "style": "error", "body_html": "1 failure"}]'
     assert not says_missing(annotations)
+    assert says_missing('[{"message": "Not Found"}]')
+    assert says_missing('{"errorMessages": ["Issue does not exist or you do not have permission"], "errors": {}}')
+    assert says_missing('{"result": {"error": "Order not found"}}')
+    assert says_missing('{"ok": false, "error_message": "Table not found"}')
     assert says_missing('{"error": "Build not found"}')
     assert says_missing('Error: relation "builds" does not exist')
     assert says_missing('[{"style": "error"} cut off')  # not JSON: its words decide

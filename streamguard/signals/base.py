@@ -694,8 +694,8 @@ def steady_answer(result: ResultView) -> int:
 GIST_TEXT_LIMIT = 2048
 """Characters of a text answer (or error) that its gist reads (:func:`answer_gist`)."""
 GIST_STRUCTURED_LIMIT = 4096
-"""Largest structured payload (bytes) whose gist is taken with its digits out; a larger one
-is compared exactly (its outcome)."""
+"""Largest structured payload (bytes of its JSON) whose gist is taken with its timestamps
+out; a larger one is compared exactly (its outcome)."""
 _gist_encoder = msgspec.json.Encoder(order="sorted")
 _TIMESTAMP_HINT = re.compile(rb"-\d\d-\d\d[T ]\d\d:")
 _TIMESTAMP = re.compile(rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
@@ -736,9 +736,13 @@ def answer_gist(result: ResultView) -> int:
                     encoded = _gist_encoder.encode(payload)
                 except (TypeError, ValueError, OverflowError, RecursionError):
                     encoded = b""
-            # (A C-level scan for the middle of a timestamp first: most answers hold none,
-            # and for them the gist is the outcome, as it always was.)
-            if encoded and _TIMESTAMP_HINT.search(encoded) is not None:
+            # (The bound by the encoding itself: `size` is what the agent declared, or 0
+            # when no signal wanted it. A C-level scan for the middle of a timestamp first:
+            # most answers hold none, and for them the gist is the outcome, as always.)
+            if (
+                encoded and len(encoded) <= GIST_STRUCTURED_LIMIT
+                and _TIMESTAMP_HINT.search(encoded) is not None
+            ):
                 gist = zlib.crc32(_TIMESTAMP.sub(b"T", encoded)) or 1
     else:
         gist = EMPTY_GIST

@@ -82,12 +82,14 @@ Result-aware (``result_aware``, default on; not in the reference)
 
 The same request again
     A message to the agent (its user's, or a system message) that repeats the one
-    before word for word (a scheduler asking "Run the monitoring playbook for
-    clinic-prod" every half hour; ``on_repeated_prompt``) restarts the laps:
+    before word for word, a quarter of an hour or more after it (a scheduler asking
+    "Run the monitoring playbook for clinic-prod" every half hour;
+    ``on_repeated_prompt``), restarts the laps:
     what the agent does next answers that request, so the same four checks run again
     for it are no lap of the agent's own. A reply in new words ("Postgres, as I
-    said", "STOP") does not: an agent going through the same calls while its user
-    protests is looping, and two such loops of the blind batches are halted only
+    said", "STOP") does not, nor the same words again within minutes (a harness's
+    "Please continue" whenever the agent stops, "STOP" twice): an agent going through
+    the same calls while its user protests or its harness nudges it is looping, and two such loops of the blind batches are halted only
     across the replies. (One healthy overnight monitor of the twenty-third batch was
     halted at its third scheduled run before this.)
 

@@ -586,11 +586,12 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
                     break
             action = f"{command} {path}" if path else command
             return CallFacts(action, command in EDITOR_WRITES, False)
-        if command is None:
-            statement = sql_statement(args)
-            if statement is not None:
-                return statement
     text = command_text(args)
+    if text is None and isinstance(args, dict):
+        # No command line: an SQL statement in its own argument is read as one.
+        statement = sql_statement(args)
+        if statement is not None:
+            return statement
     if not text or not text.strip():
         # An empty command line (not an absent one) asks for more output: a wait.
         return CallFacts("", False, False, text is not None)
@@ -600,34 +601,56 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
 
 
 _SQL_KEYS = ("sql", "query", "statement")
-_SQL_HEAD = re.compile(r"\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*([A-Za-z]+)", re.DOTALL)
-_SQL_WRITES = frozenset({
-    "alter", "analyze", "call", "cluster", "comment", "copy", "create", "delete", "drop",
-    "grant", "insert", "merge", "refresh", "reindex", "rename", "replace", "revoke",
-    "truncate", "update", "upsert", "vacuum",
-})
-_SQL_READS = frozenset({"describe", "desc", "explain", "pragma", "select", "show", "table", "values", "with"})
+_SQL_OBJECTS = (
+    r"(?:table|index|view|schema|database|function|procedure|trigger|sequence|type|extension"
+    r"|policy|role|user|column|constraint|materialized\s+view)"
+)
+_SQL_PRELUDE = r"\s*(?:(?:--[^\n]*\n|/\*(?:[^*]|\*(?!/))*\*/|begin\s*;|start\s+transaction\s*;)\s*)*"
+_SQL_WRITE = re.compile(
+    # a statement that changes what is stored, by the shape only SQL has ("update me on the
+    # outage" and "create react app docs" are words, not statements)
+    _SQL_PRELUDE + r"(?:create\s+(?:or\s+replace\s+|unique\s+|temp(?:orary)?\s+|if\s+not\s+exists\s+)*"
+    + _SQL_OBJECTS + r"|(?:alter|drop)\s+" + _SQL_OBJECTS
+    + r"|insert\s+(?:or\s+\w+\s+)?into|delete\s+from|update\s+[\w.\"`\[\]]+\s+set"
+    r"|merge\s+into|truncate\s+(?:table\s+)?[\w.\"`]+\s*(?:;|$)|(?:grant|revoke)\s+[\w, ]{1,80}\s+on"
+    r"|vacuum\b|reindex\b|refresh\s+materialized|call\s+[\w.]+\s*\(|copy\s+[\w.\"]+[^;]{0,200}?\bfrom)\b",
+    re.IGNORECASE,
+)
+_SQL_READ = re.compile(
+    _SQL_PRELUDE + r"(?:select\s+[^;]{0,400}?\bfrom\b"
+    r"|select\s+(?:-?\d[\d.]*|'[^']{0,200}'|\w+\([^)]{0,200}\))\s*(?:,[^;]{0,200})?(?:;|$)"
+    r"|with\s+(?:recursive\s+)?\w+\s*(?:\([^)]{0,200}\)\s*)?as\s*\(|explain\b"
+    r"|show\s+(?:tables|columns|databases|schemas|create|index|indexes|variables|status|grants)\b"
+    r"|desc(?:ribe)?\s+[\w.\"`]+\s*;?\s*$|pragma\s+\w+|values\s*\()",
+    re.IGNORECASE,
+)
+_SQL_WRITE_INSIDE = re.compile(
+    r"\b(?:insert\s+into|delete\s+from|update\s+[\w.\"`]+\s+set|merge\s+into)\b", re.IGNORECASE
+)
+_SQL_HEAD_LIMIT = 4096
 SQL_ACTION = "sql:"
-"""Prefix of the action of an SQL statement sent to a command runner (``sql:create``)."""
+"""Prefix of the action of an SQL statement sent to a command runner (``sql:write``)."""
 
 
 def sql_statement(args: dict[Any, Any]) -> CallFacts | None:
     """Facts of an SQL statement sent to a command runner as its ``sql``, ``query`` or
     ``statement`` argument (``execute_sql(query="create index ...")``, a database MCP
-    server's tool matched by ``execute*``): by its first keyword, a write (``CREATE``,
-    ``INSERT``, ``ALTER``...) or a read (``SELECT``, ``WITH``, ``EXPLAIN``...). Its action
-    is ``sql:`` and that keyword. ``None`` for any other text (a search query in words)."""
+    server's tool matched by ``execute*``), read by the shapes only a statement has: a
+    write (``CREATE INDEX``, ``INSERT INTO``, ``UPDATE t SET``, ``DELETE FROM``, ``ALTER
+    TABLE``...; also a ``WITH`` or ``EXPLAIN ANALYZE`` that holds one) or a read
+    (``SELECT ... FROM``, ``WITH x AS (``, ``EXPLAIN``, ``SHOW TABLES``...), its action
+    ``sql:write`` or ``sql:read``. ``None`` for anything else: words ("update me on the
+    outage", "show me failing orders") are no statement."""
     for key in _SQL_KEYS:
         value = args.get(key)
         if type(value) is str:
-            head = _SQL_HEAD.match(value, 0, 4096)
-            if head is None:
-                return None
-            word = head.group(1).lower()
-            if word in _SQL_WRITES:
-                return CallFacts(SQL_ACTION + word, True, False)
-            if word in _SQL_READS:
-                return CallFacts(SQL_ACTION + word, False, False)
+            head = value[:_SQL_HEAD_LIMIT]
+            if _SQL_WRITE.match(head):
+                return CallFacts(SQL_ACTION + "write", True, False)
+            if _SQL_READ.match(head):
+                if _SQL_WRITE_INSIDE.search(head):  # WITH d AS (DELETE ...), EXPLAIN ANALYZE UPDATE
+                    return CallFacts(SQL_ACTION + "write", True, False)
+                return CallFacts(SQL_ACTION + "read", False, False)
             return None
     return None
 

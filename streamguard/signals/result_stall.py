@@ -281,6 +281,8 @@ from .base import (
     squeeze_marks,
 )
 from .facts import (
+    COMPUTER_ACTIONS,
+    COMPUTER_READS,
     EDITOR_COMMANDS,
     FLAG_READ,
     FLAG_RUNNER,
@@ -323,16 +325,20 @@ def says_missing(payload: Any) -> bool:
     :data:`FAILURE_HEAD` characters (``Error: relation "t" does not exist``, ``404 Not
     Found``), or a JSON object's ``error``/``errors`` field, or its ``detail``,
     ``message``, ``status``... saying so (``{"detail": "Not found."}``, ``{"status":
-    404}``). JSON text (how MCP servers deliver an API's answer) is read as its object:
-    ``[{"style": "error", "body_html": "1 failure ..."}]``, a build's annotations, says
-    what the build reported, not that the read failed."""
+    404}``). A JSON-text list of records (how MCP servers deliver an API's rows) is read
+    record by record, by these rules: ``[{"style": "error", "body_html": "1 failure
+    ..."}]``, a build's annotations, says what the build reported, not that the read
+    failed; ``[{"message": "Not Found"}]`` says so."""
     if type(payload) is str:
         if not _missing_text(payload):
             return False
-        if payload[:1] not in ("{", "[") or not is_json_text(payload):
-            return True
-        # (decoded only here, where its words said "error": most answers do not)
-        payload = _json_decoder.decode(payload)
+        if payload[:1] != "[" or not is_json_text(payload):
+            return True  # (a JSON object's words are read as they were: `"errorMessages"`)
+        # A list of records is read record by record (decoded only here, where its words
+        # said "error": most answers do not): `[{"message": "Not Found"}]` says so,
+        # `[{"style": "error", ...}]`, a build's annotation, does not.
+        items = _json_decoder.decode(payload)
+        return any(says_missing(item) for item in items[:_LIST_ITEMS_READ] if type(item) is dict)
     if type(payload) is not dict:
         return False
     if payload.get("error") or payload.get("errors"):
@@ -368,6 +374,8 @@ _OPAQUE_ID = re.compile(
 )
 """Opaque ids in an error: a UUID, or a run of 16 to 64 lower-case hex digits with a
 letter and a digit (a request, trace or correlation id)."""
+_LIST_ITEMS_READ = 16
+"""Records of a JSON-text list read for whether one says an error (:func:`says_missing`)."""
 _REPORTS_ACT = re.compile(
     r"\s*(?:successfully\s+)?(?:(?:left|right|middle|double|triple|long)[- ]?)?"
     r"(?:clicked|tapped|pressed|typed|entered|scrolled|swiped|hovered|dragged|dropped"
@@ -733,39 +741,54 @@ def _found_only_known(state: Any, payload: Any) -> bool:
 
 
 def reports_act(result: ResultView) -> bool:
-    """Whether a success only reports the interface act its call asked for: a string of
-    at most :data:`ACK_BYTES` that opens with the act done (:data:`_REPORTS_ACT`:
-    "Clicked on Button 'OK'.", "Typed text into element 'Sample ID'."). It restates
-    the call, as "200" for one more endpoint does, and shows nothing of the interface
-    it acted on: a rule read from the same procedure gone through for the next rule,
-    form line or sample (the same clicks answered the same way) can take it as no
-    evidence either way. What the agent *sees* (a screenshot, a tree of elements, a
-    page's text) is read as any answer. So is a bare success in any shape from a tool
-    named by such an act (``click_at``, ``type_text_at``, ``press_key``: ``{"status":
-    "ok", "field": "Trip date"}``)."""
-    payload = result.event.result
-    if result.failed:
+    """Whether a success of an interface act only reports the act its call asked for: a
+    tool named by such an act (:func:`_ui_act_tool`: ``Click-Tool``, ``type_into_element``,
+    ``click_at``, ``press_key``, ``browser_click``) or a computer-use action (a click, a
+    keystroke), answered by at most :data:`ACK_BYTES` that open with the act done
+    (:data:`_REPORTS_ACT`: "Clicked on Button 'OK'.", "Typed text into element 'Sample
+    ID'.") or by a bare success in any shape (``{"status": "ok", "field": "Trip date"}``),
+    with no word of a failure ("Clicked 'Save'. Dialog: Error - session expired" is what
+    the screen said). It restates the call, as "200" for one more endpoint does, and
+    shows nothing of the interface it acted on: a rule read from the same procedure gone
+    through for the next mail rule, form line or sample (the same clicks answered the
+    same way) can take it as no evidence either way. What the agent *sees* (a
+    screenshot, a tree of elements, a page's text) is read as any answer."""
+    if result.failed or not (result.action in _COMPUTER_ACTS or _ui_act_tool(result.tool)):
         return False
-    if type(payload) is str and len(payload) <= ACK_BYTES and _REPORTS_ACT.match(payload):
-        return True
-    # A tool named by an interface act (`click_at`, `type_text_at`, `tap`, `press_key`)
-    # answered by a bare success in any shape ({"status": "ok", "element": "Submit"}).
-    act = _UI_ACT_TOOLS.get(result.tool)
-    if act is None:
-        words = name_words(result.tool)
-        act = bool(words) and words[0] in _UI_ACT_WORDS
-        if len(_UI_ACT_TOOLS) >= 512:  # bounded: tool names are untrusted
-            _UI_ACT_TOOLS.clear()
-        _UI_ACT_TOOLS[result.tool] = act
-    return act and _acknowledges(result)
+    payload = result.event.result
+    if type(payload) is str:
+        if len(payload) > ACK_BYTES or (
+            not payload.isascii() and len(payload.encode("utf-8", "surrogatepass")) > ACK_BYTES
+        ):
+            return False
+        if _NOT_DONE.search(payload) is not None:
+            return False
+        if _REPORTS_ACT.match(payload) is not None:
+            return True
+    return _acknowledges(result)
 
 
-_UI_ACT_WORDS = frozenset({
+_UI_ACT_FIRST = frozenset({
     "click", "tap", "type", "press", "scroll", "swipe", "hover", "drag", "key", "keyboard",
     "mouse", "double", "right", "left", "long",
 })
-"""First words of a tool named by an act in an interface (:func:`reports_act`)."""
+"""First words of a tool named by an act in an interface (``double_click``, ``key_press``)."""
+_UI_ACT_WORDS = frozenset({"click", "tap", "type", "press", "scroll", "swipe", "hover", "drag"})
+"""Words that name an interface act anywhere in a tool's name (``browser_click``)."""
 _UI_ACT_TOOLS: dict[str, bool] = {}
+_COMPUTER_ACTS = COMPUTER_ACTIONS - COMPUTER_READS - {"wait"}
+
+
+def _ui_act_tool(tool: str) -> bool:
+    """Whether ``tool``'s name says it acts on an interface (cached per name)."""
+    act = _UI_ACT_TOOLS.get(tool)
+    if act is None:
+        words = name_words(tool)
+        act = bool(words) and (words[0] in _UI_ACT_FIRST or not _UI_ACT_WORDS.isdisjoint(words))
+        if len(_UI_ACT_TOOLS) >= 512:  # bounded: tool names are untrusted
+            _UI_ACT_TOOLS.clear()
+        _UI_ACT_TOOLS[tool] = act
+    return act
 
 
 def result_text(result: Any) -> str:
@@ -776,7 +799,7 @@ def result_text(result: Any) -> str:
         return result[:TEXT_LIMIT]
     try:
         return _encoder.encode(result)[: TEXT_LIMIT * 2].decode(errors="ignore")[:TEXT_LIMIT]
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError):
         return ""
 
 
