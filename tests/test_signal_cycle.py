@@ -10,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamguard.canonical import canonicalize, stable_hash
+from streamguard.engine import Engine
 from streamguard.events import Text, ToolCall, ToolResult
+from streamguard.policy import parse_policy_set
 from streamguard.signals.base import CallView
 from streamguard.signals.cycle import AlternatingToolCycle, smallest_rotation
 from streamguard.signals.dominant import DominantToolCall
@@ -567,3 +569,37 @@ def test_the_same_message_within_minutes_is_no_scheduled_request(message: str) -
     """A harness's nudge whenever the agent stops, or a user saying "STOP" again: the
     same words, seconds apart. The loop they interrupt goes on."""
     assert _alerts(_playbook(["Run the checks."] + [message] * 5, every=30.0)) == [SIGNAL]
+
+
+def _owner_laps(payloads: list[Any], result_bytes: list[int | None]) -> list[Any]:
+    trace: list[Any] = []
+    for n, (payload, size) in enumerate(zip(payloads, result_bytes, strict=True)):
+        trace += [ToolCall(session="y", tool="scroll_down", args={}, call_id=f"s{n}"),
+                  ToolResult(session="y", tool="scroll_down", call_id=f"s{n}", result=SCROLLED),
+                  ToolCall(session="y", tool="extract", args={"q": "owner"}, call_id=f"e{n}"),
+                  ToolResult(session="y", tool="extract", call_id=f"e{n}", result=payload, result_bytes=size)]
+    return trace
+
+
+def test_an_answer_changed_in_place_is_read_as_it_is_now() -> None:
+    """One dict sent again each lap with its owner changed in place, the later answers
+    with a declared size (no fingerprint made): each gist is of the answer as it is."""
+    payload: dict[str, Any] = {}
+    engine = Engine(parse_policy_set(QUIET))
+    alerts = []
+    for n in range(6):  # each lap processed as it arrives, while the dict holds that lap
+        payload["owner"], payload["updated_at"] = f"owner {chr(65 + n)}", f"2025-12-09T06:00:{n:02d}Z"
+        for event in _owner_laps([payload], [None if n == 0 else 60]):
+            alerts += [o.signal for o in engine.process(event) if getattr(o, "signal", None) == SIGNAL]
+    assert alerts == []
+
+
+@pytest.mark.parametrize("policy", [QUIET, QUIET.replace(
+    '"near-duplicate-calls"]', '"near-duplicate-calls", "result-stall", "no-new-state", "context-budget"]')])
+def test_the_bound_of_a_gist_is_the_answers_own_size(policy: str) -> None:
+    """An answer over 4 KiB is compared exactly whatever the other signals (which decide
+    whether the watchdog measures sizes) and whatever size the agent declares."""
+    big = [{"owner": "Hana K.", "notes": "x" * 6000, "updated_at": f"2025-12-09T06:00:{n:02d}Z"}
+           for n in range(6)]
+    assert _alerts(_owner_laps(big, [None] * 6), policy) == []
+    assert _alerts(_owner_laps(big, [100] * 6), policy) == []
