@@ -374,6 +374,26 @@ _OPAQUE_ID = re.compile(
 )
 """Opaque ids in an error: a UUID, or a run of 16 to 64 lower-case hex digits with a
 letter and a digit (a request, trace or correlation id)."""
+def _swap_check(checks: bytearray, key32: bytes, answer: bytes) -> int:
+    """The answer last kept in ``checks`` under ``key32``, taken out (0: none; -1 for an
+    answer of 0), and ``answer`` kept under it in its place, the oldest entry going past
+    :data:`CHECKS`."""
+    before = 0
+    # The first entry whose key half is key32: a C-level search, then the alignment test
+    # (a hit in an answer half, or straddling two entries, is no hit).
+    at = checks.find(key32)  # (find_entry, inline: every check's lookup)
+    while at > 0 and at % 8:
+        at = checks.find(key32, at + 1)
+    if at >= 0:
+        before = int.from_bytes(checks[at + 4 : at + 8], "little") or -1
+        del checks[at : at + 8]
+    if len(checks) >= 8 * CHECKS:
+        del checks[:8]
+    checks += key32
+    checks += answer
+    return before
+
+
 _LIST_ITEMS_READ = 16
 """Records of a JSON-text list read for whether one says an error (:func:`says_missing`)."""
 _REPORTS_ACT = re.compile(
@@ -1487,21 +1507,8 @@ class ResultStall(Signal):
             # (After the same write re-sent it is compared, below.)
             return None
         checks = state.checks
-        before = 0
-        if not steady:
-            key32 = (key & _M32).to_bytes(4, "little")
-            # The first entry whose key half is key32: a C-level search, then the alignment
-            # test (a hit in an answer half, or straddling two entries, is no hit).
-            at = checks.find(key32)  # (find_entry, inline: every check's lookup)
-            while at > 0 and at % 8:
-                at = checks.find(key32, at + 1)
-            if at >= 0:
-                before = int.from_bytes(checks[at + 4 : at + 8], "little") or -1
-                del checks[at : at + 8]
-            if len(checks) >= 8 * CHECKS:
-                del checks[:8]
-            checks += key32
-            checks += code.to_bytes(4, "little")
+        answer = code.to_bytes(4, "little")
+        before = 0 if steady else _swap_check(checks, (key & _M32).to_bytes(4, "little"), answer)
         if state.wrote and state.write_key:
             # The first check after a write is remembered under the write too: the same
             # write re-sent (one create request, answered each time by a new request
@@ -1509,17 +1516,10 @@ class ResultStall(Signal):
             # of that token) is the same check of the same write, whatever the token. A
             # status read counts here: the same failed create re-sent, its status FAILED
             # each time, is futile, whereas "healthy" after one deploy is not.
-            write32 = state.write_key.to_bytes(4, "little")
+            after_write = _swap_check(checks, state.write_key.to_bytes(4, "little"), answer)
             state.write_key = 0
             if not before:
-                at = find_entry(checks, write32, 8)
-                if at >= 0:
-                    before = int.from_bytes(checks[at + 4 : at + 8], "little") or -1
-                    del checks[at : at + 8]
-            if len(checks) >= 8 * CHECKS:
-                del checks[:8]
-            checks += write32
-            checks += code.to_bytes(4, "little")
+                before = after_write
         if not state.wrote or not before:
             return None
         if before == code and not flags & _CHECK_FLAGS and _acknowledges(result):
