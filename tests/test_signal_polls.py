@@ -61,6 +61,10 @@ UNDER_WAY = [
     {"id": "dep-d0r8", "status": "build_in_progress", "finishedAt": None},
     {"StackName": "api", "StackStatus": "UPDATE_IN_PROGRESS"},
     '{"state": "processing", "completed": false}',
+    # an end named as what is awaited
+    {"health": {"status": "Progressing"},
+     "operationState": {"phase": "Running", "message": "waiting for rollout to finish: 6 of 12 available"}},
+    {"status": "waiting", "message": "polling until the build completes"},
 ]
 NOT_UNDER_WAY = [
     '{"status": "failed", "reason": "OOM"}',
@@ -80,6 +84,7 @@ NOT_UNDER_WAY = [
                                        {"name": "test", "status": "in_progress"}]},
     "State: SUCCEEDED",
     "job 42 done",
+    {"status": "running", "message": "the rollout finished"},  # an end said, beside it
     "Status: Pending\nError: image pull backoff",
     # a pod's Running is where it stays, not a step on the way
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   1/1     Running   0          41s",

@@ -788,6 +788,11 @@ _FAILED = re.compile(rf"(?i){_FAILED_WORDS}")
 """The words of :data:`_FINISHED` that say something went wrong: beside one, a part still
 running is no poll's answer (a run with a failed job is over, whatever else is running)."""
 _DONE = re.compile(rf"(?i){_DONE_WORDS}")
+_END_AWAITED = re.compile(
+    r"(?i)\b(?:to|until|till|before)\s+(?:[a-z]+\s+){0,3}?(?:finish|complet|succe)\w*"
+)
+"""An end named as what is awaited ("waiting for rollout to finish", "poll until the job
+completes"): no word of an end (:func:`says_in_progress`)."""
 _COUNT_KEY = re.compile(
     rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b)"
     rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*0\b(?!\.\d*[1-9])"
@@ -842,7 +847,9 @@ def says_in_progress(result: ResultView) -> bool:
     failure, error, cancellation, time-out, crash...: one such word anywhere and it is
     not). A key named by a word of an end that says no end (a count, ``"cells_complete":
     0``, ``"succeeded": 3``; nothing yet, ``"finishedAt": null``, ``"completed": false``;
-    of failures, only zero: ``"failed": 0``) is read as no word at all.
+    of failures, only zero: ``"failed": 0``) is read as no word at all, and so is an end
+    named as what is awaited ("waiting for rollout to finish", "until the build
+    completes": :data:`_END_AWAITED`).
     Words of a good end (success, completion) as other fields' values beside the
     status are parts done (a CI run whose lint job's status is "completed" while its
     tests' is "in_progress"); as a key or in prose (``"completed": true``), or with no
@@ -876,6 +883,9 @@ def says_in_progress(result: ResultView) -> bool:
             # Keys of an end that say no end ("cells_complete": 0, "failed": 0) say how
             # many, not that the work ended: read without them (no match, no copy).
             text = _COUNT_KEY.sub("#", text)
+        # An end waited for ("waiting for rollout to finish", "until it completes") is
+        # no end: read without it.
+        text = _END_AWAITED.sub("#", text)
         if _FAILED.search(text) is None:
             done = len(_DONE.findall(text))
             if _IN_PROGRESS.search(text) is not None and (
