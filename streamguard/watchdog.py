@@ -112,6 +112,7 @@ from .signals.facts import (
     mcp_answer,
     name_words,
     names_no_act,
+    names_wait,
     plain_facts,
     runner_facts,
 )
@@ -564,7 +565,7 @@ class Watchdog:
                 # of an act (LangChain's `tavily_search_results_json`), is a search. (Named
                 # so, not by every resolve pattern: `query_db` sent as a read stays a read.)
                 named = "resolve"
-            facts = plain_facts(tool, named, self._waits(tool), kind)
+            facts = plain_facts(tool, named, self._waits(tool) or names_wait(tool), kind)
         cache = self._plain_facts
         if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
             cache.clear()

@@ -630,3 +630,12 @@ def test_indexes_created_one_by_one_through_an_sql_tool_are_writes() -> None:
     again = [e for _ in range(12) for e in trace[:2]]
     assert "result-stall" in signals(again, WARN.replace('"]\n', '", "repeated-tool-call", '
                                                            '"dominant-tool-call"]\n'))
+
+
+@pytest.mark.parametrize(("action", "write"), [
+    ({"type": "keypress", "keys": ["CMD", "R"]}, True), ({"type": "click", "x": 1, "y": 2}, True),
+    ({"type": "screenshot"}, False), ({"type": "wait"}, False),
+])
+def test_an_openai_computer_action_object_is_read_by_its_type(action: dict[str, Any], write: bool) -> None:
+    facts = runner_facts({"action": action})
+    assert (facts.action, facts.write) == (action["type"], write)

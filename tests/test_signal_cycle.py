@@ -603,3 +603,37 @@ def test_the_bound_of_a_gist_is_the_answers_own_size(policy: str) -> None:
            for n in range(6)]
     assert _alerts(_owner_laps(big, [None] * 6), policy) == []
     assert _alerts(_owner_laps(big, [100] * 6), policy) == []
+
+
+def _reload_and_read(page_texts: list[str], read: bool = True) -> list[Any]:
+    """A computer-use keypress (a new screenshot each time), then a read of the page."""
+    trace: list[Any] = []
+    for n, text in enumerate(page_texts):
+        trace += [ToolCall(session="y", tool="computer", args={"action": {"type": "keypress", "keys": ["CMD", "R"]}},
+                           call_id=f"k{n}"),
+                  ToolResult(session="y", tool="computer", call_id=f"k{n}",
+                             result={"type": "computer_screenshot", "image_url": f"file_{n:08x}"})]
+        if read:
+            trace += [ToolCall(session="y", tool="read_page", args={"selector": "main"}, call_id=f"r{n}"),
+                      ToolResult(session="y", tool="read_page", call_id=f"r{n}", result={"text": text})]
+    return trace
+
+
+def test_a_page_reloaded_and_read_the_same_each_lap_is_a_cycle() -> None:
+    """The screenshot of each reload is new; the page's text is not. Beside a read that
+    says the same each lap, the pixels are no news."""
+    assert _alerts(_reload_and_read(["Label Created"] * 6)) == [SIGNAL]
+    # the page's text moving (the parcel on its way) is news
+    assert _alerts(_reload_and_read([f"In transit: {city}" for city in PAGES])) == []
+
+
+def test_computer_use_acts_with_nothing_else_answering_keep_their_screens_as_news() -> None:
+    """An agent whose only answers are screenshots: a lap of acts whose screens move is
+    judged by them, as before."""
+    trace: list[Any] = []
+    for n in range(6):
+        for i, action in enumerate(({"type": "click", "x": 700, "y": 842}, {"type": "scroll", "scroll_y": 600})):
+            trace += [ToolCall(session="y", tool="computer", args={"action": action}, call_id=f"c{n}{i}"),
+                      ToolResult(session="y", tool="computer", call_id=f"c{n}{i}",
+                                 result={"type": "computer_screenshot", "image_url": f"file_{n}{i}"})]
+    assert _alerts(trace) == []

@@ -65,6 +65,8 @@ UNDER_WAY = [
     {"health": {"status": "Progressing"},
      "operationState": {"phase": "Running", "message": "waiting for rollout to finish: 6 of 12 available"}},
     {"status": "waiting", "message": "polling until the build completes"},
+    # an ISO 20022 payment status report, pending
+    {"originalMessageId": "PAYROLL-10", "groupStatus": "PDNG", "txStatusCounts": {"ACSC": 0, "PDNG": 142}},
 ]
 NOT_UNDER_WAY = [
     '{"status": "failed", "reason": "OOM"}',
@@ -743,3 +745,29 @@ def test_finished_checks_asked_again_beside_one_still_running_are_part_of_the_wa
 
     assert [a for a in loop_alerts(rounds("in_progress")) if a[1] == "critical"] == []
     assert [a for a in loop_alerts(rounds("completed")) if a[1] == "critical"] != []
+
+
+@pytest.mark.parametrize(("tool", "wait"), [
+    ("waitSeconds", True), ("WaitForJob", True), ("sleepMs", True), ("wait", True),
+    ("waitlist_add", False), ("get_wait_time", False), ("awaitResult", False),
+])
+def test_a_tool_named_to_wait_in_any_style_waits(tool: str, wait: bool) -> None:
+    from streamguard.signals.facts import names_wait
+
+    assert names_wait(tool) is wait
+
+
+def test_a_status_polled_between_calls_of_a_wait_tool_in_camel_case_is_a_poll() -> None:
+    """`waitSeconds(120)` between reads of a payment batch still pending: deliberate waits,
+    so the same "PDNG" again is what waiting looks like."""
+    pending = {"groupStatus": "PDNG", "additionalInfo": "Batch queued for clearing"}
+    trace: list[Any] = []
+    for n in range(10):
+        trace += [ToolCall(session="p", tool="getPaymentStatusReport", args={"messageId": "PAY-10"},
+                           call_id=f"s{n}", ts=n * 130.0),
+                  ToolResult(session="p", tool="getPaymentStatusReport", call_id=f"s{n}", result=pending,
+                             ts=n * 130.0 + 1),
+                  ToolCall(session="p", tool="waitSeconds", args={"seconds": 120}, call_id=f"w{n}", ts=n * 130.0 + 2),
+                  ToolResult(session="p", tool="waitSeconds", call_id=f"w{n}", result=f"waited {120 + n}s",
+                             ts=n * 130.0 + 122)]
+    assert [a for a in loop_alerts(trace) if a[1] == "critical"] == []

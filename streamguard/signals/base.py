@@ -73,6 +73,7 @@ from .facts import (
     ToolGlobs,
     call_args,
     is_code_tool,
+    names_wait,
     plain_facts,
     runner_facts,
 )
@@ -205,7 +206,8 @@ class CallView:
             if runner:
                 facts = runner_facts(args, is_code_tool(event.tool), kind)
             else:
-                facts = plain_facts(event.tool, kind, _default_waits(event.tool), kind)
+                wait = _default_waits(event.tool) or names_wait(event.tool)
+                facts = plain_facts(event.tool, kind, wait, kind)
         self.runner = bool(runner)
         self.action = facts.action
         self.write = facts.write
@@ -758,6 +760,8 @@ _PROGRESS_WORDS = (
     r"|creating|starting|initiali[sz]ing|deploying|building|waiting|scheduled"
     r"|authori[sz]ing|updating|progressing|not[ _-]?(?:yet[ _-]?)?ready"
     r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
+    # ISO 20022 payment statuses: pending, accepted with settlement in process
+    r"|pdng|acsp"
 )
 _IN_PROGRESS = re.compile(
     # a field's value ("status": "processing", State: RUNNING, {"s": "RUNNING"}) or a

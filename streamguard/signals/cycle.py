@@ -78,7 +78,10 @@ Result-aware (``result_aware``, default on; not in the reference)
     time: it created a new thing): the comment list grows because of the posts
     themselves. A write answered alike every time (a keystroke sent to a pager,
     a heartbeat) leaves its lap's reads to count, and a computer-use scroll is no
-    named write, so scroll → screenshot stays paging.
+    named write, so scroll → screenshot stays paging. A computer-use act's answer (a
+    click's or a keystroke's screenshot, new every time) moves a lap only when nothing
+    else in it answers: a tracking page reloaded and read, its text the same every lap,
+    is a cycle whatever the screenshots (``screens``).
 
 The same request again
     A message to the agent (its user's, or a system message) that repeats the one
@@ -135,7 +138,7 @@ from .base import (
     note_answer,
     push_own_ring,
 )
-from .facts import FLAG_ASK
+from .facts import COMPUTER_ACTIONS, FLAG_ASK
 
 SIGNAL_ID = "alternating-tool-cycle"
 MAX_PERIOD_LIMIT = 8
@@ -162,15 +165,24 @@ def _lap_moves(state: Any, block: list[int]) -> bool:
     """Whether a lap brought something new: one of its calls' answers moved, and no
     named write of it was re-sent making a new thing (the same comment posted again
     under a new id moves the comment list read beside it by itself; a write answered
-    alike every time, a keystroke to a pager or a heartbeat, leaves the reads to count)."""
-    moved = False
-    writes = state.writes
+    alike every time, a keystroke to a pager or a heartbeat, leaves the reads to count).
+    A computer-use act's answer (a new screenshot every time) counts only in a lap with
+    no other answer: beside a read of the page that says the same each lap, the pixels
+    are no news (a tracking page reloaded and read, lap after lap)."""
+    moved = screen_moved = read_still = False
+    writes, screens, answers = state.writes, state.screens, state.answers
     for key in set(block):
+        screen = bool(screens) and key in screens
         if answer_just_changed(state, key):
             if writes and key in writes:
                 return False
-            moved = True
-    return moved
+            if screen:
+                screen_moved = True
+            else:
+                moved = True
+        elif not screen and answers and key in answers:
+            read_still = True
+    return moved or (screen_moved and not read_still)
 
 
 class AlternatingToolCycleConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -200,6 +212,9 @@ class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=T
     writes: tuple[int, ...] = ()
     """Keys of the recent calls that wrote through a named write tool (at most
     ``max_period``): a lap that re-sends one of them moves its other answers itself."""
+    screens: tuple[int, ...] = ()
+    """Keys of the recent computer-use acts (a click, a keystroke; at most ``max_period``):
+    their answers are screenshots, news only where nothing else answers."""
     answers: dict[int, int] | None = None
     """Recent calls' answers (``note_answer``): call key -> (last gist, 32 bits) << 8 |
     times it changed, with a bit for "that answer was new"; at most ``ANSWERS_KEPT`` calls,
@@ -279,6 +294,8 @@ class AlternatingToolCycle(Signal):
             del names[0]
         if call.write and not call.runner and key not in state.writes:
             state.writes = (*state.writes[1 - self.max_period :], key)
+        elif call.runner and call.write and call.action in COMPUTER_ACTIONS and key not in state.screens:
+            state.screens = (*state.screens[1 - self.max_period :], key)
 
         for period, span in self._spans:
             if span > available:

@@ -161,8 +161,10 @@ COMPUTER_ACTIONS = frozenset({
     "screenshot", "zoom", "cursor_position", "wait", "key", "hold_key", "type", "mouse_move",
     "left_click", "right_click", "middle_click", "double_click", "triple_click",
     "left_click_drag", "left_mouse_down", "left_mouse_up", "scroll", "drag", "click",
+    "keypress", "move",
 })
-"""The ``action`` values of a computer-use tool's calls."""
+"""The ``action`` values of a computer-use tool's calls (Anthropic's, and the ``type`` of
+OpenAI's action object: ``keypress``, ``move``...)."""
 COMPUTER_READS = frozenset({"screenshot", "zoom", "cursor_position"})
 _COMMAND_KEYS = (
     "command", "cmd", "commands", "input", "shell_command", "CommandLine", "commandLine",
@@ -572,6 +574,9 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
         command = args.get("command")
         if command is None:
             action = args.get("action")
+            if type(action) is dict:
+                # OpenAI's computer-use shape: {"action": {"type": "keypress", "keys": [...]}}
+                action = action.get("type")
             if type(action) is str and action in COMPUTER_ACTIONS:
                 # A computer-use tool: what it does is its action; everything but a
                 # look at the screen, or a wait, changes what is on it.
@@ -792,6 +797,17 @@ def name_words(name: str) -> list[str]:
     (``snake_case``, ``camelCase``, ``PascalCase``, dotted or namespaced; digits are no
     words): ``fromDate`` is ``from``, ``date``; ``sysparm_query`` is ``sysparm``, ``query``."""
     return [word.lower() for word in _NAME_WORD.findall(name[:128])]
+
+
+def names_wait(tool: str) -> bool:
+    """Whether a tool's name, in any style, opens with "wait" or "sleep" (``waitSeconds``,
+    ``WaitForJob``, ``sleepMs``; snake-case names are the ``[waits] tools`` globs'):
+    a call of it waits, as one the globs name does."""
+    words = name_words(tool)
+    return bool(words) and words[0] in _WAIT_WORDS
+
+
+_WAIT_WORDS = frozenset({"wait", "sleep"})
 
 
 def names_no_act(tool: str) -> bool:
