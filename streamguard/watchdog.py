@@ -112,7 +112,6 @@ from .signals.facts import (
     mcp_answer,
     name_words,
     names_no_act,
-    names_wait,
     plain_facts,
     runner_facts,
 )
@@ -294,7 +293,7 @@ class Watchdog:
         self._watchdog_indices = [i for i, s in enumerate(signals) if s.guardrail == "watchdog"]
         self._ctx = _Ctx(None, None)  # type: ignore[arg-type]
         self._runners = CommandRunners(self.policy.command_runners.tools)
-        self._waits = ToolGlobs(self.policy.waits.tools)
+        self._waits = ToolGlobs(self.policy.waits.tools, styled=True)
         # A gap this long between two events is a pause (never, when 0: only waits are).
         self._pause_seconds = self.policy.waits.pause_seconds or float("inf")
         # Plain tools' write facts use the verification signal's name classification.
@@ -565,7 +564,7 @@ class Watchdog:
                 # of an act (LangChain's `tavily_search_results_json`), is a search. (Named
                 # so, not by every resolve pattern: `query_db` sent as a read stays a read.)
                 named = "resolve"
-            facts = plain_facts(tool, named, self._waits(tool) or names_wait(tool), kind)
+            facts = plain_facts(tool, named, self._waits(tool), kind)
         cache = self._plain_facts
         if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
             cache.clear()

@@ -752,9 +752,10 @@ def test_finished_checks_asked_again_beside_one_still_running_are_part_of_the_wa
     ("waitlist_add", False), ("get_wait_time", False), ("awaitResult", False),
 ])
 def test_a_tool_named_to_wait_in_any_style_waits(tool: str, wait: bool) -> None:
-    from streamguard.signals.facts import names_wait
+    from streamguard.signals.facts import DEFAULT_WAIT_TOOLS, ToolGlobs
 
-    assert names_wait(tool) is wait
+    assert ToolGlobs(DEFAULT_WAIT_TOOLS, styled=True)(tool) is wait
+    assert not ToolGlobs([], styled=True)(tool)  # the list is policy
 
 
 def test_a_status_polled_between_calls_of_a_wait_tool_in_camel_case_is_a_poll() -> None:

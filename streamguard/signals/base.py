@@ -73,14 +73,13 @@ from .facts import (
     ToolGlobs,
     call_args,
     is_code_tool,
-    names_wait,
     plain_facts,
     runner_facts,
 )
 
 _json_decode = msgspec.json.Decoder().decode
 _default_runners = CommandRunners()
-_default_waits = ToolGlobs(DEFAULT_WAIT_TOOLS)
+_default_waits = ToolGlobs(DEFAULT_WAIT_TOOLS, styled=True)
 
 HALT_IGNORED = "halt-ignored"
 """The watchdog's own alert (a halted session that keeps working): no signal emits it."""
@@ -206,8 +205,7 @@ class CallView:
             if runner:
                 facts = runner_facts(args, is_code_tool(event.tool), kind)
             else:
-                wait = _default_waits(event.tool) or names_wait(event.tool)
-                facts = plain_facts(event.tool, kind, wait, kind)
+                facts = plain_facts(event.tool, kind, _default_waits(event.tool), kind)
         self.runner = bool(runner)
         self.action = facts.action
         self.write = facts.write

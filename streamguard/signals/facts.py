@@ -294,12 +294,15 @@ _BLOCKING_AFTER: dict[tuple[str, str], tuple[re.Pattern[str], str] | None] = {
 class ToolGlobs:
     """Decides whether a tool name is in a glob list (case-insensitive, cached; a
     namespaced name such as ``mcp__shell`` is also tried by its last part): the command
-    runners, the waits."""
+    runners, the waits. ``styled``: a name in another style is also tried by its words
+    in snake case (``waitSeconds`` as ``wait_seconds``, ``WaitForJob`` as
+    ``wait_for_job``), for the waits."""
 
-    def __init__(self, patterns: list[str] | tuple[str, ...]) -> None:
+    def __init__(self, patterns: list[str] | tuple[str, ...], styled: bool = False) -> None:
         joined = "|".join(fnmatch.translate(p.lower()) for p in patterns)
         self._match = re.compile(joined).match if patterns else None
         self._cache: dict[str, bool] = {}
+        self._styled = styled
 
     def __call__(self, tool: str) -> bool:
         cached = self._cache.get(tool)
@@ -312,6 +315,9 @@ class ToolGlobs:
             if not result:
                 short = re.split(r"\.|/|:|__", name)[-1]
                 result = bool(short and short != name and self._match(short))
+            if not result and self._styled:
+                snake = "_".join(name_words(tool))
+                result = bool(snake and snake != name and self._match(snake))
         if len(self._cache) >= _CACHE_MAX:  # bounded: tool names come from untrusted input
             self._cache.clear()
         self._cache[tool] = result
@@ -797,17 +803,6 @@ def name_words(name: str) -> list[str]:
     (``snake_case``, ``camelCase``, ``PascalCase``, dotted or namespaced; digits are no
     words): ``fromDate`` is ``from``, ``date``; ``sysparm_query`` is ``sysparm``, ``query``."""
     return [word.lower() for word in _NAME_WORD.findall(name[:128])]
-
-
-def names_wait(tool: str) -> bool:
-    """Whether a tool's name, in any style, opens with "wait" or "sleep" (``waitSeconds``,
-    ``WaitForJob``, ``sleepMs``; snake-case names are the ``[waits] tools`` globs'):
-    a call of it waits, as one the globs name does."""
-    words = name_words(tool)
-    return bool(words) and words[0] in _WAIT_WORDS
-
-
-_WAIT_WORDS = frozenset({"wait", "sleep"})
 
 
 def names_no_act(tool: str) -> bool:
