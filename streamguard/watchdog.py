@@ -124,10 +124,10 @@ MAX_PENDING = 8
 """Calls remembered while they await their result (oldest dropped)."""
 _FACTS_CACHE_MAX = 512
 PROMPT_READ = 512
+"""Characters of a message to the agent compared with the one before (``SessionState.prompt``)."""
 SCHEDULE_GAP = 900.0
 """Seconds between two identical messages to the agent for the second to be a scheduled
 request repeated (``Watchdog._prompt``): schedules run every quarter hour or less often."""
-"""Characters of a message to the agent compared with the one before (``SessionState.prompt``)."""
 _TOOL_HOOKS_MAX = 512
 
 FEEDBACK_HEADER = (
@@ -407,7 +407,7 @@ class Watchdog:
                 if role == "user":
                     # the agent waited for its user: a pause (see SessionState)
                     state.pauses = (state.pauses + 1) & COUNT_MASK
-                self._prompt(state, event)
+                self._prompt(state, event, ts)
             self._text(ctx, event)
         elif kind is TurnStart:
             self._turn_start(ctx)
@@ -698,7 +698,7 @@ class Watchdog:
             if finding is not None:
                 self._handle(ctx, i, finding)
 
-    def _prompt(self, state: SessionState, event: Text) -> None:
+    def _prompt(self, state: SessionState, event: Text, ts: float | None) -> None:
         """A message to the agent: the same one as the last, word for word, at least
         :data:`SCHEDULE_GAP` seconds after it (a scheduler asking for the same run every
         half hour), is a request repeated, and the signals that count laps or runs of
@@ -709,7 +709,8 @@ class Watchdog:
         if type(text) is not str or not text:
             return
         said = zlib.crc32(text[:PROMPT_READ].encode("utf-8", "surrogatepass")) or 1
-        ts, last = event.ts, state.prompt_ts
+        # (``ts``: the event's time, else its record's, as the engine passes it)
+        last = state.prompt_ts
         state.prompt_ts = ts
         if said != state.prompt:
             state.prompt = said

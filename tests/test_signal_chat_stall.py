@@ -407,3 +407,31 @@ def test_an_act_promised_and_made_in_the_next_turn_is_work() -> None:
                     ToolResult(session="c", tool="create_ticket", call_id="t", result={"id": "T-1"})]
     trace += _service_turns("I'm raising the escalation ticket for your claim now.", [STATUS], turns=2)[2:]
     assert hits(trace) == []
+
+
+def test_an_agent_saying_it_stops_is_no_promise_unkept() -> None:
+    """Told to stop, the agent makes no call and says "I'm stopping the rollout right
+    now" turn after turn: obeying is no broken promise."""
+    trace: list[Any] = [TurnStart(session="c", turn=0),
+                        ToolCall(session="c", tool="deploy", args={"v": 2}, call_id="d"),
+                        ToolResult(session="c", tool="deploy", call_id="d", result="rolling")]
+    for turn in range(1, 5):
+        trace += [TurnStart(session="c", turn=turn), Text(session="c", role="user", text="STOP", turn=turn),
+                  Text(session="c", text="I'm stopping the rollout right now.", turn=turn)]
+    trace.append(TurnStart(session="c", turn=5))
+    # (saying it four times is the repeated-message rule's, a warning of its own)
+    assert "promised_without_acting" not in [a.detail["rule"] for _, a in hits(trace)]
+
+
+def test_a_look_reported_in_the_progressive_after_the_look_is_no_promise() -> None:
+    """"I'm checking order 101 now: it is in transit" after the status read of that turn
+    reports the look; turn after turn, it is work."""
+    trace: list[Any] = []
+    for turn in range(1, 5):
+        trace += [TurnStart(session="c", turn=turn),
+                  Text(session="c", role="user", text=f"and order {100 + turn}?", turn=turn),
+                  ToolCall(session="c", tool="get_order", args={"id": 100 + turn}, call_id=f"o{turn}", turn=turn),
+                  ToolResult(session="c", tool="get_order", call_id=f"o{turn}", result="in transit", turn=turn),
+                  Text(session="c", text=f"I'm checking order {100 + turn} now: it is in transit.", turn=turn)]
+    trace.append(TurnStart(session="c", turn=5))
+    assert hits(trace) == []

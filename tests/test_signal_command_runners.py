@@ -584,6 +584,11 @@ def test_jobs_polled_with_code_that_sleeps_between_are_a_poll() -> None:
     ("WITH x AS (SELECT 1) SELECT * FROM x", False),
     ("explain analyze select * from t", False),
     ("SHOW TABLES", False),
+    ("UPDATE orders o SET status = 'shipped' WHERE o.id = 7", True),
+    ("INSERT orders VALUES (1, 'x')", True), ("REPLACE INTO settings (k, v) VALUES ('a', 'b')", True),
+    ("UPSERT INTO accounts (id, balance) VALUES (1, 100)", True),
+    ("DELETE o FROM orders o JOIN t ON t.id = o.id", True), ("COMMENT ON TABLE t IS 'x'", True),
+    ("ANALYZE orders", True), ("RENAME TABLE a TO b", True),
 ])
 def test_an_sql_statement_sent_to_a_runner_is_read_by_its_shape(statement: str, write: bool) -> None:
     facts = runner_facts({"query": statement})
@@ -594,6 +599,7 @@ def test_an_sql_statement_sent_to_a_runner_is_read_by_its_shape(statement: str, 
 @pytest.mark.parametrize("words", [
     "orders that failed yesterday", "update me on the outage", "Create React App docs",
     "call mom", "show me failing orders", "select the best option", "drop it",
+    "insert a coin", "replace the battery", "analyze sales by region",
 ])
 def test_words_are_no_sql_statement(words: str) -> None:
     # A runner's "query" in words (a search, a request) is read as before: no action.

@@ -65,6 +65,7 @@ UNDER_WAY = [
     {"health": {"status": "Progressing"},
      "operationState": {"phase": "Running", "message": "waiting for rollout to finish: 6 of 12 available"}},
     {"status": "waiting", "message": "polling until the build completes"},
+    {"status": "running", "message": "polling until job 42 completes"},
     # an ISO 20022 payment status report, pending
     {"originalMessageId": "PAYROLL-10", "groupStatus": "PDNG", "txStatusCounts": {"ACSC": 0, "PDNG": 142}},
 ]
@@ -87,6 +88,8 @@ NOT_UNDER_WAY = [
     "State: SUCCEEDED",
     "job 42 done",
     {"status": "running", "message": "the rollout finished"},  # an end said, beside it
+    {"state": "RUNNING", "note": "Driver exited; job status changed to SUCCEEDED"},
+    {"state": "RUNNING", "message": "Unable to complete: quota exceeded"},
     "Status: Pending\nError: image pull backoff",
     # a pod's Running is where it stays, not a step on the way
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   1/1     Running   0          41s",
@@ -749,6 +752,7 @@ def test_finished_checks_asked_again_beside_one_still_running_are_part_of_the_wa
 
 @pytest.mark.parametrize(("tool", "wait"), [
     ("waitSeconds", True), ("WaitForJob", True), ("sleepMs", True), ("wait", True),
+    ("mcp__ops__waitForJob", True), ("ops.waitSeconds", True), ("k8s/waitForRollout", True),
     ("waitlist_add", False), ("get_wait_time", False), ("awaitResult", False),
 ])
 def test_a_tool_named_to_wait_in_any_style_waits(tool: str, wait: bool) -> None:

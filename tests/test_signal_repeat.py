@@ -355,3 +355,20 @@ def test_a_scheduled_request_repeated_word_for_word_starts_the_run_again() -> No
                                                           ("now", "please", "once more", "again",
                                                            "quickly", "really", "last", "ok")]))
     assert "repeated-tool-call" in criticals(_daily_runs(["Please continue."] * 8, every=40.0))
+
+
+def test_a_scheduled_request_is_timed_by_its_record_when_it_has_no_ts() -> None:
+    """Events without `ts` are timed by their record (the engine's `record_ts`): a daily
+    scheduled check sent so is the same request repeated."""
+    from streamguard.engine import Engine
+    from streamguard.events import Alert
+    from streamguard.policy import parse_policy_set
+
+    quiet = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
+    engine = Engine(parse_policy_set(quiet))
+    criticals: list[str] = []
+    for event in _daily_runs(["Scheduled task run: case status check"] * 8):
+        untimed = msgspec.structs.replace(event, ts=None)
+        criticals += [o.signal for o in engine.process(untimed, record_ts=event.ts)
+                      if isinstance(o, Alert) and o.severity == "critical"]
+    assert criticals == []

@@ -1378,6 +1378,9 @@ def test_json_text_that_says_error_in_a_field_is_read_as_its_object() -> None:
     assert says_missing('{"result": {"error": "Order not found"}}')
     assert says_missing('{"ok": false, "error_message": "Table not found"}')
     assert says_missing('{"error": "Build not found"}')
+    # a JSON-text object is read as the object it is, the same as a structured answer
+    assert not says_missing('{"available": 0, "backorder": true, "warehouse": "unknown"}')
+    assert not says_missing({"available": 0, "backorder": True, "warehouse": "unknown"})
     assert says_missing('Error: relation "builds" does not exist')
     assert says_missing('[{"style": "error"} cut off')  # not JSON: its words decide
 
@@ -1452,3 +1455,54 @@ def test_a_form_filled_per_claim_through_computer_use_actions_is_no_stall() -> N
         trace += step("click_at", {"x": 700, "y": 842}, {"status": "ok", "element": "button 'Submit claim'"})
         trace += step("read_page", {"selector": ".alert"}, {"text": f"Claim submitted. Reference MC-{word(n)}"})
     assert hits(trace) == []
+
+
+def test_a_deploy_after_each_edit_answered_succeeded_is_no_futile_write() -> None:
+    """Edit (new content each time), the same deploy, its status SUCCEEDED, then the smoke
+    tests failing fewer each round: the status answers for the edit and the deploy, so
+    the same "SUCCEEDED" after each is the answer hoped for."""
+    trace: list[Any] = []
+    for n in range(8):
+        trace += step("edit_file", {"path": "svc.py", "content": f"fix {word(n)}"}, "File written successfully.")
+        trace += step("deploy_service", {"service": "checkout"}, {"deployment": "queued"})
+        trace += step("get_deployment_status", {"service": "checkout"}, {"status": "SUCCEEDED"})
+        trace += step("run_smoke_tests", {"suite": "checkout"}, f"{8 - n} failed, {n} passed")
+    assert "futile_writes" not in [a.detail.get("rule") for a in alerts(trace) if a.signal == "result-stall"]
+
+
+def test_the_write_re_sent_and_failing_is_counted_once_per_failure() -> None:
+    from streamguard.watchdog import Watchdog as _W  # noqa: F401  (the engine below builds one)
+
+    engine = Engine(parse_policy_set(WARN))
+    engine.process(TurnStart(session="s"))
+    for event in step("create_resource", {"name": "db"}, {"RequestToken": "t1"}):
+        engine.process(event)
+    for event in step("create_resource", {"name": "db"}, error="AlreadyExists: db"):
+        engine.process(event)
+    state = next(x for x in engine.sessions["s"].signals if type(x).__name__ == "ResultStallState")
+    assert state.futile == 0
+
+
+@pytest.mark.parametrize(("tool", "act"), [
+    ("Click-Tool", True), ("type_into_element", True), ("click_at", True), ("type_text_at", True),
+    ("browser_click", True), ("press_key", True), ("keyboard_input", True), ("mouse_move", True),
+    ("type_check", False), ("get_content_type", False), ("key_rotate", False),
+    ("long_running_job_status", False), ("get_click_stats", False), ("tap_water_quality", False),
+])
+def test_tools_named_by_an_interface_act(tool: str, act: bool) -> None:
+    from streamguard.signals.result_stall import _ui_act_tool
+
+    assert _ui_act_tool(tool) is act
+
+
+def test_a_search_over_issues_by_a_structured_filter_keeps_each_issues_answer() -> None:
+    """A JQL filter per issue (`key = ENG-9xx`), each answered "Done": twelve answers, one
+    per issue; the same term hunted under a search's term argument is still one hunt."""
+    trace: list[Any] = []
+    for n in range(12):
+        trace += step("search_issues", {"jql": f"key = ENG-9{n:02d}"}, '[{"status": "Done"}]')
+    assert hits(trace) == []
+    hunt: list[Any] = []
+    for n in range(12):
+        hunt += step("search_docs", {"keyword": f"ORD-10{n:02d}"}, "No matches found")
+    assert hits(hunt) != []

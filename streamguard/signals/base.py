@@ -791,10 +791,12 @@ _FAILED = re.compile(rf"(?i){_FAILED_WORDS}")
 running is no poll's answer (a run with a failed job is over, whatever else is running)."""
 _DONE = re.compile(rf"(?i){_DONE_WORDS}")
 _END_AWAITED = re.compile(
-    r"(?i)\b(?:to|until|till|before)\s+(?:[a-z]+\s+){0,3}?(?:finish|complet|succe)\w*"
+    r"(?i)(\b(?:wait|waits|waiting|awaiting|poll|polls|polling|watch|watching)\b[^.;\n\"{}]{0,40}?"
+    r"\b(?:to|until|till|for)\s+(?:[\w-]+\s+){0,3}?)(?:finish|complet|succe)\w*"
 )
-"""An end named as what is awaited ("waiting for rollout to finish", "poll until the job
-completes"): no word of an end (:func:`says_in_progress`)."""
+"""An end named as what a wait awaits ("waiting for rollout to finish", "polling until job
+42 completes"): no word of an end (:func:`says_in_progress`). Not an end said ("changed to
+SUCCEEDED", "unable to complete")."""
 _COUNT_KEY = re.compile(
     rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b)"
     rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*0\b(?!\.\d*[1-9])"
@@ -887,7 +889,7 @@ def says_in_progress(result: ResultView) -> bool:
             text = _COUNT_KEY.sub("#", text)
         # An end waited for ("waiting for rollout to finish", "until it completes") is
         # no end: read without it.
-        text = _END_AWAITED.sub("#", text)
+        text = _END_AWAITED.sub(r"\1#", text)
         if _FAILED.search(text) is None:
             done = len(_DONE.findall(text))
             if _IN_PROGRESS.search(text) is not None and (

@@ -105,7 +105,7 @@ _ACTS_UNDER_WAY = (
     r"|looking (?:up|into)|initiating|finali[sz]ing|transferring|resetting|setting up"
     r"|arranging|filing|generating|preparing|running|fixing|editing|deleting|removing"
     r"|uploading|requesting|escalating|confirming your|registering|implementing|modifying"
-    r"|gathering|querying|pulling|raising|opening|logging|pausing|stopping|aborting)"
+    r"|gathering|querying|pulling|raising|opening)"
 )
 """The acts a turn may announce as under way ("I'm cancelling ...", "Processing ... now")."""
 PROMISE = re.compile(
@@ -135,6 +135,17 @@ PROMISE = re.compile(
 """A message that announces an act of the agent's own ("I'll now update", "let me get to
 it", "making the change now", "I'll query the metrics", "Next step: ..."); not "let me
 know", "I'll need your reference", "let me make sure", "I'm about to run out of context"."""
+LOOK_ANNOUNCED = re.compile(
+    r"(?i)\b(?:check(?:ing)?|look(?:ing)? (?:up|into)|quer(?:y|ying)|retriev(?:e|ing)"
+    r"|gather(?:ing)?|pull(?:ing)?|fetch(?:ing)?|search(?:ing)?|investigat(?:e|ing))\b"
+)
+"""The looks among the announced acts (:data:`PROMISE`): kept by a look."""
+ACT_ANNOUNCED = re.compile(
+    r"(?i)\b(?:cancel|book|reserve|submit|send|process|schedul|plac|issu|refund|transfer"
+    r"|creat|updat|apply|appl|edit|modif|chang|fix|writ|add|remov|delet|rais|open|escalat"
+    r"|initiat|finali[sz]|set(?:ting)? up|arrang|fil(?:e|ing)\b|reset|regist|implement)\w*"
+)
+"""The acts among the announced ones that change something: no look keeps them."""
 AWAITS_USER = re.compile(
     r"(?i)\b(?:once|after|when|if|as soon as) you(?:'ve| have)? (?:confirm|approve|agree|reply"
     r"|answer|give|send|provide|tell|say|decide|choose|sign|ok)\w*"
@@ -241,6 +252,9 @@ class ChatStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Turns in a row since the last tool call that ended on an announced act."""
     turn_acted: bool = False
     """A tool call was made in the current turn (its messages are then no promise unkept)."""
+    turn_looked: bool = False
+    """A call known to only look was made in the current turn: an announced look ("I'm
+    checking order 101 now: ...") is then a report of it, no promise unkept."""
     said: int = 0
     """A code of the turn's latest message (:func:`_said`): a final answer that repeats it
     is the same message, not a second one."""
@@ -283,6 +297,8 @@ class ChatStall(Signal):
             # looks before it do not count as acting.
             if state.last:
                 state.last = ""
+            if not state.turn_looked:
+                state.turn_looked = True
         else:
             # Any other call ends the turn's promise: an act keeps it, and a question put
             # to the user through a tool waits on them.
@@ -322,10 +338,16 @@ class ChatStall(Signal):
             state.said = 0
         if state.turn_acted:
             state.turn_acted = False
+        looked = state.turn_looked
+        if looked:
+            state.turn_looked = False
         last = state.last
         if (
             not last or PROMISE.search(last) is None or last.rstrip().endswith("?")
             or AWAITS_USER.search(last) is not None
+            # a look announced in a turn that looked: a report of it ("I'm checking order
+            # 101 now: it is in transit"), not a promise
+            or (looked and LOOK_ANNOUNCED.search(last) is not None and ACT_ANNOUNCED.search(last) is None)
         ):
             # no announced act; or one put to the user as a question, or waiting on them
             if state.promises:

@@ -316,8 +316,13 @@ class ToolGlobs:
                 short = re.split(r"\.|/|:|__", name)[-1]
                 result = bool(short and short != name and self._match(short))
             if not result and self._styled:
-                snake = "_".join(name_words(tool))
-                result = bool(snake and snake != name and self._match(snake))
+                # (the whole name, and its namespaced last part: `mcp__ops__waitForJob`)
+                last = re.split(r"\.|/|:|__", tool)[-1]
+                for styled in (tool, last) if last != tool else (tool,):
+                    snake = "_".join(name_words(styled))
+                    if snake and snake != styled.lower() and self._match(snake):
+                        result = True
+                        break
         if len(self._cache) >= _CACHE_MAX:  # bounded: tool names come from untrusted input
             self._cache.clear()
         self._cache[tool] = result
@@ -622,9 +627,11 @@ _SQL_WRITE = re.compile(
     # outage" and "create react app docs" are words, not statements)
     _SQL_PRELUDE + r"(?:create\s+(?:or\s+replace\s+|unique\s+|temp(?:orary)?\s+|if\s+not\s+exists\s+)*"
     + _SQL_OBJECTS + r"|(?:alter|drop)\s+" + _SQL_OBJECTS
-    + r"|insert\s+(?:or\s+\w+\s+)?into|delete\s+from|update\s+[\w.\"`\[\]]+\s+set"
+    + r"|(?:insert|replace|upsert)\s+(?:or\s+\w+\s+|ignore\s+)?(?:into\s+)?[\w.\"`\[\]]+\s*(?:\(|values\b|select\b|set\b|default\b)"
+    r"|delete\s+(?:[\w.\"`]+\s+)?from|update\s+[\w.\"`\[\]]+(?:\s+(?:as\s+)?\w+)?\s+set"
     r"|merge\s+into|truncate\s+(?:table\s+)?[\w.\"`]+\s*(?:;|$)|(?:grant|revoke)\s+[\w, ]{1,80}\s+on"
-    r"|vacuum\b|reindex\b|refresh\s+materialized|call\s+[\w.]+\s*\(|copy\s+[\w.\"]+[^;]{0,200}?\bfrom)\b",
+    r"|comment\s+on\s+\w+|rename\s+table|analyze\s+[\w.\"`]+\s*(?:;|$)"
+    r"|vacuum\b|reindex\b|refresh\s+materialized|call\s+[\w.]+\s*\(|copy\s+[\w.\"]+[^;]{0,200}?\bfrom)",
     re.IGNORECASE,
 )
 _SQL_READ = re.compile(

@@ -328,21 +328,33 @@ def says_missing(payload: Any) -> bool:
     404}``). A JSON-text list of records (how MCP servers deliver an API's rows) is read
     record by record, by these rules: ``[{"style": "error", "body_html": "1 failure
     ..."}]``, a build's annotations, says what the build reported, not that the read
-    failed; ``[{"message": "Not Found"}]`` says so."""
+    failed; ``[{"message": "Not Found"}]`` says so. JSON text is read as the object it
+    is, the same as a structured answer."""
     if type(payload) is str:
         if not _missing_text(payload):
             return False
-        if payload[:1] != "[" or not is_json_text(payload):
-            return True  # (a JSON object's words are read as they were: `"errorMessages"`)
-        # A list of records is read record by record (decoded only here, where its words
-        # said "error": most answers do not): `[{"message": "Not Found"}]` says so,
-        # `[{"style": "error", ...}]`, a build's annotation, does not.
-        items = _json_decoder.decode(payload)
-        return any(says_missing(item) for item in items[:_LIST_ITEMS_READ] if type(item) is dict)
-    if type(payload) is not dict:
-        return False
-    if payload.get("error") or payload.get("errors"):
-        return True
+        if payload[:1] not in ("{", "[") or not is_json_text(payload):
+            return True
+        # JSON text is read as the object it is, as a structured answer is (decoded only
+        # here, where its words said "error": most answers do not).
+        payload = _json_decoder.decode(payload)
+        if type(payload) is list:
+            # Record by record: `[{"message": "Not Found"}]` says so; `[{"style": "error",
+            # ...}]`, a build's annotation, does not.
+            return any(_object_missing(item) for item in payload[:_LIST_ITEMS_READ] if type(item) is dict)
+    return type(payload) is dict and _object_missing(payload)
+
+
+def _object_missing(payload: dict[Any, Any], nested: bool = True) -> bool:
+    """:func:`says_missing` for a JSON object: a truthy field named for an error
+    (``error``, ``errors``, ``errorMessages``, ``error_message``), or a ``detail``,
+    ``message``, ``status``... saying so; an object one level down likewise
+    (``{"result": {"error": "Order not found"}}``)."""
+    for key, value in islice(payload.items(), 64):
+        if value and type(key) is str and "rror" in key and key[:5].lower() == "error":
+            return True
+        if nested and type(value) is dict and _object_missing(value, False):
+            return True
     for name in _MISSING_FIELDS:
         value = payload.get(name)
         if type(value) is str:
@@ -530,6 +542,12 @@ and a letter in it (``CNC-06``, ``T2605111``, ``XS2574039921``, ``INC0012345``),
 _QUANTITY = re.compile(r"\d+(?:\.\d+)?[A-Za-z]{1,3}|.*(?:\d{4}-\d\d-\d\d|\d:\d\d).*")
 """A number with a unit (``15m``, ``500ms``, ``10GB``), or a date or a time of day
 (``2025-01-05T10:00:00Z``): a window, a size or a moment, no identifier."""
+_TERM_WORDS = frozenset({
+    "term", "terms", "keyword", "keywords", "name", "symbol", "word", "words", "phrase",
+    "identifier", "pattern", "string", "str", "value", "target", "item", "token", "expr",
+})
+"""Words of an argument a search looks for (``term``, ``keyword``, ``symbol``): its value
+is the hunt's, no place of its own, however it is shaped (:func:`_ids`)."""
 _TEXT_WORDS = frozenset({
     "query", "q", "search", "text", "message", "msg", "prompt", "content", "body", "question",
     "title", "note", "notes", "comment", "description", "summary", "date", "time", "from",
@@ -584,14 +602,15 @@ def _is_id_key(key: Any) -> bool:
     )
 
 
-def _ids(args: Any, named_only: bool = False) -> str:
+def _ids(args: Any, search: bool = False) -> str:
     """The identifiers a named tool's call reads by, in the order of their names; "" for
     none: the short scalar values of arguments named as ids or places (:data:`_ID_KEY`,
-    :data:`_PLACE_KEY_WORDS`; only these with ``named_only``, a search's: the terms it
-    looks for are no place, however they are shaped, ``search_dir(term="parseConfig3")``); values
+    :data:`_PLACE_KEY_WORDS`); values
     shaped as ids (:data:`_ID_VALUE`, not a :data:`_QUANTITY`) of arguments whose names
-    say no text, window, path or command (:data:`_TEXT_WORDS`); and the identifiers a
-    structured filter's equalities select (:data:`_FILTER_WORDS`, :data:`_EQUALITY`)."""
+    say no text, window, path or command (:data:`_TEXT_WORDS`; for a search, ``search``,
+    nor a term it looks for, :data:`_TERM_WORDS`: ``search_dir(term="parseConfig3")``
+    is a hunt, however the term is shaped); and the identifiers a structured filter's
+    equalities select (:data:`_FILTER_WORDS`, :data:`_EQUALITY`)."""
     if type(args) is not dict or len(args) > 8:
         return ""
     keys = tuple(args)
@@ -622,13 +641,13 @@ def _ids(args: Any, named_only: bool = False) -> str:
             type(value) is int and -_INT64 <= value < _INT64
         ):
             found.append(f"{key}={value}")
-    if named_only:
-        return "\0".join(found)
     for key in others:
         # `GetMachineStatus(workCenter="CNC-06")`, `ValidatePrice(isin="XS2574039921")`:
         # one item of a list the agent goes through, named by its identifier
         value = args[key]
-        if type(value) is str and _is_id_value(value):
+        if type(value) is str and _is_id_value(value) and not (
+            search and not _TERM_WORDS.isdisjoint(name_words(key))
+        ):
             found.append(f"{key}={value}")
     for key in filters:
         # A structured filter's equalities (`child.name=lnx-epic-app01^type.name=Runs`, JQL's
@@ -788,13 +807,20 @@ def reports_act(result: ResultView) -> bool:
     return _acknowledges(result)
 
 
-_UI_ACT_FIRST = frozenset({
-    "click", "tap", "type", "press", "scroll", "swipe", "hover", "drag", "key", "keyboard",
-    "mouse", "double", "right", "left", "long",
+_UI_ACT_WORDS = frozenset({
+    "click", "clicks", "tap", "type", "press", "scroll", "swipe", "hover", "drag", "keyboard",
+    "mouse", "keypress",
 })
-"""First words of a tool named by an act in an interface (``double_click``, ``key_press``)."""
-_UI_ACT_WORDS = frozenset({"click", "tap", "type", "press", "scroll", "swipe", "hover", "drag"})
-"""Words that name an interface act anywhere in a tool's name (``browser_click``)."""
+"""Words of an act in an interface, one of which a tool's name must hold (:func:`_ui_act_tool`)."""
+_UI_WORDS = _UI_ACT_WORDS | frozenset({
+    "double", "right", "left", "long", "key", "keys", "tool", "at", "on", "into", "in", "to",
+    "element", "elements", "text", "input", "button", "field", "cell", "coordinates",
+    "coordinate", "screen", "ui", "browser", "computer", "desktop", "page", "down", "up",
+    "combination", "xy", "point", "node", "control", "window", "app", "move",
+})
+"""The words a tool named by an interface act may hold (``Click-Tool``, ``type_into_element``,
+``click_at``, ``browser_click``, ``press_key``); ``type_check``, ``get_click_stats``,
+``key_rotate`` hold others."""
 _UI_ACT_TOOLS: dict[str, bool] = {}
 _COMPUTER_ACTS = COMPUTER_ACTIONS - COMPUTER_READS - {"wait"}
 
@@ -804,7 +830,10 @@ def _ui_act_tool(tool: str) -> bool:
     act = _UI_ACT_TOOLS.get(tool)
     if act is None:
         words = name_words(tool)
-        act = bool(words) and (words[0] in _UI_ACT_FIRST or not _UI_ACT_WORDS.isdisjoint(words))
+        act = (
+            bool(words) and len(words) <= 5 and not _UI_ACT_WORDS.isdisjoint(words)
+            and _UI_WORDS.issuperset(words)
+        )
         if len(_UI_ACT_TOOLS) >= 512:  # bounded: tool names are untrusted
             _UI_ACT_TOOLS.clear()
         _UI_ACT_TOOLS[tool] = act
@@ -1038,8 +1067,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     wrote: bool = False
     """A write succeeded since the last check's answer."""
     write_key: int = 0
-    """The call key (low 32 bits, never 0) of the latest successful write, while ``wrote``:
-    the first check after it is also remembered under it (the same write re-sent)."""
+    """The call key (low 32 bits, never 0) of the one successful write since the last check
+    (-1: several; 0: none): the next check is also remembered under it (the same write
+    re-sent)."""
     futile: int = 0
     """Checks in a row whose answer the writes before them did not change."""
     futile_latched: bool = False
@@ -1146,7 +1176,7 @@ class ResultStall(Signal):
             # search: a count per table is that table's answer.)
             # So are the ids a search names (`list_annotations(build_number=18899)`):
             # that build's annotations, not the same answer again for the next build.)
-            names = (sql_tables(call.args) or _ids(call.args, True)) if call.search else read_names(call)
+            names = (sql_tables(call.args) or _ids(call.args, search=True)) if call.search else read_names(call)
             if names:
                 reads = state.reads
                 if len(reads) >= READS * 8:
@@ -1490,9 +1520,19 @@ class ResultStall(Signal):
     ) -> Finding | None:
         """Writes that change nothing: the check after them answers as it did before."""
         if flags & FLAG_WRITE and not result.failed and not reported:
+            # The write the next check answers for, when it is the only one since the last
+            # check (an edit, then a deploy, then its status: the status answers for both,
+            # and "SUCCEEDED" after each is no futile deploy): -1 for several.
+            state.write_key = -1 if state.write_key else (key & _M32) or 1
             state.wrote = True
-            state.write_key = (key & _M32) or 1
             return None
+        # Any other answer is a check: the write it answers for is taken (not the write
+        # itself re-sent and failing, which is its own check, below).
+        anchor = state.write_key
+        if anchor:
+            state.write_key = 0
+            if anchor < 0 or anchor == ((key & _M32) or 1):
+                anchor = 0
         # A failed write (a build that breaks, an edit refused) changed nothing and
         # answers like a check: the same failure after an edit is a futile edit. So does
         # a command runner's "write" (a build, by the generous guess of signals/facts.py)
@@ -1502,22 +1542,21 @@ class ResultStall(Signal):
         steady = self._steady_cache.get(result.tool)
         if steady is None:
             steady = self._is_steady(result.tool)
-        if steady and not (state.wrote and state.write_key):
+        if steady and not (state.wrote and anchor):
             # "healthy" before a deploy and "healthy" after it is the answer hoped for.
             # (After the same write re-sent it is compared, below.)
             return None
         checks = state.checks
         answer = code.to_bytes(4, "little")
         before = 0 if steady else _swap_check(checks, (key & _M32).to_bytes(4, "little"), answer)
-        if state.wrote and state.write_key:
+        if state.wrote and anchor:
             # The first check after a write is remembered under the write too: the same
             # write re-sent (one create request, answered each time by a new request
             # token) and checked through a call that names what it returned (the status
             # of that token) is the same check of the same write, whatever the token. A
             # status read counts here: the same failed create re-sent, its status FAILED
             # each time, is futile, whereas "healthy" after one deploy is not.
-            after_write = _swap_check(checks, state.write_key.to_bytes(4, "little"), answer)
-            state.write_key = 0
+            after_write = _swap_check(checks, anchor.to_bytes(4, "little"), answer)
             if not before:
                 before = after_write
         if not state.wrote or not before:
