@@ -308,6 +308,16 @@ def fingerprint_payload(result: Any, digest: str | None = None) -> int:
 
 def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, int]:
     """``(fingerprint_payload(result, digest), payload_size(result))``, encoding once."""
+    fingerprint, size, _ = fingerprint_size_encoding(result, digest)
+    return fingerprint, size
+
+
+def fingerprint_size_encoding(
+    result: Any, digest: str | None = None
+) -> tuple[int, int, bytes | None]:
+    """:func:`fingerprint_and_size`, and the sorted JSON it made of a structured payload
+    (``None`` for a string, a digest or an unencodable payload): a reader of the same
+    answer's JSON (its gist) need not encode it again."""
     if type(result) is str and not digest:
         # The common payload, both halves inline (the same steps as the two functions).
         fingerprint = UNFINGERPRINTABLE
@@ -321,41 +331,18 @@ def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, i
                 state.update(data)
                 fingerprint = int.from_bytes(state.digest(), "little") or 1
         # An ASCII string's UTF-8 is its characters (isascii reads a flag): no encode.
-        return fingerprint, len(result) if result.isascii() else len(result.encode())
+        return fingerprint, len(result) if result.isascii() else len(result.encode()), None
     if digest or result is None or isinstance(result, str):
-        return fingerprint_payload(result, digest), payload_size(result)
+        return fingerprint_payload(result, digest), payload_size(result), None
     try:
         data = _sorted_encoder.encode(result)
     except (TypeError, ValueError, OverflowError, RecursionError):
-        return UNFINGERPRINTABLE, 0
-    global _last_encoding
-    _last_encoding = (result, data)  # one tuple store: what a reader sees is one pair
-    if result == "" or result == {} or result == []:
-        return UNFINGERPRINTABLE, len(data)
+        return UNFINGERPRINTABLE, 0, None
+    if result == {} or result == []:
+        return UNFINGERPRINTABLE, len(data), data
     state = _blake8()
     state.update(data)
-    return int.from_bytes(state.digest(), "little") or 1, len(data)
-
-
-_NO_ENCODING: tuple[Any, bytes] = (None, b"")
-_last_encoding: tuple[Any, bytes] = _NO_ENCODING
-"""The structured payload :func:`fingerprint_and_size` encoded last, with its sorted JSON."""
-
-
-def forget_last_encoding() -> None:
-    """Drop the memo of :func:`last_encoding` (the watchdog does, as each result begins):
-    a payload changed in place and sent again without a fingerprint is never handed the
-    bytes of its former self, and no payload outlives its event in it."""
-    global _last_encoding
-    _last_encoding = _NO_ENCODING
-
-
-def last_encoding(result: Any) -> bytes | None:
-    """The sorted JSON :func:`fingerprint_and_size` made of this very object (``is``), if
-    it was the last one it encoded: a reader of the same result's JSON (an answer's gist)
-    need not encode it again. ``None`` otherwise."""
-    last = _last_encoding
-    return last[1] if last[0] is result else None
+    return int.from_bytes(state.digest(), "little") or 1, len(data), data
 
 
 def payload_size(result: Any) -> int:

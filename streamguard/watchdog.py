@@ -52,9 +52,8 @@ from msgspec import Struct, structs
 from .canonical import (
     call_key,
     canonicalize,
-    fingerprint_and_size,
     fingerprint_payload,
-    forget_last_encoding,
+    fingerprint_size_encoding,
     payload_size,
 )
 from .events import (
@@ -597,9 +596,6 @@ class Watchdog:
             state.in_turn = True
         if not self._on_result:
             return
-        # The fingerprint's encoding is handed to the answer's readers only for this
-        # result (canonical.last_encoding): whatever an earlier event left goes.
-        forget_last_encoding()
         payload = event.result
         if type(payload) is dict and "content" in payload:
             # An MCP CallToolResult passed through: read as what it says (facts.mcp_answer).
@@ -608,10 +604,11 @@ class Watchdog:
                 event = structs.replace(event, result=unwrapped[0], error=unwrapped[1])
         failed = bool(event.error)
         fingerprint = size = 0
+        encoded = None  # the payload's sorted JSON, when the fingerprint made it (answer_gist)
         want_fingerprint = self._need_fingerprint and not failed and not event.no_op
         if self._need_size and event.result_bytes is None:
             if want_fingerprint:  # both from one encoding of the payload
-                fingerprint, size = fingerprint_and_size(event.result, event.result_digest)
+                fingerprint, size, encoded = fingerprint_size_encoding(event.result, event.result_digest)
             else:
                 size = payload_size(event.result)
         else:
@@ -685,6 +682,7 @@ class Watchdog:
         view.size = size
         view.outcome = outcome
         view.gist = view.progress = 0
+        view.encoded = encoded
         signals = state.signals
         plain = self._wait_result_plain if wait else self._result_plain
         if plain is None:  # some reader exempts tools (no-new-state does by default)

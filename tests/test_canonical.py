@@ -415,14 +415,16 @@ def test_canonical_args_slots() -> None:
         canonical.other = 1  # type: ignore[attr-defined]
 
 
-def test_the_last_structured_encoding_is_handed_only_to_its_own_object() -> None:
+def test_the_fingerprints_encoding_is_the_payloads_sorted_json() -> None:
     import msgspec
 
-    from streamguard.canonical import fingerprint_and_size, last_encoding
+    from streamguard.canonical import fingerprint_and_size, fingerprint_size_encoding
 
     payload = {"b": [1, 2], "a": "2025-12-09T06:00:21Z"}
-    fingerprint_and_size(payload)
-    assert last_encoding(payload) == msgspec.json.Encoder(order="sorted").encode(payload)
-    assert last_encoding({"b": [1, 2], "a": "2025-12-09T06:00:21Z"}) is None  # equal, not it
-    fingerprint_and_size({"other": 1})
-    assert last_encoding(payload) is None
+    fingerprint, size, encoded = fingerprint_size_encoding(payload)
+    assert encoded == msgspec.json.Encoder(order="sorted").encode(payload)
+    assert (fingerprint, size) == fingerprint_and_size(payload) and size == len(encoded)
+    # a string, a digest or nothing: no encoding handed on
+    assert fingerprint_size_encoding("text")[2] is None
+    assert fingerprint_size_encoding(payload, "sha256:ab")[2] is None
+    assert fingerprint_size_encoding(None)[2] is None

@@ -13,6 +13,7 @@ from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.base import ResultView
+from streamguard.signals.facts import FLAG_RUNNER, FLAG_WRITE
 from streamguard.signals.result_stall import (
     _SSH_HOST,
     _ids,
@@ -1506,3 +1507,15 @@ def test_a_search_over_issues_by_a_structured_filter_keeps_each_issues_answer() 
     for n in range(12):
         hunt += step("search_docs", {"keyword": f"ORD-10{n:02d}"}, "No matches found")
     assert hits(hunt) != []
+
+
+@pytest.mark.parametrize(("flags", "action", "act"), [
+    (FLAG_RUNNER | FLAG_WRITE, "left_click", True),   # a computer-use click: "clicked"
+    (FLAG_RUNNER | FLAG_WRITE, "keypress", True),
+    (FLAG_RUNNER, "type", False),                     # a shell's `type status.txt`: no act
+    (FLAG_RUNNER | FLAG_WRITE, "screenshot", False),  # a look, not an act
+])
+def test_a_computer_use_act_reports_itself(flags: int, action: str, act: bool) -> None:
+    event = ToolResult(session="s", tool="computer", result="clicked")
+    view = ResultView(event, False, 1, 7, call_key=1, call_flags=flags, action=action)
+    assert reports_act(view) is act

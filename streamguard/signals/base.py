@@ -53,13 +53,7 @@ import msgspec
 from msgspec import Meta, Struct, structs
 from msgspec.json import encode as _json_encode
 
-from ..canonical import (
-    CanonicalArgs,
-    fingerprint_payload,
-    last_encoding,
-    stable_hash,
-    truncate_middle,
-)
+from ..canonical import CanonicalArgs, fingerprint_payload, stable_hash, truncate_middle
 from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
 from .facts import (
     COMPUTER_ACTIONS,
@@ -245,13 +239,16 @@ class ResultView:
     since the call was last answered (no write, no call of a tool not known to only read,
     no failed answer): an answer that says nothing of an end, asked again after such a
     wait, is a poll's too (:func:`poll_answer`).
+    ``encoded``: the payload's sorted JSON, when the watchdog encoded it for the fingerprint
+    (``None`` otherwise: a string, a digest, a declared size), so the gist need not encode
+    it again.
 
     Like :class:`CallView`, valid only during the hook (the watchdog refills one object).
     """
 
     __slots__ = (
-        "action", "call_flags", "call_id", "call_key", "error", "event", "failed", "fingerprint",
-        "gist", "no_op", "outcome", "paused", "progress", "size", "tool", "waited",
+        "action", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
+        "fingerprint", "gist", "no_op", "outcome", "paused", "progress", "size", "tool", "waited",
     )
 
     def __init__(
@@ -280,6 +277,7 @@ class ResultView:
         self.action = event.tool if action is None else action
         self.outcome = outcome_of(event, failed, fingerprint) if outcome is None else outcome
         self.gist = 0  # computed on first use: answer_gist
+        self.encoded: bytes | None = None  # the payload's sorted JSON, when the watchdog made it
         self.progress = 0  # on first use: says_in_progress (1 no, 2 under way, 3 a value, no end)
         self.paused = paused
         self.waited = waited
@@ -730,7 +728,7 @@ def answer_gist(result: ResultView) -> int:
         gist = result.outcome & 0xFFFFFFFF or 1
         payload = result.event.result
         if payload is not None and result.size <= GIST_STRUCTURED_LIMIT:
-            encoded = last_encoding(payload)  # the fingerprint's, when it was just made
+            encoded = result.encoded  # the fingerprint's, when it made one
             if encoded is None:
                 try:
                     encoded = _gist_encoder.encode(payload)

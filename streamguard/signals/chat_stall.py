@@ -142,7 +142,7 @@ LOOK_ANNOUNCED = re.compile(
 """The looks among the announced acts (:data:`PROMISE`): kept by a look."""
 ACT_ANNOUNCED = re.compile(
     r"(?i)\b(?:cancel|book|reserve|submit|send|process|schedul|plac|issu|refund|transfer"
-    r"|creat|updat|apply|appl|edit|modif|chang|fix|writ|add|remov|delet|rais|open|escalat"
+    r"|creat|updat|appl|edit|modif|chang|fix|writ|add|remov|delet|rais|open|escalat"
     r"|initiat|finali[sz]|set(?:ting)? up|arrang|fil(?:e|ing)\b|reset|regist|implement)\w*"
 )
 """The acts among the announced ones that change something: no look keeps them."""

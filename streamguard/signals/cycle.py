@@ -138,7 +138,7 @@ from .base import (
     note_answer,
     push_own_ring,
 )
-from .facts import COMPUTER_ACTIONS, FLAG_ASK
+from .facts import COMPUTER_ACTS, FLAG_ASK
 
 SIGNAL_ID = "alternating-tool-cycle"
 MAX_PERIOD_LIMIT = 8
@@ -294,7 +294,7 @@ class AlternatingToolCycle(Signal):
             del names[0]
         if call.write and not call.runner and key not in state.writes:
             state.writes = (*state.writes[1 - self.max_period :], key)
-        elif call.runner and call.write and call.action in COMPUTER_ACTIONS and key not in state.screens:
+        elif call.runner and call.write and call.action in COMPUTER_ACTS and key not in state.screens:
             state.screens = (*state.screens[1 - self.max_period :], key)
 
         for period, span in self._spans:

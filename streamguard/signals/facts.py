@@ -166,6 +166,9 @@ COMPUTER_ACTIONS = frozenset({
 """The ``action`` values of a computer-use tool's calls (Anthropic's, and the ``type`` of
 OpenAI's action object: ``keypress``, ``move``...)."""
 COMPUTER_READS = frozenset({"screenshot", "zoom", "cursor_position"})
+COMPUTER_ACTS = COMPUTER_ACTIONS - COMPUTER_READS - {"wait"}
+"""The computer-use actions that change what is on the screen (a click, a keystroke,
+typed text, a scroll): writes, answered by a screenshot or a "clicked"."""
 _COMMAND_KEYS = (
     "command", "cmd", "commands", "input", "shell_command", "CommandLine", "commandLine",
     "command_line",
@@ -291,6 +294,9 @@ _BLOCKING_AFTER: dict[tuple[str, str], tuple[re.Pattern[str], str] | None] = {
 }
 
 
+_NAMESPACE = re.compile(r"\.|/|:|__")
+
+
 class ToolGlobs:
     """Decides whether a tool name is in a glob list (case-insensitive, cached; a
     namespaced name such as ``mcp__shell`` is also tried by its last part): the command
@@ -309,20 +315,14 @@ class ToolGlobs:
         if cached is not None:
             return cached
         result = False
-        if self._match is not None:
-            name = tool.lower()
-            result = bool(self._match(name))
-            if not result:
-                short = re.split(r"\.|/|:|__", name)[-1]
-                result = bool(short and short != name and self._match(short))
-            if not result and self._styled:
-                # (the whole name, and its namespaced last part: `mcp__ops__waitForJob`)
-                last = re.split(r"\.|/|:|__", tool)[-1]
-                for styled in (tool, last) if last != tool else (tool,):
-                    snake = "_".join(name_words(styled))
-                    if snake and snake != styled.lower() and self._match(snake):
-                        result = True
-                        break
+        match = self._match
+        if match is not None:
+            last = _NAMESPACE.split(tool)[-1]  # `mcp__shell`: also tried as `shell`
+            names = (tool, last) if last and last != tool else (tool,)
+            result = any(match(name.lower()) for name in names) or (
+                # in another style, by its words in snake case: `mcp__ops__waitForJob`
+                self._styled and any(match("_".join(name_words(name))) for name in names)
+            )
         if len(self._cache) >= _CACHE_MAX:  # bounded: tool names come from untrusted input
             self._cache.clear()
         self._cache[tool] = result
@@ -591,8 +591,7 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
             if type(action) is str and action in COMPUTER_ACTIONS:
                 # A computer-use tool: what it does is its action; everything but a
                 # look at the screen, or a wait, changes what is on it.
-                wait = action == "wait"
-                return CallFacts(action, action not in COMPUTER_READS and not wait, False, wait)
+                return CallFacts(action, action in COMPUTER_ACTS, False, action == "wait")
         elif isinstance(command, str) and command in EDITOR_COMMANDS:
             path = ""
             for key in _PATH_KEYS:

@@ -281,8 +281,7 @@ from .base import (
     squeeze_marks,
 )
 from .facts import (
-    COMPUTER_ACTIONS,
-    COMPUTER_READS,
+    COMPUTER_ACTS,
     EDITOR_COMMANDS,
     FLAG_READ,
     FLAG_RUNNER,
@@ -391,11 +390,7 @@ def _swap_check(checks: bytearray, key32: bytes, answer: bytes) -> int:
     answer of 0), and ``answer`` kept under it in its place, the oldest entry going past
     :data:`CHECKS`."""
     before = 0
-    # The first entry whose key half is key32: a C-level search, then the alignment test
-    # (a hit in an answer half, or straddling two entries, is no hit).
-    at = checks.find(key32)  # (find_entry, inline: every check's lookup)
-    while at > 0 and at % 8:
-        at = checks.find(key32, at + 1)
+    at = find_entry(checks, key32, 8)  # the entry whose key half is key32
     if at >= 0:
         before = int.from_bytes(checks[at + 4 : at + 8], "little") or -1
         del checks[at : at + 8]
@@ -792,7 +787,10 @@ def reports_act(result: ResultView) -> bool:
     through for the next mail rule, form line or sample (the same clicks answered the
     same way) can take it as no evidence either way. What the agent *sees* (a
     screenshot, a tree of elements, a page's text) is read as any answer."""
-    if result.failed or not (result.action in _COMPUTER_ACTS or _ui_act_tool(result.tool)):
+    if result.failed or not (
+        (result.call_flags & _RUNNER_WRITE == _RUNNER_WRITE and result.action in COMPUTER_ACTS)
+        or _ui_act_tool(result.tool)
+    ):
         return False
     payload = result.event.result
     if type(payload) is str:
@@ -822,7 +820,6 @@ _UI_WORDS = _UI_ACT_WORDS | frozenset({
 ``click_at``, ``browser_click``, ``press_key``); ``type_check``, ``get_click_stats``,
 ``key_rotate`` hold others."""
 _UI_ACT_TOOLS: dict[str, bool] = {}
-_COMPUTER_ACTS = COMPUTER_ACTIONS - COMPUTER_READS - {"wait"}
 
 
 def _ui_act_tool(tool: str) -> bool:
