@@ -612,7 +612,7 @@ def test_a_tool_name_with_no_verb_of_an_act_reads(tool: str, no_act: bool) -> No
     ("github_merge_pull_request", True), ("write_log", True), ("update_status", True),
     ("set_state", True), ("send_report", True), ("delete_logs", True),
     ("change_sonar_issue_status", True), ("rerun_workflow", True), ("revert_commit", True),
-    ("restore_snapshot", True),
+    ("restore_snapshot", True), ("Mark_entry_read", True), ("gmail_mark_as_spam", True),
     ("order_status", False), ("post_list", False), ("transfer_history", False),
     ("bacnet_read_property", False), ("ais_position", False), ("trigger_cache_purge", False),
     ("stagehand_act", False), ("runJob", False),
@@ -653,6 +653,31 @@ def setback_sweep(write_tool: str, same_device: bool = False) -> list[Any]:
 
 def test_a_namespaced_writes_acknowledgements_are_news_in_a_sweep() -> None:
     assert loop_alerts(setback_sweep("bacnet_write_property")) == []
+
+
+def mark_read_sweep(distinct: bool) -> list[Any]:
+    """An automation marks eighteen feed entries read, one call each, through an HTTP
+    node that answers every one the same ``204 No Content``."""
+    trace: list[Any] = [TurnStart(session="p")]
+    ack = '{"statusCode": 204, "statusMessage": "No Content", "body": ""}'
+    for n in range(18):
+        entry = 91844 + (7 * n if distinct else 0)
+        trace += [
+            ToolCall(session="p", tool="Mark_entry_read", call_id=f"m{n}",
+                     args={"entry_ids": [entry], "status": "read"}),
+            ToolResult(session="p", tool="Mark_entry_read", call_id=f"m{n}", result=ack),
+        ]
+    return trace
+
+
+def test_entries_marked_read_one_by_one_are_writes_not_a_stall() -> None:
+    """`mark` changes what is stored: each entry marked is a write whose acknowledgement
+    is news (read as a look, the eighteen identical answers were halted at the eighth)."""
+    assert loop_alerts(mark_read_sweep(distinct=True)) == []
+
+
+def test_one_entry_marked_read_again_and_again_is_still_a_loop() -> None:
+    assert loop_alerts(mark_read_sweep(distinct=False)) == [("repeated-tool-call", "critical")]
 
 
 def test_the_same_namespaced_write_acknowledged_again_is_still_a_loop() -> None:

@@ -1010,6 +1010,43 @@ def test_questions_answered_from_the_same_few_documents_are_no_stall() -> None:
     assert hits(hunt) == [10]  # the eighth answer already held (the first two found the pages)
 
 
+def kb_search(query: str, docs: list[str]) -> list[Any]:
+    """A knowledge base's search (Onyx's shape): its documents named by id, no address,
+    as JSON text."""
+    answer = {"top_documents": [
+        {"document_id": d, "semantic_identifier": d.title(), "blurb": f"... {query} ...",
+         "score": 0.7 - 0.01 * n} for n, d in enumerate(docs)]}
+    return [ToolCall(session="s", tool="run_search", args={"query": query}),
+            ToolResult(session="s", tool="run_search", result=json.dumps(answer))]
+
+
+KB_DOCS = ["bookstack__page__41", "bookstack__page__57", "gitea__ops/homelab__README.md"]
+
+
+def test_reworded_searches_that_find_only_documents_found_before_are_a_stall() -> None:
+    """A knowledge base's documents are named by their ids, not by addresses: a page that
+    was never written, searched for in other words, finds the same three documents every
+    time. The same question reworded is halted; a questionnaire of new questions answered
+    from the same documents is not."""
+    hunt: list[Any] = []
+    for n in range(14):
+        hunt += kb_search(f"IoT VLAN firewall rules {word(n)}", KB_DOCS)
+    assert hits(hunt) == [10]
+    questions = ["encryption at rest", "MFA for employees", "access reviews frequency",
+                 "background checks", "security awareness training", "penetration testing",
+                 "vulnerability scanning", "patch management SLA", "logging retention",
+                 "incident response plan", "disaster recovery objectives", "subprocessor list"]
+    sweep: list[Any] = []
+    for question in questions:
+        sweep += kb_search(question, KB_DOCS)
+    assert hits(sweep) == []
+    # a survey that finds a new document with every query is no stall
+    survey: list[Any] = []
+    for n in range(14):
+        survey += kb_search(f"IoT VLAN firewall rules {word(n)}", [*KB_DOCS[:2], f"bookstack__page__{90 + n}"])
+    assert hits(survey) == []
+
+
 @pytest.mark.parametrize(("earlier", "query", "reworded"), [
     (["Bruno Le Maire Europe qui produit Le Monde 2019"], "Le Maire une Europe qui produit interview", True),
     (["encryption at rest"], "encryption in transit TLS version", False),

@@ -785,7 +785,7 @@ _READ_KINDS = frozenset({"read", "resolve", "verify"})
 _WRITE_VERBS = frozenset({
     "add", "apply", "approve", "archive", "assign", "book", "cancel", "change", "charge", "create",
     "delete", "deploy", "disable", "drop", "edit", "enable", "grant", "insert", "install",
-    "invite", "kill", "lock", "merge", "modify", "move", "patch", "pay", "place", "post",
+    "invite", "kill", "lock", "mark", "merge", "modify", "move", "patch", "pay", "place", "post",
     "publish", "purge", "push", "put", "reboot", "refund", "register", "reject", "remove",
     "rename", "rerun", "reschedule", "reset", "restart", "restore", "revert", "revoke", "save",
     "schedule", "send", "set",

@@ -27,7 +27,8 @@ What it catches
     output, since an API that echoes the query would make every rewording
     look new. So is a web search's answer that names only addresses the session's
     searches found before (``FOUND_URLS`` of them remembered; at least two in the
-    answer), when the search rewords a recent one (it shares at least two and a
+    answer; a knowledge base's answer names its documents by id instead, Onyx's and
+    Vectara's ``document_id``, and those ids are its addresses), when the search rewords a recent one (it shares at least two and a
     third of its words with one of the last ``QUERIES`` searches made since the
     session's searches first found an address): reworded searches
     for a standard that does not exist, each answered by the same five pages in
@@ -702,6 +703,9 @@ def _crc(data: bytes) -> int:
 FOUND_URLS = 64
 """Addresses a session's searches found that are remembered (4 bytes each)."""
 _FOUND_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\{}|^`]{3,512}")
+_FOUND_DOC = re.compile(r"(?i)\bdoc(?:ument)?_?id[\"']?\s*[:=]\s*[\"']?[^\s\"',}]{1,256}")
+"""A document named in a knowledge base's answer (Onyx and Vectara ``document_id``,
+LlamaIndex ``doc_id``, ``documentId``), key and value: an address of its own kind."""
 
 
 QUERIES = 4
@@ -756,14 +760,20 @@ def _reworded(words: int, queries: tuple[bytes, ...]) -> bool:
 
 
 def _found_only_known(state: Any, payload: Any) -> bool:
-    """Whether a search's answer names at least two addresses and every one was found by
-    the session's searches before; the new ones are remembered."""
+    """Whether a search's answer names at least two addresses (web addresses, or the ids of
+    a knowledge base's documents: :data:`_FOUND_DOC`) and every one was found by the
+    session's searches before; the new ones are remembered."""
     text = payload[:TEXT_LIMIT] if type(payload) is str else result_text(payload)
     if text.count("://") < 2:
-        return False
+        # (A substring test first: most answers name no document id.)
+        if text.count("oc") < 2 or ("_id" not in text and "Id" not in text):
+            return False
+        found = _FOUND_DOC.finditer(text)
+    else:
+        found = _FOUND_URL.finditer(text)
     known = state.found_urls
     new = False
-    for url in islice(_FOUND_URL.finditer(text), 16):
+    for url in islice(found, 16):
         address = url.group().rstrip(".,;:/").encode("utf-8", "surrogatepass")
         packed = (zlib.crc32(address) or 1).to_bytes(4, "little")
         if find_entry(known, packed, 4) < 0:
