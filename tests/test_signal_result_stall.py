@@ -1047,6 +1047,47 @@ def test_reworded_searches_that_find_only_documents_found_before_are_a_stall() -
     assert hits(survey) == []
 
 
+IOCS = ["cdn-telemetry-sync.net", "updates-msft-cdn.org", "paper-tiger-c2.top", "185.220.101.44",
+        "91.219.236.12", "45.142.212.61", "4f1c0e7a9b2d3c6e8f", "9be2d41f77c05a13e0",
+        "d03a7f6b2e1c98d4f5", "CVE-2024-3094", "203.0.113.77", "files-sync-cdn.io"]
+
+
+def ioc_search(indicator: str, index: str = "proxy") -> list[Any]:
+    return step("splunk_search",
+                {"search": f'search index={index} earliest=-30d "{indicator}" | stats count by src_ip',
+                 "output_mode": "json"},
+                {"results": [], "resultCount": 0})
+
+
+def test_a_sweep_of_indicators_that_finds_nothing_is_no_stall() -> None:
+    """A threat hunt: each indicator of an advisory (domains, addresses, hashes, a CVE)
+    searched once, and, as usual, none found. Each search looks for another thing, so each
+    "nothing found" is that indicator's answer (before, halted at the eighth)."""
+    sweep = [event for ioc in IOCS for event in ioc_search(ioc)]
+    assert hits(sweep) == []
+    # one indicator searched again and again, in other words, finding nothing: a stall
+    hunt = [event for n in range(12) for event in ioc_search("185.220.101.44", index=word(n))]
+    assert hits(hunt) != []
+
+
+@pytest.mark.parametrize(("query", "indicators"), [
+    ('search index=dns query="*cdn-telemetry-sync.net"', "cdn-telemetry-sync.net"),
+    ("dest_ip=185.220.101.44 | stats count", "185.220.101.44"),
+    ("sha256=4f1c0e7a9b2d3c6e8f* | stats count by host", "4f1c0e7a9b2d3c6e8f"),
+    ("CVE-2024-3094 xz backdoor", "CVE-2024-3094"),
+    # a search's scope is no indicator: a site, a sender, an address's domain, a URL
+    ("site:docs.acme.dev v4 migration", ""), ("from:contoso.com invoice", ""),
+    ("from:billing@contoso.com", ""), ("https://github.com/acme/sdk/releases", ""),
+    # nor are words, file names, plain numbers or a hex word
+    ("parseConfig3", ""), ("settings.py config", ""), ("order 1234567890123456789", ""),
+    ("deadbeefcafebabe", ""),
+])
+def test_the_indicators_a_search_looks_for(query: str, indicators: str) -> None:
+    from streamguard.signals.result_stall import _indicators
+
+    assert _indicators({"query": query}) == indicators
+
+
 @pytest.mark.parametrize(("earlier", "query", "reworded"), [
     (["Bruno Le Maire Europe qui produit Le Monde 2019"], "Le Maire une Europe qui produit interview", True),
     (["encryption at rest"], "encryption in transit TLS version", False),

@@ -722,26 +722,64 @@ _QUERY_STOP = frozenset({
 })
 
 
-def _query_words(args: Any) -> int:
-    """A search's words as a 256-bit signature: one bit per word of at least three letters or digits
-    of its query (the argument named so, :data:`_QUERY_KEYS`, else its longest string; the
-    first 256 characters, lower-cased, common words left out), chosen by the word's CRC-32."""
+def _query_text(args: Any) -> str:
+    """A search's query: the argument named so (:data:`_QUERY_KEYS`), else its longest
+    string; its options are no part of it (Tavily's `search_depth: "advanced"` and `topic:
+    "general"` on every call would make every two searches share two words)."""
     text = ""
     if type(args) is dict:
-        # Its query, not its options (Tavily's `search_depth: "advanced"` and `topic:
-        # "general"` on every call would make every two searches share two words): the
-        # argument named as the query, else the longest string.
         for key in _QUERY_KEYS:
             value = args.get(key)
             if type(value) is str:
+                return value
+        for value in islice(args.values(), ECHO_FIELDS):
+            if type(value) is str and len(value) > len(text):
                 text = value
-                break
-        else:
-            for value in islice(args.values(), ECHO_FIELDS):
-                if type(value) is str and len(value) > len(text):
-                    text = value
     elif type(args) is str:
         text = args
+    return text
+
+
+_INDICATOR = re.compile(
+    r"(?<![\w.@:/-])(?:(?:\d{1,3}\.){3}\d{1,3}|CVE-\d{4}-\d{4,7}|[0-9a-fA-F]{16,128}"
+    r"|(?:[A-Za-z0-9-]{1,63}\.)+(?:com|net|org|io|info|biz|top|xyz|ru|cn|su|co|uk|de|fr|nl"
+    r"|eu|me|cc|tk|ws|pw|online|site|club|app|dev|cloud|shop|live|icu|gov|edu))(?![\w-])",
+    re.IGNORECASE,
+)
+"""The indicators a search may look for, one distinct thing each: an IPv4 address, a CVE, a
+hash or a prefix of one (16 hex digits or more, digits and letters), a domain under a
+common top-level domain (``cdn-telemetry-sync.net``)."""
+
+
+_DIGIT_OR_DOT = re.compile(r"[\d.]").search
+
+
+def _indicators(args: Any) -> str:
+    """The indicators a search's query names (:data:`_INDICATOR`, in its first
+    :data:`TARGET_SPAN` characters), "" for none: an IOC sweep's searches each look for
+    another indicator, and each one's "nothing found" is that indicator's answer."""
+    text = _query_text(args)[:TARGET_SPAN]
+    if _DIGIT_OR_DOT(text) is None:
+        return ""  # (most queries: words only; every indicator has a digit or a dot)
+    found = [
+        token for token in _INDICATOR.findall(text)
+        if not token.isalnum() or (not token.isdigit() and not token.isalpha())
+    ]
+    return "\0".join(found)
+
+
+def _looked_for(reads: bytearray, key: int) -> bool:
+    """Whether the call ``key`` is a search for indicators (:func:`_indicators`: its entry
+    in ``reads`` has the low bit set)."""
+    at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
+    return at >= 0 and bool(reads[at + 4] & 1)
+
+
+def _query_words(args: Any) -> int:
+    """A search's words as a 256-bit signature: one bit per word of at least three letters or digits
+    of its query (:func:`_query_text`; the first 256 characters, lower-cased, common words
+    left out), chosen by the word's CRC-32."""
+    text = _query_text(args)
     signature = 0
     for word in _QUERY_WORD.findall(text[:256].lower()):
         if word not in _QUERY_STOP:
@@ -1183,14 +1221,21 @@ class ResultStall(Signal):
             # search: a count per table is that table's answer.)
             # So are the ids a search names (`list_annotations(build_number=18899)`):
             # that build's annotations, not the same answer again for the next build.)
-            names = (sql_tables(call.args) or _ids(call.args, search=True)) if call.search else read_names(call)
+            # And the indicators a search looks for (an IP, a domain, a hash: an IOC sweep),
+            # marked by the low bit: each one's "nothing found" is that indicator's answer.
+            items = ""
+            if call.search:
+                names = sql_tables(call.args) or _ids(call.args, search=True)
+                if not names:
+                    names = items = _indicators(call.args)
+            else:
+                names = read_names(call)
             if names:
                 reads = state.reads
                 if len(reads) >= READS * 8:
                     del reads[:8]
-                reads += _pack_read(
-                    call.key & _M32, zlib.crc32(names.encode("utf-8", "surrogatepass")) or 1
-                )
+                named = zlib.crc32(names.encode("utf-8", "surrogatepass"))
+                reads += _pack_read(call.key & _M32, named | 1 if items else (named & ~1) or 2)
         args = call.args  # (a JSON object sent as a string is read as that object)
         if call.search and state.found_urls:
             # Its words, for whether it rewords a recent search (_found_only_known's rule,
@@ -1433,7 +1478,10 @@ class ResultStall(Signal):
         if cached is _FOUND_NOTHING:
             if polled:
                 return None  # the same search answered anew (a timestamp): a poll
-            return self._stale(state, _NOTHING, result, masked)
+            if not (key and state.reads and _looked_for(state.reads, key)):
+                return self._stale(state, _NOTHING, result, masked)
+            # An indicator's "nothing found" (an IOC sweep: the next IP, domain or hash):
+            # that indicator's answer, mixed with it below; the same one again is stale.
         if not flags & FLAG_SEARCH and not result.failed:
             payload = result.event.result
             if type(payload) is str and len(payload) <= TINY_ANSWER and _BARE_ANSWER.fullmatch(payload):
@@ -1444,13 +1492,17 @@ class ResultStall(Signal):
             # unchanged, is the same answer.
             reads = state.reads
             at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
-            if at >= 0 and not (
-                # Not an error or a "not found" sent as output ('relation "t" does not
-                # exist' for the twelfth guessed table, {"error": "Order not found"} for the
-                # twelfth guessed id), nor a search's "none": one more place that does not
-                # have it is the hunt going on.
-                says_missing(result.event.result)
-                or (flags & FLAG_SEARCH and says_bare_value(result.event.result, result.size))
+            if at >= 0 and (
+                # The indicators a search looked for (low bit set): any answer is theirs.
+                reads[at + 4] & 1
+                or not (
+                    # Not an error or a "not found" sent as output ('relation "t" does not
+                    # exist' for the twelfth guessed table, {"error": "Order not found"}
+                    # for the twelfth guessed id), nor a search's "none": one more place
+                    # that does not have it is the hunt going on.
+                    says_missing(result.event.result)
+                    or (flags & FLAG_SEARCH and says_bare_value(result.event.result, result.size))
+                )
             ):
                 code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
         packed = code.to_bytes(_WIDTH, "little")
