@@ -1047,6 +1047,32 @@ def test_reworded_searches_that_find_only_documents_found_before_are_a_stall() -
     assert hits(survey) == []
 
 
+def test_a_search_that_says_in_words_what_it_did_not_find_echoes_its_term() -> None:
+    """An AutoCodeRover-style agent hunting a method that does not exist through five
+    search tools, each answering in words with the term it was given ("Could not find
+    method get_site_pages in the codebase."): the term is the call's echo, so the hunt is
+    the same few answers again (before, every rewording was news and nothing fired)."""
+    tools = [
+        ("search_method", lambda t: ({"method_name": t}, f"Could not find method {t} in the codebase.")),
+        ("search_method_in_file", lambda t: ({"method_name": t, "file_name": "wagtail/query.py"},
+                                             f"There is no method with name `{t}` in file wagtail/query.py.")),
+        ("search_code", lambda t: ({"code_str": f"def {t}("}, f"Could not find code def {t}( in the codebase.")),
+    ]
+    hunt: list[Any] = []
+    for n in range(18):
+        tool, make = tools[n % 3]
+        args, answer = make(f"get_pages_for_{word(n)}_site")
+        hunt += step(tool, args, answer)
+    assert hits(hunt) != []
+    # the same tools finding what they look for: each answer is news
+    found: list[Any] = []
+    for n in range(18):
+        term = f"get_pages_for_{word(n)}_site"
+        found += step("search_method", {"method_name": term},
+                      f"Found method {term} in wagtail/models/pages.py: def {term}(self, site): ...")
+    assert hits(found) == []
+
+
 IOCS = ["cdn-telemetry-sync.net", "updates-msft-cdn.org", "paper-tiger-c2.top", "185.220.101.44",
         "91.219.236.12", "45.142.212.61", "4f1c0e7a9b2d3c6e8f", "9be2d41f77c05a13e0",
         "d03a7f6b2e1c98d4f5", "CVE-2024-3094", "203.0.113.77", "files-sync-cdn.io"]

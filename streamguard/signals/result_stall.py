@@ -134,7 +134,9 @@ What it catches
       call is read so (parallel calls keep their echoes); a command runner's
       output quoting its command is a transcript, and a success is read as it
       is: "Order 12345 shipped" for the tenth order id is ten answers, and
-      "Executed: INSERT ..." for the eighth statement is eight;
+      "Executed: INSERT ..." for the eighth statement is eight. Except a search's
+      answer that says in words it found nothing (``_FOUND_NO``: "Could not find
+      method get_site_pages in the codebase."): its term is its call's echo too;
     * the same call answered by an outcome that differs from the last one only
       in its numbers is a poll (a job's elapsed time, a queue length): neither
       stale nor news. Masking digits would otherwise turn every progress bar
@@ -318,6 +320,13 @@ _MISSING_WORDS = re.compile("not found|no such|not exist|n't exist|404|invalid|u
 """The place itself is not there (a guessed table, order or route): not "no results" in a
 place that is, since a scan of a host that finds nothing has answered."""
 _MISSING_FIELDS = ("detail", "message", "msg", "title", "status", "reason")
+_FOUND_NO = re.compile(
+    r"(?:could ?n[o']t|can ?n[o']t|unable to|did ?n[o']t|failed to) find|not found|no such|"
+    r"(?:does ?n[o']t|did ?n[o']t) exist|there (?:is|are|was|were) no\b|\bno (?:\w+ )?(?:match|result)"
+)
+"""A search's answer that says in words it found nothing ("Could not find method x in the
+codebase", "There is no method with name `x`", "No matches for x"): the terms it echoes
+are its call's."""
 
 
 def says_missing(payload: Any) -> bool:
@@ -1360,7 +1369,12 @@ class ResultStall(Signal):
         )
         echo: tuple[str, ...] = ()
         if key and key == state.echo_key and state.echo:
-            if result.failed:
+            if result.failed or (
+                # A search's answer that says, in words, what it did not find ("Could not
+                # find method get_site_pages in class Page"): the term is the call's.
+                flags & FLAG_SEARCH and type(result.event.result) is str
+                and _FOUND_NO.search(result.event.result[:FAILURE_HEAD].lower()) is not None
+            ):
                 echo = state.echo
             # The echo is for the newest call's answer: once it came, it is done with.
             state.echo = ()
