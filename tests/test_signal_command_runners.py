@@ -589,6 +589,13 @@ def test_jobs_polled_with_code_that_sleeps_between_are_a_poll() -> None:
     ("UPSERT INTO accounts (id, balance) VALUES (1, 100)", True),
     ("DELETE o FROM orders o JOIN t ON t.id = o.id", True), ("COMMENT ON TABLE t IS 'x'", True),
     ("ANALYZE orders", True), ("RENAME TABLE a TO b", True),
+    # a write stacked after a read; a transaction or a setting opened first
+    ("SELECT 1; DROP TABLE users", True), ("select * from t ; truncate table t", True),
+    ("BEGIN TRANSACTION; DELETE FROM t WHERE id = 1", True), ("BEGIN WORK; UPDATE t SET a = 1", True),
+    ("SET search_path = app; DROP TABLE t", True), (" " * 5000 + "DELETE FROM t", True),
+    # a literal's words are data; two reads are a read
+    ("select * from notes where body = 'please update x set y'", False),
+    ("select 'insert into t values (1)'", False), ("select a from t; select b from u", False),
 ])
 def test_an_sql_statement_sent_to_a_runner_is_read_by_its_shape(statement: str, write: bool) -> None:
     facts = runner_facts({"query": statement})

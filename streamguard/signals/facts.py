@@ -620,7 +620,10 @@ _SQL_OBJECTS = (
     r"(?:table|index|view|schema|database|function|procedure|trigger|sequence|type|extension"
     r"|policy|role|user|column|constraint|materialized\s+view)"
 )
-_SQL_PRELUDE = r"\s*(?:(?:--[^\n]*\n|/\*(?:[^*]|\*(?!/))*\*/|begin\s*;|start\s+transaction\s*;)\s*)*"
+_SQL_PRELUDE = (
+    r"\s*(?:(?:--[^\n]*\n|/\*(?:[^*]|\*(?!/))*\*/|begin(?:\s+(?:transaction|work))?\s*;"
+    r"|start\s+transaction\s*;|set\s+[^;']{1,200};)\s*)*"
+)
 _SQL_WRITE = re.compile(
     # a statement that changes what is stored, by the shape only SQL has ("update me on the
     # outage" and "create react app docs" are words, not statements)
@@ -644,6 +647,10 @@ _SQL_READ = re.compile(
 _SQL_WRITE_INSIDE = re.compile(
     r"\b(?:insert\s+into|delete\s+from|update\s+[\w.\"`]+\s+set|merge\s+into)\b", re.IGNORECASE
 )
+_SQL_LITERAL = re.compile(r"'(?:[^']|'')*'")
+"""A string literal: its words are data ("where body = 'please update x set y'")."""
+_SQL_STATEMENTS = 16
+"""Statements after the first read for a write among them (``SELECT 1; DROP TABLE t``)."""
 _SQL_HEAD_LIMIT = 4096
 SQL_ACTION = "sql:"
 """Prefix of the action of an SQL statement sent to a command runner (``sql:write``)."""
@@ -656,16 +663,26 @@ def sql_statement(args: dict[Any, Any]) -> CallFacts | None:
     write (``CREATE INDEX``, ``INSERT INTO``, ``UPDATE t SET``, ``DELETE FROM``, ``ALTER
     TABLE``...; also a ``WITH`` or ``EXPLAIN ANALYZE`` that holds one) or a read
     (``SELECT ... FROM``, ``WITH x AS (``, ``EXPLAIN``, ``SHOW TABLES``...), its action
-    ``sql:write`` or ``sql:read``. ``None`` for anything else: words ("update me on the
-    outage", "show me failing orders") are no statement."""
+    ``sql:write`` or ``sql:read``; a read with a write stacked after it (``SELECT 1; DROP
+    TABLE t``, up to :data:`_SQL_STATEMENTS` statements) is a write, and the words of its
+    string literals are data (``where body = 'please update x set y'`` reads). ``None``
+    for anything else: words ("update me on the outage", "show me failing orders") are no
+    statement."""
     for key in _SQL_KEYS:
         value = args.get(key)
         if type(value) is str:
-            head = value[:_SQL_HEAD_LIMIT]
+            head = value.lstrip()[:_SQL_HEAD_LIMIT]
             if _SQL_WRITE.match(head):
                 return CallFacts(SQL_ACTION + "write", True, False)
             if _SQL_READ.match(head):
-                if _SQL_WRITE_INSIDE.search(head):  # WITH d AS (DELETE ...), EXPLAIN ANALYZE UPDATE
+                # Its literals are data; a write inside it (WITH d AS (DELETE ...), EXPLAIN
+                # ANALYZE UPDATE) or in a statement after it (SELECT 1; DROP TABLE t) is a
+                # write.
+                bare = _SQL_LITERAL.sub("''", head) if "'" in head else head
+                if _SQL_WRITE_INSIDE.search(bare) or (";" in bare and any(
+                    _SQL_WRITE.match(statement)
+                    for statement in bare.split(";", _SQL_STATEMENTS)[1:]
+                )):
                     return CallFacts(SQL_ACTION + "write", True, False)
                 return CallFacts(SQL_ACTION + "read", False, False)
             return None
