@@ -418,6 +418,22 @@ def test_a_structured_answer_whose_only_change_is_its_timestamp_is_no_news() -> 
     assert _alerts(moving) == []
 
 
+def test_a_digest_is_the_answer_whatever_payload_is_sent_beside_it() -> None:
+    """A runtime that sends a digest of the whole answer and a preview of it: two answers
+    whose digests differ are two answers, even when the previews differ only in a
+    timestamp (the preview is no measure of the whole)."""
+    from streamguard.canonical import fingerprint_payload
+    from streamguard.signals.base import ResultView, answer_gist
+
+    def gist(payload: Any, digest: str | None) -> int:
+        event = ToolResult(session="s", tool="t", result=payload, result_digest=digest)
+        return answer_gist(ResultView(event, False, fingerprint_payload(payload, digest), 30))
+
+    preview = {"at": "2024-01-01T00:00:00Z"}
+    assert gist(preview, "digest-A") != gist(preview, "digest-B")
+    assert gist({"at": "2024-01-01T00:00:00Z"}, None) == gist({"at": "2024-01-02T09:30:00Z"}, None)
+
+
 def test_without_results_the_rule_is_the_reference_one() -> None:
     trace = lap_trace([(SCROLLED, page) for page in PAGES], with_results=False)
     assert _alerts(trace) == _alerts(trace, REFERENCE) == [SIGNAL]

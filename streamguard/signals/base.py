@@ -712,7 +712,8 @@ def answer_gist(result: ResultView) -> int:
     (ISO 8601, :data:`_TIMESTAMP`) taken out, and only those: its other numbers are its
     data (a count, a price, a lag), while an ``updated_at`` moved by the write the agent
     keeps re-sending is no news of what the object says; for a larger one or a digest,
-    its outcome; :data:`EMPTY_GIST` for an empty or unknown answer. Never ``0``.
+    its outcome (a payload sent beside a ``result_digest`` included: the digest is the
+    answer); :data:`EMPTY_GIST` for an empty or unknown answer. Never ``0``.
 
     Computed once per result, on first use, and kept for every reader (``ResultView.gist``).
     """
@@ -727,7 +728,12 @@ def answer_gist(result: ResultView) -> int:
     elif result.outcome and not result.failed:
         gist = result.outcome & 0xFFFFFFFF or 1
         payload = result.event.result
-        if payload is not None and result.size <= GIST_STRUCTURED_LIMIT:
+        # (A digest the runtime sent is what the answer is: the payload beside it may be a
+        # cut or a preview, so its timestamps are no measure of the whole.)
+        if (
+            payload is not None and not result.event.result_digest
+            and result.size <= GIST_STRUCTURED_LIMIT
+        ):
             encoded = result.encoded  # the fingerprint's, when it made one
             if encoded is None:
                 try:
