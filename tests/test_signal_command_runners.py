@@ -596,6 +596,10 @@ def test_jobs_polled_with_code_that_sleeps_between_are_a_poll() -> None:
     # a literal's words are data; two reads are a read
     ("select * from notes where body = 'please update x set y'", False),
     ("select 'insert into t values (1)'", False), ("select a from t; select b from u", False),
+    # nor are a comment's (even one with an apostrophe) or an escaped quote's
+    ("SELECT a FROM t /* ; drop table t */", False), ("select * from t -- ; drop table t", False),
+    ("-- customer's orders\nSELECT * FROM t WHERE note = 'x; update a set b = 1'", False),
+    ("select * from t where a = 'it\\'s; delete from t'", False),
 ])
 def test_an_sql_statement_sent_to_a_runner_is_read_by_its_shape(statement: str, write: bool) -> None:
     facts = runner_facts({"query": statement})

@@ -613,6 +613,7 @@ def test_a_tool_name_with_no_verb_of_an_act_reads(tool: str, no_act: bool) -> No
     ("set_state", True), ("send_report", True), ("delete_logs", True),
     ("change_sonar_issue_status", True), ("rerun_workflow", True), ("revert_commit", True),
     ("restore_snapshot", True), ("Mark_entry_read", True), ("gmail_mark_as_spam", True),
+    ("futures_mark_price", False), ("mark_price_klines", False),
     ("order_status", False), ("post_list", False), ("transfer_history", False),
     ("bacnet_read_property", False), ("ais_position", False), ("trigger_cache_purge", False),
     ("stagehand_act", False), ("runJob", False),

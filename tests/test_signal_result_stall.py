@@ -1010,12 +1010,13 @@ def test_questions_answered_from_the_same_few_documents_are_no_stall() -> None:
     assert hits(hunt) == [10]  # the eighth answer already held (the first two found the pages)
 
 
-def kb_search(query: str, docs: list[str]) -> list[Any]:
+def kb_search(query: str, docs: list[str], passage: str = "") -> list[Any]:
     """A knowledge base's search (Onyx's shape): its documents named by id, no address,
-    as JSON text."""
+    each with the passage that answered (the same ``passage`` for every document), as JSON
+    text; the score moves with every query."""
     answer = {"top_documents": [
-        {"document_id": d, "semantic_identifier": d.title(), "blurb": f"... {query} ...",
-         "score": 0.7 - 0.01 * n} for n, d in enumerate(docs)]}
+        {"document_id": d, "semantic_identifier": d.title(), "blurb": f"{passage} ({d})",
+         "score": round(0.7 - 0.01 * n - 0.001 * len(query), 3)} for n, d in enumerate(docs)]}
     return [ToolCall(session="s", tool="run_search", args={"query": query}),
             ToolResult(session="s", tool="run_search", result=json.dumps(answer))]
 
@@ -1030,20 +1031,22 @@ def test_reworded_searches_that_find_only_documents_found_before_are_a_stall() -
     from the same documents is not."""
     hunt: list[Any] = []
     for n in range(14):
-        hunt += kb_search(f"IoT VLAN firewall rules {word(n)}", KB_DOCS)
-    assert hits(hunt) == [10]
-    questions = ["encryption at rest", "MFA for employees", "access reviews frequency",
-                 "background checks", "security awareness training", "penetration testing",
-                 "vulnerability scanning", "patch management SLA", "logging retention",
-                 "incident response plan", "disaster recovery objectives", "subprocessor list"]
+        hunt += kb_search(f"IoT VLAN firewall rules {word(n)}", KB_DOCS, "VLANs: 10 LAN, 30 IoT")
+    assert hits(hunt) == [9]  # the eighth answer after the first, which found the documents
+    # a questionnaire on one policy: the questions share most of their words, but each is
+    # answered by other passages of the same documents
+    questions = [f"Is customer data encrypted {where}?" for where in (
+        "at rest", "in transit", "in backups", "on employee laptops", "in logs", "in the data warehouse",
+        "in test environments", "when exported", "in caches", "in queues", "in email", "in support tickets")]
     sweep: list[Any] = []
     for question in questions:
-        sweep += kb_search(question, KB_DOCS)
+        sweep += kb_search(question, KB_DOCS, f"Policy on {question.split('encrypted ')[1]}")
     assert hits(sweep) == []
     # a survey that finds a new document with every query is no stall
     survey: list[Any] = []
     for n in range(14):
-        survey += kb_search(f"IoT VLAN firewall rules {word(n)}", [*KB_DOCS[:2], f"bookstack__page__{90 + n}"])
+        survey += kb_search(f"IoT VLAN firewall rules {word(n)}", [*KB_DOCS[:2], f"bookstack__page__{90 + n}"],
+                            "VLANs: 10 LAN, 30 IoT")
     assert hits(survey) == []
 
 
@@ -1063,7 +1066,7 @@ def test_a_search_that_says_in_words_what_it_did_not_find_echoes_its_term() -> N
         tool, make = tools[n % 3]
         args, answer = make(f"get_pages_for_{word(n)}_site")
         hunt += step(tool, args, answer)
-    assert hits(hunt) != []
+    assert hits(hunt) == [11]  # the first answer of each tool is news, then eight stale
     # the same tools finding what they look for: each answer is news
     found: list[Any] = []
     for n in range(18):
@@ -1091,9 +1094,17 @@ def test_a_sweep_of_indicators_that_finds_nothing_is_no_stall() -> None:
     "nothing found" is that indicator's answer (before, halted at the eighth)."""
     sweep = [event for ioc in IOCS for event in ioc_search(ioc)]
     assert hits(sweep) == []
+    # answered by an empty text, or searched as a field's value (KQL's `field:value`)
+    empty = [event for ioc in IOCS for event in step(
+        "splunk_search", {"search": f'search index=proxy "{ioc}" | stats count'}, "")]
+    assert hits(empty) == []
+    fields = [event for ioc in IOCS for event in step(
+        "elastic_search", {"query": f"destination.ip:{ioc}", "index": "logs-*"},
+        {"hits": {"total": 0, "hits": []}})]
+    assert hits(fields) == []
     # one indicator searched again and again, in other words, finding nothing: a stall
     hunt = [event for n in range(12) for event in ioc_search("185.220.101.44", index=word(n))]
-    assert hits(hunt) != []
+    assert hits(hunt) == [9]
 
 
 @pytest.mark.parametrize(("query", "indicators"), [
@@ -1107,6 +1118,10 @@ def test_a_sweep_of_indicators_that_finds_nothing_is_no_stall() -> None:
     # nor are words, file names, plain numbers or a hex word
     ("parseConfig3", ""), ("settings.py config", ""), ("order 1234567890123456789", ""),
     ("deadbeefcafebabe", ""),
+    # a field's value is (KQL), a name of code under a domain that is also a word is not
+    ("destination.ip:185.220.101.44", "185.220.101.44"), ("dns.question.name:evil-c2.top", "evil-c2.top"),
+    ("logger.info", ""), ("scipy.io loadmat", ""), ("request.site", ""), ("self.net", ""),
+    ("files-sync-cdn.io", "files-sync-cdn.io"),
 ])
 def test_the_indicators_a_search_looks_for(query: str, indicators: str) -> None:
     from streamguard.signals.result_stall import _indicators

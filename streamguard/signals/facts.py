@@ -622,7 +622,7 @@ _SQL_OBJECTS = (
 )
 _SQL_PRELUDE = (
     r"\s*(?:(?:--[^\n]*\n|/\*(?:[^*]|\*(?!/))*\*/|begin(?:\s+(?:transaction|work))?\s*;"
-    r"|start\s+transaction\s*;|set\s+[^;']{1,200};)\s*)*"
+    r"|start\s+transaction\s*;|set\s[^;']{0,200};)\s*)*"
 )
 _SQL_WRITE = re.compile(
     # a statement that changes what is stored, by the shape only SQL has ("update me on the
@@ -647,13 +647,23 @@ _SQL_READ = re.compile(
 _SQL_WRITE_INSIDE = re.compile(
     r"\b(?:insert\s+into|delete\s+from|update\s+[\w.\"`]+\s+set|merge\s+into)\b", re.IGNORECASE
 )
-_SQL_LITERAL = re.compile(r"'(?:[^']|'')*'")
-"""A string literal: its words are data ("where body = 'please update x set y'")."""
+_SQL_LITERAL = re.compile(r"--[^\n]*|/\*(?:[^*]|\*(?!/))*\*/|'(?:[^'\\]|\\.|'')*'")
+"""A comment or a string literal: its words are no statement ("where body = 'please update
+x set y'", "/* ; drop table t */"); a backslash escape inside a literal included."""
 _SQL_STATEMENTS = 16
 """Statements after the first read for a write among them (``SELECT 1; DROP TABLE t``)."""
 _SQL_HEAD_LIMIT = 4096
 SQL_ACTION = "sql:"
 """Prefix of the action of an SQL statement sent to a command runner (``sql:write``)."""
+
+
+def _writes_within(head: str) -> bool:
+    """Whether a read's text, its comments and literals taken out, holds a write: inside it
+    or as a statement after it."""
+    bare = _SQL_LITERAL.sub("''", head)
+    return _SQL_WRITE_INSIDE.search(bare) is not None or (";" in bare and any(
+        _SQL_WRITE.match(statement) for statement in bare.split(";", _SQL_STATEMENTS)[1:]
+    ))
 
 
 def sql_statement(args: dict[Any, Any]) -> CallFacts | None:
@@ -678,11 +688,9 @@ def sql_statement(args: dict[Any, Any]) -> CallFacts | None:
                 # Its literals are data; a write inside it (WITH d AS (DELETE ...), EXPLAIN
                 # ANALYZE UPDATE) or in a statement after it (SELECT 1; DROP TABLE t) is a
                 # write.
-                bare = _SQL_LITERAL.sub("''", head) if "'" in head else head
-                if _SQL_WRITE_INSIDE.search(bare) or (";" in bare and any(
-                    _SQL_WRITE.match(statement)
-                    for statement in bare.split(";", _SQL_STATEMENTS)[1:]
-                )):
+                # (Most reads hold neither: one search, and the comments and literals are
+                # taken out only where a write or a second statement may be.)
+                if (";" in head or _SQL_WRITE_INSIDE.search(head)) and _writes_within(head):
                     return CallFacts(SQL_ACTION + "write", True, False)
                 return CallFacts(SQL_ACTION + "read", False, False)
             return None
@@ -864,8 +872,8 @@ def names_write(tool: str) -> bool:
     if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
         at = 1  # a namespace first: `jira_create_issue`, `bacnet_write_property`
     verb = words[at]
-    if verb not in _WRITE_VERBS:
-        return False
+    if verb not in _WRITE_VERBS or (verb == "mark" and words[at + 1 : at + 2] == ["price"]):
+        return False  # (a market's mark price is no mark: `futures_mark_price`)
     if verb in _NOUN_VERBS:
         return at + 1 < len(words) and _LOOK_WORDS.isdisjoint(words)
     return True

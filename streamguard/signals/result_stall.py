@@ -68,7 +68,8 @@ What it catches
       never a write, and of a search only the tables its SQL reads and the ids its
       arguments name (``list_annotations(build_number=18899)``: a flaky test's failure
       found again in build after build is each build's answer; a reworded search's
-      words are no place);
+      words are no place; the indicators its query looks for, ``_indicators``, are
+      what it finds nothing for, below);
       and not when the answer reports an error or that the place is not there,
       ``says_missing``, since one more guessed id or table without it is the
       hunt going on): eleven Dockerfiles of one
@@ -327,6 +328,15 @@ _FOUND_NO = re.compile(
 """A search's answer that says in words it found nothing ("Could not find method x in the
 codebase", "There is no method with name `x`", "No matches for x"): the terms it echoes
 are its call's."""
+
+
+def _says_found_no(text: str) -> bool:
+    """Whether a search's text answer says in words that it found nothing (:data:`_FOUND_NO`;
+    substring tests first: most answers hold none of its words)."""
+    head = text[:FAILURE_HEAD].lower()
+    return ("find" in head or "found" in head or "exist" in head or "no " in head) and (
+        _FOUND_NO.search(head) is not None
+    )
 
 
 def says_missing(payload: Any) -> bool:
@@ -750,14 +760,19 @@ def _query_text(args: Any) -> str:
 
 
 _INDICATOR = re.compile(
-    r"(?<![\w.@:/-])(?:(?:\d{1,3}\.){3}\d{1,3}|CVE-\d{4}-\d{4,7}|[0-9a-fA-F]{16,128}"
-    r"|(?:[A-Za-z0-9-]{1,63}\.)+(?:com|net|org|io|info|biz|top|xyz|ru|cn|su|co|uk|de|fr|nl"
-    r"|eu|me|cc|tk|ws|pw|online|site|club|app|dev|cloud|shop|live|icu|gov|edu))(?![\w-])",
+    r"(?<![\w.@/-])(?:(?:\d{1,3}\.){3}\d{1,3}|CVE-\d{4}-\d{4,7}|[0-9a-fA-F]{16,128}"
+    r"|(?:[A-Za-z0-9-]{1,63}\.)+(?:(com|org|biz|top|xyz|ru|cn|su|tk|ws|pw|icu|gov|edu|online)"
+    r"|net|io|info|co|uk|de|fr|nl|eu|me|cc|site|club|app|dev|cloud|shop|live))(?![\w-])",
     re.IGNORECASE,
 )
 """The indicators a search may look for, one distinct thing each: an IPv4 address, a CVE, a
 hash or a prefix of one (16 hex digits or more, digits and letters), a domain under a
-common top-level domain (``cdn-telemetry-sync.net``)."""
+common top-level domain (``cdn-telemetry-sync.net``; under one that is also a word of code,
+``.io``, ``.info``, ``.net``, ``.site``..., only with a hyphen or a digit in it:
+``logger.info``, ``scipy.io`` and ``self.net`` are names, not domains)."""
+_SCOPE = re.compile(r"(?i)(?:site|inurl|intitle|from|to|cc|bcc|in|host|domain)\s*:\s*$")
+"""A search operator that scopes the search (``site:docs.acme.dev``, ``from:contoso.com``):
+what follows it is where to look, not what is looked for (``destination.ip:1.2.3.4`` is)."""
 
 
 _DIGIT_OR_DOT = re.compile(r"[\d.]").search
@@ -765,23 +780,31 @@ _DIGIT_OR_DOT = re.compile(r"[\d.]").search
 
 def _indicators(args: Any) -> str:
     """The indicators a search's query names (:data:`_INDICATOR`, in its first
-    :data:`TARGET_SPAN` characters), "" for none: an IOC sweep's searches each look for
-    another indicator, and each one's "nothing found" is that indicator's answer."""
+    :data:`TARGET_SPAN` characters; not after a scope operator, :data:`_SCOPE`), "" for
+    none: an IOC sweep's searches each look for another indicator, and each one's
+    "nothing found" is that indicator's answer."""
     text = _query_text(args)[:TARGET_SPAN]
     if _DIGIT_OR_DOT(text) is None:
         return ""  # (most queries: words only; every indicator has a digit or a dot)
-    found = [
-        token for token in _INDICATOR.findall(text)
-        if not token.isalnum() or (not token.isdigit() and not token.isalpha())
-    ]
+    found = []
+    for match in _INDICATOR.finditer(text):
+        token = match.group()
+        if token.isalnum() and (token.isdigit() or token.isalpha()):
+            continue  # a number or a word in hex letters, no hash
+        if "." in token and not match.group(1) and not any(c == "-" or c.isdigit() for c in token):
+            continue  # `logger.info`: a name of code under a domain that is also a word
+        start = match.start()
+        if start and text[start - 1] == ":" and _SCOPE.search(text, max(0, start - 10), start):
+            continue
+        found.append(token)
     return "\0".join(found)
 
 
-def _looked_for(reads: bytearray, key: int) -> bool:
-    """Whether the call ``key`` is a search for indicators (:func:`_indicators`: its entry
-    in ``reads`` has the low bit set)."""
+def _looked_for(reads: bytearray, key: int) -> int:
+    """The code of the indicators the call ``key`` searched for (:func:`_indicators`: its
+    entry in ``reads`` has the low bit set), 0 when it is no such search."""
     at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
-    return at >= 0 and bool(reads[at + 4] & 1)
+    return int.from_bytes(reads[at + 4 : at + 8], "little") if at >= 0 and reads[at + 4] & 1 else 0
 
 
 def _query_words(args: Any) -> int:
@@ -807,28 +830,45 @@ def _reworded(words: int, queries: tuple[bytes, ...]) -> bool:
 
 
 def _found_only_known(state: Any, payload: Any) -> bool:
-    """Whether a search's answer names at least two addresses (web addresses, or the ids of
-    a knowledge base's documents: :data:`_FOUND_DOC`) and every one was found by the
-    session's searches before; the new ones are remembered."""
+    """Whether a search's answer names at least two addresses and every one was found by
+    the session's searches before; the new ones are remembered. Addresses are web
+    addresses, or a knowledge base's documents (:data:`_FOUND_DOC`) each with the passage
+    it answered with (the text up to the next document, its digits, a score, left out): the
+    same documents answering the next question of a questionnaire with other passages found
+    something; answering a reworded question with the same passages did not."""
     text = payload[:TEXT_LIMIT] if type(payload) is str else result_text(payload)
-    if text.count("://") < 2:
-        # (A substring test first: most answers name no document id.)
-        if text.count("oc") < 2 or ("_id" not in text and "Id" not in text):
-            return False
-        found = _FOUND_DOC.finditer(text)
+    if text.count("://") >= 2:
+        addresses = [url.group().rstrip(".,;:/") for url in islice(_FOUND_URL.finditer(text), 16)]
     else:
-        found = _FOUND_URL.finditer(text)
+        # (A substring test first: most answers name no document id.)
+        if ("oc" not in text and "OC" not in text) or (
+            "_id" not in text and "Id" not in text and "ID" not in text and "_ID" not in text
+        ):
+            return False
+        found = list(islice(_FOUND_DOC.finditer(text), 16))
+        if len(found) < 2:
+            return False
+        ends = [match.start() for match in found[1:]]
+        ends.append(len(text))
+        addresses = [
+            match.group() + text[match.end() : min(end, match.end() + PASSAGE_CHARS)].translate(_NO_DIGITS)
+            for match, end in zip(found, ends, strict=True)
+        ]
     known = state.found_urls
     new = False
-    for url in islice(found, 16):
-        address = url.group().rstrip(".,;:/").encode("utf-8", "surrogatepass")
-        packed = (zlib.crc32(address) or 1).to_bytes(4, "little")
+    for address in addresses:
+        packed = (zlib.crc32(address.encode("utf-8", "surrogatepass")) or 1).to_bytes(4, "little")
         if find_entry(known, packed, 4) < 0:
             new = True
             if len(known) >= 4 * FOUND_URLS:
                 del known[:4]
             known += packed
     return not new and known != b""
+
+
+PASSAGE_CHARS = 1024
+"""Characters of a knowledge base's answer read as one document's passage."""
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def reports_act(result: ResultView) -> bool:
@@ -1136,7 +1176,8 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """The latest stale template, cut to 160 bytes (alert text)."""
     reads: bytearray = bytearray()
     """The last ``READS`` calls that read files or URLs they name: 8 bytes each (key32,
-    then a code of the names), oldest first."""
+    then a code of the names, its low bit set for the indicators a search looks for and
+    clear otherwise), oldest first."""
     found_urls: bytearray = bytearray()
     """The addresses searches found, 4 bytes each (``FOUND_URLS`` at most), oldest first."""
     queries: tuple[bytes, ...] = ()
@@ -1373,7 +1414,7 @@ class ResultStall(Signal):
                 # A search's answer that says, in words, what it did not find ("Could not
                 # find method get_site_pages in class Page"): the term is the call's.
                 flags & FLAG_SEARCH and type(result.event.result) is str
-                and _FOUND_NO.search(result.event.result[:FAILURE_HEAD].lower()) is not None
+                and _says_found_no(result.event.result)
             ):
                 echo = state.echo
             # The echo is for the newest call's answer: once it came, it is done with.
@@ -1439,6 +1480,10 @@ class ResultStall(Signal):
                             self._news(state)
                             return None
                         if flags & FLAG_SEARCH:
+                            looked = key and state.reads and _looked_for(state.reads, key)
+                            if looked:
+                                # An indicator's empty answer: that indicator's answer.
+                                return self._answer_for(state, _mixed(_NOTHING, looked), result)
                             return self._stale(state, _NOTHING, result, b"(nothing found)")
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
@@ -1577,6 +1622,16 @@ class ResultStall(Signal):
         if excess > 0:
             del seen[:excess]
         seen.extend(packed)
+        self._news(state)
+        return None
+
+    def _answer_for(self, state: Any, code: int, result: ResultView) -> Finding | None:
+        """An answer known only by its code (an indicator's "nothing found"): news the
+        first time, stale after."""
+        packed = code.to_bytes(_WIDTH, "little")
+        if find_entry(state.seen, packed, _WIDTH) >= 0:
+            return self._stale(state, code, result, b"(nothing found)")
+        self._remember(state.seen, packed)
         self._news(state)
         return None
 
