@@ -78,6 +78,7 @@ from .signals.base import (
     ACTED,
     ANSWERED_KEPT,
     COUNT_MASK,
+    DIGIT_CHARS,
     HALT_IGNORED,
     NO_OP_OUTCOME,
     WAITED,
@@ -102,6 +103,7 @@ from .signals.facts import (
     FLAG_WAITS_FIRST,
     FLAG_WRITE,
     LONG_POLL_KEYS,
+    TRANSCRIPT_HEAD,
     CallFacts,
     CommandRunners,
     ToolGlobs,
@@ -113,6 +115,7 @@ from .signals.facts import (
     names_no_act,
     plain_facts,
     runner_facts,
+    shell_transcript,
 )
 from .snapshot import SnapshotCodec, peek_agent
 
@@ -602,6 +605,13 @@ class Watchdog:
             unwrapped = mcp_answer(payload, event.error)
             if unwrapped is not None:
                 event = structs.replace(event, result=unwrapped[0], error=unwrapped[1])
+        elif type(payload) is str and payload.startswith(TRANSCRIPT_HEAD):
+            # A shell's transcript (Gemini CLI): its output and exit code (shell_transcript).
+            transcript = shell_transcript(payload)
+            if transcript is not None:
+                event = structs.replace(
+                    event, result=transcript[0], error=event.error or transcript[1]
+                )
         failed = bool(event.error)
         fingerprint = size = 0
         encoded = None  # the payload's sorted JSON, when the fingerprint made it (answer_gist)
@@ -697,7 +707,8 @@ class Watchdog:
                 self._handle(ctx, i, finding)
 
     def _prompt(self, state: SessionState, event: Text, ts: float | None) -> None:
-        """A message to the agent: the same one as the last, word for word, at least
+        """A message to the agent: the same one as the last, word for word but for its
+        digits (a scheduler's tick names its time), at least
         :data:`SCHEDULE_GAP` seconds after it (a scheduler asking for the same run every
         half hour), is a request repeated, and the signals that count laps or runs of
         calls start again from it (``on_repeated_prompt``). Not a nudge a harness sends
@@ -706,7 +717,11 @@ class Watchdog:
         text = event.text
         if type(text) is not str or not text:
             return
-        said = zlib.crc32(text[:PROMPT_READ].encode("utf-8", "surrogatepass")) or 1
+        # Its digits left out: a scheduler's tick names its time ("tick 06:15 UTC: check
+        # the batch window", then "tick 06:30 UTC: ...").
+        said = zlib.crc32(
+            text[:PROMPT_READ].encode("utf-8", "surrogatepass").translate(None, DIGIT_CHARS)
+        ) or 1
         # (``ts``: the event's time, else its record's, as the engine passes it)
         last = state.prompt_ts
         state.prompt_ts = ts

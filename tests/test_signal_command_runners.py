@@ -656,3 +656,71 @@ def test_indexes_created_one_by_one_through_an_sql_tool_are_writes() -> None:
 def test_an_openai_computer_action_object_is_read_by_its_type(action: dict[str, Any], write: bool) -> None:
     facts = runner_facts({"action": action})
     assert (facts.action, facts.write) == (action["type"], write)
+
+
+def test_a_tenant_named_as_a_setting_is_the_place_a_command_acts_on() -> None:
+    """A migration run per tenant (`alembic -x tenant=acme upgrade head`, `--tenant acme`),
+    each printing the same lines: each tenant's answer, not the same answer again. The
+    same tenant migrated again and again is."""
+    log = ("INFO  [alembic.runtime.migration] Context impl PostgresqlImpl.\n"
+           "INFO  [alembic.runtime.migration] Running upgrade 7c1e2f0a9b34 -> 3f9d21c4e8a0, add tax_region")
+    tenants = [f"tenant_{word(n)}" for n in range(14)]
+    for form in ("alembic -x tenant={} upgrade head", "tenantctl migrate --tenant {}"):
+        sweep = [e for t in tenants for e in (sh(form.format(t)), out(log))]
+        assert "result-stall" not in signals(sweep)
+        again = [e for n in range(14) for e in (sh(form.format(tenants[0]) + " " * n), out(log))]
+        assert "result-stall" in signals(again)
+
+
+def gemini_shell(command: str, stdout: str, code: int = 0, stderr: str = "(empty)") -> list[Any]:
+    """Gemini CLI's `run_shell_command` and its answer: the run's transcript."""
+    transcript = (f"Command: {command}\nDirectory: (root)\nStdout: {stdout}\nStderr: {stderr}\n"
+                  f"Error: (none)\nExit Code: {code}\nSignal: (none)\nBackground PIDs: (none)\n"
+                  f"Process Group PGID: {40000 + len(command)}")
+    return [sh(command, tool="run_shell_command"), out(transcript, tool="run_shell_command")]
+
+
+def test_a_shell_transcript_is_read_as_its_output_and_exit_code() -> None:
+    """Gemini CLI answers a command with a transcript that repeats it: thirty days
+    compacted one statement each, every transcript the same but for the quoted date (which
+    templates mask), were one answer thirty times and halted at the tenth. Read as its
+    output ("ALTER TABLE EXECUTE", a statement's command tag: a write's acknowledgement),
+    they are thirty writes; an exit code other than 0 is a failure."""
+    from streamguard.signals.facts import shell_transcript
+
+    days = [e for n in range(1, 31) for e in gemini_shell(
+        f"trino --execute \"ALTER TABLE page_views EXECUTE optimize WHERE event_date = DATE '2025-10-{n:02d}'\"",
+        "ALTER TABLE EXECUTE")]
+    assert [a.signal for a in alerts(days) if a.severity == "critical"] == []
+    assert shell_transcript(days[1].result) == ("ALTER TABLE EXECUTE", None)
+    failing = gemini_shell("pytest -x tests/test_a.py", "1 failed", code=1, stderr="E   AssertionError")[1]
+    assert shell_transcript(failing.result) == ("1 failed\nE   AssertionError", "E   AssertionError")
+    assert shell_transcript("Command: this is text a model wrote") is None
+    # the same failing command re-sent with nothing changed is still a failure loop
+    rerun = [e for _ in range(8) for e in gemini_shell("pytest -x tests/test_a.py", "1 failed", code=1)]
+    assert "failure-loop" in signals(rerun)
+
+
+@pytest.mark.parametrize(("answer", "ack"), [
+    ("ALTER TABLE", True), ("INSERT 0 1", True), ("BEGIN\nUPDATE 3\nCOMMIT", True),
+    ("CREATE INDEX", True), ("ALTER TABLE EXECUTE", True),
+    ("ERROR:  relation does not exist", False), ("3 rows updated in table orders", False),
+])
+def test_a_database_clients_command_tag_acknowledges_a_write(answer: str, ack: bool) -> None:
+    from streamguard.signals.base import _SQL_TAG
+
+    assert (_SQL_TAG.fullmatch(answer) is not None) is ack
+
+
+@pytest.mark.parametrize(("command", "write"), [
+    ('psql "$URL" -c "ALTER TABLE t ADD COLUMN a int"', True),
+    ('trino --execute "INSERT INTO t SELECT * FROM s"', True),
+    ('bq query --use_legacy_sql=false "DELETE FROM d.t WHERE x = 1"', True),
+    ("mysql -e 'UPDATE t SET a = 1'", True),
+    ('psql -c "BEGIN; UPDATE t SET a = 1; COMMIT"', True),
+    ('psql -Atc "select count(*) from t" | wc -l', False),
+    ('clickhouse-client --query "SELECT 1"', False),
+    ('echo "update t set a = 1"', False),  # no database client: words
+])
+def test_a_database_client_given_a_write_statement_writes(command: str, write: bool) -> None:
+    assert runner_facts({"command": command}).write is write

@@ -372,3 +372,37 @@ def test_a_scheduled_request_is_timed_by_its_record_when_it_has_no_ts() -> None:
         criticals += [o.signal for o in engine.process(untimed, record_ts=event.ts)
                       if isinstance(o, Alert) and o.severity == "critical"]
     assert criticals == []
+
+
+def test_a_schedulers_tick_that_names_its_time_is_the_same_request() -> None:
+    """A monitoring schedule every quarter hour whose tick names its time ("tick 06:15
+    UTC: check the batch window"): the same request, its digits aside. The two checks of
+    each tick find nothing failed again and again, which is what was asked for: no
+    stall (`result-stall` counts from the tick too). The same ticks minutes apart are
+    nudges, and the same empty answers then are the agent's own."""
+    from streamguard.events import Text, ToolResult
+    from tests.harness import engine_alerts
+
+    def watch(every: float) -> list[Any]:
+        trace: list[Any] = []
+        for n in range(12):
+            at = n * every
+            minute = 15 * (n + 1)
+            trace.append(Text(session="t", role="system", ts=at,
+                              text=f"[scheduler] tick {6 + minute // 60:02d}:{minute % 60:02d} UTC: check the "
+                                   "batch window (failed runs, runs past SLA)."))
+            for k, state in enumerate(("failed", "running")):
+                trace += [ToolCall(session="t", tool="list_dag_runs", call_id=f"c{n}-{k}", ts=at + 1 + k,
+                                   args={"dag_id": "~", "state": [state], "updated_at_gte": f"T{n}"}),
+                          ToolResult(session="t", tool="list_dag_runs", call_id=f"c{n}-{k}", ts=at + 2 + k,
+                                     result={"dag_runs": [], "total_entries": 0})]
+            trace.append(Text(session="t", text="All clear.", ts=at + 5))
+        return trace
+
+    quiet = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
+
+    def criticals(trace: list[Any]) -> list[str]:
+        return [a.signal for a in engine_alerts(trace, quiet, "t") if a.severity == "critical"]
+
+    assert criticals(watch(900.0)) == []
+    assert "result-stall" in criticals(watch(60.0))

@@ -338,9 +338,22 @@ def is_write_acknowledgement(result: ResultView) -> bool:
     if not flags & FLAG_WRITE or result.failed or result.size > ACK_BYTES:
         return False
     # A runner's output says what happened; not an SQL statement's "Success. No rows
-    # returned" or a computer-use click's "clicked".
+    # returned" or a computer-use click's "clicked", nor a database client's command tag
+    # ("ALTER TABLE", "INSERT 0 1", "BEGIN\nUPDATE 3\nCOMMIT": psql's, Trino's).
     action = result.action
-    return not flags & FLAG_RUNNER or action in COMPUTER_ACTIONS or action.startswith(SQL_ACTION)
+    if not flags & FLAG_RUNNER or action in COMPUTER_ACTIONS or action.startswith(SQL_ACTION):
+        return True
+    payload = result.event.result
+    return type(payload) is str and _SQL_TAG.fullmatch(payload) is not None
+
+
+_SQL_TAG = re.compile(
+    r"\s*(?:(?:ALTER|CREATE|DROP|INSERT|UPDATE|DELETE|TRUNCATE|GRANT|REVOKE|COMMENT|VACUUM"
+    r"|ANALYZE|COPY|MERGE|SET|RESET|BEGIN|COMMIT|CALL|REFRESH|CLUSTER|REINDEX)"
+    r"(?: [A-Z]+){0,3}(?: \d+){0,2}\s*)+"
+)
+"""A database client's command tags, one a statement: what psql or Trino print for a
+statement that changed something and returned no rows."""
 
 
 class Signal:

@@ -705,6 +705,15 @@ def is_code_tool(tool: str) -> bool:
     return bool(_CODE_TOOL.match(tool.lower()))
 
 
+_DB_CLIENTS = frozenset({
+    "psql", "pgcli", "mysql", "mariadb", "mycli", "sqlite3", "litecli", "duckdb", "trino",
+    "presto", "bq", "snowsql", "clickhouse-client", "clickhouse", "spark-sql", "beeline",
+    "hive", "impala-shell", "sqlcmd", "sqlplus", "cockroach", "usql", "vsql", "isql",
+})
+"""Programs that run the SQL statement they are given (:func:`shell_facts`)."""
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.){1,4096})"|\'([^\']{1,4096})\'')
+
+
 def shell_facts(text: str) -> CallFacts:
     """Facts of a shell command line (see the module docstring for the heuristic)."""
     head = text if len(text) <= 4096 else text[:4096]
@@ -722,6 +731,7 @@ def shell_facts(text: str) -> CallFacts:
     if len(segments) > MAX_SEGMENTS:
         late = segments.pop()
         write = write or bool(_LATE_WRITE.search(late)) or _fixes(late)
+    db_client = False  # a database client among its programs (`psql`, `trino`, `bq`)
     leading_sleep: bool | None = None  # whether the line's first program is `sleep`
     looping = False  # a shell loop after it (`...; until curl ...; do sleep 2; done`)
     for segment in segments:
@@ -754,8 +764,18 @@ def shell_facts(text: str) -> CallFacts:
             if program not in _PRELUDE or (program in _SHELL_CHANGES and (len(tokens) > 1 or program != "export")):
                 shell_change = True
             continue
+        if program in _DB_CLIENTS:
+            db_client = True
         if not action:
             action = f"{program} {sub}" if sub else program
+    if db_client and not write:
+        # A database client given a statement that changes what is stored (`psql -c "ALTER
+        # TABLE ..."`, `trino --execute "INSERT ..."`, `bq query "DELETE ..."`): the whole
+        # head is read, a statement's own `;` having split its segment.
+        write = any(
+            (facts := sql_statement({"query": quoted})) is not None and facts.write
+            for pair in _QUOTED.findall(head) for quoted in pair if quoted
+        )
     waits_first = False
     if wait and leading_sleep and action and not write and not blocking and not looping \
             and action.split(" ", 1)[0] not in _SHELL_LOOPS:
@@ -877,6 +897,48 @@ def names_write(tool: str) -> bool:
     if verb in _NOUN_VERBS:
         return at + 1 < len(words) and _LOOK_WORDS.isdisjoint(words)
     return True
+
+
+TRANSCRIPT_HEAD = "Command: "
+"""How a shell transcript answer opens (:func:`shell_transcript`)."""
+
+
+def shell_transcript(text: str) -> tuple[str, str | None] | None:
+    """Gemini CLI's (and its forks') ``run_shell_command`` answer, a transcript of the run
+    (``Command: ...``, ``Directory: ...``, ``Stdout: ...`` or ``Output: ...``, ``Stderr:
+    ...``, ``Error: ...``, ``Exit Code: ...``, then signal and process lines), read as what
+    it says: its output (``(empty)`` is none; standard error after standard output), and a
+    failure when its exit code is a number other than 0 or its error is not ``(none)``,
+    its error then standard error, the error line or the exit code. ``None`` when the text
+    is no such transcript. The command it repeats is the call's: answers that differ only
+    in it (the date a statement compacts) are one answer, and the same command's output
+    is what it printed, not its transcript's process ids."""
+    if not text.startswith(TRANSCRIPT_HEAD):
+        return None
+    code_at = text.rfind("\nExit Code: ")
+    error_at = text.rfind("\nError: ", 0, code_at) if code_at > 0 else -1
+    if error_at < 0:
+        return None
+    out = text.find("\nStdout: ", 0, error_at)
+    if out < 0:
+        out = text.find("\nOutput: ", 0, error_at)
+        if out < 0:
+            return None
+    err = text.rfind("\nStderr: ", out, error_at)
+    stdout = text[out + 9 : err if err >= 0 else error_at]
+    stderr = text[err + 9 : error_at] if err >= 0 else ""
+    error = text[error_at + 8 : code_at]
+    end = text.find("\n", code_at + 12)
+    code = text[code_at + 12 : end if end >= 0 else len(text)].strip()
+    answer = "" if stdout == "(empty)" else stdout
+    if stderr and stderr != "(empty)":
+        answer = f"{answer}\n{stderr}" if answer else stderr
+    failed = (code.isdigit() and code != "0") or error not in ("(none)", "")
+    if not failed:
+        return answer, None
+    reason = stderr if stderr and stderr != "(empty)" else (
+        error if error not in ("(none)", "") else f"exit code {code}")
+    return answer, reason[:MCP_ERROR_CHARS] or f"exit code {code}"
 
 
 _MCP_KEYS = frozenset({"content", "isError", "structuredContent", "_meta"})

@@ -448,11 +448,15 @@ _TARGETS = re.compile(
     # A cloud or cluster CLI's place: `aws ... --region eu-west-1`, `--namespace prod`,
     # `--bucket logs`, `--resource-group rg-eu`.
     r"|(?<![\w-])--(?:region|zone|location|namespace|context|cluster|project|profile|host"
-    r"|hostname|server|endpoint-url|subscription|account|bucket|resource-group)"
+    r"|hostname|server|endpoint-url|subscription|account|bucket|resource-group|tenant|shard"
+    r"|schema|database|dbname)"
     r"(?:=|[ \t]+)[^\s'\"|;&)]+"
+    # A tenant or a shard named as a setting (`alembic -x tenant=acme upgrade head`).
+    r"|(?<![\w.-])(?:tenant|shard)(?:_id)?=[^\s'\"|;&)]+"
 )
-"""A URL's scheme, host and path, a path with at least one slash, or a place flag and its
-value (``--region``, ``--namespace``, ``--bucket``...), in a command line."""
+"""A URL's scheme, host and path, a path with at least one slash, a place flag and its
+value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), or a tenant or a shard
+named as a setting (``tenant=acme``), in a command line."""
 _MASK_NUMBERS = str.maketrans("0123456789", "##########")
 _SSH_HOST = re.compile(
     # `ssh` as the command of a segment, its options (those that take a value skipped with
@@ -1624,6 +1628,15 @@ class ResultStall(Signal):
         seen.extend(packed)
         self._news(state)
         return None
+
+    def on_repeated_prompt(self, state: Any) -> None:
+        # The request repeated (a scheduler's tick every quarter hour: "check the batch
+        # window"): the same reads answer it again, "nothing failed" again, and that is
+        # the run asked for, not a stall of the agent's own. The run counts from here.
+        if state.run:
+            state.run = 0
+        if state.mask:
+            state.mask = 0
 
     def _answer_for(self, state: Any, code: int, result: ResultView) -> Finding | None:
         """An answer known only by its code (an indicator's "nothing found"): news the
