@@ -1638,3 +1638,29 @@ def test_a_computer_use_act_reports_itself(flags: int, action: str, act: bool) -
     event = ToolResult(session="s", tool="computer", result="clicked")
     view = ResultView(event, False, 1, 7, call_key=1, call_flags=flags, action=action)
     assert reports_act(view) is act
+
+
+def test_edits_whose_build_fails_the_same_way_at_another_time_are_futile() -> None:
+    """An agent editing a copy of a model the build never reads: every build prints the
+    same error under a new time of day ("09:21:03  Database Error in model stg_orders").
+    The time is when the run printed it, not what it found: five edits the check answers
+    alike are futile (before, every answer was new by its clock and nothing fired). A
+    build whose error changes after each edit is work."""
+    def build(n: int, error: str) -> str:
+        return (f"09:{21 + n:02d}:0{n % 10}  Database Error in model stg_orders (models/stg_orders.sql)\n"
+                f"  {error}\n  compiled code at target/run/stg_orders.sql")
+
+    futile: list[Any] = []
+    for n in range(8):
+        futile += step("replace_string_in_file", {"filePath": "copy/stg_orders.sql", "newString": word(n)},
+                       "The file copy/stg_orders.sql has been edited.")
+        futile += step("run_in_terminal", {"command": "dbt build -s stg_orders 2>&1 | tail -n 4"},
+                       build(n, "division by zero: 0 / 0"))
+    assert hits(futile) == [12]
+    work: list[Any] = []
+    for n in range(8):
+        work += step("replace_string_in_file", {"filePath": "models/stg_orders.sql", "newString": word(n)},
+                     "The file models/stg_orders.sql has been edited.")
+        work += step("run_in_terminal", {"command": "dbt build -s stg_orders 2>&1 | tail -n 4"},
+                     build(n, f"column {word(n)} not found"))
+    assert hits(work) == []
