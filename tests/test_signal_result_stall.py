@@ -1664,3 +1664,30 @@ def test_edits_whose_build_fails_the_same_way_at_another_time_are_futile() -> No
         work += step("run_in_terminal", {"command": "dbt build -s stg_orders 2>&1 | tail -n 4"},
                      build(n, f"column {word(n)} not found"))
     assert hits(work) == []
+
+
+def test_an_update_a_sync_reverts_read_back_with_a_new_modified_time_is_futile() -> None:
+    """A CRM contact's phone updated (in five formats) and read back, a sync reverting it
+    each time: the read answers the old value under a new `date_modified`. The time it was
+    touched moves by itself; the answer does not (before, every read was news by its
+    timestamp and nothing fired). Times that are the data (a calendar's free slots) are
+    compared as they are: booking slot after slot is no futile write."""
+    def read(n: int, phone: str) -> dict[str, Any]:
+        return {"id": "5e1b9c70", "phone_work": phone,
+                "date_modified": f"2025-11-18T14:45:{n:02d}-06:00", "modified_by_name": "erp_sync"}
+
+    reverted: list[Any] = []
+    for n in range(8):
+        reverted += step("sugar_update_record", {"id": "5e1b9c70", "fields": {"phone_work": f"409-555-{word(n)}"}},
+                         {"id": "5e1b9c70", "status": "updated"})
+        reverted += step("sugar_get_record", {"id": "5e1b9c70", "fields": "phone_work,date_modified"},
+                         read(n, "(409) 555-0112"))
+    assert hits(reverted) == [12]
+    booking: list[Any] = []
+    for n in range(8):
+        booking += step("send_invite", {"candidate_id": f"C-{word(n)}", "start": f"slot {n}"},
+                        {"status": "queued", "message_id": f"SM{word(n)}"})
+        booking += step("scheduling_find_availability", {"event_id": "EVT-DC7", "window": "afternoon"},
+                        {"slots": [f"2025-11-12T{14 + (n + k) // 3:02d}:{20 * ((n + k) % 3):02d}:00-08:00"
+                                   for k in range(5)]})
+    assert hits(booking) == []

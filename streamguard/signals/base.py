@@ -710,6 +710,14 @@ out; a larger one is compared exactly (its outcome)."""
 _gist_encoder = msgspec.json.Encoder(order="sorted")
 _TIMESTAMP_HINT = re.compile(rb"-\d\d-\d\d[T ]\d\d:")
 _TIMESTAMP = re.compile(rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
+_STAMPED = re.compile(
+    rb'("(?:\w*(?:_at|At|_on|_ts|[mM]odified|[uU]pdated|[tT]imestamp|[cC]hecked|[sS]een|[sS]ynced)'
+    rb'|at|ts|time|date|modified|updated|timestamp)":)"' + _TIMESTAMP.pattern + rb'"'
+)
+"""A timestamp under a name that says when the object was touched or looked at
+(``updated_at``, ``date_modified``, ``lastModified``, ``checked_at``, ``ts``): it moves by
+itself. Not one under any other name (``"slots": ["2025-11-12T14:20:00-08:00", ...]``,
+``"start"``): there the time is the data."""
 EMPTY_GIST = 0x454D5054
 """The gist of an empty or unknown answer: every one says the same (nothing)."""
 _ANSWER_WAS_NEW = 1 << 40
@@ -722,7 +730,8 @@ def answer_gist(result: ResultView) -> int:
     characters with every digit removed (a restart count, an age, a timestamp, a
     duration, a shell's ``line 27424``); for a structured payload of at most
     :data:`GIST_STRUCTURED_LIMIT` bytes, a code of its sorted JSON with its timestamps
-    (ISO 8601, :data:`_TIMESTAMP`) taken out, and only those: its other numbers are its
+    (ISO 8601, :data:`_TIMESTAMP`) under names of when it was touched or looked at
+    (:data:`_STAMPED`) taken out, and only those: its other numbers are its
     data (a count, a price, a lag), while an ``updated_at`` moved by the write the agent
     keeps re-sending is no news of what the object says; for a larger one or a digest,
     its outcome (a payload sent beside a ``result_digest`` included: the digest is the
@@ -760,7 +769,7 @@ def answer_gist(result: ResultView) -> int:
                 encoded and len(encoded) <= GIST_STRUCTURED_LIMIT
                 and _TIMESTAMP_HINT.search(encoded) is not None
             ):
-                gist = zlib.crc32(_TIMESTAMP.sub(b"T", encoded)) or 1
+                gist = zlib.crc32(_STAMPED.sub(rb'\1"T"', encoded)) or 1
     else:
         gist = EMPTY_GIST
     result.gist = gist

@@ -275,6 +275,7 @@ from .base import (
     ResultView,
     Signal,
     SignalConfig,
+    answer_gist,
     find_entry,
     found_nothing,
     is_write_acknowledgement,
@@ -969,6 +970,8 @@ def is_json_text(text: str) -> bool:
 
 
 _FOUND_NOTHING = (_NOTHING, _NOTHING, b"(nothing found)", False)
+_STRUCTURED = b"(structured result)"
+"""The sample of a structured answer (compared by its fingerprint, not a template)."""
 
 _PAGE_KEY_ORDER = (
     "page", "Page", "pageNo", "page_no", "pageNumber", "page_number", "pageNum", "page_num",
@@ -1445,7 +1448,7 @@ class ResultStall(Signal):
             # MCP servers and many frameworks deliver) is compared exactly: its numbers
             # and strings are its data (prices, ids, names, pages), not noise to mask.
             code = (outcome & _M32) or 1
-            cached = (code, code, b"(structured result)", False)
+            cached = (code, code, _STRUCTURED, False)
             if flags & FLAG_SEARCH and found_nothing(result.event.result):
                 # {"query": "blue shoe", "results": []}: the echoed query differs on every
                 # rewording, the answer does not; like an empty output, nothing found.
@@ -1699,6 +1702,11 @@ class ResultStall(Signal):
             # "healthy" before a deploy and "healthy" after it is the answer hoped for.
             # (After the same write re-sent it is compared, below.)
             return None
+        if masked == _STRUCTURED and not result.failed:
+            # A structured check compared but for its timestamps (answer_gist): a record
+            # read back after each update, its `date_modified` new and its value reverted
+            # by a sync every time, answers as before.
+            code = answer_gist(result)
         checks = state.checks
         answer = code.to_bytes(4, "little")
         before = 0 if steady else _swap_check(checks, (key & _M32).to_bytes(4, "little"), answer)
