@@ -1042,6 +1042,15 @@ def test_reworded_searches_that_find_only_documents_found_before_are_a_stall() -
     for question in questions:
         sweep += kb_search(question, KB_DOCS, f"Policy on {question.split('encrypted ')[1]}")
     assert hits(sweep) == []
+    # a help center's articles named by "id", the answer an object (not JSON text)
+    articles: list[Any] = []
+    for n in range(14):
+        query = f"fee waiver for late payment {word(n)}"
+        articles += [ToolCall(session="s", tool="search_knowledge_base", args={"query": query}),
+                     ToolResult(session="s", tool="search_knowledge_base", result={"articles": [
+                         {"id": 118 + 86 * k, "title": f"Fees and charges, part {k}", "score": 0.4 - 0.01 * k}
+                         for k in range(3)]})]
+    assert hits(articles) == [9]
     # a survey that finds a new document with every query is no stall
     survey: list[Any] = []
     for n in range(14):

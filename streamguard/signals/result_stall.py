@@ -727,9 +727,12 @@ def _crc(data: bytes) -> int:
 FOUND_URLS = 64
 """Addresses a session's searches found that are remembered (4 bytes each)."""
 _FOUND_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\{}|^`]{3,512}")
-_FOUND_DOC = re.compile(r"(?i)\bdoc(?:ument)?_?id[\"']?\s*[:=]\s*[\"']?[^\s\"',}]{1,256}")
+_FOUND_DOC = re.compile(
+    r"(?i)(?:\bdoc(?:ument)?_?id[\"']?|\"id\")\s*[:=]\s*[\"']?[^\s\"',}]{1,256}"
+)
 """A document named in a knowledge base's answer (Onyx and Vectara ``document_id``,
-LlamaIndex ``doc_id``, ``documentId``), key and value: an address of its own kind."""
+LlamaIndex ``doc_id``, ``documentId``, a help center's article ``"id"``), key and value: an
+address of its own kind."""
 
 
 QUERIES = 4
@@ -845,10 +848,10 @@ def _found_only_known(state: Any, payload: Any) -> bool:
     if text.count("://") >= 2:
         addresses = [url.group().rstrip(".,;:/") for url in islice(_FOUND_URL.finditer(text), 16)]
     else:
-        # (A substring test first: most answers name no document id.)
-        if ("oc" not in text and "OC" not in text) or (
+        # (Substring tests first: most answers name no document.)
+        if '"id"' not in text and (("oc" not in text and "OC" not in text) or (
             "_id" not in text and "Id" not in text and "ID" not in text and "_ID" not in text
-        ):
+        )):
             return False
         found = list(islice(_FOUND_DOC.finditer(text), 16))
         if len(found) < 2:
