@@ -116,6 +116,7 @@ from .signals.facts import (
     plain_facts,
     runner_facts,
     shell_transcript,
+    sleep_facts,
 )
 from .snapshot import SnapshotCodec, peek_agent
 
@@ -468,6 +469,8 @@ class Watchdog:
             view.runner = runner = True
         else:
             view.runner = runner = False
+            if kind is None and type(args) is dict and "command" in args:
+                facts = sleep_facts(args) or facts  # a command line that only sleeps
         view.event = event
         view.tool = tool
         view.args = args
@@ -548,6 +551,8 @@ class Watchdog:
         if facts is True or facts is False:
             facts = runner_facts(event.args, facts, kind)
             return CallView(event, canonical, key, history, kind, facts, True)
+        if kind is None:
+            facts = sleep_facts(call_args(event.args)) or facts
         return CallView(event, canonical, key, history, kind, facts, False)
 
     def _tool_facts(self, tool: str, kind: str | None) -> CallFacts | bool:

@@ -802,3 +802,33 @@ def test_a_status_polled_between_calls_of_a_wait_tool_in_camel_case_is_a_poll() 
                   ToolResult(session="p", tool="waitSeconds", call_id=f"w{n}", result=f"waited {120 + n}s",
                              ts=n * 130.0 + 122)]
     assert [a for a in loop_alerts(trace) if a[1] == "critical"] == []
+
+
+def test_a_command_that_only_sleeps_is_a_wait_whatever_tool_runs_it() -> None:
+    """A tool named after a CLI (`kubectl`) given `sleep 120` between metric reads after a
+    rollback: the reads are a poll between deliberate waits, not a cycle (before, three
+    laps of `aws` → `kubectl` were halted as a loop)."""
+    from streamguard.signals.facts import sleep_facts
+
+    assert sleep_facts({"command": "sleep 120"}) is not None
+    assert sleep_facts({"command": "sleep 120 && kubectl get pods"}) is None
+    assert sleep_facts({"command": "kubectl get pods"}) is None
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1_000.0
+    for n, rate in enumerate(("4.1", "1.2", "0.3", "0.08", "0.05", "0.04")):
+        trace += [
+            ToolCall(session="p", tool="aws", call_id=f"m{n}", ts=clock,
+                     args={"command": "aws cloudwatch get-metric-data --region eu-west-1 --metric 5xx"}),
+            ToolResult(session="p", tool="aws", call_id=f"m{n}", result=f"{rate}\n", ts=clock + 2),
+            ToolCall(session="p", tool="kubectl", call_id=f"s{n}", ts=clock + 3,
+                     args={"command": "sleep 120", "context": "prod-eu-1"}),
+            ToolResult(session="p", tool="kubectl", call_id=f"s{n}", result="", ts=clock + 123),
+        ]
+        clock += 125
+    assert loop_alerts(trace) == []
+    # the same laps with a read instead of the sleep are a loop
+    busy = [ToolCall(session="p", tool=e.tool, call_id=e.call_id, ts=e.ts, args={"command": "kubectl get pods"})
+            if isinstance(e, ToolCall) and e.tool == "kubectl" else
+            ToolResult(session="p", tool=e.tool, call_id=e.call_id, ts=e.ts, result="api-0 Running")
+            if isinstance(e, ToolResult) and e.tool == "kubectl" else e for e in trace]
+    assert ("alternating-tool-cycle", "critical") in loop_alerts(busy)

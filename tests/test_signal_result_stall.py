@@ -1700,3 +1700,25 @@ def test_an_update_a_sync_reverts_read_back_with_a_new_modified_time_is_futile()
                         {"slots": [f"2025-11-12T{14 + (n + k) // 3:02d}:{20 * ((n + k) % 3):02d}:00-08:00"
                                    for k in range(5)]})
     assert hits(booking) == []
+
+
+def test_a_check_asked_again_after_the_user_spoke_is_no_futile_write() -> None:
+    """Colleagues asking one after another whether the VPN is down: the service's health
+    read for each (its `updated_at` new, its status the same), then each linked to the
+    incident. The read answers the colleague, not the link: no futile writes. The same
+    rounds without anyone asking are compared but for the timestamp."""
+    from streamguard.events import Text
+
+    def rounds(users: bool) -> list[Any]:
+        trace: list[Any] = []
+        for n in range(8):
+            if users:
+                trace.append(Text(session="s", role="user", text=f"{word(n)}: is the vpn down?"))
+            trace += step("get_service_health", {"service": "Remote Access VPN"},
+                          {"status": "major_outage", "updated_at": f"2025-10-30T07:{10 + n:02d}:00Z"})
+            trace += step("update_incident", {"ticket_id": 48213, "add_requester": word(n)},
+                          {"linked": True, "requester_count": 15 + n})
+        return trace
+
+    assert hits(rounds(users=True)) == []
+    assert hits(rounds(users=False)) != []

@@ -811,6 +811,22 @@ ASK_TOOLS = re.compile(
 ask a codebase or another agent, whose answers are information."""
 
 
+_ONLY_SLEEP = re.compile(r"\s*sleep\s+\d{1,6}(?:\.\d{1,3})?[smhd]?\s*;?\s*")
+_SLEEP_FACTS = CallFacts("sleep", False, False, True)
+
+
+def sleep_facts(args: Any) -> CallFacts | None:
+    """The facts of a wait when a tool that is no command runner is given a command line
+    that only sleeps (``kubectl(command="sleep 120")``: a tool named after a CLI running
+    whatever it is given), else ``None``. Waiting is what it does, whatever runs it."""
+    command = args.get("command") if type(args) is dict else None
+    if type(command) is str and command[:16].lstrip().startswith("sleep") and (
+        _ONLY_SLEEP.fullmatch(command) is not None
+    ):
+        return _SLEEP_FACTS
+    return None
+
+
 def plain_facts(
     tool: str, kind: str | None, wait: bool = False, event_kind: str | None = None
 ) -> CallFacts:

@@ -1705,10 +1705,13 @@ class ResultStall(Signal):
             # "healthy" before a deploy and "healthy" after it is the answer hoped for.
             # (After the same write re-sent it is compared, below.)
             return None
-        if masked == _STRUCTURED and not result.failed:
+        if masked == _STRUCTURED and not result.failed and not result.paused:
             # A structured check compared but for its timestamps (answer_gist): a record
             # read back after each update, its `date_modified` new and its value reverted
-            # by a sync every time, answers as before.
+            # by a sync every time, answers as before. Not one asked again after the user
+            # spoke or the session paused (a service's health read for each colleague who
+            # asks whether the VPN is down, its `updated_at` new each time): that answers
+            # them, and is compared exactly, as before.
             code = answer_gist(result)
         checks = state.checks
         answer = code.to_bytes(4, "little")
