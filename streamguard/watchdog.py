@@ -610,8 +610,9 @@ class Watchdog:
             unwrapped = mcp_answer(payload, event.error)
             if unwrapped is not None:
                 event = structs.replace(event, result=unwrapped[0], error=unwrapped[1])
-        elif type(payload) is str and payload.startswith(TRANSCRIPT_HEAD):
+        elif type(payload) is str and payload.startswith(TRANSCRIPT_HEAD) and self._runners(event.tool):
             # A shell's transcript (Gemini CLI): its output and exit code (shell_transcript).
+            # (A runner's only: a file that holds a saved transcript is read as it is.)
             transcript = shell_transcript(payload)
             if transcript is not None:
                 event = structs.replace(

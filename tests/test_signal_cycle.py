@@ -431,7 +431,9 @@ def test_a_digest_is_the_answer_whatever_payload_is_sent_beside_it() -> None:
 
     preview = {"at": "2024-01-01T00:00:00Z"}
     assert gist(preview, "digest-A") != gist(preview, "digest-B")
-    assert gist({"at": "2024-01-01T00:00:00Z"}, None) == gist({"at": "2024-01-02T09:30:00Z"}, None)
+    assert gist({"updated_at": "2024-01-01T00:00:00Z"}, None) == gist({"updated_at": "2024-01-02T09:30:00Z"}, None)
+    # a time that is the data (when it is scheduled, when it is due) is compared
+    assert gist({"scheduled_at": "2024-01-01T00:00:00Z"}, None) != gist({"scheduled_at": "2024-01-02T09:30:00Z"}, None)
 
 
 def test_without_results_the_rule_is_the_reference_one() -> None:

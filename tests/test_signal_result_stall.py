@@ -1722,3 +1722,30 @@ def test_a_check_asked_again_after_the_user_spoke_is_no_futile_write() -> None:
 
     assert hits(rounds(users=True)) == []
     assert hits(rounds(users=False)) != []
+
+
+def test_review_shapes_that_must_stay_news() -> None:
+    """Shapes where the rules of this change must not reach: a count that moves in a JSON
+    text check after each scale-up; search results named by small ids whose contents
+    differ; a timer's next run further on in a line that opens with the log's time."""
+    from streamguard.events import Text
+
+    scale: list[Any] = []
+    for n in range(8):
+        scale += step("scale_deployment", {"name": "api", "replicas": 2 + n}, {"status": "accepted"})
+        scale += step("get_deployment", {"name": "api"},
+                      json.dumps({"ready_replicas": 2 + n, "updated_at": f"2025-01-01T00:00:{n:02d}Z"}))
+    assert hits(scale) == []
+    flights: list[Any] = []
+    for n in range(12):
+        flights += [Text(session="s", role="user", text="any cheaper?")] if n == 6 else []
+        flights += step("search_flights", {"query": f"cheap flights lisbon berlin {word(n)} morning"},
+                        {"results": [{"id": k + 1, "flight": f"TP{540 + 10 * n + k}", "price": 89 + 7 * n + k}
+                                     for k in range(3)]})
+    assert hits(flights) == []
+    timers: list[Any] = []
+    for n in range(8):
+        timers += step("set_timer", {"unit": "backup.timer", "at": f"0{n}:30"}, "OK")
+        timers += step("bash", {"command": "systemctl list-timers backup.timer"},
+                       f"09:21:03 list-timers\nnext run 0{n}:30:00 backup.timer")
+    assert hits(timers) == []

@@ -344,13 +344,23 @@ def is_write_acknowledgement(result: ResultView) -> bool:
     if not flags & FLAG_RUNNER or action in COMPUTER_ACTIONS or action.startswith(SQL_ACTION):
         return True
     payload = result.event.result
-    return type(payload) is str and _SQL_TAG.fullmatch(payload) is not None
+    return type(payload) is str and _command_tags(payload)
+
+
+def _command_tags(text: str) -> bool:
+    """Whether every line of ``text`` is a database client's command tag (:data:`_SQL_TAG`,
+    one line at a time: no pattern repeats over the whole text) and none says it changed
+    nothing (``UPDATE 0``, ``DELETE 0``: no row matched)."""
+    tags = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not tags or any(_SQL_TAG.fullmatch(tag) is None for tag in tags):
+        return False
+    return not any(tag.endswith(" 0") for tag in tags)
 
 
 _SQL_TAG = re.compile(
-    r"\s*(?:(?:ALTER|CREATE|DROP|INSERT|UPDATE|DELETE|TRUNCATE|GRANT|REVOKE|COMMENT|VACUUM"
-    r"|ANALYZE|COPY|MERGE|SET|RESET|BEGIN|COMMIT|CALL|REFRESH|CLUSTER|REINDEX)"
-    r"(?: [A-Z]+){0,3}(?: \d+){0,2}\s*)+"
+    r"(?:ALTER|CREATE|DROP|INSERT|UPDATE|DELETE|TRUNCATE|GRANT|REVOKE|COMMENT|VACUUM|ANALYZE"
+    r"|COPY|MERGE|SET|RESET|BEGIN|COMMIT|CALL|REFRESH|CLUSTER|REINDEX)(?: [A-Z]+){0,3}"
+    r"(?: \d+){0,2}"
 )
 """A database client's command tags, one a statement: what psql or Trino print for a
 statement that changed something and returned no rows."""
@@ -711,17 +721,30 @@ _gist_encoder = msgspec.json.Encoder(order="sorted")
 _TIMESTAMP_HINT = re.compile(rb"-\d\d-\d\d[T ]\d\d:")
 _TIMESTAMP = re.compile(rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
 _STAMPED = re.compile(
-    rb'("(?:\w*(?:_at|At|_on|_ts|[mM]odified|[uU]pdated|[tT]imestamp|[cC]hecked|[sS]een|[sS]ynced)'
-    rb'|at|ts|time|date|modified|updated|timestamp)":)"' + _TIMESTAMP.pattern + rb'"'
+    rb'("(?:\w{0,32}(?:[uU]pdated|[mM]odified|[cC]hecked|[sS]een|[sS]ynced|[rR]efreshed'
+    rb'|[tT]imestamp)\w{0,16}|ts)":[ ]?)"' + _TIMESTAMP.pattern + rb'"'
 )
 """A timestamp under a name that says when the object was touched or looked at
-(``updated_at``, ``date_modified``, ``lastModified``, ``checked_at``, ``ts``): it moves by
-itself. Not one under any other name (``"slots": ["2025-11-12T14:20:00-08:00", ...]``,
-``"start"``): there the time is the data."""
+(``updated_at``, ``date_modified``, ``lastModified``, ``checked_at``, ``last_seen``,
+``ts``): it moves by itself. Not one under any other name (``"slots":
+["2025-11-12T14:20:00-08:00", ...]``, ``scheduled_at``, ``due_on``, ``date``): there the
+time is the data."""
 EMPTY_GIST = 0x454D5054
 """The gist of an empty or unknown answer: every one says the same (nothing)."""
 _ANSWER_WAS_NEW = 1 << 40
 """The bit of a value of :func:`note_answer` that says its call's latest answer was new."""
+
+
+def stamped_code(text: str) -> int:
+    """A code of JSON text with the timestamps of when it was touched taken out
+    (:data:`_STAMPED`, at most :data:`GIST_STRUCTURED_LIMIT` characters; 0 past that):
+    :func:`answer_gist`'s structured rule for an object sent as text, its digits kept."""
+    if len(text) > GIST_STRUCTURED_LIMIT:
+        return 0
+    data = text.encode("utf-8", "surrogatepass")
+    if _TIMESTAMP_HINT.search(data) is not None:
+        data = _STAMPED.sub(rb'\1"T"', data)
+    return zlib.crc32(data) or 1
 
 
 def answer_gist(result: ResultView) -> int:

@@ -711,7 +711,14 @@ _DB_CLIENTS = frozenset({
     "hive", "impala-shell", "sqlcmd", "sqlplus", "cockroach", "usql", "vsql", "isql",
 })
 """Programs that run the SQL statement they are given (:func:`shell_facts`)."""
-_QUOTED = re.compile(r'"((?:[^"\\]|\\.){1,4096})"|\'([^\']{1,4096})\'')
+_CLIENT_STATEMENT = re.compile(
+    r"(?:(?<![\w-])(?:-c|-e|-q|--command|--execute|--query)|(?<![\w-])query(?:[ \t]+-[^\s\"']*)*+)"
+    r"[ \t=]+(?:\"((?:[^\"\\]|\\.){1,4096})\"|'([^']{1,4096})')"
+)
+"""The statement a database client is given: the quoted argument of its statement flag
+(``psql -c``, ``mysql -e``, ``trino --execute``, ``clickhouse-client --query``) or of ``bq
+query`` after its flags; not any quoted string of the line (``echo "DELETE FROM jobs is
+next"``)."""
 
 
 def shell_facts(text: str) -> CallFacts:
@@ -770,11 +777,11 @@ def shell_facts(text: str) -> CallFacts:
             action = f"{program} {sub}" if sub else program
     if db_client and not write:
         # A database client given a statement that changes what is stored (`psql -c "ALTER
-        # TABLE ..."`, `trino --execute "INSERT ..."`, `bq query "DELETE ..."`): the whole
-        # head is read, a statement's own `;` having split its segment.
+        # TABLE ..."`, `trino --execute "INSERT ..."`, `bq query "DELETE ..."`): its
+        # statement argument is read in the whole head, its own `;` having split the segment.
         write = any(
             (facts := sql_statement({"query": quoted})) is not None and facts.write
-            for pair in _QUOTED.findall(head) for quoted in pair if quoted
+            for pair in _CLIENT_STATEMENT.findall(head) for quoted in pair if quoted
         )
     waits_first = False
     if wait and leading_sleep and action and not write and not blocking and not looping \
@@ -811,7 +818,7 @@ ASK_TOOLS = re.compile(
 ask a codebase or another agent, whose answers are information."""
 
 
-_ONLY_SLEEP = re.compile(r"\s*sleep\s+\d{1,6}(?:\.\d{1,3})?[smhd]?\s*;?\s*")
+_ONLY_SLEEP = re.compile(r"\s*sleep\s+\d{1,6}(?:\.\d{1,3})?[smhd]?\s*(?:;\s*)?")
 _SLEEP_FACTS = CallFacts("sleep", False, False, True)
 
 
@@ -820,7 +827,7 @@ def sleep_facts(args: Any) -> CallFacts | None:
     that only sleeps (``kubectl(command="sleep 120")``: a tool named after a CLI running
     whatever it is given), else ``None``. Waiting is what it does, whatever runs it."""
     command = args.get("command") if type(args) is dict else None
-    if type(command) is str and command[:16].lstrip().startswith("sleep") and (
+    if type(command) is str and len(command) <= 64 and command.lstrip().startswith("sleep") and (
         _ONLY_SLEEP.fullmatch(command) is not None
     ):
         return _SLEEP_FACTS
@@ -924,8 +931,9 @@ def shell_transcript(text: str) -> tuple[str, str | None] | None:
     (``Command: ...``, ``Directory: ...``, ``Stdout: ...`` or ``Output: ...``, ``Stderr:
     ...``, ``Error: ...``, ``Exit Code: ...``, then signal and process lines), read as what
     it says: its output (``(empty)`` is none; standard error after standard output), and a
-    failure when its exit code is a number other than 0 or its error is not ``(none)``,
-    its error then standard error, the error line or the exit code. ``None`` when the text
+    failure when its exit code is a number other than 0, its error is not ``(none)`` or a
+    signal ended it, its error then standard error, the error line, the signal or the exit
+    code. ``None`` when the text
     is no such transcript. The command it repeats is the call's: answers that differ only
     in it (the date a statement compacts) are one answer, and the same command's output
     is what it printed, not its transcript's process ids."""
@@ -949,11 +957,20 @@ def shell_transcript(text: str) -> tuple[str, str | None] | None:
     answer = "" if stdout == "(empty)" else stdout
     if stderr and stderr != "(empty)":
         answer = f"{answer}\n{stderr}" if answer else stderr
-    failed = (code.isdigit() and code != "0") or error not in ("(none)", "")
+    signal = ""
+    signal_at = text.find("\nSignal: ", code_at)
+    if signal_at > 0:
+        line_end = text.find("\n", signal_at + 9)
+        signal = text[signal_at + 9 : line_end if line_end >= 0 else len(text)].strip()
+    failed = (
+        (code.lstrip("-").isdigit() and code != "0") or error not in ("(none)", "")
+        or signal not in ("", "(none)")
+    )
     if not failed:
         return answer, None
     reason = stderr if stderr and stderr != "(empty)" else (
-        error if error not in ("(none)", "") else f"exit code {code}")
+        error if error not in ("(none)", "")
+        else f"signal {signal}" if signal not in ("", "(none)") else f"exit code {code}")
     return answer, reason[:MCP_ERROR_CHARS] or f"exit code {code}"
 
 

@@ -284,6 +284,7 @@ from .base import (
     says_bare_value,
     says_only_status,
     squeeze_marks,
+    stamped_code,
 )
 from .facts import (
     COMPUTER_ACTS,
@@ -841,7 +842,7 @@ def _found_only_known(state: Any, payload: Any) -> bool:
     """Whether a search's answer names at least two addresses and every one was found by
     the session's searches before; the new ones are remembered. Addresses are web
     addresses, or a knowledge base's documents (:data:`_FOUND_DOC`) each with the passage
-    it answered with (the text up to the next document, its digits, a score, left out): the
+    it answered with (the text up to the next document, its score left out: :data:`_SCORE`): the
     same documents answering the next question of a questionnaire with other passages found
     something; answering a reworded question with the same passages did not."""
     text = payload[:TEXT_LIMIT] if type(payload) is str else result_text(payload)
@@ -859,7 +860,7 @@ def _found_only_known(state: Any, payload: Any) -> bool:
         ends = [match.start() for match in found[1:]]
         ends.append(len(text))
         addresses = [
-            match.group() + text[match.end() : min(end, match.end() + PASSAGE_CHARS)].translate(_NO_DIGITS)
+            match.group() + _SCORE.sub("", text[match.end() : min(end, match.end() + PASSAGE_CHARS)])
             for match, end in zip(found, ends, strict=True)
         ]
     known = state.found_urls
@@ -876,7 +877,11 @@ def _found_only_known(state: Any, payload: Any) -> bool:
 
 PASSAGE_CHARS = 1024
 """Characters of a knowledge base's answer read as one document's passage."""
-_NO_DIGITS = str.maketrans("", "", "0123456789")
+_SCORE = re.compile(
+    r"[\"']?(?:_?score|rank|relevance|distance|similarity)[\"']?\s*[:=]\s*-?[\d.]{1,24}(?:e-?\d{1,3})?",
+    re.IGNORECASE,
+)
+"""A search result's score (what moves with every query), left out of its passage."""
 
 
 def reports_act(result: ResultView) -> bool:
@@ -1099,6 +1104,13 @@ def template(text: str, digits: bool = True) -> bytes:
 
 _CLOCK = re.compile(r"(?<![\d:.])\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?![\d:])")
 """A time of day to the second (``09:21:03``, ``05:47:14.123``)."""
+_LINE_CLOCK = re.compile(
+    r"(?m)^([ \t]*\[?(?:(?:[A-Z]{1,8}|\d{2,4}[-/]\d\d(?:[-/]\d\d)?)[ T]+){0,2})"
+    r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?![\d:])"
+)
+"""A time of day a line opens with, after a date or a level in capitals if any (``09:21:03
+Done.``, ``INFO 11-03 05:21:14 ...``, ``2025-10-31T05:21:14Z ...``), not one after words
+(``next run 06:30:00``, ``Fri 2025-10-31 06:30:00``: what was asked)."""
 CLOCK_SPAN = 48
 """Characters at the start of a text answer in which a time of day marks a log's lines."""
 
@@ -1115,9 +1127,10 @@ def templates(text: str, digits: bool = True) -> tuple[bytes, bytes]:
     if text.count(":", 0, CLOCK_SPAN) >= 2 and _CLOCK.search(text, 0, CLOCK_SPAN) is not None:
         # A time of day a log opens with ("09:21:03  Database Error in model ...", "INFO
         # 11-03 05:21:14 [model_runner.py]"): when the run printed it, not what it found.
-        # (Looked for at the start only, behind a count of its colons: a search over every
-        # answer cost 6 % a pair.)
-        text = _CLOCK.sub("T", text)
+        # Masked where a line opens with it (a log's lines): a time further on in a line
+        # may be what was asked (a timer's next run). (Looked for at the start only,
+        # behind a count of its colons: a search over every answer cost 6 % a pair.)
+        text = _LINE_CLOCK.sub(r"\1T", text)
     has_line = "line " in text
     light = (_SHELL_LINE.sub("line #", text) if has_line else text).encode(
         "utf-8", "surrogatepass"
@@ -1711,8 +1724,10 @@ class ResultStall(Signal):
             # by a sync every time, answers as before. Not one asked again after the user
             # spoke or the session paused (a service's health read for each colleague who
             # asks whether the VPN is down, its `updated_at` new each time): that answers
-            # them, and is compared exactly, as before.
-            code = answer_gist(result)
+            # them, and is compared exactly, as before. (JSON text by the same rule, its
+            # digits kept: a count that moves is news.)
+            payload = result.event.result
+            code = (stamped_code(payload) or code) if type(payload) is str else answer_gist(result)
         checks = state.checks
         answer = code.to_bytes(4, "little")
         before = 0 if steady else _swap_check(checks, (key & _M32).to_bytes(4, "little"), answer)
