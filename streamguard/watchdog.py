@@ -128,9 +128,10 @@ MAX_PENDING = 8
 _FACTS_CACHE_MAX = 512
 PROMPT_READ = 512
 """Characters of a message to the agent compared with the one before (``SessionState.prompt``)."""
-SCHEDULE_GAP = 900.0
+SCHEDULE_GAP = 600.0
 """Seconds between two identical messages to the agent for the second to be a scheduled
-request repeated (``Watchdog._prompt``): schedules run every quarter hour or less often."""
+request repeated (``Watchdog._prompt``): schedules run every ten minutes or less often
+(``*/10`` in cron); a harness's nudge comes within a minute or two."""
 _TOOL_HOOKS_MAX = 512
 
 FEEDBACK_HEADER = (

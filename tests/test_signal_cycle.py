@@ -655,3 +655,20 @@ def test_computer_use_acts_with_nothing_else_answering_keep_their_screens_as_new
                       ToolResult(session="y", tool="computer", call_id=f"c{n}{i}",
                                  result={"type": "computer_screenshot", "image_url": f"file_{n}{i}"})]
     assert _alerts(trace) == []
+
+
+def test_an_answer_that_is_its_numbers_keeps_them_in_the_gist() -> None:
+    """A queue drained a thousand retries at a time, its stats read after each batch and a
+    wait: "[56, 11.1, 13006, 1454]", then "[233, 3.6, 12006, 1458]". Without its digits
+    the answer is a few marks, so the figures are what it says and each lap moved (it was
+    halted as a cycle). A status in words keeps its digits out, as before."""
+    from streamguard.canonical import fingerprint_payload
+    from streamguard.signals.base import ResultView, answer_gist
+
+    def gist(payload: str) -> int:
+        event = ToolResult(session="s", tool="t", result=payload)
+        return answer_gist(ResultView(event, False, fingerprint_payload(payload, None), 30))
+
+    assert gist("[56, 11.1, 13006, 1454]") != gist("[233, 3.6, 12006, 1458]")
+    assert gist("4.1\n") != gist("1.2\n")
+    assert gist("api-7d4 CrashLoopBackOff 5 (2m ago)") == gist("api-7d4 CrashLoopBackOff 6 (3m ago)")

@@ -826,9 +826,10 @@ def test_a_command_that_only_sleeps_is_a_wait_whatever_tool_runs_it() -> None:
         ]
         clock += 125
     assert loop_alerts(trace) == []
-    # the same laps with a read instead of the sleep are a loop
+    # the same laps with a read instead of the sleep, the rate stuck, are a loop
     busy = [ToolCall(session="p", tool=e.tool, call_id=e.call_id, ts=e.ts, args={"command": "kubectl get pods"})
             if isinstance(e, ToolCall) and e.tool == "kubectl" else
-            ToolResult(session="p", tool=e.tool, call_id=e.call_id, ts=e.ts, result="api-0 Running")
-            if isinstance(e, ToolResult) and e.tool == "kubectl" else e for e in trace]
+            ToolResult(session="p", tool=e.tool, call_id=e.call_id, ts=e.ts,
+                       result="api-0 Running" if e.tool == "kubectl" else "4.1\n")
+            if isinstance(e, ToolResult) else e for e in trace]
     assert ("alternating-tool-cycle", "critical") in loop_alerts(busy)

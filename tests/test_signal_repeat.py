@@ -406,3 +406,33 @@ def test_a_schedulers_tick_that_names_its_time_is_the_same_request() -> None:
 
     assert criticals(watch(900.0)) == []
     assert "result-stall" in criticals(watch(60.0))
+
+
+def test_a_status_page_watched_every_ten_minutes_is_the_same_request() -> None:
+    """A vendor's status page read on a ten-minute schedule ("Scheduled check 07:10 UTC:
+    fetch the status, post only on a change"): each read answers its tick (it was halted
+    as the same call ten times while the gap for a repeated request was fifteen minutes).
+    Ticks a minute apart are nudges: the same read then is the agent's own repeat."""
+    from streamguard.events import Text, ToolResult
+    from tests.harness import engine_alerts
+
+    def watch(every: float) -> list[Any]:
+        trace: list[Any] = []
+        for n in range(12):
+            at = n * every
+            trace += [Text(session="w", role="user", ts=at,
+                           text=f"Scheduled check 07:{n % 6}0 UTC. Fetch the status; post only on a change."),
+                      ToolCall(session="w", tool="get_status_summary", call_id=f"c{n}", ts=at + 1,
+                               args={"url": "https://status.example.com/api/v2/summary.json"}),
+                      ToolResult(session="w", tool="get_status_summary", call_id=f"c{n}", ts=at + 2,
+                                 result={"status": {"indicator": "minor"}, "incidents": ["identified"]}),
+                      Text(session="w", text="No change; nothing posted.", ts=at + 3)]
+        return trace
+
+    quiet = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
+
+    def criticals(trace: list[Any]) -> list[str]:
+        return [a.signal for a in engine_alerts(trace, quiet, "w") if a.severity == "critical"]
+
+    assert criticals(watch(600.0)) == []
+    assert "repeated-tool-call" in criticals(watch(45.0))

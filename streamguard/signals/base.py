@@ -735,6 +735,11 @@ _ANSWER_WAS_NEW = 1 << 40
 """The bit of a value of :func:`note_answer` that says its call's latest answer was new."""
 
 
+NUMBERS_ONLY = 16
+"""At most this many bytes left once its digits are out, and at most half of it: a text
+answer that is its numbers (:func:`answer_gist` keeps them)."""
+
+
 def stamped_code(text: str) -> int:
     """A code of JSON text with the timestamps of when it was touched taken out
     (:data:`_STAMPED`, at most :data:`GIST_STRUCTURED_LIMIT` characters; 0 past that):
@@ -767,9 +772,12 @@ def answer_gist(result: ResultView) -> int:
         return gist
     text = result.error if result.failed else result.event.result
     if type(text) is str and text:
-        gist = zlib.crc32(
-            text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass").translate(None, DIGIT_CHARS)
-        ) or 1
+        data = text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass")
+        words = data.translate(None, DIGIT_CHARS)
+        # An answer that is its numbers ("4.1", "[56, 11.1, 13006, 1454]": what is left
+        # without them is a few marks) keeps them: there the figures are what it says.
+        numbers_only = len(words) <= NUMBERS_ONLY and 2 * len(words) <= len(data)
+        gist = zlib.crc32(data if numbers_only else words) or 1
     elif result.outcome and not result.failed:
         gist = result.outcome & 0xFFFFFFFF or 1
         payload = result.event.result

@@ -85,7 +85,7 @@ Result-aware (``result_aware``, default on; not in the reference)
 
 The same request again
     A message to the agent (its user's, or a system message) that repeats the one
-    before word for word, a quarter of an hour or more after it (a scheduler asking
+    before word for word, ten minutes or more after it (a scheduler asking
     "Run the monitoring playbook for clinic-prod" every half hour;
     ``on_repeated_prompt``), restarts the laps:
     what the agent does next answers that request, so the same four checks run again

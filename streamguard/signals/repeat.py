@@ -21,7 +21,7 @@ Threshold
     answers and is learning nothing. One alert per run: the latch clears only
     when a non-equivalent call starts a new run (or on a reset), and the next
     run alerts again. A message to the agent that repeats the one before word for
-    word, a quarter of an hour or more after it (a daily "Scheduled task run: check
+    word, ten minutes or more after it (a daily "Scheduled task run: check
     my case", ``on_repeated_prompt``), ends the run: the same read after it answers the request anew (a scheduled status
     check, a week of "Case Was Received", was halted at its fifth day). Messages in
     new words do not, nor the same words within minutes (a harness's nudge): the
