@@ -374,6 +374,15 @@ def test_a_scheduled_request_is_timed_by_its_record_when_it_has_no_ts() -> None:
     assert criticals == []
 
 
+def _quiet_criticals(session: str, trace: list[Any]) -> list[str]:
+    """The criticals of ``trace`` under a warn policy without the two signals that would
+    speak for any long run of calls."""
+    from tests.harness import engine_alerts
+
+    quiet = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
+    return [a.signal for a in engine_alerts(trace, quiet, session) if a.severity == "critical"]
+
+
 def test_a_schedulers_tick_that_names_its_time_is_the_same_request() -> None:
     """A monitoring schedule every quarter hour whose tick names its time ("tick 06:15
     UTC: check the batch window"): the same request, its digits aside. The two checks of
@@ -381,7 +390,6 @@ def test_a_schedulers_tick_that_names_its_time_is_the_same_request() -> None:
     stall (`result-stall` counts from the tick too). The same ticks minutes apart are
     nudges, and the same empty answers then are the agent's own."""
     from streamguard.events import Text, ToolResult
-    from tests.harness import engine_alerts
 
     def watch(every: float) -> list[Any]:
         trace: list[Any] = []
@@ -399,13 +407,8 @@ def test_a_schedulers_tick_that_names_its_time_is_the_same_request() -> None:
             trace.append(Text(session="t", text="All clear.", ts=at + 5))
         return trace
 
-    quiet = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
-
-    def criticals(trace: list[Any]) -> list[str]:
-        return [a.signal for a in engine_alerts(trace, quiet, "t") if a.severity == "critical"]
-
-    assert criticals(watch(900.0)) == []
-    assert "result-stall" in criticals(watch(60.0))
+    assert _quiet_criticals("t", watch(900.0)) == []
+    assert "result-stall" in _quiet_criticals("t", watch(60.0))
 
 
 def test_a_status_page_watched_every_ten_minutes_is_the_same_request() -> None:
@@ -414,7 +417,6 @@ def test_a_status_page_watched_every_ten_minutes_is_the_same_request() -> None:
     as the same call ten times while the gap for a repeated request was fifteen minutes).
     Ticks a minute apart are nudges: the same read then is the agent's own repeat."""
     from streamguard.events import Text, ToolResult
-    from tests.harness import engine_alerts
 
     def watch(every: float) -> list[Any]:
         trace: list[Any] = []
@@ -429,10 +431,5 @@ def test_a_status_page_watched_every_ten_minutes_is_the_same_request() -> None:
                       Text(session="w", text="No change; nothing posted.", ts=at + 3)]
         return trace
 
-    quiet = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
-
-    def criticals(trace: list[Any]) -> list[str]:
-        return [a.signal for a in engine_alerts(trace, quiet, "w") if a.severity == "critical"]
-
-    assert criticals(watch(600.0)) == []
-    assert "repeated-tool-call" in criticals(watch(45.0))
+    assert _quiet_criticals("w", watch(600.0)) == []
+    assert "repeated-tool-call" in _quiet_criticals("w", watch(45.0))
