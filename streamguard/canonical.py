@@ -306,18 +306,13 @@ def fingerprint_payload(result: Any, digest: str | None = None) -> int:
     return int.from_bytes(state.digest(), "little") or 1
 
 
-def fingerprint_and_size(result: Any, digest: str | None = None) -> tuple[int, int]:
-    """``(fingerprint_payload(result, digest), payload_size(result))``, encoding once."""
-    fingerprint, size, _ = fingerprint_size_encoding(result, digest)
-    return fingerprint, size
-
-
 def fingerprint_size_encoding(
     result: Any, digest: str | None = None
 ) -> tuple[int, int, bytes | None]:
-    """:func:`fingerprint_and_size`, and the sorted JSON it made of a structured payload
-    (``None`` for a string, a digest or an unencodable payload): a reader of the same
-    answer's JSON (its gist) need not encode it again."""
+    """``(fingerprint_payload(result, digest), payload_size(result), encoding)`` with one
+    encode: the sorted JSON made of a structured payload (``None`` for a string, a digest
+    or an unencodable payload), so a reader of the same answer's JSON (its gist) need not
+    encode it again."""
     if type(result) is str and not digest:
         # The common payload, both halves inline (the same steps as the two functions).
         fingerprint = UNFINGERPRINTABLE

@@ -418,12 +418,13 @@ def test_canonical_args_slots() -> None:
 def test_the_fingerprints_encoding_is_the_payloads_sorted_json() -> None:
     import msgspec
 
-    from streamguard.canonical import fingerprint_and_size, fingerprint_size_encoding
+    from streamguard.canonical import fingerprint_payload, fingerprint_size_encoding, payload_size
 
     payload = {"b": [1, 2], "a": "2025-12-09T06:00:21Z"}
     fingerprint, size, encoded = fingerprint_size_encoding(payload)
     assert encoded == msgspec.json.Encoder(order="sorted").encode(payload)
-    assert (fingerprint, size) == fingerprint_and_size(payload) and size == len(encoded)
+    assert (fingerprint, size) == (fingerprint_payload(payload), payload_size(payload))
+    assert size == len(encoded)
     # a string, a digest or nothing: no encoding handed on
     assert fingerprint_size_encoding("text")[2] is None
     assert fingerprint_size_encoding(payload, "sha256:ab")[2] is None

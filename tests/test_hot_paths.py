@@ -16,8 +16,8 @@ from streamguard.canonical import (
     call_key,
     canonicalize,
     clean_path,
-    fingerprint_and_size,
     fingerprint_payload,
+    fingerprint_size_encoding,
     payload_size,
     stable_hash,
 )
@@ -64,7 +64,7 @@ json_values = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(json_values, st.none() | st.text(max_size=10))
 def test_fingerprint_and_size_matches_the_two_functions(result: Any, digest: str | None):
-    assert fingerprint_and_size(result, digest) == (
+    assert fingerprint_size_encoding(result, digest)[:2] == (
         fingerprint_payload(result, digest),
         payload_size(result),
     )
@@ -74,12 +74,12 @@ def test_fingerprint_and_size_matches_the_two_functions(result: Any, digest: str
 @given(st.text(max_size=40, alphabet=st.characters(blacklist_categories=["Cs"])))
 def test_string_payload_size_is_its_utf8_length(text: str):
     # ASCII strings skip the encode: the size must still be the UTF-8 length.
-    assert payload_size(text) == len(text.encode()) == fingerprint_and_size(text)[1]
+    assert payload_size(text) == len(text.encode()) == fingerprint_size_encoding(text)[1]
 
 
 def test_fingerprint_and_size_unencodable_and_empty():
     for result in [{"x": object()}, {}, [], "", None, 0, False, "é"]:
-        assert fingerprint_and_size(result) == (fingerprint_payload(result), payload_size(result))
+        assert fingerprint_size_encoding(result)[:2] == (fingerprint_payload(result), payload_size(result))
 
 
 def test_policy_memo_follows_overrides_and_late_agent_names():

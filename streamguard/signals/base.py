@@ -351,7 +351,7 @@ def _command_tags(text: str) -> bool:
     """Whether every line of ``text`` is a database client's command tag (:data:`_SQL_TAG`,
     one line at a time: no pattern repeats over the whole text) and none says it changed
     nothing (``UPDATE 0``, ``DELETE 0``: no row matched)."""
-    tags = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    tags = [tag for tag in (line.strip() for line in text.splitlines()) if tag]
     if not tags or any(_SQL_TAG.fullmatch(tag) is None for tag in tags):
         return False
     return not any(tag.endswith(" 0") for tag in tags)
@@ -746,10 +746,15 @@ def stamped_code(text: str) -> int:
     :func:`answer_gist`'s structured rule for an object sent as text, its digits kept."""
     if len(text) > GIST_STRUCTURED_LIMIT:
         return 0
-    data = text.encode("utf-8", "surrogatepass")
-    if _TIMESTAMP_HINT.search(data) is not None:
-        data = _STAMPED.sub(rb'\1"T"', data)
-    return zlib.crc32(data) or 1
+    return zlib.crc32(_unstamped(text.encode("utf-8", "surrogatepass"))) or 1
+
+
+def _unstamped(data: bytes) -> bytes:
+    """JSON with the timestamps of :data:`_STAMPED` taken out (a C-level scan for the middle
+    of a timestamp first: most answers hold none, and are returned as they are)."""
+    if _TIMESTAMP_HINT.search(data) is None:
+        return data
+    return _STAMPED.sub(rb'\1"T"', data)
 
 
 def answer_gist(result: ResultView) -> int:
@@ -794,13 +799,12 @@ def answer_gist(result: ResultView) -> int:
                 except (TypeError, ValueError, OverflowError, RecursionError):
                     encoded = b""
             # (The bound by the encoding itself: `size` is what the agent declared, or 0
-            # when no signal wanted it. A C-level scan for the middle of a timestamp first:
-            # most answers hold none, and for them the gist is the outcome, as always.)
-            if (
-                encoded and len(encoded) <= GIST_STRUCTURED_LIMIT
-                and _TIMESTAMP_HINT.search(encoded) is not None
-            ):
-                gist = zlib.crc32(_STAMPED.sub(rb'\1"T"', encoded)) or 1
+            # when no signal wanted it. An answer with no such timestamp keeps the outcome
+            # as its gist, as always.)
+            if encoded and len(encoded) <= GIST_STRUCTURED_LIMIT:
+                unstamped = _unstamped(encoded)
+                if unstamped is not encoded:
+                    gist = zlib.crc32(unstamped) or 1
     else:
         gist = EMPTY_GIST
     result.gist = gist

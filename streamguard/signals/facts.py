@@ -933,10 +933,9 @@ def shell_transcript(text: str) -> tuple[str, str | None] | None:
     it says: its output (``(empty)`` is none; standard error after standard output), and a
     failure when its exit code is a number other than 0, its error is not ``(none)`` or a
     signal ended it, its error then standard error, the error line, the signal or the exit
-    code. ``None`` when the text
-    is no such transcript. The command it repeats is the call's: answers that differ only
-    in it (the date a statement compacts) are one answer, and the same command's output
-    is what it printed, not its transcript's process ids."""
+    code. ``None`` when the text is no such transcript. The command it repeats is the
+    call's: answers that differ only in it (the date a statement compacts) are one answer,
+    and the same command's output is what it printed, not its transcript's process ids."""
     if not text.startswith(TRANSCRIPT_HEAD):
         return None
     code_at = text.rfind("\nExit Code: ")
@@ -949,29 +948,28 @@ def shell_transcript(text: str) -> tuple[str, str | None] | None:
         if out < 0:
             return None
     err = text.rfind("\nStderr: ", out, error_at)
-    stdout = text[out + 9 : err if err >= 0 else error_at]
-    stderr = text[err + 9 : error_at] if err >= 0 else ""
-    error = text[error_at + 8 : code_at]
-    end = text.find("\n", code_at + 12)
-    code = text[code_at + 12 : end if end >= 0 else len(text)].strip()
-    answer = "" if stdout == "(empty)" else stdout
-    if stderr and stderr != "(empty)":
-        answer = f"{answer}\n{stderr}" if answer else stderr
-    signal = ""
+    stdout = _stated(text[out + 9 : err if err >= 0 else error_at])
+    stderr = _stated(text[err + 9 : error_at]) if err >= 0 else ""
+    error = _stated(text[error_at + 8 : code_at])
+    code = _line_after(text, code_at + 12)
     signal_at = text.find("\nSignal: ", code_at)
-    if signal_at > 0:
-        line_end = text.find("\n", signal_at + 9)
-        signal = text[signal_at + 9 : line_end if line_end >= 0 else len(text)].strip()
-    failed = (
-        (code.lstrip("-").isdigit() and code != "0") or error not in ("(none)", "")
-        or signal not in ("", "(none)")
-    )
-    if not failed:
+    signal = _stated(_line_after(text, signal_at + 9)) if signal_at > 0 else ""
+    answer = "\n".join(part for part in (stdout, stderr) if part)
+    if not (code.lstrip("-").isdigit() and code != "0") and not error and not signal:
         return answer, None
-    reason = stderr if stderr and stderr != "(empty)" else (
-        error if error not in ("(none)", "")
-        else f"signal {signal}" if signal not in ("", "(none)") else f"exit code {code}")
-    return answer, reason[:MCP_ERROR_CHARS] or f"exit code {code}"
+    reason = stderr or error or (f"signal {signal}" if signal else f"exit code {code}")
+    return answer, reason[:MCP_ERROR_CHARS]
+
+
+def _stated(value: str) -> str:
+    """A transcript field's value, "" for its words of nothing (``(empty)``, ``(none)``)."""
+    return "" if value in ("(empty)", "(none)") else value
+
+
+def _line_after(text: str, at: int) -> str:
+    """The rest of the line of ``text`` from ``at``, stripped."""
+    end = text.find("\n", at)
+    return text[at : end if end >= 0 else len(text)].strip()
 
 
 _MCP_KEYS = frozenset({"content", "isError", "structuredContent", "_meta"})

@@ -27,8 +27,9 @@ What it catches
     output, since an API that echoes the query would make every rewording
     look new. So is a web search's answer that names only addresses the session's
     searches found before (``FOUND_URLS`` of them remembered; at least two in the
-    answer; a knowledge base's answer names its documents by id instead, Onyx's and
-    Vectara's ``document_id``, and those ids are its addresses), when the search rewords a recent one (it shares at least two and a
+    answer; a knowledge base's answer names its documents instead, Onyx's and Vectara's
+    ``document_id``, and a document with the passage it answered with is an address),
+    when the search rewords a recent one (it shares at least two and a
     third of its words with one of the last ``QUERIES`` searches made since the
     session's searches first found an address): reworded searches
     for a standard that does not exist, each answered by the same five pages in
@@ -407,6 +408,8 @@ _OPAQUE_ID = re.compile(
 )
 """Opaque ids in an error: a UUID, or a run of 16 to 64 lower-case hex digits with a
 letter and a digit (a request, trace or correlation id)."""
+
+
 def _swap_check(checks: bytearray, key32: bytes, answer: bytes) -> int:
     """The answer last kept in ``checks`` under ``key32``, taken out (0: none; -1 for an
     answer of 0), and ``answer`` kept under it in its place, the oldest entry going past
@@ -850,9 +853,8 @@ def _found_only_known(state: Any, payload: Any) -> bool:
         addresses = [url.group().rstrip(".,;:/") for url in islice(_FOUND_URL.finditer(text), 16)]
     else:
         # (Substring tests first: most answers name no document.)
-        if '"id"' not in text and (("oc" not in text and "OC" not in text) or (
-            "_id" not in text and "Id" not in text and "ID" not in text and "_ID" not in text
-        )):
+        doc_id = ("oc" in text or "OC" in text) and ("_id" in text or "Id" in text or "ID" in text)
+        if not doc_id and '"id"' not in text:
             return False
         found = list(islice(_FOUND_DOC.finditer(text), 16))
         if len(found) < 2:
@@ -1515,11 +1517,7 @@ class ResultStall(Signal):
                             self._news(state)
                             return None
                         if flags & FLAG_SEARCH:
-                            looked = key and state.reads and _looked_for(state.reads, key)
-                            if looked:
-                                # An indicator's empty answer: that indicator's answer.
-                                return self._answer_for(state, _mixed(_NOTHING, looked), result)
-                            return self._stale(state, _NOTHING, result, b"(nothing found)")
+                            return self._found_nothing(state, key, result, b"(nothing found)")
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
             echoed = False
@@ -1572,10 +1570,7 @@ class ResultStall(Signal):
         if cached is _FOUND_NOTHING:
             if polled:
                 return None  # the same search answered anew (a timestamp): a poll
-            if not (key and state.reads and _looked_for(state.reads, key)):
-                return self._stale(state, _NOTHING, result, masked)
-            # An indicator's "nothing found" (an IOC sweep: the next IP, domain or hash):
-            # that indicator's answer, mixed with it below; the same one again is stale.
+            return self._found_nothing(state, key, result, masked)
         if not flags & FLAG_SEARCH and not result.failed:
             payload = result.event.result
             if type(payload) is str and len(payload) <= TINY_ANSWER and _BARE_ANSWER.fullmatch(payload):
@@ -1669,12 +1664,17 @@ class ResultStall(Signal):
         if state.mask:
             state.mask = 0
 
-    def _answer_for(self, state: Any, code: int, result: ResultView) -> Finding | None:
-        """An answer known only by its code (an indicator's "nothing found"): news the
-        first time, stale after."""
+    def _found_nothing(self, state: Any, key: int, result: ResultView, masked: bytes) -> Finding | None:
+        """A search that found nothing: nothing found again, stale; unless it looked for
+        indicators (an IOC sweep: the next IP, domain or hash), when it is that indicator's
+        answer, news the first time and stale after."""
+        looked = _looked_for(state.reads, key) if key and state.reads else 0
+        if not looked:
+            return self._stale(state, _NOTHING, result, masked)
+        code = _mixed(_NOTHING, looked)
         packed = code.to_bytes(_WIDTH, "little")
         if find_entry(state.seen, packed, _WIDTH) >= 0:
-            return self._stale(state, code, result, b"(nothing found)")
+            return self._stale(state, code, result, masked)
         self._remember(state.seen, packed)
         self._news(state)
         return None
