@@ -315,3 +315,62 @@ def test_runner_threshold_is_configurable_and_clamped() -> None:
     assert ToolsWithoutText(SignalConfig()).runner_threshold == 25
     with pytest.raises(msgspec.ValidationError):
         msgspec.convert({"runner_threshold": 1}, Config)
+
+
+# ------------------------------------------------- coding agents' file tools, plans
+
+
+def claude_code_calls(d: Driver, count: int) -> list[int]:
+    """Silent reads and edits through Claude Code's own tools, file after file."""
+    hits = []
+    for i in range(count):
+        tool, args = ("Read", {"file_path": f"src/m{i}.py"}) if i % 2 else ("Edit", {"file_path": f"src/m{i}.py"})
+        if d.call(tool, args) is not None:
+            hits.append(i + 1)
+    return hits
+
+
+def test_a_silent_stretch_of_file_tools_trips_at_the_runner_threshold() -> None:
+    d = driver()
+    assert claude_code_calls(d, 24) == []
+    assert shell_calls(d, 1) == [1]  # 25 with the shell's
+    assert d.findings[0].detail["threshold"] == 25
+
+
+def test_file_tools_match_with_their_case_and_generic_names_stay_named() -> None:
+    d = driver()
+    assert calls(d, 12, tool="read_file") == [12]  # an assistant's named read
+    d = driver()
+    assert calls(d, 12, tool="read") == [12]
+    d = driver()
+    assert calls(d, 12, tool="Read") == []
+
+
+def test_a_named_call_among_file_tools_puts_the_stretch_on_the_named_threshold() -> None:
+    d = driver()
+    assert claude_code_calls(d, 11) == []
+    assert d.call("mcp__jira__get_issue", {"key": "ENG-1"}) is not None
+
+
+def test_a_plan_update_counts_as_speech() -> None:
+    d = driver(after_first_text=True)
+    assert d.call("TodoWrite", {"todos": [{"content": "migrate", "status": "in_progress"}]}) is None
+    # the plan was the agent's first word: counting starts, and each plan re-arms it
+    assert calls(d, 11) == []
+    d.call("update_plan", {"plan": [{"step": "a", "status": "completed"}]})
+    assert calls(d, 11) == []
+    assert calls(d, 1) == [1]
+    d.call("TodoWrite", {"todos": []})
+    assert calls(d, 12) == [12]  # re-armed: one alert per stretch
+
+
+def test_plan_and_file_tools_are_configurable() -> None:
+    d = driver(plan_tools=[], file_tools=["fs_*"])
+    assert d.call("TodoWrite", {"todos": []}) is None
+    assert calls(d, 11) == [11]  # no plan tool now: the plan was the stretch's first call
+    d = driver(plan_tools=["show_plan"])
+    d.call("show_plan", {"steps": 3})
+    assert calls(d, 11) == []
+    d = driver(file_tools=["fs_*"])
+    assert calls(d, 24, tool="fs_read") == []
+    assert calls(d, 1, tool="fs_read") == [1]

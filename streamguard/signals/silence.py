@@ -68,6 +68,23 @@ Command runners (``runner_threshold``, default 25)
     call to a named tool in the stretch puts it back on ``threshold``, so the
     reference cases, which use named tools, are unchanged.
 
+Coding agents' file tools (``file_tools``) and plans (``plan_tools``)
+    Claude Code and its kin work through tools of their own rather than a
+    shell: ``Read``, ``Edit``, ``Grep``, ``Glob``... Each names what it does,
+    but they are a coding agent's hands as much as ``bash`` is, and a coding
+    agent narrates as little through them: the healthy Claude Code sessions of
+    the forty-sixth blind batch ran silent for 14 to 16 calls reading and
+    editing file after file, and warned at 12. A silent stretch of these and of
+    command runners only trips at ``runner_threshold``. The defaults are the
+    names those runtimes use, matched with their case (``Read``, not
+    ``read_file``: a named ``read_file`` in an assistant's toolbox is the
+    reference's named tool and keeps ``threshold``). A plan the agent updates
+    for the person to see (Claude Code's ``TodoWrite``, Codex CLI's
+    ``update_plan``, Gemini CLI's ``write_todos``) says where it is: such a call
+    is counted as speech, not as a silent call. Five of the seven healthy
+    sessions of that batch that warned stay silent with both; the other two
+    went 26 and 39 calls without a word or a plan, and still warn.
+
 Known false positives
     Long silent sweeps. The corpus is cluster triage; a twelve-call silent
     walk through a code base is far more plausible, and an operator who sees
@@ -79,9 +96,12 @@ Known false positives
 
 from __future__ import annotations
 
+import fnmatch
+import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from msgspec import Meta, Struct
+from msgspec import Meta, Struct, field
 
 from ..canonical import truncate_middle
 from ..events import Text
@@ -91,6 +111,20 @@ SIGNAL_ID = "tools-without-text"
 
 CORPUS_LONGEST_SILENT_RUN = 10
 """Longest textless run of calls in the reference corpus of 64 good sessions."""
+
+DEFAULT_FILE_TOOLS = (
+    # Claude Code
+    "Read", "Write", "Edit", "MultiEdit", "Grep", "Glob", "LS", "NotebookRead", "NotebookEdit",
+    # Codex CLI, Gemini CLI, Cline and Roo Code, Cursor: the names only they use
+    "apply_patch", "read_many_files", "search_file_content", "write_to_file", "replace_in_file",
+    "apply_diff", "list_code_definition_names", "codebase_search", "grep_search", "file_search",
+)
+"""Coding agents' file tools, by the names their runtimes give them (not the generic
+``read_file``, which assistants of every kind are given)."""
+DEFAULT_PLAN_TOOLS = (
+    "TodoWrite", "update_plan", "write_todos", "todo_write", "update_todo_list", "manage_todo_list",
+)
+"""Tools that show the person the agent's plan: Claude Code, Codex CLI, Gemini CLI, and others."""
 
 
 class ToolsWithoutTextConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -105,6 +139,12 @@ class ToolsWithoutTextConfig(SignalConfig, kw_only=True, forbid_unknown_fields=T
     after_first_text: bool = True
     """Count only once the agent has spoken in this session (false: the reference
     behaviour, which also counts the calls before its first word)."""
+    file_tools: list[str] = field(default_factory=lambda: list(DEFAULT_FILE_TOOLS))
+    """Coding agents' own file tools (globs, case-sensitive): a silent stretch of these
+    and of command runners trips at ``runner_threshold``."""
+    plan_tools: list[str] = field(default_factory=lambda: list(DEFAULT_PLAN_TOOLS))
+    """Tools that show the person the agent's plan (globs, case-sensitive): a call of
+    one is counted as speech."""
 
 
 class ToolsWithoutTextState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
@@ -115,7 +155,8 @@ class ToolsWithoutTextState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     spoke: bool = False
     """The agent has said something in this session."""
     named: bool = False
-    """A call of the current silent stretch was not to a command runner."""
+    """A call of the current silent stretch was to neither a command runner nor a file
+    tool."""
     reported: bool = False
     """The current silent stretch has alerted."""
 
@@ -146,6 +187,19 @@ class ToolsWithoutText(Signal):
         self.threshold = self.config.threshold
         self.runner_threshold = self.config.runner_threshold
         self.after_first_text = self.config.after_first_text
+        self._file_tools = _glob_matcher(self.config.file_tools)
+        self._plan_tools = _glob_matcher(self.config.plan_tools)
+        # tool name -> 1 file tool, 2 plan tool, 0 neither (bounded: names are untrusted)
+        self._kinds: dict[str, int] = {}
+
+    def _kind(self, tool: str) -> int:
+        kind = self._kinds.get(tool)
+        if kind is None:
+            kind = 2 if self._plan_tools(tool) else 1 if self._file_tools(tool) else 0
+            if len(self._kinds) >= 512:
+                self._kinds.clear()
+            self._kinds[tool] = kind
+        return kind
 
     def is_latched(self, state: Any) -> bool:
         return state.reported
@@ -153,19 +207,23 @@ class ToolsWithoutText(Signal):
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
             return None
+        kind = 0 if call.runner else self._kind(call.tool)
+        if kind == 2:  # a plan shown to the person: it says where the agent is
+            self.on_text(state, None)
+            return None
         if self.after_first_text and not state.spoke:
             return None
         state.calls += 1
         if state.reported:
             return None
-        if not call.runner:
+        if not kind and not call.runner:
             state.named = True
         if state.calls >= (self.threshold if state.named else self.runner_threshold):
             state.reported = True
             return self._finding(state, call.tool)
         return None
 
-    def on_text(self, state: Any, event: Text) -> Finding | None:
+    def on_text(self, state: Any, event: Text | None) -> Finding | None:
         state.calls = 0
         state.spoke = True
         state.named = False
@@ -198,3 +256,11 @@ class ToolsWithoutText(Signal):
                 "tool": label,
             },
         )
+
+
+def _glob_matcher(patterns: list[str]) -> Callable[[str], bool]:
+    """Whether a tool name matches one of ``patterns`` (:mod:`fnmatch` globs, with case)."""
+    if not patterns:
+        return lambda tool: False
+    match = re.compile("|".join(fnmatch.translate(p) for p in patterns)).match
+    return lambda tool: match(tool) is not None
