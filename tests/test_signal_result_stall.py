@@ -869,6 +869,26 @@ def test_the_thing_a_named_read_names_keeps_its_answer_apart() -> None:
     assert hits(again) != []
 
 
+def test_the_ids_of_an_object_of_arguments_name_the_place_too() -> None:
+    """Amazon Q's ``use_aws`` sends the operation's own arguments as an object: one check
+    per bucket is that bucket's answer; the same bucket asked again is the same answer."""
+    def use_aws(bucket: str, label: str = "Check access") -> dict[str, Any]:
+        return {"service_name": "s3api", "operation_name": "get-public-access-block",
+                "parameters": {"bucket": bucket}, "region": "us-east-1", "label": label}
+
+    answer = {"exit_status": "0", "stdout": '{"PublicAccessBlockConfiguration": {"BlockPublicAcls": true}}'}
+    sweep = [e for i in range(14) for e in step("use_aws", use_aws(f"acme-{word(i)}"), answer)]
+    assert hits(sweep) == []
+    again = [e for i in range(14) for e in step("use_aws", use_aws("acme-one", f"Check {word(i)}"), answer)]
+    assert hits(again) != []
+    assert _ids(use_aws("b1")) == "region=us-east-1\0service_name=s3api\0parameters:bucket=b1"
+    # one level down only, after the call's own
+    assert _ids({"order_id": "A1", "params": {"inner": {"bucket": "deep"}, "region": "r"}}) == (
+        "order_id=A1\0params:region=r"
+    )
+    assert _ids({"parameters": {}}) == _ids({"parameters": {"page": 2}}) == ""
+
+
 @pytest.mark.parametrize("answer", [
     '{"error": "Order not found"}', {"detail": "Not found."}, "Order not found.", "404 Not Found",
     {"status": 404, "body": "missing"},

@@ -626,7 +626,7 @@ def _is_id_key(key: Any) -> bool:
     )
 
 
-def _ids(args: Any, search: bool = False) -> str:
+def _ids(args: Any, search: bool = False, nested: bool = True) -> str:
     """The identifiers a named tool's call reads by, in the order of their names; "" for
     none: the short scalar values of arguments named as ids or places (:data:`_ID_KEY`,
     :data:`_PLACE_KEY_WORDS`); values
@@ -634,7 +634,10 @@ def _ids(args: Any, search: bool = False) -> str:
     say no text, window, path or command (:data:`_TEXT_WORDS`; for a search, ``search``,
     nor a term it looks for, :data:`_TERM_WORDS`: ``search_dir(term="parseConfig3")``
     is a hunt, however the term is shaped); and the identifiers a structured filter's
-    equalities select (:data:`_FILTER_WORDS`, :data:`_EQUALITY`)."""
+    equalities select (:data:`_FILTER_WORDS`, :data:`_EQUALITY`). ``nested``: also those of
+    an argument that is itself an object of arguments, one level down (Amazon Q's
+    ``use_aws(service_name="s3api", parameters={"bucket": ...})``, an MCP gateway's
+    ``arguments``), after the call's own."""
     if type(args) is not dict or len(args) > 8:
         return ""
     keys = tuple(args)
@@ -683,6 +686,12 @@ def _ids(args: Any, search: bool = False) -> str:
                 for field, selected in _EQUALITY.findall(value, 0, TARGET_SPAN)
                 if _is_id_value(selected)
             )
+    if nested:
+        for key, value in args.items():
+            if type(value) is dict and value:
+                inner = _ids(value, search, nested=False)
+                if inner:
+                    found.append(f"{key}:{inner}")
     return "\0".join(found)
 
 
