@@ -93,6 +93,7 @@ from .signals.base import (
     waited_between,
 )
 from .signals.facts import (
+    ENVELOPE_HEAD,
     FLAG_ASK,
     FLAG_LONG_POLL,
     FLAG_READ,
@@ -114,6 +115,7 @@ from .signals.facts import (
     name_words,
     names_no_act,
     plain_facts,
+    runner_envelope,
     runner_facts,
     shell_transcript,
     sleep_facts,
@@ -619,6 +621,15 @@ class Watchdog:
                 event = structs.replace(
                     event, result=transcript[0], error=event.error or transcript[1]
                 )
+        if (
+            (type(payload) is dict and "metadata" in payload)
+            or (type(payload) is str and payload.startswith(ENVELOPE_HEAD))
+        ) and self._runners(event.tool):
+            # A runner's output envelope (Codex CLI): its output and exit code, not how
+            # long the run took (runner_envelope).
+            envelope = runner_envelope(payload)
+            if envelope is not None:
+                event = structs.replace(event, result=envelope[0], error=event.error or envelope[1])
         failed = bool(event.error)
         fingerprint = size = 0
         encoded = None  # the payload's sorted JSON, when the fingerprint made it (answer_gist)

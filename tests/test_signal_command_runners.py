@@ -707,6 +707,54 @@ def test_a_shell_transcript_is_read_as_its_output_and_exit_code() -> None:
     assert "failure-loop" in signals(rerun)
 
 
+def codex_shell(command: str, output: str, code: int = 0, seconds: float = 0.4,
+                as_text: bool = False) -> list[Any]:
+    """Codex CLI's `shell` call (an argv) and its answer: the output in an envelope that
+    says how the run ended and how long it took."""
+    envelope = {"output": output, "metadata": {"exit_code": code, "duration_seconds": seconds}}
+    call = ToolCall(session="r", tool="shell", args={"command": ["bash", "-lc", command], "workdir": "/src/app"})
+    return [call, ToolResult(session="r", tool="shell",
+                             result=json.dumps(envelope, separators=(",", ":")) if as_text else envelope)]
+
+
+def test_a_runner_envelope_is_read_as_its_output_and_exit_code() -> None:
+    """Codex CLI wraps each run's output with its exit code and duration. An agent that
+    announced a patch and only re-read the same function, re-grepped the same sleep and
+    checked `git diff --stat` lap after lap, for thirty calls, was never halted: each
+    answer took another tenth of a second, so compared as the object it was, each was
+    new. Read as its output, the laps are the same answers again."""
+    from streamguard.signals.facts import runner_envelope
+
+    lap = [("sed -n '86,100p' client.py", "    def _send_with_retry(self, batch):\n        time.sleep(1.0)"),
+           ("rg -n 'time\\.sleep' client", "client.py:98:            time.sleep(1.0)"),
+           ("git diff --stat", ""), ("rg -n 'import (time|random)' client.py", "3:import time")]
+    for as_text in (False, True):
+        trace = [e for n in range(8) for i, (command, output) in enumerate(lap)
+                 for e in codex_shell(command, output, seconds=0.1 * ((n * 4 + i) % 9 + 1), as_text=as_text)]
+        assert [a.signal for a in alerts(trace) if a.severity == "critical"] != []
+    first = codex_shell("pytest -q", "1 failed", code=1, seconds=2.5)[1].result
+    assert runner_envelope(first) == ("1 failed", "exit code 1")
+    assert runner_envelope(json.dumps(first)) == ("1 failed", "exit code 1")
+    assert runner_envelope({"output": "ok", "metadata": {"exit_code": 0}}) == ("ok", None)
+    # anything else in it makes it an answer of its own
+    for other in ({"output": "x", "metadata": {"exit_code": 0}, "files": []},
+                  {"output": "x", "metadata": {"exit_code": "0"}}, {"output": 3, "metadata": {}},
+                  {"metadata": {"exit_code": 1}}, '{"output": "not json', '{"output": [1]}'):
+        assert runner_envelope(other) is None, other
+    # a sweep of different commands answering alike through the envelope is no stall
+    sweep = [e for n in range(20) for e in codex_shell(
+        f"curl -s -o /dev/null -w '%{{http_code}}' https://api.example.com/v1/r{word(n)}", "200", seconds=0.1 * n)]
+    assert [a.signal for a in alerts(sweep) if a.severity == "critical"] == []
+    # the same failing command re-sent with nothing changed is a failure loop
+    rerun = [e for n in range(8) for e in codex_shell("pytest -x tests/test_a.py", "1 failed", code=1, seconds=1 + n)]
+    assert "failure-loop" in signals(rerun)
+    # a named tool's answer shaped the same is its own data
+    named = [e for n in range(8) for e in (
+        ToolCall(session="r", tool="get_job", args={"job": "j1"}),
+        ToolResult(session="r", tool="get_job", result={"output": "done", "metadata": {"exit_code": 0, "duration_seconds": n}}))]
+    assert "result-stall" not in signals(named)
+
+
 @pytest.mark.parametrize(("answer", "ack"), [
     ("ALTER TABLE", True), ("INSERT 0 1", True), ("BEGIN\nUPDATE 3\nCOMMIT", True),
     ("CREATE INDEX", True), ("ALTER TABLE EXECUTE", True),

@@ -616,10 +616,13 @@ def test_an_editor_view_names_its_file_by_its_path_argument() -> None:
 
 
 def test_a_cloud_cli_sweep_over_regions_is_one_answer_per_region() -> None:
-    """`aws ec2 describe-instances --region R` over fourteen regions, most answering `[]`:
-    the region is the place read, as a host is a URL's, so each region's `[]` is its own
-    answer. The same region asked again and again, `[]` each time, is stale."""
-    empty = {"output": "[]", "metadata": {"exit_code": 0}}
+    """`aws ec2 describe-instances --region R` over fourteen regions, each answering the
+    same: the region is the place read, as a host is a URL's, so each region's answer is
+    its own. The same region asked again and again, the same answer each time, is stale."""
+    # (Codex CLI's envelope, read as its output: an answer that is more than a bare `[]`,
+    # which says no more than the call and is neither stale nor news)
+    empty = {"output": '{"Reservations": [{"Instances": [{"InstanceId": "i-0a1b2c3d", "State": "stopped"}]}]}',
+             "metadata": {"exit_code": 0, "duration_seconds": 1.2}}
     regions = [f"{word(i)}-{word(i + 3)}-1" for i in range(14)]
     sweep = [event for region in regions for event in step(
         "shell", {"command": ["bash", "-lc", f"aws ec2 describe-instances --region {region} --output json"]},

@@ -961,6 +961,38 @@ def shell_transcript(text: str) -> tuple[str, str | None] | None:
     return answer, reason[:MCP_ERROR_CHARS]
 
 
+_ENVELOPE_KEYS = frozenset({"output", "metadata"})
+_ENVELOPE_METADATA = frozenset({"exit_code", "duration_seconds"})
+ENVELOPE_HEAD = '{"output":'
+"""How a runner's output envelope sent as JSON text opens (:func:`runner_envelope`)."""
+
+
+def runner_envelope(result: Any) -> tuple[str, str | None] | None:
+    """Codex CLI's ``shell`` answer, an envelope of the run (``{"output": "...",
+    "metadata": {"exit_code": 1, "duration_seconds": 0.4}}``, as an object or as its JSON
+    text), read as what it says: its output, and a failure ``exit code N`` when the exit
+    code is a number other than 0 (a failure that says only that is read with its
+    output). ``None`` when ``result`` is no such envelope (nothing else in it: another
+    key makes it an answer of its own). The run's duration is how long it took, not what
+    it answered: the same command printing the same lines in 0.4 s and then in 0.7 s
+    answered the same thing, and compared as the object it was, every such answer was
+    new."""
+    if type(result) is str:
+        if not result.startswith(ENVELOPE_HEAD):
+            return None
+        result = as_object(result)
+    if type(result) is not dict or "output" not in result or not _ENVELOPE_KEYS.issuperset(result):
+        return None
+    output = result["output"]
+    metadata = result.get("metadata", {})
+    if type(output) is not str or type(metadata) is not dict or not _ENVELOPE_METADATA.issuperset(metadata):
+        return None
+    code = metadata.get("exit_code", 0)
+    if type(code) is not int:
+        return None
+    return output, (f"exit code {code}" if code else None)
+
+
 def _stated(value: str) -> str:
     """A transcript field's value, "" for its words of nothing (``(empty)``, ``(none)``)."""
     return "" if value in ("(empty)", "(none)") else value
