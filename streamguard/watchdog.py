@@ -115,6 +115,7 @@ from .signals.facts import (
     name_words,
     names_no_act,
     plain_facts,
+    run_record,
     runner_envelope,
     runner_facts,
     shell_transcript,
@@ -621,6 +622,14 @@ class Watchdog:
                 event = structs.replace(
                     event, result=transcript[0], error=event.error or transcript[1]
                 )
+        elif type(payload) is dict and "stdout" in payload and self._runners(event.tool):
+            # A command's run recorded as an object: its output and exit code, not how
+            # long it took (run_record). (A runner's only: a named tool's answer of this
+            # shape is its data; `run_kubectl(args="rollout status ...")` timing out while
+            # the rollout moves would be a failure re-sent.)
+            record = run_record(payload)
+            if record is not None:
+                event = structs.replace(event, result=record[0], error=event.error or record[1])
         if (
             (type(payload) is dict and "metadata" in payload)
             or (type(payload) is str and payload.startswith(ENVELOPE_HEAD))

@@ -755,6 +755,29 @@ def test_a_runner_envelope_is_read_as_its_output_and_exit_code() -> None:
     assert "result-stall" not in signals(named)
 
 
+def test_a_run_record_is_read_as_its_output_and_exit_code() -> None:
+    """A runner's answer recorded as `{"stdout", "stderr", "exit_code"}` (and its duration)
+    is its output; an exit code other than 0 is a failure whose text is what the run
+    printed. A named tool's answer of that shape is its own data."""
+    from streamguard.signals.facts import run_record
+
+    assert run_record({"stdout": "1 failed", "stderr": "E  boom", "exit_code": 1}) == (
+        "1 failed\nE  boom", "1 failed\nE  boom")
+    assert run_record({"stdout": "", "stderr": "", "returncode": 2, "duration_ms": 4}) == ("", "exit code 2")
+    assert run_record({"stdout": "ok", "exit_code": 0, "elapsed": 1.5}) == ("ok", None)
+    for other in ({"stdout": "ok"}, {"stdout": "ok", "exit_code": "0"}, {"stdout": 1, "exit_code": 0},
+                  {"stdout": "ok", "exit_code": 0, "files": ["a"]}, {"stderr": "x", "exit_code": 1}):
+        assert run_record(other) is None, other
+
+    def run(tool: str, n: int) -> list[Any]:
+        return [ToolCall(session="r", tool=tool, args={"command": "pytest -x tests/test_a.py"}),
+                ToolResult(session="r", tool=tool, result={
+                    "stdout": "1 failed", "stderr": "", "exit_code": 1, "duration_seconds": 1 + n / 10})]
+
+    assert "failure-loop" in signals([e for n in range(8) for e in run("execute_bash", n)])
+    assert "failure-loop" not in signals([e for n in range(8) for e in run("run_tests_tool", n)])
+
+
 @pytest.mark.parametrize(("answer", "ack"), [
     ("ALTER TABLE", True), ("INSERT 0 1", True), ("BEGIN\nUPDATE 3\nCOMMIT", True),
     ("CREATE INDEX", True), ("ALTER TABLE EXECUTE", True),

@@ -967,6 +967,40 @@ ENVELOPE_HEAD = '{"output":'
 """How a runner's output envelope sent as JSON text opens (:func:`runner_envelope`)."""
 
 
+_RUN_RECORD_KEYS = frozenset({
+    "stdout", "stderr", "exit_code", "exitCode", "returncode", "return_code",
+    "duration", "duration_ms", "duration_seconds", "elapsed", "elapsed_ms",
+})
+_EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code")
+
+
+def run_record(result: Any) -> tuple[str, str | None] | None:
+    """A command's run recorded as an object (``{"stdout": "...", "stderr": "...",
+    "exit_code": 1}``, ``returncode``, with or without its duration) by a command runner,
+    read as what it says: its output (standard error after standard output),
+    and a failure when the exit code is a number other than 0, its error all that the
+    run printed (or ``exit code N`` when it printed nothing): ``kubectl rollout status
+    --timeout=60s`` timing out while the rollout moves (3, then 5, then 8 of 12 replicas
+    updated) fails with the same standard error each time and is a poll, not the same
+    failure again. ``None`` when ``result`` is no such record (it has no ``stdout`` or
+    no exit code, or anything else in it)."""
+    if type(result) is not dict or "stdout" not in result or not _RUN_RECORD_KEYS.issuperset(result):
+        return None
+    stdout = result["stdout"]
+    stderr = result.get("stderr") or ""
+    if type(stdout) is not str or type(stderr) is not str:
+        return None
+    code: Any = None
+    for key in _EXIT_KEYS:
+        if key in result:
+            code = result[key]
+            break
+    if type(code) is not int:
+        return None
+    answer = f"{stdout}\n{stderr}" if stdout and stderr else stdout or stderr
+    return answer, ((answer or f"exit code {code}")[:MCP_ERROR_CHARS] if code else None)
+
+
 def runner_envelope(result: Any) -> tuple[str, str | None] | None:
     """Codex CLI's ``shell`` answer, an envelope of the run (``{"output": "...",
     "metadata": {"exit_code": 1, "duration_seconds": 0.4}}``, as an object or as its JSON
