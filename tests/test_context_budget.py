@@ -181,6 +181,26 @@ def test_a_screenshot_is_counted_as_an_image_not_as_its_base64():
     assert d2.result("read_file", result=[{"type": "text", "text": "A" * 600_000}]).signal == "context-budget"
 
 
+def test_a_computer_use_answer_sent_by_its_size_is_a_screenshot():
+    """OpenAI's computer_use_preview answers every action with a screenshot; a runtime
+    that sends it as a digest and its 400 KB had the turn cut at the second call."""
+    from streamguard.signals.context_budget import IMAGE_TOKENS
+
+    for tool in ("computer_use_preview", "computer"):
+        d = driver()
+        d.usage(model="computer-use-preview", input_tokens=4_500)
+        assert d.result(tool, result_bytes=399_004) is None
+        assert d.state.pending_bytes == IMAGE_TOKENS * 3
+    # another tool's 400 KB, sent the same way, is counted by its bytes
+    d = driver()
+    d.usage(model="computer-use-preview", input_tokens=4_500)
+    assert d.result("fetch_page", result_bytes=399_004).signal == "context-budget"
+    # and a computer tool's payload is read as it is (a text answer is text)
+    d = driver()
+    d.usage(model="computer-use-preview", input_tokens=4_500)
+    assert d.result("computer", result="A" * 399_004).signal == "context-budget"
+
+
 def test_a_window_its_own_usage_exceeds_stands_the_estimate_down():
     """A computer-use run on a long-context variant reports 230,000 input tokens under a
     declared 200,000-token window: the figure is wrong, and cutting every turn from then

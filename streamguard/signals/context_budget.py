@@ -44,7 +44,12 @@ Images
     bytes of its base64: a full-page screenshot of 900 KB is about 1,600 tokens to
     the model, not 300,000, and counting its bytes cut a browser agent's turn at its
     first screenshot. A runtime that sends only ``result_bytes`` for such a result
-    is still counted by its bytes (nothing says it held an image).
+    is still counted by its bytes (nothing says it held an image), except a
+    computer-use tool's (``computer``, ``computer_*``: OpenAI's
+    ``computer_use_preview``, Anthropic's ``computer``), which answers every action
+    with a screenshot: three healthy computer-use sessions of the forty-fifth blind
+    batch, each screenshot sent as a digest and its 200–400 KB, were cut at their
+    second to fifth call.
 
 A window contradicted by its own measure
     A usage event whose ``input_tokens`` exceed the window (the event's
@@ -115,6 +120,11 @@ def sized_without_images(payload: Any, bytes_per_token: int, size: int) -> int:
     if not images:
         return size
     return min(size, text + images * IMAGE_TOKENS * bytes_per_token)
+
+
+def _computer_tool(tool: str) -> bool:
+    """A computer-use tool by its name: ``computer``, ``computer_*``."""
+    return tool == "computer" or tool.startswith("computer_")
 
 
 PRESSURE = "context-pressure"
@@ -289,6 +299,10 @@ class ContextBudget(Signal):
             # A screenshot's base64 is no text the model reads: an image costs what its
             # pixels cost (IMAGE_TOKENS), not its bytes.
             size = sized_without_images(result.event.result, self.bytes_per_token, size)
+        elif size > IMAGE_CHECK_BYTES and result.event.result is None and _computer_tool(result.tool):
+            # A computer-use tool answers every action with a screenshot: sent by its size
+            # alone (a digest and result_bytes), it is an image all the same.
+            size = min(size, IMAGE_TOKENS * self.bytes_per_token)
         state.pending_bytes += size
         if state.cut_latched:
             return None
