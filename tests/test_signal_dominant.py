@@ -447,3 +447,42 @@ def test_a_status_read_between_waits_until_it_changes_is_a_poll() -> None:
 
     assert dominant(trace(wait=True)) == []
     assert "critical" in dominant(trace(wait=False))
+
+
+# ------------------------------------------- an act that only reports itself
+
+
+def feed(extracts: list[str], scrolls: int = 2, tool: str = "scroll_down",
+         scrolled: str = "\U0001f50d  Scrolled down the page by one page") -> list[Any]:
+    """browser-use collecting an infinite feed: two scrolls, then an extraction."""
+    from streamguard.events import ToolResult
+
+    trace: list[Any] = []
+    for n, extract in enumerate(extracts):
+        for _ in range(scrolls):
+            trace += [ToolCall(session="d", tool=tool, args={}), ToolResult(session="d", tool=tool, result=scrolled)]
+        trace += [ToolCall(session="d", tool="extract_content", args={"goal": f"posts after #{5 * n}"}),
+                  ToolResult(session="d", tool="extract_content", result=extract)]
+    return trace
+
+
+def dominant_alerts(trace: list[Any]) -> list[str]:
+    from tests.harness import engine_alerts
+
+    policy = 'mode = "warn"\ndisabled_signals = ["result-stall", "tools-without-text", "long-loop"]\n'
+    return [a.signal for a in engine_alerts(trace, policy, "d") if a.signal == "dominant-tool-call"]
+
+
+def test_an_act_that_only_reports_itself_is_judged_by_what_the_others_see() -> None:
+    """The scroll says "Scrolled down" every time, whether the feed moved or not: while
+    the extractions between the scrolls list new posts, the feed moves; when they list
+    the same posts, the scrolls are a loop."""
+    moving = feed([f"posts: {chr(65 + n) * 3} by u/{chr(97 + n)}" for n in range(10)])
+    assert dominant_alerts(moving) == []
+    stuck = feed(["posts: the last five, end of feed"] * 10)
+    assert dominant_alerts(stuck) == ["dominant-tool-call"]
+    # a dominant call whose answer is data (not an act's report) trips as before,
+    # whatever the others see
+    read = feed([f"posts: {chr(65 + n) * 3}" for n in range(10)], tool="get_feed_status",
+                scrolled='{"status": "ok", "items": 25}')
+    assert dominant_alerts(read) == ["dominant-tool-call"]

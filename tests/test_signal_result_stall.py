@@ -872,6 +872,32 @@ def test_the_thing_a_named_read_names_keeps_its_answer_apart() -> None:
     assert hits(again) != []
 
 
+def test_data_in_a_fenced_block_keeps_its_strings() -> None:
+    """browser-use answers an extraction with a short lead and the page's data as JSON in
+    a fence: twenty catalogue pages, clicked through with the same "next", differ in their
+    quoted titles and prices, which a prose message's quoted-term masking made one answer
+    (halted at the thirty-eighth call). The same page extracted again is the same answer."""
+    def page(n: int) -> str:
+        books = [{"title": f"The {word(n)} Sisters", "price": f"£{10 + n}.{n:02d}"},
+                 {"title": f"Tales of {word(n + 50)}", "price": "£12.00"}]
+        return "\U0001f4c4  Extracted from page\n: ```json\n" + json.dumps(
+            {"page": f"{n} of 50", "books": books}, indent=2) + "\n```\n"
+
+    goal = {"goal": "List all books on this page with star-rating Five: title and price"}
+    pages = [e for n in range(1, 26) for e in (
+        step("click_element_by_index", {"index": 47}, "\U0001f5b1\ufe0f  Clicked button with index 47: next")
+        + step("extract_content", goal, page(n)))]
+    assert hits(pages) == []
+    again = [e for n in range(25) for e in (
+        step("scroll_down", {"amount": 600 + n}, "\U0001f50d  Scrolled down the page by 600 pixels")
+        + step("extract_content", {"goal": f"books, attempt {word(n)}"}, page(1)))]
+    assert hits(again) != []
+    # prose quoting its term is still masked there; a fence of prose is prose
+    assert template('No matches found for "a.txt" in /repo') == template('No matches found for "b.txt" in /repo')
+    assert template('Ran ```sh\ngrep "a" x``` and found "one"') == template('Ran ```sh\ngrep "b" x``` and found "two"')
+    assert template(page(1)) != template(page(2))
+
+
 def test_the_ids_of_an_object_of_arguments_name_the_place_too() -> None:
     """Amazon Q's ``use_aws`` sends the operation's own arguments as an object: one check
     per bucket is that bucket's answer; the same bucket asked again is the same answer."""

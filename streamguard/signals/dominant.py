@@ -55,6 +55,17 @@ Result-aware (``result_aware``, default on; not in the reference)
     answered calls. Without results (a runtime that sends none) nothing
     changes; ``result_aware = false`` is the reference rule.
 
+    An interface act answered only by its own report (``reports_act``:
+    browser-use's "🔍  Scrolled down the page by one page", "Clicked element
+    'button.load-more'") says nothing of what it did: its answer is the same
+    every time, whether the page moved or not. What the act did is what the
+    calls between its repeats see, so such a dominant act does not trip while
+    those calls' latest answers hold at least two different things (an
+    infinite feed scrolled twice between extractions, each extraction listing
+    new posts, was halted at the sixteenth call); scrolling a page that has
+    stopped moving, read the same way each time, still trips, and so does
+    any other dominant call.
+
 Known false positives
     A hand-rolled poll with other calls interleaved. Without the interleaves
     such a poll would meet ``repeated-tool-call`` after five calls anyway, so
@@ -89,6 +100,7 @@ from .base import (
     note_answer,
     push_own_ring,
 )
+from .result_stall import reports_act
 
 SIGNAL_ID = "dominant-tool-call"
 ARGS_LIMIT = 200
@@ -120,6 +132,25 @@ def periodic(window: list[int], max_period: int) -> bool:
             first = window[0]
             if any(window[i] != first for i in range(1, period)):
                 return True
+    return False
+
+
+def _others_differ(state: Any, window: list[int], top: int) -> bool:
+    """Whether the calls of ``window`` other than ``top`` last answered at least two
+    different things (their exact outcomes, as ``note_answer`` keeps them)."""
+    answers = state.answers
+    if not answers:
+        return False
+    first = -1
+    for key in window:
+        if key != top:
+            packed = answers.get(key)
+            if packed is not None:
+                outcome = packed >> 8 & 0xFFFFFFFF
+                if first < 0:
+                    first = outcome
+                elif outcome != first:
+                    return True
     return False
 
 
@@ -164,6 +195,8 @@ class DominantToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     """Canonical arguments of that call, cut to :data:`ARGS_LIMIT` bytes."""
     ring: list[int] | None = None
     """Own key history, used only when the policy exempts tools."""
+    act_key: int = 0
+    """The call whose latest answer only reported the interface act it asked for."""
     answers: dict[int, int] | None = None
     """Recent calls' answers (``note_answer``): call key -> (last outcome, 32 bits) << 8 |
     times it changed, with a bit for "that answer was new"; at most ``ANSWERS_KEPT`` calls,
@@ -205,6 +238,10 @@ class DominantToolCall(Signal):
                 state.answers = None  # kept by a result-aware policy: stale from here on
         elif not (self.exempt and result.tool in self.exempt):
             note_answer(state, result)
+            if reports_act(result):
+                state.act_key = result.call_key
+            elif state.act_key == result.call_key:
+                state.act_key = 0
         return None
 
     def is_latched(self, state: Any) -> bool:
@@ -262,6 +299,8 @@ class DominantToolCall(Signal):
             return None
         if self.result_aware and answer_keeps_changing(state, top):
             return None  # its answer keeps changing: paging or polling, not a loop
+        if self.result_aware and top == state.act_key and _others_differ(state, window, top):
+            return None  # an act that only reports itself, whose effect the others see
         state.latched = True
         state.latched_key = top
         return self._finding(state, top, count, len(window))

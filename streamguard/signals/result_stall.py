@@ -401,6 +401,22 @@ QUOTE_SPAN = 256
 """Characters at the start of a result in which quoted strings are masked (where error
 messages quote the term they could not find)."""
 _QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`")
+_FENCED_DATA = re.compile(r"```[A-Za-z]{0,12}[ \t]*\r?\n[ \t]*[\[{]")
+"""A fenced block of data (```` ```json ```` then an object or an array) opening a text
+answer after a short lead: browser-use's "Extracted from page: ```json {...}```"."""
+FENCE_SPAN = 96
+"""Characters at the start of a text answer in which such a block may open."""
+
+
+def _prose_head(head: str) -> bool:
+    """Whether quoted strings in ``head`` (an answer's first :data:`QUOTE_SPAN` characters)
+    are prose's quoted terms, masked as the variable part of a message: not when it opens
+    as data, an object or an array, or as a fenced block of one after a short lead (there
+    the strings are the content: twenty pages of a catalogue extracted as JSON in a fence
+    differ in their quoted titles and prices, and were one answer twenty times)."""
+    if head[:1] in ("{", "[") or not ("\"" in head or "'" in head or "`" in head):
+        return False
+    return not ("```" in head and _FENCED_DATA.search(head, 0, FENCE_SPAN) is not None)
 _SHELL_LINE = re.compile(r"\bline \d+")
 _OPAQUE_ID = re.compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
@@ -429,14 +445,15 @@ def _swap_check(checks: bytearray, key32: bytes, answer: bytes) -> int:
 _LIST_ITEMS_READ = 16
 """Records of a JSON-text list read for whether one says an error (:func:`says_missing`)."""
 _REPORTS_ACT = re.compile(
-    r"\s*(?:successfully\s+)?(?:(?:left|right|middle|double|triple|long)[- ]?)?"
+    r"\s*(?:[^\w\s]{1,4}\s*)?(?:successfully\s+)?(?:(?:left|right|middle|double|triple|long)[- ]?)?"
     r"(?:clicked|tapped|pressed|typed|entered|scrolled|swiped|hovered|dragged|dropped"
     r"|moved the mouse|selected|filled|released|sent keys)\b",
     re.IGNORECASE,
 )
 """A short answer that only reports the interface act its call asked for ("Clicked on
 Button 'Rules' at (1212,96).", "Typed text into element 'Result'.", "Pressed key
-'{Enter}'"): :func:`reports_act`."""
+'{Enter}'"; after an emoji, as browser-use writes them: "🖱️  Clicked button with index
+47: next", "🔍  Scrolled down the page by one page"): :func:`reports_act`."""
 TARGET_SPAN = 512
 """Characters of a command line searched for the files and URLs it reads."""
 READS = 8
@@ -1101,7 +1118,7 @@ def template(text: str, digits: bool = True) -> bytes:
     """``text`` with quoted strings (near its start) and every digit run masked,
     whitespace collapsed. Done on bytes, where each step is one C-level pass."""
     head = text[:QUOTE_SPAN]
-    if head[:1] not in ("{", "[") and ("\"" in head or "'" in head or "`" in head):
+    if _prose_head(head):
         # Prose (an error message, a tool's sentence): the quoted term is the variable
         # part. Structured payloads keep their strings: there they are the content.
         text = _QUOTED.sub("Q", head) + text[QUOTE_SPAN:]
@@ -1146,8 +1163,7 @@ def templates(text: str, digits: bool = True) -> tuple[bytes, bytes]:
     light = (_SHELL_LINE.sub("line #", text) if has_line else text).encode(
         "utf-8", "surrogatepass"
     )
-    head = text[:QUOTE_SPAN]
-    if head[:1] not in ("{", "[") and ("\"" in head or "'" in head or "`" in head):
+    if _prose_head(text[:QUOTE_SPAN]):
         return template(text, digits), light
     if not digits:
         return b" ".join(light.split()), light
