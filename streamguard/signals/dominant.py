@@ -100,7 +100,10 @@ from .base import (
     note_answer,
     push_own_ring,
 )
-from .result_stall import reports_act
+from .facts import FLAG_RUNNER, FLAG_WRITE
+from .result_stall import _UI_ACT_TOOLS, reports_act
+
+_RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
 
 SIGNAL_ID = "dominant-tool-call"
 ARGS_LIMIT = 200
@@ -238,9 +241,14 @@ class DominantToolCall(Signal):
                 state.answers = None  # kept by a result-aware policy: stale from here on
         elif not (self.exempt and result.tool in self.exempt):
             note_answer(state, result)
-            if reports_act(result):
+            # (reports_act only for an act: a computer-use one, or a tool named by one;
+            # the names already judged are looked up without a call)
+            if (
+                result.call_flags & _RUNNER_WRITE == _RUNNER_WRITE
+                or _UI_ACT_TOOLS.get(result.tool, True)
+            ) and reports_act(result):
                 state.act_key = result.call_key
-            elif state.act_key == result.call_key:
+            elif state.act_key and state.act_key == result.call_key:
                 state.act_key = 0
         return None
 

@@ -207,7 +207,9 @@ class ToolsWithoutText(Signal):
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
             return None
-        kind = 0 if call.runner else self._kind(call.tool)
+        kind = 0 if call.runner else self._kinds.get(call.tool)
+        if kind is None:
+            kind = self._kind(call.tool)
         if kind == 2:  # a plan shown to the person: it says where the agent is
             self.on_text(state, None)
             return None
