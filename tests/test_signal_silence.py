@@ -317,7 +317,7 @@ def test_runner_threshold_is_configurable_and_clamped() -> None:
         msgspec.convert({"runner_threshold": 1}, Config)
 
 
-# ------------------------------------------------- coding agents' file tools, plans
+# ------------------------------------------------- coding agents' own tools, plans
 
 
 def claude_code_calls(d: Driver, count: int) -> list[int]:
@@ -364,13 +364,22 @@ def test_a_plan_update_counts_as_speech() -> None:
     assert calls(d, 12) == [12]  # re-armed: one alert per stretch
 
 
+def test_a_message_written_through_a_tool_counts_as_speech() -> None:
+    d = driver(after_first_text=True)
+    d.text("on it")
+    assert shell_calls(d, 11) == []
+    assert d.call("think", {"thought": "the pipe runs first"}) is None  # a coding tool
+    assert d.call("finish", {"message": "Tests are green."}) is None
+    assert shell_calls(d, 24) == []  # the count started again at the message
+
+
 def test_plan_and_file_tools_are_configurable() -> None:
-    d = driver(plan_tools=[], file_tools=["fs_*"])
+    d = driver(speech_tools=[], coding_tools=["fs_*"])
     assert d.call("TodoWrite", {"todos": []}) is None
     assert calls(d, 11) == [11]  # no plan tool now: the plan was the stretch's first call
-    d = driver(plan_tools=["show_plan"])
+    d = driver(speech_tools=["show_plan"])
     d.call("show_plan", {"steps": 3})
     assert calls(d, 11) == []
-    d = driver(file_tools=["fs_*"])
+    d = driver(coding_tools=["fs_*"])
     assert calls(d, 24, tool="fs_read") == []
     assert calls(d, 1, tool="fs_read") == [1]

@@ -68,7 +68,7 @@ Command runners (``runner_threshold``, default 25)
     call to a named tool in the stretch puts it back on ``threshold``, so the
     reference cases, which use named tools, are unchanged.
 
-Coding agents' file tools (``file_tools``) and plans (``plan_tools``)
+Coding agents' own tools (``coding_tools``) and words in a tool (``speech_tools``)
     Claude Code and its kin work through tools of their own rather than a
     shell: ``Read``, ``Edit``, ``Grep``, ``Glob``... Each names what it does,
     but they are a coding agent's hands as much as ``bash`` is, and a coding
@@ -78,12 +78,20 @@ Coding agents' file tools (``file_tools``) and plans (``plan_tools``)
     command runners only trips at ``runner_threshold``. The defaults are the
     names those runtimes use, matched with their case (``Read``, not
     ``read_file``: a named ``read_file`` in an assistant's toolbox is the
-    reference's named tool and keeps ``threshold``). A plan the agent updates
+    reference's named tool and keeps ``threshold``); OpenHands' ``think``, the
+    note a coding agent writes itself between its shell and editor calls, is one
+    of them (it tells the person nothing, but it makes no stretch a named
+    tool's: four healthy OpenHands sessions of the forty-third batch, 13 to 24
+    silent calls with a ``think`` among them, warned at 12). A plan the agent updates
     for the person to see (Claude Code's ``TodoWrite``, Codex CLI's
-    ``update_plan``, Gemini CLI's ``write_todos``) says where it is: such a call
-    is counted as speech, not as a silent call. Five of the seven healthy
-    sessions of that batch that warned stay silent with both; the other two
-    went 26 and 39 calls without a word or a plan, and still warn.
+    ``update_plan``, Gemini CLI's ``write_todos``) says where it is, and a
+    message written to the person through a tool is the agent speaking
+    (OpenHands' ``finish``, Cline's ``attempt_completion`` and
+    ``ask_followup_question``, smolagents' ``final_answer``): such a call is
+    counted as speech, not as a silent call. Five of the seven healthy Claude
+    Code sessions of the forty-sixth batch that warned stay silent with these;
+    the other two went 26 and 39 calls without a word or a plan, and still
+    warn.
 
 Known false positives
     Long silent sweeps. The corpus is cluster triage; a twelve-call silent
@@ -112,19 +120,24 @@ SIGNAL_ID = "tools-without-text"
 CORPUS_LONGEST_SILENT_RUN = 10
 """Longest textless run of calls in the reference corpus of 64 good sessions."""
 
-DEFAULT_FILE_TOOLS = (
+DEFAULT_CODING_TOOLS = (
     # Claude Code
     "Read", "Write", "Edit", "MultiEdit", "Grep", "Glob", "LS", "NotebookRead", "NotebookEdit",
     # Codex CLI, Gemini CLI, Cline and Roo Code, Cursor: the names only they use
     "apply_patch", "read_many_files", "search_file_content", "write_to_file", "replace_in_file",
     "apply_diff", "list_code_definition_names", "codebase_search", "grep_search", "file_search",
+    # OpenHands' (and the think-tool pattern's) note to itself beside its shell and editor
+    "think",
 )
-"""Coding agents' file tools, by the names their runtimes give them (not the generic
+"""Coding agents' own tools, by the names their runtimes give them (not the generic
 ``read_file``, which assistants of every kind are given)."""
-DEFAULT_PLAN_TOOLS = (
+DEFAULT_SPEECH_TOOLS = (
+    # plans shown to the person: Claude Code, Codex CLI, Gemini CLI, and others
     "TodoWrite", "update_plan", "write_todos", "todo_write", "update_todo_list", "manage_todo_list",
+    # messages written to the person: OpenHands, Cline and Roo Code, smolagents
+    "finish", "attempt_completion", "ask_followup_question", "final_answer",
 )
-"""Tools that show the person the agent's plan: Claude Code, Codex CLI, Gemini CLI, and others."""
+"""Tools whose call is the agent telling the person something: a plan, or a message."""
 
 
 class ToolsWithoutTextConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -139,12 +152,12 @@ class ToolsWithoutTextConfig(SignalConfig, kw_only=True, forbid_unknown_fields=T
     after_first_text: bool = True
     """Count only once the agent has spoken in this session (false: the reference
     behaviour, which also counts the calls before its first word)."""
-    file_tools: list[str] = field(default_factory=lambda: list(DEFAULT_FILE_TOOLS))
-    """Coding agents' own file tools (globs, case-sensitive): a silent stretch of these
-    and of command runners trips at ``runner_threshold``."""
-    plan_tools: list[str] = field(default_factory=lambda: list(DEFAULT_PLAN_TOOLS))
-    """Tools that show the person the agent's plan (globs, case-sensitive): a call of
-    one is counted as speech."""
+    coding_tools: list[str] = field(default_factory=lambda: list(DEFAULT_CODING_TOOLS))
+    """Coding agents' own tools (globs, case-sensitive): a silent stretch of these and of
+    command runners trips at ``runner_threshold``."""
+    speech_tools: list[str] = field(default_factory=lambda: list(DEFAULT_SPEECH_TOOLS))
+    """Tools whose call tells the person something, a plan or a message (globs,
+    case-sensitive): a call of one is counted as speech."""
 
 
 class ToolsWithoutTextState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
@@ -155,7 +168,7 @@ class ToolsWithoutTextState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     spoke: bool = False
     """The agent has said something in this session."""
     named: bool = False
-    """A call of the current silent stretch was to neither a command runner nor a file
+    """A call of the current silent stretch was to neither a command runner nor a coding
     tool."""
     reported: bool = False
     """The current silent stretch has alerted."""
@@ -187,15 +200,15 @@ class ToolsWithoutText(Signal):
         self.threshold = self.config.threshold
         self.runner_threshold = self.config.runner_threshold
         self.after_first_text = self.config.after_first_text
-        self._file_tools = _glob_matcher(self.config.file_tools)
-        self._plan_tools = _glob_matcher(self.config.plan_tools)
-        # tool name -> 1 file tool, 2 plan tool, 0 neither (bounded: names are untrusted)
+        self._coding_tools = _glob_matcher(self.config.coding_tools)
+        self._speech_tools = _glob_matcher(self.config.speech_tools)
+        # tool name -> 1 coding tool, 2 speech tool, 0 neither (bounded: names are untrusted)
         self._kinds: dict[str, int] = {}
 
     def _kind(self, tool: str) -> int:
         kind = self._kinds.get(tool)
         if kind is None:
-            kind = 2 if self._plan_tools(tool) else 1 if self._file_tools(tool) else 0
+            kind = 2 if self._speech_tools(tool) else 1 if self._coding_tools(tool) else 0
             if len(self._kinds) >= 512:
                 self._kinds.clear()
             self._kinds[tool] = kind
@@ -210,7 +223,7 @@ class ToolsWithoutText(Signal):
         kind = 0 if call.runner else self._kinds.get(call.tool)
         if kind is None:
             kind = self._kind(call.tool)
-        if kind == 2:  # a plan shown to the person: it says where the agent is
+        if kind == 2:  # a plan shown to the person, or a message to them: speech
             self.on_text(state, None)
             return None
         if self.after_first_text and not state.spoke:
