@@ -245,3 +245,89 @@ def test_a_read_target_can_start_only_where_a_run_of_its_characters_starts(run: 
     assert starts  # (the tail's path at least)
     # never inside a run: the character before a start is none of a name's characters
     assert not any(line[i - 1].isalnum() or line[i - 1] in "._@+-" for i in starts)
+
+
+# ------------------------------------------ patterns that could split a run many ways
+
+
+def test_a_log_lines_clock_prefix_splits_a_run_of_capitals_one_way_only() -> None:
+    """The time of day a log line opens with may follow a word in capitals and a
+    separator. With ``[ T]+`` as the separator, a line of capital T's could be split into
+    word and separator every way (seconds for one answer); the separator is now spaces or
+    one ``T``, and what the pattern reads is unchanged."""
+    from streamguard.signals.result_stall import _LINE_CLOCK
+
+    for line, masked in [
+        ("09:21:03 Done.", "T Done."), ("INFO 11-03 05:21:14 [runner.py] ok", "INFO 11-03 T [runner.py] ok"),
+        ("2025-10-31T05:21:14Z started", "2025-10-31TTZ started"), ("  [WARN 05:21:14.123 slow", "  [WARN T slow"),
+        ("next run 06:30:00", "next run 06:30:00"),
+    ]:
+        assert _LINE_CLOCK.sub(r"\1T", line) == masked, line
+    # the word and its separator cannot share the T's: a match is its fixed shape or none
+    assert _LINE_CLOCK.match("T" * 40 + "05:21:14") is None
+    assert _LINE_CLOCK.match("TTT 05:21:14") is not None  # a word of capitals, then spaces
+    assert "(?: +|T)" in _LINE_CLOCK.pattern and "[ T]+" not in _LINE_CLOCK.pattern
+
+
+@pytest.mark.parametrize(("sql", "action"), [
+    ("GRANT SELECT, INSERT ON orders TO analyst", "sql:write"),
+    ("revoke all privileges\n  on schema s from bob", "sql:write"),
+    ("grant" + " " * 4000, None),
+    ("grant x" + " " * 4000 + "on t", None),  # a gap no statement has
+    ("select" + " " * 4000, None),
+    ("select\n  count(*)\nfrom t", "sql:read"),
+    ("SELECT*FROM t", "sql:read"),
+    ("select 1 from t; /* drop table t", "sql:read"),  # a comment left open runs to the end
+    ("select 1 from t; drop table t /* x", "sql:write"),
+    ("select 1 from t; " + "/*x" * 1333, "sql:read"),
+    ("select 1 from t; select 'it''s \\' here; drop table u", "sql:read"),  # all one literal
+])
+def test_sql_statements_are_read_by_shapes_that_cannot_be_split_many_ways(sql: str, action: str | None) -> None:
+    """`grant` and `select` followed by a long run of spaces, and comments or literals left
+    open, had patterns whose gaps overlapped (a run of spaces split between them every
+    way) or a search restarted at every opener: seconds for one call. The gaps are now
+    bounded or disjoint and an open comment or literal runs to the end of the text."""
+    from streamguard.signals.facts import sql_statement
+
+    facts = sql_statement({"sql": sql})
+    assert (facts.action if facts is not None else None) == action
+
+
+def test_command_tags_are_read_from_a_short_answer_only() -> None:
+    """A write's acknowledgement by command tags is short; a megabyte of `INSERT 0 1` lines
+    declared as one byte (`result_bytes`) is not read line by line."""
+    from streamguard.signals.base import TAGS_TEXT_LIMIT, _command_tags
+
+    assert _command_tags("INSERT 0 1\n" * 10)
+    assert not _command_tags("INSERT 0 1\n" * (TAGS_TEXT_LIMIT // 11 + 1))
+
+
+def test_a_calls_page_arguments_are_looked_for_in_its_head_only() -> None:
+    """The listing a paged call reads is its canonical JSON without its page values, read
+    in its first PAGE_SPAN bytes: pages of one listing share it, other listings differ, and
+    a megabyte of arguments is not searched."""
+    from streamguard.signals.result_stall import PAGE_SPAN, _page_base
+
+    def canonical(page: int, filt: str) -> bytes:
+        return json.dumps({"filter": filt, "page": page}, sort_keys=True, separators=(",", ":")).encode()
+
+    assert _page_base("list", canonical(2, "a")) == _page_base("list", canonical(3, "a"))
+    assert _page_base("list", canonical(2, "a")) != _page_base("list", canonical(2, "b"))
+    assert _page_base("list", canonical(2, "a")) != _page_base("other", canonical(2, "a"))
+    far = "p" * PAGE_SPAN  # the page key lands past the head: not linked, not searched
+    assert _page_base("list", canonical(2, far)) != _page_base("list", canonical(3, far))
+    assert _page_base("list", canonical(2, far)) == _page_base("list", canonical(2, far))
+
+
+def test_an_importers_blocks_are_searched_only_up_to_their_last_closing_mark() -> None:
+    """mini-SWE-agent's action blocks and exceptions: an opener with no closing mark after
+    it cannot match, so a text of openers is not searched from each of them to its end
+    (a hundred kilobytes took seconds); blocks that close are read as before."""
+    from streamguard.importers.mini_swe_agent import action_blocks, harness_reply
+
+    text = ("hi\n```bash\nls -la\n```\nthen <bash_code>pwd</bash_code> and "
+            "<mswea_bash_command>echo <bash_code>x</bash_code></mswea_bash_command>")
+    assert action_blocks(text) == ["ls -la", "pwd", "echo <bash_code>x</bash_code>"]
+    assert action_blocks(text + "```bash\nx" * 5000 + "<bash_code>" * 5000) == action_blocks(text)
+    assert harness_reply("<exception>boom</exception><returncode>1</returncode><output>\nout</output>") == ("out", "boom")
+    assert harness_reply("<exception>" * 5000 + "<returncode>0</returncode>") == ("", None)

@@ -50,9 +50,13 @@ SUFFIXES = (".traj.json",)
 
 # The action formats mini-SWE-agent's configurations parse (1.x ``bash`` blocks,
 # 2.x ``mswea_bash_command`` blocks, and the XML-style variants of both).
-_ACTION_BLOCKS = (
-    re.compile(r"```(?:bash|sh|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL),
-    re.compile(r"<(bash_code|mswea_bash_command)>(.*?)</\1>", re.DOTALL),
+# Each searched only up to its last closing mark: a block left open cannot match, and a
+# lazy body searched from every such opener to the end of the text was quadratic (a
+# hundred kilobytes of openers took seconds).
+_FENCED_BLOCK = (re.compile(r"```(?:bash|sh|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL), "\n```")
+_TAGGED_BLOCKS = tuple(
+    (re.compile(rf"<{tag}>(.*?)</{tag}>", re.DOTALL), f"</{tag}>")
+    for tag in ("bash_code", "mswea_bash_command")
 )
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.DOTALL)
@@ -82,7 +86,8 @@ def harness_reply(text: str) -> tuple[str, str | None] | None:
         return None
     output_match = _OUTPUT.search(text, code.end())
     output = output_match.group(1) if output_match else text[code.end() :]
-    exception = _EXCEPTION.search(text, 0, code.start())
+    closed = text.rfind("</exception>", 0, code.start())
+    exception = _EXCEPTION.search(text, 0, closed + 12) if closed >= 0 else None
     if exception:
         return output, exception.group(1).strip() or "exception"
     rc = int(code.group(1))
@@ -91,8 +96,24 @@ def harness_reply(text: str) -> tuple[str, str | None] | None:
 
 def action_blocks(text: str) -> list[str]:
     """The action blocks of a text-variant answer, in every format the harness parses."""
-    found = _ACTION_BLOCKS[0].findall(text)
-    found += [body for _, body in _ACTION_BLOCKS[1].findall(text)]
+    pattern, close = _FENCED_BLOCK
+    last = text.rfind(close)
+    found = pattern.findall(text, 0, last + len(close)) if last >= 0 else []
+    tagged: list[tuple[int, int, str]] = []
+    for pattern, close in _TAGGED_BLOCKS:
+        last = text.rfind(close)
+        if last >= 0:
+            tagged += [(m.start(), m.end(), m.group(1)) for m in pattern.finditer(text, 0, last + len(close))]
+    if len(tagged) > 1:
+        # in the order of the text, a block inside another one's body not counted again
+        tagged.sort()
+        kept, end = [], -1
+        for start, stop, body in tagged:
+            if start >= end:
+                kept.append((start, stop, body))
+                end = stop
+        tagged = kept
+    found += [body for _, _, body in tagged]
     return [block.strip("\n") for block in found]
 
 

@@ -347,10 +347,16 @@ def is_write_acknowledgement(result: ResultView) -> bool:
     return type(payload) is str and _command_tags(payload)
 
 
+TAGS_TEXT_LIMIT = 1024
+
+
 def _command_tags(text: str) -> bool:
     """Whether every line of ``text`` is a database client's command tag (:data:`_SQL_TAG`,
     one line at a time: no pattern repeats over the whole text) and none says it changed
-    nothing (``UPDATE 0``, ``DELETE 0``: no row matched)."""
+    nothing (``UPDATE 0``, ``DELETE 0``: no row matched). At most :data:`TAGS_TEXT_LIMIT`
+    characters: tags are short, and the size a runtime declares is no bound on the text."""
+    if len(text) > TAGS_TEXT_LIMIT:
+        return False
     tags = [tag for tag in (line.strip() for line in text.splitlines()) if tag]
     if not tags or any(_SQL_TAG.fullmatch(tag) is None for tag in tags):
         return False

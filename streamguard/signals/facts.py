@@ -631,13 +631,13 @@ _SQL_WRITE = re.compile(
     + _SQL_OBJECTS + r"|(?:alter|drop)\s+" + _SQL_OBJECTS
     + r"|(?:insert|replace|upsert)\s+(?:or\s+\w+\s+|ignore\s+)?(?:into\s+)?[\w.\"`\[\]]+\s*(?:\(|values\b|select\b|set\b|default\b)"
     r"|delete\s+(?:[\w.\"`]+\s+)?from|update\s+[\w.\"`\[\]]+(?:\s+(?:as\s+)?\w+)?\s+set"
-    r"|merge\s+into|truncate\s+(?:table\s+)?[\w.\"`]+\s*(?:;|$)|(?:grant|revoke)\s+[\w, ]{1,80}\s+on"
+    r"|merge\s+into|truncate\s+(?:table\s+)?[\w.\"`]+\s*(?:;|$)|(?:grant|revoke)\s+\w[\w, ]{0,80}?\s{1,16}on\b"
     r"|comment\s+on\s+\w+|rename\s+table|analyze\s+[\w.\"`]+\s*(?:;|$)"
     r"|vacuum\b|reindex\b|refresh\s+materialized|call\s+[\w.]+\s*\(|copy\s+[\w.\"]+[^;]{0,200}?\bfrom)",
     re.IGNORECASE,
 )
 _SQL_READ = re.compile(
-    _SQL_PRELUDE + r"(?:select\s+[^;]{0,400}?\bfrom\b"
+    _SQL_PRELUDE + r"(?:select\b[^;]{0,400}?\bfrom\b"
     r"|select\s+(?:-?\d[\d.]*|'[^']{0,200}'|\w+\([^)]{0,200}\))\s*(?:,[^;]{0,200})?(?:;|$)"
     r"|with\s+(?:recursive\s+)?\w+\s*(?:\([^)]{0,200}\)\s*)?as\s*\(|explain\b"
     r"|show\s+(?:tables|columns|databases|schemas|create|index|indexes|variables|status|grants)\b"
@@ -647,9 +647,11 @@ _SQL_READ = re.compile(
 _SQL_WRITE_INSIDE = re.compile(
     r"\b(?:insert\s+into|delete\s+from|update\s+[\w.\"`]+\s+set|merge\s+into)\b", re.IGNORECASE
 )
-_SQL_LITERAL = re.compile(r"--[^\n]*|/\*(?:[^*]|\*(?!/))*\*/|'(?:[^'\\]|\\.|'')*'")
+_SQL_LITERAL = re.compile(r"--[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\Z)|'(?:[^'\\]|\\.|'')*(?:'|\\?\Z)")
 """A comment or a string literal: its words are no statement ("where body = 'please update
-x set y'", "/* ; drop table t */"); a backslash escape inside a literal included."""
+x set y'", "/* ; drop table t */"); a backslash escape inside a literal included. One left
+open runs to the end of the text (as it would for the database), so it is scanned once:
+matched to the end, not searched again from every later opener."""
 _SQL_STATEMENTS = 16
 """Statements after the first read for a write among them (``SELECT 1; DROP TABLE t``)."""
 _SQL_HEAD_LIMIT = 4096

@@ -1050,10 +1050,19 @@ _PAGE_VALUE = re.compile(
 )
 
 
+PAGE_SPAN = 16_384
+"""Bytes of a call's canonical JSON searched for its page arguments (:func:`_page_base`)."""
+
+
 def _page_base(tool: str, canonical: bytes) -> int:
     """A code of a call with its page arguments taken out (from its canonical JSON, one
     C-level pass): the listing it pages through."""
-    return zlib.crc32(_PAGE_VALUE.sub(b"", canonical), zlib.crc32(tool.encode("utf-8", "surrogatepass"))) or 1
+    head = _PAGE_VALUE.sub(b"", canonical[:PAGE_SPAN])
+    # (Past PAGE_SPAN bytes the arguments are kept as they are: a page key that far into
+    # sorted canonical JSON, behind a long filter, leaves that listing's pages unlinked,
+    # which only costs the empty-page reading; a pass over megabytes of arguments cost
+    # tens of milliseconds a call.)
+    return zlib.crc32(canonical[PAGE_SPAN:], zlib.crc32(head, zlib.crc32(tool.encode("utf-8", "surrogatepass")))) or 1
 
 
 def empty_page(payload: Any, depth: int = 0) -> bool:
@@ -1133,12 +1142,14 @@ def template(text: str, digits: bool = True) -> bytes:
 _CLOCK = re.compile(r"(?<![\d:.])\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?![\d:])")
 """A time of day to the second (``09:21:03``, ``05:47:14.123``)."""
 _LINE_CLOCK = re.compile(
-    r"(?m)^([ \t]*\[?(?:(?:[A-Z]{1,8}|\d{2,4}[-/]\d\d(?:[-/]\d\d)?)[ T]+){0,2})"
+    r"(?m)^([ \t]*\[?(?:(?:[A-Z]{1,8}|\d{2,4}[-/]\d\d(?:[-/]\d\d)?)(?: +|T)){0,2})"
     r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?![\d:])"
 )
 """A time of day a line opens with, after a date or a level in capitals if any (``09:21:03
 Done.``, ``INFO 11-03 05:21:14 ...``, ``2025-10-31T05:21:14Z ...``), not one after words
-(``next run 06:30:00``, ``Fri 2025-10-31 06:30:00``: what was asked)."""
+(``next run 06:30:00``, ``Fri 2025-10-31 06:30:00``: what was asked). The separator after a
+word or a date is spaces or one ``T``, never both kinds at once: a capital ``T`` may be a
+word's letter or the separator, and a line of capital T's split every way took seconds."""
 CLOCK_SPAN = 48
 """Characters at the start of a text answer in which a time of day marks a log's lines."""
 
