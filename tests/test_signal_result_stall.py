@@ -872,6 +872,30 @@ def test_the_thing_a_named_read_names_keeps_its_answer_apart() -> None:
     assert hits(again) != []
 
 
+def test_an_objects_address_in_a_failing_tests_output_is_no_news() -> None:
+    """A test that fails the same way prints the object it compared at a new address each
+    run (`<built-in method startswith of bytes object at 0x7f1c2b3d5a10>`): rerun between
+    cache clears dozens of times, every answer was new. A changed failure after an edit
+    is still a change."""
+    def run(n: int, got: str = "no bom") -> str:
+        return (f"E        +  where False = <built-in method startswith of bytes object at 0x7f1c2b{n * 7919 % 65536:04x}>"
+                f"(b'\\xef\\xbb\\xbf')\nE   got {got}\nFAILED tests/test_export.py::test_csv_export_unicode\n"
+                "1 failed in 0.41s\n[The command completed with exit code 1.]")
+
+    clears = ["find . -name __pycache__ -prune -exec rm -rf {} +", "pip install -e . -q",
+              "find . -name '*.pyc' -delete", "export PYTHONDONTWRITEBYTECODE=1"]
+    reruns = [e for n in range(16) for e in step(
+        "execute_bash", {"command": f"{clears[n % 4]} && python -m pytest tests/test_export.py -q"}, run(n))]
+    assert hits(reruns) != []
+    assert template(run(1)) == template(run(2)) and light_template(run(1)) == light_template(run(2))
+    # a failure that changes after each edit is the work going on
+    edits = [e for n in range(16) for e in (
+        step("str_replace_editor", {"command": "str_replace", "path": "src/csv.py", "old_str": f"v{n}", "new_str": f"v{n + 1}"},
+             "The file src/csv.py has been edited.")
+        + step("execute_bash", {"command": "python -m pytest tests/test_export.py -q"}, run(n, f"header {word(n)}")))]
+    assert hits(edits) == []
+
+
 def test_data_in_a_fenced_block_keeps_its_strings() -> None:
     """browser-use answers an extraction with a short lead and the page's data as JSON in
     a fence: twenty catalogue pages, clicked through with the same "next", differ in their

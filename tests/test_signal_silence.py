@@ -297,7 +297,7 @@ def test_a_silent_stretch_of_runner_calls_trips_at_the_runner_threshold() -> Non
 def test_one_named_call_puts_the_stretch_on_the_named_threshold() -> None:
     d = driver()
     assert shell_calls(d, 14) == []
-    assert d.call("read_file", {"path": "a.go"}) is not None  # 15 >= 12
+    assert d.call("get_ticket", {"id": "T-1"}) is not None  # 15 >= 12
     assert d.findings[0].detail["threshold"] == 12
     assert shell_calls(d, 20) == []  # one alert per stretch
 
@@ -383,3 +383,24 @@ def test_plan_and_file_tools_are_configurable() -> None:
     d = driver(coding_tools=["fs_*"])
     assert calls(d, 24, tool="fs_read") == []
     assert calls(d, 1, tool="fs_read") == [1]
+
+
+def test_in_a_session_that_drives_a_shell_a_call_naming_a_file_is_file_work() -> None:
+    """Cursor's search_replace, Copilot's replace_string_in_file, a read_file beside
+    run_terminal_cmd: named by each runtime its own way, they name the file they work on.
+    In a session that has called a command runner, such a call keeps the stretch on the
+    runner threshold; in a session of named tools only (the reference's kind) a read of a
+    file is a named call, as before."""
+    d = driver()
+    assert shell_calls(d, 2) == []
+    edits = [d.call(tool, {key: f"src/m{i}.ts", "old_string": "a", "new_string": "b"})
+             for i in range(20)
+             for tool, key in [("search_replace", "file_path"), ("replace_string_in_file", "filePath")][i % 2:i % 2 + 1]]
+    assert edits == [None] * 20  # 22 calls, under 25
+    assert shell_calls(d, 3) == [3]  # the 25th
+    d = driver()
+    assert calls(d, 12, tool="read_file") == [12]  # no shell in this session
+    d = driver()
+    assert shell_calls(d, 2) == []
+    assert calls(d, 9, tool="read_file") == []
+    assert d.call("get_ticket", {"id": "T-1"}) is not None  # a call naming no file: 12

@@ -1126,6 +1126,8 @@ product of the two lengths)."""
 def template(text: str, digits: bool = True) -> bytes:
     """``text`` with quoted strings (near its start) and every digit run masked,
     whitespace collapsed. Done on bytes, where each step is one C-level pass."""
+    if " at 0x" in text:
+        text = _OBJECT_ADDRESS.sub(" at 0x#", text)
     head = text[:QUOTE_SPAN]
     if _prose_head(head):
         # Prose (an error message, a tool's sentence): the quoted term is the variable
@@ -1170,6 +1172,9 @@ def templates(text: str, digits: bool = True) -> tuple[bytes, bytes]:
         # may be what was asked (a timer's next run). (Looked for at the start only,
         # behind a count of its colons: a search over every answer cost 6 % a pair.)
         text = _LINE_CLOCK.sub(r"\1T", text)
+    if " at 0x" in text:
+        # An object's address in its default repr: where this run put it, not what it is.
+        text = _OBJECT_ADDRESS.sub(" at 0x#", text)
     has_line = "line " in text
     light = (_SHELL_LINE.sub("line #", text) if has_line else text).encode(
         "utf-8", "surrogatepass"
@@ -1184,9 +1189,19 @@ def templates(text: str, digits: bool = True) -> tuple[bytes, bytes]:
 
 def light_template(text: str) -> str:
     """``text`` with only what differs between identical runs of one command masked: the
-    shell's line numbers (``bash: line 27424:``). A test that fails with other values
-    after an edit has changed; this keeps it changed."""
+    shell's line numbers (``bash: line 27424:``) and objects' addresses (``<Foo object at
+    0x7f1c2b3d5a10>``). A test that fails with other values after an edit has changed;
+    this keeps it changed."""
+    if " at 0x" in text:
+        text = _OBJECT_ADDRESS.sub(" at 0x#", text)
     return _SHELL_LINE.sub("line #", text) if "line " in text else text
+
+
+_OBJECT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]{4,16}\b")
+"""The address in an object's default representation (Python's ``<... object at
+0x7f1c2b3d5a10>``): a new one every run of the same failing test, so the same failure
+read with it was a new answer every time (a test rerun dozens of times between cache
+clears was never halted)."""
 
 
 class ResultStallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
