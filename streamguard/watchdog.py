@@ -104,6 +104,7 @@ from .signals.facts import (
     FLAG_WAITS_FIRST,
     FLAG_WRITE,
     LONG_POLL_KEYS,
+    RUN_HEAD,
     TRANSCRIPT_HEAD,
     CallFacts,
     CommandRunners,
@@ -116,6 +117,7 @@ from .signals.facts import (
     names_no_act,
     plain_facts,
     run_record,
+    run_report,
     runner_envelope,
     runner_facts,
     shell_transcript,
@@ -622,6 +624,12 @@ class Watchdog:
                 event = structs.replace(
                     event, result=transcript[0], error=event.error or transcript[1]
                 )
+        elif type(payload) is str and payload.startswith(RUN_HEAD) and self._runners(event.tool):
+            # An IDE agent's report of the run before its output (Cline, Roo Code): its
+            # output and exit code (run_report).
+            report = run_report(payload)
+            if report is not None:
+                event = structs.replace(event, result=report[0], error=event.error or report[1])
         elif type(payload) is dict and "stdout" in payload and self._runners(event.tool):
             # A command's run recorded as an object: its output and exit code, not how
             # long it took (run_record). (A runner's only: a named tool's answer of this

@@ -755,6 +755,45 @@ def test_a_runner_envelope_is_read_as_its_output_and_exit_code() -> None:
     assert "result-stall" not in signals(named)
 
 
+def test_an_ide_agents_run_report_is_read_as_its_output_and_exit_code() -> None:
+    """Cline and Roo Code answer `execute_command` with a report of the run before its
+    output; read with it, every silent `git add` was the same answer, and a failing test
+    run no failure at all."""
+    from streamguard.signals.facts import run_report
+
+    roo = "Command executed in terminal  within working directory '/src/app'. Exit code: 0\nOutput:\n"
+    failed = "Command executed in terminal  within working directory '/src/app'. Command failed with exit code 1.\nOutput:\n1 failed"
+    assert run_report(roo) == ("", None)
+    assert run_report(failed) == ("1 failed", "exit code 1")
+    assert run_report("Command executed.\nOutput:\n43") == ("43", None)
+    assert run_report("Command completed.\nExit code: 2\nOutput:\nerr") == ("err", "exit code 2")
+    for other in ("Command executed", "Command is still running.\nOutput:\nx", "Commands executed.\nOutput:\nx",
+                  "Command executed.\n" + "x\n" * 5 + "Output:\nx"):
+        assert run_report(other) is None, other
+    rerun = [e for _ in range(8) for e in (sh("npm test", "execute_command"), out(failed, "execute_command"))]
+    assert "failure-loop" in signals(rerun)
+
+
+def test_a_roo_code_file_write_report_without_problems_acknowledges_the_write() -> None:
+    from streamguard.signals.base import ResultView, is_write_acknowledgement
+    from streamguard.signals.facts import FLAG_WRITE
+
+    def report(path: str, problems: bool = False) -> str:
+        return (f"<file_write_result>\n<path>{path}</path>\n<operation>modified</operation>\n"
+                + ("<problems>\nsrc/a.ts:3 - error TS2322\n</problems>\n" if problems else "")
+                + "<notice>\n<i>You do not need to re-read the file, as you have seen all changes</i>\n"
+                "<i>Proceed with the task using these changes as the new baseline.</i>\n</notice>\n</file_write_result>")
+
+    def view(payload: str, flags: int = FLAG_WRITE) -> ResultView:
+        return ResultView(ToolResult(session="r", tool="apply_diff", result=payload), False, 1, len(payload),
+                          call_key=7, call_flags=flags, action="apply_diff")
+
+    assert is_write_acknowledgement(view(report("src/a.ts")))
+    assert not is_write_acknowledgement(view(report("src/a.ts", problems=True)))
+    assert not is_write_acknowledgement(view(report("src/a.ts"), flags=0))  # not a write
+    assert not is_write_acknowledgement(view(report("x" * 2000)))
+
+
 def test_a_run_record_is_read_as_its_output_and_exit_code() -> None:
     """A runner's answer recorded as `{"stdout", "stderr", "exit_code"}` (and its duration)
     is its output; an exit code other than 0 is a failure whose text is what the run

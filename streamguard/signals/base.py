@@ -335,7 +335,17 @@ def is_write_acknowledgement(result: ResultView) -> bool:
     It says only that the write worked: readers of repeated answers take it as no
     evidence. A command's output says what happened."""
     flags = result.call_flags
-    if not flags & FLAG_WRITE or result.failed or result.size > ACK_BYTES:
+    if not flags & FLAG_WRITE or result.failed:
+        return False
+    payload = result.event.result
+    if type(payload) is str and payload.startswith("<file_write_result>") and len(payload) <= FILE_WRITE_RESULT_LIMIT:
+        # Roo Code's report of a file written: the file and what was done to it, and a
+        # notice that the agent need not read it again; with no problems found, no more
+        # than "File written successfully." in its markup.
+        return "<problems>" not in payload and (
+            "<operation>modified</operation>" in payload or "<operation>created</operation>" in payload
+        )
+    if result.size > ACK_BYTES:
         return False
     # A runner's output says what happened; not an SQL statement's "Success. No rows
     # returned" or a computer-use click's "clicked", nor a database client's command tag
@@ -343,11 +353,13 @@ def is_write_acknowledgement(result: ResultView) -> bool:
     action = result.action
     if not flags & FLAG_RUNNER or action in COMPUTER_ACTIONS or action.startswith(SQL_ACTION):
         return True
-    payload = result.event.result
     return type(payload) is str and _command_tags(payload)
 
 
 TAGS_TEXT_LIMIT = 1024
+FILE_WRITE_RESULT_LIMIT = 1024
+"""Longest Roo Code file-write report read as an acknowledgement (a report with its
+problems listed is longer, and is an answer)."""
 
 
 def _command_tags(text: str) -> bool:

@@ -1029,6 +1029,35 @@ def runner_envelope(result: Any) -> tuple[str, str | None] | None:
     return output, (f"exit code {code}" if code else None)
 
 
+RUN_HEAD = "Command "
+"""How an IDE agent's report of a command run opens (:func:`run_report`)."""
+_RUN_REPORT = re.compile(
+    r"Command (?:executed|completed|failed|finished)\b[^\n]{0,240}(?:\n(?!Output:)[^\n]{0,80}){0,2}\nOutput:[ \t]*(?:\n|$)"
+)
+_EXIT_CODE = re.compile(r"(?i)exit code:?[ \t]*(-?\d{1,6})")
+
+
+def run_report(text: str) -> tuple[str, str | None] | None:
+    """Cline's, Roo Code's (and their kin's) answer to ``execute_command``, a short report
+    of the run before its output (``Command executed.\nOutput:\n...``, ``Command executed
+    in terminal within working directory '/src'. Exit code: 0\nOutput:\n...``, ``Command
+    completed.\nExit code: 1\nOutput:\n...``), read as what it says: its output, and a
+    failure ``exit code N`` when the report names an exit code other than 0 (or says the
+    command failed). ``None`` when the text opens with no such report. The report is the
+    same for every command: a silent ``git add -A`` answered it alone, and read with it
+    was the same answer every time, not a silent write."""
+    head = _RUN_REPORT.match(text)
+    if head is None:
+        return None
+    code = _EXIT_CODE.search(text, 0, head.end())
+    error = None
+    if code is not None and code.group(1) != "0":
+        error = f"exit code {code.group(1)}"
+    elif code is None and text.startswith("Command failed"):
+        error = "failed"
+    return text[head.end():], error
+
+
 def _stated(value: str) -> str:
     """A transcript field's value, "" for its words of nothing (``(empty)``, ``(none)``)."""
     return "" if value in ("(empty)", "(none)") else value
