@@ -741,18 +741,34 @@ def test_a_runner_envelope_is_read_as_its_output_and_exit_code() -> None:
                   {"output": "x", "metadata": {"exit_code": "0"}}, {"output": 3, "metadata": {}},
                   {"metadata": {"exit_code": 1}}, '{"output": "not json', '{"output": [1]}'):
         assert runner_envelope(other) is None, other
-    # a sweep of different commands answering alike through the envelope is no stall
+    # a sweep of different reads answering alike through the envelope is no stall
+    headers = "HTTP/2 200\ncontent-type: application/json\ncache-control: no-store\nserver: envoy"
     sweep = [e for n in range(20) for e in codex_shell(
-        f"curl -s -o /dev/null -w '%{{http_code}}' https://api.example.com/v1/r{word(n)}", "200", seconds=0.1 * n)]
+        f"curl -sI https://api.example.com/v1/{word(n)}", headers, seconds=0.1 * n)]
     assert [a.signal for a in alerts(sweep) if a.severity == "critical"] == []
+    # Codex's own edits (`apply_patch` as a program, its argv) are writes: patch, run the
+    # tests, a different failure each time, is debugging
+    debugging: list[Any] = []
+    for n in range(8):
+        patch = f"*** Begin Patch\n*** Update File: client.py\n@@\n-    v{n}\n+    v{n + 1}\n*** End Patch"
+        debugging += [ToolCall(session="r", tool="shell", args={"command": ["apply_patch", patch]}),
+                      ToolResult(session="r", tool="shell", result={"output": "Done!", "metadata": {"exit_code": 0}})]
+        debugging += codex_shell("pytest -q tests/test_client.py", f"1 failed: assert {word(n)} == 3", code=1)
+    assert [a.signal for a in alerts(debugging) if a.severity == "critical"] == []
     # the same failing command re-sent with nothing changed is a failure loop
     rerun = [e for n in range(8) for e in codex_shell("pytest -x tests/test_a.py", "1 failed", code=1, seconds=1 + n)]
     assert "failure-loop" in signals(rerun)
-    # a named tool's answer shaped the same is its own data
-    named = [e for n in range(8) for e in (
-        ToolCall(session="r", tool="get_job", args={"job": "j1"}),
-        ToolResult(session="r", tool="get_job", result={"output": "done", "metadata": {"exit_code": 0, "duration_seconds": n}}))]
+    # a named tool's answer shaped the same is its own data (a long answer: a bare one
+    # would be no evidence either way)
+    log = "step 1: fetched 2,000 rows\nstep 2: wrote parquet to s3://lake/orders/\nstep 3: vacuum skipped"
+    named = [e for n in range(12) for e in (
+        ToolCall(session="r", tool="get_job", args={"job": "j1", "note": word(n)}),
+        ToolResult(session="r", tool="get_job", result={"output": log, "metadata": {"exit_code": 0, "duration_seconds": n}}))]
     assert "result-stall" not in signals(named)
+    unwrapped = [e for n in range(12) for e in (
+        ToolCall(session="r", tool="get_job", args={"job": "j1", "note": word(n)}),
+        ToolResult(session="r", tool="get_job", result={"output": log, "metadata": {"exit_code": 0, "duration_seconds": 1}}))]
+    assert "result-stall" in signals(unwrapped)  # the same object each time: stale
 
 
 def test_an_ide_agents_run_report_is_read_as_its_output_and_exit_code() -> None:

@@ -220,6 +220,7 @@ _WRITE_PROGRAMS = frozenset({
     "tee", "patch", "cp", "mv", "rm", "rmdir", "touch", "mkdir", "ln", "chmod", "chown",
     "install", "truncate", "dd", "unzip", "tar", "gunzip", "make", "cmake", "javac", "gcc",
     "g++", "clang", "tsc", "create", "edit", "insert", "append", "rename", "wget",
+    "apply_patch", "applypatch",  # Codex CLI's patch tool, run as a program
 })
 _WRITE_SUBCOMMANDS = {
     "git": frozenset({"apply", "am", "checkout", "switch", "restore", "reset", "stash", "merge",
