@@ -186,15 +186,17 @@ def test_a_computer_use_answer_sent_by_its_size_is_a_screenshot():
     that sends it as a digest and its 400 KB had the turn cut at the second call."""
     from streamguard.signals.context_budget import IMAGE_TOKENS
 
-    for tool in ("computer_use_preview", "computer"):
+    for tool in ("computer_use_preview", "computer", "computer_20250124"):
         d = driver()
         d.usage(model="computer-use-preview", input_tokens=4_500)
         assert d.result(tool, result_bytes=399_004) is None
         assert d.state.pending_bytes == IMAGE_TOKENS * 3
-    # another tool's 400 KB, sent the same way, is counted by its bytes
-    d = driver()
-    d.usage(model="computer-use-preview", input_tokens=4_500)
-    assert d.result("fetch_page", result_bytes=399_004).signal == "context-budget"
+    # another tool's 400 KB, sent the same way, is counted by its bytes (a `computer_*`
+    # tool of another kind may answer with text: a UI tree, a log)
+    for tool in ("fetch_page", "computer_ui_tree", "computer_logs"):
+        d = driver()
+        d.usage(model="computer-use-preview", input_tokens=4_500)
+        assert d.result(tool, result_bytes=399_004).signal == "context-budget", tool
     # and a computer tool's payload is read as it is (a text answer is text)
     d = driver()
     d.usage(model="computer-use-preview", input_tokens=4_500)

@@ -479,8 +479,24 @@ def test_an_act_that_only_reports_itself_is_judged_by_what_the_others_see() -> N
     the same posts, the scrolls are a loop."""
     moving = feed([f"posts: {chr(65 + n) * 3} by u/{chr(97 + n)}" for n in range(10)])
     assert dominant_alerts(moving) == []
-    stuck = feed(["posts: the last five, end of feed"] * 10)
+    stuck = feed(["posts: the last five, end of feed"] * 10)  # reworded extractions, one answer
     assert dominant_alerts(stuck) == ["dominant-tool-call"]
+    # one read made again and again, answered the same each time, is no movement either,
+    # whatever another read says
+    from streamguard.events import ToolResult
+
+    def with_page_info(trace: list[Any]) -> list[Any]:
+        out: list[Any] = []
+        for event in trace:
+            out.append(event)
+            if isinstance(event, ToolResult) and event.tool == "extract_content":
+                out += [ToolCall(session="d", tool="get_page_info", args={}),
+                        ToolResult(session="d", tool="get_page_info", result="scrolled to 100% of the page")]
+        return out
+
+    moving_posts = [f"posts: {chr(65 + n) * 3}" for n in range(14)]
+    assert dominant_alerts(feed(moving_posts, scrolls=4)) == []
+    assert dominant_alerts(with_page_info(feed(moving_posts, scrolls=4))) == ["dominant-tool-call"]
     # a dominant call whose answer is data (not an act's report) trips as before,
     # whatever the others see
     read = feed([f"posts: {chr(65 + n) * 3}" for n in range(10)], tool="get_feed_status",

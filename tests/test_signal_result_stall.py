@@ -896,6 +896,16 @@ def test_an_objects_address_in_a_failing_tests_output_is_no_news() -> None:
     assert hits(edits) == []
 
 
+def test_an_acts_report_may_open_with_an_emoji_but_not_a_warning() -> None:
+    from streamguard.signals.result_stall import _NOT_DONE, _REPORTS_ACT
+
+    for text in ("\U0001f50d  Scrolled down the page by one page", "\U0001f5b1\ufe0f  Clicked button with index 47: next",
+                 "Clicked element 'button.load-more'"):
+        assert _REPORTS_ACT.match(text) and not _NOT_DONE.search(text), text
+    assert not _REPORTS_ACT.match(": Clicked x") and not _REPORTS_ACT.match("-- Clicked x")
+    assert _NOT_DONE.search("\u26a0\ufe0f Clicked 'Save', nothing happened")
+
+
 def test_data_in_a_fenced_block_keeps_its_strings() -> None:
     """browser-use answers an extraction with a short lead and the page's data as JSON in
     a fence: twenty catalogue pages, clicked through with the same "next", differ in their
@@ -940,6 +950,17 @@ def test_the_ids_of_an_object_of_arguments_name_the_place_too() -> None:
         "order_id=A1\0params:region=r"
     )
     assert _ids({"parameters": {}}) == _ids({"parameters": {"page": 2}}) == ""
+    # a request's own id names no place, wherever it is and however it is spelled
+    for args in ({"url": "https://api.example.com/orders/A-1001", "headers": {"X-Request-ID": "r1"}},
+                 {"url": "https://api.example.com/orders/A-1001", "client_request_id": "r1"},
+                 {"url": "https://api.example.com/orders/A-1001", "options": {"x-correlation-id": "c1"}}):
+        assert _ids(args) == "", args
+    assert _ids({"pipeline_id": "P-7"}) == "pipeline_id=P-7"  # a word inside no word
+    order = {"id": "A-1001", "status": "pending", "note": "awaiting stock", "lines": [1, 2, 3]}
+    fresh = [e for i in range(14) for e in step(
+        "http_get", {"url": "https://api.example.com/orders/A-1001", "headers": {"X-Request-ID": f"{word(i)}-{i}"}},
+        order)]
+    assert hits(fresh) != []
 
 
 @pytest.mark.parametrize("answer", [

@@ -404,3 +404,16 @@ def test_in_a_session_that_drives_a_shell_a_call_naming_a_file_is_file_work() ->
     assert shell_calls(d, 2) == []
     assert calls(d, 9, tool="read_file") == []
     assert d.call("get_ticket", {"id": "T-1"}) is not None  # a call naming no file: 12
+
+
+def test_the_same_plan_or_message_again_is_no_speech() -> None:
+    """A completion the harness keeps rejecting, re-sent word for word, or the same plan
+    again: the person hears nothing new, and the count goes on."""
+    d = driver(after_first_text=True)
+    d.text("on it")
+    hits = [n for n in range(1, 21) if d.call("attempt_completion", {"result": "Done: the tests pass."}) is not None]
+    assert hits == [13]  # the first is speech; the next twelve are silent named calls
+    d = driver(after_first_text=True)
+    d.text("on it")
+    plans = [d.call("TodoWrite", {"todos": [{"content": f"step {n}", "status": "done"}]}) for n in range(30)]
+    assert plans == [None] * 30  # a new plan each time: speech each time

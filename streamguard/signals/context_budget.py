@@ -45,8 +45,8 @@ Images
     the model, not 300,000, and counting its bytes cut a browser agent's turn at its
     first screenshot. A runtime that sends only ``result_bytes`` for such a result
     is still counted by its bytes (nothing says it held an image), except a
-    computer-use tool's (``computer``, ``computer_*``: OpenAI's
-    ``computer_use_preview``, Anthropic's ``computer``), which answers every action
+    computer-use tool's (OpenAI's ``computer_use_preview``, Anthropic's ``computer``
+    and its dated names), which answers every action
     with a screenshot: three healthy computer-use sessions of the forty-fifth blind
     batch, each screenshot sent as a digest and its 200–400 KB, were cut at their
     second to fifth call.
@@ -71,6 +71,7 @@ Known false positives
 from __future__ import annotations
 
 import fnmatch
+import re
 import sys
 from typing import Annotated, Any, ClassVar, Self
 
@@ -122,9 +123,15 @@ def sized_without_images(payload: Any, bytes_per_token: int, size: int) -> int:
     return min(size, text + images * IMAGE_TOKENS * bytes_per_token)
 
 
+_COMPUTER_TOOL = re.compile(r"computer(?:_use(?:_preview)?)?(?:_\d{8})?")
+"""The names the model vendors give their computer-use tools: ``computer``,
+``computer_use_preview``, Anthropic's dated ``computer_20250124``."""
+
+
 def _computer_tool(tool: str) -> bool:
-    """A computer-use tool by its name: ``computer``, ``computer_*``."""
-    return tool == "computer" or tool.startswith("computer_")
+    """A computer-use tool by its name (:data:`_COMPUTER_TOOL`): not any ``computer_*``,
+    whose large answer may be text (a UI tree, a log)."""
+    return _COMPUTER_TOOL.fullmatch(tool) is not None
 
 
 PRESSURE = "context-pressure"

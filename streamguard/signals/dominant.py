@@ -59,12 +59,14 @@ Result-aware (``result_aware``, default on; not in the reference)
     browser-use's "🔍  Scrolled down the page by one page", "Clicked element
     'button.load-more'") says nothing of what it did: its answer is the same
     every time, whether the page moved or not. What the act did is what the
-    calls between its repeats see, so such a dominant act does not trip while
-    those calls' latest answers hold at least two different things (an
-    infinite feed scrolled twice between extractions, each extraction listing
-    new posts, was halted at the sixteenth call); scrolling a page that has
-    stopped moving, read the same way each time, still trips, and so does
-    any other dominant call.
+    other calls of the window see, so such a dominant act does not trip while
+    what they saw keeps moving: their latest answers at least two, no two
+    alike, and a call made more than once in the window last answered
+    something new (an infinite feed scrolled twice between extractions, each
+    extraction listing new posts, was halted at the sixteenth call). Scrolling
+    a page that has stopped moving still trips, however the reads between are
+    worded (each extraction answered "end of feed", a page-info read answered
+    the same each time), and so does any other dominant call.
 
 Known false positives
     A hand-rolled poll with other calls interleaved. Without the interleaves
@@ -96,6 +98,7 @@ from .base import (
     ResultView,
     Signal,
     SignalConfig,
+    answer_just_changed,
     answer_keeps_changing,
     note_answer,
     push_own_ring,
@@ -138,23 +141,29 @@ def periodic(window: list[int], max_period: int) -> bool:
     return False
 
 
-def _others_differ(state: Any, window: list[int], top: int) -> bool:
-    """Whether the calls of ``window`` other than ``top`` last answered at least two
-    different things (their exact outcomes, as ``note_answer`` keeps them)."""
+def _others_move(state: Any, window: list[int], top: int) -> bool:
+    """Whether what the calls of ``window`` other than ``top`` saw kept moving: their
+    latest answers (exact outcomes, as ``note_answer`` keeps them) are at least two, no
+    two of them alike (an extraction reworded and answered "end of feed" each time is
+    one answer), and a call made more than once in the window last answered something
+    new (a page-info read answered the same every time is no movement)."""
     answers = state.answers
     if not answers:
         return False
-    first = -1
-    for key in window:
-        if key != top:
-            packed = answers.get(key)
-            if packed is not None:
-                outcome = packed >> 8 & 0xFFFFFFFF
-                if first < 0:
-                    first = outcome
-                elif outcome != first:
-                    return True
-    return False
+    seen: set[int] = set()
+    for key in set(window):
+        if key == top:
+            continue
+        packed = answers.get(key)
+        if packed is None:
+            continue
+        outcome = packed >> 8 & 0xFFFFFFFF
+        if outcome in seen:
+            return False
+        seen.add(outcome)
+        if window.count(key) > 1 and not answer_just_changed(state, key):
+            return False
+    return len(seen) >= 2
 
 
 class DominantToolCallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -307,7 +316,7 @@ class DominantToolCall(Signal):
             return None
         if self.result_aware and answer_keeps_changing(state, top):
             return None  # its answer keeps changing: paging or polling, not a loop
-        if self.result_aware and top == state.act_key and _others_differ(state, window, top):
+        if self.result_aware and top == state.act_key and _others_move(state, window, top):
             return None  # an act that only reports itself, whose effect the others see
         state.latched = True
         state.latched_key = top

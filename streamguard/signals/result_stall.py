@@ -445,7 +445,7 @@ def _swap_check(checks: bytearray, key32: bytes, answer: bytes) -> int:
 _LIST_ITEMS_READ = 16
 """Records of a JSON-text list read for whether one says an error (:func:`says_missing`)."""
 _REPORTS_ACT = re.compile(
-    r"\s*(?:[^\w\s]{1,4}\s*)?(?:successfully\s+)?(?:(?:left|right|middle|double|triple|long)[- ]?)?"
+    r"\s*(?:[^\w\s\x00-\x7f]{1,4}\s*)?(?:successfully\s+)?(?:(?:left|right|middle|double|triple|long)[- ]?)?"
     r"(?:clicked|tapped|pressed|typed|entered|scrolled|swiped|hovered|dragged|dropped"
     r"|moved the mouse|selected|filled|released|sent keys)\b",
     re.IGNORECASE,
@@ -572,6 +572,18 @@ _NOT_ID_KEY = re.compile(
     r"(?i)(?:page|line|request|trace|span|idempotency|nonce|offset|cursor|correlation|session)"
 )
 """Arguments named like ids that name no thing read: a page, a line, a request's own id."""
+_NOT_ID_WORDS = frozenset({
+    "page", "line", "request", "trace", "span", "idempotency", "nonce", "offset", "cursor",
+    "correlation", "session", "traceparent",
+})
+"""The same, as a word anywhere in the name (``X-Request-ID``, ``client_request_id``,
+``x-correlation-id``: a fresh one on every call names no place)."""
+
+
+def _names_no_thing(key: str) -> bool:
+    """Whether an argument's name says its value is no thing read (:data:`_NOT_ID_KEY` at
+    its start, or one of :data:`_NOT_ID_WORDS` among its words)."""
+    return _NOT_ID_KEY.match(key) is not None or not _NOT_ID_WORDS.isdisjoint(name_words(key))
 _ID_KEY_LIMIT = 64
 _INT64 = 1 << 63
 
@@ -639,8 +651,12 @@ def _is_id_key(key: Any) -> bool:
             _ID_KEY.search(key) is not None
             or not _PLACE_KEY_WORDS.isdisjoint(name_words(key))
         )
-        and _NOT_ID_KEY.match(key) is None
+        and not _names_no_thing(key)
     )
+
+
+NESTED_OBJECTS = 2
+"""Arguments that are objects of arguments read for ids one level down (:func:`_ids`)."""
 
 
 def _ids(args: Any, search: bool = False, nested: bool = True) -> str:
@@ -664,7 +680,7 @@ def _ids(args: Any, search: bool = False, nested: bool = True) -> str:
         others = tuple(sorted(
             key for key in keys
             if type(key) is str and len(key) <= _ID_KEY_LIMIT and key not in named
-            and _NOT_ID_KEY.match(key) is None and _TEXT_WORDS.isdisjoint(name_words(key))
+            and not _names_no_thing(key) and _TEXT_WORDS.isdisjoint(name_words(key))
         ))
         filters = tuple(sorted(
             key for key in keys
@@ -704,20 +720,27 @@ def _ids(args: Any, search: bool = False, nested: bool = True) -> str:
                 if _is_id_value(selected)
             )
     if nested:
+        looked = 0
         for key, value in args.items():
-            if type(value) is dict and value:
+            # (at most NESTED_OBJECTS of them; a request's headers name no place: a fresh
+            # request id in each would make one read again and again a sweep)
+            if type(value) is dict and value and type(key) is str and "header" not in key.lower():
                 inner = _ids(value, search, nested=False)
                 if inner:
                     found.append(f"{key}:{inner}")
+                looked += 1
+                if looked == NESTED_OBJECTS:
+                    break
     return "\0".join(found)
 
 
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
 _CHECK_FLAGS = FLAG_READ | FLAG_RUNNER | FLAG_SEARCH | FLAG_WRITE
 _DONE = re.compile(r"(?i)\b(?:success\w*|succeeded|completed|done|ok|clicked|typed|accepted)\b")
-_NOT_DONE = re.compile(r"(?i)\bfalse\b|fail|error|problem|warn|denied|invalid|reject|\d+ issue")
+_NOT_DONE = re.compile(r"(?i)\bfalse\b|fail|error|problem|warn|denied|invalid|reject|\d+ issue|nothing happened|\u26a0|\u274c")
 """What a bare "done" never says: a check's verdict reported as output (``{"ok": false}``,
-"Lint completed: 2 problems")."""
+"Lint completed: 2 problems"), or a warning sign before an act's report ("⚠️ Clicked ...,
+nothing happened")."""
 
 
 def _acknowledges(result: ResultView) -> bool:

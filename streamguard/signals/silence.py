@@ -88,7 +88,8 @@ Coding agents' own tools (``coding_tools``) and words in a tool (``speech_tools`
     message written to the person through a tool is the agent speaking
     (OpenHands' ``finish``, Cline's ``attempt_completion`` and
     ``ask_followup_question``, smolagents' ``final_answer``): such a call is
-    counted as speech, not as a silent call. Five of the seven healthy Claude
+    counted as speech, not as a silent call; the same plan or message sent again
+    word for word (a completion the harness keeps rejecting) is not. Five of the seven healthy Claude
     Code sessions of the forty-sixth batch that warned stay silent with these;
     the other two went 26 and 39 calls without a word or a plan, and still
     warn. And in a session that has driven a shell (a command runner's call), a
@@ -185,6 +186,9 @@ class ToolsWithoutTextState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     """The current silent stretch has alerted."""
     shell: bool = False
     """The session has called a command runner: it is a coding agent's."""
+    said: int = 0
+    """Call key of the latest speech tool's call: the same plan or message again says
+    nothing new."""
 
 
 
@@ -242,15 +246,18 @@ class ToolsWithoutText(Signal):
             kind = self._kinds.get(call.tool)
             if kind is None:
                 kind = self._kind(call.tool)
-            if kind == 2:  # a plan shown to the person, or a message to them: speech
+            if kind == 2 and call.key != state.said:
+                # a plan shown to the person, or a message to them: speech (the same
+                # plan or message again, word for word, is a silent call like any other)
                 self.on_text(state, None)
+                state.said = call.key
                 return None
         if self.after_first_text and not state.spoke:
             return None
         state.calls += 1
         if state.reported:
             return None
-        if not kind and not call.runner and not (state.shell and call.canonical.paths):
+        if kind != 1 and not call.runner and not (state.shell and call.canonical.paths):
             # (a call naming a file, in a session that drives a shell: a coding agent's
             # own file tool, whatever its runtime calls it)
             state.named = True
