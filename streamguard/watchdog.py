@@ -104,6 +104,7 @@ from .signals.facts import (
     FLAG_WAITS_FIRST,
     FLAG_WRITE,
     LONG_POLL_KEYS,
+    OBSERVATION_HEAD,
     RUN_HEAD,
     TRANSCRIPT_HEAD,
     CallFacts,
@@ -116,6 +117,7 @@ from .signals.facts import (
     name_words,
     names_no_act,
     plain_facts,
+    returncode_report,
     run_record,
     run_report,
     runner_envelope,
@@ -624,6 +626,11 @@ class Watchdog:
                 event = structs.replace(
                     event, result=transcript[0], error=event.error or transcript[1]
                 )
+        elif type(payload) is str and payload.startswith(OBSERVATION_HEAD) and self._runners(event.tool):
+            # mini-SWE-agent's observation: its output and exit code (returncode_report).
+            observed = returncode_report(payload)
+            if observed is not None:
+                event = structs.replace(event, result=observed[0], error=event.error or observed[1])
         elif type(payload) is str and payload.startswith(RUN_HEAD) and self._runners(event.tool):
             # An IDE agent's report of the run before its output (Cline, Roo Code): its
             # output and exit code (run_report).

@@ -771,6 +771,31 @@ def test_a_runner_envelope_is_read_as_its_output_and_exit_code() -> None:
     assert "result-stall" in signals(unwrapped)  # the same object each time: stale
 
 
+def test_a_mini_swe_agent_observation_is_read_as_its_output_and_exit_code() -> None:
+    """mini-SWE-agent shows the model `<returncode>N</returncode>\n<output>...</output>`;
+    a runtime that publishes it as the result: every silent `sed -i` of a twenty-file
+    migration answered the same markup (halted at the 27th call), a failing build no
+    failure."""
+    from streamguard.signals.facts import returncode_report
+
+    def observed(code: int, output: str) -> str:
+        return f"<returncode>{code}</returncode>\n<output>\n{output}</output>"
+
+    assert returncode_report(observed(0, "")) == ("", None)
+    assert returncode_report(observed(2, "build failed\n")) == ("build failed\n", "exit code 2")
+    for other in ("<returncode>x</returncode><output>a</output>", "<returncode>1</returncode> no output",
+                  "<returncode>" + "1" * 30 + "</returncode><output>a</output>"):
+        assert returncode_report(other) is None, other
+    sweep: list[Any] = []
+    for n in range(20):
+        path = f"core/{word(n)}/{word(n + 7)}.go"
+        sweep += [sh(f"grep -n 'ioutil\\.' {path}"), out(observed(0, f"{10 + n}:\t\tdata, err := ioutil.ReadFile(...\n"))]
+        sweep += [sh(f"sed -i -e 's/ioutil\\.ReadFile/os.ReadFile/g' {path} && go build ./core/..."), out(observed(0, "\n"))]
+    assert [a.signal for a in alerts(sweep) if a.severity == "critical"] == []
+    rerun = [e for _ in range(8) for e in (sh("go build ./..."), out(observed(1, "undefined: ioutil\n")))]
+    assert "failure-loop" in signals(rerun)
+
+
 def test_an_ide_agents_run_report_is_read_as_its_output_and_exit_code() -> None:
     """Cline and Roo Code answer `execute_command` with a report of the run before its
     output; read with it, every silent `git add` was the same answer, and a failing test

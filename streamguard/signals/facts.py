@@ -1030,6 +1030,34 @@ def runner_envelope(result: Any) -> tuple[str, str | None] | None:
     return output, (f"exit code {code}" if code else None)
 
 
+OBSERVATION_HEAD = "<returncode>"
+"""How mini-SWE-agent's observation of a command opens (:func:`returncode_report`)."""
+
+
+def returncode_report(text: str) -> tuple[str, str | None] | None:
+    """mini-SWE-agent's observation of a command, as its harness writes it for the model
+    (``<returncode>1</returncode>\n<output>\n...\n</output>``), read as what it says: its
+    output, and a failure ``exit code N`` when the code is not 0. ``None`` when the text is
+    no such observation (its code no integer, or no output element after it). Read with
+    its markup, every silent ``sed -i`` of a sweep was the same answer, not a silent write
+    (a healthy migration of twenty files was halted), and a failing command no failure."""
+    end = text.find("</returncode>", 12, 40)
+    if end < 0:
+        return None
+    code = text[12:end].strip()
+    if not code.lstrip("-").isdigit() or len(code) > 12:
+        return None
+    opened = text.find("<output>", end, end + 40)
+    if opened < 0:
+        return None
+    start = opened + 8
+    if text.startswith("\n", start):
+        start += 1
+    closed = text.rfind("</output>", start)
+    output = text[start:closed] if closed >= 0 else text[start:]
+    return output, (f"exit code {int(code)}" if int(code) != 0 else None)
+
+
 RUN_HEAD = "Command "
 """How an IDE agent's report of a command run opens (:func:`run_report`)."""
 _RUN_REPORT = re.compile(
