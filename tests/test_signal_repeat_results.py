@@ -195,20 +195,25 @@ def test_reference_mode_needs_no_pairing() -> None:
 
 
 def test_a_rerun_reporting_the_same_failure_with_a_new_run_time_is_the_same_answer() -> None:
-    """A harness that keeps the exit status in the text ("<returncode>1</returncode>")
-    returns a failing test run as a success; re-run unchanged, only "1 error in 0.21s"
-    moves. That is the same answer again, not a poll."""
+    """A harness that keeps the exit status in the text returns a failing test run as a
+    success; re-run unchanged, only "1 error in 0.21s" moves. That is the same answer
+    again, not a poll. (mini-SWE-agent's own markup, "<returncode>1</returncode>", is
+    read as the failure it reports: that rerun is failure-loop's.)"""
     def rerun(summary: Any) -> list[Any]:
         trace: list[Any] = []
         for i in range(7):
             trace += [call("bash", command="cd /testbed && python -m pytest tests/test_export.py -q"),
-                      res(f"<returncode>1</returncode>\n<output>\nE   ModuleNotFoundError: "
-                          f"No module named 'factory'\n{summary(i)}\n</output>", "bash")]
+                      res(f"exit status 1\nE   ModuleNotFoundError: "
+                          f"No module named 'factory'\n{summary(i)}\n", "bash")]
         return trace
 
     got = [a for a in run(rerun(lambda i: f"1 error in 0.{21 + i}s"))
            if a.signal == "repeated-tool-call"]
     assert [(a.severity, a.detail["rule"]) for a in got] == [("critical", "same_result")]
+    marked = [call("bash", command="cd /testbed && python -m pytest tests/test_export.py -q"),
+              res("<returncode>1</returncode>\n<output>\nE   ModuleNotFoundError: No module named "
+                  "'factory'\n1 error in 0.21s\n</output>", "bash")]
+    assert [a.signal for a in run(marked * 7) if a.severity == "critical"][:1] == ["failure-loop"]
     # a failure that changes from run to run (a flaky test, a new assertion) is no repeat
     assert positions(rerun(lambda i: f"FAILED test_{i} - assert {i} == 3\n1 failed in 0.2{i}s")) == []
     # and an output that reports no failure keeps its numbers: a progress poll
