@@ -896,6 +896,19 @@ def test_an_objects_address_in_a_failing_tests_output_is_no_news() -> None:
     assert hits(edits) == []
 
 
+def test_a_timestamp_element_is_no_news() -> None:
+    """Claude Code's BashOutput stamps each answer with when it was read: the same status
+    of a background shell, read again, is the same answer; another status is not."""
+    def output(status: str, at: str) -> str:
+        return (f"<status>{status}</status>\n\n<exit_code>137</exit_code>\n\n<stdout>\nbaked level_02.png\n"
+                f"</stdout>\n\n<timestamp>2025-09-17T17:{at}.548Z</timestamp>")
+
+    assert template(output("failed", "21:38")) == template(output("failed", "23:52"))
+    assert light_template(output("failed", "21:38")) == light_template(output("failed", "23:52"))
+    assert template(output("failed", "21:38")) != template(output("running", "21:38"))
+    assert light_template("<timestamp>" + "x" * 100 + "</timestamp>") == "<timestamp>" + "x" * 100 + "</timestamp>"
+
+
 def test_an_acts_report_may_open_with_an_emoji_but_not_a_warning() -> None:
     from streamguard.signals.result_stall import _NOT_DONE, _REPORTS_ACT
 

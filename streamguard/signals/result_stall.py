@@ -1149,8 +1149,7 @@ product of the two lengths)."""
 def template(text: str, digits: bool = True) -> bytes:
     """``text`` with quoted strings (near its start) and every digit run masked,
     whitespace collapsed. Done on bytes, where each step is one C-level pass."""
-    if " at 0x" in text:
-        text = _OBJECT_ADDRESS.sub(" at 0x#", text)
+    text = _unmoved(text)
     head = text[:QUOTE_SPAN]
     if _prose_head(head):
         # Prose (an error message, a tool's sentence): the quoted term is the variable
@@ -1195,9 +1194,7 @@ def templates(text: str, digits: bool = True) -> tuple[bytes, bytes]:
         # may be what was asked (a timer's next run). (Looked for at the start only,
         # behind a count of its colons: a search over every answer cost 6 % a pair.)
         text = _LINE_CLOCK.sub(r"\1T", text)
-    if " at 0x" in text:
-        # An object's address in its default repr: where this run put it, not what it is.
-        text = _OBJECT_ADDRESS.sub(" at 0x#", text)
+    text = _unmoved(text)
     has_line = "line " in text
     light = (_SHELL_LINE.sub("line #", text) if has_line else text).encode(
         "utf-8", "surrogatepass"
@@ -1215,8 +1212,7 @@ def light_template(text: str) -> str:
     shell's line numbers (``bash: line 27424:``) and objects' addresses (``<Foo object at
     0x7f1c2b3d5a10>``). A test that fails with other values after an edit has changed;
     this keeps it changed."""
-    if " at 0x" in text:
-        text = _OBJECT_ADDRESS.sub(" at 0x#", text)
+    text = _unmoved(text)
     return _SHELL_LINE.sub("line #", text) if "line " in text else text
 
 
@@ -1225,6 +1221,22 @@ _OBJECT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]{4,16}\b")
 0x7f1c2b3d5a10>``): a new one every run of the same failing test, so the same failure
 read with it was a new answer every time (a test rerun dozens of times between cache
 clears was never halted)."""
+_TIMESTAMP_ELEMENT = re.compile(r"<timestamp>[^<]{0,64}</timestamp>")
+"""When an answer was written, as its own element (Claude Code's ``BashOutput``:
+``<status>failed</status> ... <timestamp>2025-09-17T17:21:38.548Z</timestamp>``): a
+dead background shell read after each wait said the same thing with a new time."""
+
+
+def _unmoved(text: str) -> str:
+    """``text`` without what moves between two identical answers by itself: an object's
+    address (:data:`_OBJECT_ADDRESS`) and a timestamp element (:data:`_TIMESTAMP_ELEMENT`),
+    each behind a substring test."""
+    if " at 0x" in text:
+        # An object's address in its default repr: where this run put it, not what it is.
+        text = _OBJECT_ADDRESS.sub(" at 0x#", text)
+    if "<timestamp>" in text:
+        text = _TIMESTAMP_ELEMENT.sub("<timestamp>T</timestamp>", text)
+    return text
 
 
 class ResultStallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
