@@ -784,7 +784,10 @@ def test_a_mini_swe_agent_observation_is_read_as_its_output_and_exit_code() -> N
     assert returncode_report(observed(0, "")) == ("", None)
     assert returncode_report(observed(2, "build failed\n")) == ("build failed\n", "exit code 2")
     for other in ("<returncode>x</returncode><output>a</output>", "<returncode>1</returncode> no output",
-                  "<returncode>" + "1" * 30 + "</returncode><output>a</output>"):
+                  "<returncode>" + "1" * 30 + "</returncode><output>a</output>",
+                  # digits str.isdigit takes and int() does not: no exception, no report
+                  "<returncode>\u00b2</returncode><output>a</output>", "<returncode>--1</returncode><output>a</output>",
+                  "<returncode>-\u00b2</returncode><output>a</output>", "<returncode>\u0663</returncode><output>a</output>"):
         assert returncode_report(other) is None, other
     sweep: list[Any] = []
     for n in range(20):

@@ -1034,6 +1034,9 @@ OBSERVATION_HEAD = "<returncode>"
 """How mini-SWE-agent's observation of a command opens (:func:`returncode_report`)."""
 
 
+_RETURN_CODE = re.compile(r"-?[0-9]{1,9}")
+
+
 def returncode_report(text: str) -> tuple[str, str | None] | None:
     """mini-SWE-agent's observation of a command, as its harness writes it for the model
     (``<returncode>1</returncode>\n<output>\n...\n</output>``), read as what it says: its
@@ -1045,8 +1048,8 @@ def returncode_report(text: str) -> tuple[str, str | None] | None:
     if end < 0:
         return None
     code = text[12:end].strip()
-    if not code.lstrip("-").isdigit() or len(code) > 12:
-        return None
+    if _RETURN_CODE.fullmatch(code) is None:
+        return None  # (ASCII digits only: "²" and "--1" pass str.isdigit, not int())
     opened = text.find("<output>", end, end + 40)
     if opened < 0:
         return None
