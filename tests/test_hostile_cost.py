@@ -281,6 +281,10 @@ def test_a_log_lines_clock_prefix_splits_a_run_of_capitals_one_way_only() -> Non
     ("select 1 from t; drop table t /* x", "sql:write"),
     ("select 1 from t; " + "/*x" * 1333, "sql:read"),
     ("select 1 from t; select 'it''s \\' here; drop table u", "sql:read"),  # all one literal
+    # an apostrophe inside a double-quoted name or string opens no literal
+    ('SELECT * FROM "o\'brien"; DROP TABLE t', "sql:write"),
+    ('SELECT * FROM posts WHERE title = "it\'s"; DELETE FROM posts', "sql:write"),
+    ('select 1; insert into "t" values (1)', "sql:write"),
 ])
 def test_sql_statements_are_read_by_shapes_that_cannot_be_split_many_ways(sql: str, action: str | None) -> None:
     """`grant` and `select` followed by a long run of spaces, and comments or literals left

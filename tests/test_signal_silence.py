@@ -417,3 +417,18 @@ def test_the_same_plan_or_message_again_is_no_speech() -> None:
     d.text("on it")
     plans = [d.call("TodoWrite", {"todos": [{"content": f"step {n}", "status": "done"}]}) for n in range(30)]
     assert plans == [None] * 30  # a new plan each time: speech each time
+
+
+def test_a_call_names_a_file_by_a_path_in_its_value_not_by_its_arguments_name() -> None:
+    """`direction`, `profile`, `target` hold "dir", "file" or a path's name but no path: a
+    browser agent with a shell keeps the named threshold for its scrolls and clicks."""
+    d = driver()
+    assert shell_calls(d, 1) == []
+    named = [d.call(tool, args) for tool, args in [
+        ("browser_scroll", {"direction": "down"}), ("browser_click", {"target": "e12"}),
+        ("get_user", {"profile": "default"})] * 4]
+    assert [i + 2 for i, f in enumerate(named) if f is not None] == [12]
+    d = driver()
+    assert shell_calls(d, 1) == []
+    files = [d.call("view_file", {"AbsolutePath": f"/src/m{i}.ts"}) for i in range(20)]
+    assert files == [None] * 20

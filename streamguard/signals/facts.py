@@ -648,11 +648,22 @@ _SQL_READ = re.compile(
 _SQL_WRITE_INSIDE = re.compile(
     r"\b(?:insert\s+into|delete\s+from|update\s+[\w.\"`]+\s+set|merge\s+into)\b", re.IGNORECASE
 )
-_SQL_LITERAL = re.compile(r"--[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\Z)|'(?:[^'\\]|\\.|'')*(?:'|\\?\Z)")
-"""A comment or a string literal: its words are no statement ("where body = 'please update
-x set y'", "/* ; drop table t */"); a backslash escape inside a literal included. One left
-open runs to the end of the text (as it would for the database), so it is scanned once:
-matched to the end, not searched again from every later opener."""
+_SQL_LITERAL = re.compile(
+    r"--[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\Z)|'(?:[^'\\]|\\.|'')*(?:'|\\?\Z)"
+    r"|\"(?:[^\"\\]|\\.|\"\")*(?:\"|\\?\Z)"
+)
+"""A comment, a string literal or a double-quoted name or string: its words are no
+statement ("where body = 'please update x set y'", "/* ; drop table t */"); a backslash
+escape inside included. One left open runs to the end of the text (as it would for the
+database), so it is scanned once: matched to the end, not searched again from every later
+opener. A double-quoted one is read first where it comes first, so an apostrophe inside it
+(``"o'brien"``) opens no literal that would hide a statement after it."""
+
+
+def _bare_sql(head: str) -> str:
+    """``head`` with its comments and literals replaced by an empty literal (a double-quoted
+    name by ``""``, which still reads as a name)."""
+    return _SQL_LITERAL.sub(lambda m: '""' if m.group(0)[:1] == '"' else "''", head)
 _SQL_STATEMENTS = 16
 """Statements after the first read for a write among them (``SELECT 1; DROP TABLE t``)."""
 _SQL_HEAD_LIMIT = 4096
@@ -663,7 +674,7 @@ SQL_ACTION = "sql:"
 def _writes_within(head: str) -> bool:
     """Whether a read's text, its comments and literals taken out, holds a write: inside it
     or as a statement after it."""
-    bare = _SQL_LITERAL.sub("''", head)
+    bare = _bare_sql(head)
     return _SQL_WRITE_INSIDE.search(bare) is not None or (";" in bare and any(
         _SQL_WRITE.match(statement) for statement in bare.split(";", _SQL_STATEMENTS)[1:]
     ))

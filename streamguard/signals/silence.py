@@ -93,7 +93,8 @@ Coding agents' own tools (``coding_tools``) and words in a tool (``speech_tools`
     Code sessions of the forty-sixth batch that warned stay silent with these;
     the other two went 26 and 39 calls without a word or a plan, and still
     warn. And in a session that has driven a shell (a command runner's call), a
-    call whose arguments name a file is a coding agent's file tool, whatever
+    call whose arguments name a file (a path-shaped argument holding a slash or
+    a dot: ``src/a.ts``, not ``direction="down"``) is a coding agent's file tool, whatever
     its runtime calls it (Cursor's ``search_replace``, Copilot's
     ``replace_string_in_file``, Windsurf's ``view_file``, Cline's
     ``replace_in_file``, a ``read_file`` beside ``run_terminal_cmd``): IDE
@@ -257,7 +258,7 @@ class ToolsWithoutText(Signal):
         state.calls += 1
         if state.reported:
             return None
-        if kind != 1 and not call.runner and not (state.shell and call.canonical.paths):
+        if kind != 1 and not call.runner and not (state.shell and _names_a_file(call)):
             # (a call naming a file, in a session that drives a shell: a coding agent's
             # own file tool, whatever its runtime calls it)
             state.named = True
@@ -299,6 +300,14 @@ class ToolsWithoutText(Signal):
                 "tool": label,
             },
         )
+
+
+def _names_a_file(call: CallView) -> bool:
+    """Whether a call's path-shaped arguments hold a path: a value with a slash or a dot in
+    it (``src/a.ts``, ``README.md``), not any value under a name that holds "dir" or "file"
+    (``direction="down"``, ``profile="default"``, ``target="e12"``)."""
+    paths = call.canonical.paths
+    return paths is not None and any(value and ("/" in value or "." in value) for value in paths.values())
 
 
 def _glob_matcher(patterns: list[str]) -> Callable[[str], bool]:
