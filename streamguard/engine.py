@@ -94,7 +94,11 @@ class Engine:
     # ---------------------------------------------------------------- process
 
     def process(self, event: AgentEvent, record_ts: float | None = None) -> list[Output]:
-        """Apply one agent event; return its outputs (an empty list, usually)."""
+        """Apply one agent event; return its outputs (an empty list, usually).
+
+        The list is the caller's to read, not to change: when there is no output it is one
+        shared empty list (the common case allocates nothing), so copy it before adding to
+        it (``outputs = list(engine.process(event))``)."""
         state = self.sessions.get(event.session)
         single = self._single
         if state is not None and single is not None:
