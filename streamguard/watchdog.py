@@ -93,7 +93,6 @@ from .signals.base import (
     waited_between,
 )
 from .signals.facts import (
-    ENVELOPE_HEAD,
     FLAG_ASK,
     FLAG_LONG_POLL,
     FLAG_READ,
@@ -104,9 +103,7 @@ from .signals.facts import (
     FLAG_WAITS_FIRST,
     FLAG_WRITE,
     LONG_POLL_KEYS,
-    OBSERVATION_HEAD,
-    RUN_HEAD,
-    TRANSCRIPT_HEAD,
+    RUNNER_ANSWER_HEADS,
     CallFacts,
     CommandRunners,
     ToolGlobs,
@@ -117,12 +114,8 @@ from .signals.facts import (
     name_words,
     names_no_act,
     plain_facts,
-    returncode_report,
-    run_record,
-    run_report,
-    runner_envelope,
+    runner_answer,
     runner_facts,
-    shell_transcript,
     sleep_facts,
 )
 from .snapshot import SnapshotCodec, peek_agent
@@ -618,42 +611,17 @@ class Watchdog:
             unwrapped = mcp_answer(payload, event.error)
             if unwrapped is not None:
                 event = structs.replace(event, result=unwrapped[0], error=unwrapped[1])
-        elif type(payload) is str and payload.startswith(TRANSCRIPT_HEAD) and self._runners(event.tool):
-            # A shell's transcript (Gemini CLI): its output and exit code (shell_transcript).
-            # (A runner's only: a file that holds a saved transcript is read as it is.)
-            transcript = shell_transcript(payload)
-            if transcript is not None:
-                event = structs.replace(
-                    event, result=transcript[0], error=event.error or transcript[1]
-                )
-        elif type(payload) is str and payload.startswith(OBSERVATION_HEAD) and self._runners(event.tool):
-            # mini-SWE-agent's observation: its output and exit code (returncode_report).
-            observed = returncode_report(payload)
-            if observed is not None:
-                event = structs.replace(event, result=observed[0], error=event.error or observed[1])
-        elif type(payload) is str and payload.startswith(RUN_HEAD) and self._runners(event.tool):
-            # An IDE agent's report of the run before its output (Cline, Roo Code): its
-            # output and exit code (run_report).
-            report = run_report(payload)
-            if report is not None:
-                event = structs.replace(event, result=report[0], error=event.error or report[1])
-        elif type(payload) is dict and "stdout" in payload and self._runners(event.tool):
-            # A command's run recorded as an object: its output and exit code, not how
-            # long it took (run_record). (A runner's only: a named tool's answer of this
-            # shape is its data; `run_kubectl(args="rollout status ...")` timing out while
-            # the rollout moves would be a failure re-sent.)
-            record = run_record(payload)
-            if record is not None:
-                event = structs.replace(event, result=record[0], error=event.error or record[1])
-        if (
-            (type(payload) is dict and "metadata" in payload)
-            or (type(payload) is str and payload.startswith(ENVELOPE_HEAD))
+        elif (
+            (type(payload) is str and payload.startswith(RUNNER_ANSWER_HEADS))
+            or (type(payload) is dict and ("stdout" in payload or "metadata" in payload))
         ) and self._runners(event.tool):
-            # A runner's output envelope (Codex CLI): its output and exit code, not how
-            # long the run took (runner_envelope).
-            envelope = runner_envelope(payload)
-            if envelope is not None:
-                event = structs.replace(event, result=envelope[0], error=event.error or envelope[1])
+            # A runner's answer wrapped by its runtime (a transcript, an observation's
+            # markup, a run report, a run record, an envelope): its output and exit code
+            # (facts.runner_answer). A runner's only: a named tool's answer of one of these
+            # shapes, or a file that holds one, is its data.
+            answer = runner_answer(payload)
+            if answer is not None:
+                event = structs.replace(event, result=answer[0], error=event.error or answer[1])
         failed = bool(event.error)
         fingerprint = size = 0
         encoded = None  # the payload's sorted JSON, when the fingerprint made it (answer_gist)

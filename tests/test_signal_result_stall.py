@@ -632,6 +632,11 @@ def test_a_cloud_cli_sweep_over_regions_is_one_answer_per_region() -> None:
         "shell", {"command": ["bash", "-lc", f"aws ec2 describe-instances --region eu-west-1 --max-items {i + 5}"]},
         empty)]
     assert hits(again) != []
+    # fourteen regions answering a bare `[]` (no instance anywhere) are a sweep too
+    bare = {"output": "[]", "metadata": {"exit_code": 0, "duration_seconds": 0.9}}
+    assert hits([event for region in regions for event in step(
+        "shell", {"command": ["bash", "-lc", f"aws ec2 describe-instances --region {region} --output json"]},
+        bare)]) == []
 
 
 def test_a_search_that_rewrites_what_it_finds_says_nothing_new_when_silent() -> None:

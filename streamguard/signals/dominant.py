@@ -104,7 +104,7 @@ from .base import (
     push_own_ring,
 )
 from .facts import FLAG_RUNNER, FLAG_WRITE
-from .result_stall import _UI_ACT_TOOLS, reports_act
+from .result_stall import UI_ACT_TOOLS, reports_act
 
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
 
@@ -141,8 +141,9 @@ def periodic(window: list[int], max_period: int) -> bool:
     return False
 
 
-def _others_move(state: Any, window: list[int], top: int) -> bool:
-    """Whether what the calls of ``window`` other than ``top`` saw kept moving: their
+def _others_move(state: Any, counts: dict[int, int], top: int) -> bool:
+    """Whether what the calls of the window (``counts``: call key -> its calls in the
+    window) other than ``top`` saw kept moving: their
     latest answers (exact outcomes, as ``note_answer`` keeps them) are at least two, no
     two of them alike (an extraction reworded and answered "end of feed" each time is
     one answer), and a call made more than once in the window last answered something
@@ -151,7 +152,7 @@ def _others_move(state: Any, window: list[int], top: int) -> bool:
     if not answers:
         return False
     seen: set[int] = set()
-    for key in set(window):
+    for key, count in counts.items():
         if key == top:
             continue
         packed = answers.get(key)
@@ -161,7 +162,7 @@ def _others_move(state: Any, window: list[int], top: int) -> bool:
         if outcome in seen:
             return False
         seen.add(outcome)
-        if window.count(key) > 1 and not answer_just_changed(state, key):
+        if count > 1 and not answer_just_changed(state, key):
             return False
     return len(seen) >= 2
 
@@ -254,7 +255,7 @@ class DominantToolCall(Signal):
             # the names already judged are looked up without a call)
             if (
                 result.call_flags & _RUNNER_WRITE == _RUNNER_WRITE
-                or _UI_ACT_TOOLS.get(result.tool, True)
+                or UI_ACT_TOOLS.get(result.tool, True)
             ) and reports_act(result):
                 state.act_key = result.call_key
             elif state.act_key and state.act_key == result.call_key:
@@ -316,7 +317,7 @@ class DominantToolCall(Signal):
             return None
         if self.result_aware and answer_keeps_changing(state, top):
             return None  # its answer keeps changing: paging or polling, not a loop
-        if self.result_aware and top == state.act_key and _others_move(state, window, top):
+        if self.result_aware and top == state.act_key and _others_move(state, counts, top):
             return None  # an act that only reports itself, whose effect the others see
         state.latched = True
         state.latched_key = top

@@ -1101,6 +1101,33 @@ def run_report(text: str) -> tuple[str, str | None] | None:
     return text[head.end():], error
 
 
+RUNNER_ANSWER_HEADS = (TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD)
+"""How a runner's answer wrapped by its runtime opens when it is text (:func:`runner_answer`)."""
+
+
+def runner_answer(payload: Any) -> tuple[str, str | None] | None:
+    """A command runner's answer as its runtime wraps it, read as ``(output, error)``:
+    Gemini CLI's transcript (:func:`shell_transcript`), mini-SWE-agent's observation
+    (:func:`returncode_report`), Cline's and Roo Code's run report (:func:`run_report`), a
+    run recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object or
+    as its JSON text (:func:`runner_envelope`). ``None`` for any other answer, which is
+    read as sent. The shapes are told apart by how they open (a run report's ``Command
+    `` never reads a transcript's ``Command: ``, which is tried first)."""
+    if type(payload) is str:
+        if payload.startswith(TRANSCRIPT_HEAD):
+            return shell_transcript(payload)
+        if payload.startswith(OBSERVATION_HEAD):
+            return returncode_report(payload)
+        if payload.startswith(RUN_HEAD):
+            return run_report(payload)
+        return runner_envelope(payload)
+    if type(payload) is dict:
+        if "stdout" in payload:
+            return run_record(payload)
+        return runner_envelope(payload)
+    return None
+
+
 def _stated(value: str) -> str:
     """A transcript field's value, "" for its words of nothing (``(empty)``, ``(none)``)."""
     return "" if value in ("(empty)", "(none)") else value

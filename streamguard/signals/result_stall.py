@@ -980,21 +980,23 @@ _UI_WORDS = _UI_ACT_WORDS | frozenset({
 """The words a tool named by an interface act may hold (``Click-Tool``, ``type_into_element``,
 ``click_at``, ``browser_click``, ``press_key``); ``type_check``, ``get_click_stats``,
 ``key_rotate`` hold others."""
-_UI_ACT_TOOLS: dict[str, bool] = {}
+UI_ACT_TOOLS: dict[str, bool] = {}
+"""Tool name -> whether it names an interface act (the memo of :func:`_ui_act_tool`, read
+by ``dominant-tool-call`` without a call for the names already judged)."""
 
 
 def _ui_act_tool(tool: str) -> bool:
     """Whether ``tool``'s name says it acts on an interface (cached per name)."""
-    act = _UI_ACT_TOOLS.get(tool)
+    act = UI_ACT_TOOLS.get(tool)
     if act is None:
         words = name_words(tool)
         act = (
             bool(words) and len(words) <= 5 and not _UI_ACT_WORDS.isdisjoint(words)
             and _UI_WORDS.issuperset(words)
         )
-        if len(_UI_ACT_TOOLS) >= 512:  # bounded: tool names are untrusted
-            _UI_ACT_TOOLS.clear()
-        _UI_ACT_TOOLS[tool] = act
+        if len(UI_ACT_TOOLS) >= 512:  # bounded: tool names are untrusted
+            UI_ACT_TOOLS.clear()
+        UI_ACT_TOOLS[tool] = act
     return act
 
 
