@@ -833,3 +833,69 @@ def test_a_command_that_only_sleeps_is_a_wait_whatever_tool_runs_it() -> None:
                        result="api-0 Running" if e.tool == "kubectl" else "4.1\n")
             if isinstance(e, ToolResult) else e for e in trace]
     assert ("alternating-tool-cycle", "critical") in loop_alerts(busy)
+
+
+def background_shell(answers: list[str], sleep_tool: str = "Bash",
+                     between: str | None = None) -> list[Any]:
+    """A background job read with Claude Code's ``BashOutput``, a ``sleep N`` (of varying
+    length) before each read; ``between``: a command run once, in the middle."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock, n = 1_000.0, 0
+
+    def call(tool: str, args: dict[str, Any], answer: str, took: float) -> None:
+        nonlocal clock, n
+        n += 1
+        trace.append(ToolCall(session="p", tool=tool, args=args, call_id=f"c{n}", ts=clock))
+        clock += took
+        trace.append(ToolResult(session="p", tool=tool, call_id=f"c{n}", result=answer, ts=clock))
+        clock += 2.0
+
+    for lap, answer in enumerate(answers):
+        seconds = (60, 120, 90, 180)[lap % 4]
+        if sleep_tool == "Bash":
+            call("Bash", {"command": f"sleep {seconds}", "description": "Wait"}, "", seconds)
+        else:
+            call(sleep_tool, {"seconds": seconds}, "ok", seconds)
+        if between is not None and lap == len(answers) // 2:
+            call("Bash", {"command": between}, "level_01.png\nlevel_02.png\n", 0.2)
+        call("BashOutput", {"bash_id": "1fb043"}, answer, 0.1)
+    return trace
+
+
+def shell_report(status: str, stdout: str, at: int, exit_code: int | None = None) -> str:
+    code = f"<exit_code>{exit_code}</exit_code>\n\n" if exit_code is not None else ""
+    return (f"<status>{status}</status>\n\n{code}<stdout>\n{stdout}</stdout>\n\n"
+            f"<timestamp>2025-09-17T17:{at:02d}:00.000Z</timestamp>")
+
+
+BAKED = "baked assets/atlases/level_01.png\nbaked assets/atlases/level_02.png\n"
+
+
+def test_a_dead_background_shell_read_between_sleeps_is_a_loop() -> None:
+    """The job was killed (exit 137) and the agent keeps sleeping and reading it: the
+    sleeps do not break the run of one read whose answer says the work ended."""
+    dead = [shell_report("running", "Compiling\n", 0)] + [
+        shell_report("failed", BAKED, 2 * lap + 1, exit_code=137) for lap in range(12)]
+    for sleep_tool in ("Bash", "sleep", "wait"):
+        got = loop_alerts(background_shell(dead, sleep_tool))
+        assert ("repeated-tool-call", "critical") in got, sleep_tool
+    # a command of another kind in the middle starts a new run, as before
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        background_shell(dead + dead[1:], between="ls assets/atlases/"))
+
+
+def test_a_running_background_shell_read_between_sleeps_is_a_poll() -> None:
+    """Still running: its output growing, or the same for a while (a slow level), is
+    waiting, not a loop; nor is it one while the sleeps break nothing."""
+    growing = [shell_report("running", "baked level_%02d\n" % lap, 2 * lap) for lap in range(14)]
+    assert loop_alerts(background_shell(growing)) == []
+    quiet = [shell_report("running", BAKED, 2 * lap) for lap in range(14)]
+    assert loop_alerts(background_shell(quiet)) == []
+
+
+def test_sleeps_between_reads_are_left_alone_by_the_reference_rule() -> None:
+    """``result_aware = false``: the reference counts calls in a row, and a sleep is a call."""
+    dead = [shell_report("failed", BAKED, lap, exit_code=137) for lap in range(12)]
+    reference = QUIET + "[signals.repeated-tool-call]\nresult_aware = false\n"
+    got = [a for a in alerts(background_shell(dead), reference) if a.signal == "repeated-tool-call"]
+    assert got == []
