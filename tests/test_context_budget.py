@@ -239,3 +239,30 @@ def test_a_contradicted_window_named_again_without_a_measure_stays_contradicted(
     assert d.result("read", result="x" * 30) is None
     d.usage(model="gpt-4.1")  # a window of 1,047,576 tokens holds 230,000
     assert d.result("read", result_bytes=3 * 800_000).signal == "context-budget"
+
+
+def test_a_computer_use_answer_sent_as_a_summary_of_its_screenshot_is_a_screenshot():
+    """A runtime that sends each screenshot as a summary (its type, URL and digest) beside
+    its declared 220 KB: against computer-use-preview's 8,192-token window the turn was cut
+    at the first call. OpenAI's ``computer_screenshot`` block is an image in any tool's
+    answer, and any answer of a computer-use tool that is no text is one image."""
+    from streamguard.signals.context_budget import IMAGE_TOKENS
+
+    summary = {"type": "computer_screenshot", "current_url": "https://mail.example.test/inbox",
+               "screenshot_sha256": "b4f04a9e6480542e1dcdd397daff83ff"}
+    for tool in ("computer", "browser_screenshot"):
+        d = driver()
+        d.usage(model="computer-use-preview", input_tokens=2_179, context_window=8_192)
+        assert d.result(tool, result=summary, result_bytes=231_124) is None, tool
+        assert d.state.pending_bytes == IMAGE_TOKENS * 3
+    # a computer-use tool's answer of another shape, sent with its bytes: one image
+    d = driver()
+    d.usage(model="computer-use-preview", input_tokens=2_179, context_window=8_192)
+    assert d.result("computer_use_preview", result={"url": "https://x.test/", "sha": "e0"},
+                    result_bytes=219_911) is None
+    assert d.state.pending_bytes == IMAGE_TOKENS * 3
+    # the same summary from another tool, without the screenshot's type, is its bytes
+    d = driver()
+    d.usage(model="computer-use-preview", input_tokens=2_179, context_window=8_192)
+    assert d.result("fetch_page", result={"url": "https://x.test/", "sha": "e0"},
+                    result_bytes=219_911).signal == "context-budget"

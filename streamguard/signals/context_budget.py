@@ -49,7 +49,12 @@ Images
     and its dated names), which answers every action
     with a screenshot: three healthy computer-use sessions of the forty-fifth blind
     batch, each screenshot sent as a digest and its 200–400 KB, were cut at their
-    second to fifth call.
+    second to fifth call; and six of the fifty-sixth, each screenshot sent as a
+    summary (``{"type": "computer_screenshot", "current_url": ..., "screenshot_sha256":
+    ...}``) beside its declared 220 KB, were cut at their first, against
+    ``computer-use-preview``'s 8,192-token window. Such an answer of a computer-use
+    tool is one image whatever its payload, and OpenAI's ``computer_screenshot``
+    block is an image block in any tool's answer.
 
 A window contradicted by its own measure
     A usage event whose ``input_tokens`` exceed the window (the event's
@@ -87,7 +92,7 @@ whatever the bytes of its base64."""
 IMAGE_CHECK_BYTES = 16_384
 """Results larger than this are walked for image blocks (smaller ones hold no image
 worth telling apart)."""
-_IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
+_IMAGE_TYPES = frozenset({"image", "image_url", "input_image", "computer_screenshot"})
 _WALK_NODES = 256
 
 
@@ -302,14 +307,18 @@ class ContextBudget(Signal):
         size = result.size
         if size <= 0:
             return None
-        if size > IMAGE_CHECK_BYTES and type(result.event.result) in (list, dict):
-            # A screenshot's base64 is no text the model reads: an image costs what its
-            # pixels cost (IMAGE_TOKENS), not its bytes.
-            size = sized_without_images(result.event.result, self.bytes_per_token, size)
-        elif size > IMAGE_CHECK_BYTES and result.event.result is None and _computer_tool(result.tool):
-            # A computer-use tool answers every action with a screenshot: sent by its size
-            # alone (a digest and result_bytes), it is an image all the same.
-            size = min(size, IMAGE_TOKENS * self.bytes_per_token)
+        if size > IMAGE_CHECK_BYTES:
+            payload = result.event.result
+            if type(payload) in (list, dict):
+                # A screenshot's base64 is no text the model reads: an image costs what
+                # its pixels cost (IMAGE_TOKENS), not its bytes.
+                size = sized_without_images(payload, self.bytes_per_token, size)
+            if size > IMAGE_CHECK_BYTES and type(payload) is not str and _computer_tool(result.tool):
+                # A computer-use tool answers every action with a screenshot: sent by its
+                # size alone (a digest and result_bytes) or as a summary of it (its URL,
+                # its digest) beside the declared bytes, it is an image all the same. (A
+                # text answer is text.)
+                size = min(size, IMAGE_TOKENS * self.bytes_per_token)
         state.pending_bytes += size
         if state.cut_latched:
             return None
