@@ -502,3 +502,66 @@ def test_an_act_that_only_reports_itself_is_judged_by_what_the_others_see() -> N
     read = feed([f"posts: {chr(65 + n) * 3}" for n in range(10)], tool="get_feed_status",
                 scrolled='{"status": "ok", "items": 25}')
     assert dominant_alerts(read) == ["dominant-tool-call"]
+
+
+# ------------------------------------------- answers stamped with the time they were given
+
+
+def dead_job_reads(answers: list[str]) -> list[Any]:
+    """A background job read (BashOutput) after sleeps, with a look at the results folder
+    or the GPUs after every third read: the read fills three quarters of the calls."""
+    from streamguard.events import ToolResult, TurnStart
+
+    trace: list[Any] = [TurnStart(session="j")]
+    for n, answer in enumerate(answers):
+        trace += [ToolCall(session="j", tool="Bash", args={"command": f"sleep {60 + 30 * (n % 3)}"},
+                           call_id=f"s{n}"),
+                  ToolResult(session="j", tool="Bash", call_id=f"s{n}", result=""),
+                  ToolCall(session="j", tool="BashOutput", args={"bash_id": "bash_1"}, call_id=f"r{n}"),
+                  ToolResult(session="j", tool="BashOutput", call_id=f"r{n}", result=answer)]
+        if n % 3 == 2:
+            look = ("ls results/", "nvidia-smi --query-compute-apps=pid --format=csv")[n % 2]
+            trace += [ToolCall(session="j", tool="Bash", args={"command": look}, call_id=f"l{n}"),
+                      ToolResult(session="j", tool="Bash", call_id=f"l{n}", result="")]
+    return trace
+
+
+def test_a_dead_job_read_again_and_again_is_one_answer_whatever_time_it_tells() -> None:
+    """Each read of a job that failed long ago says so with the time of the read
+    (``<timestamp>``): compared exactly every answer was new, so the read looked like a
+    poll of something moving and was never halted. What it says apart from when it was
+    given is compared once the answer has changed."""
+    dead = [f"<status>failed</status>\n\n<exit_code>1</exit_code>\n\n"
+            f"<timestamp>2025-11-01T15:{20 + n:02d}:32.093Z</timestamp>" for n in range(14)]
+    assert "dominant-tool-call" in dominant_alerts(dead_job_reads(dead))
+    # a job whose output grows is watched, not replayed
+    done = "task done\n"
+    running = [f"<status>running</status>\n\n<stdout>\n{done * n}</stdout>\n\n"
+               f"<timestamp>2025-11-01T15:{20 + n:02d}:32.093Z</timestamp>" for n in range(14)]
+    assert dominant_alerts(dead_job_reads(running)) == []
+    # and a figure that moves is news, not a time
+    epochs = [f"epoch {n} loss 0.{90 - 3 * n}" for n in range(14)]
+    assert dominant_alerts(dead_job_reads(epochs)) == []
+
+
+def test_the_steady_comparison_survives_a_snapshot() -> None:
+    """The mark that a call's last answer is kept as its steady code is session state: a
+    processor restored from a snapshot between two reads compares as before (and the value
+    stays one integer a snapshot can hold)."""
+    from streamguard.engine import Engine
+    from streamguard.policy import parse_policy_set
+
+    dead = [f"<status>failed</status>\n<timestamp>2025-11-01T15:{20 + n:02d}:00Z</timestamp>"
+            for n in range(14)]
+    policy = parse_policy_set('mode = "warn"\ndisabled_signals = ["result-stall", '
+                              '"tools-without-text", "long-loop"]\n')
+    engine = Engine(policy)
+    got: list[str] = []
+    for event in dead_job_reads(dead):
+        got += [o.signal for o in engine.process(event) if isinstance(o, Alert)]
+        data = engine.snapshot("j")
+        if data is not None:
+            restored = Engine(policy)
+            restored.restore("j", data)
+            engine = restored
+    assert "dominant-tool-call" in got

@@ -749,6 +749,9 @@ _STAMPED = re.compile(
 time is the data."""
 EMPTY_GIST = 0x454D5054
 """The gist of an empty or unknown answer: every one says the same (nothing)."""
+_STEADY_KEPT = 1 << 57
+"""The bit of a value of :func:`note_answer` (exact) that says its last answer is kept as
+its :func:`steady_answer` code, not its outcome."""
 _ANSWER_WAS_NEW = 1 << 40
 """The bit of a value of :func:`note_answer` that says its call's latest answer was new."""
 
@@ -1156,8 +1159,10 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     255), the last answer (32 bits), whether that answer was new (1 bit: unlike both
     answers before it, so a call whose answers alternate, a test failing one way, then
     the other, then the first again, is not news) and the low 16 bits of the answer
-    before it. 57 bits in all: a snapshot stores it as one integer. Exact (``gist``
-    false, as ``dominant-tool-call`` compares): the answer is the outcome, and unknown
+    before it; and, exact, whether the last answer is kept as its steady code. 58 bits
+    in all: a snapshot stores it as one integer. Exact (``gist`` false, as
+    ``dominant-tool-call`` compares): the answer is the outcome until it first changes,
+    then what it says apart from when it was given (:func:`steady_answer`), and unknown
     and failed results are no evidence of a changing answer and are not noted. By
     :func:`answer_gist` (``alternating-tool-cycle``): digits taken out, and an empty
     answer or a failure is an answer too, so a page that stops coming back ends the change.
@@ -1170,6 +1175,7 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     key = result.call_key
     if not key:
         return
+    steady = 0
     if gist:
         outcome = answer_gist(result)
     else:
@@ -1186,6 +1192,15 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
         answers[key] = outcome << 8
         return
     last = packed >> 8 & 0xFFFFFFFF
+    if not gist and outcome != last:
+        # (exact) A changed answer is compared by what it says apart from when it was
+        # given (steady_answer: its timestamps and a run's duration out), and kept so
+        # from then on (_STEADY_KEPT): a dead background job read again and again, each
+        # answer stamped with the time of the read, is one answer. Only the calls whose
+        # answer changed once pay for it; the rest compare their outcomes.
+        steady = steady_answer(result) & 0xFFFFFFFF
+        if steady:
+            outcome = steady
     if last == outcome:
         if gist and poll_answer(result):
             # "processing" again, asked after a pause: the job is still running and the
@@ -1198,8 +1213,11 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
         else:
             answers[key] = packed & ~_ANSWER_WAS_NEW  # the same again: not news
         return
-    new = _ANSWER_WAS_NEW if packed >> 41 != outcome & 0xFFFF else 0
-    answers[key] = (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
+    new = _ANSWER_WAS_NEW if packed >> 41 & 0xFFFF != outcome & 0xFFFF else 0
+    answers[key] = (
+        (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
+        | (_STEADY_KEPT if steady else 0)
+    )
 
 
 def answer_keeps_changing(state: Any, key: int) -> bool:
