@@ -887,7 +887,7 @@ def test_a_dead_background_shell_read_between_sleeps_is_a_loop() -> None:
 def test_a_running_background_shell_read_between_sleeps_is_a_poll() -> None:
     """Still running: its output growing, or the same for a while (a slow level), is
     waiting, not a loop; nor is it one while the sleeps break nothing."""
-    growing = [shell_report("running", "baked level_%02d\n" % lap, 2 * lap) for lap in range(14)]
+    growing = [shell_report("running", f"baked level_{lap:02d}\n", 2 * lap) for lap in range(14)]
     assert loop_alerts(background_shell(growing)) == []
     quiet = [shell_report("running", BAKED, 2 * lap) for lap in range(14)]
     assert loop_alerts(background_shell(quiet)) == []
