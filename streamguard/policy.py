@@ -54,6 +54,14 @@ class PolicyError(ValueError):
     """A policy that cannot be loaded; the message names the field."""
 
 
+DEFAULT_IGNORE_FIELDS = ("explanation", "security_risk")
+DEFAULT_TOOL_IGNORE_FIELDS = (
+    ("Bash", ("description",)),
+    ("run_shell_command", ("description",)),
+    ("execute_bash", ("is_input",)),
+)
+
+
 class ToolArguments(Struct, kw_only=True, forbid_unknown_fields=True):
     ignore_fields: list[str] = []
 
@@ -61,8 +69,10 @@ class ToolArguments(Struct, kw_only=True, forbid_unknown_fields=True):
 class ArgumentsPolicy(Struct, kw_only=True, forbid_unknown_fields=True, dict=True):
     """Argument fields that are noise (request ids, timestamps) and must not make calls differ."""
 
-    ignore_fields: list[str] = []
-    tools: dict[str, ToolArguments] = {}
+    ignore_fields: list[str] = field(default_factory=lambda: list(DEFAULT_IGNORE_FIELDS))
+    tools: dict[str, ToolArguments] = field(default_factory=lambda: {
+        tool: ToolArguments(ignore_fields=list(fields)) for tool, fields in DEFAULT_TOOL_IGNORE_FIELDS
+    })
 
     @cached_property
     def _per_tool(self) -> dict[str, tuple[str, ...]]:

@@ -109,6 +109,7 @@ from .signals.facts import (
     ToolGlobs,
     asks_to_wait,
     call_args,
+    ends_with_exit_code,
     is_code_tool,
     mcp_answer,
     name_words,
@@ -612,7 +613,9 @@ class Watchdog:
             if unwrapped is not None:
                 event = structs.replace(event, result=unwrapped[0], error=unwrapped[1])
         elif (
-            (type(payload) is str and payload.startswith(RUNNER_ANSWER_HEADS))
+            (type(payload) is str and (
+                payload.startswith(RUNNER_ANSWER_HEADS) or ends_with_exit_code(payload)
+            ))
             or (type(payload) is dict and ("stdout" in payload or "metadata" in payload))
         ) and self._runners(event.tool):
             # A runner's answer wrapped by its runtime (a transcript, an observation's

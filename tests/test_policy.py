@@ -135,3 +135,37 @@ def test_exempt_tools_hide_calls_from_one_signal():
     for _ in range(6):
         out += engine.process(ToolCall(session="e", tool="poll", args={}))
     assert "repeated-tool-call" not in [o.signal for o in out]
+
+
+def test_the_default_ignore_fields_are_the_runtimes_narration():
+    """Cursor's ``explanation``, OpenHands' ``security_risk`` and ``is_input`` (its default
+    sent now and then), and the ``description`` Claude Code's ``Bash`` and Gemini CLI's
+    ``run_shell_command`` carry beside the command: reworded, they made one command many
+    calls. A list set in the policy replaces the defaults."""
+    from streamguard.engine import Engine
+    from streamguard.events import ToolCall
+
+    def repeats(policy: str, tool: str, args: list[dict[str, object]]) -> list[str]:
+        engine = Engine(parse_policy_set(policy))
+        out = []
+        for n, a in enumerate(args):
+            out += engine.process(ToolCall(session="n", tool=tool, args=a, call_id=f"c{n}"))
+        return [o.signal for o in out if getattr(o, "signal", None) == "repeated-tool-call"]
+
+    warn = 'mode = "warn"\n'
+    bash = [{"command": "npm test", "description": d} for d in
+            ("Run tests", "Re-run the tests", "Run the tests again", "Check tests", "Tests once more")]
+    assert repeats(warn, "Bash", bash) == ["repeated-tool-call"]
+    cursor = [{"command": "npm test", "explanation": f"attempt {w}"} for w in "abcde"]
+    assert repeats(warn, "run_terminal_cmd", cursor) == ["repeated-tool-call"]
+    openhands = [{"command": "pytest", **({"is_input": "false"} if n % 2 else {})} for n in range(5)]
+    assert repeats(warn, "execute_bash", openhands) == ["repeated-tool-call"]
+    # a description is no narration for another tool: five issues are five calls
+    issues = [{"title": "Flaky test", "description": f"seen in run {w}"} for w in "abcde"]
+    assert repeats(warn, "create_issue", issues) == []
+    # the policy's own list replaces the defaults
+    own = warn + '[arguments]\nignore_fields = ["request_id"]\n[arguments.tools.http_get]\nignore_fields = ["ts"]\n'
+    assert repeats(own, "run_terminal_cmd", cursor) == []
+    assert repeats(own, "Bash", bash) == []
+    assert parse_policy_set(warn).base.arguments.fields_for("Bash") == ("explanation", "security_risk",
+                                                                       "description")

@@ -892,3 +892,56 @@ def test_a_database_clients_command_tag_acknowledges_a_write(answer: str, ack: b
 ])
 def test_a_database_client_given_a_write_statement_writes(command: str, write: bool) -> None:
     assert runner_facts({"command": command}).write is write
+
+
+def openhands_observed(output: str, code: int) -> str:
+    """OpenHands' observation of a command: its output, then the lines it writes after."""
+    return (f"{output}\n[The command completed with exit code {code}.]\n"
+            "[Current working directory: /workspace/sphinx-doc__sphinx__3.5]\n"
+            "[Python interpreter: /opt/miniconda3/envs/testbed/bin/python]\n"
+            f"[Command finished with exit code {code}]")
+
+
+def test_an_openhands_observation_is_read_as_its_output_and_exit_code() -> None:
+    """OpenHands closes its observation of a command with its metadata lines and ``[Command
+    finished with exit code N]``. Read as sent, a failing test was no failure, and pytest's
+    temporary folder in its header (``pytest-4``, ``pytest-6``) made every re-run a new
+    answer: an agent re-running its own failing test unchanged was never halted."""
+    from streamguard.signals.facts import command_observation
+
+    assert command_observation(openhands_observed("1 failed in 0.81s", 1)) == ("1 failed in 0.81s", "exit code 1")
+    assert command_observation(openhands_observed("ok", 0)) == ("ok", None)
+    assert command_observation("\n[Command finished with exit code 0]") == ("", None)
+    assert command_observation("[Command finished with exit code 2]") == ("", "exit code 2")
+    for other in ("x\n[Command finished with exit code x]", "x[Command finished with exit code 0]",
+                  "x\n[Command finished with exit code 0] and more", "[Command finished with exit code \u00b2]",
+                  "x\n[Command finished with exit code " + "1" * 30 + "]"):
+        assert command_observation(other) is None, other
+    # the lines before the closing one are taken off only when they are its notes
+    assert command_observation("a\n[Python interpreter: /py]\n[Command finished with exit code 0]") == ("a", None)
+    assert command_observation("[note] a\n[Command finished with exit code 0]") == ("[note] a", None)
+
+    def run(n: int, output: str, code: int, is_input: bool) -> list[Any]:
+        args: dict[str, Any] = {"command": "cd /workspace && python -m pytest tests/test_epub.py"}
+        if is_input:
+            args["is_input"] = "false"
+        header = f"base tempdir: /tmp/pytest-of-root/pytest-{n % 7}\n"
+        return [ToolCall(session="r", tool="execute_bash", args=args),
+                ToolResult(session="r", tool="execute_bash", result=openhands_observed(header + output, code))]
+
+    rerun = [e for n in range(10) for e in run(n, "FAILED tests/test_epub.py - assert False\n1 failed", 1, n % 2 == 1)]
+    assert "failure-loop" in signals(rerun)
+    # edit, run, fail, edit...: debugging, not a loop
+    debugging: list[Any] = []
+    for n in range(10):
+        debugging += [ToolCall(session="r", tool="str_replace_editor",
+                               args={"command": "str_replace", "path": "/workspace/sphinx/ext/viewcode.py",
+                                     "old_str": f"v{n}", "new_str": f"v{n + 1}"}),
+                      ToolResult(session="r", tool="str_replace_editor", result="The file has been edited.")]
+        debugging += run(n, f"FAILED tests/test_epub.py - assert {word(n)} == 'toc'\n1 failed", 1, False)
+    assert [a.signal for a in alerts(debugging) if a.severity == "critical"] == []
+    # a named tool whose answer closes so is read as sent (its data)
+    named = [e for n in range(10) for e in (
+        ToolCall(session="r", tool="read_log", args={"name": "build"}),
+        ToolResult(session="r", tool="read_log", result=openhands_observed(f"build {n}", 1)))]
+    assert "failure-loop" not in signals(named)

@@ -1104,12 +1104,53 @@ def run_report(text: str) -> tuple[str, str | None] | None:
 RUNNER_ANSWER_HEADS = (TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD)
 """How a runner's answer wrapped by its runtime opens when it is text (:func:`runner_answer`)."""
 
+EXIT_TAIL = "[Command finished with exit code "
+"""How OpenHands closes its observation of a command (:func:`command_observation`)."""
+EXIT_TAIL_SPAN = 64
+"""Characters at the end of a text answer looked at for :data:`EXIT_TAIL`."""
+_OBSERVATION_NOTES = (
+    "[The command completed with exit code", "[Current working directory: ",
+    "[Python interpreter: ", "[Command finished with exit code ",
+)
+"""The lines OpenHands writes after a command's output (its metadata)."""
+
+
+def ends_with_exit_code(text: str) -> bool:
+    """Whether ``text`` closes as OpenHands' observation of a command does (a cheap test of
+    its last characters, before :func:`command_observation` reads it)."""
+    return text.endswith("]") and EXIT_TAIL in text[-EXIT_TAIL_SPAN:]
+
+
+def command_observation(text: str) -> tuple[str, str | None] | None:
+    """OpenHands' observation of a command, as it writes it for the model: the output, then
+    ``[The command completed with exit code 1.]``, ``[Current working directory: ...]``,
+    ``[Python interpreter: ...]`` and ``[Command finished with exit code 1]``, read as what
+    it says: its output without those lines, and a failure ``exit code N`` when the code is
+    not 0. ``None`` when the text does not close so. Read as sent, a test that failed was
+    no failure, and the interpreter's temporary folder in pytest's header (``pytest-4``,
+    then ``pytest-6``) made every re-run of it a new answer: an agent re-running its own
+    failing test twenty times unchanged was never halted."""
+    at = text.rfind(EXIT_TAIL, max(0, len(text) - EXIT_TAIL_SPAN))
+    if at < 0 or not text.endswith("]") or (at and text[at - 1] != "\n"):
+        return None
+    code = text[at + len(EXIT_TAIL) : -1]
+    if _RETURN_CODE.fullmatch(code) is None:
+        return None
+    output = text[: max(at - 1, 0)]
+    for _ in range(len(_OBSERVATION_NOTES)):
+        line = output.rfind("\n") + 1
+        if not output.startswith(_OBSERVATION_NOTES, line):
+            break
+        output = output[: max(line - 1, 0)]
+    return output, (f"exit code {int(code)}" if int(code) != 0 else None)
+
 
 def runner_answer(payload: Any) -> tuple[str, str | None] | None:
     """A command runner's answer as its runtime wraps it, read as ``(output, error)``:
     Gemini CLI's transcript (:func:`shell_transcript`), mini-SWE-agent's observation
-    (:func:`returncode_report`), Cline's and Roo Code's run report (:func:`run_report`), a
-    run recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object or
+    (:func:`returncode_report`), Cline's and Roo Code's run report (:func:`run_report`),
+    OpenHands' observation closed by its exit code (:func:`command_observation`), a run
+    recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object or
     as its JSON text (:func:`runner_envelope`). ``None`` for any other answer, which is
     read as sent. The shapes are told apart by how they open (a run report's ``Command
     `` never reads a transcript's ``Command: ``, which is tried first)."""
@@ -1120,6 +1161,8 @@ def runner_answer(payload: Any) -> tuple[str, str | None] | None:
             return returncode_report(payload)
         if payload.startswith(RUN_HEAD):
             return run_report(payload)
+        if ends_with_exit_code(payload):
+            return command_observation(payload)
         return runner_envelope(payload)
     if type(payload) is dict:
         if "stdout" in payload:
