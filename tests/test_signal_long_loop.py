@@ -213,14 +213,9 @@ def test_parallel_calls_are_judged_with_their_results(reverse: bool) -> None:
                            reverse=reverse)
     assert "long-loop" in positions(busy, ONLY_LONG)
     # and new answers every round are work, wait or not
-    pops = ("ams", "fra", "lhr", "cdg", "mad")
-    moving = parallel_rounds(5, answers=lambda r, i: f"x-served-by: cache-{pops[r]}{i}",
-                             wait=False, reverse=reverse)
+    moving = parallel_rounds(5, answers=lambda r, i: f"age: {r * 100 + i}s", wait=False,
+                             reverse=reverse)
     assert "long-loop" not in positions(moving, ONLY_LONG)
-    # but an age that moves by itself is no news (the answer's gist: its digits out)
-    aging = parallel_rounds(5, answers=lambda r, i: f"age: {r * 100 + i}s", wait=False,
-                            reverse=reverse)
-    assert "long-loop" in positions(aging, ONLY_LONG)
 
 
 def test_a_parallel_call_whose_result_never_comes_closes_with_its_batch() -> None:
@@ -312,32 +307,3 @@ def test_snapshot_round_trip_inside_a_parallel_batch() -> None:
             got += [o.signal for o in watchdog.process(state, event) if isinstance(o, Alert)]
             expected += [o.signal for o in watchdog.process(fresh, event) if isinstance(o, Alert)]
         assert "long-loop" in got and got == expected
-
-
-def restart_lap(n: int, log_words: str = "Connection refused") -> list[Any]:
-    """Restart a cache, restart the worker, read its log, ping, recreate, read again: a
-    period of six, each answer stamped with the time, a retry count or a duration."""
-    clock = f"09:{12 + n:02d}:{(7 * n) % 60:02d}"
-    return (step("bash", "docker compose restart redis", f"Container redis Started {0.4 + n / 10:.1f}s")
-            + step("bash", "make worker", f"[{clock}] celery@worker ready. pid {4000 + n}")
-            + step("bash", "tail -2 /tmp/worker.log",
-                   f"[{clock}] ERROR {log_words}. Trying again in {2 ** (n % 4)}.00 seconds... ({10 * n}/100)")
-            + step("bash", "redis-cli ping", "PONG")
-            + step("bash", "docker compose up -d --force-recreate redis", f"Started {0.3 + n / 10:.1f}s")
-            + step("bash", "tail -5 /tmp/worker.log", f"[{clock}] ERROR {log_words} ({10 * n + 3}/100)"))
-
-
-def test_answers_that_move_only_in_their_numbers_are_replays() -> None:
-    """A fix redone lap after lap whose answers differ only in times, counts and
-    durations (each answer's gist: its digits out, as the cycle and dominance signals
-    compare them): the session is going round. Answers that say something new each lap
-    are not."""
-    stuck: list[Any] = []
-    for n in range(8):
-        stuck += restart_lap(n)
-    assert "long-loop" in positions(stuck, ONLY_LONG)
-    moving: list[Any] = []
-    for n, words in enumerate(("refused", "timed out", "auth failed", "NOAUTH", "READONLY",
-                               "LOADING dataset", "MASTERDOWN", "ready")):
-        moving += restart_lap(n, words)
-    assert "long-loop" not in positions(moving, ONLY_LONG)

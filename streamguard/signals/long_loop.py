@@ -10,23 +10,16 @@ What it catches
     depend on the period: *how much of what the agent just did had it already
     done, in the same order, with the same outcome?*
 
-    Each call becomes an element: its call key combined with the gist of its
-    result (:func:`~streamguard.signals.base.answer_gist`, as the cycle and
-    dominance signals compare answers: a text answer or an error with its digits
-    taken out, a structured one with the timestamps of when it was touched taken
-    out, a digest as sent; one constant when no result is known). A step is a *replay* when the pair (previous element, this element)
+    Each call becomes an element: its call key combined with the outcome of its
+    result (payload fingerprint, error text hash, or nothing when no result is
+    known). A step is a *replay* when the pair (previous element, this element)
     was already seen in this session. The signal keeps the last ``window`` steps
     as a bit mask and trips when ``threshold`` of them are replays. Pairs rather
     than single calls are what separates a loop from ordinary re-use: re-running
     one test after each edit repeats the test call, but each edit is new, so
     neither the pair (edit, test) nor (test, edit) comes back. Outcomes are what
     separates a loop from paging or polling: the same ``scroll_down`` returning a
-    new page every time is a new element every time, while a log line that differs
-    only in its clock, a retry count or a duration is no new element (a restart of a
-    cache and a worker redone lap after lap, "Connection refused ... (22/100)" then
-    "(34/100)", went round uncaught when answers were compared byte for byte; two of
-    the sixteen loops of the forty-ninth blind batch were missed so, and no healthy
-    session of ten batches nor of the real-session benchmark changes), and a poll's unchanged answer
+    new page every time is a new element every time, and a poll's unchanged answer
     (``poll_answer``: a status under way asked after a pause, a value watched between
     deliberate waits) is a step of its own, never a replay.
 
@@ -80,7 +73,7 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import Meta, Struct
 
-from .base import CallView, Finding, ResultView, Signal, SignalConfig, answer_gist, poll_answer
+from .base import CallView, Finding, ResultView, Signal, SignalConfig, poll_answer
 
 SIGNAL_ID = "long-loop"
 MAX_OPEN = 16
@@ -197,7 +190,7 @@ class LongLoop(Signal):
                 if open_key:  # still open: its result may come yet
                     state.open_keys.append(open_key)
                 return None
-            finding = self._close(state, key, answer_gist(result), result)
+            finding = self._close(state, key, result.outcome, result)
         else:
             opened = state.open_keys
             if not opened:
@@ -205,14 +198,14 @@ class LongLoop(Signal):
             if opened[0] == key:
                 state.after_result = True
                 del opened[0]
-                finding = self._close(state, key, answer_gist(result), result)
+                finding = self._close(state, key, result.outcome, result)
                 if state.early:
                     finding = self._drain(state, 0) or finding
             elif key in opened and len(state.early) < MAX_OPEN:
                 # Before an earlier call's result (parallel calls answered out of order):
                 # held until the calls before it close, the poll read now while its view is.
                 state.after_result = True
-                state.early.append((key, answer_gist(result), poll_answer(result)))
+                state.early.append((key, result.outcome, poll_answer(result)))
                 return None
             else:
                 # A result of a call already closed (late, or of an earlier batch): no
