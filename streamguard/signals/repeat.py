@@ -94,16 +94,7 @@ Results (``result_aware``, default on; off is the reference behaviour)
       ``polling_tools`` when its answer never changed (a ``wait_for_approval``
       denied again and again has nothing else to report it), never a halt
       (under ``result_aware = false``, the reference rule, they count like any
-      call). A call that only waits (``sleep 90``, a ``sleep`` or ``wait`` tool:
-      :data:`PURE_WAITS`) between two askings of one read does not break that
-      read's run: Claude Code's ``sleep 120``, ``BashOutput``, ``sleep 60``,
-      ``BashOutput``... is one run of the read, each answer asked after a pause, so
-      a background job still running is a poll and one killed long ago
-      (``<status>failed</status>`` and exit 137 at every read) trips at its fifth
-      answer. A blind batch's agent polled a dead job this way for 60 calls and
-      nothing halted it; in the real-session benchmark and 420 healthy sessions of
-      ten blind batches nothing else changed. Under the reference rule a sleep is a
-      call like any other and breaks the run.
+      call).
     * *A status still under way, asked after a pause*: the same answer for the
       fourth time that says the work it reports on has not ended
       (``says_in_progress``: ``"status": "pending_payment"``, ``State: RUNNING``)
@@ -167,9 +158,6 @@ ARGS_LIMIT = 200
 """Bytes of arguments quoted in alert text."""
 DEFAULT_POLLING_TOOLS = ("*status*", "wait*", "poll*", "get_job*", "check_job*", "*progress*",
                          "watch*", "tail_log*", "health*")
-PURE_WAITS = frozenset({"sleep", "wait"})
-"""The actions of calls that only wait (a command line of ``sleep 60``, a ``sleep`` or
-``wait`` tool), which do not break a run of the read they wait between."""
 ANCHOR_TEXT_LIMIT = 512
 """Largest anchor text kept for the path suffix comparison (bytes of canonical JSON).
 
@@ -292,13 +280,6 @@ class RepeatedToolCall(Signal):
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
-            return None
-        if call.wait and call.action in PURE_WAITS and state.run and not state.wait \
-                and self.result_aware:
-            # A pause between two askings of one question is no new question: `sleep 60`,
-            # BashOutput, `sleep 120`, BashOutput... is one run of the read, its answers
-            # judged after a pause (a status still under way is a poll, one that says
-            # the work ended is the same answer again). The run is not broken by it.
             return None
         if state.run and (
             call.key == state.key
