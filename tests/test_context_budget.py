@@ -260,9 +260,27 @@ def test_a_computer_use_answer_sent_as_a_summary_of_its_screenshot_is_a_screensh
     d.usage(model="computer-use-preview", input_tokens=2_179, context_window=8_192)
     assert d.result("computer_use_preview", result={"url": "https://x.test/", "sha": "e0"},
                     result_bytes=219_911) is None
-    assert d.state.pending_bytes == IMAGE_TOKENS * 3
+    assert d.state.pending_bytes == IMAGE_TOKENS * 3 + len("https://x.test/") + len("e0")
     # the same summary from another tool, without the screenshot's type, is its bytes
     d = driver()
     d.usage(model="computer-use-preview", input_tokens=2_179, context_window=8_192)
     assert d.result("fetch_page", result={"url": "https://x.test/", "sha": "e0"},
                     result_bytes=219_911).signal == "context-budget"
+
+
+def test_text_beside_a_computer_use_screenshot_is_counted():
+    """An observation of a screenshot and its accessibility tree (150 KB of text) from a
+    computer-use tool: the tree is text the model reads, counted by its characters;
+    only the screenshot is one image."""
+    from streamguard.signals.context_budget import IMAGE_TOKENS
+
+    tree = "\n".join(f'[{i}] button "Item {i}" enabled focusable' for i in range(4000))
+    shot = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A" * 300_000}}
+    for payload in ([shot, {"type": "text", "text": tree}],
+                    {"screenshot_sha256": "e0f1", "accessibility_tree": tree}):
+        d = driver()
+        d.usage(model="claude-sonnet-4-5", input_tokens=20_000, context_window=200_000)
+        for _ in range(4):
+            d.result("computer_20250124", result=payload)
+        assert d.state.pending_bytes >= 4 * len(tree)
+        assert d.state.pending_bytes <= 4 * (len(tree) + 64 + IMAGE_TOKENS * 3)

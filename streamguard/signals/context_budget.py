@@ -53,7 +53,8 @@ Images
     summary (``{"type": "computer_screenshot", "current_url": ..., "screenshot_sha256":
     ...}``) beside its declared 220 KB, were cut at their first, against
     ``computer-use-preview``'s 8,192-token window. Such an answer of a computer-use
-    tool is one image whatever its payload, and OpenAI's ``computer_screenshot``
+    tool is its strings and one image (text sent beside the screenshot, an
+    accessibility tree, is counted as text), and OpenAI's ``computer_screenshot``
     block is an image block in any tool's answer.
 
 A window contradicted by its own measure
@@ -96,11 +97,15 @@ _IMAGE_TYPES = frozenset({"image", "image_url", "input_image", "computer_screens
 _WALK_NODES = 256
 
 
-def sized_without_images(payload: Any, bytes_per_token: int, size: int) -> int:
+def sized_without_images(
+    payload: Any, bytes_per_token: int, size: int, screenshot: bool = False
+) -> int:
     """A structured result's size with each image block (``{"type": "image", ...}``, as
     computer-use and browser tools return screenshots) counted as :data:`IMAGE_TOKENS`
     rather than its bytes; ``size`` itself when it holds none, or when the walk would
-    pass :data:`_WALK_NODES` containers (a large structure is counted by its bytes)."""
+    pass :data:`_WALK_NODES` containers (a large structure is counted by its bytes).
+    ``screenshot``: the answer is a screenshot's even when no block says so (a
+    computer-use tool's): its strings, then one image, at most ``size``."""
     images = 0
     text = 0  # the strings outside the images: what the model reads as text
     stack = [payload]
@@ -124,7 +129,9 @@ def sized_without_images(payload: Any, bytes_per_token: int, size: int) -> int:
             elif kind is dict or kind is list:
                 stack.append(value)
     if not images:
-        return size
+        if not screenshot:
+            return size
+        images = 1
     return min(size, text + images * IMAGE_TOKENS * bytes_per_token)
 
 
@@ -311,13 +318,15 @@ class ContextBudget(Signal):
             payload = result.event.result
             if type(payload) in (list, dict):
                 # A screenshot's base64 is no text the model reads: an image costs what
-                # its pixels cost (IMAGE_TOKENS), not its bytes.
-                size = sized_without_images(payload, self.bytes_per_token, size)
-            if size > IMAGE_CHECK_BYTES and type(payload) is not str and _computer_tool(result.tool):
-                # A computer-use tool answers every action with a screenshot: sent by its
-                # size alone (a digest and result_bytes) or as a summary of it (its URL,
-                # its digest) beside the declared bytes, it is an image all the same. (A
-                # text answer is text.)
+                # its pixels cost (IMAGE_TOKENS), not its bytes. A computer-use tool
+                # answers every action with a screenshot: a summary of it (its URL, its
+                # digest) beside the declared bytes is its strings and one image (an
+                # accessibility tree sent beside it is text, and counted).
+                size = sized_without_images(
+                    payload, self.bytes_per_token, size, _computer_tool(result.tool)
+                )
+            elif payload is None and _computer_tool(result.tool):
+                # Sent by its size alone (a digest and result_bytes): an image all the same.
                 size = min(size, IMAGE_TOKENS * self.bytes_per_token)
         state.pending_bytes += size
         if state.cut_latched:
