@@ -757,15 +757,9 @@ _ANSWER_WAS_NEW = 1 << 40
 
 
 _LEFT_COUNT = re.compile(
-    rb"(?<![\d.,])(\d[\d,]{0,15})[ \t]?"
-    rb"(?:(?!(?:[smhd]|ms|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|months?"
-    rb"|attempts?|tries|retries|retry|requests?|calls?|credits?|searches|queries|tokens?|uses"
-    rb"|quota)[ \t])[A-Za-z]{1,20}[ \t])?(?:remaining|left)(?![\w-])",
-    re.I,
+    rb"(?<![\d.,])(\d[\d,]{0,15})[ \t]?(?:[A-Za-z]{1,20}[ \t])?(?:remaining|left)(?![\w-])", re.I
 )
-"""A count of what is left: ``28 remaining``, ``3 left``, ``1,204 items left``; not a time
-left, tries left or a quota (``55 seconds remaining``, ``2 attempts left``, ``4,812
-searches remaining this month``), which count down by themselves, or by the loop. Kept in a text answer's gist
+"""A count of what is left: ``28 remaining``, ``3 left``, ``1,204 items left``. Kept in a text answer's gist
 (:func:`answer_gist`): a listing's "Show more (18 remaining)" after "(28 remaining)" is
 items loaded, where a restart count, an age or a duration is no news."""
 NUMBERS_ONLY = 16
