@@ -672,35 +672,3 @@ def test_an_answer_that_is_its_numbers_keeps_them_in_the_gist() -> None:
     assert gist("[56, 11.1, 13006, 1454]") != gist("[233, 3.6, 12006, 1458]")
     assert gist("4.1\n") != gist("1.2\n")
     assert gist("api-7d4 CrashLoopBackOff 5 (2m ago)") == gist("api-7d4 CrashLoopBackOff 6 (3m ago)")
-
-
-def test_a_count_of_what_is_left_that_moves_is_news() -> None:
-    """A listing's "Show more" button read, then clicked, lap after lap: "(28 remaining)",
-    "(18 remaining)", "(8 remaining)" is items loaded, not a restart count. Halted at the
-    third lap before; the same button text every lap is a loop, as before."""
-    loading = lap_trace([(f'[{{"innerText": "Show more ({left} remaining)"}}]', "Clicked")
-                         for left in (38, 28, 18, 8)])
-    assert _alerts(loading) == []
-    stuck = lap_trace([('[{"innerText": "Show more (28 remaining)"}]', "Clicked")] * 4)
-    assert _alerts(stuck) == [SIGNAL]
-    # a crash loop's counts are still no news, whatever else the answer says is left
-    crash = lap_trace([(f"restarts {14 + n}, 3 left-aligned columns", f"Restart Count: {14 + n}")
-                       for n in range(4)])
-    assert _alerts(crash) == [SIGNAL]
-
-
-def test_the_gist_keeps_the_first_count_of_what_is_left() -> None:
-    from streamguard.canonical import fingerprint_payload
-    from streamguard.signals.base import ResultView, answer_gist
-
-    def gist(payload: str) -> int:
-        event = ToolResult(session="s", tool="t", result=payload)
-        return answer_gist(ResultView(event, False, fingerprint_payload(payload, None), 30))
-
-    assert gist("Show more (28 remaining)") != gist("Show more (18 remaining)")
-    assert gist("1,204 items left in the queue") != gist("1,104 items left in the queue")
-    assert gist("3 Left") != gist("2 left")
-    # other numbers beside it still move by themselves
-    assert gist("at 10:02, 5 remaining") == gist("at 10:07, 5 remaining")
-    assert gist("retry 3 of 5 in 2s") == gist("retry 4 of 5 in 3s")
-    assert gist("moved 3 left-aligned") == gist("moved 4 left-aligned")

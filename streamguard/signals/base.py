@@ -756,12 +756,6 @@ _ANSWER_WAS_NEW = 1 << 40
 """The bit of a value of :func:`note_answer` that says its call's latest answer was new."""
 
 
-_LEFT_COUNT = re.compile(
-    rb"(?<![\d.,])(\d[\d,]{0,15})[ \t]?(?:[A-Za-z]{1,20}[ \t])?(?:remaining|left)(?![\w-])", re.I
-)
-"""A count of what is left: ``28 remaining``, ``3 left``, ``1,204 items left``. Kept in a text answer's gist
-(:func:`answer_gist`): a listing's "Show more (18 remaining)" after "(28 remaining)" is
-items loaded, where a restart count, an age or a duration is no news."""
 NUMBERS_ONLY = 16
 """At most this many bytes left once its digits are out, and at most half of it: a text
 answer that is its numbers (:func:`answer_gist` keeps them)."""
@@ -809,13 +803,7 @@ def answer_gist(result: ResultView) -> int:
         # An answer that is its numbers ("4.1", "[56, 11.1, 13006, 1454]": what is left
         # without them is a few marks) keeps them: there the figures are what it says.
         numbers_only = len(words) <= NUMBERS_ONLY and 2 * len(words) <= len(data)
-        if numbers_only:
-            words = data
-        elif (left := _LEFT_COUNT.search(data)) is not None:
-            # A count of what is left ("Show more (18 remaining)" after "(28 remaining)"):
-            # the work it counts moved. Only the first, so the gist stays one scan.
-            words += left[1]
-        gist = zlib.crc32(words) or 1
+        gist = zlib.crc32(data if numbers_only else words) or 1
     elif result.outcome and not result.failed:
         gist = result.outcome & 0xFFFFFFFF or 1
         payload = result.event.result

@@ -43,10 +43,7 @@ Result-aware (``result_aware``, default on; not in the reference)
     signal keeps, as ``dominant-tool-call`` does, the last answer of the 16
     most recently answered calls and whether it differed from the one before
     (compared with every digit taken out, ``answer_gist``: a crash-looping
-    pod's ``Restart Count: 15`` after ``14``, an age or a timestamp is no news, but a
-    count of what is left is: a listing's "Show more (18 remaining)" after "(28
-    remaining)" is items loaded, and a job-board sweep of the forty-fifth blind batch
-    was halted at its third load; a
+    pod's ``Restart Count: 15`` after ``14``, an age or a timestamp is no news; a
     structured answer is compared exactly but for its ISO timestamps: an owner set
     and read back while an automation reverts it answers the same object with a new
     ``updated_at`` each lap, a loop; a count or a lag that moves is news),
