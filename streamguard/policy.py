@@ -54,11 +54,18 @@ class PolicyError(ValueError):
     """A policy that cannot be loaded; the message names the field."""
 
 
-DEFAULT_IGNORE_FIELDS = ("explanation", "security_risk")
-DEFAULT_TOOL_IGNORE_FIELDS = (
-    ("Bash", ("description",)),
-    ("run_shell_command", ("description",)),
-    ("execute_bash", ("is_input",)),
+DEFAULT_IGNORE_FIELDS: tuple[str, ...] = ()
+_CURSOR_TOOLS = ("run_terminal_cmd", "read_file", "edit_file", "list_dir", "codebase_search",
+                 "grep_search", "file_search", "delete_file")
+DEFAULT_TOOL_IGNORE_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # The runtimes' narration beside what a call does (docs/policy.md, "[arguments]").
+    ("Bash", ("description",)),  # Claude Code
+    ("run_shell_command", ("description",)),  # Gemini CLI
+    ("execute_bash", ("is_input", "security_risk")),  # OpenHands
+    ("str_replace_editor", ("security_risk",)),
+    ("execute_ipython_cell", ("security_risk",)),
+    ("run_in_terminal", ("explanation",)),  # GitHub Copilot
+    *((tool, ("explanation",)) for tool in _CURSOR_TOOLS),  # Cursor
 )
 
 

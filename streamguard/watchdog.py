@@ -103,6 +103,7 @@ from .signals.facts import (
     FLAG_WAITS_FIRST,
     FLAG_WRITE,
     LONG_POLL_KEYS,
+    OBSERVATION_TOOLS,
     RUNNER_ANSWER_HEADS,
     CallFacts,
     CommandRunners,
@@ -614,15 +615,16 @@ class Watchdog:
                 event = structs.replace(event, result=unwrapped[0], error=unwrapped[1])
         elif (
             (type(payload) is str and (
-                payload.startswith(RUNNER_ANSWER_HEADS) or ends_with_exit_code(payload)
+                payload.startswith(RUNNER_ANSWER_HEADS)
+                or (event.tool in OBSERVATION_TOOLS and ends_with_exit_code(payload))
             ))
             or (type(payload) is dict and ("stdout" in payload or "metadata" in payload))
         ) and self._runners(event.tool):
             # A runner's answer wrapped by its runtime (a transcript, an observation's
-            # markup, a run report, a run record, an envelope): its output and exit code
-            # (facts.runner_answer). A runner's only: a named tool's answer of one of these
-            # shapes, or a file that holds one, is its data.
-            answer = runner_answer(payload)
+            # markup, a run report, a run record, an envelope, OpenHands' exit code): its
+            # output and exit code (facts.runner_answer). A runner's only: a named tool's
+            # answer of one of these shapes, or a file that holds one, is its data.
+            answer = runner_answer(payload, event.tool in OBSERVATION_TOOLS)
             if answer is not None:
                 event = structs.replace(event, result=answer[0], error=event.error or answer[1])
         failed = bool(event.error)

@@ -141,7 +141,8 @@ def test_the_default_ignore_fields_are_the_runtimes_narration():
     """Cursor's ``explanation``, OpenHands' ``security_risk`` and ``is_input`` (its default
     sent now and then), and the ``description`` Claude Code's ``Bash`` and Gemini CLI's
     ``run_shell_command`` carry beside the command: reworded, they made one command many
-    calls. A list set in the policy replaces the defaults."""
+    calls. Only those runtimes' tools drop them; a table set in the policy replaces the
+    defaults."""
     from streamguard.engine import Engine
     from streamguard.events import ToolCall
 
@@ -160,12 +161,15 @@ def test_the_default_ignore_fields_are_the_runtimes_narration():
     assert repeats(warn, "run_terminal_cmd", cursor) == ["repeated-tool-call"]
     openhands = [{"command": "pytest", **({"is_input": "false"} if n % 2 else {})} for n in range(5)]
     assert repeats(warn, "execute_bash", openhands) == ["repeated-tool-call"]
-    # a description is no narration for another tool: five issues are five calls
+    # a description or an explanation is no narration for another tool: five issues,
+    # five labels are five calls
     issues = [{"title": "Flaky test", "description": f"seen in run {w}"} for w in "abcde"]
     assert repeats(warn, "create_issue", issues) == []
+    labels = [{"label": "customer_service", "explanation": f"reason {w}"} for w in "abcde"]
+    assert repeats(warn, "submit_label", labels) == []
     # the policy's own list replaces the defaults
     own = warn + '[arguments]\nignore_fields = ["request_id"]\n[arguments.tools.http_get]\nignore_fields = ["ts"]\n'
     assert repeats(own, "run_terminal_cmd", cursor) == []
     assert repeats(own, "Bash", bash) == []
-    assert parse_policy_set(warn).base.arguments.fields_for("Bash") == ("explanation", "security_risk",
-                                                                       "description")
+    assert parse_policy_set(warn).base.arguments.fields_for("Bash") == ("description",)
+    assert parse_policy_set(warn).base.arguments.fields_for("submit_label") == ()

@@ -940,6 +940,20 @@ def test_an_openhands_observation_is_read_as_its_output_and_exit_code() -> None:
                       ToolResult(session="r", tool="str_replace_editor", result="The file has been edited.")]
         debugging += run(n, f"FAILED tests/test_epub.py - assert {word(n)} == 'toc'\n1 failed", 1, False)
     assert [a.signal for a in alerts(debugging) if a.severity == "critical"] == []
+    # only OpenHands' own runner's answers are read so: another shell's tail of an
+    # OpenHands log is that log, and no failure
+    from streamguard.signals.facts import runner_answer
+
+    log = openhands_observed("FAILED tests/test_epub.py", 1)
+    assert runner_answer(log) is None
+    assert runner_answer(log, exit_tail=True) == ("FAILED tests/test_epub.py", "exit code 1")
+    tails = [e for n in range(10) for e in (sh("tail -n 4 /var/log/openhands/run.log", "Bash"),
+                                              out(log, "Bash"))]
+    assert "failure-loop" not in signals(tails)
+    # an output that opens like another runtime's report is still read by how it closes
+    missing = openhands_observed("Command 'pytest' not found, did you mean:", 127)
+    assert runner_answer(missing, exit_tail=True) == ("Command 'pytest' not found, did you mean:",
+                                                     "exit code 127")
     # a named tool whose answer closes so is read as sent (its data)
     named = [e for n in range(10) for e in (
         ToolCall(session="r", tool="read_log", args={"name": "build"}),

@@ -544,10 +544,22 @@ def test_a_dead_job_read_again_and_again_is_one_answer_whatever_time_it_tells() 
     assert dominant_alerts(dead_job_reads(epochs)) == []
 
 
-def test_the_steady_comparison_survives_a_snapshot() -> None:
-    """The mark that a call's last answer is kept as its steady code is session state: a
-    processor restored from a snapshot between two reads compares as before (and the value
-    stays one integer a snapshot can hold)."""
+def test_what_an_answer_says_of_time_is_news() -> None:
+    """Only the runtime's stamp of when it read the answer is taken off: a heartbeat that
+    moves, a run's timing and an answer sent with a digest are compared as sent (a first
+    version that masked every timestamp, epoch and duration halted these)."""
+    heartbeat = [f'{{"state": "busy", "last_heartbeat": "2025-11-01T15:{20 + n:02d}:05Z"}}' for n in range(14)]
+    assert dominant_alerts(dead_job_reads(heartbeat)) == []
+    timing = [f"real\t0m{1 + n % 3}.{n:03d}s\nuser\t0m0.{n + 100}s" for n in range(14)]
+    assert dominant_alerts(dead_job_reads(timing)) == []
+    # a stamp that does not close the answer is part of what it says
+    opened = [f"<timestamp>2025-11-01T15:{20 + n:02d}:32Z</timestamp>\n<status>failed</status>" for n in range(14)]
+    assert dominant_alerts(dead_job_reads(opened)) == []
+
+
+def test_the_read_stamp_comparison_survives_a_snapshot() -> None:
+    """A processor restored from a snapshot after every event halts the dead job's reads
+    at the same call as one that never stopped."""
     from streamguard.engine import Engine
     from streamguard.policy import parse_policy_set
 
@@ -555,13 +567,22 @@ def test_the_steady_comparison_survives_a_snapshot() -> None:
             for n in range(14)]
     policy = parse_policy_set('mode = "warn"\ndisabled_signals = ["result-stall", '
                               '"tools-without-text", "long-loop"]\n')
-    engine = Engine(policy)
-    got: list[str] = []
-    for event in dead_job_reads(dead):
-        got += [o.signal for o in engine.process(event) if isinstance(o, Alert)]
-        data = engine.snapshot("j")
-        if data is not None:
-            restored = Engine(policy)
-            restored.restore("j", data)
-            engine = restored
-    assert "dominant-tool-call" in got
+
+    def positions(restore: bool) -> list[int]:
+        engine = Engine(policy)
+        calls, got = 0, []
+        for event in dead_job_reads(dead):
+            calls += isinstance(event, ToolCall)
+            got += [calls for o in engine.process(event)
+                    if isinstance(o, Alert) and o.signal == "dominant-tool-call"]
+            data = engine.snapshot("j") if restore else None
+            if data is not None:
+                engine = Engine(policy)
+                engine.restore("j", data)
+        return got
+
+    straight = positions(False)
+    assert straight and positions(True) == straight
+    # and a read whose answer changed twice (paging, not a loop) stays so after a restore
+    dead[:3] = [f"<status>running</status>\n<stdout>{'x' * n}</stdout>" for n in (1, 2, 3)]
+    assert positions(False) == positions(True) == []

@@ -749,9 +749,27 @@ _STAMPED = re.compile(
 time is the data."""
 EMPTY_GIST = 0x454D5054
 """The gist of an empty or unknown answer: every one says the same (nothing)."""
-_STEADY_KEPT = 1 << 57
-"""The bit of a value of :func:`note_answer` (exact) that says its last answer is kept as
-its :func:`steady_answer` code, not its outcome."""
+READ_STAMP_SPAN = 96
+"""Characters at the end of a text answer looked at for the time it was read."""
+_READ_STAMP = re.compile(r"\s*<timestamp>[0-9T:.+Z -]{1,40}</timestamp>\s*\Z")
+"""The time a runtime stamps on an answer when it was read, closing it (Claude Code's
+``BashOutput``: ``<timestamp>2025-11-01T15:22:32.093Z</timestamp>``)."""
+
+
+def read_stamped(result: ResultView) -> int:
+    """A 32-bit code of a text answer without the time it was read (:data:`_READ_STAMP`)
+    where it closes with one, else 0 (and 0 for an answer sent with a digest: the digest
+    is the answer). The stamp is the runtime's, so the rest is compared as sent: what it
+    says of a job, its figures and its own times, is the news."""
+    payload = result.event.result
+    if type(payload) is not str or result.event.result_digest or "<timestamp>" not in payload[-READ_STAMP_SPAN:]:
+        return 0
+    stamp = _READ_STAMP.search(payload, max(0, len(payload) - READ_STAMP_SPAN))
+    if stamp is None:
+        return 0
+    return zlib.crc32(payload[: stamp.start()].encode("utf-8", "surrogatepass")) or 1
+
+
 _ANSWER_WAS_NEW = 1 << 40
 """The bit of a value of :func:`note_answer` that says its call's latest answer was new."""
 
@@ -1147,11 +1165,11 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     255), the last answer (32 bits), whether that answer was new (1 bit: unlike both
     answers before it, so a call whose answers alternate, a test failing one way, then
     the other, then the first again, is not news) and the low 16 bits of the answer
-    before it; and, exact, whether the last answer is kept as its steady code. 58 bits
-    in all: a snapshot stores it as one integer. Exact (``gist`` false, as
-    ``dominant-tool-call`` compares): the answer is the outcome until it first changes,
-    then what it says apart from when it was given (:func:`steady_answer`), and unknown
-    and failed results are no evidence of a changing answer and are not noted. By
+    before it. 57 bits in all: a snapshot stores it as one integer. Exact (``gist``
+    false, as ``dominant-tool-call`` compares): the answer is the outcome, or, once it
+    has changed, the answer without the time a runtime stamped on it when it was read
+    (:func:`read_stamped`), and unknown and failed results are no evidence of a
+    changing answer and are not noted. By
     :func:`answer_gist` (``alternating-tool-cycle``): digits taken out, and an empty
     answer or a failure is an answer too, so a page that stops coming back ends the change.
     By the gist, a poll's answer (:func:`poll_answer`: a status under way asked again
@@ -1163,7 +1181,6 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     key = result.call_key
     if not key:
         return
-    steady = 0
     if gist:
         outcome = answer_gist(result)
     else:
@@ -1181,14 +1198,13 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
         return
     last = packed >> 8 & 0xFFFFFFFF
     if not gist and outcome != last:
-        # (exact) A changed answer is compared by what it says apart from when it was
-        # given (steady_answer: its timestamps and a run's duration out), and kept so
-        # from then on (_STEADY_KEPT): a dead background job read again and again, each
-        # answer stamped with the time of the read, is one answer. Only the calls whose
-        # answer changed once pay for it; the rest compare their outcomes.
-        steady = steady_answer(result) & 0xFFFFFFFF
-        if steady:
-            outcome = steady
+        # (exact) A changed answer that closes with the time it was read (read_stamped:
+        # Claude Code's BashOutput) is compared without that stamp: a dead background job
+        # read again and again is one answer. Read only where an answer changed; the
+        # stamp is the runtime's, so the rest of the answer is compared as sent.
+        unstamped = read_stamped(result)
+        if unstamped:
+            outcome = unstamped
     if last == outcome:
         if gist and poll_answer(result):
             # "processing" again, asked after a pause: the job is still running and the
@@ -1201,11 +1217,8 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
         else:
             answers[key] = packed & ~_ANSWER_WAS_NEW  # the same again: not news
         return
-    new = _ANSWER_WAS_NEW if packed >> 41 & 0xFFFF != outcome & 0xFFFF else 0
-    answers[key] = (
-        (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
-        | (_STEADY_KEPT if steady else 0)
-    )
+    new = _ANSWER_WAS_NEW if packed >> 41 != outcome & 0xFFFF else 0
+    answers[key] = (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
 
 
 def answer_keeps_changing(state: Any, key: int) -> bool:

@@ -52,14 +52,16 @@ Result-aware (``result_aware``, default on; not in the reference)
     unchanged answer is a poll's (``poll_answer``: a certificate's status read
     after each wait until it is issued, counted as a change); the call's
     last answer and how often it changed are kept for the 16 most recently
-    answered calls. Once a call's answer has changed, its answers are compared by
-    what they say apart from when they were given (``steady_answer``: timestamps
-    and a run's duration out, its other figures kept): a background job that died
-    long ago, read between sleeps and a look at its results folder, answers
-    ``<status>failed</status>`` with the time of each read, which compared byte for
-    byte was a poll of something moving (a loop of the fifty-third blind batch, 40
-    calls, never halted; halted at its nineteenth call now, and no healthy session
-    of fourteen batches nor of the real-session benchmark changes). Without results (a runtime that sends none) nothing
+    answered calls. An answer that closes with the time the runtime read it
+    (``read_stamped``: Claude Code's ``BashOutput`` ends every answer with
+    ``<timestamp>...</timestamp>``) is compared without that stamp, and only that:
+    a background job that died long ago, read between sleeps and a look at its
+    results folder, answers ``<status>failed</status>`` with the time of each read,
+    which compared byte for byte was a poll of something moving (a loop of the
+    fifty-third blind batch, 40 calls, never halted; halted at its nineteenth call
+    now). Times in what the answer says (a heartbeat, a last sync, a run's
+    duration) are the news, and compared as sent: a first version that masked every
+    timestamp and duration halted a worker's heartbeat watch and a timing loop. Without results (a runtime that sends none) nothing
     changes; ``result_aware = false`` is the reference rule.
 
     An interface act answered only by its own report (``reports_act``:

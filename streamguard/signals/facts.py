@@ -1145,25 +1145,36 @@ def command_observation(text: str) -> tuple[str, str | None] | None:
     return output, (f"exit code {int(code)}" if int(code) != 0 else None)
 
 
-def runner_answer(payload: Any) -> tuple[str, str | None] | None:
+OBSERVATION_TOOLS = frozenset({"execute_bash"})
+"""The runner whose text answers OpenHands closes with its exit code
+(:func:`command_observation`): its own. Another runner's output that happens to end so (a
+shell's ``tail`` of an OpenHands log) is that output."""
+
+
+def runner_answer(payload: Any, exit_tail: bool = False) -> tuple[str, str | None] | None:
     """A command runner's answer as its runtime wraps it, read as ``(output, error)``:
     Gemini CLI's transcript (:func:`shell_transcript`), mini-SWE-agent's observation
     (:func:`returncode_report`), Cline's and Roo Code's run report (:func:`run_report`),
-    OpenHands' observation closed by its exit code (:func:`command_observation`), a run
-    recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object or
-    as its JSON text (:func:`runner_envelope`). ``None`` for any other answer, which is
-    read as sent. The shapes are told apart by how they open (a run report's ``Command
-    `` never reads a transcript's ``Command: ``, which is tried first)."""
+    a run recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object
+    or as its JSON text (:func:`runner_envelope`), and, with ``exit_tail`` (the runner is
+    one of :data:`OBSERVATION_TOOLS`), OpenHands' observation closed by its exit code
+    (:func:`command_observation`). ``None`` for any other answer, which is read as sent.
+    The shapes are told apart by how they open (a run report's ``Command `` never reads a
+    transcript's ``Command: ``, which is tried first), and OpenHands' by how it closes,
+    whatever its output opens with (``Command 'pytest' not found``)."""
     if type(payload) is str:
+        answer: tuple[str, str | None] | None
         if payload.startswith(TRANSCRIPT_HEAD):
-            return shell_transcript(payload)
-        if payload.startswith(OBSERVATION_HEAD):
-            return returncode_report(payload)
-        if payload.startswith(RUN_HEAD):
-            return run_report(payload)
-        if ends_with_exit_code(payload):
+            answer = shell_transcript(payload)
+        elif payload.startswith(OBSERVATION_HEAD):
+            answer = returncode_report(payload)
+        elif payload.startswith(RUN_HEAD):
+            answer = run_report(payload)
+        else:
+            answer = runner_envelope(payload)
+        if answer is None and exit_tail and ends_with_exit_code(payload):
             return command_observation(payload)
-        return runner_envelope(payload)
+        return answer
     if type(payload) is dict:
         if "stdout" in payload:
             return run_record(payload)
