@@ -432,3 +432,37 @@ def test_a_call_names_a_file_by_a_path_in_its_value_not_by_its_arguments_name() 
     assert shell_calls(d, 1) == []
     files = [d.call("view_file", {"AbsolutePath": f"/src/m{i}.ts"}) for i in range(20)]
     assert files == [None] * 20
+
+
+def test_a_coding_tool_makes_the_session_a_coding_agents() -> None:
+    """Cursor before its first terminal command: after a `grep_search` (a coding tool),
+    its `read_file` and `edit_file` of one component after another, with `read_lints`
+    between, are file work on the runner threshold (a healthy extraction sweep of the
+    fifty-eighth batch warned at its twelfth silent call). Without a coding tool or a
+    shell, a read of a file is a named call, as before."""
+    d = driver()
+    assert d.call("grep_search", {"query": "placeholder="}) is None
+    sweep = []
+    for i in range(8):
+        path = f"src/components/C{i}.tsx"
+        sweep += [d.call("read_file", {"target_file": path}), d.call("edit_file", {"target_file": path}),
+                  d.call("read_lints", {"paths": [path]})]
+    # with the search, the 25th silent call trips
+    assert [n + 2 for n, finding in enumerate(sweep) if finding is not None] == [25]
+    d = driver()
+    assert calls(d, 12, tool="read_file") == [12]
+
+
+def test_in_a_coding_agents_session_a_plan_sent_again_is_its_own_tool() -> None:
+    """Codex CLI re-sends its plan unchanged between patches and builds: no speech, but no
+    named action either, so the stretch stays on the runner threshold (warned at twelve in
+    the fifty-eighth batch). In a session of named tools a completion re-sent as it was is
+    a named call (test_the_same_plan_or_message_again_is_no_speech)."""
+    d = driver()
+    assert shell_calls(d, 1) == []
+    plan = {"plan": [{"step": "store: add ctx", "status": "completed"}]}
+    got = []
+    for i in range(10):
+        got += [d.call("update_plan", plan), d.call("apply_patch", {"input": f"*** Update File: m{i}.go"})]
+    assert got == [None] * 20  # the first plan is speech; 19 silent calls after it
+    assert shell_calls(d, 6) == [6]  # the 25th silent call

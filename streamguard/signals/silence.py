@@ -92,8 +92,9 @@ Coding agents' own tools (``coding_tools``) and words in a tool (``speech_tools`
     word for word (a completion the harness keeps rejecting) is not. Five of the seven healthy Claude
     Code sessions of the forty-sixth batch that warned stay silent with these;
     the other two went 26 and 39 calls without a word or a plan, and still
-    warn. And in a session that has driven a shell (a command runner's call), a
-    call whose arguments name a file (a path-shaped argument holding a slash or
+    warn. And in a session that has driven a shell (a command runner's call) or called
+    one of the coding tools (Cursor's ``grep_search`` before its first terminal
+    command), a call whose arguments name a file (a path-shaped argument holding a slash or
     a dot: ``src/a.ts``, not ``direction="down"``) is a coding agent's file tool, whatever
     its runtime calls it (Cursor's ``search_replace``, Copilot's
     ``replace_string_in_file``, Windsurf's ``view_file``, Cline's
@@ -136,6 +137,7 @@ DEFAULT_CODING_TOOLS = (
     # Codex CLI, Gemini CLI, Cline and Roo Code, Cursor: the names only they use
     "apply_patch", "read_many_files", "search_file_content", "write_to_file", "replace_in_file",
     "apply_diff", "list_code_definition_names", "codebase_search", "grep_search", "file_search",
+    "search_replace", "read_lints",
     # OpenHands' (and the think-tool pattern's) note to itself beside its shell and editor
     "think",
     # searches and a background shell's output, as IDE agents name them
@@ -186,7 +188,7 @@ class ToolsWithoutTextState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     reported: bool = False
     """The current silent stretch has alerted."""
     shell: bool = False
-    """The session has called a command runner: it is a coding agent's."""
+    """The session has called a command runner or a coding tool: it is a coding agent's."""
     said: int = 0
     """Call key of the latest speech tool's call: the same plan or message again says
     nothing new."""
@@ -247,7 +249,9 @@ class ToolsWithoutText(Signal):
             kind = self._kinds.get(call.tool)
             if kind is None:
                 kind = self._kind(call.tool)
-            if kind == 2 and call.key != state.said:
+            if kind == 1 and not state.shell:
+                state.shell = True  # a coding agent's own tool: a coding agent's session
+            elif kind == 2 and call.key != state.said:
                 # a plan shown to the person, or a message to them: speech (the same
                 # plan or message again, word for word, is a silent call like any other)
                 self.on_text(state, None)
@@ -258,9 +262,12 @@ class ToolsWithoutText(Signal):
         state.calls += 1
         if state.reported:
             return None
-        if kind != 1 and not call.runner and not (state.shell and _names_a_file(call)):
+        if kind != 1 and not call.runner and not (
+            state.shell and (kind == 2 or _names_a_file(call))
+        ):
             # (a call naming a file, in a session that drives a shell: a coding agent's
-            # own file tool, whatever its runtime calls it)
+            # own file tool, whatever its runtime calls it; and there a plan sent again as
+            # it was, no speech, is still the agent's own tool, no named action)
             state.named = True
         if state.calls >= (self.threshold if state.named else self.runner_threshold):
             state.reported = True
