@@ -88,11 +88,15 @@ class ArgumentsPolicy(Struct, kw_only=True, forbid_unknown_fields=True, dict=Tru
             for tool, spec in self.tools.items()
         }
 
+    @cached_property
+    def _every_tool(self) -> tuple[str, ...]:
+        return tuple(self.ignore_fields)
+
     def fields_for(self, tool: str) -> tuple[str, ...]:
         fields = self._per_tool.get(tool)
         if fields is not None:
             return fields
-        return tuple(self.ignore_fields)
+        return self._every_tool
 
 
 class CommandRunnersPolicy(Struct, kw_only=True, forbid_unknown_fields=True):

@@ -1368,6 +1368,7 @@ class ResultStall(Signal):
         self._steady = re.compile(joined).match if steady else None
         self._steady_cache: dict[str, bool] = {}
         self._query_tools: dict[str, bool] = {}  # tool -> named a query (_query_tool)
+        self._query_indicators: dict[int, str] = {}  # call key -> its query's indicators
         self._query_codes: dict[int, int] = {}  # call key -> its search's words (_query_words)
 
     def is_latched(self, state: Any) -> bool:
@@ -1425,7 +1426,15 @@ class ResultStall(Signal):
                     # A read named a query (`sentinel_kql_query`, `logs_query`) looks for
                     # what its query names, as a search does: twenty advisory addresses
                     # queried one by one, each answered "no rows", are twenty answers.
-                    items = _indicators(call.args)
+                    # (A pure function of the call: cached by its key, as a loop asks
+                    # the same query again and again.)
+                    found = self._query_indicators.get(call.key)
+                    if found is None:
+                        found = _indicators(call.args)
+                        if len(self._query_indicators) >= 1024:
+                            self._query_indicators.clear()
+                        self._query_indicators[call.key] = found
+                    items = found
                     if items:
                         names = f"{names}\0{items}" if names else items
             if names:
