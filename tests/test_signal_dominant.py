@@ -586,3 +586,30 @@ def test_the_read_stamp_comparison_survives_a_snapshot() -> None:
     # and a read whose answer changed twice (paging, not a loop) stays so after a restore
     dead[:3] = [f"<status>running</status>\n<stdout>{'x' * n}</stdout>" for n in (1, 2, 3)]
     assert positions(False) == positions(True) == []
+
+
+def test_a_quiet_background_job_still_running_is_a_poll() -> None:
+    """Claude Code's BashOutput answers only new output: a build printing nothing for a
+    while answers `<status>running</status>` and the time of the read, again and again,
+    with a look at a file between reads. Its status element says the work is under way,
+    so asked again after a pause it is a poll, not a loop (once the stamp was taken off,
+    it was halted at the twelfth call until the element was read as a status)."""
+    from streamguard.engine import Engine
+    from streamguard.events import ToolResult, TurnStart
+    from streamguard.policy import parse_policy_set
+
+    trace: list[Any] = [TurnStart(session="q")]
+    clock = 1_000.0
+    for n in range(24):
+        if n % 3 == 2:
+            tool, args, answer = "Read", {"file_path": f"src/m{n}.ts"}, f"export const m{n} = {n};"
+        else:
+            tool, args = "BashOutput", {"bash_id": "bash_1"}
+            answer = (f"<status>running</status>\n\n<timestamp>2025-11-01T15:{n:02d}:05.000Z"
+                      "</timestamp>")
+        trace += [ToolCall(session="q", tool=tool, args=args, call_id=f"c{n}", ts=clock),
+                  ToolResult(session="q", tool=tool, call_id=f"c{n}", result=answer, ts=clock + 0.2)]
+        clock += 25.0
+    engine = Engine(parse_policy_set('mode = "warn"\n'))
+    got = [o.signal for e in trace for o in engine.process(e) if isinstance(o, Alert) and o.severity == "critical"]
+    assert got == []

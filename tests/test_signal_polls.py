@@ -68,6 +68,8 @@ UNDER_WAY = [
     {"status": "running", "message": "polling until job 42 completes"},
     # an ISO 20022 payment status report, pending
     {"originalMessageId": "PAYROLL-10", "groupStatus": "PDNG", "txStatusCounts": {"ACSC": 0, "PDNG": 142}},
+    # a status element (Claude Code's BashOutput of a background shell)
+    "<status>running</status>\n\n<timestamp>2025-11-01T15:22:32.093Z</timestamp>",
 ]
 NOT_UNDER_WAY = [
     '{"status": "failed", "reason": "OOM"}',
@@ -91,6 +93,8 @@ NOT_UNDER_WAY = [
     {"state": "RUNNING", "note": "Driver exited; job status changed to SUCCEEDED"},
     {"state": "RUNNING", "message": "Unable to complete: quota exceeded"},
     "Status: Pending\nError: image pull backoff",
+    "<status>failed</status>\n\n<exit_code>137</exit_code>", "<status>completed</status>",
+    "<name>running</name>",
     # a pod's Running is where it stays, not a step on the way
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   1/1     Running   0          41s",
     # running as a word of prose, not a status

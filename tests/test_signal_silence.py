@@ -466,3 +466,12 @@ def test_in_a_coding_agents_session_a_plan_sent_again_is_its_own_tool() -> None:
         got += [d.call("update_plan", plan), d.call("apply_patch", {"input": f"*** Update File: m{i}.go"})]
     assert got == [None] * 20  # the first plan is speech; 19 silent calls after it
     assert shell_calls(d, 6) == [6]  # the 25th silent call
+
+
+def test_a_shared_tool_name_does_not_make_a_coding_agents_session() -> None:
+    """A support agent that thinks once (the think-tool pattern) and then extracts thirty
+    invoices by their file paths is an assistant with named tools: the named threshold."""
+    d = driver()
+    assert d.call("think", {"thought": "thirty invoices to extract"}) is None
+    got = [d.call("extract_invoice", {"file_path": f"inbox/invoice_{n}.pdf"}) for n in range(20)]
+    assert [n + 2 for n, finding in enumerate(got) if finding is not None] == [12]

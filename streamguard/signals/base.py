@@ -865,7 +865,8 @@ _IN_PROGRESS = re.compile(
     # a field's value ("status": "processing", State: RUNNING, {"s": "RUNNING"}) or a
     # sentence that says it is not over (the export is still processing; "nginx is
     # running" is where a service stays, so a bare "is" does not count)
-    rf"(?i:[:=]\s*[\"']?|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
+    # (or an element's: Claude Code's BashOutput answers <status>running</status>)
+    rf"(?i:[:=]\s*[\"']?|<(?:status|state|phase)>\s*|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
     rf"(?i:{_PROGRESS_WORDS})\b"
     # A status may name the step under way first: Render's "status": "build_in_progress",
     # CloudFormation's "StackStatus": "UPDATE_IN_PROGRESS" (a status key's value only, so

@@ -70,9 +70,7 @@ What it catches
       arguments name (``list_annotations(build_number=18899)``: a flaky test's failure
       found again in build after build is each build's answer; a reworded search's
       words are no place; the indicators its query looks for, ``_indicators``, are
-      what it finds nothing for, below, and so are those of a read whose tool is
-      named a query, ``sentinel_kql_query``, whatever it answers: a sweep of twenty
-      advisory addresses answered "no rows" as a digest was halted at the fourteenth);
+      what it finds nothing for, below);
       and not when the answer reports an error or that the place is not there,
       ``says_missing``, since one more guessed id or table without it is the
       hunt going on): eleven Dockerfiles of one
@@ -839,8 +837,6 @@ what follows it is where to look, not what is looked for (``destination.ip:1.2.3
 
 
 _DIGIT_OR_DOT = re.compile(r"[\d.]").search
-_QUERY_NAME_WORDS = frozenset({"query", "kql", "sql", "spl", "promql", "logql", "esql"})
-"""Words of a tool's name that say it runs a query (:meth:`ResultStall._query_tool`)."""
 
 
 def _indicators(args: Any) -> str:
@@ -1367,23 +1363,10 @@ class ResultStall(Signal):
         joined = "|".join(fnmatch.translate(p.lower()) for p in steady)
         self._steady = re.compile(joined).match if steady else None
         self._steady_cache: dict[str, bool] = {}
-        self._query_tools: dict[str, bool] = {}  # tool -> named a query (_query_tool)
-        self._query_indicators: dict[int, str] = {}  # call key -> its query's indicators
         self._query_codes: dict[int, int] = {}  # call key -> its search's words (_query_words)
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
-
-    def _query_tool(self, tool: str) -> bool:
-        """Whether a tool's name says it runs a query (a word ``query``, ``kql``, ``sql``,
-        ``spl``, ``promql``, ``logql``, ``esql``); cached, bounded (tool names are untrusted)."""
-        named = self._query_tools.get(tool)
-        if named is None:
-            named = not _QUERY_NAME_WORDS.isdisjoint(name_words(tool))
-            if len(self._query_tools) >= 512:
-                self._query_tools.clear()
-            self._query_tools[tool] = named
-        return named
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         # Rounds: the calls sent together before any answer came (parallel calls) are
@@ -1422,21 +1405,6 @@ class ResultStall(Signal):
                     names = items = _indicators(call.args)
             else:
                 names = read_names(call)
-                if self._query_tool(call.tool):
-                    # A read named a query (`sentinel_kql_query`, `logs_query`) looks for
-                    # what its query names, as a search does: twenty advisory addresses
-                    # queried one by one, each answered "no rows", are twenty answers.
-                    # (A pure function of the call: cached by its key, as a loop asks
-                    # the same query again and again.)
-                    found = self._query_indicators.get(call.key)
-                    if found is None:
-                        found = _indicators(call.args)
-                        if len(self._query_indicators) >= 1024:
-                            self._query_indicators.clear()
-                        self._query_indicators[call.key] = found
-                    items = found
-                    if items:
-                        names = f"{names}\0{items}" if names else items
             if names:
                 reads = state.reads
                 if len(reads) >= READS * 8:

@@ -94,7 +94,8 @@ Coding agents' own tools (``coding_tools``) and words in a tool (``speech_tools`
     the other two went 26 and 39 calls without a word or a plan, and still
     warn. And in a session that has driven a shell (a command runner's call) or called
     one of the coding tools (Cursor's ``grep_search`` before its first terminal
-    command), a call whose arguments name a file (a path-shaped argument holding a slash or
+    command; not ``think`` or ``file_search``, whose names other agents use too), a
+    call whose arguments name a file (a path-shaped argument holding a slash or
     a dot: ``src/a.ts``, not ``direction="down"``) is a coding agent's file tool, whatever
     its runtime calls it (Cursor's ``search_replace``, Copilot's
     ``replace_string_in_file``, Windsurf's ``view_file``, Cline's
@@ -153,6 +154,9 @@ DEFAULT_SPEECH_TOOLS = (
     "finish", "attempt_completion", "ask_followup_question", "final_answer",
 )
 """Tools whose call is the agent telling the person something: a plan, or a message."""
+SHARED_TOOL_NAMES = frozenset({"think", "file_search"})
+"""Coding tools whose names other agents use too (the think-tool pattern, OpenAI's hosted
+``file_search``): a call of one does not make a session a coding agent's."""
 
 
 class ToolsWithoutTextConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -249,7 +253,7 @@ class ToolsWithoutText(Signal):
             kind = self._kinds.get(call.tool)
             if kind is None:
                 kind = self._kind(call.tool)
-            if kind == 1 and not state.shell:
+            if kind == 1 and not state.shell and call.tool not in SHARED_TOOL_NAMES:
                 state.shell = True  # a coding agent's own tool: a coding agent's session
             elif kind == 2 and call.key != state.said:
                 # a plan shown to the person, or a message to them: speech (the same
