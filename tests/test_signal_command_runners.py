@@ -959,3 +959,35 @@ def test_an_openhands_observation_is_read_as_its_output_and_exit_code() -> None:
         ToolCall(session="r", tool="read_log", args={"name": "build"}),
         ToolResult(session="r", tool="read_log", result=openhands_observed(f"build {n}", 1)))]
     assert "failure-loop" not in signals(named)
+
+
+def test_a_codex_text_report_is_read_as_its_output_and_exit_code() -> None:
+    """Codex CLI shows the model `Exit code: N / Wall time: T seconds / Output:` before a
+    command's output. Read as sent, the wall time made every answer new and hid the figures
+    after it: a canary's error rate read between waits (`0.0026`, then `0.0031`) was one
+    answer with its digits out, and a healthy watch was halted as a cycle."""
+    from streamguard.signals.facts import exit_report
+
+    assert exit_report("Exit code: 0\nWall time: 0.9 seconds\nOutput:\n0.0026\n") == ("0.0026\n", None)
+    assert exit_report("Exit code: 1\nWall time: 12 seconds\nTotal output lines: 812\nOutput:\nFAIL x") == (
+        "FAIL x", "exit code 1")
+    for other in ("Exit code: 0\nOutput:\nx", "Exit code: one\nWall time: 1 seconds\nOutput:\nx",
+                  "Exit code: 0\nWall time: 1 minutes\nOutput:\nx", "Exit code: " + "9" * 30):
+        assert exit_report(other) is None, other
+
+    def watch(rates: list[str]) -> list[Any]:
+        trace: list[Any] = []
+        for n, rate in enumerate(rates):
+            trace += [sh("sleep 240; gh run view 1809 --json status --jq .status", "shell"),
+                      out(f"Exit code: 0\nWall time: 241.{n} seconds\nOutput:\nin_progress\n", "shell"),
+                      sh("curl -s \"$PROM_URL/api/v1/query\" --data-urlencode 'query=rate5xx'", "shell"),
+                      out(f"Exit code: 0\nWall time: 0.{n + 1} seconds\nOutput:\n{rate}\n", "shell")]
+        return trace
+
+    assert [a.signal for a in alerts(watch([f"0.00{21 + 3 * n}" for n in range(8)]))
+            if a.severity == "critical"] == []
+    # the same failing test re-run as reported: a failure, and the same one again
+    rerun = [e for n in range(8) for e in (
+        sh("go test ./ledger -run TestRound", "shell"),
+        out(f"Exit code: 1\nWall time: 0.{n + 2} seconds\nOutput:\n--- FAIL: TestRound\nFAIL\n", "shell"))]
+    assert "failure-loop" in signals(rerun)

@@ -1101,7 +1101,30 @@ def run_report(text: str) -> tuple[str, str | None] | None:
     return text[head.end():], error
 
 
-RUNNER_ANSWER_HEADS = (TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD)
+EXIT_HEAD = "Exit code: "
+"""How Codex CLI opens its report of a command for the model (:func:`exit_report`)."""
+_EXIT_REPORT = re.compile(
+    r"Exit code: (-?[0-9]{1,9})\nWall time: [0-9.]{1,20} seconds\n"
+    r"(?:Total output lines: [0-9]{1,12}\n)?Output:\n?"
+)
+
+
+def exit_report(text: str) -> tuple[str, str | None] | None:
+    """Codex CLI's report of a command as it shows it to the model (``Exit code: 1\nWall
+    time: 0.9 seconds\nOutput:\n...``, a ``Total output lines: N`` line before the output
+    when it was cut), read as what it says: its output, and a failure ``exit code N`` when
+    the code is not 0. ``None`` when the text does not open so. Read with the report, the
+    wall time made every answer new and hid the figures after it: a canary's error rate
+    read between waits, ``0.0026`` then ``0.0031``, was one answer with its digits out, and
+    a healthy watch was halted as a cycle."""
+    match = _EXIT_REPORT.match(text)
+    if match is None:
+        return None
+    code = int(match[1])
+    return text[match.end():], (f"exit code {code}" if code != 0 else None)
+
+
+RUNNER_ANSWER_HEADS = (TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD, EXIT_HEAD)
 """How a runner's answer wrapped by its runtime opens when it is text (:func:`runner_answer`)."""
 
 EXIT_TAIL = "[Command finished with exit code "
@@ -1156,7 +1179,8 @@ def runner_answer(payload: Any, exit_tail: bool = False) -> tuple[str, str | Non
     Gemini CLI's transcript (:func:`shell_transcript`), mini-SWE-agent's observation
     (:func:`returncode_report`), Cline's and Roo Code's run report (:func:`run_report`),
     a run recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object
-    or as its JSON text (:func:`runner_envelope`), and, with ``exit_tail`` (the runner is
+    or as its JSON text (:func:`runner_envelope`), or as its text report
+    (:func:`exit_report`), and, with ``exit_tail`` (the runner is
     one of :data:`OBSERVATION_TOOLS`), OpenHands' observation closed by its exit code
     (:func:`command_observation`). ``None`` for any other answer, which is read as sent.
     The shapes are told apart by how they open (a run report's ``Command `` never reads a
@@ -1170,6 +1194,8 @@ def runner_answer(payload: Any, exit_tail: bool = False) -> tuple[str, str | Non
             answer = returncode_report(payload)
         elif payload.startswith(RUN_HEAD):
             answer = run_report(payload)
+        elif payload.startswith(EXIT_HEAD):
+            answer = exit_report(payload)
         else:
             answer = runner_envelope(payload)
         if answer is None and exit_tail and ends_with_exit_code(payload):
