@@ -209,11 +209,11 @@ def test_a_window_its_own_usage_exceeds_stands_the_estimate_down():
     on against it would stop a session the provider is serving."""
     d = driver()
     d.usage(model="claude-sonnet-4-5", input_tokens=150_000, context_window=200_000)
-    assert d.result("fetch_page", result_bytes=3 * 60_000).signal == "context-budget"
+    assert d.result("screenshot", result_bytes=3 * 60_000).signal == "context-budget"
     d.turn_start()
     d.usage(model="claude-sonnet-4-5", input_tokens=230_000, context_window=200_000)
     for _ in range(5):
-        assert d.result("fetch_page", result_bytes=3 * 60_000) is None
+        assert d.result("screenshot", result_bytes=3 * 60_000) is None
     # a window that holds what was measured is believed again
     d.turn_start()
     d.usage(model="claude-sonnet-4-5", input_tokens=230_000, context_window=1_000_000)
@@ -284,20 +284,3 @@ def test_text_beside_a_computer_use_screenshot_is_counted():
             d.result("computer_20250124", result=payload)
         assert d.state.pending_bytes >= 4 * len(tree)
         assert d.state.pending_bytes <= 4 * (len(tree) + 64 + IMAGE_TOKENS * 3)
-
-
-def test_a_tool_named_by_a_screen_action_answers_with_a_screenshot():
-    """UI-TARS names its tools by their actions (`click`, `hotkey`, `type`, `open_app`),
-    each answered by a screenshot a runtime may send as a digest and its 390 KB: four
-    healthy sessions of the sixty-third batch were cut at their first to fourth call. A
-    tool of another name sent the same way is counted by its bytes, as before."""
-    from streamguard.signals.context_budget import IMAGE_TOKENS
-
-    for tool in ("click", "hotkey", "type", "open_app", "press_home", "click_element_by_index"):
-        d = driver()
-        d.usage(model="ui-tars-1.5-7b", input_tokens=3_839)
-        assert d.result(tool, result_bytes=394_347) is None, tool
-        assert d.state.pending_bytes == IMAGE_TOKENS * 3
-    d = driver()
-    d.usage(model="ui-tars-1.5-7b", input_tokens=3_839)
-    assert d.result("export_report", result_bytes=394_347).signal == "context-budget"

@@ -1742,10 +1742,6 @@ def test_the_write_re_sent_and_failing_is_counted_once_per_failure() -> None:
     ("browser_click", True), ("press_key", True), ("keyboard_input", True), ("mouse_move", True),
     ("type_check", False), ("get_content_type", False), ("key_rotate", False),
     ("long_running_job_status", False), ("get_click_stats", False), ("tap_water_quality", False),
-    # browser-use's acts; not a mail sent, rows selected or a dropdown's options read
-    ("click_element_by_index", True), ("input_text", True), ("select_dropdown_option", True),
-    ("send_keys", True), ("send_email", False), ("select_rows", False), ("get_dropdown_options", False),
-    ("input_validation", False),
 ])
 def test_tools_named_by_an_interface_act(tool: str, act: bool) -> None:
     from streamguard.signals.result_stall import _ui_act_tool
@@ -1878,35 +1874,3 @@ def test_review_shapes_that_must_stay_news() -> None:
         timers += step("bash", {"command": "systemctl list-timers backup.timer"},
                        f"09:21:03 list-timers\nnext run 0{n}:30:00 backup.timer")
     assert hits(timers) == []
-
-
-def test_the_same_steps_through_a_form_on_record_after_record_are_no_stall() -> None:
-    """browser-use closing eight cases through the same form: open the record, Edit, two
-    dropdowns, a comment, Save, each act reporting itself alike on every record ("Selected
-    option Closed", "Input ... into index 88"). The acts restate their calls; what the
-    agent reads (the record's status after the save) is news each time. Halted at the
-    twentieth call before (the futile-write rule took the dropdown for a check)."""
-    trace: list[Any] = []
-    for n in range(8):
-        record = f"5008d00000{word(n)}"
-        trace += step("go_to_url", {"url": f"https://crm.example.test/lightning/r/Case/{record}/view"},
-                      f"\U0001f517  Navigated to https://crm.example.test/lightning/r/Case/{record}/view")
-        trace += step("click_element_by_index", {"index": 41}, "\U0001f5b1\ufe0f  Clicked button with index 41: Edit")
-        trace += step("select_dropdown_option", {"index": 63, "text": "Closed"},
-                      'Selected option Closed with value ["Closed"]')
-        trace += step("select_dropdown_option", {"index": 71, "text": "Resolved"},
-                      'Selected option Resolved with value ["Resolved"]')
-        trace += step("input_text", {"index": 88, "text": "Fix shipped"},
-                      "\u2328\ufe0f  Input Fix shipped into index 88")
-        trace += step("click_element_by_index", {"index": 112}, "\U0001f5b1\ufe0f  Clicked button with index 112: Save")
-        trace += step("extract_content", {"goal": "case status"}, f"Case 00{185231 + n} {word(n)}: Status Closed")
-    assert hits(trace) == []
-    # the same Save on one record again and again, its status read unchanged: a loop
-    # (the acts are no evidence either way; the reads and the laps are)
-    stuck: list[Any] = []
-    for _ in range(8):
-        stuck += step("go_to_url", {"url": "https://crm.example.test/lightning/r/Case/5008d00000x/view"},
-                      "\U0001f517  Navigated to https://crm.example.test/lightning/r/Case/5008d00000x/view")
-        stuck += step("click_element_by_index", {"index": 112}, "\U0001f5b1\ufe0f  Clicked button with index 112: Save")
-        stuck += step("extract_content", {"goal": "case status"}, "Case 00185231: Status Open")
-    assert any(a.severity == "critical" for a in alerts(stuck))

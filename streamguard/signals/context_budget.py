@@ -55,11 +55,7 @@ Images
     ``computer-use-preview``'s 8,192-token window. Such an answer of a computer-use
     tool is its strings and one image (text sent beside the screenshot, an
     accessibility tree, is counted as text), and OpenAI's ``computer_screenshot``
-    block is an image block in any tool's answer. A tool named by a screen action
-    (UI-TARS's ``click``, ``hotkey``, ``open_app``; browser-use's
-    ``click_element_by_index``) answering by its size alone is a screenshot too: four
-    healthy UI-TARS sessions of the sixty-third batch were cut at their first to
-    fourth call.
+    block is an image block in any tool's answer.
 
 A window contradicted by its own measure
     A usage event whose ``input_tokens`` exceed the window (the event's
@@ -89,8 +85,6 @@ from msgspec import Meta, Struct, field, structs
 
 from ..events import Usage
 from .base import Finding, ResultView, Signal, SignalConfig
-from .facts import COMPUTER_ACTIONS
-from .result_stall import _ui_act_tool
 
 IMAGE_TOKENS = 1_600
 """Tokens an image block in a tool result is counted as: the most a vendor charges for
@@ -144,21 +138,6 @@ def sized_without_images(
 _COMPUTER_TOOL = re.compile(r"computer(?:_use(?:_preview)?)?(?:_\d{8})?")
 """The names the model vendors give their computer-use tools: ``computer``,
 ``computer_use_preview``, Anthropic's dated ``computer_20250124``."""
-
-
-SCREEN_ACTION_TOOLS = COMPUTER_ACTIONS | frozenset({
-    "hotkey", "open_app", "press_home", "press_back", "long_press", "left_double",
-    "right_single", "swipe", "tap", "finished", "call_user",
-})
-"""Tools named by a screen action, each answered by a screenshot: the computer-use actions
-and the names UI-TARS and mobile agents give their tools."""
-
-
-def _screen_tool(tool: str) -> bool:
-    """A tool whose answer is a screenshot: a computer-use tool, one named by a screen
-    action (:data:`SCREEN_ACTION_TOOLS`), or one named by an interface act
-    (``click_element``, ``tap``: ``result_stall``'s reading of such names)."""
-    return _computer_tool(tool) or tool in SCREEN_ACTION_TOOLS or _ui_act_tool(tool)
 
 
 def _computer_tool(tool: str) -> bool:
@@ -346,11 +325,8 @@ class ContextBudget(Signal):
                 size = sized_without_images(
                     payload, self.bytes_per_token, size, _computer_tool(result.tool)
                 )
-            elif payload is None and _screen_tool(result.tool):
-                # Sent by its size alone (a digest and result_bytes): an image all the same
-                # (and so is the answer of a tool named by a screen action, as UI-TARS
-                # names its tools: `click`, `hotkey`, `open_app`, each answered by a
-                # screenshot).
+            elif payload is None and _computer_tool(result.tool):
+                # Sent by its size alone (a digest and result_bytes): an image all the same.
                 size = min(size, IMAGE_TOKENS * self.bytes_per_token)
         state.pending_bytes += size
         if state.cut_latched:

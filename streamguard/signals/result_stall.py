@@ -103,11 +103,7 @@ What it catches
       read as any answer, so the same procedure whose screen never changes still
       stalls. (Two healthy desktop sessions of the twenty-fifth blind batch were
       halted on their clicks alone; no loop of any batch or of the corpus depended on
-      them.) browser-use's acts are such tools too (``click_element_by_index``,
-      ``input_text``, ``select_dropdown_option``, ``send_keys``; "⌨️  Input ... into
-      index 88"), and an act that reports itself is no check for the futile-write rule:
-      eight cases closed through one form, record after record, were halted at the
-      twentieth call;
+      them);
     * an empty result is stale only for a search (nothing found, again); an
       empty result of any other call (``mv``, ``mkdir``) is neither stale nor
       news, so a tidy-up of eleven silent moves does not count, and nor is an
@@ -451,7 +447,7 @@ _LIST_ITEMS_READ = 16
 _REPORTS_ACT = re.compile(
     r"\s*(?:[^\w\s\x00-\x7f]{1,4}\s*)?(?:successfully\s+)?(?:(?:left|right|middle|double|triple|long)[- ]?)?"
     r"(?:clicked|tapped|pressed|typed|entered|scrolled|swiped|hovered|dragged|dropped"
-    r"|moved the mouse|selected|filled|released|sent keys|input)\b",
+    r"|moved the mouse|selected|filled|released|sent keys)\b",
     re.IGNORECASE,
 )
 """A short answer that only reports the interface act its call asked for ("Clicked on
@@ -972,7 +968,7 @@ def reports_act(result: ResultView) -> bool:
 
 _UI_ACT_WORDS = frozenset({
     "click", "clicks", "tap", "type", "press", "scroll", "swipe", "hover", "drag", "keyboard",
-    "mouse", "keypress", "select", "input", "send",
+    "mouse", "keypress",
 })
 """Words of an act in an interface, one of which a tool's name must hold (:func:`_ui_act_tool`)."""
 _UI_WORDS = _UI_ACT_WORDS | frozenset({
@@ -980,8 +976,6 @@ _UI_WORDS = _UI_ACT_WORDS | frozenset({
     "element", "elements", "text", "input", "button", "field", "cell", "coordinates",
     "coordinate", "screen", "ui", "browser", "computer", "desktop", "page", "down", "up",
     "combination", "xy", "point", "node", "control", "window", "app", "move",
-    # browser-use's: click_element_by_index, input_text, select_dropdown_option, send_keys
-    "by", "index", "dropdown", "option",
 })
 """The words a tool named by an interface act may hold (``Click-Tool``, ``type_into_element``,
 ``click_at``, ``browser_click``, ``press_key``); ``type_check``, ``get_click_stats``,
@@ -1837,13 +1831,11 @@ class ResultStall(Signal):
                 before = after_write
         if not state.wrote or not before:
             return None
-        if before == code and not flags & _CHECK_FLAGS and (_acknowledges(result) or reports_act(result)):
+        if before == code and not flags & _CHECK_FLAGS and _acknowledges(result):
             # A call of a tool nobody classified, answered with a bare "done" ("click the
             # Search button": "Action completed successfully", alike each time), acted:
-            # it is no check whose verdict a write failed to move; nor is an interface act
-            # that reports itself ("Selected option Closed", the same dropdown set on each
-            # of eight records opened in turn). (Read only here, where it would count: the
-            # rest of the path is every check's.)
+            # it is no check whose verdict a write failed to move. (Read only here, where
+            # it would count: the rest of the path is every check's.)
             return None
         state.wrote = False
         if before != code:
