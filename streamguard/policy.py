@@ -54,7 +54,6 @@ class PolicyError(ValueError):
     """A policy that cannot be loaded; the message names the field."""
 
 
-DEFAULT_IGNORE_FIELDS: tuple[str, ...] = ()
 _CURSOR_TOOLS = ("run_terminal_cmd", "read_file", "edit_file", "list_dir", "codebase_search",
                  "grep_search", "file_search", "delete_file")
 DEFAULT_TOOL_IGNORE_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -76,7 +75,7 @@ class ToolArguments(Struct, kw_only=True, forbid_unknown_fields=True):
 class ArgumentsPolicy(Struct, kw_only=True, forbid_unknown_fields=True, dict=True):
     """Argument fields that are noise (request ids, timestamps) and must not make calls differ."""
 
-    ignore_fields: list[str] = field(default_factory=lambda: list(DEFAULT_IGNORE_FIELDS))
+    ignore_fields: list[str] = []
     tools: dict[str, ToolArguments] = field(default_factory=lambda: {
         tool: ToolArguments(ignore_fields=list(fields)) for tool, fields in DEFAULT_TOOL_IGNORE_FIELDS
     })

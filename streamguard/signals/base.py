@@ -751,9 +751,12 @@ EMPTY_GIST = 0x454D5054
 """The gist of an empty or unknown answer: every one says the same (nothing)."""
 READ_STAMP_SPAN = 96
 """Characters at the end of a text answer looked at for the time it was read."""
-_READ_STAMP = re.compile(r"\s*<timestamp>[0-9T:.+Z -]{1,40}</timestamp>\s*\Z")
-"""The time a runtime stamps on an answer when it was read, closing it (Claude Code's
-``BashOutput``: ``<timestamp>2025-11-01T15:22:32.093Z</timestamp>``)."""
+TIMESTAMP_ELEMENT = r"<timestamp>[^<]{0,64}</timestamp>"
+"""When an answer was written, as its own element (Claude Code's ``BashOutput``:
+``<timestamp>2025-11-01T15:22:32.093Z</timestamp>``); one pattern for its readers here and
+in ``result-stall``."""
+_READ_STAMP = re.compile(r"\s*" + TIMESTAMP_ELEMENT + r"\s*\Z")
+"""The time a runtime stamps on an answer when it was read, closing it."""
 
 
 def read_stamped(result: ResultView) -> int:

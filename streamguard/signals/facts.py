@@ -1198,8 +1198,8 @@ def runner_answer(payload: Any, exit_tail: bool = False) -> tuple[str, str | Non
             answer = exit_report(payload)
         else:
             answer = runner_envelope(payload)
-        if answer is None and exit_tail and ends_with_exit_code(payload):
-            return command_observation(payload)
+        if answer is None and exit_tail:
+            return command_observation(payload)  # (it tests the closing line itself)
         return answer
     if type(payload) is dict:
         if "stdout" in payload:

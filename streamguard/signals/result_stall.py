@@ -271,6 +271,7 @@ from .base import (
     NO_OP_OUTCOME,
     NONE_ANSWER,
     RUN_TIME,
+    TIMESTAMP_ELEMENT,
     CallView,
     Finding,
     ResultView,
@@ -1223,10 +1224,10 @@ _OBJECT_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]{4,16}\b")
 0x7f1c2b3d5a10>``): a new one every run of the same failing test, so the same failure
 read with it was a new answer every time (a test rerun dozens of times between cache
 clears was never halted)."""
-_TIMESTAMP_ELEMENT = re.compile(r"<timestamp>[^<]{0,64}</timestamp>")
-"""When an answer was written, as its own element (Claude Code's ``BashOutput``:
-``<status>failed</status> ... <timestamp>2025-09-17T17:21:38.548Z</timestamp>``): a
-dead background shell read after each wait said the same thing with a new time."""
+_TIMESTAMP_ELEMENT = re.compile(TIMESTAMP_ELEMENT)
+"""When an answer was written, as its own element (``<status>failed</status> ...
+<timestamp>2025-09-17T17:21:38.548Z</timestamp>``): a dead background shell read after
+each wait said the same thing with a new time."""
 
 
 def _unmoved(text: str) -> str:
