@@ -618,7 +618,7 @@ class Watchdog:
                 payload.startswith(RUNNER_ANSWER_HEADS)
                 or (event.tool in OBSERVATION_TOOLS and ends_with_exit_code(payload))
             ))
-            or (type(payload) is dict and ("stdout" in payload or "metadata" in payload))
+            or (type(payload) is dict and ("stdout" in payload or "output" in payload))
         ) and self._runners(event.tool):
             # A runner's answer wrapped by its runtime (a transcript, an observation's
             # markup, a run report, a run record, an envelope, OpenHands' exit code): its

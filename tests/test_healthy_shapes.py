@@ -21,8 +21,8 @@ from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult
 from streamguard.policy import parse_policy_set
 from streamguard.signals.base import failure_outcome, says_only_status
-from streamguard.signals.facts import runner_facts, shell_facts
-from streamguard.signals.result_stall import is_json_text
+from streamguard.signals.facts import cell_error, runner_facts, shell_facts
+from streamguard.signals.result_stall import is_json_text, template
 from tests.harness import engine_alerts
 
 DEFAULT = ""
@@ -617,3 +617,203 @@ def test_a_moment_a_quantity_or_a_bare_number_names_no_place(moment: Any) -> Non
     for i in range(12):
         trace += c.pair("get_queue_depth", {"queue": "orders", "at": moment(i)}, "orders: 1523 messages")
     assert "result-stall" in criticals(trace)
+
+
+# ------------------------------------------------ listings, executors, pages, figures
+
+LONDON = "Restaurant in London: Azabu Ramen\nHouse of Sushi\nHome Kitchen\nThe Spice Route\n"
+CUISINES = "{'Azabu Ramen': 'Japanese', 'House of Sushi': 'Japanese', 'Home Kitchen': 'Chinese'}"
+
+
+def test_empty_listings_under_a_heading_do_not_hide_a_stall() -> None:
+    """AgentDojo's city listings name the city in their heading, so an empty one
+    ("Restaurant in Soho: ") was a new answer every time and counted as news: an agent
+    re-reading London's restaurants between reworded districts for a cuisine no
+    restaurant serves was never halted. An empty listing is now neither news nor stale."""
+    c = Calls()
+    trace: list[Any] = []
+    trace += c.pair("get_all_restaurants_in_city", {"city": "London"}, LONDON)
+    trace += c.pair("get_cuisine_type_for_restaurants", {"restaurant_names": ["Azabu Ramen"]}, CUISINES)
+    districts = ["London, UK", "Greater London", "Soho", "Shoreditch", "Camden", "Brixton",
+                 "Westminster", "Hackney", "Islington", "Peckham", "Kentish Town", "Bow"]
+    for pair in range(0, len(districts), 2):
+        for district in districts[pair : pair + 2]:
+            trace += c.pair("get_all_restaurants_in_city", {"city": district},
+                            f"Restaurant in {district}: \n")
+        trace += c.pair("get_all_restaurants_in_city", {"city": "London"}, LONDON)
+        trace += c.pair("get_cuisine_type_for_restaurants", {"restaurant_names": ["Azabu Ramen"]}, CUISINES)
+    assert "result-stall" in criticals(trace)
+
+
+def test_a_sweep_of_places_mostly_empty_is_no_stall() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for i, city in enumerate(["Paris", "Lyon", "Nice", "Lille", "Nantes", "Metz", "Brest", "Tours",
+                              "Dijon", "Reims", "Caen", "Pau", "Rouen", "Amiens", "Nancy", "Arles"]):
+        listing = f"Hotels in {city}: " + (f"Hotel {city} Centre\n" if i % 5 == 0 else "\n")
+        trace += c.pair("get_all_hotels_in_city", {"city": city}, listing)
+    assert criticals(trace) == []
+
+
+def traceback(code_file: str) -> dict[str, Any]:
+    return {"exit_code": 1, "code_file": f"/workspace/{code_file}.py",
+            "output": f'Traceback (most recent call last):\n  File "/workspace/{code_file}.py", line 3, '
+                      "in <module>\n    with open('/workspace/data.jsonld') as f:\nFileNotFoundError: "
+                      "[Errno 2] No such file or directory: '/workspace/data.jsonld'\n"}
+
+
+def test_an_autogen_executor_failing_the_same_script_again_is_a_failure_loop() -> None:
+    """AutoGen's code executors answer with a run record (``exit_code``, ``output``,
+    ``code_file``): read as output and exit code, an identical script re-sent and failing
+    the same way is halted; before, nothing in the answer said it failed and every
+    answer named a new temporary file."""
+    c = Calls()
+    trace: list[Any] = []
+    script = {"code_blocks": [{"language": "python", "code": "import json\nwith open('/workspace/data.jsonld') as f:\n    data = json.load(f)\n"}]}
+    trace += c.pair("open_path", {"path": "/workspace/bec745.jsonld"}, "Path: /workspace/bec745.jsonld\n{...}")
+    for attempt in range(8):
+        trace += c.pair("execute_code_blocks", script, traceback(f"tmp_code_{attempt:016x}a"))
+    assert "failure-loop" in criticals(trace)
+
+
+def test_an_autogen_executor_whose_script_changes_is_debugging() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for attempt in range(8):
+        script = {"code_blocks": [{"language": "python", "code": f"print(load('/workspace/v{attempt}.json'))"}]}
+        trace += c.pair("execute_code_blocks", script, traceback(f"tmp_code_{attempt:016x}b"))
+        trace += c.pair("open_path", {"path": f"/workspace/notes_{attempt}.md"}, f"notes {attempt}")
+    assert "failure-loop" not in criticals(trace)
+
+
+def revision_page(act: str, offset: int, where: str) -> str:
+    return (f"I {act}.\n\nThe web browser is open to the page [Example: Revision history - Wikipedia]"
+            f"(https://en.wikipedia.org/w/index.php?title=Example&action=history&limit=500&offset={offset}).\n"
+            f"The viewport shows 2% of the webpage, and is positioned at the {where} of the page\n"
+            "The following text is visible in the viewport:\n\n(newer 500 | older 500)\n"
+            f"curprev {offset % 24:02d}:33, 8 November {2000 + offset % 20} Editor talk contribs")
+
+
+def test_a_browser_paging_on_to_other_addresses_is_no_cycle() -> None:
+    """A click on 'older 500' and a scroll, lap after lap, each lap on a page whose address
+    differs only in a number: another page each time (the answers' digits taken out, every
+    lap read the same)."""
+    c = Calls()
+    trace: list[Any] = []
+    for offset in (20230701000000, 20141108173315, 20090616115238, 20070912033155, 20050101000000):
+        trace += c.pair("click", {"target_id": 56}, revision_page("clicked 'older 500'", offset, "top"))
+        trace += c.pair("page_down", {}, revision_page("scrolled down one page in the browser", offset, "bottom"))
+    assert "alternating-tool-cycle" not in criticals(trace)
+
+
+def test_a_browser_going_back_and_forth_on_one_address_is_still_a_cycle() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for _lap in range(5):
+        trace += c.pair("click", {"target_id": 56}, revision_page("clicked 'older 500'", 20141108173315, "top"))
+        trace += c.pair("page_up", {}, revision_page("scrolled up one page in the browser", 20141108173315, "top"))
+    assert "alternating-tool-cycle" in criticals(trace)
+
+
+def test_quoted_figures_in_an_answer_are_its_data() -> None:
+    """A tuple of strings printed (`Kenya ('2', '3', '0')`) holds figures, kept where a
+    success's digits are; a quoted term in an answer whose digits are noise is still masked."""
+    assert template("Kenya ('2', '3', '0')\nEthiopia ('1', '4', '3')", digits=False) != template(
+        "Kenya ('6', '1', '0')\nEthiopia ('4', '0', '4')", digits=False)
+    assert template("Said 'hello' to Kenya", digits=False) == template("Said 'bye' to Kenya", digits=False)
+    assert template('No matches found for "805" in /repo', digits=True) == template(
+        'No matches found for "README" in /repo', digits=True)
+    c = Calls()
+    trace: list[Any] = []
+    for year in range(1964, 2024, 4):
+        medals = (year % 17, year % 13, year % 11)  # a different count every Games
+        trace += c.pair("python_interpreter", f'page = visit_webpage("https://en.wikipedia.org/wiki/{year}_Summer_Olympics_medal_table")',
+                        f"Execution logs:\nKenya {tuple(str(m) for m in medals)}\nLast output from code snippet:\nNone")
+    assert "result-stall" not in criticals(trace)
+
+
+def bing(query: str, results: list[str]) -> str:
+    url = "https://www.bing.com/search?q=" + query.replace(" ", "+") + "&FORM=QBLH"
+    found = "\n".join(f"{r.split(' › ')[0][8:]}\n{r}\nA page about it ..." for r in results)
+    return (f"I typed '{query}' into the browser search bar.\n\nThe web browser is open to the page "
+            f"[{query} - Search]({url}).\nThe viewport shows 22% of the webpage\n"
+            f"The following text is visible in the viewport:\n\n{query}\nAbout 9,000 results\n{found}")
+
+
+HITS = ["https://county.example.gov › EN › Parks › Trails › KK-River-Trail",
+        "https://www.reddit.com › r › milwaukee › comments › kk_trail_friends",
+        "https://www.facebook.com › FriendsKKTrail"]
+
+
+def test_reworded_web_searches_finding_the_same_pages_are_a_stall() -> None:
+    """Magentic-One's web surfer answers a search with the results page, whose own address
+    carries the query: it named a new address every time, so reworded searches finding the
+    same three pages were never stale."""
+    c = Calls()
+    trace: list[Any] = []
+    words = ["annual report", "2019 report", "volunteer hours", "year in review", "report pdf",
+             "annual summary", "yearly report", "hours logged", "stewardship report", "recap",
+             "annual report 2019", "report volunteers", "total hours", "annual review"]
+    for extra in words:
+        query = f"Friends of the KK River Trail {extra}"
+        trace += c.pair("web_search", {"query": query}, bing(query, HITS))
+    assert "result-stall" in criticals(trace)
+
+
+def test_reworded_web_searches_finding_new_pages_of_one_site_are_news() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    topics = ["mills", "bridges", "floods", "parks", "tanneries", "railways", "shipyards", "canals",
+              "breweries", "dams", "wetlands", "fisheries", "harbors", "foundries"]
+    for topic in topics:
+        query = f"Kinnickinnic River history {topic}"
+        pages = [f"https://en.wikipedia.org › wiki › Kinnickinnic_{topic}_{part}" for part in ("era", "sites", "people")]
+        trace += c.pair("web_search", {"query": query}, bing(query, pages))
+    assert "result-stall" not in criticals(trace)
+
+
+@pytest.mark.parametrize(("line", "action", "write"), [
+    ("docker compose ps db", "docker-compose ps", False),
+    ("docker compose -f ci.yml logs db", "docker-compose logs", False),
+    ("docker compose up -d db", "docker-compose up", True),
+    ("docker --context prod compose down", "docker-compose down", True),
+    ("docker-compose ps", "docker-compose ps", False),
+    ("docker-compose restart web", "docker-compose restart", True),
+    ("cd app && docker compose build api", "docker-compose build", True),
+])
+def test_compose_is_read_by_its_own_sub_command(line: str, action: str, write: bool) -> None:
+    facts = shell_facts(line)
+    assert (facts.action, facts.write) == (action, write)
+
+
+def test_a_compose_health_poll_after_sleeps_is_a_poll() -> None:
+    """`sleep 5; docker compose ps db` while a database loads its seed: a read after a wait
+    of its own. `docker compose` was a write whatever its sub-command, so the poll was no
+    poll and its fifth status was halted."""
+    c = Calls()
+    trace: list[Any] = []
+    for age in range(4, 64, 6):
+        trace += c.pair("execute_bash", {"command": "sleep 5; docker compose ps db"},
+                        f"NAME  IMAGE  STATUS\nbookings-db-1  postgres:16  Up {age} seconds (health: starting)\n"
+                        "[Command finished with exit code 0]")
+    assert criticals(trace) == []
+
+
+def cell_traceback(cell: int, code: str) -> str:
+    return ("-" * 75 + "\nNameError                                 Traceback (most recent call last)\n"
+            f"Cell In[{cell}], line 1\n----> 1 {code}\n\nNameError: name 'load_frame' is not defined\n"
+            "[Jupyter current working directory: /workspace]")
+
+
+def test_a_notebook_cell_raising_is_a_failure() -> None:
+    """An IPython traceback is how a cell fails (it has no exit code): the same cell run
+    again and again, raising the same way, is a failure loop (the cell's number moved, so
+    every answer was a new success)."""
+    c = Calls()
+    trace: list[Any] = []
+    for cell in range(1, 9):
+        trace += c.pair("execute_ipython_cell", {"code": "df = load_frame('/workspace/ames.csv')"},
+                        cell_traceback(cell, "df = load_frame('/workspace/ames.csv')"))
+    assert "failure-loop" in criticals(trace)
+    assert cell_error(cell_traceback(3, "x")) is not None
+    assert cell_error("-" * 40 + "\n| col | n |\n" + "-" * 40) is None

@@ -70,6 +70,9 @@ UNDER_WAY = [
     {"originalMessageId": "PAYROLL-10", "groupStatus": "PDNG", "txStatusCounts": {"ACSC": 0, "PDNG": 142}},
     # a status element (Claude Code's BashOutput of a background shell)
     "<status>running</status>\n\n<timestamp>2025-11-01T15:22:32.093Z</timestamp>",
+    # a bill, an approval awaited (tau2-bench's telecom bills read "Awaiting Payment")
+    {"bill_id": "B4248", "total_due": 60.0, "status": "Awaiting Payment"},
+    '{"request": "CR-7", "state": "AWAITING_APPROVAL"}',
 ]
 NOT_UNDER_WAY = [
     '{"status": "failed", "reason": "OOM"}',
@@ -182,6 +185,20 @@ def test_a_status_that_says_the_work_ended_is_no_poll_however_paced() -> None:
 def test_a_user_asking_again_is_a_pause() -> None:
     # "can you check again?" each turn: the agent checks because its user asks.
     assert loop_alerts(status_poll([PENDING] * 8, gap=None, user_between=True)) == []
+
+
+def test_a_bill_awaiting_payment_checked_each_time_its_user_reports_is_a_poll() -> None:
+    # The customer pays through a bank app and reports back; the agent checks the bill
+    # after each message until the payment posts. Halted at the fourth check before
+    # "awaiting" was read as a status under way.
+    bill = {"bill_id": "B4248", "customer_id": "C1357", "total_due": 60.0,
+            "status": "Awaiting Payment"}
+    trace = status_poll([json.dumps(bill)] * 5, gap=150.0, tool="get_details_by_id",
+                        user_between=True)
+    assert loop_alerts(trace) == []
+    # The same bill asked as fast as the agent can ask is still a loop.
+    fast = status_poll([json.dumps(bill)] * 6, gap=1.0, tool="get_details_by_id")
+    assert ("repeated-tool-call", "critical") in loop_alerts(fast)
 
 
 def test_a_poll_that_never_moves_is_warned_after_polling_warn_after() -> None:

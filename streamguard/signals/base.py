@@ -777,6 +777,8 @@ _ANSWER_WAS_NEW = 1 << 40
 """The bit of a value of :func:`note_answer` that says its call's latest answer was new."""
 
 
+_ADDRESS = re.compile(rb"[a-z][a-z0-9+.-]*://[^\s()\[\]<>\"'`]+")
+"""An address in an answer's text (its digits are part of it: :func:`answer_gist`)."""
 NUMBERS_ONLY = 16
 """At most this many bytes left once its digits are out, and at most half of it: a text
 answer that is its numbers (:func:`answer_gist` keeps them)."""
@@ -825,6 +827,12 @@ def answer_gist(result: ResultView) -> int:
         # without them is a few marks) keeps them: there the figures are what it says.
         numbers_only = len(words) <= NUMBERS_ONLY and 2 * len(words) <= len(data)
         gist = zlib.crc32(data if numbers_only else words) or 1
+        if b"://" in data and not numbers_only:
+            # The addresses it names keep their numbers: a browser open at another page
+            # (``...&offset=20090616115238``, ``?page=3``) shows another page, not the
+            # same one at a later time.
+            for address in _ADDRESS.findall(data):
+                gist = zlib.crc32(address, gist) or 1
     elif result.outcome and not result.failed:
         gist = result.outcome & 0xFFFFFFFF or 1
         payload = result.event.result
@@ -858,7 +866,7 @@ PROGRESS_TEXT_LIMIT = 4096
 says the work is still under way (:func:`says_in_progress`): a status is short."""
 _PROGRESS_WORDS = (
     r"pending\w*|queued|in[ _-]?progress|in[ _-]?queue|running|processing|provisioning"
-    r"|creating|starting|initiali[sz]ing|deploying|building|waiting|scheduled"
+    r"|creating|starting|initiali[sz]ing|deploying|building|a?waiting\w*|scheduled"
     r"|authori[sz]ing|updating|progressing|not[ _-]?(?:yet[ _-]?)?ready"
     r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
     # ISO 20022 payment statuses: pending, accepted with settlement in process

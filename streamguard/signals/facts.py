@@ -187,7 +187,7 @@ _SUBCOMMAND_PROGRAMS = frozenset({
     "git", "docker", "kubectl", "npm", "yarn", "pnpm", "cargo", "go", "pip", "pip3",
     "poetry", "mvn", "gradle", "./gradlew", "gradlew", "./mvnw", "mvnw", "helm", "apt",
     "apt-get", "conda", "mamba", "micromamba", "uv", "dotnet", "bundle", "systemctl", "gh",
-    "terraform", "make",
+    "terraform", "make", "docker-compose",
     "rustup", "brew", "composer", "dnf", "yum", "django-admin", "manage.py", "tox", "nox",
 })
 # Segments that only set the stage; the action is the next segment.
@@ -241,7 +241,12 @@ _WRITE_SUBCOMMANDS = {
     "conda": frozenset({"install", "remove", "update", "create"}),
     "apt": frozenset({"install", "remove"}),
     "apt-get": frozenset({"install", "remove"}),
-    "docker": frozenset({"build", "run", "rm", "compose", "start", "stop", "restart", "cp"}),
+    "docker": frozenset({"build", "run", "rm", "start", "stop", "restart", "cp"}),
+    # `docker compose up` is `docker-compose up` (read as that program): `ps`, `logs` and
+    # `config` only look
+    "docker-compose": frozenset({"up", "down", "build", "run", "rm", "start", "stop", "restart",
+                                 "create", "kill", "pull", "push", "cp", "pause", "unpause",
+                                 "scale"}),
     "kubectl": frozenset({"apply", "create", "delete", "edit", "patch", "scale", "rollout",
                           "set", "replace", "annotate", "label"}),
     "helm": frozenset({"install", "upgrade", "uninstall", "rollback"}),
@@ -277,6 +282,7 @@ _LATE_WRITE = re.compile(
             rf"{re.escape(program)}[ \t]+(?:{'|'.join(re.escape(s) for s in sorted(subs))})"
             for program, subs in _WRITE_SUBCOMMANDS.items()
         ]
+        + [rf"docker[ \t]+compose[ \t]+(?:{'|'.join(sorted(_WRITE_SUBCOMMANDS['docker-compose']))})"]
     )
     + r")\b"
 )
@@ -464,7 +470,12 @@ def _segment_action(tokens: list[str]) -> tuple[str, str]:
                 return "python", _basename(token)
         return "python", ""
     if program in _SUBCOMMAND_PROGRAMS:
-        return program, _first_word(rest, _VALUE_FLAGS.get(program, ()))
+        sub = _first_word(rest, _VALUE_FLAGS.get(program, ()))
+        if sub == "compose" and program == "docker":
+            # Compose as a plugin: its own sub-command is what the line does.
+            at = rest.index("compose")
+            return "docker-compose", _first_word(rest[at + 1 :], _VALUE_FLAGS["docker-compose"])
+        return program, sub
     return program, ""
 
 
@@ -476,6 +487,8 @@ _VALUE_FLAGS: dict[str, tuple[str, ...]] = {
                 "--server"),
     "helm": ("-n", "--namespace", "--kube-context", "--kubeconfig"),
     "docker": ("-H", "--host", "--context", "-c", "--config", "-l", "--log-level"),
+    "docker-compose": ("-f", "--file", "-p", "--project-name", "--env-file", "--profile",
+                       "--project-directory", "--ansi", "--progress"),
 }
 
 
@@ -985,6 +998,9 @@ _RUN_RECORD_KEYS = frozenset({
     "stdout", "stderr", "exit_code", "exitCode", "returncode", "return_code",
     "duration", "duration_ms", "duration_seconds", "elapsed", "elapsed_ms",
 })
+_OUTPUT_RECORD_KEYS = frozenset({"output", "exit_code", "exitCode", "code_file"})
+"""A run recorded with its output in one stream: AutoGen's code executors'
+``CommandLineCodeResult`` (``{"exit_code": 1, "output": "...", "code_file": "..."}``)."""
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code")
 
 
@@ -998,10 +1014,18 @@ def run_record(result: Any) -> tuple[str, str | None] | None:
     updated) fails with the same standard error each time and is a poll, not the same
     failure again. ``None`` when ``result`` is no such record (it has no ``stdout`` or
     no exit code, or anything else in it)."""
-    if type(result) is not dict or "stdout" not in result or not _RUN_RECORD_KEYS.issuperset(result):
+    if type(result) is not dict:
         return None
-    stdout = result["stdout"]
-    stderr = result.get("stderr") or ""
+    if "stdout" in result:
+        if not _RUN_RECORD_KEYS.issuperset(result):
+            return None
+        stdout = result["stdout"]
+        stderr = result.get("stderr") or ""
+    elif "output" in result and _OUTPUT_RECORD_KEYS.issuperset(result):
+        stdout = result["output"]
+        stderr = ""
+    else:
+        return None
     if type(stdout) is not str or type(stderr) is not str:
         return None
     code: Any = None
@@ -1124,7 +1148,29 @@ def exit_report(text: str) -> tuple[str, str | None] | None:
     return text[match.end():], (f"exit code {code}" if code != 0 else None)
 
 
-RUNNER_ANSWER_HEADS = (TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD, EXIT_HEAD)
+CELL_ERROR_HEAD = "-" * 24
+"""How IPython opens the traceback of a cell that raised (a rule of dashes, then the
+exception's name and ``Traceback (most recent call last)``): :func:`cell_error`."""
+_CELL_TRACEBACK = "Traceback (most recent call last)"
+CELL_TRACEBACK_SPAN = 240
+"""Characters at the start of an answer in which a cell's traceback names itself."""
+
+
+def cell_error(text: str) -> tuple[str, str | None] | None:
+    """A notebook cell's answer that is its traceback (OpenHands' ``execute_ipython_cell``,
+    a Jupyter kernel's display of an exception: a rule of dashes, ``KeyError
+    Traceback (most recent call last)``, the cell and the frames), read as what it is: a
+    failure whose error is the traceback. A cell has no exit code; this is how it says it
+    failed (a column guessed again and again, each time a ``KeyError``, was every time a new
+    success: the cell's number moves). ``None`` for any other answer."""
+    if _CELL_TRACEBACK not in text[:CELL_TRACEBACK_SPAN]:
+        return None
+    return text, text[:MCP_ERROR_CHARS]
+
+
+RUNNER_ANSWER_HEADS = (
+    TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD, EXIT_HEAD, CELL_ERROR_HEAD,
+)
 """How a runner's answer wrapped by its runtime opens when it is text (:func:`runner_answer`)."""
 
 EXIT_TAIL = "[Command finished with exit code "
@@ -1180,7 +1226,8 @@ def runner_answer(payload: Any, exit_tail: bool = False) -> tuple[str, str | Non
     (:func:`returncode_report`), Cline's and Roo Code's run report (:func:`run_report`),
     a run recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object
     or as its JSON text (:func:`runner_envelope`), or as its text report
-    (:func:`exit_report`), and, with ``exit_tail`` (the runner is
+    (:func:`exit_report`), a notebook cell's traceback (:func:`cell_error`), and, with
+    ``exit_tail`` (the runner is
     one of :data:`OBSERVATION_TOOLS`), OpenHands' observation closed by its exit code
     (:func:`command_observation`). ``None`` for any other answer, which is read as sent.
     The shapes are told apart by how they open (a run report's ``Command `` never reads a
@@ -1196,6 +1243,8 @@ def runner_answer(payload: Any, exit_tail: bool = False) -> tuple[str, str | Non
             answer = run_report(payload)
         elif payload.startswith(EXIT_HEAD):
             answer = exit_report(payload)
+        elif payload.startswith(CELL_ERROR_HEAD):
+            answer = cell_error(payload)
         else:
             answer = runner_envelope(payload)
         if answer is None and exit_tail:
@@ -1204,7 +1253,7 @@ def runner_answer(payload: Any, exit_tail: bool = False) -> tuple[str, str | Non
     if type(payload) is dict:
         if "stdout" in payload:
             return run_record(payload)
-        return runner_envelope(payload)
+        return runner_envelope(payload) or run_record(payload)
     return None
 
 

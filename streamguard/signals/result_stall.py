@@ -318,6 +318,9 @@ _BARE_ANSWER = re.compile(
     r"|on|off|open|closed|locked|unlocked|enabled|disabled)\s*",
     re.IGNORECASE,
 )
+_EMPTY_LISTING = re.compile(r"\s*[^\s:][^:\n]{0,62}:\s*")
+"""A heading and nothing under it (``Restaurant in Soho: \\n``, ``Hotels in Rome:``): a
+listing of nothing, one line ending in a colon."""
 FAILURE_HEAD = 256
 """Characters at the start of an answer read for a failure or an absence it reports,
 where a place's answer is kept apart (an error sent as output says so first)."""
@@ -401,12 +404,23 @@ CHECKS = 8
 QUOTE_SPAN = 256
 """Characters at the start of a result in which quoted strings are masked (where error
 messages quote the term they could not find)."""
-_QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`")
+_QUOTED = re.compile(
+    r"(\"[-+\d.,% ]*\"|'[-+\d.,% ]*')|\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`"
+)
+"""A quoted term near an answer's start, the variable part of a message. A quoted number
+(``Kenya ('2', '3', '0')``, a tuple of strings printed) is a figure where the digits are
+the answer (a success that is no search's), and masked as a term where they are noise
+(``No matches found for "805"``)."""
 _FENCED_DATA = re.compile(r"```[A-Za-z]{0,12}[ \t]*\r?\n[ \t]*[\[{]")
 """A fenced block of data (```` ```json ```` then an object or an array) opening a text
 answer after a short lead: browser-use's "Extracted from page: ```json {...}```"."""
 FENCE_SPAN = 96
 """Characters at the start of a text answer in which such a block may open."""
+
+
+def _masked_quote(match: re.Match[str]) -> str:
+    """A quoted term masked, a quoted number kept (:data:`_QUOTED`)."""
+    return match.group(1) or "Q"
 
 
 def _prose_head(head: str) -> bool:
@@ -780,7 +794,16 @@ def _crc(data: bytes) -> int:
 
 FOUND_URLS = 64
 """Addresses a session's searches found that are remembered (4 bytes each)."""
-_FOUND_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\{}|^`]{3,512}")
+_FOUND_URL = re.compile(
+    r"https?://[^\s\"'<>()\[\]\\{}|^`]{3,512}(?: \u203a [^\s\u203a]{1,128}){0,12}"
+)
+"""A web address in a search's answer, with the path a results page shows after it as a
+trail (Bing's ``https://en.wikipedia.org › wiki › Kinnickinnic_River``): the page found,
+not only its site."""
+_SEARCH_PAGE = re.compile(r"[?&](?:q|query|search_query|searchTerm|wd|text|keywords?)=")
+"""An address that carries a query: the results page of the search itself (the browser
+open at ``https://www.bing.com/search?q=...``), which names what was asked, not what was
+found."""
 _FOUND_DOC = re.compile(
     r"(?i)(?:\bdoc(?:ument)?_?id[\"']?|\"id\")\s*[:=]\s*[\"']?[^\s\"',}]{1,256}"
 )
@@ -900,7 +923,12 @@ def _found_only_known(state: Any, payload: Any) -> bool:
     something; answering a reworded question with the same passages did not."""
     text = payload[:TEXT_LIMIT] if type(payload) is str else result_text(payload)
     if text.count("://") >= 2:
-        addresses = [url.group().rstrip(".,;:/") for url in islice(_FOUND_URL.finditer(text), 16)]
+        addresses = [
+            url.group().rstrip(".,;:/") for url in islice(_FOUND_URL.finditer(text), 16)
+            if _SEARCH_PAGE.search(url.group()) is None
+        ]
+        if len(addresses) < 2:
+            return False
     else:
         # (Substring tests first: most answers name no document.)
         doc_id = ("oc" in text or "OC" in text) and ("_id" in text or "Id" in text or "ID" in text)
@@ -1157,7 +1185,7 @@ def template(text: str, digits: bool = True) -> bytes:
     if _prose_head(head):
         # Prose (an error message, a tool's sentence): the quoted term is the variable
         # part. Structured payloads keep their strings: there they are the content.
-        text = _QUOTED.sub("Q", head) + text[QUOTE_SPAN:]
+        text = _QUOTED.sub(_masked_quote if not digits else "Q", head) + text[QUOTE_SPAN:]
     if not digits:
         if "line " in text:
             text = _SHELL_LINE.sub("line #", text)
@@ -1664,6 +1692,12 @@ class ResultStall(Signal):
             payload = result.event.result
             if type(payload) is str and len(payload) <= TINY_ANSWER and _BARE_ANSWER.fullmatch(payload):
                 return None  # "200", "true", "OK": what it says is in the call; neither
+            if type(payload) is str and len(payload) <= NONE_ANSWER and _EMPTY_LISTING.fullmatch(payload):
+                # "Restaurant in Soho: " - a listing with nothing under its heading, the
+                # heading naming what the call asked for: an empty output in other words,
+                # whatever place it names (a sweep of districts finding none is no stall,
+                # and no news that would hide one).
+                return None
         if key and state.reads and not result.failed:
             # A read of what its call names: its answer is kept with those names, so eleven
             # files of one template are eleven answers, while the same file read again,
