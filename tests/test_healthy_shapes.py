@@ -817,3 +817,26 @@ def test_a_notebook_cell_raising_is_a_failure() -> None:
     assert "failure-loop" in criticals(trace)
     assert cell_error(cell_traceback(3, "x")) is not None
     assert cell_error("-" * 40 + "\n| col | n |\n" + "-" * 40) is None
+
+
+def npm_failure(stamp: str) -> str:
+    return ("npm ERR! code EAI_AGAIN\nnpm ERR! syscall getaddrinfo\nnpm ERR! request to "
+            "https://registry.npmjs.org/rollup failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org\n\n"
+            "npm ERR! A complete log of this run can be found in:\n"
+            f"npm ERR!     /root/.npm/_logs/{stamp}-debug-0.log\n(Current directory: /markedjs__marked)\nbash-$")
+
+
+def test_npm_failing_offline_again_and_again_is_a_stall() -> None:
+    """A runtime that records no exit code (SWE-agent 0.x) sends npm's failure as output,
+    and npm names the log of every failed run by when it failed: the same install failing
+    the same way was a new answer every time, and never halted."""
+    c = Calls()
+    trace: list[Any] = []
+    commands = ["npm install", "npm ci", "npm install rollup", "npm install --fetch-timeout=120000"]
+    for n in range(20):
+        stamp = f"2024-08-14T13_{10 + n:02d}_52_{100 + n}Z"
+        trace += c.pair("bash", commands[n % 4], npm_failure(stamp))
+        if n % 4 == 3:
+            trace += c.pair("bash", "ls node_modules | head",
+                            "ls: cannot access 'node_modules': No such file or directory")
+    assert "result-stall" in criticals(trace)

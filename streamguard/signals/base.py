@@ -805,7 +805,8 @@ def answer_gist(result: ResultView) -> int:
     """What an answer says, with the parts that move by themselves taken out: for a text
     payload, or a failure's error, a 32-bit code of its first :data:`GIST_TEXT_LIMIT`
     characters with every digit removed (a restart count, an age, a timestamp, a
-    duration, a shell's ``line 27424``); for a structured payload of at most
+    duration, a shell's ``line 27424``) but those of the addresses it names
+    (:data:`_ADDRESS`: another page is news); for a structured payload of at most
     :data:`GIST_STRUCTURED_LIMIT` bytes, a code of its sorted JSON with its timestamps
     (ISO 8601, :data:`_TIMESTAMP`) under names of when it was touched or looked at
     (:data:`_STAMPED`) taken out, and only those: its other numbers are its

@@ -46,7 +46,11 @@ Result-aware (``result_aware``, default on; not in the reference)
     pod's ``Restart Count: 15`` after ``14``, an age or a timestamp is no news; a
     structured answer is compared exactly but for its ISO timestamps: an owner set
     and read back while an automation reverts it answers the same object with a new
-    ``updated_at`` each lap, a loop; a count or a lag that moves is news),
+    ``updated_at`` each lap, a loop; a count or a lag that moves is news; the
+    addresses a text answer names keep their digits: a browser open at
+    ``...&offset=20090616115238`` after ``...&offset=20141108173315`` shows another page,
+    and a web surfer clicking "older 500" and scrolling, lap after lap through a
+    revision history, was halted at its third lap),
     and a cycle with a call whose latest answer was new is paging or polling
     and does not trip (at the third lap a call has answered twice: one change
     is all it can have shown). An empty answer or a failure is an answer

@@ -50,7 +50,10 @@ Three more facts per call, all cheap and conservative in the same direction:
     user``, ``timeout -s KILL 30``, ``env``, ``nohup``; ``bash -lc "..."`` and
     ``sh -c '...'`` (an argument list such as ``["bash", "-lc", "..."]`` is
     joined first); ``conda run -n env``. Comment lines and shebangs run
-    nothing and are skipped.
+    nothing and are skipped. Compose as a plugin is the program it replaces:
+    ``docker compose ps`` is ``docker-compose ps``, a look, and ``docker compose up`` a
+    write (``docker compose`` was a write whatever followed it, so a health check
+    polled after each ``sleep 5`` was no poll, and was halted at its fifth status).
 
 The command line is read from the ``command``, ``cmd``, ``commands``, ``input`` or
 ``shell_command`` argument (``CommandLine``, ``commandLine`` or ``command_line`` as some

@@ -103,7 +103,9 @@ Results (``result_aware``, default on; off is the reference behaviour)
       ``ResultView.paused``) is a poll like a wait's: the polling warning after
       ``polling_warn_after`` calls, never a halt. A booking polled every sixteen seconds while its payment
       authorises, or a refund checked again each time the customer asks, is
-      waiting. The same status asked as fast as the agent can ask (the
+      waiting; so is a bill "Awaiting Payment" checked each time its customer reports
+      from the bank app (tau2-bench's telecom bills; halted at the fourth check before
+      "awaiting" was read as a status under way). The same status asked as fast as the agent can ask (the
       ``list_agents → check_agent`` "pending" loop), or a status that says the
       work ended ("failed" four times), trips as before.
     * Unknown results keep the blind rule: ``threshold`` calls in a row. An

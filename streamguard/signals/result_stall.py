@@ -17,7 +17,9 @@ What it catches
     matches found ... (312 files searched)"). A success of any other call keeps
     them (only the shell's ``line N`` is masked): there the numbers are the
     answer (a metric per run, a count per column, a page of a log), and
-    masking them would make every sweep a stall. A structured payload (a JSON object or array from an API tool) is
+    masking them would make every sweep a stall; there a quoted number is a figure,
+    not a term (``Kenya ('2', '3', '0')``: thirteen medal tables read by one script
+    were one answer thirteen times). A structured payload (a JSON object or array from an API tool) is
     not masked: its numbers and strings are its data, so it is compared exactly
     (its fingerprint, or the agent's ``result_digest``), and so is a string
     payload that is JSON text (how MCP servers and many frameworks deliver
@@ -28,7 +30,12 @@ What it catches
     look new. So is a web search's answer that names only addresses the session's
     searches found before (``FOUND_URLS`` of them remembered; at least two in the
     answer; a knowledge base's answer names its documents instead, Onyx's and Vectara's
-    ``document_id``, and a document with the passage it answered with is an address),
+    ``document_id``, and a document with the passage it answered with is an address;
+    the address of the results page itself, which carries the query, ``bing.com/search?q=...``,
+    is none, and a results page's trail after an address, ``https://host › wiki › Page``,
+    is part of it: Magentic-One's web surfer answers a search with the page it opened,
+    so every rewording named a new address, and a trail cut to its host made new pages of
+    one site look found before),
     when the search rewords a recent one (it shares at least two and a
     third of its words with one of the last ``QUERIES`` searches made since the
     session's searches first found an address): reworded searches
@@ -110,7 +117,11 @@ What it catches
       answer that says "none" in other words (``says_bare_value``: ``Listed 0
       items.``, ``(0 rows)``, ``[{"stuck": 0}]``, ``[]``, at most 64
       characters): a sweep of sixteen regions listing no stray machine, or of
-      days counting no stuck payment, through calls that are no search; a silent write
+      days counting no stuck payment, through calls that are no search; nor is a
+      heading with nothing under it (``Restaurant in Soho: ``, one line ending in a
+      colon: AgentDojo's listings name the place asked in their heading, so each empty one
+      was news, and an agent re-reading London's restaurants between reworded districts
+      was never halted); a silent write
       is news, except a line that only changes the shell (``export``, ``cd``):
       it is a write for the futile-write rule, but an agent setting variable
       after variable between the same failures has learnt nothing new;
@@ -1258,15 +1269,23 @@ _TIMESTAMP_ELEMENT = re.compile(TIMESTAMP_ELEMENT)
 each wait said the same thing with a new time."""
 
 
+_NPM_LOG = re.compile(r"_logs/\d{4}-\d\d-\d\dT[\d_:.]{6,16}Z-debug-\d{1,4}\.log")
+"""The log npm names at the end of every error (``/root/.npm/_logs/2024-08-14T13_53_52_800Z-
+debug-0.log``): named by when the run failed, so the same failed install read as output
+(a runtime that records no exit code) was a new answer every time."""
+
+
 def _unmoved(text: str) -> str:
     """``text`` without what moves between two identical answers by itself: an object's
-    address (:data:`_OBJECT_ADDRESS`) and a timestamp element (:data:`_TIMESTAMP_ELEMENT`),
-    each behind a substring test."""
+    address (:data:`_OBJECT_ADDRESS`), a timestamp element (:data:`_TIMESTAMP_ELEMENT`)
+    and npm's log of a failed run (:data:`_NPM_LOG`), each behind a substring test."""
     if " at 0x" in text:
         # An object's address in its default repr: where this run put it, not what it is.
         text = _OBJECT_ADDRESS.sub(" at 0x#", text)
     if "<timestamp>" in text:
         text = _TIMESTAMP_ELEMENT.sub("<timestamp>T</timestamp>", text)
+    if "-debug-" in text:
+        text = _NPM_LOG.sub("_logs/T-debug.log", text)
     return text
 
 
