@@ -93,6 +93,8 @@ from .signals.base import (
     waited_between,
 )
 from .signals.facts import (
+    CELL_ERROR_HEAD,
+    CELL_TOOLS,
     FLAG_ASK,
     FLAG_LONG_POLL,
     FLAG_READ,
@@ -299,6 +301,7 @@ class Watchdog:
         self._watchdog_indices = [i for i, s in enumerate(signals) if s.guardrail == "watchdog"]
         self._ctx = _Ctx(None, None)  # type: ignore[arg-type]
         self._runners = CommandRunners(self.policy.command_runners.tools)
+        self._cells: dict[str, bool] = {}  # tool -> whether it runs a notebook's cells
         self._waits = ToolGlobs(self.policy.waits.tools, styled=True)
         # A gap this long between two events is a pause (never, when 0: only waits are).
         self._pause_seconds = self.policy.waits.pause_seconds or float("inf")
@@ -601,6 +604,15 @@ class Watchdog:
                     return pending.pop(i)
         return None
 
+    def _cell_tool(self, tool: str) -> bool:
+        """Whether ``tool`` runs a notebook's cells (:data:`CELL_TOOLS`), once per name."""
+        known = self._cells.get(tool)
+        if known is None:
+            if len(self._cells) >= 4096:  # names are the agents' to choose: bounded
+                self._cells.clear()
+            known = self._cells[tool] = CELL_TOOLS.search(tool[:256]) is not None
+        return known
+
     def _result(self, ctx: _Ctx, event: ToolResult) -> None:
         state = ctx.state
         if not state.in_turn:  # a state field's store costs several times the test
@@ -618,13 +630,20 @@ class Watchdog:
                 payload.startswith(RUNNER_ANSWER_HEADS)
                 or (event.tool in OBSERVATION_TOOLS and ends_with_exit_code(payload))
             ))
-            or (type(payload) is dict and ("stdout" in payload or "output" in payload))
+            or (type(payload) is dict and (
+                "stdout" in payload or "metadata" in payload
+                # a run record with its output in one stream (AutoGen's, Amp's)
+                or ("output" in payload and ("exit_code" in payload or "exitCode" in payload))
+            ))
         ) and self._runners(event.tool):
             # A runner's answer wrapped by its runtime (a transcript, an observation's
             # markup, a run report, a run record, an envelope, OpenHands' exit code): its
             # output and exit code (facts.runner_answer). A runner's only: a named tool's
             # answer of one of these shapes, or a file that holds one, is its data.
-            answer = runner_answer(payload, event.tool in OBSERVATION_TOOLS)
+            answer = runner_answer(
+                payload, event.tool in OBSERVATION_TOOLS,
+                type(payload) is str and payload.startswith(CELL_ERROR_HEAD) and self._cell_tool(event.tool),
+            )
             if answer is not None:
                 event = structs.replace(event, result=answer[0], error=event.error or answer[1])
         failed = bool(event.error)

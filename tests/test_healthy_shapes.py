@@ -840,3 +840,79 @@ def test_npm_failing_offline_again_and_again_is_a_stall() -> None:
             trace += c.pair("bash", "ls node_modules | head",
                             "ls: cannot access 'node_modules': No such file or directory")
     assert "result-stall" in criticals(trace)
+
+
+@pytest.mark.parametrize("line", ["docker Compose ps", "DOCKER COMPOSE up", 'bash -c "docker compose"',
+                                  "docker compose", "docker exec", "docker compose exec -T",
+                                  "docker exec c docker exec d docker exec e rm -rf x"])
+def test_compose_and_exec_lines_of_any_shape_are_read_without_error(line: str) -> None:
+    facts = shell_facts(line)
+    assert facts.action.startswith("docker")
+
+
+@pytest.mark.parametrize(("line", "action", "write"), [
+    ('docker compose exec -T db psql -U app -c "INSERT INTO seats VALUES (1)"', "psql", True),
+    ('docker exec db psql -c "SELECT count(*) FROM seats"', "psql", False),
+    ("docker exec -u root web sed -i s/a/b/ /etc/app.conf", "sed", True),
+    ("sleep 5; docker compose exec db pg_isready", "pg_isready", False),
+])
+def test_a_command_run_in_a_container_is_read_as_that_command(line: str, action: str, write: bool) -> None:
+    facts = shell_facts(line)
+    assert (facts.action, facts.write) == (action, write)
+
+
+def test_a_seed_through_compose_exec_is_writes() -> None:
+    """Twelve rows inserted through `docker compose exec -T db psql`, each answered `INSERT 0
+    1`: a statement that changes what is stored, run in a container, is a write."""
+    c = Calls()
+    trace: list[Any] = []
+    for n in range(12):
+        trace += c.pair("bash", {"command": f'docker compose exec -T db psql -U app -c "INSERT INTO seats VALUES ({n})"'},
+                        "INSERT 0 1")
+    assert criticals(trace) == []
+
+
+def test_a_log_that_opens_like_a_cell_is_a_log_for_a_shell() -> None:
+    """Only a notebook's runner answers with a cell's traceback: a shell reading job logs that
+    open with a rule of dashes and a traceback is reading logs."""
+    c = Calls()
+    trace: list[Any] = []
+    for job in range(12):
+        trace += c.pair("bash", {"command": f"cat logs/job_{job}.log"},
+                        cell_traceback(job, f"run_job({job * 37})") + f"\njob {job} exit after {job * 13} s")
+    assert criticals(trace) == []
+
+
+def test_moving_query_parameters_of_an_address_are_no_news() -> None:
+    """A page's path and paging parameters keep their digits; a dashboard link's `from=<now>`
+    or a search's `qid=<time>` is the same page at another moment: the laps still repeat."""
+    c = Calls()
+    trace: list[Any] = []
+    for lap in range(6):
+        now = 1_733_000_000 + 60 * lap
+        trace += c.pair("get_active_alerts", {"team": "payments"},
+                        f"1 alert firing: HighErrorRate (https://grafana.example.net/d/abc?from={now - 3600}&to={now})")
+        trace += c.pair("query_metric", {"metric": "http_errors_total"},
+                        f"error rate 4.2% (https://grafana.example.net/d/xyz?orgId=1&from={now - 3600}&to={now})")
+    assert "alternating-tool-cycle" in criticals(trace)
+
+
+@pytest.mark.parametrize("prompt", ["Password for user postgres: ", "[sudo] password for agent: ",
+                                    "Enter passphrase for key '/root/.ssh/id_ed25519': ",
+                                    "Traceback (most recent call last):"])
+def test_a_prompt_or_a_traceback_head_is_no_empty_listing(prompt: str) -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for n in range(14):
+        trace += c.pair("db_console", {"statement": f"\\c app_{n}"}, prompt)
+        trace += c.pair("db_console", {"statement": f"\\dt app_{n}"}, prompt)
+    assert "result-stall" in criticals(trace)
+
+
+def test_a_runner_answer_that_is_only_output_is_its_data() -> None:
+    """`{"output": ...}` with no exit code is no run record: read as sent."""
+    c = Calls()
+    trace: list[Any] = []
+    for name in ["ana", "ben", "cho", "dee", "eli", "fay", "gus", "hal", "ivy", "jon", "kim", "lou"]:
+        trace += c.pair("python", {"code": f"create_user('{name}')"}, {"output": f"created user '{name}'"})
+    assert criticals(trace) == []

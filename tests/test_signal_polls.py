@@ -81,6 +81,8 @@ NOT_UNDER_WAY = [
     {"status": "running", "failed": 2},  # failures counted: something went wrong
     {"status": "not_running"}, {"status": "non_running"}, {"status": "no_longer_running"},
     {"status": "build_in_progress", "finishedAt": "2025-12-01T08:03:00Z"},
+    # awaiting what the agent itself must give
+    {"status": "awaiting_input"}, "State: AWAITING_USER_ACTION", {"status": "awaiting your reply"},
     # a name with the word in it is no status
     {"service": "order-processing", "version": "1.4.2"}, {"pipeline": "nightly-building"},
     {"topic": "orders_pending", "partitions": 12}, {"title": "Re-running the suite is not needed"},

@@ -778,7 +778,13 @@ _ANSWER_WAS_NEW = 1 << 40
 
 
 _ADDRESS = re.compile(rb"[a-z][a-z0-9+.-]*://[^\s()\[\]<>\"'`]+")
-"""An address in an answer's text (its digits are part of it: :func:`answer_gist`)."""
+"""An address in an answer's text (its path's digits are part of it: :func:`answer_gist`)."""
+_PAGE_PARAMETER = re.compile(
+    rb"(?i)(?:^|&)(?:page|p|pg|pn|page_?no|page_?number|offset|start|skip|cursor|after|before)"
+    rb"=[^&#]{0,64}"
+)
+"""The parameters of an address's query that name a page of a listing (their digits are the
+page: :func:`answer_gist`)."""
 NUMBERS_ONLY = 16
 """At most this many bytes left once its digits are out, and at most half of it: a text
 answer that is its numbers (:func:`answer_gist` keeps them)."""
@@ -805,8 +811,9 @@ def answer_gist(result: ResultView) -> int:
     """What an answer says, with the parts that move by themselves taken out: for a text
     payload, or a failure's error, a 32-bit code of its first :data:`GIST_TEXT_LIMIT`
     characters with every digit removed (a restart count, an age, a timestamp, a
-    duration, a shell's ``line 27424``) but those of the addresses it names
-    (:data:`_ADDRESS`: another page is news); for a structured payload of at most
+    duration, a shell's ``line 27424``) but those of the pages it names (an
+    :data:`_ADDRESS`'s path and its :data:`_PAGE_PARAMETER` s: another page is news); for
+    a structured payload of at most
     :data:`GIST_STRUCTURED_LIMIT` bytes, a code of its sorted JSON with its timestamps
     (ISO 8601, :data:`_TIMESTAMP`) under names of when it was touched or looked at
     (:data:`_STAMPED`) taken out, and only those: its other numbers are its
@@ -829,11 +836,17 @@ def answer_gist(result: ResultView) -> int:
         numbers_only = len(words) <= NUMBERS_ONLY and 2 * len(words) <= len(data)
         gist = zlib.crc32(data if numbers_only else words) or 1
         if b"://" in data and not numbers_only:
-            # The addresses it names keep their numbers: a browser open at another page
-            # (``...&offset=20090616115238``, ``?page=3``) shows another page, not the
-            # same one at a later time.
+            # The pages it names keep their numbers: a browser open at another page
+            # (``...&offset=20090616115238``, ``?page=3``, ``/page/3``) shows another page,
+            # not the same one at a later time. Only an address's path and its paging
+            # parameters: a dashboard link's ``from=<now>`` or a search's ``qid=<time>``
+            # moves by itself.
             for address in _ADDRESS.findall(data):
-                gist = zlib.crc32(address, gist) or 1
+                path, _, query = address.partition(b"?")
+                gist = zlib.crc32(path, gist) or 1
+                if query:
+                    for page in _PAGE_PARAMETER.findall(query):
+                        gist = zlib.crc32(page, gist) or 1
     elif result.outcome and not result.failed:
         gist = result.outcome & 0xFFFFFFFF or 1
         payload = result.event.result
@@ -867,7 +880,10 @@ PROGRESS_TEXT_LIMIT = 4096
 says the work is still under way (:func:`says_in_progress`): a status is short."""
 _PROGRESS_WORDS = (
     r"pending\w*|queued|in[ _-]?progress|in[ _-]?queue|running|processing|provisioning"
-    r"|creating|starting|initiali[sz]ing|deploying|building|a?waiting\w*|scheduled"
+    r"|creating|starting|initiali[sz]ing|deploying|building|waiting|scheduled"
+    # awaiting what another party does ("Awaiting Payment", AWAITING_APPROVAL); not what
+    # the agent itself must give (awaiting_input, "awaiting your reply")
+    r"|awaiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*"
     r"|authori[sz]ing|updating|progressing|not[ _-]?(?:yet[ _-]?)?ready"
     r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
     # ISO 20022 payment statuses: pending, accepted with settlement in process

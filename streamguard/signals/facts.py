@@ -53,7 +53,9 @@ Three more facts per call, all cheap and conservative in the same direction:
     nothing and are skipped. Compose as a plugin is the program it replaces:
     ``docker compose ps`` is ``docker-compose ps``, a look, and ``docker compose up`` a
     write (``docker compose`` was a write whatever followed it, so a health check
-    polled after each ``sleep 5`` was no poll, and was halted at its fifth status).
+    polled after each ``sleep 5`` was no poll, and was halted at its fifth status); a
+    command run in a container (``docker exec db psql -c ...``, ``docker compose exec -T
+    db psql ...``) is the command it runs.
 
 The command line is read from the ``command``, ``cmd``, ``commands``, ``input`` or
 ``shell_command`` argument (``CommandLine``, ``commandLine`` or ``command_line`` as some
@@ -187,7 +189,7 @@ _PATH_KEYS = ("path", "file_path", "file", "filename", "target")
 
 # Programs whose first non-flag argument is part of what they do.
 _SUBCOMMAND_PROGRAMS = frozenset({
-    "git", "docker", "kubectl", "npm", "yarn", "pnpm", "cargo", "go", "pip", "pip3",
+    "git", "docker", "podman", "kubectl", "npm", "yarn", "pnpm", "cargo", "go", "pip", "pip3",
     "poetry", "mvn", "gradle", "./gradlew", "gradlew", "./mvnw", "mvnw", "helm", "apt",
     "apt-get", "conda", "mamba", "micromamba", "uv", "dotnet", "bundle", "systemctl", "gh",
     "terraform", "make", "docker-compose",
@@ -456,8 +458,10 @@ def _program_tokens(tokens: list[str]) -> list[str]:
     return tokens[i:]
 
 
-def _segment_action(tokens: list[str]) -> tuple[str, str]:
-    """(program, sub-command or script) of one segment's tokens (program first)."""
+def _segment_action(tokens: list[str], depth: int = 0) -> tuple[str, str]:
+    """(program, sub-command or script) of one segment's tokens (program first). A command
+    run in a container (``docker exec db psql ...``, ``docker compose exec -T db psql
+    ...``) is read as that command: what runs inside is what the line does."""
     program = _basename(tokens[0].strip("'\"")).lower()
     rest = tokens[1:]
     if _PYTHON.match(program):
@@ -473,13 +477,48 @@ def _segment_action(tokens: list[str]) -> tuple[str, str]:
                 return "python", _basename(token)
         return "python", ""
     if program in _SUBCOMMAND_PROGRAMS:
-        sub = _first_word(rest, _VALUE_FLAGS.get(program, ()))
+        at = _word_at(rest, _VALUE_FLAGS.get(program, ()))
+        if at < 0:
+            return program, ""
+        sub = rest[at].lower().rstrip("'\"")
         if sub == "compose" and program == "docker":
             # Compose as a plugin: its own sub-command is what the line does.
-            at = rest.index("compose")
-            return "docker-compose", _first_word(rest[at + 1 :], _VALUE_FLAGS["docker-compose"])
+            program, rest = "docker-compose", rest[at + 1 :]
+            at = _word_at(rest, _VALUE_FLAGS["docker-compose"])
+            if at < 0:
+                return program, ""
+            sub = rest[at].lower().rstrip("'\"")
+        if sub == "exec" and program in _CONTAINER_PROGRAMS and depth < _EXEC_DEPTH:
+            inner = rest[at + 1 :]
+            target = _word_at(inner, _EXEC_VALUE_FLAGS)  # the container or the service
+            if 0 <= target < len(inner) - 1:
+                command = _program_tokens(inner[target + 1 :])
+                if command:
+                    return _segment_action(command, depth + 1)
         return program, sub
     return program, ""
+
+
+_CONTAINER_PROGRAMS = frozenset({"docker", "docker-compose", "podman"})
+_EXEC_DEPTH = 2
+"""Containers run in containers read through (``docker exec a docker exec b ...``)."""
+_EXEC_VALUE_FLAGS = ("-u", "--user", "-w", "--workdir", "-e", "--env", "--env-file", "--index",
+                     "--detach-keys")
+"""Flags of ``docker exec`` / ``docker compose exec`` that take the next token as their value."""
+
+
+def _word_at(tokens: list[str], value_flags: tuple[str, ...] = ()) -> int:
+    """The index of the first token that is no flag (nor a flag's value), -1 when none."""
+    skip = False
+    for i, token in enumerate(tokens):
+        if skip:
+            skip = False
+            continue
+        if token.startswith("-"):
+            skip = token in value_flags
+            continue
+        return i
+    return -1
 
 
 # Flags before a sub-command that take the next token as their value (`git -C repo
@@ -1154,9 +1193,17 @@ def exit_report(text: str) -> tuple[str, str | None] | None:
 CELL_ERROR_HEAD = "-" * 24
 """How IPython opens the traceback of a cell that raised (a rule of dashes, then the
 exception's name and ``Traceback (most recent call last)``): :func:`cell_error`."""
-_CELL_TRACEBACK = "Traceback (most recent call last)"
 CELL_TRACEBACK_SPAN = 240
 """Characters at the start of an answer in which a cell's traceback names itself."""
+
+
+_CELL_HEADER = re.compile(r"-{75}\n\w+\s+Traceback \(most recent call last\)")
+"""IPython's header of a cell's traceback: a rule of exactly 75 dashes, then the
+exception's name and ``Traceback (most recent call last)`` on the next line."""
+CELL_TOOLS = re.compile(r"(?i)ipython|jupyter|notebook|(?:^|_)cells?(?:_|$)")
+"""Tools that run a notebook's cells (OpenHands' ``execute_ipython_cell``, ``run_cell``,
+``jupyter_execute``): only their answers are read for a cell's traceback (a shell's
+``cat`` of a log that opens the same way is that log)."""
 
 
 def cell_error(text: str) -> tuple[str, str | None] | None:
@@ -1166,7 +1213,7 @@ def cell_error(text: str) -> tuple[str, str | None] | None:
     failure whose error is the traceback. A cell has no exit code; this is how it says it
     failed (a column guessed again and again, each time a ``KeyError``, was every time a new
     success: the cell's number moves). ``None`` for any other answer."""
-    if _CELL_TRACEBACK not in text[:CELL_TRACEBACK_SPAN]:
+    if _CELL_HEADER.match(text, 0, CELL_TRACEBACK_SPAN) is None:
         return None
     return text, text[:MCP_ERROR_CHARS]
 
@@ -1223,13 +1270,14 @@ OBSERVATION_TOOLS = frozenset({"execute_bash"})
 shell's ``tail`` of an OpenHands log) is that output."""
 
 
-def runner_answer(payload: Any, exit_tail: bool = False) -> tuple[str, str | None] | None:
+def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> tuple[str, str | None] | None:
     """A command runner's answer as its runtime wraps it, read as ``(output, error)``:
     Gemini CLI's transcript (:func:`shell_transcript`), mini-SWE-agent's observation
     (:func:`returncode_report`), Cline's and Roo Code's run report (:func:`run_report`),
     a run recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object
     or as its JSON text (:func:`runner_envelope`), or as its text report
-    (:func:`exit_report`), a notebook cell's traceback (:func:`cell_error`), and, with
+    (:func:`exit_report`), with ``cell`` (the runner runs a notebook's cells:
+    :data:`CELL_TOOLS`) a cell's traceback (:func:`cell_error`), and, with
     ``exit_tail`` (the runner is
     one of :data:`OBSERVATION_TOOLS`), OpenHands' observation closed by its exit code
     (:func:`command_observation`). ``None`` for any other answer, which is read as sent.
@@ -1246,7 +1294,7 @@ def runner_answer(payload: Any, exit_tail: bool = False) -> tuple[str, str | Non
             answer = run_report(payload)
         elif payload.startswith(EXIT_HEAD):
             answer = exit_report(payload)
-        elif payload.startswith(CELL_ERROR_HEAD):
+        elif cell and payload.startswith(CELL_ERROR_HEAD):
             answer = cell_error(payload)
         else:
             answer = runner_envelope(payload)

@@ -119,7 +119,8 @@ What it catches
       characters): a sweep of sixteen regions listing no stray machine, or of
       days counting no stuck payment, through calls that are no search; nor is a
       heading with nothing under it (``Restaurant in Soho: ``, one line ending in a
-      colon: AgentDojo's listings name the place asked in their heading, so each empty one
+      colon, from a named tool: a runner's ``Password for user postgres: `` is a prompt,
+      and ``Traceback (most recent call last):`` no heading; AgentDojo's listings name the place asked in their heading, so each empty one
       was news, and an agent re-reading London's restaurants between reworded districts
       was never halted); a silent write
       is news, except a line that only changes the shell (``export``, ``cd``):
@@ -332,6 +333,9 @@ _BARE_ANSWER = re.compile(
 _EMPTY_LISTING = re.compile(r"\s*[^\s:][^:\n]{0,62}:\s*")
 """A heading and nothing under it (``Restaurant in Soho: \\n``, ``Hotels in Rome:``): a
 listing of nothing, one line ending in a colon."""
+_PROMPT_WORDS = re.compile(r"(?i)pass(?:word|phrase|code)|\bpin\b|token|traceback|enter|press|continue")
+"""A line ending in a colon that asks for something or begins a failure (``Password for
+user postgres: ``, ``Traceback (most recent call last):``): no heading of a listing."""
 FAILURE_HEAD = 256
 """Characters at the start of an answer read for a failure or an absence it reports,
 where a place's answer is kept apart (an error sent as output says so first)."""
@@ -1711,7 +1715,11 @@ class ResultStall(Signal):
             payload = result.event.result
             if type(payload) is str and len(payload) <= TINY_ANSWER and _BARE_ANSWER.fullmatch(payload):
                 return None  # "200", "true", "OK": what it says is in the call; neither
-            if type(payload) is str and len(payload) <= NONE_ANSWER and _EMPTY_LISTING.fullmatch(payload):
+            if (
+                type(payload) is str and len(payload) <= NONE_ANSWER and not flags & FLAG_RUNNER
+                and _EMPTY_LISTING.fullmatch(payload) is not None
+                and _PROMPT_WORDS.search(payload) is None
+            ):
                 # "Restaurant in Soho: " - a listing with nothing under its heading, the
                 # heading naming what the call asked for: an empty output in other words,
                 # whatever place it names (a sweep of districts finding none is no stall,
