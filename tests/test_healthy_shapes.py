@@ -916,3 +916,30 @@ def test_a_runner_answer_that_is_only_output_is_its_data() -> None:
     for name in ["ana", "ben", "cho", "dee", "eli", "fay", "gus", "hal", "ivy", "jon", "kim", "lou"]:
         trace += c.pair("python", {"code": f"create_user('{name}')"}, {"output": f"created user '{name}'"})
     assert criticals(trace) == []
+
+
+def test_waiting_on_a_command_that_no_longer_runs_is_a_loop() -> None:
+    """OpenHands waits for more output of a running command with an empty command; when
+    nothing runs it answers "ERROR: No previous running command to retrieve logs from.".
+    An agent waiting so, again and again, after its test run was killed, was a poll for
+    ever; the fourth such answer in a row is now the same question asked again."""
+    c = Calls()
+    trace: list[Any] = []
+    trace += c.pair("execute_bash", {"command": "python -m pytest lib/tests -q -n 8"},
+                    "....x..s [ 23%]\n[gw3] node down: Not properly terminated\n[Command finished with exit code 137]")
+    for _ in range(6):
+        trace += c.pair("execute_bash", {"command": "", "is_input": "true"},
+                        "ERROR: No previous running command to retrieve logs from.\n"
+                        "[Current working directory: /workspace/matplotlib]")
+    assert "repeated-tool-call" in criticals(trace)
+
+
+def test_waiting_on_a_command_still_running_is_a_poll() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    trace += c.pair("execute_bash", {"command": "python -m pytest lib/tests -q -n 8"},
+                    "....x..s [ 3%]\n[The command has no new output after 30 seconds.]")
+    for _ in range(8):
+        trace += c.pair("execute_bash", {"command": "", "is_input": "true"},
+                        "[The command has no new output after 30 seconds. You may wait longer to see additional output]")
+    assert criticals(trace) == []

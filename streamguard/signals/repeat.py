@@ -94,7 +94,11 @@ Results (``result_aware``, default on; off is the reference behaviour)
       ``polling_tools`` when its answer never changed (a ``wait_for_approval``
       denied again and again has nothing else to report it), never a halt
       (under ``result_aware = false``, the reference rule, they count like any
-      call).
+      call). Except a wait answered that nothing is running (OpenHands' empty command
+      answered ``ERROR: No previous running command``, :data:`NOTHING_RUNNING`): there
+      is nothing to wait for, and the fourth such answer in a row trips like any
+      identical pair (an agent waiting for output of a test run killed long before
+      was a poll for ever).
     * *A status still under way, asked after a pause*: the same answer for the
       fourth time that says the work it reports on has not ended
       (``says_in_progress``: ``"status": "pending_payment"``, ``State: RUNNING``)
@@ -385,7 +389,9 @@ class RepeatedToolCall(Signal):
                 state.changes += 1
             state.outcome = outcome
             state.frozen = 1
-        if state.frozen < self.same_result_threshold or state.latched or state.wait:
+        if state.frozen < self.same_result_threshold or state.latched or (
+            state.wait and not _waits_on_nothing(result)
+        ):
             return None  # a wait answered the same again: still waiting (see on_call)
         if not state.write and poll_answer(result):
             # "processing" for the fourth time, asked again after a pause: the job is
@@ -516,3 +522,16 @@ class RepeatedToolCall(Signal):
             guidance=guidance,
             detail={"tool": tool, "count": count, "threshold": self.threshold, "args": args},
         )
+
+
+NOTHING_RUNNING = "ERROR: No previous running command"
+"""How OpenHands answers the empty command it sends to wait for more output when no command
+is running (``... to retrieve logs from.``, ``... to interact with.``)."""
+
+
+def _waits_on_nothing(result: ResultView) -> bool:
+    """Whether a wait's answer says there is nothing to wait for: OpenHands' empty command
+    answered :data:`NOTHING_RUNNING` (the test suite it waited on was killed long ago).
+    Such a wait answered alike four times is the same question asked again, not waiting."""
+    payload = result.event.result
+    return type(payload) is str and payload.startswith(NOTHING_RUNNING)
