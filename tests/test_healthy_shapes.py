@@ -20,7 +20,7 @@ import pytest
 from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult
 from streamguard.policy import parse_policy_set
-from streamguard.signals.base import failure_outcome, says_only_status
+from streamguard.signals.base import failure_outcome, found_nothing, says_only_status
 from streamguard.signals.facts import cell_error, runner_facts, shell_facts
 from streamguard.signals.result_stall import is_json_text, template
 from tests.harness import engine_alerts
@@ -943,3 +943,18 @@ def test_waiting_on_a_command_still_running_is_a_poll() -> None:
         trace += c.pair("execute_bash", {"command": "", "is_input": "true"},
                         "[The command has no new output after 30 seconds. You may wait longer to see additional output]")
     assert criticals(trace) == []
+
+
+def test_an_empty_page_stating_its_number_and_size_found_nothing() -> None:
+    assert found_nothing({"query": "Wren's End", "format": None, "page": 1, "page_size": 10,
+                          "total_results": 0, "results": []})
+    assert not found_nothing({"query": "Wren's End", "page": 1, "total_results": 3, "results": []})
+    c = Calls()
+    trace: list[Any] = []
+    for query in ["The Lighthouse at Wren's End", "Lighthouse Wren's End Ashby", "Wren's End",
+                  "Corinne Ashby", "Lighthouse Wrens End", "lighthouse wren", "Ashby",
+                  "Wren's End Ashby", "Wren's End mystery", "Corinne Ashby mystery", "Ashby, Corinne"]:
+        trace += c.pair("search_catalog", json.dumps({"query": query}),
+                        json.dumps({"query": query, "format": None, "page": 1, "page_size": 10,
+                                    "total_results": 0, "results": []}))
+    assert "result-stall" in criticals(trace)

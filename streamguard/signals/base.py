@@ -1081,6 +1081,12 @@ _ZERO_COUNT = re.compile(r"[A-Za-z (),.:=-]*(?<![0-9.])0(?![0-9.])[A-Za-z (),.:=
 _ZERO_CELL = re.compile(r"\+-+\+\s*\|\s*\w+\s*\|\s*\+-+\+\s*\|\s*0\s*\|\s*\+-+\+")
 """A one-cell ASCII table of zero (``+-----+ |nulls| +-----+ |    0| +-----+``)."""
 
+_PAGING_FIELDS = frozenset({
+    "page", "page_size", "pagesize", "per_page", "perpage", "page_number", "pagenumber",
+    "pageno", "page_no", "limit", "offset", "size", "start", "skip", "max_results",
+    "maxresults", "top",
+})
+"""Numbers an empty result page states of itself: which page and how large (:func:`found_nothing`)."""
 _NOTHING_TEXT_FIELDS = frozenset({
     "query", "q", "search", "search_query", "searchquery", "term", "terms", "keyword",
     "keywords", "text", "input", "question", "filter", "filters", "sort", "order", "status",
@@ -1148,8 +1154,9 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     an empty array or object, or an object whose containers are all empty (at least one:
     the results) and whose other fields are nulls, zeros or false and at most three
     strings under the names of an echoed query, a status or a time (``query``,
-    ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`). A count,
-    any other string (an id, a name, a cursor to the next page) or any non-empty
+    ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`), and the numbers
+    a page states of itself (``"page": 1, "page_size": 10``: :data:`_PAGING_FIELDS`). A
+    count, any other string (an id, a name, a cursor to the next page) or any non-empty
     container is a hit: a customer found with no open tickets found something."""
     if type(payload) is str:
         if len(payload) > 1024 or payload[:1] not in ("{", "["):
@@ -1181,7 +1188,11 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
             ):
                 return False  # (an echoed query under any name: `cqlQuery`, `searchQuery`)
             strings += 1
-        elif value is not None and value is not False and value != 0:
+        elif value is not None and value is not False and value != 0 and not (
+            # where the empty page is, not what it found ({"page": 1, "page_size": 10,
+            # "total_results": 0, "results": []})
+            kind is int and type(key) is str and key.lower() in _PAGING_FIELDS
+        ):
             return False
     return empties > 0 and strings <= 3
 
