@@ -958,3 +958,22 @@ def test_an_empty_page_stating_its_number_and_size_found_nothing() -> None:
                         json.dumps({"query": query, "format": None, "page": 1, "page_size": 10,
                                     "total_results": 0, "results": []}))
     assert "result-stall" in criticals(trace)
+
+
+def test_an_answer_that_is_one_quoted_value_is_that_value() -> None:
+    """`python -c "print(repr(camel2under('HTTPResponseCode')))"` answers `'http_response_code'`:
+    the quoted string is the answer, not a term in a message; a dozen probes of different
+    names were one answer a dozen times, and halted."""
+    c = Calls()
+    trace: list[Any] = []
+    for name, snake in [("HTTPResponseCode", "http_response_code"), ("BasicParseTest", "basic_parse_test"),
+                        ("ParseHTTP", "parse_http"), ("XMLHTTPRequest", "xmlhttp_request"),
+                        ("Base64Encoder", "base64_encoder"), ("Vector3D", "vector3_d"), ("A", "a"),
+                        ("already_snake", "already_snake"), ("getHTTPResponse", "get_http_response"),
+                        ("IO_Error", "io__error"), ("SimpleXMLParser", "simple_xml_parser"),
+                        ("JSONToYAML", "json_to_yaml")]:
+        trace += c.pair("bash", {"command": f"python -c \"print(repr(camel2under('{name}')))\""}, f"'{snake}'\n")
+    assert "result-stall" not in criticals(trace)
+    # The same quoted value again and again is still the same answer.
+    assert template("'http_response_code'\n", digits=False) != template("'parse_http'\n", digits=False)
+    assert template("No such key 'a' in config", digits=False) == template("No such key 'b' in config", digits=False)

@@ -19,7 +19,8 @@ What it catches
     answer (a metric per run, a count per column, a page of a log), and
     masking them would make every sweep a stall; there a quoted number is a figure,
     not a term (``Kenya ('2', '3', '0')``: thirteen medal tables read by one script
-    were one answer thirteen times). A structured payload (a JSON object or array from an API tool) is
+    were one answer thirteen times), and an answer that is one quoted string and nothing
+    else is that value (``'http_response_code'``, a repr printed). A structured payload (a JSON object or array from an API tool) is
     not masked: its numbers and strings are its data, so it is compared exactly
     (its fingerprint, or the agent's ``result_digest``), and so is a string
     payload that is JSON text (how MCP servers and many frameworks deliver
@@ -446,6 +447,12 @@ def _prose_head(head: str) -> bool:
     differ in their quoted titles and prices, and were one answer twenty times)."""
     if head[:1] in ("{", "[") or not ("\"" in head or "'" in head or "`" in head):
         return False
+    if len(head) < QUOTE_SPAN:
+        # An answer that is one quoted string and nothing else (a value printed with its
+        # repr, 'http_response_code'): the string is what it says, no term in a message.
+        whole = head.strip()
+        if len(whole) >= 2 and whole[0] in "'\"" and whole[-1] == whole[0] and whole.count(whole[0]) == 2:
+            return False
     return not ("```" in head and _FENCED_DATA.search(head, 0, FENCE_SPAN) is not None)
 _SHELL_LINE = re.compile(r"\bline \d+")
 _OPAQUE_ID = re.compile(
