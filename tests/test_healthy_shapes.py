@@ -21,7 +21,7 @@ from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult
 from streamguard.policy import parse_policy_set
 from streamguard.signals.base import failure_outcome, found_nothing, says_only_status
-from streamguard.signals.facts import cell_error, runner_facts, shell_facts
+from streamguard.signals.facts import cell_error, runner_facts, script_report, shell_facts
 from streamguard.signals.result_stall import is_json_text, template
 from tests.harness import engine_alerts
 
@@ -977,3 +977,22 @@ def test_an_answer_that_is_one_quoted_value_is_that_value() -> None:
     # The same quoted value again and again is still the same answer.
     assert template("'http_response_code'\n", digits=False) != template("'parse_http'\n", digits=False)
     assert template("No such key 'a' in config", digits=False) == template("No such key 'b' in config", digits=False)
+
+
+def test_a_terminal_agents_script_report_is_read_as_output_and_exit_code() -> None:
+    """Magentic-One's ComputerTerminal and AutoGen's executor agents report a run in words
+    (`The script ran, then exited with an error (POSIX exit code: 1)` / `Its output was:`):
+    the same failing script re-sent, its temporary file named anew by a hash each time, is
+    a failure loop; read as sent it was a new success every time."""
+    c = Calls()
+    trace: list[Any] = []
+    script = "import fitz\ndoc = fitz.open('report.pdf')\nprint(doc.page_count)"
+    for n in range(8):
+        trace += c.pair("ComputerTerminal", {"code": script},
+                        "The script ran, then exited with an error (POSIX exit code: 1)\nIts output was:\n"
+                        f'Traceback (most recent call last):\n  File "/workspace/tmp_code_{n:064x}.py", line 1\n'
+                        "ModuleNotFoundError: No module named 'fitz'")
+    assert "failure-loop" in criticals(trace)
+    assert script_report("The script ran, then exited with Unix exit code: 0\nIts output was:\nTotal: 344") == ("Total: 344", None)
+    assert script_report("The script ran but produced no output to console. The Unix exit code was: 0. If you...") == ("", None)
+    assert script_report("The script ran fine") is None

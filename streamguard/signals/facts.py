@@ -97,7 +97,8 @@ from ..canonical import as_object
 
 DEFAULT_COMMAND_RUNNERS = (
     "bash", "sh", "zsh", "shell", "shell_*", "*_shell", "run_shell*", "powershell", "cmd",
-    "python", "python3", "ipython", "terminal", "terminal_*", "*_terminal*", "execute*",
+    "python", "python3", "ipython", "terminal", "terminal_*", "*_terminal*", "*terminal",
+    "execute*",
     "exec", "exec_command", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
     "str_replace_based_edit_tool", "*_editor", "editor", "computer", "computer_*",
     "code_executor", "*_code_executor", "code_exec*", "run_code",
@@ -1190,6 +1191,35 @@ def exit_report(text: str) -> tuple[str, str | None] | None:
     return text[match.end():], (f"exit code {code}" if code != 0 else None)
 
 
+SCRIPT_HEAD = "The script ran"
+"""How Magentic-One's and AutoGen's terminal agents open their report of a script run
+(:func:`script_report`)."""
+_SCRIPT_REPORT = re.compile(
+    r"The script ran, then exited with (?:an error |Success )?\(?(?:Unix|POSIX) exit code:? "
+    r"(-?[0-9]{1,9})\)?\.?\nIts output was:\n?"
+    r"|The script ran but produced no output to console\. The (?:Unix|POSIX) exit code was:? (-?[0-9]{1,9})"
+)
+
+
+def script_report(text: str) -> tuple[str, str | None] | None:
+    """The report of a script run by Magentic-One's ``ComputerTerminal`` or an AutoGen
+    executor agent (``The script ran, then exited with an error (POSIX exit code: 1)\nIts
+    output was:\n...``, ``... with Unix exit code: 0 ...``, ``The script ran but produced no
+    output to console. The Unix exit code was: 0. ...``), read as what it says: its output
+    (empty when it printed nothing), and a failure ``exit code N`` when the code is not 0.
+    Read as sent, the temporary file of every run, named by a hash in the traceback, made
+    the same failing script a new answer each time (a coder re-sending one import of a
+    module that is not installed was never halted). ``None`` when the text does not open so."""
+    match = _SCRIPT_REPORT.match(text)
+    if match is None:
+        return None
+    if match[1] is not None:
+        code, output = int(match[1]), text[match.end():]
+    else:
+        code, output = int(match[2]), ""
+    return output, (f"exit code {code}" if code != 0 else None)
+
+
 CELL_ERROR_HEAD = "-" * 24
 """How IPython opens the traceback of a cell that raised (a rule of dashes, then the
 exception's name and ``Traceback (most recent call last)``): :func:`cell_error`."""
@@ -1220,6 +1250,7 @@ def cell_error(text: str) -> tuple[str, str | None] | None:
 
 RUNNER_ANSWER_HEADS = (
     TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD, EXIT_HEAD, CELL_ERROR_HEAD,
+    SCRIPT_HEAD,
 )
 """How a runner's answer wrapped by its runtime opens when it is text (:func:`runner_answer`)."""
 
@@ -1276,7 +1307,8 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
     (:func:`returncode_report`), Cline's and Roo Code's run report (:func:`run_report`),
     a run recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object
     or as its JSON text (:func:`runner_envelope`), or as its text report
-    (:func:`exit_report`), with ``cell`` (the runner runs a notebook's cells:
+    (:func:`exit_report`), a terminal agent's report of a script (:func:`script_report`),
+    with ``cell`` (the runner runs a notebook's cells:
     :data:`CELL_TOOLS`) a cell's traceback (:func:`cell_error`), and, with
     ``exit_tail`` (the runner is
     one of :data:`OBSERVATION_TOOLS`), OpenHands' observation closed by its exit code
@@ -1296,6 +1328,8 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
             answer = exit_report(payload)
         elif cell and payload.startswith(CELL_ERROR_HEAD):
             answer = cell_error(payload)
+        elif payload.startswith(SCRIPT_HEAD):
+            answer = script_report(payload)
         else:
             answer = runner_envelope(payload)
         if answer is None and exit_tail:
