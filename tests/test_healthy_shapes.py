@@ -851,12 +851,17 @@ def test_compose_and_exec_lines_of_any_shape_are_read_without_error(line: str) -
 
 
 @pytest.mark.parametrize(("line", "action", "write"), [
-    ('docker compose exec -T db psql -U app -c "INSERT INTO seats VALUES (1)"', "psql", True),
-    ('docker exec db psql -c "SELECT count(*) FROM seats"', "psql", False),
-    ("docker exec -u root web sed -i s/a/b/ /etc/app.conf", "sed", True),
-    ("sleep 5; docker compose exec db pg_isready", "pg_isready", False),
+    ('docker compose exec -T db psql -U app -c "INSERT INTO seats VALUES (1)"', "docker-compose exec", True),
+    ('docker exec db psql -c "SELECT count(*) FROM seats"', "docker exec", False),
+    ("docker exec -u root web sed -i s/a/b/ /etc/app.conf", "docker exec", True),
+    ("sleep 5; docker compose exec db pg_isready", "docker-compose exec", False),
+    ("podman exec c rm -rf /tmp/cache", "podman exec", True),
+    ("docker exec web export DEBUG=1", "docker exec", False),  # the container's shell, not ours
+    ("docker compose --parallel 2 up -d", "docker-compose up", True),
 ])
-def test_a_command_run_in_a_container_is_read_as_that_command(line: str, action: str, write: bool) -> None:
+def test_a_command_run_in_a_container_writes_when_it_does(line: str, action: str, write: bool) -> None:
+    """The action stays the exec (work in the task's containers, `setup-detour`'s task
+    work); whether the line writes is what runs inside."""
     facts = shell_facts(line)
     assert (facts.action, facts.write) == (action, write)
 
@@ -996,3 +1001,37 @@ def test_a_terminal_agents_script_report_is_read_as_output_and_exit_code() -> No
     assert script_report("The script ran, then exited with Unix exit code: 0\nIts output was:\nTotal: 344") == ("Total: 344", None)
     assert script_report("The script ran but produced no output to console. The Unix exit code was: 0. If you...") == ("", None)
     assert script_report("The script ran fine") is None
+
+
+def test_network_probes_inside_containers_are_task_work() -> None:
+    """`docker exec web ping db`, `nslookup` and package installs inside the task's
+    containers are the task's debugging, not a detour into setting up the machine."""
+    c = Calls()
+    trace: list[Any] = []
+    trace += c.pair("Bash", {"command": "cat docker-compose.yml"}, "services:\n  web:\n    networks: [front]\n  db:\n    networks: [back]")
+    trace += c.pair("Bash", {"command": "docker compose ps"}, "NAME  STATUS\nweb-1  Up 2 minutes\ndb-1  Up 2 minutes")
+    failing = [("ping -c1 db", "ping: command not found"), ("nslookup db", "nslookup: command not found"),
+               ("apt-get update", "E: List directory /var/lib/apt/lists/partial is missing. (13: Permission denied)")]
+    for probe, error in failing:
+        trace += c.pair("Bash", {"command": f"docker exec web {probe}"}, error=error)
+    for probe, answer in [("getent hosts db", ""), ("cat /etc/resolv.conf", "nameserver 127.0.0.11")]:
+        trace += c.pair("Bash", {"command": f"docker exec web {probe}"}, answer)
+    trace += c.pair("Bash", {"command": "docker exec web curl -sS db:5432"}, error="curl: (6) Could not resolve host: db")
+    for probe in ["apt-get install -y iputils-ping", "apt-get install -y dnsutils"]:
+        trace += c.pair("Bash", {"command": f"docker exec -u root web {probe}"}, "Setting up iputils-ping ...")
+    trace += c.pair("Bash", {"command": "docker network inspect app_front"}, '[{"Name": "app_front", "Containers": {"web": {}}}]')
+    assert criticals(trace) == []
+
+
+def test_a_dev_server_started_again_on_the_next_port_is_the_same_page() -> None:
+    """`npm run dev &` again without stopping the last one: Next.js comes up on the next
+    port each lap, and the same page answers the same 500. Another port is no other page."""
+    c = Calls()
+    trace: list[Any] = []
+    for lap in range(6):
+        port = 3000 + lap
+        trace += c.pair("Bash", {"command": "npm run dev > dev.log 2>&1 &"}, "")
+        trace += c.pair("Bash", {"command": "sleep 3 && tail -3 dev.log"},
+                        f"  ▲ Next.js 14.2.3\n  - Local: http://localhost:{port}\n ✓ Ready in 2.1s")
+        trace += c.pair("Bash", {"command": "curl -s -o /dev/null -w '%{http_code}' localhost:3000/api/health"}, "500")
+    assert any(s in criticals(trace) for s in ("alternating-tool-cycle", "result-stall", "long-loop"))

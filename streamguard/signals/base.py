@@ -777,7 +777,7 @@ _ANSWER_WAS_NEW = 1 << 40
 """The bit of a value of :func:`note_answer` that says its call's latest answer was new."""
 
 
-_ADDRESS = re.compile(rb"[a-z][a-z0-9+.-]*://[^\s()\[\]<>\"'`]+")
+_ADDRESS = re.compile(rb"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,31}://[^\s()\[\]<>\"'`]+")
 """An address in an answer's text (its path's digits are part of it: :func:`answer_gist`)."""
 _PAGE_PARAMETER = re.compile(
     rb"(?i)(?:^|&)(?:page|p|pg|pn|page_?no|page_?number|offset|start|skip|cursor|after|before)"
@@ -843,7 +843,10 @@ def answer_gist(result: ResultView) -> int:
             # moves by itself.
             for address in _ADDRESS.findall(data):
                 path, _, query = address.partition(b"?")
-                gist = zlib.crc32(path, gist) or 1
+                # the path on its host, not the host: a dev server started again comes up
+                # on the next port, the same page
+                slash = path.find(b"/", path.find(b"://") + 3)
+                gist = zlib.crc32(path[slash:] if slash > 0 else b"/", gist) or 1
                 if query:
                     for page in _PAGE_PARAMETER.findall(query):
                         gist = zlib.crc32(page, gist) or 1

@@ -47,9 +47,10 @@ Result-aware (``result_aware``, default on; not in the reference)
     structured answer is compared exactly but for its ISO timestamps: an owner set
     and read back while an automation reverts it answers the same object with a new
     ``updated_at`` each lap, a loop; a count or a lag that moves is news; the
-    pages a text answer names keep their digits (an address's path and its paging
-    parameters, ``page``, ``offset``, ``start``...; not a dashboard link's ``from=<now>``
-    or a search's ``qid=<time>``, which move by themselves): a browser open at
+    pages a text answer names keep their digits (an address's path on its host and its
+    paging parameters, ``page``, ``offset``, ``start``...; not a dashboard link's
+    ``from=<now>``, a search's ``qid=<time>`` or a dev server's port, which move by
+    themselves): a browser open at
     ``...&offset=20090616115238`` after ``...&offset=20141108173315`` shows another page,
     and a web surfer clicking "older 500" and scrolling, lap after lap through a
     revision history, was halted at its third lap),

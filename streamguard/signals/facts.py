@@ -55,7 +55,7 @@ Three more facts per call, all cheap and conservative in the same direction:
     write (``docker compose`` was a write whatever followed it, so a health check
     polled after each ``sleep 5`` was no poll, and was halted at its fifth status); a
     command run in a container (``docker exec db psql -c ...``, ``docker compose exec -T
-    db psql ...``) is the command it runs.
+    db psql ...``) writes when the command it runs does (the action stays the exec).
 
 The command line is read from the ``command``, ``cmd``, ``commands``, ``input`` or
 ``shell_command`` argument (``CommandLine``, ``commandLine`` or ``command_line`` as some
@@ -459,10 +459,8 @@ def _program_tokens(tokens: list[str]) -> list[str]:
     return tokens[i:]
 
 
-def _segment_action(tokens: list[str], depth: int = 0) -> tuple[str, str]:
-    """(program, sub-command or script) of one segment's tokens (program first). A command
-    run in a container (``docker exec db psql ...``, ``docker compose exec -T db psql
-    ...``) is read as that command: what runs inside is what the line does."""
+def _segment_action(tokens: list[str]) -> tuple[str, str]:
+    """(program, sub-command or script) of one segment's tokens (program first)."""
     program = _basename(tokens[0].strip("'\"")).lower()
     rest = tokens[1:]
     if _PYTHON.match(program):
@@ -489,20 +487,26 @@ def _segment_action(tokens: list[str], depth: int = 0) -> tuple[str, str]:
             if at < 0:
                 return program, ""
             sub = rest[at].lower().rstrip("'\"")
-        if sub == "exec" and program in _CONTAINER_PROGRAMS and depth < _EXEC_DEPTH:
-            inner = rest[at + 1 :]
-            target = _word_at(inner, _EXEC_VALUE_FLAGS)  # the container or the service
-            if 0 <= target < len(inner) - 1:
-                command = _program_tokens(inner[target + 1 :])
-                if command:
-                    return _segment_action(command, depth + 1)
         return program, sub
     return program, ""
 
 
+def _container_command(tokens: list[str]) -> list[str]:
+    """The command a ``docker exec`` / ``docker compose exec`` / ``podman exec`` segment
+    runs in its container (its program first), or ``[]``."""
+    rest = tokens[1:]
+    at = _word_at(rest, _VALUE_FLAGS.get(_basename(tokens[0].strip("'\"")).lower(), ()))
+    if at >= 0 and rest[at].lower().strip("'\"") == "compose":
+        rest = rest[at + 1 :]
+        at = _word_at(rest, _VALUE_FLAGS["docker-compose"])
+    if at < 0 or rest[at].lower().strip("'\"") != "exec":
+        return []
+    inner = rest[at + 1 :]
+    target = _word_at(inner, _EXEC_VALUE_FLAGS)  # the container or the service
+    return _program_tokens(inner[target + 1 :]) if 0 <= target < len(inner) - 1 else []
+
+
 _CONTAINER_PROGRAMS = frozenset({"docker", "docker-compose", "podman"})
-_EXEC_DEPTH = 2
-"""Containers run in containers read through (``docker exec a docker exec b ...``)."""
 _EXEC_VALUE_FLAGS = ("-u", "--user", "-w", "--workdir", "-e", "--env", "--env-file", "--index",
                      "--detach-keys")
 """Flags of ``docker exec`` / ``docker compose exec`` that take the next token as their value."""
@@ -531,7 +535,8 @@ _VALUE_FLAGS: dict[str, tuple[str, ...]] = {
     "helm": ("-n", "--namespace", "--kube-context", "--kubeconfig"),
     "docker": ("-H", "--host", "--context", "-c", "--config", "-l", "--log-level"),
     "docker-compose": ("-f", "--file", "-p", "--project-name", "--env-file", "--profile",
-                       "--project-directory", "--ansi", "--progress"),
+                       "--project-directory", "--ansi", "--progress", "--parallel"),
+    "podman": ("--url", "--connection", "-c", "--log-level", "--root", "--runroot"),
 }
 
 
@@ -827,6 +832,21 @@ def shell_facts(text: str) -> CallFacts:
                 if not action:
                     action = f"{program} {sub}"
                 continue
+        if sub == "exec" and program in _CONTAINER_PROGRAMS:
+            # A command run in a container (`docker exec db psql -c "INSERT ..."`, `docker
+            # compose exec -T web sed -i ...`): what it runs decides whether the line
+            # writes; the line's action stays the exec (work in the task's containers).
+            inner = _container_command(tokens)
+            if inner:
+                inner_program, inner_sub = _segment_action(inner)
+                if (
+                    (inner_program in ("sed", "perl", "ruby") and _IN_PLACE.search(segment))
+                    or inner_program in _WRITE_PROGRAMS
+                    or inner_sub in _WRITE_SUBCOMMANDS.get(inner_program, ())
+                ):
+                    write = True
+                if inner_program in _DB_CLIENTS:
+                    db_client = True
         in_place = program in ("sed", "perl", "ruby") and _IN_PLACE.search(segment)
         if in_place or program in _WRITE_PROGRAMS or ("--" in segment and _fixes(segment)):
             write = True

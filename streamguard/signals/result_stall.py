@@ -1280,7 +1280,7 @@ _TIMESTAMP_ELEMENT = re.compile(TIMESTAMP_ELEMENT)
 each wait said the same thing with a new time."""
 
 
-_NPM_LOG = re.compile(r"_logs/\d{4}-\d\d-\d\dT[\d_:.]{6,16}Z-debug-\d{1,4}\.log")
+_NPM_LOG = re.compile(r"_logs[/\\]\d{4}-\d\d-\d\dT[\d_:.]{6,16}Z-debug(?:-\d{1,4})?\.log")
 """The log npm names at the end of every error (``/root/.npm/_logs/2024-08-14T13_53_52_800Z-
 debug-0.log``): named by when the run failed, so the same failed install read as output
 (a runtime that records no exit code) was a new answer every time."""
