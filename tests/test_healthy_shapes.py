@@ -780,8 +780,17 @@ def test_reworded_web_searches_finding_new_pages_of_one_site_are_news() -> None:
     ("docker-compose ps", "docker-compose ps", False),
     ("docker-compose restart web", "docker-compose restart", True),
     ("cd app && docker compose build api", "docker-compose build", True),
+    ("docker compose --parallel 2 up -d", "docker-compose up", True),
+    # a command run in a container: the action stays the exec (work in the task's
+    # containers, setup-detour's task work); whether the line writes is what runs inside
+    ('docker compose exec -T db psql -U app -c "INSERT INTO seats VALUES (1)"', "docker-compose exec", True),
+    ('docker exec db psql -c "SELECT count(*) FROM seats"', "docker exec", False),
+    ("docker exec -u root web sed -i s/a/b/ /etc/app.conf", "docker exec", True),
+    ("sleep 5; docker compose exec db pg_isready", "docker-compose exec", False),
+    ("podman exec c rm -rf /tmp/cache", "podman exec", True),
+    ("docker exec web export DEBUG=1", "docker exec", False),  # the container's shell, not ours
 ])
-def test_compose_is_read_by_its_own_sub_command(line: str, action: str, write: bool) -> None:
+def test_compose_and_containers_are_read_by_what_they_run(line: str, action: str, write: bool) -> None:
     facts = shell_facts(line)
     assert (facts.action, facts.write) == (action, write)
 
@@ -848,22 +857,6 @@ def test_npm_failing_offline_again_and_again_is_a_stall() -> None:
 def test_compose_and_exec_lines_of_any_shape_are_read_without_error(line: str) -> None:
     facts = shell_facts(line)
     assert facts.action.startswith("docker")
-
-
-@pytest.mark.parametrize(("line", "action", "write"), [
-    ('docker compose exec -T db psql -U app -c "INSERT INTO seats VALUES (1)"', "docker-compose exec", True),
-    ('docker exec db psql -c "SELECT count(*) FROM seats"', "docker exec", False),
-    ("docker exec -u root web sed -i s/a/b/ /etc/app.conf", "docker exec", True),
-    ("sleep 5; docker compose exec db pg_isready", "docker-compose exec", False),
-    ("podman exec c rm -rf /tmp/cache", "podman exec", True),
-    ("docker exec web export DEBUG=1", "docker exec", False),  # the container's shell, not ours
-    ("docker compose --parallel 2 up -d", "docker-compose up", True),
-])
-def test_a_command_run_in_a_container_writes_when_it_does(line: str, action: str, write: bool) -> None:
-    """The action stays the exec (work in the task's containers, `setup-detour`'s task
-    work); whether the line writes is what runs inside."""
-    facts = shell_facts(line)
-    assert (facts.action, facts.write) == (action, write)
 
 
 def test_a_seed_through_compose_exec_is_writes() -> None:

@@ -541,16 +541,10 @@ _VALUE_FLAGS: dict[str, tuple[str, ...]] = {
 
 
 def _first_word(tokens: list[str], value_flags: tuple[str, ...] = ()) -> str:
-    skip = False
-    for token in tokens:
-        if skip:
-            skip = False
-            continue
-        if token.startswith("-"):
-            skip = token in value_flags
-            continue
-        return token.lower().rstrip("'\"")  # the end of a quoted command (bash -c "make test")
-    return ""
+    """The first token that is no flag, lower-cased, or "" (:func:`_word_at`)."""
+    at = _word_at(tokens, value_flags)
+    # (rstrip: the end of a quoted command, bash -c "make test")
+    return tokens[at].lower().rstrip("'\"") if at >= 0 else ""
 
 
 class CallFacts:
