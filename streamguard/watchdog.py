@@ -301,7 +301,6 @@ class Watchdog:
         self._watchdog_indices = [i for i, s in enumerate(signals) if s.guardrail == "watchdog"]
         self._ctx = _Ctx(None, None)  # type: ignore[arg-type]
         self._runners = CommandRunners(self.policy.command_runners.tools)
-        self._cells: dict[str, bool] = {}  # tool -> whether it runs a notebook's cells
         self._waits = ToolGlobs(self.policy.waits.tools, styled=True)
         # A gap this long between two events is a pause (never, when 0: only waits are).
         self._pause_seconds = self.policy.waits.pause_seconds or float("inf")
@@ -604,15 +603,6 @@ class Watchdog:
                     return pending.pop(i)
         return None
 
-    def _cell_tool(self, tool: str) -> bool:
-        """Whether ``tool`` runs a notebook's cells (:data:`CELL_TOOLS`), once per name."""
-        known = self._cells.get(tool)
-        if known is None:
-            if len(self._cells) >= 4096:  # names are the agents' to choose: bounded
-                self._cells.clear()
-            known = self._cells[tool] = CELL_TOOLS.search(tool[:256]) is not None
-        return known
-
     def _result(self, ctx: _Ctx, event: ToolResult) -> None:
         state = ctx.state
         if not state.in_turn:  # a state field's store costs several times the test
@@ -642,7 +632,9 @@ class Watchdog:
             # answer of one of these shapes, or a file that holds one, is its data.
             answer = runner_answer(
                 payload, event.tool in OBSERVATION_TOOLS,
-                type(payload) is str and payload.startswith(CELL_ERROR_HEAD) and self._cell_tool(event.tool),
+                # (a notebook's runner: asked only of an answer that opens as a cell's traceback)
+                type(payload) is str and payload.startswith(CELL_ERROR_HEAD)
+                and CELL_TOOLS.search(event.tool[:256]) is not None,
             )
             if answer is not None:
                 event = structs.replace(event, result=answer[0], error=event.error or answer[1])

@@ -491,6 +491,16 @@ def _segment_action(tokens: list[str]) -> tuple[str, str]:
     return program, ""
 
 
+def _program_writes(program: str, sub: str, segment: str) -> bool:
+    """Whether a segment's program and sub-command change a file (``sed -i``, ``rm``,
+    ``git commit``, ``docker-compose up``...)."""
+    if program in _WRITE_PROGRAMS:
+        return True
+    if program in ("sed", "perl", "ruby"):
+        return _IN_PLACE.search(segment) is not None
+    return sub in _WRITE_SUBCOMMANDS.get(program, ())
+
+
 def _container_command(tokens: list[str]) -> list[str]:
     """The command a ``docker exec`` / ``docker compose exec`` / ``podman exec`` segment
     runs in its container (its program first), or ``[]``."""
@@ -833,21 +843,10 @@ def shell_facts(text: str) -> CallFacts:
             inner = _container_command(tokens)
             if inner:
                 inner_program, inner_sub = _segment_action(inner)
-                if (
-                    (inner_program in ("sed", "perl", "ruby") and _IN_PLACE.search(segment))
-                    or inner_program in _WRITE_PROGRAMS
-                    or inner_sub in _WRITE_SUBCOMMANDS.get(inner_program, ())
-                ):
-                    write = True
-                if inner_program in _DB_CLIENTS:
-                    db_client = True
-        in_place = program in ("sed", "perl", "ruby") and _IN_PLACE.search(segment)
-        if in_place or program in _WRITE_PROGRAMS or ("--" in segment and _fixes(segment)):
+                write = write or _program_writes(inner_program, inner_sub, segment)
+                db_client = db_client or inner_program in _DB_CLIENTS
+        if _program_writes(program, sub, segment) or ("--" in segment and _fixes(segment)):
             write = True
-        else:
-            writes = _WRITE_SUBCOMMANDS.get(program)
-            if writes is not None and sub in writes:
-                write = True
         if program in _SEARCH_PROGRAMS or (program == "git" and sub == "grep"):
             search = search or not action  # the searched-for segment leads the line
         if program in _PRELUDE or (program in _ENV_RUNNERS and sub in _ENV_PRELUDE_SUBCOMMANDS):
