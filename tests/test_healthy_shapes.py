@@ -21,7 +21,13 @@ from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult
 from streamguard.policy import parse_policy_set
 from streamguard.signals.base import failure_outcome, found_nothing, says_only_status
-from streamguard.signals.facts import cell_error, runner_facts, script_report, shell_facts
+from streamguard.signals.facts import (
+    cell_error,
+    runner_facts,
+    script_report,
+    shell_facts,
+    silent_run,
+)
 from streamguard.signals.result_stall import is_json_text, template
 from tests.harness import engine_alerts
 
@@ -994,6 +1000,33 @@ def test_a_terminal_agents_script_report_is_read_as_output_and_exit_code() -> No
     assert script_report("The script ran, then exited with Unix exit code: 0\nIts output was:\nTotal: 344") == ("Total: 344", None)
     assert script_report("The script ran but produced no output to console. The Unix exit code was: 0. If you...") == ("", None)
     assert script_report("The script ran fine") is None
+
+
+def test_swe_agents_words_for_no_output_are_an_empty_output() -> None:
+    """SWE-agent answers a command that printed nothing with `Your command ran successfully
+    and did not produce any output.` (1.x under its `OBSERVATION:` line). A reproducer's
+    project written file after file with `cat > ... <<EOF`, each variant built and checked,
+    was one answer told eight times and halted; a silent write is news."""
+    silent = "Your command ran successfully and did not produce any output."
+    for answer in (silent, "OBSERVATION:\n" + silent):
+        c = Calls()
+        trace: list[Any] = []
+        trace += c.pair("bash", {"command": "mkdir -p /tmp/dec && cd /tmp/dec"}, answer)
+        for variant in range(8):
+            trace += c.pair("bash", {"command": f"cd /tmp/dec && cat > mod.py <<'EOF'\nclass A{variant}:\n    pass\nEOF"}, answer)
+            trace += c.pair("bash", {"command": "cd /tmp/dec && python -m sphinx -q -b html . _build; grep -c init _build/index.html"},
+                            str(variant % 2))
+        assert criticals(trace) == [], answer
+    assert silent_run(silent + "\n") == ("", None)
+    assert silent_run("OBSERVATION:\n" + silent) == ("", None)
+    assert silent_run("OBSERVATION:\nfoo.py:3: error") is None
+    assert silent_run(silent + "\nbut then: Killed") is None
+    # The same silent command re-sent, nothing written, is still a loop.
+    c = Calls()
+    trace = []
+    for _ in range(6):
+        trace += c.pair("bash", {"command": "cd /testbed && python reproduce.py > /dev/null"}, silent)
+    assert "repeated-tool-call" in criticals(trace)
 
 
 def test_network_probes_inside_containers_are_task_work() -> None:

@@ -914,6 +914,31 @@ def test_a_timestamp_element_is_no_news() -> None:
     assert light_template("<timestamp>" + "x" * 100 + "</timestamp>") == "<timestamp>" + "x" * 100 + "</timestamp>"
 
 
+def test_an_ended_process_read_again_between_waits_is_asked_not_polled() -> None:
+    """A background run that has ended, read again and again between sleeps: each reading
+    differs only in the time stamped on it, which is no progress (the same call with new
+    numbers was read as a poll, and the loop never halted). A run whose counts move is
+    still a poll, stamped or not."""
+    def reading(status: str, done: int, at: int) -> str:
+        return (f"<status>{status}</status>\n\n<stdout>\n[{done}/45] chromium e2e/payments.spec.ts\n</stdout>\n\n"
+                f"<timestamp>2025-08-08T09:{at // 60:02d}:{at % 60:02d}.285Z</timestamp>")
+
+    def session(status: str, moving: bool) -> list[Any]:
+        trace: list[Any] = []
+        for n in range(24):
+            trace += step("Bash", {"command": f"sleep {30 + 15 * (n % 3)}"}, "")
+            trace += step("BashOutput", {"bash_id": "bash_1"}, reading(status, n if moving else 45, 60 * n + n % 7))
+            if n % 5 == 4:
+                trace += step("Bash", {"command": "ls test-results/"}, "payments-records-a-partial-payment-chromium\n")
+        return trace
+
+    assert hits(session("completed", moving=False)) != []
+    assert hits(session("running", moving=True)) == []
+    # the same status with moving counts and no timestamp: a poll as before
+    assert hits([e for n in range(20) for e in step("Bash", {"command": "sleep 30"}, "")
+                 + step("BashOutput", {"bash_id": "b"}, f"<status>completed</status>\n[{n}/45]")]) == []
+
+
 def test_an_acts_report_may_open_with_an_emoji_but_not_a_warning() -> None:
     from streamguard.signals.result_stall import _NOT_DONE, _REPORTS_ACT
 

@@ -1233,6 +1233,26 @@ def script_report(text: str) -> tuple[str, str | None] | None:
     return output, (f"exit code {code}" if code != 0 else None)
 
 
+SILENT_RUN = "Your command ran successfully and did not produce any output."
+"""SWE-agent's words for a command that printed nothing (:func:`silent_run`)."""
+OBSERVATION_LINE = "OBSERVATION:"
+"""The line SWE-agent 1.x's observation template puts above a command's output."""
+_SILENT_SPAN = len(OBSERVATION_LINE) + len(SILENT_RUN) + 8
+
+
+def silent_run(text: str) -> tuple[str, str | None] | None:
+    """SWE-agent's answer to a command that printed nothing (``Your command ran successfully
+    and did not produce any output.``, under 1.x's ``OBSERVATION:`` line or alone), read as
+    what it stands for: an empty output. Read as sent, it was one answer told again and
+    again: a reproducer's files written one ``cat > ... <<EOF`` after another, with a check
+    between, were halted as a stall, where a silent write is news. ``None`` for any other
+    answer (an observation with output is read as sent)."""
+    if len(text) > _SILENT_SPAN:
+        return None
+    body = text[len(OBSERVATION_LINE):] if text.startswith(OBSERVATION_LINE) else text
+    return ("", None) if body.strip() == SILENT_RUN else None
+
+
 CELL_ERROR_HEAD = "-" * 24
 """How IPython opens the traceback of a cell that raised (a rule of dashes, then the
 exception's name and ``Traceback (most recent call last)``): :func:`cell_error`."""
@@ -1263,7 +1283,7 @@ def cell_error(text: str) -> tuple[str, str | None] | None:
 
 RUNNER_ANSWER_HEADS = (
     TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD, EXIT_HEAD, CELL_ERROR_HEAD,
-    SCRIPT_HEAD,
+    SCRIPT_HEAD, SILENT_RUN, OBSERVATION_LINE,
 )
 """How a runner's answer wrapped by its runtime opens when it is text (:func:`runner_answer`)."""
 
@@ -1321,6 +1341,7 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
     a run recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object
     or as its JSON text (:func:`runner_envelope`), or as its text report
     (:func:`exit_report`), a terminal agent's report of a script (:func:`script_report`),
+    SWE-agent's words for no output (:func:`silent_run`),
     with ``cell`` (the runner runs a notebook's cells:
     :data:`CELL_TOOLS`) a cell's traceback (:func:`cell_error`), and, with
     ``exit_tail`` (the runner is
@@ -1343,6 +1364,8 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
             answer = cell_error(payload)
         elif payload.startswith(SCRIPT_HEAD):
             answer = script_report(payload)
+        elif payload.startswith((SILENT_RUN, OBSERVATION_LINE)):
+            answer = silent_run(payload)
         else:
             answer = runner_envelope(payload)
         if answer is None and exit_tail:

@@ -155,7 +155,15 @@ What it catches
     * the same call answered by an outcome that differs from the last one only
       in its numbers is a poll (a job's elapsed time, a queue length): neither
       stale nor news. Masking digits would otherwise turn every progress bar
-      into a stall;
+      into a stall. Not when the numbers that moved are only the times stamped on
+      it (``steady_answer``: timestamps, a run's duration), twice running: a
+      background run that ended, read again between sleeps (Claude Code's
+      ``BashOutput``, ``<status>completed</status>`` and a new ``<timestamp>``
+      each time), is asked again, not polled. In the blind batches this halts
+      three loops that were never halted (a run killed by the kernel, a build
+      dead in the background, a finished end-to-end suite, each read for 20 to
+      30 calls) and two sooner, and changes no healthy session's alerts nor any
+      session of the real-session benchmark;
     * an answer already held that says the work is still under way
       (``says_in_progress``: ``"status": "processing"``), when the session
       paused since the same call was last answered (a wait, the user's message,
@@ -300,6 +308,7 @@ from .base import (
     says_only_status,
     squeeze_marks,
     stamped_code,
+    steady_answer,
 )
 from .facts import (
     COMPUTER_ACTS,
@@ -1336,6 +1345,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Call key of the latest paired result's call (to recognise a poll)."""
     last_outcome: int = 0
     """That result's exact outcome."""
+    last_steady: int = 0
+    """What the latest answer judged as a poll said apart from when it was given
+    (``steady_answer``, keyed by its call; 0: none yet)."""
     tools: tuple[str, ...] = ()
     """Distinct tools of the current run, at most 4 (alert text); a tuple, so the usual
     empty value costs nothing."""
@@ -1779,7 +1791,7 @@ class ResultStall(Signal):
                 self._news(state)
                 return None
         if at >= 0:
-            if polled:
+            if polled and not self._restamped(state, key, result):
                 return None  # the same call, new numbers: a poll
             if reports_act(result):
                 # "Clicked on Button 'Rules'." for the fifth mail rule set up through the
@@ -1811,6 +1823,22 @@ class ResultStall(Signal):
         seen.extend(packed)
         self._news(state)
         return None
+
+    @staticmethod
+    def _restamped(state: Any, key: int, result: ResultView) -> bool:
+        """Whether a call answered anew says what its last such answer said, apart from
+        when it was given (``steady_answer``: its timestamps and run times out). A job's
+        progress moves its numbers; a process that ended, read again and again between
+        waits, moves only the time stamped on each reading, and is asked again, not
+        polled. (The rare path: only a known template with new numbers gets here.)"""
+        steady = steady_answer(result)
+        if not steady:
+            return False
+        steady = _mixed(steady, key)
+        if steady == state.last_steady:
+            return True
+        state.last_steady = steady
+        return False
 
     def on_repeated_prompt(self, state: Any) -> None:
         # The request repeated (a scheduler's tick every quarter hour: "check the batch
