@@ -1029,6 +1029,21 @@ def test_swe_agents_words_for_no_output_are_an_empty_output() -> None:
     assert "repeated-tool-call" in criticals(trace)
 
 
+def test_a_progress_line_read_after_each_sleep_is_a_poll() -> None:
+    """`sleep 60; grep '===>' /tmp/playtests.log | tail -1` while a test suite runs in the
+    background: the `>` of the pattern is no redirection, so the line is a read after a
+    wait, answered by the section the suite has reached. Read as a write, five identical
+    lines were a write re-sent and halted."""
+    c = Calls()
+    trace: list[Any] = []
+    trace += c.pair("bash", {"command": "cd tests && nohup make test-zstd > /tmp/playtests.log 2>&1 &"}, "")
+    for section in ["simple tests", "multiple_thread test", "--fast_argument test", "--exclude-compressed flag",
+                    "recursive mode test", "file removal", "decompression only tests", "compress multiple files",
+                    "multiple files and shell completion", "permissions", "dictionary tests", "zstd --list"]:
+        trace += c.pair("bash", {"command": "sleep 60; grep '===>' /tmp/playtests.log | tail -1"}, f"===>  {section} ")
+    assert criticals(trace) == []
+
+
 def test_network_probes_inside_containers_are_task_work() -> None:
     """`docker exec web ping db`, `nslookup` and package installs inside the task's
     containers are the task's debugging, not a detour into setting up the machine."""

@@ -65,6 +65,13 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("sed -i 's/a/b/' a.py", "sed", True, False),
         ("echo hi > notes.txt", "echo", True, False),
         ("ls -la > /dev/null 2>&1", "ls", False, False),
+        # a ">" in a quoted word is text; a shell given the quoted line redirects
+        ("grep -n '->' src/parser.c", "grep", False, True),
+        ("grep '===>' /tmp/playtests.log | tail -1", "grep", False, True),
+        ("awk '$3 > 5' sizes.txt", "awk", False, False),
+        ('python -c "print(1 > 0)"', "python -c", False, False),
+        ('echo "done" > status.txt', "echo", True, False),
+        ('bash -c "echo done > status.txt"', "echo", True, False),
         ("cat > fix.py <<'EOF'\nprint(1)\nEOF", "cat", True, False),
         ("git apply fix.patch", "git apply", True, False),
         ("git bisect good", "git bisect", True, False),  # checks out the next commit

@@ -71,8 +71,9 @@ Shell heuristic for writes: any segment of the command line (split at ``&&``,
 the environment (``sed -i``, ``perl -i``, ``tee``, ``patch``, ``git apply`` and
 the other working-tree ``git`` sub-commands, ``cp``, ``mv``, ``rm``, ``touch``,
 ``mkdir``, package installs, builds such as ``make`` or ``mvn compile``), an
-output redirection to a file (``>``, ``>>``; ``2>&1`` and ``/dev/null`` do not
-count), or a here-document; and a line that only changes the shell a later call runs
+output redirection to a file (``>``, ``>>``; ``2>&1``, ``/dev/null`` and a ``>`` in a
+quoted word, ``grep -n '->' src``, do not count, unless a shell is given the quoted line,
+``bash -c "make > log"``), or a here-document; and a line that only changes the shell a later call runs
 in (``export JAVA_HOME=...``, ``cd build``, ``source .venv/bin/activate``, ``conda
 activate env``, ``unset``, ``pushd``): re-running a failed command after it is a retry in
 a changed environment, not a loop. Editor commands ``create``, ``str_replace``,
@@ -264,6 +265,22 @@ _SEARCH_PROGRAMS = frozenset({
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;|\n]")
 _REDIRECT = re.compile(r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s&|;]")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?\w")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+"""A quoted word of a command line: a ``>`` inside it is text (``grep -n '->' src``,
+``awk '$3 > 5'``, ``python -c "print(a > b)"``), not a redirection."""
+_SHELL_STRING = re.compile(r"(?:^|[\s;&|(])(?:ba|z|da|k)?sh\s+-\w*c")
+"""A shell given a command line as a string (``bash -c "make > build.log"``): its quoted
+redirection is one."""
+
+
+def _redirects(head: str) -> bool:
+    """Whether a command line redirects output to a file (``>``, ``>>``; not ``2>&1``, not
+    ``/dev/null``, not a ``>`` in a quoted word unless a shell is given the quoted line)."""
+    if ">" not in head or _REDIRECT.search(head) is None:
+        return False
+    if "'" not in head and '"' not in head:
+        return True
+    return _REDIRECT.search(_QUOTED.sub("''", head)) is not None or _SHELL_STRING.search(head) is not None
 _IN_PLACE = re.compile(r"(?:^|\s)-(?:i\w*|-in-place)\b")
 # A linter or formatter told to fix what it finds (`ruff check --fix`, `eslint --fix`,
 # `prettier --write`): the run rewrites files, so a check after it has something new to see.
@@ -803,7 +820,7 @@ next"``)."""
 def shell_facts(text: str) -> CallFacts:
     """Facts of a shell command line (see the module docstring for the heuristic)."""
     head = text if len(text) <= 4096 else text[:4096]
-    write = bool(_REDIRECT.search(head) or _HEREDOC.search(head))
+    write = _redirects(head) or bool(_HEREDOC.search(head))
     search = False
     wait = "sleep" in head and bool(_SLEEP.search(head))
     blocking = False
