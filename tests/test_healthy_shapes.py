@@ -1019,6 +1019,8 @@ def test_swe_agents_words_for_no_output_are_an_empty_output() -> None:
         assert criticals(trace) == [], answer
     assert silent_run(silent + "\n") == ("", None)
     assert silent_run("OBSERVATION:\n" + silent) == ("", None)
+    # 0.x's harness state after it is the harness's, not the command's
+    assert silent_run(silent + "\n(Open file: /repo/a.js)\n(Current directory: /repo)\nbash-$") == ("", None)
     assert silent_run("OBSERVATION:\nfoo.py:3: error") is None
     assert silent_run(silent + "\nbut then: Killed") is None
     # The same silent command re-sent, nothing written, is still a loop.

@@ -23,6 +23,7 @@ from streamguard.signals.result_stall import (
     says_bare_value,
     sql_tables,
     template,
+    templates,
 )
 from streamguard.watchdog import Watchdog
 
@@ -937,6 +938,35 @@ def test_an_ended_process_read_again_between_waits_is_asked_not_polled() -> None
     # the same status with moving counts and no timestamp: a poll as before
     assert hits([e for n in range(20) for e in step("Bash", {"command": "sleep 30"}, "")
                  + step("BashOutput", {"bash_id": "b"}, f"<status>completed</status>\n[{n}/45]")]) == []
+
+
+def test_a_package_scripts_log_is_read_after_its_echo() -> None:
+    """`pnpm test-ci-karma` echoes the script (`> chart.js@4.4.8 test-ci-karma /repo`, `>
+    cross-env ... karma start ...`, a blank line) before karma's log, whose lines open with
+    `20 04 2025 10:58:03.821:`. The times are when it ran: the same failing run re-sent
+    between the same reads is the same answer, and the loop halts."""
+    def karma(second: int) -> str:
+        stamp = f"20 04 2025 10:{58 + second // 60:02d}:{second % 60:02d}.{(second * 37) % 1000:03d}"
+        return ("\n> chart.js@4.4.8 test-ci-karma /chartjs__Chart.js\n> cross-env NODE_ENV=test karma start "
+                "./karma.conf.cjs --single-run --grep \"controller.doughnut\"\n\n"
+                f"{stamp}: INFO [karma-server]: Karma v6.4.4 server started at http://localhost:9876/\n"
+                f"{stamp}: ERROR [launcher]: No binary for Chrome browser on your platform.\n"
+                " ELIFECYCLE  Command failed with exit code 1.")
+
+    assert light_template(karma(3)) != light_template(karma(20))  # (light: no clock masked)
+    assert templates(karma(3), digits=False)[0] == templates(karma(20), digits=False)[0]
+    trace: list[Any] = []
+    run = {"command": "pnpm test-ci-karma controller.doughnut 2>&1 | tail -n 14"}
+    for lap in range(4):  # a lap of five: run, run, grep, run, run, then open the file again
+        trace += step("bash", run, karma(70 * lap)) + step("bash", run, karma(70 * lap + 17))
+        trace += step("bash", {"command": "grep -n spacing test/specs/controller.doughnut.tests.js"}, "")
+        trace += step("bash", run, karma(70 * lap + 35)) + step("bash", run, karma(70 * lap + 52))
+        trace += step("open", {"path": "src/controllers/controller.doughnut.js", "line_number": 56},
+                      "[File: src/controllers/controller.doughnut.js (396 lines total)]\n56:  spacing: 0,")
+    assert hits(trace) != []
+    # a time after words on a line of its own is still what was asked
+    assert templates("> app@1.0.0 cron\n> node next.js\n\nnext run at 06:30:00\n", digits=False)[0] != templates(
+        "> app@1.0.0 cron\n> node next.js\n\nnext run at 07:30:00\n", digits=False)[0]
 
 
 def test_an_acts_report_may_open_with_an_emoji_but_not_a_warning() -> None:

@@ -1254,20 +1254,30 @@ SILENT_RUN = "Your command ran successfully and did not produce any output."
 """SWE-agent's words for a command that printed nothing (:func:`silent_run`)."""
 OBSERVATION_LINE = "OBSERVATION:"
 """The line SWE-agent 1.x's observation template puts above a command's output."""
-_SILENT_SPAN = len(OBSERVATION_LINE) + len(SILENT_RUN) + 8
+_SILENT_SPAN = 1_024
+_HARNESS_STATE = re.compile(
+    r"\s*(?:\(Open file: [^\n]{0,400}\)\s*)?(?:\(Current directory: [^\n]{0,400}\)\s*)?(?:bash-\$\s*)?"
+)
+"""The state 0.x's harness shows after an observation (``(Open file: ...)``, ``(Current
+directory: ...)``, its prompt ``bash-$``): the harness's, not the command's."""
 
 
 def silent_run(text: str) -> tuple[str, str | None] | None:
     """SWE-agent's answer to a command that printed nothing (``Your command ran successfully
-    and did not produce any output.``, under 1.x's ``OBSERVATION:`` line or alone), read as
-    what it stands for: an empty output. Read as sent, it was one answer told again and
-    again: a reproducer's files written one ``cat > ... <<EOF`` after another, with a check
-    between, were halted as a stall, where a silent write is news. ``None`` for any other
-    answer (an observation with output is read as sent)."""
+    and did not produce any output.``, under 1.x's ``OBSERVATION:`` line or alone, the
+    harness's state lines after it or not), read as what it stands for: an empty output.
+    Read as sent, it was one answer told again and again: a reproducer's files written one
+    ``cat > ... <<EOF`` after another, with a check between, were halted as a stall, where
+    a silent write is news. ``None`` for any other answer (an observation with output is
+    read as sent)."""
     if len(text) > _SILENT_SPAN:
         return None
-    body = text[len(OBSERVATION_LINE):] if text.startswith(OBSERVATION_LINE) else text
-    return ("", None) if body.strip() == SILENT_RUN else None
+    at = len(OBSERVATION_LINE) if text.startswith(OBSERVATION_LINE) else 0
+    at = text.find(SILENT_RUN, at, at + len(SILENT_RUN) + 8)
+    if at < 0 or text[:at].strip() not in ("", OBSERVATION_LINE):
+        return None
+    end = at + len(SILENT_RUN)
+    return ("", None) if _HARNESS_STATE.fullmatch(text, end) is not None else None
 
 
 CELL_ERROR_HEAD = "-" * 24

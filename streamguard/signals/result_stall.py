@@ -1228,16 +1228,31 @@ def template(text: str, digits: bool = True) -> bytes:
 _CLOCK = re.compile(r"(?<![\d:.])\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?![\d:])")
 """A time of day to the second (``09:21:03``, ``05:47:14.123``)."""
 _LINE_CLOCK = re.compile(
-    r"(?m)^([ \t]*\[?(?:(?:[A-Z]{1,8}|\d{2,4}[-/]\d\d(?:[-/]\d\d)?)(?: +|T)){0,2})"
-    r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?![\d:])"
+    r"(?m)^([ \t]*\[?(?:(?:[A-Z]{1,8}|\d{2,4}[-/]\d\d(?:[-/]\d\d)?|\d\d \d\d \d{4})(?: +|T)){0,2})"
+    r"\d\d:\d\d:\d\d(?:[.,]\d{1,9}(?!\d)|(?![\d:]))"
 )
 """A time of day a line opens with, after a date or a level in capitals if any (``09:21:03
-Done.``, ``INFO 11-03 05:21:14 ...``, ``2025-10-31T05:21:14Z ...``), not one after words
+Done.``, ``INFO 11-03 05:21:14 ...``, ``2025-10-31T05:21:14Z ...``, karma's ``20 04 2025
+10:58:03.821: WARN ...``, its fraction of a second with it), not one after words
 (``next run 06:30:00``, ``Fri 2025-10-31 06:30:00``: what was asked). The separator after a
 word or a date is spaces or one ``T``, never both kinds at once: a capital ``T`` may be a
 word's letter or the separator, and a line of capital T's split every way took seconds."""
 CLOCK_SPAN = 48
 """Characters at the start of a text answer in which a time of day marks a log's lines."""
+SCRIPT_ECHO_SPAN = 1_024
+"""Characters in which the echo of a package script (``> pkg@1.0.0 test``, ``> karma start
+...``, then a blank line) ends, for the log after it to be looked at (:func:`_log_start`)."""
+
+
+def _log_start(text: str) -> int:
+    """Where the output of a package script opens, after the lines npm, pnpm and yarn echo
+    before running it (``> chart.js@4.4.8 test-ci-karma /repo``, ``> cross-env ... karma
+    start``, a blank line): the log's own first line, where its time of day is. 0 for an
+    answer that opens with no such echo."""
+    if not text.startswith(("> ", "\n> ")):
+        return 0
+    end = text.find("\n\n", 2, SCRIPT_ECHO_SPAN)
+    return end + 2 if end >= 0 else 0
 
 
 def templates(text: str, digits: bool = True) -> tuple[bytes, bytes]:
@@ -1249,12 +1264,17 @@ def templates(text: str, digits: bool = True) -> tuple[bytes, bytes]:
     light text has its line numbers replaced before it is encoded, the template masks
     them in the bytes (the same result for ASCII digits only, so that case encodes twice).
     """
-    if text.count(":", 0, CLOCK_SPAN) >= 2 and _CLOCK.search(text, 0, CLOCK_SPAN) is not None:
+    start = _log_start(text) if text[:1] in (">", "\n") else 0
+    if (
+        text.count(":", start, start + CLOCK_SPAN) >= 2
+        and _CLOCK.search(text, start, start + CLOCK_SPAN) is not None
+    ):
         # A time of day a log opens with ("09:21:03  Database Error in model ...", "INFO
         # 11-03 05:21:14 [model_runner.py]"): when the run printed it, not what it found.
         # Masked where a line opens with it (a log's lines): a time further on in a line
-        # may be what was asked (a timer's next run). (Looked for at the start only,
-        # behind a count of its colons: a search over every answer cost 6 % a pair.)
+        # may be what was asked (a timer's next run). (Looked for at the start only, or
+        # after a package script's echo, behind a count of its colons: a search over
+        # every answer cost 6 % a pair.)
         text = _LINE_CLOCK.sub(r"\1T", text)
     text = _unmoved(text)
     has_line = "line " in text
