@@ -661,6 +661,20 @@ def test_a_sweep_of_places_mostly_empty_is_no_stall() -> None:
     assert criticals(trace) == []
 
 
+def test_the_same_empty_listing_asked_again_is_stale() -> None:
+    """A city spelt a dozen ways, each spelling asked again lap after lap, every listing
+    empty: the first asking of each is neither news nor stale (a sweep), asking the very
+    same call again for the same empty listing is the hunt going round."""
+    c = Calls()
+    trace: list[Any] = []
+    spellings = ["Nice", "Nice, France", "nice", "NICE", "Nice France", "Nizza", "Nice (France)"]
+    for lap in range(4):  # each lap in another order: no lap replays the last
+        for city in spellings[lap * 3 % 7 :] + spellings[: lap * 3 % 7]:
+            trace += c.pair("get_all_restaurants_in_city", {"city": city}, f"Restaurant in {city}: \n")
+        trace += c.pair("get_all_hotels_in_city", {"city": "Nice"}, "Hotel Names: \n")
+    assert criticals(trace)
+
+
 def traceback(code_file: str) -> dict[str, Any]:
     return {"exit_code": 1, "code_file": f"/workspace/{code_file}.py",
             "output": f'Traceback (most recent call last):\n  File "/workspace/{code_file}.py", line 3, '

@@ -65,13 +65,18 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("sed -i 's/a/b/' a.py", "sed", True, False),
         ("echo hi > notes.txt", "echo", True, False),
         ("ls -la > /dev/null 2>&1", "ls", False, False),
-        # a ">" in a quoted word is text; a shell given the quoted line redirects
+        # a ">" in a quoted word of a one-line command is text
         ("grep -n '->' src/parser.c", "grep", False, True),
         ("grep '===>' /tmp/playtests.log | tail -1", "grep", False, True),
-        ("awk '$3 > 5' sizes.txt", "awk", False, False),
         ('python -c "print(1 > 0)"', "python -c", False, False),
         ('echo "done" > status.txt', "echo", True, False),
+        # ... unless the line runs a quoted line of its own, or the quotes may not be what
+        # they seem (an escape, a command substitution, a script of several lines)
         ('bash -c "echo done > status.txt"', "echo", True, False),
+        ('docker exec web /bin/sh -ec "printf x > /etc/nginx/conf.d/a.conf"', "docker exec", True, False),
+        ('ssh web-1 "printf x > /etc/app.conf"', "ssh", True, False),
+        ("awk '{print $1 > \"out_\" $2}' data.txt", "awk", True, False),
+        ("# don't rebuild\npython gen.py > data.json\n# it's fresh", "python gen.py", True, False),
         ("cat > fix.py <<'EOF'\nprint(1)\nEOF", "cat", True, False),
         ("git apply fix.patch", "git apply", True, False),
         ("git bisect good", "git bisect", True, False),  # checks out the next commit
@@ -119,6 +124,18 @@ def err(text: str, tool: str = "bash") -> ToolResult:
 def test_shell_facts(command: str, action: str, write: bool, search: bool) -> None:
     facts = shell_facts(command)
     assert (facts.action, facts.write, facts.search) == (action, write, search)
+
+
+def test_a_quoted_redirection_that_may_be_one_is_a_write() -> None:
+    """Quotes are read as quotes only on a one-line command with no escape and no command
+    substitution: past that, a ``>`` is a redirection as before (a missed write would make
+    a check failing after each silent write a failure loop)."""
+    for line in ("echo don\\'t > notes.txt && grep 'x' notes.txt",
+                 'RC="$(pytest -q > /tmp/pytest.log 2>&1; echo $?)"',
+                 "grep 'a' f; echo `date` > stamp.txt 'x'",
+                 "find . -name '*.py' -exec sh -c 'cat {} > {}.bak' \\;"):
+        assert shell_facts(line).write, line
+    assert not shell_facts("grep -rn '=>' src | sort").write
 
 
 def test_editor_commands_are_actions_with_their_path() -> None:

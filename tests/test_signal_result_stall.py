@@ -940,6 +940,29 @@ def test_an_ended_process_read_again_between_waits_is_asked_not_polled() -> None
                  + step("BashOutput", {"bash_id": "b"}, f"<status>completed</status>\n[{n}/45]")]) == []
 
 
+def test_a_restamped_answer_is_compared_whole_and_in_a_row() -> None:
+    """Only what the comparison reads whole can be said to have moved only its times: a
+    long log tail whose progress line is past the first 2,048 characters is a poll. And
+    "the same again" is of two answers in a row: idle, busy, idle is no repeat."""
+    retries = "".join(f"2025-08-08T09:{i:02d}:00Z WARN shard-07 upload failed (503), retrying\n" for i in range(45))
+
+    def tail(i: int) -> str:
+        return retries.replace("09:", f"1{i % 10}:") + f"uploaded {300 + 37 * i}/2000 shards"
+
+    trace: list[Any] = []
+    for i in range(14):
+        trace += step("Bash", {"command": "sleep 60"}, "")
+        trace += step("Bash", {"command": "sleep 60; tail -n 46 /tmp/upload.log"}, tail(i))
+    assert len(tail(0)) > 2048 and hits(trace) == []
+    states = ["idle", "idle", "busy", "idle", "busy", "idle", "busy", "idle", "busy", "idle", "busy", "idle"]
+    trace = []
+    for i, state in enumerate(states):
+        trace += step("Bash", {"command": "sleep 30"}, "")
+        trace += step("Bash", {"command": "sleep 30; cat /run/worker/state"},
+                      f"2025-08-08T09:{i:02d}:00Z worker {state} (errors: 1 failed)")
+    assert hits(trace) == []
+
+
 def test_a_package_scripts_log_is_read_after_its_echo() -> None:
     """`pnpm test-ci-karma` echoes the script (`> chart.js@4.4.8 test-ci-karma /repo`, `>
     cross-env ... karma start ...`, a blank line) before karma's log, whose lines open with

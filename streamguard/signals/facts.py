@@ -72,8 +72,9 @@ the environment (``sed -i``, ``perl -i``, ``tee``, ``patch``, ``git apply`` and
 the other working-tree ``git`` sub-commands, ``cp``, ``mv``, ``rm``, ``touch``,
 ``mkdir``, package installs, builds such as ``make`` or ``mvn compile``), an
 output redirection to a file (``>``, ``>>``; ``2>&1``, ``/dev/null`` and a ``>`` in a
-quoted word, ``grep -n '->' src``, do not count, unless a shell is given the quoted line,
-``bash -c "make > log"``), or a here-document; and a line that only changes the shell a later call runs
+quoted word of a one-line command, ``grep -n '->' src``, do not count, unless the line
+runs a quoted line of its own, ``bash -c "make > log"``, ``ssh host "..."``, ``awk``,
+or has an escape or a command substitution), or a here-document; and a line that only changes the shell a later call runs
 in (``export JAVA_HOME=...``, ``cd build``, ``source .venv/bin/activate``, ``conda
 activate env``, ``unset``, ``pushd``): re-running a failed command after it is a retry in
 a changed environment, not a loop. Editor commands ``create``, ``str_replace``,
@@ -265,22 +266,36 @@ _SEARCH_PROGRAMS = frozenset({
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;|\n]")
 _REDIRECT = re.compile(r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s&|;]")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?\w")
-_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
-"""A quoted word of a command line: a ``>`` inside it is text (``grep -n '->' src``,
-``awk '$3 > 5'``, ``python -c "print(a > b)"``), not a redirection."""
-_SHELL_STRING = re.compile(r"(?:^|[\s;&|(])(?:ba|z|da|k)?sh\s+-\w*c")
-"""A shell given a command line as a string (``bash -c "make > build.log"``): its quoted
-redirection is one."""
+_QUOTED = re.compile(r"'[^']*+'|\"[^\"]*+\"")
+"""A quoted word of a one-line command with no escapes in it: a ``>`` inside it is text
+(``grep -n '->' src``, ``python -c "print(a > b)"``), not a redirection. (Possessive, and
+read only where no backslash is: linear on any line.)"""
+_RUNS_QUOTED_LINE = re.compile(
+    r"(?:^|[\s;&|(/'\"])(?:(?:ba|z|da|k|fi)?sh|ssh|su|runuser|eval|watch|[gmn]?awk|perl|ruby)(?![\w.-])"
+    r"|--command\b|\s-exec(?:dir)?\s"
+)
+"""A program on the line that runs a quoted line or program of its own, which may redirect
+(``bash -c "make > log"``, ``/bin/sh -ec '...'``, ``ssh web-1 "printf ... > conf"``, ``find
+... -exec sh -c ...``, ``awk '{print > "out_" $2}'``): its quoted ``>`` is read as one."""
 
 
 def _redirects(head: str) -> bool:
     """Whether a command line redirects output to a file (``>``, ``>>``; not ``2>&1``, not
-    ``/dev/null``, not a ``>`` in a quoted word unless a shell is given the quoted line)."""
+    ``/dev/null``). A ``>`` in a quoted word is text on a one-line command with no escape,
+    command substitution or program that runs a quoted line (:data:`_RUNS_QUOTED_LINE`);
+    anywhere else it is read as a redirection, as a missed write costs more than a false
+    one (a check failing after each silent write would be a failure loop)."""
     if ">" not in head or _REDIRECT.search(head) is None:
         return False
-    if "'" not in head and '"' not in head:
+    if (
+        ("'" not in head and '"' not in head)
+        or "\n" in head or "\\" in head or "$(" in head or "`" in head
+        or _RUNS_QUOTED_LINE.search(head) is not None
+    ):
         return True
-    return _REDIRECT.search(_QUOTED.sub("''", head)) is not None or _SHELL_STRING.search(head) is not None
+    return _REDIRECT.search(_QUOTED.sub("''", head)) is not None
+
+
 _IN_PLACE = re.compile(r"(?:^|\s)-(?:i\w*|-in-place)\b")
 # A linter or formatter told to fix what it finds (`ruff check --fix`, `eslint --fix`,
 # `prettier --write`): the run rewrites files, so a check after it has something new to see.

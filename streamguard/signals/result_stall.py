@@ -123,7 +123,8 @@ What it catches
       colon, from a named tool: a runner's ``Password for user postgres: `` is a prompt,
       and ``Traceback (most recent call last):`` no heading; AgentDojo's listings name the place asked in their heading, so each empty one
       was news, and an agent re-reading London's restaurants between reworded districts
-      was never halted); a silent write
+      was never halted), unless this very call had the same empty heading before (a
+      city spelt seven ways, each spelling asked again lap after lap: stale); a silent write
       is news, except a line that only changes the shell (``export``, ``cd``):
       it is a write for the futile-write rule, but an agent setting variable
       after variable between the same failures has learnt nothing new;
@@ -156,10 +157,14 @@ What it catches
       in its numbers is a poll (a job's elapsed time, a queue length): neither
       stale nor news. Masking digits would otherwise turn every progress bar
       into a stall. Not when the numbers that moved are only the times stamped on
-      it (``steady_answer``: timestamps, a run's duration), twice running: a
-      background run that ended, read again between sleeps (Claude Code's
-      ``BashOutput``, ``<status>completed</status>`` and a new ``<timestamp>``
-      each time), is asked again, not polled. In the blind batches this halts
+      it (``steady_answer``: timestamps, a run's duration), the same for two
+      answers of the call with no other answer of it between, in an answer the
+      comparison reads whole (``GIST_TEXT_LIMIT``): a background run that ended,
+      read again between sleeps (Claude Code's ``BashOutput``,
+      ``<status>completed</status>`` and a new ``<timestamp>`` each time), is
+      asked again, not polled; so is a log's last line saying the same failure at
+      a new time (a service retrying a database that never comes up, read after
+      each sleep: halted at the eleventh reading). In the blind batches this halts
       three loops that were never halted (a run killed by the kernel, a build
       dead in the background, a finished end-to-end suite, each read for 20 to
       30 calls) and two sooner, and changes no healthy session's alerts nor any
@@ -288,6 +293,7 @@ from msgspec import Meta, Struct, field
 from ..canonical import truncate_middle
 from .base import (
     ACK_BYTES,
+    GIST_TEXT_LIMIT,
     MASK_DIGITS,
     NO_OP_OUTCOME,
     NONE_ANSWER,
@@ -1762,7 +1768,13 @@ class ResultStall(Signal):
                 # "Restaurant in Soho: " - a listing with nothing under its heading, the
                 # heading naming what the call asked for: an empty output in other words,
                 # whatever place it names (a sweep of districts finding none is no stall,
-                # and no news that would hide one).
+                # and no news that would hide one). Unless this very call had it already:
+                # "Nice, France" asked again between rewordings is the same hunt again.
+                if key:
+                    entry = _mixed(code, key).to_bytes(_WIDTH, "little")
+                    if find_entry(state.seen, entry, _WIDTH) >= 0:
+                        return self._stale(state, code, result, masked)
+                    self._remember(state.seen, entry)
                 return None
         if key and state.reads and not result.failed:
             # A read of what its call names: its answer is kept with those names, so eleven
@@ -1841,6 +1853,8 @@ class ResultStall(Signal):
         if excess > 0:
             del seen[:excess]
         seen.extend(packed)
+        if polled and state.last_steady:
+            state.last_steady = 0  # another answer between: "the same again" starts over
         self._news(state)
         return None
 
@@ -1850,7 +1864,12 @@ class ResultStall(Signal):
         when it was given (``steady_answer``: its timestamps and run times out). A job's
         progress moves its numbers; a process that ended, read again and again between
         waits, moves only the time stamped on each reading, and is asked again, not
-        polled. (The rare path: only a known template with new numbers gets here.)"""
+        polled. An answer longer than the gist reads (``GIST_TEXT_LIMIT``) may have moved
+        further on: a poll, as before. (The rare path: only a known template with new
+        numbers gets here.)"""
+        payload = result.event.result if not result.failed else result.error
+        if (len(payload) if type(payload) is str else result.size) > GIST_TEXT_LIMIT:
+            return False  # its gist reads the head only: what moved further on is unknown
         steady = steady_answer(result)
         if not steady:
             return False
