@@ -1060,6 +1060,45 @@ def test_a_progress_line_read_after_each_sleep_is_a_poll() -> None:
     assert criticals(trace) == []
 
 
+def test_a_background_study_polled_between_sleeps_is_a_poll() -> None:
+    """A background Optuna study read with BashOutput after each sleep, its progress
+    counted now and then in its database: BashOutput's own `<status>running</status>` says
+    the run goes on, whatever its latest lines say ("Trial 25 finished", "Trial 26
+    pruned"), and its lines, one of two kinds once their digits are out, are a poll's
+    answers, not a lap of a cycle."""
+    c = Calls()
+    trace: list[Any] = []
+    trace += c.pair("Bash", {"command": "uv run python scripts/tune.py --trials 60 > tune.log 2>&1", "run_in_background": True},
+                    "Command running in background with ID: bash_1")
+    done = 0
+    for lap in range(6):
+        for kind in ("finished with value: 0.8{n:03d}. Best is trial {b}", "pruned at step {b}."):
+            trace += c.pair("Bash", {"command": f"sleep {180 + 60 * (lap % 3)}"}, "")
+            done += 4
+            trace += c.pair("BashOutput", {"bash_id": "bash_1"},
+                            f"<status>running</status>\n\n<stdout>\n[I 2025-08-20 13:{done:02d}:21,104] Trial {done} "
+                            + kind.format(n=done, b=done // 2) + "\n</stdout>")
+        trace += c.pair("Bash", {"command": "sqlite3 reports/optuna.db \"select state, count(*) from trials group by state\""},
+                        f"COMPLETE|{done}\nRUNNING|1")
+    assert criticals(trace) == []
+
+
+def test_a_finished_ci_run_watched_again_is_a_loop() -> None:
+    """`gh run view` says how long ago the run was triggered ("about 33 minutes ago"): an
+    age that moves by itself. A run that ended, watched again after each sleep, is the
+    same answer every time."""
+    c = Calls()
+    trace: list[Any] = []
+    for minute in range(32, 44):
+        trace += c.pair("Bash", {"command": "sleep 60"}, "")
+        trace += c.pair("Bash", {"command": "gh run view 17640022815"},
+                        f"X fix/lockfile CI · 17640022815\nTriggered via pull_request about {minute} minutes ago\n\n"
+                        "JOBS\n✓ lint in 31s (ID 50128844007)\nX test in 21s (ID 50128844120)\n\n"
+                        "ANNOTATIONS\nX Process completed with exit code 2.\n")
+        trace += c.pair("Bash", {"command": "gh run watch 17640022815"}, "Run CI (17640022815) has already completed with 'failure'")
+    assert criticals(trace)
+
+
 def test_network_probes_inside_containers_are_task_work() -> None:
     """`docker exec web ping db`, `nslookup` and package installs inside the task's
     containers are the task's debugging, not a detour into setting up the machine."""

@@ -70,6 +70,9 @@ UNDER_WAY = [
     {"originalMessageId": "PAYROLL-10", "groupStatus": "PDNG", "txStatusCounts": {"ACSC": 0, "PDNG": 142}},
     # a status element (Claude Code's BashOutput of a background shell)
     "<status>running</status>\n\n<timestamp>2025-11-01T15:22:32.093Z</timestamp>",
+    # ... whatever the output it shows so far says, and however long
+    "<status>running</status>\n\n<stdout>\n[I 2025-08-20 13:24:21,104] Trial 25 finished with value: 0.843385"
+    " and parameters: {'num_leaves': 47}. Best is trial 17\n" + "ERROR: trial 26 failed\n" * 300 + "</stdout>",
     # a bill, an approval awaited (tau2-bench's telecom bills read "Awaiting Payment")
     {"bill_id": "B4248", "total_due": 60.0, "status": "Awaiting Payment"},
     '{"request": "CR-7", "state": "AWAITING_APPROVAL"}',

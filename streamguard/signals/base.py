@@ -706,10 +706,20 @@ TIMESTAMP = re.compile(
 epoch): when it was asked, not what it says."""
 
 
+_AGO_SOURCE = (
+    r"(?i)\b(?:about |almost |over |less than )?(?:\d{1,6}|an?) ?"
+    r"(?:s|sec|secs|seconds?|m|min|mins|minutes?|h|hrs?|hours?|d|days?)(?: \d{1,6} ?\w{1,7})? ago\b"
+)
+AGO = re.compile(_AGO_SOURCE)
+"""How long ago something happened, as a CLI says it (``about 33 minutes ago``, ``2h
+ago``, ``an hour ago``): the same run described a minute later says another age."""
+_AGO_BYTES = re.compile(_AGO_SOURCE.encode())
+
+
 def steady_answer(result: ResultView) -> int:
     """A 32-bit code of what an answer says apart from when it was given: its first
     :data:`GIST_TEXT_LIMIT` characters (a structured payload's JSON) with the points in
-    time it carries masked (:data:`TIMESTAMP`), the run's duration where it reports one
+    time it carries masked (:data:`TIMESTAMP`, and ages: :data:`AGO`), the run's duration where it reports one
     (:data:`RUN_DURATION`: "scanned in 183.11 seconds"), and, in one that reports a
     failure, its clock times too (:data:`RUN_TIME`). Two answers of one call that differ
     only so say the same. 0 when the answer has no text. For the rare paths that
@@ -726,6 +736,8 @@ def steady_answer(result: ResultView) -> int:
     if type(text) is not str or not text:
         return 0
     data = TIMESTAMP.sub(b"#", text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass"))
+    if b" ago" in data:
+        data = _AGO_BYTES.sub(b"#", data)  # an age ("about 33 minutes ago") moves by itself
     data = (RUN_TIME if result.failed or reports_failure(data) else RUN_DURATION).sub(b"#", data)
     return zlib.crc32(data) or 1
 
@@ -878,6 +890,9 @@ def answer_gist(result: ResultView) -> int:
     return gist
 
 
+_STATUS_ELEMENT = re.compile(r"<status>(\w{1,32})</status>")
+"""A background shell's status as Claude Code's ``BashOutput`` opens its answer with it
+(``running``, ``completed``, ``failed``, ``killed``)."""
 PROGRESS_TEXT_LIMIT = 4096
 """Longest answer (characters of text, bytes of a structured payload) read for whether it
 says the work is still under way (:func:`says_in_progress`): a status is short."""
@@ -1014,6 +1029,16 @@ def says_in_progress(result: ResultView) -> bool:
             except (TypeError, ValueError, OverflowError, RecursionError):
                 text = None
     progress = 1
+    if type(payload) is str and payload.startswith("<status>"):
+        # A background shell's own status before its output (Claude Code's BashOutput:
+        # "<status>running</status>", then what it printed so far): that status is the
+        # answer's, whatever the output says ("Trial 25 finished", a test failing in a run
+        # still going) and however long it is.
+        status = _STATUS_ELEMENT.match(payload)
+        if status is not None:
+            progress = 2 if status[1].lower() == "running" else 1
+            result.progress = progress
+            return progress == 2
     if text and len(text) <= PROGRESS_TEXT_LIMIT:
         if '":' in text:
             # Keys of an end that say no end ("cells_complete": 0, "failed": 0) say how
@@ -1261,6 +1286,11 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
             answers[key] = packed & ~_ANSWER_WAS_NEW  # the same again: not news
         return
     new = _ANSWER_WAS_NEW if packed >> 41 != outcome & 0xFFFF else 0
+    if not new and gist and poll_answer(result):
+        # Back to the answer before last, asked after a pause while the work is under
+        # way (a background run's output, "running", its latest lines alike once their
+        # digits are out): a poll's answer, new as any poll's is.
+        new = _ANSWER_WAS_NEW
     answers[key] = (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
 
 

@@ -293,6 +293,7 @@ from msgspec import Meta, Struct, field
 from ..canonical import truncate_middle
 from .base import (
     ACK_BYTES,
+    AGO,
     GIST_TEXT_LIMIT,
     MASK_DIGITS,
     NO_OP_OUTCOME,
@@ -1323,8 +1324,9 @@ debug-0.log``): named by when the run failed, so the same failed install read as
 
 def _unmoved(text: str) -> str:
     """``text`` without what moves between two identical answers by itself: an object's
-    address (:data:`_OBJECT_ADDRESS`), a timestamp element (:data:`_TIMESTAMP_ELEMENT`)
-    and npm's log of a failed run (:data:`_NPM_LOG`), each behind a substring test."""
+    address (:data:`_OBJECT_ADDRESS`), a timestamp element (:data:`_TIMESTAMP_ELEMENT`),
+    npm's log of a failed run (:data:`_NPM_LOG`) and an age (:data:`AGO`: ``gh run view``'s
+    "Triggered via push about 33 minutes ago"), each behind a substring test."""
     if " at 0x" in text:
         # An object's address in its default repr: where this run put it, not what it is.
         text = _OBJECT_ADDRESS.sub(" at 0x#", text)
@@ -1332,6 +1334,8 @@ def _unmoved(text: str) -> str:
         text = _TIMESTAMP_ELEMENT.sub("<timestamp>T</timestamp>", text)
     if "-debug-" in text:
         text = _NPM_LOG.sub("_logs/T-debug.log", text)
+    if " ago" in text:
+        text = AGO.sub("T ago", text)
     return text
 
 
