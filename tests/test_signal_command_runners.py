@@ -83,6 +83,11 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("patch -p1 < fix.diff", "patch", True, False),
         ("pip install -e .", "pip install", True, False),
         ("timeout 60 mvn -q test", "mvn test", False, False),
+        # a build tool's options that take a value before its goal (`-pl` the modules)
+        ("mvn -o -pl gson test -Dtest=EnumTest", "mvn test", False, False),
+        ("./mvnw -pl core -am install", "mvnw install", True, False),
+        ("./gradlew -p lib test", "gradlew test", False, False),
+        ("pnpm --filter web test", "pnpm test", False, False),
         ("FOO=1 sudo python3.11 -c 'print(1)'", "python -c", False, False),
         ("make build && ./run_tests.sh", "make build", True, False),
         ("open src/Main.java 120", "open", False, False),

@@ -259,6 +259,8 @@ _WRITE_SUBCOMMANDS = {
                           "set", "replace", "annotate", "label"}),
     "helm": frozenset({"install", "upgrade", "uninstall", "rollback"}),
 }
+_WRITE_SUBCOMMANDS["mvnw"] = _WRITE_SUBCOMMANDS["mvn"]  # `./mvnw install` builds as `mvn` does
+_WRITE_SUBCOMMANDS["gradlew"] = _WRITE_SUBCOMMANDS["gradle"]
 _SEARCH_PROGRAMS = frozenset({
     "grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "search_dir",
     "search_file", "find_file", "which", "whereis",
@@ -579,7 +581,19 @@ _VALUE_FLAGS: dict[str, tuple[str, ...]] = {
     "docker-compose": ("-f", "--file", "-p", "--project-name", "--env-file", "--profile",
                        "--project-directory", "--ansi", "--progress", "--parallel"),
     "podman": ("--url", "--connection", "-c", "--log-level", "--root", "--runroot"),
+    # `mvn -o -pl gson test`: the module list is no goal
+    "mvn": ("-pl", "--projects", "-f", "--file", "-s", "--settings", "-gs", "--global-settings",
+            "-T", "--threads", "-rf", "--resume-from", "-P", "--activate-profiles", "-l",
+            "--log-file", "-t", "--toolchains", "-b", "--builder", "-D", "--define"),
+    "gradle": ("-p", "--project-dir", "-b", "--build-file", "-c", "--settings-file", "-g",
+               "--gradle-user-home", "-x", "--exclude-task", "-D", "-P", "-I", "--init-script"),
+    "npm": ("--prefix", "-w", "--workspace"),
+    "pnpm": ("-C", "--dir", "--filter", "-F"),
+    "yarn": ("--cwd",),
+    "go": ("-C",),
 }
+_VALUE_FLAGS["mvnw"] = _VALUE_FLAGS["mvn"]  # the wrappers take their tool's options
+_VALUE_FLAGS["gradlew"] = _VALUE_FLAGS["gradle"]
 
 
 def _first_word(tokens: list[str], value_flags: tuple[str, ...] = ()) -> str:
