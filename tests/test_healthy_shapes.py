@@ -1099,6 +1099,43 @@ def test_a_finished_ci_run_watched_again_is_a_loop() -> None:
     assert criticals(trace)
 
 
+def maven_failure(seconds: float, at: str) -> str:
+    return ("[ERROR] /repo/src/test/java/FindValuesTest.java:[5,29] package org.junit.jupiter.api does not exist\n"
+            "[INFO] ------------------------------------------------------------------------\n[INFO] BUILD FAILURE\n"
+            "[INFO] ------------------------------------------------------------------------\n"
+            f"[INFO] Total time:  {seconds:.3f} s\n[INFO] Finished at: 2025-04-11T08:{at}Z\n"
+            "[ERROR] Failed to execute goal maven-compiler-plugin:3.11.0:testCompile (default-testCompile)")
+
+
+def test_a_failing_build_rerun_after_each_rewrite_is_futile() -> None:
+    """Maven says how long a build took and when it ended: the same test-compile failure
+    after every rewrite of the method (three versions in turn) is the same answer, not a
+    new one each time."""
+    c = Calls()
+    trace: list[Any] = []
+    versions = ["for (Map.Entry<String, JsonNode> e : _children.entrySet()) {", "for (String k : _children.keySet()) {",
+                "Iterator<Map.Entry<String, JsonNode>> it = _children.entrySet().iterator();"]
+    for n in range(10):
+        trace += c.pair("edit", {"start_line": 389, "end_line": 399, "replacement_text": versions[n % 3]},
+                        f"[File: /repo/src/main/java/ObjectNode.java (1143 lines total)]\n389:        {versions[n % 3]}")
+        trace += c.pair("bash", {"command": "mvn -o test -Dtest=FindValuesTest 2>&1 | tail -n 40"},
+                        maven_failure(20 + 7.3 * n, f"{54 + n // 2:02d}:{(13 * n) % 60:02d}"))
+    assert "result-stall" in criticals(trace)
+
+
+def test_a_sweep_of_passing_test_classes_keeps_each_builds_time() -> None:
+    """Fifteen test classes run one by one, each answered by the same quiet Gradle build
+    but for its time: a sweep, not one answer fifteen times (a build that succeeded keeps
+    its time)."""
+    c = Calls()
+    trace: list[Any] = []
+    for n in range(15):
+        trace += c.pair("bash", {"command": f"./gradlew :test --tests org.mockitousage.Case{n}Test --offline"},
+                        "> Task :compileJava\n> Task :compileTestJava\n> Task :test\n\n"
+                        f"BUILD SUCCESSFUL in {30 + 7 * n}s\n4 actionable tasks: 2 executed, 2 up-to-date")
+    assert criticals(trace) == []
+
+
 def test_network_probes_inside_containers_are_task_work() -> None:
     """`docker exec web ping db`, `nslookup` and package installs inside the task's
     containers are the task's debugging, not a detour into setting up the machine."""

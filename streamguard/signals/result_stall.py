@@ -1322,11 +1322,24 @@ debug-0.log``): named by when the run failed, so the same failed install read as
 (a runtime that records no exit code) was a new answer every time."""
 
 
+_FAILED_BUILD_RUN = re.compile(
+    r"(?m)^\[INFO\] (?:Total time: {1,4}[\d.:,]{1,12} ?(?:s|min|h)\b[^\n]{0,20}|Finished at: [^\s]{1,40})$"
+    r"|\bBUILD FAILED in (?:\d{1,6}[hms] ?){1,3}"
+)
+"""What a build tool says of its own run when the build failed: Maven's ``[INFO] Total
+time:  46.442 s`` and ``[INFO] Finished at: 2025-04-11T08:54:53Z`` after ``BUILD
+FAILURE``, Gradle's ``BUILD FAILED in 3s``. The same failing build run again took another
+time and ended at another moment. (A build that succeeded keeps them: fifteen test
+classes run one by one, each answered by the same quiet build but for its time, are a
+sweep, not one answer fifteen times.)"""
+
+
 def _unmoved(text: str) -> str:
     """``text`` without what moves between two identical answers by itself: an object's
     address (:data:`_OBJECT_ADDRESS`), a timestamp element (:data:`_TIMESTAMP_ELEMENT`),
-    npm's log of a failed run (:data:`_NPM_LOG`) and an age (:data:`AGO`: ``gh run view``'s
-    "Triggered via push about 33 minutes ago"), each behind a substring test."""
+    npm's log of a failed run (:data:`_NPM_LOG`), an age (:data:`AGO`: ``gh run view``'s
+    "Triggered via push about 33 minutes ago") and a failed build's time (:data:`_FAILED_BUILD_RUN`), each
+    behind a substring test."""
     if " at 0x" in text:
         # An object's address in its default repr: where this run put it, not what it is.
         text = _OBJECT_ADDRESS.sub(" at 0x#", text)
@@ -1336,7 +1349,14 @@ def _unmoved(text: str) -> str:
         text = _NPM_LOG.sub("_logs/T-debug.log", text)
     if " ago" in text:
         text = AGO.sub("T ago", text)
+    if "BUILD FAILED in" in text or ("BUILD FAILURE" in text and "[INFO] Total time:" in text):
+        text = _FAILED_BUILD_RUN.sub(_build_run_masked, text)
     return text
+
+
+def _build_run_masked(match: re.Match[str]) -> str:
+    """A failed build's time and end of run, masked (:data:`_FAILED_BUILD_RUN`)."""
+    return "BUILD FAILED in T" if match[0].startswith("BUILD") else "[INFO] T"
 
 
 class ResultStallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
