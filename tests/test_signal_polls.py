@@ -86,6 +86,9 @@ NOT_UNDER_WAY = [
     {"status": "build_in_progress", "finishedAt": "2025-12-01T08:03:00Z"},
     # awaiting what the agent itself must give
     {"status": "awaiting_input"}, "State: AWAITING_USER_ACTION", {"status": "awaiting your reply"},
+    # a name that opens with the word is no status (a product in a delivered order)
+    {"order_id": "#W9099505", "items": [{"name": "Running Shoes", "price": 143.56}], "status": "delivered"},
+    {"ticket": "T-9", "title": "Pending invoices export", "state": "closed"},
     # a name with the word in it is no status
     {"service": "order-processing", "version": "1.4.2"}, {"pipeline": "nightly-building"},
     {"topic": "orders_pending", "partitions": 12}, {"title": "Re-running the suite is not needed"},

@@ -912,7 +912,12 @@ _IN_PROGRESS = re.compile(
     # sentence that says it is not over (the export is still processing; "nginx is
     # running" is where a service stays, so a bare "is" does not count)
     # (or an element's: Claude Code's BashOutput answers <status>running</status>)
-    rf"(?i:[:=]\s*[\"']?|<(?:status|state|phase)>\s*|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
+    # A quoted value must be the word alone ("status": "processing", "s": "RUNNING"): a
+    # name that opens with one ("name": "Running Shoes", a product) is no status; under a
+    # status key a value may go on ("status": "Awaiting Payment").
+    rf"(?i:[:=]\s*[\"'](?:{_PROGRESS_WORDS})[\"'])"
+    rf"|(?i:(?:status|state|phase|stage)[\"']?\s*[:=]\s*[\"'](?:{_PROGRESS_WORDS})\b)"
+    rf"|(?i:[:=][ \t]*|<(?:status|state|phase)>\s*|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
     rf"(?i:{_PROGRESS_WORDS})\b"
     # A status may name the step under way first: Render's "status": "build_in_progress",
     # CloudFormation's "StackStatus": "UPDATE_IN_PROGRESS" (a status key's value only, so
