@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 import pytest
+from msgspec import structs
 
 from streamguard.engine import Engine
 from streamguard.events import Alert, ToolCall, ToolResult
@@ -1096,6 +1097,38 @@ def test_a_finished_ci_run_watched_again_is_a_loop() -> None:
                         "JOBS\n✓ lint in 31s (ID 50128844007)\nX test in 21s (ID 50128844120)\n\n"
                         "ANNOTATIONS\nX Process completed with exit code 2.\n")
         trace += c.pair("Bash", {"command": "gh run watch 17640022815"}, "Run CI (17640022815) has already completed with 'failure'")
+    assert "result-stall" in criticals(trace)
+
+
+def test_a_ci_run_still_going_watched_now_and_then_is_a_poll() -> None:
+    """The same `gh run view` of a run still in progress (`*` marks a job under way, no
+    word of an end), a minute or two apart: its age is all that says time passed, and
+    each answer is a poll's, not the same answer again."""
+    c = Calls()
+    trace: list[Any] = []
+    ts = 1_750_000_000.0
+    for minute in range(3, 12):
+        ts += 60 + 30 * (minute % 3)
+        call, result = c.pair("Bash", {"command": "gh run view 17640022815"},
+                              f"* main CI · 17640022815\nTriggered via push about {minute} minutes ago\n\n"
+                              "JOBS\n✓ lint in 31s (ID 50128844007)\n* test (ID 50128844120)\n")
+        trace += [structs.replace(call, ts=ts), structs.replace(result, ts=ts + 2)]
+    assert criticals(trace) == []
+
+
+def test_a_background_process_repeating_an_error_is_no_work_going_on() -> None:
+    """BashOutput says the process still runs, but what it printed since the last read is
+    the same failure again ("Connection refused ... Retrying in 5s"): read between sleeps
+    for a quarter of an hour, that is a loop, whatever the status says."""
+    c = Calls()
+    trace: list[Any] = []
+    trace += c.pair("Bash", {"command": "uv run python worker.py", "run_in_background": True},
+                    "Command running in background with ID: bash_1")
+    for n in range(16):
+        trace += c.pair("Bash", {"command": "sleep 30"}, "")
+        trace += c.pair("BashOutput", {"bash_id": "bash_1"},
+                        "<status>running</status>\n\n<stdout>\nERROR: could not connect to redis:6379: Connection "
+                        f"refused\nRetrying in 5s...\n</stdout>\n\n<timestamp>2025-11-01T15:{22 + n // 2:02d}:{(30 * n) % 60:02d}.093Z</timestamp>")
     assert criticals(trace)
 
 

@@ -70,9 +70,14 @@ UNDER_WAY = [
     {"originalMessageId": "PAYROLL-10", "groupStatus": "PDNG", "txStatusCounts": {"ACSC": 0, "PDNG": 142}},
     # a status element (Claude Code's BashOutput of a background shell)
     "<status>running</status>\n\n<timestamp>2025-11-01T15:22:32.093Z</timestamp>",
-    # ... whatever the output it shows so far says, and however long
-    "<status>running</status>\n\n<stdout>\n[I 2025-08-20 13:24:21,104] Trial 25 finished with value: 0.843385"
-    " and parameters: {'num_leaves': 47}. Best is trial 17\n" + "ERROR: trial 26 failed\n" * 300 + "</stdout>",
+    # ... whatever words of a good end the output so far holds, and however long
+    "<status>running</status>\n\n<stdout>\n" + "[I 2025-08-20 13:24:21,104] Trial 25 finished with value: 0.843385"
+    " and parameters: {'num_leaves': 47}. Best is trial 17\n" * 60 + "</stdout>",
+    # a value of progress under a key of status or progress, unquoted, or on the next line
+    {"job_id": "j-17", "progress": "Running step 3 of 5"},
+    {"export_id": "e-9", "status_text": "Waiting for approval"},
+    "deploy: 'processing...'",
+    "status:\n  running",
     # a bill, an approval awaited (tau2-bench's telecom bills read "Awaiting Payment")
     {"bill_id": "B4248", "total_due": 60.0, "status": "Awaiting Payment"},
     '{"request": "CR-7", "state": "AWAITING_APPROVAL"}',
@@ -105,6 +110,9 @@ NOT_UNDER_WAY = [
     {"state": "RUNNING", "message": "Unable to complete: quota exceeded"},
     "Status: Pending\nError: image pull backoff",
     "<status>failed</status>\n\n<exit_code>137</exit_code>", "<status>completed</status>",
+    # a background process still running that prints a failure again and again
+    "<status>running</status>\n\n<stdout>\nERROR: could not connect to redis:6379: Connection refused\n"
+    "Retrying in 5s...\n</stdout>\n\n<timestamp>2025-11-01T15:22:32.093Z</timestamp>",
     "<name>running</name>",
     # a pod's Running is where it stays, not a step on the way
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   1/1     Running   0          41s",

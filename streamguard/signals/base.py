@@ -716,6 +716,12 @@ ago``, ``an hour ago``): the same run described a minute later says another age.
 _AGO_BYTES = re.compile(_AGO_SOURCE.encode())
 
 
+def says_ended(text: str) -> bool:
+    """Whether ``text`` holds a word of an end, good or bad (:data:`_FINISHED`: failed,
+    error, completed, succeeded, done...)."""
+    return _FINISHED.search(text) is not None
+
+
 def steady_answer(result: ResultView) -> int:
     """A 32-bit code of what an answer says apart from when it was given: its first
     :data:`GIST_TEXT_LIMIT` characters (a structured payload's JSON) with the points in
@@ -736,8 +742,11 @@ def steady_answer(result: ResultView) -> int:
     if type(text) is not str or not text:
         return 0
     data = TIMESTAMP.sub(b"#", text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass"))
-    if b" ago" in data:
-        data = _AGO_BYTES.sub(b"#", data)  # an age ("about 33 minutes ago") moves by itself
+    if b" ago" in data and says_ended(text[:GIST_TEXT_LIMIT]):
+        # An age ("about 33 minutes ago") moves by itself, in an answer that says its work
+        # ended (a CI run that failed, watched again); in one still going ("* test"), the
+        # age is all that says time passed, and each answer is a poll's.
+        data = _AGO_BYTES.sub(b"#", data)
     data = (RUN_TIME if result.failed or reports_failure(data) else RUN_DURATION).sub(b"#", data)
     return zlib.crc32(data) or 1
 
@@ -912,12 +921,15 @@ _IN_PROGRESS = re.compile(
     # sentence that says it is not over (the export is still processing; "nginx is
     # running" is where a service stays, so a bare "is" does not count)
     # (or an element's: Claude Code's BashOutput answers <status>running</status>)
-    # A quoted value must be the word alone ("status": "processing", "s": "RUNNING"): a
-    # name that opens with one ("name": "Running Shoes", a product) is no status; under a
-    # status key a value may go on ("status": "Awaiting Payment").
-    rf"(?i:[:=]\s*[\"'](?:{_PROGRESS_WORDS})[\"'])"
-    rf"|(?i:(?:status|state|phase|stage)[\"']?\s*[:=]\s*[\"'](?:{_PROGRESS_WORDS})\b)"
-    rf"|(?i:[:=][ \t]*|<(?:status|state|phase)>\s*|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
+    # A quoted value must be the word alone ("status": "processing", "s": "RUNNING",
+    # 'processing...'): a name that opens with one ("name": "Running Shoes", a product)
+    # is no status; under a key of status or progress a value may go on ("status":
+    # "Awaiting Payment", "status_text": "Waiting for approval", "progress": "Running
+    # step 3 of 5"). An unquoted value (State: RUNNING, YAML's status on the next line)
+    # is read as before.
+    rf"(?i:[:=]\s*[\"'](?:{_PROGRESS_WORDS})[.…!]{{0,3}}[\"'])"
+    rf"|(?i:(?:status|state|phase|stage|progress)\w{{0,12}}[\"']?\s*[:=]\s*[\"'](?:{_PROGRESS_WORDS})\b)"
+    rf"|(?i:[:=]\s*|<(?:status|state|phase)>\s*|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
     rf"(?i:{_PROGRESS_WORDS})\b"
     # A status may name the step under way first: Render's "status": "build_in_progress",
     # CloudFormation's "StackStatus": "UPDATE_IN_PROGRESS" (a status key's value only, so
@@ -1001,7 +1013,9 @@ def says_in_progress(result: ResultView) -> bool:
     under way (``{"status": "processing"}``, ``State: RUNNING``, "the export is still
     queued", a pod listing whose rows are ``Pending``) and says nothing of a failure (no
     failure, error, cancellation, time-out, crash...: one such word anywhere and it is
-    not). A key named by a word of an end that says no end (a count, ``"cells_complete":
+    not). A background shell's answer that opens with its own status (``BashOutput``'s
+    ``<status>running</status>``) is read by that status and the failures of its output
+    alone, however long, whatever words of a good end the output holds. A key named by a word of an end that says no end (a count, ``"cells_complete":
     0``, ``"succeeded": 3``; nothing yet, ``"finishedAt": null``, ``"completed": false``;
     of failures, only zero: ``"failed": 0``) is read as no word at all, and so is an end
     named as what is awaited ("waiting for rollout to finish", "until the build
@@ -1037,11 +1051,17 @@ def says_in_progress(result: ResultView) -> bool:
     if type(payload) is str and payload.startswith("<status>"):
         # A background shell's own status before its output (Claude Code's BashOutput:
         # "<status>running</status>", then what it printed so far): that status is the
-        # answer's, whatever the output says ("Trial 25 finished", a test failing in a run
-        # still going) and however long it is.
+        # answer's, whatever words of a good end the output holds ("Trial 25 finished")
+        # and however long it is.
         status = _STATUS_ELEMENT.match(payload)
         if status is not None:
-            progress = 2 if status[1].lower() == "running" else 1
+            # Unless what it printed says something failed ("Connection refused ...
+            # retrying", a traceback): a process repeating an error is no work going on.
+            progress = (
+                2 if status[1].lower() == "running"
+                and _FAILED.search(payload, status.end(), status.end() + PROGRESS_TEXT_LIMIT) is None
+                else 1
+            )
             result.progress = progress
             return progress == 2
     if text and len(text) <= PROGRESS_TEXT_LIMIT:

@@ -157,7 +157,7 @@ What it catches
       in its numbers is a poll (a job's elapsed time, a queue length): neither
       stale nor news. Masking digits would otherwise turn every progress bar
       into a stall. Not when the numbers that moved are only the times stamped on
-      it (``steady_answer``: timestamps, a run's duration), the same for two
+      it (``steady_answer``: timestamps, a run's duration, an age in an answer that says it ended), the same for two
       answers of the call with no other answer of it between, in an answer the
       comparison reads whole (``GIST_TEXT_LIMIT``): a background run that ended,
       read again between sleeps (Claude Code's ``BashOutput``,
@@ -312,6 +312,7 @@ from .base import (
     poll_answer,
     reports_failure,
     says_bare_value,
+    says_ended,
     says_only_status,
     squeeze_marks,
     stamped_code,
@@ -1347,8 +1348,8 @@ def _unmoved(text: str) -> str:
         text = _TIMESTAMP_ELEMENT.sub("<timestamp>T</timestamp>", text)
     if "-debug-" in text:
         text = _NPM_LOG.sub("_logs/T-debug.log", text)
-    if " ago" in text:
-        text = AGO.sub("T ago", text)
+    if " ago" in text and says_ended(text):
+        text = AGO.sub("T ago", text)  # (in an answer still going, the age is its news)
     if "BUILD FAILED in" in text or ("BUILD FAILURE" in text and "[INFO] Total time:" in text):
         text = _FAILED_BUILD_RUN.sub(_build_run_masked, text)
     return text
