@@ -942,26 +942,27 @@ def test_waiting_on_a_command_that_no_longer_runs_is_a_loop() -> None:
     nothing runs it answers "ERROR: No previous running command to retrieve logs from.".
     An agent waiting so, again and again, after its test run was killed, was a poll for
     ever; the fourth such answer in a row is now the same question asked again."""
-    c = Calls()
-    trace: list[Any] = []
-    trace += c.pair("execute_bash", {"command": "python -m pytest lib/tests -q -n 8"},
-                    "....x..s [ 23%]\n[gw3] node down: Not properly terminated\n[Command finished with exit code 137]")
-    for _ in range(6):
-        trace += c.pair("execute_bash", {"command": "", "is_input": "true"},
-                        "ERROR: No previous running command to retrieve logs from.\n"
-                        "[Current working directory: /workspace/matplotlib]")
+    trace = openhands_waits(
+        "....x..s [ 23%]\n[gw3] node down: Not properly terminated\n[Command finished with exit code 137]",
+        "ERROR: No previous running command to retrieve logs from.\n[Current working directory: /workspace/matplotlib]", 6)
     assert "repeated-tool-call" in criticals(trace)
 
 
 def test_waiting_on_a_command_still_running_is_a_poll() -> None:
-    c = Calls()
-    trace: list[Any] = []
-    trace += c.pair("execute_bash", {"command": "python -m pytest lib/tests -q -n 8"},
-                    "....x..s [ 3%]\n[The command has no new output after 30 seconds.]")
-    for _ in range(8):
-        trace += c.pair("execute_bash", {"command": "", "is_input": "true"},
-                        "[The command has no new output after 30 seconds. You may wait longer to see additional output]")
+    trace = openhands_waits(
+        "....x..s [ 3%]\n[The command has no new output after 30 seconds.]",
+        "[The command has no new output after 30 seconds. You may wait longer to see additional output]", 8)
     assert criticals(trace) == []
+
+
+def openhands_waits(started: str, waited: str, waits: int) -> list[Any]:
+    """A test run started through OpenHands' `execute_bash`, then `waits` empty commands
+    (its way to wait for more output), each answered `waited`."""
+    c = Calls()
+    trace = c.pair("execute_bash", {"command": "python -m pytest lib/tests -q -n 8"}, started)
+    for _ in range(waits):
+        trace += c.pair("execute_bash", {"command": "", "is_input": "true"}, waited)
+    return trace
 
 
 def test_an_empty_page_stating_its_number_and_size_found_nothing() -> None:

@@ -725,9 +725,10 @@ def says_ended(text: str) -> bool:
 def steady_answer(result: ResultView) -> int:
     """A 32-bit code of what an answer says apart from when it was given: its first
     :data:`GIST_TEXT_LIMIT` characters (a structured payload's JSON) with the points in
-    time it carries masked (:data:`TIMESTAMP`, and ages: :data:`AGO`), the run's duration where it reports one
-    (:data:`RUN_DURATION`: "scanned in 183.11 seconds"), and, in one that reports a
-    failure, its clock times too (:data:`RUN_TIME`). Two answers of one call that differ
+    time it carries masked (:data:`TIMESTAMP`, and in an answer that says its work ended,
+    ages: :data:`AGO`), the run's duration where it reports one (:data:`RUN_DURATION`:
+    "scanned in 183.11 seconds"), and, in one that reports a failure, its clock times too
+    (:data:`RUN_TIME`). Two answers of one call that differ
     only so say the same. 0 when the answer has no text. For the rare paths that
     compare a call's changed answers."""
     if result.failed:
@@ -741,8 +742,9 @@ def steady_answer(result: ResultView) -> int:
                 return 0
     if type(text) is not str or not text:
         return 0
-    data = TIMESTAMP.sub(b"#", text[:GIST_TEXT_LIMIT].encode("utf-8", "surrogatepass"))
-    if b" ago" in data and says_ended(text[:GIST_TEXT_LIMIT]):
+    head = text[:GIST_TEXT_LIMIT]
+    data = TIMESTAMP.sub(b"#", head.encode("utf-8", "surrogatepass"))
+    if b" ago" in data and says_ended(head):
         # An age ("about 33 minutes ago") moves by itself, in an answer that says its work
         # ended (a CI run that failed, watched again); in one still going ("* test"), the
         # age is all that says time passed, and each answer is a poll's.
@@ -1015,7 +1017,8 @@ def says_in_progress(result: ResultView) -> bool:
     failure, error, cancellation, time-out, crash...: one such word anywhere and it is
     not). A background shell's answer that opens with its own status (``BashOutput``'s
     ``<status>running</status>``) is read by that status and the failures of its output
-    alone, however long, whatever words of a good end the output holds. A key named by a word of an end that says no end (a count, ``"cells_complete":
+    alone, however long, whatever words of a good end the output holds. A key named by a
+    word of an end that says no end (a count, ``"cells_complete":
     0``, ``"succeeded": 3``; nothing yet, ``"finishedAt": null``, ``"completed": false``;
     of failures, only zero: ``"failed": 0``) is read as no word at all, and so is an end
     named as what is awaited ("waiting for rollout to finish", "until the build

@@ -1301,12 +1301,11 @@ def silent_run(text: str) -> tuple[str, str | None] | None:
     read as sent)."""
     if len(text) > _SILENT_SPAN:
         return None
-    at = len(OBSERVATION_LINE) if text.startswith(OBSERVATION_LINE) else 0
-    at = text.find(SILENT_RUN, at, at + len(SILENT_RUN) + 8)
-    if at < 0 or text[:at].strip() not in ("", OBSERVATION_LINE):
+    if text.startswith(OBSERVATION_LINE):
+        text = text[len(OBSERVATION_LINE):].lstrip()
+    if not text.startswith(SILENT_RUN):
         return None
-    end = at + len(SILENT_RUN)
-    return ("", None) if _HARNESS_STATE.fullmatch(text, end) is not None else None
+    return ("", None) if _HARNESS_STATE.fullmatch(text, len(SILENT_RUN)) is not None else None
 
 
 CELL_ERROR_HEAD = "-" * 24

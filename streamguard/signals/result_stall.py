@@ -157,8 +157,9 @@ What it catches
       in its numbers is a poll (a job's elapsed time, a queue length): neither
       stale nor news. Masking digits would otherwise turn every progress bar
       into a stall. Not when the numbers that moved are only the times stamped on
-      it (``steady_answer``: timestamps, a run's duration, an age in an answer that says it ended), the same for two
-      answers of the call with no other answer of it between, in an answer the
+      it (``steady_answer``: timestamps, a run's duration, an age in an answer
+      that says it ended), the same for two answers of the call with no other
+      answer of it between, in an answer the
       comparison reads whole (``GIST_TEXT_LIMIT``): a background run that ended,
       read again between sleeps (Claude Code's ``BashOutput``,
       ``<status>completed</status>`` and a new ``<timestamp>`` each time), is
@@ -1253,7 +1254,7 @@ SCRIPT_ECHO_SPAN = 1_024
 
 
 def _log_start(text: str) -> int:
-    """Where the output of a package script opens, after the lines npm, pnpm and yarn echo
+    """Where the output of a package script opens, after the lines npm and pnpm echo
     before running it (``> chart.js@4.4.8 test-ci-karma /repo``, ``> cross-env ... karma
     start``, a blank line): the log's own first line, where its time of day is. 0 for an
     answer that opens with no such echo."""
@@ -1338,9 +1339,9 @@ sweep, not one answer fifteen times.)"""
 def _unmoved(text: str) -> str:
     """``text`` without what moves between two identical answers by itself: an object's
     address (:data:`_OBJECT_ADDRESS`), a timestamp element (:data:`_TIMESTAMP_ELEMENT`),
-    npm's log of a failed run (:data:`_NPM_LOG`), an age (:data:`AGO`: ``gh run view``'s
-    "Triggered via push about 33 minutes ago") and a failed build's time (:data:`_FAILED_BUILD_RUN`), each
-    behind a substring test."""
+    npm's log of a failed run (:data:`_NPM_LOG`), an age in an answer that says its work
+    ended (:data:`AGO`: ``gh run view``'s "Triggered via push about 33 minutes ago") and a
+    failed build's time (:data:`_FAILED_BUILD_RUN`), each behind a substring test."""
     if " at 0x" in text:
         # An object's address in its default repr: where this run put it, not what it is.
         text = _OBJECT_ADDRESS.sub(" at 0x#", text)
@@ -1795,11 +1796,8 @@ class ResultStall(Signal):
                 # whatever place it names (a sweep of districts finding none is no stall,
                 # and no news that would hide one). Unless this very call had it already:
                 # "Nice, France" asked again between rewordings is the same hunt again.
-                if key:
-                    entry = _mixed(code, key).to_bytes(_WIDTH, "little")
-                    if find_entry(state.seen, entry, _WIDTH) >= 0:
-                        return self._stale(state, code, result, masked)
-                    self._remember(state.seen, entry)
+                if key and self._answered_before(state.seen, code, key):
+                    return self._stale(state, code, result, masked)
                 return None
         if key and state.reads and not result.failed:
             # A read of what its call names: its answer is kept with those names, so eleven
@@ -1834,16 +1832,13 @@ class ResultStall(Signal):
             # Unless the same write was already acknowledged so: the same rows appended
             # again, the same file rewritten with the same text, tell the agent nothing.
             # The write is remembered by its acknowledgement mixed with its call's key.
-            if key:
-                write = _mixed(code, key).to_bytes(_WIDTH, "little")
-                if find_entry(seen, write, _WIDTH) >= 0:
-                    if reports_act(result):
-                        # The same click for the fifth mail rule set up through one
-                        # dialog: a procedure gone through again, not rows appended
-                        # again. Neither (what the screen shows is read elsewhere).
-                        return None
-                    return self._stale(state, code, result, masked)
-                self._remember(seen, write)
+            if key and self._answered_before(seen, code, key):
+                if reports_act(result):
+                    # The same click for the fifth mail rule set up through one
+                    # dialog: a procedure gone through again, not rows appended
+                    # again. Neither (what the screen shows is read elsewhere).
+                    return None
+                return self._stale(state, code, result, masked)
             if at >= 0:
                 self._news(state)
                 return None
@@ -1927,6 +1922,15 @@ class ResultStall(Signal):
         self._remember(state.seen, packed)
         self._news(state)
         return None
+
+    def _answered_before(self, seen: bytearray, code: int, key: int) -> bool:
+        """Whether this very call (``key``) had the answer ``code`` before; remembered (one
+        memory entry, the answer mixed with the call's key) when it had not."""
+        entry = _mixed(code, key).to_bytes(_WIDTH, "little")
+        if find_entry(seen, entry, _WIDTH) >= 0:
+            return True
+        self._remember(seen, entry)
+        return False
 
     def _remember(self, seen: bytearray, packed: bytes) -> None:
         """Append a code to the memory, the oldest going past ``memory`` entries."""
