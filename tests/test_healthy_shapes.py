@@ -1151,6 +1151,38 @@ def test_a_ci_run_still_going_watched_now_and_then_is_a_poll() -> None:
     assert criticals(trace) == []
 
 
+def shipment(status: str) -> dict[str, Any]:
+    return {"proNumber": "0481-40231", "status": status, "lastScan": "Denver, CO",
+            "pod": {"available": False, "howToObtain": "request via request_pod"}}
+
+
+def waited_polls(statuses: list[str]) -> list[Any]:
+    """A wait tool of ten minutes, then the same shipment read again, once per status."""
+    c = Calls()
+    trace: list[Any] = []
+    ts = 1_760_000_000.0
+    for status in statuses:
+        for tool, args, result in (("wait", {"minutes": 10}, {"waitedSeconds": 600}),
+                                   ("check_shipment", {"carrier": "Estes", "proNumber": "0481-40231"},
+                                    shipment(status))):
+            call, answer = c.pair(tool, args, result)
+            ts += 600 if tool == "check_shipment" else 3
+            trace += [structs.replace(call, ts=ts), structs.replace(answer, ts=ts + 1)]
+    return trace
+
+
+def test_a_delivered_shipment_read_again_after_each_wait_is_a_loop() -> None:
+    """A parcel said ``Delivered`` is over: read again every ten minutes for a proof of
+    delivery that only a request would bring, it is the same answer every time. Before,
+    "Delivered" was no word of an end, so each reading after a wait was a poll's."""
+    assert criticals(waited_polls(["Delivered"] * 16))
+
+
+@pytest.mark.parametrize("status", ["In Transit", "Out for delivery", "Undelivered - retry scheduled"])
+def test_a_shipment_still_on_its_way_read_after_each_wait_is_a_poll(status: str) -> None:
+    assert criticals(waited_polls([status] * 16)) == []
+
+
 def test_a_background_process_repeating_an_error_is_no_work_going_on() -> None:
     """BashOutput says the process still runs, but what it printed since the last read is
     the same failure again ("Connection refused ... Retrying in 5s"): read between sleeps

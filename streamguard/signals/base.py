@@ -949,7 +949,9 @@ _FAILED_WORDS = (
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
 )
-_DONE_WORDS = r"succe|complet|done\b|finish"
+_DONE_WORDS = r"succe|complet|done\b|finish|\bdelivered\b"
+"""Words of a good end. A parcel, a message, a webhook ``delivered`` is over: a shipment
+said delivered, read again every ten minutes for a week, is no poll."""
 _FINISHED = re.compile(rf"(?i){_FAILED_WORDS}|{_DONE_WORDS}")
 """Words of an end, good or bad: an answer with one says nothing of an end only if it has none."""
 _FAILED = re.compile(rf"(?i){_FAILED_WORDS}")
@@ -958,7 +960,7 @@ running is no poll's answer (a run with a failed job is over, whatever else is r
 _DONE = re.compile(rf"(?i){_DONE_WORDS}")
 _END_AWAITED = re.compile(
     r"(?i)(\b(?:wait|waits|waiting|awaiting|poll|polls|polling|watch|watching)\b[^.;\n\"{}]{0,40}?"
-    r"\b(?:to|until|till|for)\s+(?:[\w-]+\s+){0,3}?)(?:finish|complet|succe)\w*"
+    r"\b(?:to|until|till|for)\s+(?:[\w-]+\s+){0,3}?)(?:finish|complet|succe|delivered\b)\w*"
 )
 """An end named as what a wait awaits ("waiting for rollout to finish", "polling until job
 42 completes"): no word of an end (:func:`says_in_progress`). Not an end said ("changed to
