@@ -1151,6 +1151,45 @@ def test_a_ci_run_still_going_watched_now_and_then_is_a_poll() -> None:
     assert criticals(trace) == []
 
 
+JQ_RUN = "sleep 120 && gh run view 191 --json status,conclusion,jobs --jq '\"\\(.status) \\(.conclusion)\", (.jobs[0].steps[] | \"\\(.status) \\(.conclusion) \\(.name)\")'"
+STEPS = ["Set up job", "Checkout", "Set up QEMU", "Login to GHCR", "Build and push", "Sign image", "Attach SBOM"]
+
+
+def jq_run_view(run: str, done: int, running: bool) -> str:
+    rows = [f"completed success {step}" for step in STEPS[:done]]
+    if running:
+        rows.append(f"in_progress  {STEPS[done]}")
+    return f"<returncode>0</returncode>\n<output>\n{run}\n" + "\n".join(rows) + "\n</output>"
+
+
+def jq_polls(answers: list[str]) -> list[Any]:
+    c = Calls()
+    trace: list[Any] = []
+    ts = 1_762_246_800.0
+    for answer in answers:
+        call, result = c.pair("bash", {"command": JQ_RUN}, answer)
+        ts += 125
+        trace += [structs.replace(call, ts=ts), structs.replace(result, ts=ts + 1)]
+    return trace
+
+
+def test_a_run_listed_step_by_step_while_in_progress_is_a_poll() -> None:
+    """`gh run view --jq` printing the run's own status, then each step's ("completed
+    success Checkout"), one per line: the steps done are parts of a run still
+    ``in_progress``. Read as words of an end, a slow build step polled after each sleep
+    was the same finished answer again and a healthy release wait was halted at its
+    twelfth call."""
+    answers = [jq_run_view("in_progress ", 4, True)] * 9 + [jq_run_view("in_progress ", n, True) for n in (5, 6)]
+    answers.append(jq_run_view("completed success", 7, False))
+    assert criticals(jq_polls(answers)) == []
+
+
+def test_a_run_listed_step_by_step_that_ended_polled_again_is_a_loop() -> None:
+    """The same listing once the run's own line says it ended ("completed success"):
+    asked again after every sleep, the same answer every time."""
+    assert criticals(jq_polls([jq_run_view("in_progress ", 6, True)] + [jq_run_view("completed success", 7, False)] * 14))
+
+
 def shipment(status: str) -> dict[str, Any]:
     return {"proNumber": "0481-40231", "status": status, "lastScan": "Denver, CO",
             "pod": {"available": False, "howToObtain": "request via request_pod"}}

@@ -939,6 +939,16 @@ _IN_PROGRESS = re.compile(
     rf"|(?i:(?:status|state|phase|stage)[\"']?\s*[:=]\s*[\"']?"
     rf"(?:(?!not[_-]|non[_-]|no[_-]|never[_-]|un)[a-z]+[_-]){{1,3}}(?:{_PROGRESS_WORDS})\b)"
 )
+_STATUS_TOKENS_UNDER_WAY = r"in_progress|queued|pending|waiting|requested"
+_STATUS_LINE_UNDER_WAY = re.compile(rf"(?m)^[ \t]*(?:{_STATUS_TOKENS_UNDER_WAY})(?:[ \t]|$)")
+"""A line that opens with an API's status token of work under way (lower case, as a
+script prints a field: ``in_progress``), not prose ("Running 12 tests")."""
+_DONE_ROW = re.compile(
+    r"(?m)^[ \t]*((?:(?:completed|success|succeeded|successful|done|finished|skipped|neutral)[ \t]+)+)(?=\S)"
+)
+"""A line that opens with status tokens of an end and goes on to name what ended
+(``completed success Set up job``): a part done. A line of status tokens alone
+(``completed success``) is the whole's own status, no part."""
 # A listing with a status column whose rows are still coming up (a pod's Running is
 # where it stays, so it is not one of them): the header, then a row after it (two
 # searches, so the cost stays linear in the text).
@@ -1079,9 +1089,16 @@ def says_in_progress(result: ResultView) -> bool:
         text = _END_AWAITED.sub(r"\1#", text)
         if _FAILED.search(text) is None:
             done = len(_DONE.findall(text))
-            if _IN_PROGRESS.search(text) is not None and (
-                not done or (done == len(_DONE_VALUE.findall(text)) and not _over_at_top(payload))
-            ):
+            under_way = _IN_PROGRESS.search(text) is not None
+            done_parts = len(_DONE_VALUE.findall(text)) if done else 0
+            if not under_way and "\n" in text and _STATUS_LINE_UNDER_WAY.search(text) is not None:
+                # Lines that each open with a status, as `gh ... --jq` prints them: the
+                # run's own "in_progress", then its steps' "completed success Checkout".
+                # The steps done are parts, as a field's value would be.
+                under_way = True
+                if done:
+                    done_parts += sum(len(_DONE.findall(row[1])) for row in _DONE_ROW.finditer(text))
+            if under_way and (not done or (done == done_parts and not _over_at_top(payload))):
                 # under way, even with parts of it done (a CI run whose lint job's status is
                 # "completed" while its tests' is "in_progress")
                 progress = 2
