@@ -676,40 +676,6 @@ def test_the_same_empty_listing_asked_again_is_stale() -> None:
     assert criticals(trace)
 
 
-SPELLINGS = ["Le Petit Bistro", "Petit Bistro", "le petit bistro", "Le Petit-Bistro", "Petit Bistrot",
-             "Le Petit Bistrot", "Bistro Le Petit"]
-LOOKUPS = ["get_rating_reviews_for_restaurants", "get_cuisine_type_for_restaurants",
-           "get_restaurants_address", "get_dietary_restrictions_for_all_restaurants"]
-
-
-def test_the_same_lookup_answered_none_again_is_stale() -> None:
-    """AgentDojo's lookups answer ``{}`` for a restaurant not in their data. A name spelt
-    seven ways through four lookups, the same spelling asked of the same lookup again lap
-    after lap, was never halted: each ``{}`` was "none" in other words, neither news nor
-    stale. The very call answered ``{}`` again is the hunt going round."""
-    c = Calls()
-    trace: list[Any] = []
-    trace += c.pair("get_all_restaurants_in_city", {"city": "Paris"}, "Restaurant in Paris: Le Baratin\nMiznon\n")
-    for lap in range(4):
-        for i, name in enumerate(SPELLINGS[lap:] + SPELLINGS[:lap]):
-            trace += c.pair(LOOKUPS[(i + lap) % 4], {"restaurant_names": [name]}, "{}")
-    assert "result-stall" in criticals(trace)
-
-
-def test_lookups_of_many_names_answered_none_once_each_are_no_stall() -> None:
-    """The healthy side: each name asked of each lookup once, most answering ``{}`` (a
-    sweep of a list for the few with data), is no stall however many answers are empty."""
-    c = Calls()
-    trace: list[Any] = []
-    names = [f"Restaurant {i}" for i in range(10)]
-    for name in names:
-        for lookup in LOOKUPS:
-            found = name.endswith(("3", "7")) and lookup == LOOKUPS[0]
-            trace += c.pair(lookup, {"restaurant_names": [name]},
-                            f"{{'{name}': 'Rating: 4.{name[-1]}'}}" if found else "{}")
-    assert criticals(trace) == []
-
-
 def traceback(code_file: str) -> dict[str, Any]:
     return {"exit_code": 1, "code_file": f"/workspace/{code_file}.py",
             "output": f'Traceback (most recent call last):\n  File "/workspace/{code_file}.py", line 3, '

@@ -118,11 +118,7 @@ What it catches
       answer that says "none" in other words (``says_bare_value``: ``Listed 0
       items.``, ``(0 rows)``, ``[{"stuck": 0}]``, ``[]``, at most 64
       characters): a sweep of sixteen regions listing no stray machine, or of
-      days counting no stuck payment, through calls that are no search, unless this
-      very call was answered so before (AgentDojo's ``{}`` for a restaurant not in its
-      data: one name spelt seven ways through four lookups, each spelling asked of the
-      same lookup again lap after lap, was never halted; stale from the third time a
-      call is answered so, since the first is news and the second is remembered); nor is a
+      days counting no stuck payment, through calls that are no search; nor is a
       heading with nothing under it (``Restaurant in Soho: ``, one line ending in a
       colon, from a named tool: a runner's ``Password for user postgres: `` is a prompt,
       and ``Traceback (most recent call last):`` no heading; AgentDojo's listings name the place asked in their heading, so each empty one
@@ -1863,10 +1859,6 @@ class ResultStall(Signal):
                 # "Listed 0 items.", [{"stuck": 0}] for one more day or region: an empty
                 # output in other words, read like one (neither), since the call was no
                 # search. (Tested here, where it would be stale: the first is news.)
-                # Unless this very call had it already: {} for one spelling of a
-                # restaurant asked again between other spellings is the same hunt again.
-                if key and self._answered_before(seen, code, key):
-                    return self._stale(state, code, result, masked)
                 return None
             if poll_answer(result):
                 # "processing" again, the session having paused since this call was last
