@@ -1156,12 +1156,26 @@ def test_a_run_listed_step_by_step_that_ended_polled_again_is_a_loop() -> None:
     assert criticals(jq_polls([jq_run_view("in_progress ", 6, True)] + [jq_run_view("completed success", 7, False)] * 14))
 
 
+def test_a_prompt_for_input_at_the_head_of_a_line_is_no_status_under_way() -> None:
+    """"waiting for input" opens a line as a status token would, but it waits on the agent:
+    the same command re-run into it is the same answer, not a job under way."""
+    c = Calls()
+    trace: list[Any] = []
+    ts = 1_762_246_800.0
+    for _ in range(8):
+        call, result = c.pair("bash", {"command": "./deploy.sh staging"},
+                              "Plan: 3 to add, 0 to change, 0 to destroy.\nwaiting for input (press y to continue)")
+        ts += 15
+        trace += [structs.replace(call, ts=ts), structs.replace(result, ts=ts + 1)]
+    assert criticals(trace)
+
+
 def shipment(status: str) -> dict[str, Any]:
     return {"proNumber": "0481-40231", "status": status, "lastScan": "Denver, CO",
             "pod": {"available": False, "howToObtain": "request via request_pod"}}
 
 
-def waited_polls(statuses: list[str]) -> list[Any]:
+def waited_polls(statuses: list[str], reading: Any = shipment) -> list[Any]:
     """A wait tool of ten minutes, then the same shipment read again, once per status."""
     c = Calls()
     trace: list[Any] = []
@@ -1169,7 +1183,7 @@ def waited_polls(statuses: list[str]) -> list[Any]:
     for status in statuses:
         for tool, args, result in (("wait", {"minutes": 10}, {"waitedSeconds": 600}),
                                    ("check_shipment", {"carrier": "Estes", "proNumber": "0481-40231"},
-                                    shipment(status))):
+                                    reading(status))):
             call, answer = c.pair(tool, args, result)
             ts += 600 if tool == "check_shipment" else 3
             trace += [structs.replace(call, ts=ts), structs.replace(answer, ts=ts + 1)]
@@ -1183,9 +1197,33 @@ def test_a_delivered_shipment_read_again_after_each_wait_is_a_loop() -> None:
     assert criticals(waited_polls(["Delivered"] * 16))
 
 
+def test_a_delivered_shipment_with_its_scans_read_again_after_each_wait_is_a_loop() -> None:
+    """The status one level down, beside a history of scans that says "In Transit": the
+    shipment's own status decides."""
+    def nested(status: str) -> dict[str, Any]:
+        return {"shipment": {"status": status, "pod": {"available": False},
+                             "history": [{"status": "In Transit"}, {"status": "Out for delivery"},
+                                         {"status": status}]}}
+    assert criticals(waited_polls(["Delivered"] * 16, nested))
+
+
 @pytest.mark.parametrize("status", ["In Transit", "Out for delivery", "Undelivered - retry scheduled"])
 def test_a_shipment_still_on_its_way_read_after_each_wait_is_a_poll(status: str) -> None:
     assert criticals(waited_polls([status] * 16)) == []
+
+
+@pytest.mark.parametrize("answer", [
+    {"status": "In Transit", "eta": "Scheduled to be delivered Fri, Nov 28 by 8:00 PM"},
+    {"status": "pending", "detail": "Not delivered yet; next attempt in 5 min"},
+    "Webhook delivery wd_9\nStatus: pending\nDelivered: no\nAttempts: 2",
+    {"status": "queued", "message": "Queued. The message will be delivered shortly."},
+    {"conversation": "c-81", "messages": [{"from": "agent", "text": "Could you confirm the address?",
+                                           "status": "delivered"}]},
+])
+def test_delivered_said_of_what_is_awaited_is_no_end(answer: Any) -> None:
+    """Only the answer's own status ``Delivered`` is an end: a delivery promised, not yet
+    made, or a message delivered while its reply is awaited, read after each wait, is a poll."""
+    assert criticals(waited_polls(["x"] * 16, lambda _: answer)) == []
 
 
 def test_a_background_process_repeating_an_error_is_no_work_going_on() -> None:

@@ -939,13 +939,12 @@ _IN_PROGRESS = re.compile(
     rf"|(?i:(?:status|state|phase|stage)[\"']?\s*[:=]\s*[\"']?"
     rf"(?:(?!not[_-]|non[_-]|no[_-]|never[_-]|un)[a-z]+[_-]){{1,3}}(?:{_PROGRESS_WORDS})\b)"
 )
-_STATUS_TOKENS_UNDER_WAY = r"in_progress|queued|pending|waiting|requested"
-_STATUS_LINE_UNDER_WAY = re.compile(rf"(?m)^[ \t]*(?:{_STATUS_TOKENS_UNDER_WAY})(?:[ \t]|$)")
+_STATUS_LINE_UNDER_WAY = re.compile(r"(?m)^[ \t]*(?:in_progress|queued|pending|requested)(?:[ \t]|$)")
 """A line that opens with an API's status token of work under way (lower case, as a
-script prints a field: ``in_progress``), not prose ("Running 12 tests")."""
-_DONE_ROW = re.compile(
-    r"(?m)^[ \t]*((?:(?:completed|success|succeeded|successful|done|finished|skipped|neutral)[ \t]+)+)(?=\S)"
-)
+script prints a field: ``in_progress null``), not prose ("Running 12 tests", "waiting for
+input", which is the agent's to give)."""
+_DONE_TOKENS = r"(?:completed|success|succeeded|successful|done|finished|skipped|neutral)"
+_DONE_ROW = re.compile(rf"(?m)^[ \t]*((?:{_DONE_TOKENS}[ \t]+)+)(?!{_DONE_TOKENS}\b)(?=\S)")
 """A line that opens with status tokens of an end and goes on to name what ended
 (``completed success Set up job``): a part done. A line of status tokens alone
 (``completed success``) is the whole's own status, no part."""
@@ -959,9 +958,7 @@ _FAILED_WORDS = (
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
 )
-_DONE_WORDS = r"succe|complet|done\b|finish|\bdelivered\b"
-"""Words of a good end. A parcel, a message, a webhook ``delivered`` is over: a shipment
-said delivered, read again every ten minutes for a week, is no poll."""
+_DONE_WORDS = r"succe|complet|done\b|finish"
 _FINISHED = re.compile(rf"(?i){_FAILED_WORDS}|{_DONE_WORDS}")
 """Words of an end, good or bad: an answer with one says nothing of an end only if it has none."""
 _FAILED = re.compile(rf"(?i){_FAILED_WORDS}")
@@ -970,7 +967,7 @@ running is no poll's answer (a run with a failed job is over, whatever else is r
 _DONE = re.compile(rf"(?i){_DONE_WORDS}")
 _END_AWAITED = re.compile(
     r"(?i)(\b(?:wait|waits|waiting|awaiting|poll|polls|polling|watch|watching)\b[^.;\n\"{}]{0,40}?"
-    r"\b(?:to|until|till|for)\s+(?:[\w-]+\s+){0,3}?)(?:finish|complet|succe|delivered\b)\w*"
+    r"\b(?:to|until|till|for)\s+(?:[\w-]+\s+){0,3}?)(?:finish|complet|succe)\w*"
 )
 """An end named as what a wait awaits ("waiting for rollout to finish", "polling until job
 42 completes"): no word of an end (:func:`says_in_progress`). Not an end said ("changed to
@@ -1002,6 +999,30 @@ wait it is no value being watched but one that is not coming."""
 
 
 _TOP_STATUS_KEYS = ("status", "state", "phase", "conclusion", "result")
+
+
+def _delivered_at_top(payload: Any) -> bool:
+    """Whether a structured answer's own status (a top-level ``status`` or ``state``, or
+    one level down under a single key, ``{"shipment": {"status": "Delivered"}}``) is
+    ``delivered``: a parcel, a message or a webhook delivered is over. Read again after
+    every wait, it is no poll (a shipment said delivered, read every ten minutes for a
+    proof of delivery only a request would bring)."""
+    if type(payload) is str and payload[:1] == "{":
+        try:
+            payload = _json_decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+    if type(payload) is dict and len(payload) == 1:
+        (inner,) = payload.values()
+        if type(inner) is dict:
+            payload = inner
+    if type(payload) is not dict:
+        return False
+    for key in ("status", "state"):
+        value = payload.get(key)
+        if type(value) is str and value.strip().lower() == "delivered":
+            return True
+    return False
 
 
 def _over_at_top(payload: Any) -> bool:
@@ -1079,6 +1100,13 @@ def says_in_progress(result: ResultView) -> bool:
             )
             result.progress = progress
             return progress == 2
+    if text and len(text) <= PROGRESS_TEXT_LIMIT and "elivered" in text and _delivered_at_top(payload):
+        # A shipment's, a message's or a webhook's own status "Delivered": over, whatever
+        # its history says ("In Transit" among its scans). Only the answer's own status:
+        # "to be delivered Friday", "Delivered: no" or a conversation whose messages were
+        # delivered while a reply is awaited say no end.
+        result.progress = 1
+        return False
     if text and len(text) <= PROGRESS_TEXT_LIMIT:
         if '":' in text:
             # Keys of an end that say no end ("cells_complete": 0, "failed": 0) say how
