@@ -1170,6 +1170,122 @@ def test_a_prompt_for_input_at_the_head_of_a_line_is_no_status_under_way() -> No
     assert criticals(trace)
 
 
+def stamped(pairs: list[tuple[str, Any, Any]], gap: float = 5.0, start: float = 1_763_000_000.0) -> list[Any]:
+    """Calls and results with times: ``gap`` seconds apart, a ``sleep*`` call's seconds on top."""
+    c = Calls()
+    trace: list[Any] = []
+    ts = start
+    for tool, args, result in pairs:
+        call, answer = c.pair(tool, args, result)
+        ts += gap + (args.get("seconds", 0) if tool.startswith("sleep") and type(args) is dict else 0)
+        trace += [structs.replace(call, ts=ts), structs.replace(answer, ts=ts + 1)]
+    return trace
+
+
+def test_a_browser_going_back_to_the_same_list_after_each_save_is_no_futile_write() -> None:
+    """browser-use answers a navigation with where it went ("🔗  Navigated to ..."): the same
+    answer after every saved product says nothing of the page, and is no check a write
+    failed to move (a dozen stock updates were halted as futile)."""
+    pairs: list[tuple[str, Any, Any]] = []
+    for n, sku in enumerate(["DESK", "LAMP", "SCONCE", "PEND", "ARC", "TRI", "WALL", "OPAL"]):
+        pairs += [("input_text", {"index": 31, "text": f"LH-{sku}"}, f"⌨️  Input LH-{sku} into index 31"),
+                  ("click_element_by_index", {"index": 60 + n}, f"🖱️  Clicked button with index {60 + n}: {sku}"),
+                  ("input_text", {"index": 240 + n, "text": str(n + 3)}, f"⌨️  Input {n + 3} into index {240 + n}"),
+                  ("click_element_by_index", {"index": 120 + n}, f"🖱️  Clicked button with index {120 + n}: Update"),
+                  ("go_to_url", {"url": "https://shop.example/wp-admin/edit.php?post_type=product"},
+                   "🔗  Navigated to https://shop.example/wp-admin/edit.php?post_type=product")]
+    assert criticals(stamped(pairs)) == []
+
+
+def aws_answer(status: str) -> dict[str, Any]:
+    inner = json.dumps({"response": {"error": None, "json": json.dumps([status, []]), "status_code": 200,
+                                     "error_code": None}, "metadata": {"service": "eks"}})
+    return {"content": [{"type": "text", "text": inner}], "isError": False}
+
+
+def test_an_aws_status_projected_as_an_array_in_an_envelope_is_a_poll() -> None:
+    """`--query update.[status,errors]` answers `["InProgress", []]`, here as JSON text in an
+    MCP envelope beside `"error": null`: a status under way (an array's element that is the
+    word alone) and no failure (an error key with nothing in it). Polled between sleeps of
+    minutes, it is a poll; before, the word "error" made it an end and the eighth reading
+    was halted."""
+    describe = {"cli_command": "aws eks describe-update --name prod --nodegroup-name ng --update-id 4d98 "
+                               "--query update.[status,errors]"}
+    pairs: list[tuple[str, Any, Any]] = []
+    for _ in range(10):
+        pairs += [("sleep_seconds", {"seconds": 240}, "slept 240s"), ("call_aws", describe, aws_answer("InProgress"))]
+    assert criticals(stamped(pairs)) == []
+
+
+def plan(tenant: str, answer: str = "No changes. Your infrastructure matches the configuration.") -> tuple[str, Any, Any]:
+    return ("shell", {"command": ["bash", "-lc", f"terraform workspace select {tenant} >/dev/null && terraform plan "
+                                  f"-detailed-exitcode -var-file=tenants/{tenant}.tfvars"]},
+            f"Exit code: 0\nWall time: {len(tenant)}.2 seconds\nOutput:\n{answer}\nexit=0")
+
+
+def test_a_sweep_of_terraform_workspaces_without_changes_is_no_stall() -> None:
+    """Each tenant's plan is that tenant's answer (its workspace and variables file name the
+    place): fifteen "No changes." are fifteen answers."""
+    tenants = ["acme", "aperture", "bluefin", "contoso", "cyberdyne", "globex", "hooli", "initech",
+               "massive", "northwind", "piper", "soylent", "stark", "umbrella", "wonka"]
+    assert criticals(stamped([plan(t) for t in tenants])) == []
+
+
+def test_one_terraform_workspace_planned_again_and_again_is_a_stall() -> None:
+    assert criticals(stamped([plan("acme", "Error: state lock held by another run")] * 2
+                             + [plan("acme")] * 12))
+
+
+def dig(resolver: str) -> tuple[str, Any, Any]:
+    return ("dig", {"name": "status.acme.io", "record_type": "CNAME", "nameserver": resolver},
+            f"; <<>> DiG 9.18.28 <<>> @{resolver} status.acme.io CNAME\n;; ->>HEADER<<- opcode: QUERY, "
+            "status: NOERROR, id: 47934\n;; ANSWER SECTION:\nstatus.acme.io. 300 IN CNAME old-lb.acme.io.\n")
+
+
+def test_three_resolvers_dug_again_after_each_sleep_are_a_poll() -> None:
+    """A DNS change propagating: the same three resolvers asked after each minute's sleep.
+    DNS's own rcode ``NOERROR`` says no error; read as one, every answer was an end and
+    the third lap was halted as a cycle."""
+    pairs: list[tuple[str, Any, Any]] = []
+    for _ in range(5):
+        pairs += [("sleep", {"seconds": 60}, "Slept for 60 seconds."), dig("8.8.8.8"), dig("1.1.1.1"), dig("9.9.9.9")]
+    assert criticals(stamped(pairs)) == []
+
+
+def batch_format(sheet_id: int) -> tuple[str, Any, Any]:
+    return ("sheets_batch_update",
+            {"spreadsheet_id": "10Qh8B", "requests": [{"repeatCell": {"range": {"sheetId": sheet_id}}}]},
+            {"spreadsheetId": "10Qh8B", "replies": [{}, {}, {}]})
+
+
+def test_the_same_format_applied_to_twelve_tabs_is_no_stall() -> None:
+    """`sheets_batch_update` is a write (a verb done in bulk), and its answer only
+    acknowledges it: twelve tabs formatted are twelve writes, not twelve answers already
+    held."""
+    assert criticals(stamped([batch_format(1000 + n) for n in range(12)])) == []
+
+
+def vendor_totals(vendor: str, paid: float, booked: float) -> tuple[str, Any, Any]:
+    command = (f"grep -i -F '{vendor}' payments.csv | awk -F, '{{s+=$4; n++}} END {{printf \"paid %d rows %.2f\\n\", n, s}}'"
+               f"; grep -i -F '{vendor}' ledger.csv | awk -F, '{{s+=$5; n++}} END {{printf \"ledger %d rows %.2f\\n\", n, s}}'")
+    return ("bash", {"command": command},
+            f"<returncode>0</returncode>\n<output>\npaid 24 rows {paid:.2f}\nledger 24 rows {booked:.2f}\n</output>")
+
+
+def test_totals_a_search_piped_into_awk_computes_are_its_answer() -> None:
+    """`grep ... | awk '... END {printf ...}'` answers with the sum awk computed, not the lines
+    found: fifteen vendors' totals are fifteen answers (their digits are the answer), where
+    read as a search's answer with its digits masked they were one, and halted."""
+    trace = stamped([vendor_totals(f"Vendor {n}", 1000.0 + 37 * n, 1000.0 + 37 * n) for n in range(15)])
+    assert criticals(trace) == []
+
+
+def test_the_same_vendor_totalled_again_and_again_is_a_stall() -> None:
+    assert criticals(stamped([vendor_totals("Initech", 132943.85, 132943.85)] * 10
+                             + [("bash", {"command": "cat notes.md"}, "todo")]
+                             + [vendor_totals("Initech", 132943.85, 132943.85)] * 4))
+
+
 def shipment(status: str) -> dict[str, Any]:
     return {"proNumber": "0481-40231", "status": status, "lastScan": "Denver, CO",
             "pod": {"available": False, "howToObtain": "request via request_pod"}}

@@ -930,6 +930,9 @@ _IN_PROGRESS = re.compile(
     # step 3 of 5"). An unquoted value (State: RUNNING, YAML's status on the next line)
     # is read as before.
     rf"(?i:[:=]\s*[\"'](?:{_PROGRESS_WORDS})[.…!]{{0,3}}[\"'])"
+    # an array's element that is the word alone (an AWS CLI --query or jq projection,
+    # ["InProgress", []], as JSON text inside a tool's envelope too: its quotes escaped)
+    rf"|(?i:[\[,]\s*\\{{0,3}}[\"'](?:{_PROGRESS_WORDS})\\{{0,3}}[\"']\s*[,\]])"
     rf"|(?i:(?:status|state|phase|stage|progress)\w{{0,12}}[\"']?\s*[:=]\s*[\"'](?:{_PROGRESS_WORDS})\b)"
     rf"|(?i:[:=]\s*|<(?:status|state|phase)>\s*|\b(?:still|currently|remains?)\s+(?:still\s+)?)"
     rf"(?i:{_PROGRESS_WORDS})\b"
@@ -954,7 +957,8 @@ _DONE_ROW = re.compile(rf"(?m)^[ \t]*((?:{_DONE_TOKENS}[ \t]+)+)(?!{_DONE_TOKENS
 _LISTING_HEADER = re.compile(r"\b(?:STATUS|STATE|PHASE)\b")
 _LISTING_ROW = re.compile(r"\b(?:Pending|ContainerCreating|PodInitializing|Init:\d)")
 _FAILED_WORDS = (
-    r"fail|error|cancel|abort|timed?[ _-]?out|reject|backoff"
+    # (not DNS's rcode NOERROR, which says none)
+    r"fail|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
 )
@@ -974,11 +978,12 @@ _END_AWAITED = re.compile(
 SUCCEEDED", "unable to complete")."""
 _COUNT_KEY = re.compile(
     rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b)"
-    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*0\b(?!\.\d*[1-9])"
+    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b)"
 )
 """A key named by a word of an end that says no end: of work done, a count or nothing yet
 (``"cells_complete": 0``, ``"succeeded": 3``, ``"finishedAt": null``, ``"completed":
-false``); of failures, zero (``"failed": 0``)."""
+false``); of failures, zero or nothing (``"failed": 0``, ``"error": null``,
+``"error_code": null``: an API's envelope saying no error)."""
 _DONE_VALUE = re.compile(rf"(?i)[:=]\s*[\"']?(?:{_DONE_WORDS})")
 """Words of a good end, anywhere, and as a field's value (``"status": "completed"``: a part
 done); as a key or in prose (``"completed": true``, "job 42 done") they say it is over."""

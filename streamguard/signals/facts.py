@@ -266,6 +266,9 @@ _SEARCH_PROGRAMS = frozenset({
     "search_file", "find_file", "which", "whereis",
 })
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;|\n]")
+_AGGREGATE_PIPE = re.compile(r"\|[ \t]*[gmn]?awk\b[^|\n]{0,2048}?\bEND\b")
+"""A search piped into an awk program that aggregates (an ``END`` block): its output is a
+computed figure, not the lines found."""
 _REDIRECT = re.compile(r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s&|;]")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?\w")
 _QUOTED = re.compile(r"'[^']*+'|\"[^\"]*+\"")
@@ -904,6 +907,12 @@ def shell_facts(text: str) -> CallFacts:
             db_client = True
         if not action:
             action = f"{program} {sub}" if sub else program
+    if search and "END" in head and _AGGREGATE_PIPE.search(head) is not None:
+        # `grep -F 'Initech' payments.csv | awk -F, '{s+=$4} END {print s}'`: what comes back
+        # is the sum awk computed over what was found, not the lines found, and its numbers
+        # are the answer (fifteen vendors' totals compared were halted as one search's
+        # "nothing new" with its digits masked).
+        search = False
     if db_client and not write:
         # A database client given a statement that changes what is stored (`psql -c "ALTER
         # TABLE ..."`, `trino --execute "INSERT ..."`, `bq query "DELETE ..."`): its
@@ -1027,6 +1036,8 @@ _LOOK_WORDS = frozenset({
 })
 """Words of a look: beside a verb that is as often a noun, the name reads (``order_status``,
 ``post_list``, ``transfer_history``, ``merge_request_diff``)."""
+_BATCH_WORDS = frozenset({"batch", "bulk", "mass"})
+"""Words before a verb that say it is done for many at once (``batch_update``, ``bulk_create``)."""
 _BOOKKEEPING_WORDS = frozenset({"todo", "todos", "plan", "scratchpad", "memory", "think"})
 """An agent's own bookkeeping (``TodoWrite``, ``update_plan``): no write to the world."""
 
@@ -1043,6 +1054,8 @@ def names_write(tool: str) -> bool:
     at = 0
     if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
         at = 1  # a namespace first: `jira_create_issue`, `bacnet_write_property`
+    if words[at] in _BATCH_WORDS and at + 1 < len(words):
+        at += 1  # a write done in bulk: `sheets_batch_update`, `BatchWriteItem`, `bulk_create`
     verb = words[at]
     if verb not in _WRITE_VERBS or (verb == "mark" and words[at + 1 : at + 2] == ["price"]):
         return False  # (a market's mark price is no mark: `futures_mark_price`)

@@ -530,6 +530,10 @@ _TARGETS = re.compile(
     r"(?:=|[ \t]+)[^\s'\"|;&)]+"
     # A tenant or a shard named as a setting (`alembic -x tenant=acme upgrade head`).
     r"|(?<![\w.-])(?:tenant|shard)(?:_id)?=[^\s'\"|;&)]+"
+    # Terraform's workspace and variables file (`terraform workspace select acme`,
+    # `plan -var-file=tenants/acme.tfvars`): which tenant's stack a plan is of.
+    r"|(?<![\w-])-var-file(?:=|[ \t]+)[^\s'\"|;&)]+"
+    r"|\bworkspace[ \t]+(?:select|new)[ \t]+[^\s'\"|;&)-][^\s'\"|;&)]*"
 )
 """A URL's scheme, host and path, a path with at least one slash, a place flag and its
 value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), or a tenant or a shard
@@ -796,6 +800,26 @@ _NOT_DONE = re.compile(r"(?i)\bfalse\b|fail|error|problem|warn|denied|invalid|re
 """What a bare "done" never says: a check's verdict reported as output (``{"ok": false}``,
 "Lint completed: 2 problems"), or a warning sign before an act's report ("⚠️ Clicked ...,
 nothing happened")."""
+
+
+_NAVIGATED = re.compile(
+    r"\s*(?:[^\w\s\x00-\x7f]{1,4}\s*)?(?:navigated|went|opened)\s+(?:back\s+)?(?:to\s+)?\S{1,2048}\s*",
+    re.IGNORECASE,
+)
+"""A navigation's whole answer when it only names where it went (browser-use's "🔗  Navigated
+to https://shop.example/wp-admin/edit.php?post_type=product")."""
+
+
+def _reports_navigation(result: ResultView) -> bool:
+    """Whether a short success only says the browser went where its call asked: no check
+    of the page. An admin sweep that goes back to the same product list after each saved
+    item is answered alike every time, and that is no write failing to move it (a sweep of
+    a dozen stock updates was halted as futile). What the page shows is read elsewhere."""
+    payload = result.event.result
+    return (
+        not result.failed and type(payload) is str and result.size <= ACK_BYTES
+        and _NAVIGATED.fullmatch(payload) is not None
+    )
 
 
 def _acknowledges(result: ResultView) -> bool:
@@ -1996,7 +2020,9 @@ class ResultStall(Signal):
                 before = after_write
         if not state.wrote or not before:
             return None
-        if before == code and not flags & _CHECK_FLAGS and _acknowledges(result):
+        if before == code and (
+            (not flags & _CHECK_FLAGS and _acknowledges(result)) or _reports_navigation(result)
+        ):
             # A call of a tool nobody classified, answered with a bare "done" ("click the
             # Search button": "Action completed successfully", alike each time), acted:
             # it is no check whose verdict a write failed to move. (Read only here, where
