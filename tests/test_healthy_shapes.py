@@ -1286,6 +1286,49 @@ def test_the_same_vendor_totalled_again_and_again_is_a_stall() -> None:
                              + [vendor_totals("Initech", 132943.85, 132943.85)] * 4))
 
 
+def snowflake_error(query_id: str, query: str) -> str:
+    return (f"Error: (snowflake.connector.errors.ProgrammingError) 000904 (42000): {query_id}: SQL compilation "
+            f"error: error line 1 at position 168\ninvalid identifier 'A.X'\n[SQL: {query}]")
+
+
+def test_a_failure_told_as_text_reworded_again_and_again_is_a_stall() -> None:
+    """LangChain's SQL tool answers a failed query with its error as text: "Error: ...", a
+    new query id each time, the query echoed back. Read with a failure's masks (ids and
+    numbers out, the call's own words taken back out), a column that does not exist
+    reworded twenty times is one answer; before, each was new."""
+    pairs: list[tuple[str, Any, Any]] = [("sql_db_list_tables", {"tool_input": ""}, "accounts, subscriptions")]
+    for n, column in enumerate(["churn_flag", "is_churn_risk", "churn_risk", "churn_risk_flag", "risk_flag",
+                                "is_at_risk", "churn_indicator", "flagged_churn", "at_risk", "churn_status",
+                                "risk_level", "churnrisk"]):
+        query = f"SELECT COUNT(*) FROM accounts a WHERE a.{column} = TRUE"
+        pairs.append(("sql_db_query", {"query": query}, snowflake_error(f"01be{n:04x}-0f52-7fb4-0000-486a7a881d05", query)))
+    assert "result-stall" in criticals(stamped(pairs))
+
+
+def test_a_query_fixed_step_by_step_after_told_failures_is_work() -> None:
+    """The healthy side: each told failure answered by a fix that changes what fails, then
+    rows: no stall."""
+    pairs: list[tuple[str, Any, Any]] = []
+    errors = ["invalid identifier 'A.CHURN_FLAG'", "Division by zero", "SQL compilation error: syntax error line 3",
+              "Numeric value 'n/a' is not recognized"]
+    for n, error in enumerate(errors):
+        pairs.append(("sql_db_query", {"query": f"SELECT {n}"}, f"Error: 100051 (22012): 01be{n:04x}-00c1-bcb0-0000-bb8fd1d0c9c7: {error}"))
+        pairs.append(("sql_db_schema", {"table_names": f"t{n}"}, f"CREATE TABLE t{n} (id INT, c{n} TEXT)"))
+    pairs.append(("sql_db_query", {"query": "SELECT 5"}, "[(0.42,)]"))
+    assert criticals(stamped(pairs)) == []
+
+
+def test_data_files_described_one_by_one_are_each_their_own_answer() -> None:
+    """A query names the file it reads bare (`FROM 'events_2025-06-02.parquet'`): forty-eight
+    daily files of one schema are forty-eight answers, and the same file described again
+    and again is one."""
+    def describe(day: int) -> tuple[str, Any, Any]:
+        return ("bash", {"command": f"cd /data/events && duckdb -list -c \"DESCRIBE SELECT * FROM 'events_2025-06-{day:02d}.parquet'\""},
+                "<returncode>0</returncode>\n<output>\nevent_id|VARCHAR\nuser_id|BIGINT\nrevenue|DOUBLE\n</output>")
+    assert criticals(stamped([describe(day) for day in range(1, 29)])) == []
+    assert criticals(stamped([describe(3)] * 2 + [("bash", {"command": "ls"}, "a b")] + [describe(3)] * 12))
+
+
 def shipment(status: str) -> dict[str, Any]:
     return {"proNumber": "0481-40231", "status": status, "lastScan": "Denver, CO",
             "pod": {"available": False, "howToObtain": "request via request_pod"}}

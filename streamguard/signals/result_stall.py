@@ -473,6 +473,10 @@ def _prose_head(head: str) -> bool:
             return False
     return not ("```" in head and _FENCED_DATA.search(head, 0, FENCE_SPAN) is not None)
 _SHELL_LINE = re.compile(r"\bline \d+")
+_TOLD_FIRST = frozenset("EeF[")
+_TOLD_FAILURE = re.compile(r"\[?(?:error|fatal)\s*:", re.IGNORECASE)
+"""An answer that opens by saying it failed (``Error: ...``, ``ERROR: ...``, ``[ERROR: ...]``,
+``FATAL: ...``): a failure told as the answer's text."""
 _OPAQUE_ID = re.compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
     r"|\b(?=[0-9a-f]{0,63}[a-f])(?=[0-9a-f]{0,63}[0-9])[0-9a-f]{16,64}\b"
@@ -530,6 +534,10 @@ _TARGETS = re.compile(
     r"(?:=|[ \t]+)[^\s'\"|;&)]+"
     # A tenant or a shard named as a setting (`alembic -x tenant=acme upgrade head`).
     r"|(?<![\w.-])(?:tenant|shard)(?:_id)?=[^\s'\"|;&)]+"
+    # A data file named bare, as a query reads it (`duckdb -c "DESCRIBE SELECT * FROM
+    # 'events_2025-06-02.parquet'"`, `csvstat sales_q3.csv`): which file's answer it is.
+    r"|(?<![\w.@+/-])[\w-][\w.-]{0,255}\.(?:parquet|csv|tsv|jsonl|ndjson|feather|arrow|avro|orc|xlsx|xls"
+    r"|sqlite|duckdb)\b"
     # Terraform's workspace and variables file (`terraform workspace select acme`,
     # `plan -var-file=tenants/acme.tfvars`): which tenant's stack a plan is of.
     r"|(?<![\w-])-var-file(?:=|[ \t]+)[^\s'\"|;&)]+"
@@ -1670,7 +1678,16 @@ class ResultStall(Signal):
         # The cache key holds all the template depends on besides the payload: a failure's
         # template is the tool's ("exit code 1" from two tools is two answers), and a
         # search's answer has its digits masked where another call's keeps them.
-        masks_digits = result.failed or flags & FLAG_SEARCH
+        payload = result.event.result
+        # A failure told as the answer's text ("Error: 100051 (22012): 01be2b46-...:
+        # Division by zero" from an SQL tool that returns its errors as strings, or a
+        # notebook's "[ERROR: ValueError: ...]"): read with a failure's masks, its query
+        # or job id and numbers out and the call's own words taken back out of it.
+        told = (
+            not result.failed and type(payload) is str and payload[:1] in _TOLD_FIRST
+            and _TOLD_FAILURE.match(payload) is not None
+        )
+        masks_digits = result.failed or flags & FLAG_SEARCH or told
         # A failed search's paths are masked too: the search flag is part of its key.
         # A command line written by guess (a build) may report its own failure: its
         # success is read for that (below), so its template is kept apart.
@@ -1682,7 +1699,7 @@ class ResultStall(Signal):
         )
         echo: tuple[str, ...] = ()
         if key and key == state.echo_key and state.echo:
-            if result.failed or (
+            if result.failed or told or (
                 # A search's answer that says, in words, what it did not find ("Could not
                 # find method get_site_pages in class Page"): the term is the call's.
                 flags & FLAG_SEARCH and type(result.event.result) is str
@@ -1762,7 +1779,7 @@ class ResultStall(Signal):
                     # file is shorter than the offset (9001)": the call, not news.
                     text = text.replace(value, "…")
                     echoed = True
-            if result.failed:
+            if result.failed or told:
                 # A request's own id in its error ("correlationId: c2347299-f88c-..."),
                 # new on every attempt, is no news of what failed. (After the echo: an id
                 # inside an echoed argument is masked with the argument.)
