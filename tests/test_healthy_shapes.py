@@ -1265,43 +1265,25 @@ def test_the_same_format_applied_to_twelve_tabs_is_no_stall() -> None:
     assert criticals(stamped([batch_format(1000 + n) for n in range(12)])) == []
 
 
-def vendor_totals(vendor: str, paid: float, booked: float) -> tuple[str, Any, Any]:
-    command = (f"grep -i -F '{vendor}' payments.csv | awk -F, '{{s+=$4; n++}} END {{printf \"paid %d rows %.2f\\n\", n, s}}'"
-               f"; grep -i -F '{vendor}' ledger.csv | awk -F, '{{s+=$5; n++}} END {{printf \"ledger %d rows %.2f\\n\", n, s}}'")
-    return ("bash", {"command": command},
-            f"<returncode>0</returncode>\n<output>\npaid 24 rows {paid:.2f}\nledger 24 rows {booked:.2f}\n</output>")
-
-
-def test_totals_a_search_piped_into_awk_computes_are_its_answer() -> None:
-    """`grep ... | awk '... END {printf ...}'` answers with the sum awk computed, not the lines
-    found: fifteen vendors' totals are fifteen answers (their digits are the answer), where
-    read as a search's answer with its digits masked they were one, and halted."""
-    trace = stamped([vendor_totals(f"Vendor {n}", 1000.0 + 37 * n, 1000.0 + 37 * n) for n in range(15)])
-    assert criticals(trace) == []
-
-
-def test_the_same_vendor_totalled_again_and_again_is_a_stall() -> None:
-    assert criticals(stamped([vendor_totals("Initech", 132943.85, 132943.85)] * 10
-                             + [("bash", {"command": "cat notes.md"}, "todo")]
-                             + [vendor_totals("Initech", 132943.85, 132943.85)] * 4))
-
-
-def snowflake_error(query_id: str, query: str) -> str:
+def snowflake_error(query_id: str, column: str, query: str) -> str:
     return (f"Error: (snowflake.connector.errors.ProgrammingError) 000904 (42000): {query_id}: SQL compilation "
-            f"error: error line 1 at position 168\ninvalid identifier 'A.X'\n[SQL: {query}]")
+            f"error: error line 1 at position 168\ninvalid identifier 'A.{column.upper()}'\n[SQL: {query}]")
 
 
 def test_a_failure_told_as_text_reworded_again_and_again_is_a_stall() -> None:
     """LangChain's SQL tool answers a failed query with its error as text: "Error: ...", a
-    new query id each time, the query echoed back. Read with a failure's masks (ids and
-    numbers out, the call's own words taken back out), a column that does not exist
-    reworded twenty times is one answer; before, each was new."""
+    new query id each time, the query echoed back. Read without the id and the echo (and
+    Snowflake's quoted identifier masked as any quoted term near an answer's start), a
+    column that does not exist reworded a dozen times is one answer; before, each was new.
+    (An error that names the column unquoted, SQLite's "no such column: a.churn_flag",
+    stays a new answer for each name.)"""
     pairs: list[tuple[str, Any, Any]] = [("sql_db_list_tables", {"tool_input": ""}, "accounts, subscriptions")]
     for n, column in enumerate(["churn_flag", "is_churn_risk", "churn_risk", "churn_risk_flag", "risk_flag",
                                 "is_at_risk", "churn_indicator", "flagged_churn", "at_risk", "churn_status",
                                 "risk_level", "churnrisk"]):
         query = f"SELECT COUNT(*) FROM accounts a WHERE a.{column} = TRUE"
-        pairs.append(("sql_db_query", {"query": query}, snowflake_error(f"01be{n:04x}-0f52-7fb4-0000-486a7a881d05", query)))
+        pairs.append(("sql_db_query", {"query": query},
+                      snowflake_error(f"01be{n:04x}-0f52-7fb4-0000-486a7a881d05", column, query)))
     assert "result-stall" in criticals(stamped(pairs))
 
 
@@ -1315,6 +1297,27 @@ def test_a_query_fixed_step_by_step_after_told_failures_is_work() -> None:
         pairs.append(("sql_db_query", {"query": f"SELECT {n}"}, f"Error: 100051 (22012): 01be{n:04x}-00c1-bcb0-0000-bb8fd1d0c9c7: {error}"))
         pairs.append(("sql_db_schema", {"table_names": f"t{n}"}, f"CREATE TABLE t{n} (id INT, c{n} TEXT)"))
     pairs.append(("sql_db_query", {"query": "SELECT 5"}, "[(0.42,)]"))
+    assert criticals(stamped(pairs)) == []
+
+
+def test_pages_of_a_log_whose_lines_open_with_error_are_each_their_own_answer() -> None:
+    """Python's default log format opens a line with ``ERROR:``: a page of such a log is a
+    page, its numbers its own; fourteen pages read in turn are fourteen answers."""
+    def page(n: int) -> str:
+        return "\n".join(f"ERROR:payments.worker:Order {180000 + n * 20 + i} charge failed: card declined"
+                         for i in range(20)) + "\n"
+    pairs = [("Bash", {"command": f"sed -n '{1 + 20 * n},{20 * (n + 1)}p' /var/log/payments/worker.log"}, page(n))
+             for n in range(14)]
+    assert criticals(stamped(pairs)) == []
+
+
+def test_one_variables_file_name_in_many_stacks_is_many_places() -> None:
+    """`plan -var-file=prod.tfvars` run in each stack's directory (`workdir`): the file's
+    name is the same, the place is the directory too."""
+    pairs = [("shell", {"command": ["bash", "-lc", "terraform plan -detailed-exitcode -var-file=prod.tfvars"],
+                        "workdir": f"/repo/infra/stack-{n}"},
+              "Exit code: 0\nOutput:\nNo changes. Your infrastructure matches the configuration.\n")
+             for n in range(14)]
     assert criticals(stamped(pairs)) == []
 
 

@@ -663,6 +663,7 @@ def test_a_tool_name_with_no_verb_of_an_act_reads(tool: str, no_act: bool) -> No
     # a write done in bulk
     ("sheets_batch_update", True), ("BatchWriteItem", True), ("bulk_create_users", True),
     ("batch_get", False), ("batchGet", False), ("batch", False),
+    ("poll_bulk_update_status", False), ("sheets_batch_update_progress", False),
 ])
 def test_a_tool_nobody_classified_is_a_write_by_the_verbs_of_its_name(tool: str, write: bool) -> None:
     assert names_write(tool) is write

@@ -1058,7 +1058,7 @@ def says_in_progress(result: ResultView) -> bool:
     alone, however long, whatever words of a good end the output holds. A key named by a
     word of an end that says no end (a count, ``"cells_complete":
     0``, ``"succeeded": 3``; nothing yet, ``"finishedAt": null``, ``"completed": false``;
-    of failures, only zero: ``"failed": 0``) is read as no word at all, and so is an end
+    of failures, only zero or nothing: ``"failed": 0``, ``"error": null``) is read as no word at all, and so is an end
     named as what is awaited ("waiting for rollout to finish", "until the build
     completes": :data:`_END_AWAITED`).
     Words of a good end (success, completion) as other fields' values beside the

@@ -266,9 +266,6 @@ _SEARCH_PROGRAMS = frozenset({
     "search_file", "find_file", "which", "whereis",
 })
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;|\n]")
-_AGGREGATE_PIPE = re.compile(r"\|[ \t]*[gmn]?awk\b[^|\n]{0,2048}?\bEND\b")
-"""A search piped into an awk program that aggregates (an ``END`` block): its output is a
-computed figure, not the lines found."""
 _REDIRECT = re.compile(r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s&|;]")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?\w")
 _QUOTED = re.compile(r"'[^']*+'|\"[^\"]*+\"")
@@ -907,12 +904,6 @@ def shell_facts(text: str) -> CallFacts:
             db_client = True
         if not action:
             action = f"{program} {sub}" if sub else program
-    if search and "END" in head and _AGGREGATE_PIPE.search(head) is not None:
-        # `grep -F 'Initech' payments.csv | awk -F, '{s+=$4} END {print s}'`: what comes back
-        # is the sum awk computed over what was found, not the lines found, and its numbers
-        # are the answer (fifteen vendors' totals compared were halted as one search's
-        # "nothing new" with its digits masked).
-        search = False
     if db_client and not write:
         # A database client given a statement that changes what is stored (`psql -c "ALTER
         # TABLE ..."`, `trino --execute "INSERT ..."`, `bq query "DELETE ..."`): its
@@ -1046,8 +1037,9 @@ def names_write(tool: str) -> bool:
     """Whether a tool nobody classified is named as a write: its first word, or the word
     after a namespace (``bacnet_write_property``, ``jira_create_issue``,
     ``hubspot.updateContact``), is a verb of :data:`_WRITE_VERBS`; one that is as often a
-    noun (:data:`_NOUN_VERBS`) only when a word follows it and none of a look; never a
-    tool of the agent's own bookkeeping."""
+    noun (:data:`_NOUN_VERBS`) only when a word follows it and none of a look; a verb after
+    ``batch``, ``bulk`` or ``mass`` (:data:`_BATCH_WORDS`) when no word of a look is beside
+    it; never a tool of the agent's own bookkeeping."""
     words = name_words(tool)
     if not words or not _BOOKKEEPING_WORDS.isdisjoint(words):
         return False
@@ -1055,7 +1047,11 @@ def names_write(tool: str) -> bool:
     if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
         at = 1  # a namespace first: `jira_create_issue`, `bacnet_write_property`
     if words[at] in _BATCH_WORDS and at + 1 < len(words):
-        at += 1  # a write done in bulk: `sheets_batch_update`, `BatchWriteItem`, `bulk_create`
+        # a write done in bulk (`sheets_batch_update`, `bulk_create_users`), not the status
+        # of one (`poll_bulk_update_status`, `batch_update_progress`)
+        if not _LOOK_WORDS.isdisjoint(words) or "progress" in words:
+            return False
+        at += 1
     verb = words[at]
     if verb not in _WRITE_VERBS or (verb == "mark" and words[at + 1 : at + 2] == ["price"]):
         return False  # (a market's mark price is no mark: `futures_mark_price`)

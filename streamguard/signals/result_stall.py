@@ -544,8 +544,9 @@ _TARGETS = re.compile(
     r"|\bworkspace[ \t]+(?:select|new)[ \t]+[^\s'\"|;&)-][^\s'\"|;&)]*"
 )
 """A URL's scheme, host and path, a path with at least one slash, a place flag and its
-value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), or a tenant or a shard
-named as a setting (``tenant=acme``), in a command line."""
+value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), a tenant or a shard
+named as a setting (``tenant=acme``), a data file named bare (``events.parquet``) or
+Terraform's workspace and variables file, in a command line."""
 _MASK_NUMBERS = str.maketrans("0123456789", "##########")
 _SSH_HOST = re.compile(
     # `ssh` as the command of a segment, its options (those that take a value skipped with
@@ -601,8 +602,10 @@ def _url_paths_masked(targets: list[str]) -> str:
 def read_names(call: CallView) -> str:
     """What a call that reads names ("" when nothing): for a command runner what
     :data:`_TARGETS` finds in the head of its command line (paths, URLs' scheme, host
-    and path with its numbers masked, place flags), else (or when its command names none: an editor's ``view`` with
-    a ``path``) its path-shaped arguments, in the order of their keys."""
+    and path with its numbers masked, place flags, data files named bare, Terraform's
+    workspace and variables file) with its path-shaped arguments (a ``workdir``), else (or
+    when its command names none: an editor's ``view`` with a ``path``) its path-shaped
+    arguments, in the order of their keys."""
     command = None
     if call.runner:
         command = command_text(call.args)
@@ -613,7 +616,14 @@ def read_names(call: CallView) -> str:
                 targets += _SSH_HOST.findall(head)
             if targets:
                 names = "\0".join(targets)
-                return _url_paths_masked(targets) if "://" in names else names
+                if "://" in names:
+                    names = _url_paths_masked(targets)
+                paths = call.canonical.paths
+                if paths:
+                    # and where it runs (`workdir`, `cwd`): `plan -var-file=prod.tfvars` in
+                    # fourteen stacks' directories is fourteen places
+                    names += "\0" + "\0".join(paths[name] for name in sorted(paths))
+                return names
     if not call.runner or command is None:  # (a runner's `execute_sql(sql=...)` too)
         tables = sql_tables(call.args)
         if tables:
@@ -1681,13 +1691,15 @@ class ResultStall(Signal):
         payload = result.event.result
         # A failure told as the answer's text ("Error: 100051 (22012): 01be2b46-...:
         # Division by zero" from an SQL tool that returns its errors as strings, or a
-        # notebook's "[ERROR: ValueError: ...]"): read with a failure's masks, its query
-        # or job id and numbers out and the call's own words taken back out of it.
+        # notebook's "[ERROR: ValueError: ...]"): read without its query or job id and
+        # without the call's own words (the query it echoes). Its numbers stay: a page of
+        # a log whose lines open with "ERROR:" is a page, and amounts a check reports
+        # are its answer.
         told = (
             not result.failed and type(payload) is str and payload[:1] in _TOLD_FIRST
             and _TOLD_FAILURE.match(payload) is not None
         )
-        masks_digits = result.failed or flags & FLAG_SEARCH or told
+        masks_digits = result.failed or flags & FLAG_SEARCH
         # A failed search's paths are masked too: the search flag is part of its key.
         # A command line written by guess (a build) may report its own failure: its
         # success is read for that (below), so its template is kept apart.
