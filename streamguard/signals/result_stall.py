@@ -1685,20 +1685,20 @@ class ResultStall(Signal):
             state.last_key, state.last_outcome = key, outcome
         if outcome == NO_OP_OUTCOME:
             return None  # the no-op streak reads these
-        # The cache key holds all the template depends on besides the payload: a failure's
-        # template is the tool's ("exit code 1" from two tools is two answers), and a
-        # search's answer has its digits masked where another call's keeps them.
         payload = result.event.result
         # A failure told as the answer's text ("Error: 100051 (22012): 01be2b46-...:
         # Division by zero" from an SQL tool that returns its errors as strings, or a
         # notebook's "[ERROR: ValueError: ...]"): read without its query or job id and
         # without the call's own words (the query it echoes). Its numbers stay: a page of
         # a log whose lines open with "ERROR:" is a page, and amounts a check reports
-        # are its answer.
+        # are its answer. (A function of the payload alone, so the codes' cache holds.)
         told = (
             not result.failed and type(payload) is str and payload[:1] in _TOLD_FIRST
             and _TOLD_FAILURE.match(payload) is not None
         )
+        # The cache key holds all the template depends on besides the payload: a failure's
+        # template is the tool's ("exit code 1" from two tools is two answers), and a
+        # search's answer has its digits masked where another call's keeps them.
         masks_digits = result.failed or flags & FLAG_SEARCH
         # A failed search's paths are masked too: the search flag is part of its key.
         # A command line written by guess (a build) may report its own failure: its
@@ -2054,8 +2054,9 @@ class ResultStall(Signal):
         ):
             # A call of a tool nobody classified, answered with a bare "done" ("click the
             # Search button": "Action completed successfully", alike each time), acted:
-            # it is no check whose verdict a write failed to move. (Read only here, where
-            # it would count: the rest of the path is every check's.)
+            # it is no check whose verdict a write failed to move; nor is a navigation that
+            # names only where it went. (Read only here, where it would count: the rest of
+            # the path is every check's.)
             return None
         state.wrote = False
         if before != code:
