@@ -43,7 +43,13 @@ What it catches
     for a standard that does not exist, each answered by the same five pages in
     another order, find nothing new, while a questionnaire answered question by
     question from the same few documents asks something new each time. A failure whose
-    error says only ``exit code 1`` is read with the output it came with. A step
+    error says only ``exit code 1`` is read with the output it came with; a failure told
+    as a success's text (an answer that opens with ``Error:``, ``ERROR:``, ``[ERROR:`` or
+    ``FATAL:``, as SQL tools and MCP database servers send theirs) is read without its
+    query or job id and without the call's own words it echoes, its numbers kept (a
+    column reworded a dozen times, each error with a new Snowflake query id, was a new
+    answer every time; a page of a log whose lines open with ``ERROR:`` is still a page).
+    A step
     is *stale* when its template was already received in this session. The
     signal counts consecutive stale steps and trips at the threshold. A result
     with a template not seen before is news and resets the count; so is a write
