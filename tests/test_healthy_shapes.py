@@ -1129,14 +1129,7 @@ def jq_run_view(run: str, done: int, running: bool) -> str:
 
 
 def jq_polls(answers: list[str]) -> list[Any]:
-    c = Calls()
-    trace: list[Any] = []
-    ts = 1_762_246_800.0
-    for answer in answers:
-        call, result = c.pair("bash", {"command": JQ_RUN}, answer)
-        ts += 125
-        trace += [structs.replace(call, ts=ts), structs.replace(result, ts=ts + 1)]
-    return trace
+    return stamped([("bash", {"command": JQ_RUN}, answer) for answer in answers], gap=125)
 
 
 def test_a_run_listed_step_by_step_while_in_progress_is_a_poll() -> None:
@@ -1159,15 +1152,8 @@ def test_a_run_listed_step_by_step_that_ended_polled_again_is_a_loop() -> None:
 def test_a_prompt_for_input_at_the_head_of_a_line_is_no_status_under_way() -> None:
     """"waiting for input" opens a line as a status token would, but it waits on the agent:
     the same command re-run into it is the same answer, not a job under way."""
-    c = Calls()
-    trace: list[Any] = []
-    ts = 1_762_246_800.0
-    for _ in range(8):
-        call, result = c.pair("bash", {"command": "./deploy.sh staging"},
-                              "Plan: 3 to add, 0 to change, 0 to destroy.\nwaiting for input (press y to continue)")
-        ts += 15
-        trace += [structs.replace(call, ts=ts), structs.replace(result, ts=ts + 1)]
-    assert criticals(trace)
+    answer = "Plan: 3 to add, 0 to change, 0 to destroy.\nwaiting for input (press y to continue)"
+    assert criticals(stamped([("bash", {"command": "./deploy.sh staging"}, answer)] * 8, gap=15))
 
 
 def stamped(pairs: list[tuple[str, Any, Any]], gap: float = 5.0, start: float = 1_763_000_000.0) -> list[Any]:

@@ -1006,25 +1006,31 @@ wait it is no value being watched but one that is not coming."""
 _TOP_STATUS_KEYS = ("status", "state", "phase", "conclusion", "result")
 
 
+def _top_object(payload: Any) -> dict[str, Any] | None:
+    """A structured answer as its top-level object (JSON text decoded), or ``None``."""
+    if type(payload) is str and payload[:1] == "{":
+        try:
+            payload = _json_decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+    return payload if type(payload) is dict else None
+
+
 def _delivered_at_top(payload: Any) -> bool:
     """Whether a structured answer's own status (a top-level ``status`` or ``state``, or
     one level down under a single key, ``{"shipment": {"status": "Delivered"}}``) is
     ``delivered``: a parcel, a message or a webhook delivered is over. Read again after
     every wait, it is no poll (a shipment said delivered, read every ten minutes for a
     proof of delivery only a request would bring)."""
-    if type(payload) is str and payload[:1] == "{":
-        try:
-            payload = _json_decode(payload)
-        except (msgspec.DecodeError, RecursionError):
-            return False
-    if type(payload) is dict and len(payload) == 1:
-        (inner,) = payload.values()
-        if type(inner) is dict:
-            payload = inner
-    if type(payload) is not dict:
+    top = _top_object(payload)
+    if top is None:
         return False
+    if len(top) == 1:
+        (inner,) = top.values()
+        if type(inner) is dict:
+            top = inner
     for key in ("status", "state"):
-        value = payload.get(key)
+        value = top.get(key)
         if type(value) is str and value.strip().lower() == "delivered":
             return True
     return False
@@ -1034,12 +1040,8 @@ def _over_at_top(payload: Any) -> bool:
     """Whether a structured answer's own status (a top-level ``status``, ``state``,
     ``phase``, ``conclusion`` or ``result``) says it ended: ``{"status": "done",
     "children": [{"status": "pending"}]}`` is over, whatever its parts say."""
-    if type(payload) is str and payload[:1] == "{":
-        try:
-            payload = _json_decode(payload)
-        except (msgspec.DecodeError, RecursionError):
-            return False
-    if type(payload) is not dict:
+    payload = _top_object(payload)
+    if payload is None:
         return False
     for key in _TOP_STATUS_KEYS:
         value = payload.get(key)
@@ -1105,14 +1107,14 @@ def says_in_progress(result: ResultView) -> bool:
             )
             result.progress = progress
             return progress == 2
-    if text and len(text) <= PROGRESS_TEXT_LIMIT and "elivered" in text and _delivered_at_top(payload):
-        # A shipment's, a message's or a webhook's own status "Delivered": over, whatever
-        # its history says ("In Transit" among its scans). Only the answer's own status:
-        # "to be delivered Friday", "Delivered: no" or a conversation whose messages were
-        # delivered while a reply is awaited say no end.
-        result.progress = 1
-        return False
     if text and len(text) <= PROGRESS_TEXT_LIMIT:
+        if "elivered" in text and _delivered_at_top(payload):
+            # A shipment's, a message's or a webhook's own status "Delivered": over,
+            # whatever its history says ("In Transit" among its scans). Only the answer's
+            # own status: "to be delivered Friday", "Delivered: no" or a conversation whose
+            # messages were delivered while a reply is awaited say no end.
+            result.progress = 1
+            return False
         if '":' in text:
             # Keys of an end that say no end ("cells_complete": 0, "failed": 0) say how
             # many, not that the work ended: read without them (no match, no copy).

@@ -479,10 +479,25 @@ def _prose_head(head: str) -> bool:
             return False
     return not ("```" in head and _FENCED_DATA.search(head, 0, FENCE_SPAN) is not None)
 _SHELL_LINE = re.compile(r"\bline \d+")
-_TOLD_FIRST = frozenset("EeF[")
+_TOLD_FIRST = frozenset("EeFf[")
 _TOLD_FAILURE = re.compile(r"\[?(?:error|fatal)\s*:", re.IGNORECASE)
 """An answer that opens by saying it failed (``Error: ...``, ``ERROR: ...``, ``[ERROR: ...]``,
 ``FATAL: ...``): a failure told as the answer's text."""
+
+
+def _tells_failure(result: ResultView) -> bool:
+    """Whether a success's text opens by saying it failed (:data:`_TOLD_FAILURE`: "Error:
+    100051 (22012): 01be2b46-...: Division by zero" from an SQL tool that returns its errors
+    as strings, a notebook's "[ERROR: ValueError: ...]"). Such an answer is read without its
+    query or job id and without the call's own words (the query it echoes); its numbers
+    stay: a page of a log whose lines open with "ERROR:" is a page, and the amounts a check
+    reports are its answer. A function of the payload alone, so the codes' cache holds; read
+    only where a template is built or an echo is at hand, never on every result."""
+    payload = result.event.result
+    return (
+        not result.failed and type(payload) is str and payload[:1] in _TOLD_FIRST
+        and _TOLD_FAILURE.match(payload) is not None
+    )
 _OPAQUE_ID = re.compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
     r"|\b(?=[0-9a-f]{0,63}[a-f])(?=[0-9a-f]{0,63}[0-9])[0-9a-f]{16,64}\b"
@@ -509,8 +524,10 @@ def _swap_check(checks: bytearray, key32: bytes, answer: bytes) -> int:
 
 _LIST_ITEMS_READ = 16
 """Records of a JSON-text list read for whether one says an error (:func:`says_missing`)."""
+_ICON = r"(?:[^\w\s\x00-\x7f]{1,4}\s*)?"
+"""The pictograph browser-use opens its reports with ("🖱️  Clicked ...", "🔗  Navigated ...")."""
 _REPORTS_ACT = re.compile(
-    r"\s*(?:[^\w\s\x00-\x7f]{1,4}\s*)?(?:successfully\s+)?(?:(?:left|right|middle|double|triple|long)[- ]?)?"
+    rf"\s*{_ICON}(?:successfully\s+)?(?:(?:left|right|middle|double|triple|long)[- ]?)?"
     r"(?:clicked|tapped|pressed|typed|entered|scrolled|swiped|hovered|dragged|dropped"
     r"|moved the mouse|selected|filled|released|sent keys)\b",
     re.IGNORECASE,
@@ -827,7 +844,7 @@ nothing happened")."""
 
 
 _NAVIGATED = re.compile(
-    r"\s*(?:[^\w\s\x00-\x7f]{1,4}\s*)?(?:navigated|went|opened)\s+(?:back\s+)?(?:to\s+)?\S{1,2048}\s*",
+    rf"\s*{_ICON}(?:navigated|went|opened)\s+(?:back\s+)?(?:to\s+)?\S{{1,2048}}\s*",
     re.IGNORECASE,
 )
 """A navigation's whole answer when it only names where it went (browser-use's "🔗  Navigated
@@ -1691,17 +1708,6 @@ class ResultStall(Signal):
             state.last_key, state.last_outcome = key, outcome
         if outcome == NO_OP_OUTCOME:
             return None  # the no-op streak reads these
-        payload = result.event.result
-        # A failure told as the answer's text ("Error: 100051 (22012): 01be2b46-...:
-        # Division by zero" from an SQL tool that returns its errors as strings, or a
-        # notebook's "[ERROR: ValueError: ...]"): read without its query or job id and
-        # without the call's own words (the query it echoes). Its numbers stay: a page of
-        # a log whose lines open with "ERROR:" is a page, and amounts a check reports
-        # are its answer. (A function of the payload alone, so the codes' cache holds.)
-        told = (
-            not result.failed and type(payload) is str and payload[:1] in _TOLD_FIRST
-            and _TOLD_FAILURE.match(payload) is not None
-        )
         # The cache key holds all the template depends on besides the payload: a failure's
         # template is the tool's ("exit code 1" from two tools is two answers), and a
         # search's answer has its digits masked where another call's keeps them.
@@ -1717,7 +1723,7 @@ class ResultStall(Signal):
         )
         echo: tuple[str, ...] = ()
         if key and key == state.echo_key and state.echo:
-            if result.failed or told or (
+            if result.failed or _tells_failure(result) or (
                 # A search's answer that says, in words, what it did not find ("Could not
                 # find method get_site_pages in class Page"): the term is the call's.
                 flags & FLAG_SEARCH and type(result.event.result) is str
@@ -1797,7 +1803,7 @@ class ResultStall(Signal):
                     # file is shorter than the offset (9001)": the call, not news.
                     text = text.replace(value, "…")
                     echoed = True
-            if result.failed or told:
+            if result.failed or _tells_failure(result):
                 # A request's own id in its error ("correlationId: c2347299-f88c-..."),
                 # new on every attempt, is no news of what failed. (After the echo: an id
                 # inside an echoed argument is masked with the argument.)
