@@ -990,6 +990,45 @@ def test_an_openhands_observation_is_read_as_its_output_and_exit_code() -> None:
     assert "failure-loop" not in signals(named)
 
 
+def sdk_observed(output: str, code: int, notes: bool = False) -> str:
+    """OpenHands' observation closed by ``[The command completed with exit code N.]``: alone
+    (its software-agent SDK's terminal), or followed by the directory and interpreter."""
+    text = f"{output}\n[The command completed with exit code {code}.]"
+    if notes:
+        text += "\n[Current working directory: /workspace]\n[Python interpreter: /opt/conda/bin/python]"
+    return text
+
+
+@pytest.mark.parametrize(("tool", "notes"), [("terminal", False), ("execute_bash", True), ("execute_bash", False)])
+def test_an_openhands_observation_closed_by_its_completed_line_is_read_as_its_output(tool: str, notes: bool) -> None:
+    """Without the closing ``[Command finished ...]`` line, OpenHands' observation was read as
+    sent: every answer said "completed", so a training log tailed between sleeps of two
+    lengths was a job said to be over, its polls a cycle (a healthy fine-tuning run was
+    halted), and a failing test was no failure."""
+    from streamguard.signals.facts import command_observation
+
+    assert command_observation(sdk_observed("ok", 0, notes)) == ("ok", None)
+    assert command_observation(sdk_observed("1 failed", 1, notes)) == ("1 failed", "exit code 1")
+    for other in ("x\n[The command completed with exit code 0.] and more]",
+                  "x\n[The command completed with exit code 0.]\n[other note]",
+                  "x\n[The command completed with exit code 0.]\n[Current working directory: /w] more",
+                  "x[The command completed with exit code 0.]",
+                  "x\n[The command completed with exit code zero.]"):
+        assert command_observation(other) is None, other
+
+    poll: list[Any] = []
+    for n in range(8):
+        step = 200 * (n + 1)
+        poll += [sh(f"sleep {900 if n % 2 else 600}; tail -n 2 /workspace/train.log", tool),
+                 out(sdk_observed(f"epoch 1/2 | step {step}/4488 | loss 0.0{90 - n} | 58.{n} samples/s", 0,
+                                  notes), tool)]
+    assert [a.signal for a in alerts(poll) if a.severity == "critical"] == []
+    rerun = [e for n in range(10) for e in (
+        sh("cd /workspace && python -m pytest tests/test_epub.py -x", tool),
+        out(sdk_observed("FAILED tests/test_epub.py::test_toc - assert False\n1 failed", 1, notes), tool))]
+    assert "failure-loop" in signals(rerun)
+
+
 def test_a_codex_text_report_is_read_as_its_output_and_exit_code() -> None:
     """Codex CLI shows the model `Exit code: N / Wall time: T seconds / Output:` before a
     command's output. Read as sent, the wall time made every answer new and hid the figures

@@ -1355,6 +1355,13 @@ EXIT_TAIL = "[Command finished with exit code "
 """How OpenHands closes its observation of a command (:func:`command_observation`)."""
 EXIT_TAIL_SPAN = 64
 """Characters at the end of a text answer looked at for :data:`EXIT_TAIL`."""
+COMPLETED_NOTE = "[The command completed with exit code "
+"""How OpenHands states a command's exit code after its output: the last line of the
+software-agent SDK's observation, or followed only by the working directory and the
+interpreter (:func:`command_observation`)."""
+NOTES_SPAN = 640
+"""Characters at the end of a text answer looked at for :data:`COMPLETED_NOTE` (its line and
+the two notes that may follow it, each naming a path)."""
 _OBSERVATION_NOTES = (
     "[The command completed with exit code", "[Current working directory: ",
     "[Python interpreter: ", "[Command finished with exit code ",
@@ -1365,7 +1372,9 @@ _OBSERVATION_NOTES = (
 def ends_with_exit_code(text: str) -> bool:
     """Whether ``text`` closes as OpenHands' observation of a command does (a cheap test of
     its last characters, before :func:`command_observation` reads it)."""
-    return text.endswith("]") and EXIT_TAIL in text[-EXIT_TAIL_SPAN:]
+    return text.endswith("]") and (
+        EXIT_TAIL in text[-EXIT_TAIL_SPAN:] or COMPLETED_NOTE in text[-NOTES_SPAN:]
+    )
 
 
 def command_observation(text: str) -> tuple[str, str | None] | None:
@@ -1377,8 +1386,12 @@ def command_observation(text: str) -> tuple[str, str | None] | None:
     no failure, and the interpreter's temporary folder in pytest's header (``pytest-4``,
     then ``pytest-6``) made every re-run of it a new answer: an agent re-running its own
     failing test twenty times unchanged was never halted."""
+    if not text.endswith("]"):
+        return None
     at = text.rfind(EXIT_TAIL, max(0, len(text) - EXIT_TAIL_SPAN))
-    if at < 0 or not text.endswith("]") or (at and text[at - 1] != "\n"):
+    if at < 0:
+        return _completed_observation(text)
+    if at and text[at - 1] != "\n":
         return None
     code = text[at + len(EXIT_TAIL) : -1]
     if _RETURN_CODE.fullmatch(code) is None:
@@ -1392,10 +1405,39 @@ def command_observation(text: str) -> tuple[str, str | None] | None:
     return output, (f"exit code {int(code)}" if int(code) != 0 else None)
 
 
-OBSERVATION_TOOLS = frozenset({"execute_bash"})
-"""The runner whose text answers OpenHands closes with its exit code
-(:func:`command_observation`): its own. Another runner's output that happens to end so (a
-shell's ``tail`` of an OpenHands log) is that output."""
+def _completed_observation(text: str) -> tuple[str, str | None] | None:
+    """OpenHands' observation closed by its ``[The command completed with exit code N.]``
+    line, alone (the software-agent SDK's terminal) or followed by the working directory
+    and the interpreter: the output before that line, and a failure when N is not 0. Read
+    as sent, every answer said "completed" (a training log tailed between sleeps was a job
+    said to be over, and its polls a loop) and no failing test failed."""
+    at = text.rfind(COMPLETED_NOTE, max(0, len(text) - NOTES_SPAN))
+    if at < 0 or (at and text[at - 1] != "\n"):
+        return None
+    start = at + len(COMPLETED_NOTE)
+    end = text.find(".]", start)
+    if end < 0 or _RETURN_CODE.fullmatch(text, start, end) is None:
+        return None
+    rest = end + 2
+    while rest < len(text):
+        # only the notes may follow, a line each
+        if text[rest] != "\n" or not text.startswith(_OBSERVATION_NOTES[1:3], rest + 1):
+            return None
+        line_end = text.find("\n", rest + 1)
+        if line_end < 0:
+            break
+        if text[line_end - 1] != "]":
+            return None
+        rest = line_end
+    code = int(text[start:end])
+    return text[: max(at - 1, 0)], (f"exit code {code}" if code != 0 else None)
+
+
+OBSERVATION_TOOLS = frozenset({"execute_bash", "terminal"})
+"""The runners whose text answers OpenHands closes with its exit code
+(:func:`command_observation`): its own (``execute_bash``, and ``terminal`` in its
+software-agent SDK). Another runner's output that happens to end so (a shell's ``tail`` of
+an OpenHands log) is that output."""
 
 
 def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> tuple[str, str | None] | None:
