@@ -515,6 +515,12 @@ def test_a_command_line_under_a_windows_style_key_is_read() -> None:
         ("while true; do kubectl get pods; sleep 5; done", False, True),
         ("sleep 5; kubectl rollout status deploy/api", False, True),  # a blocking read
         ("sleep 30 && kubectl apply -f api.yaml", False, True),  # a write after the wait
+        # a sleep after a write waits for the write's effect: the write with its check
+        ("nohup python train.py --bs 32 > f0.log 2>&1 &\nsleep 45; tail -n 12 f0.log", False, False),
+        ("nohup ./server > s.log 2>&1 & sleep 5; curl -s localhost:8080", False, False),
+        ("kubectl apply -f api.yaml && sleep 20 && kubectl get pods", False, False),
+        ("cd build && sleep 5 && ls", False, True),  # a change of the shell is no write
+        ("for f in a b; do touch $f; sleep 1; done", False, True),  # a shell loop waits
         ("echo waiting; sleep 3", False, True),
         ("kubectl get pods; sleep 10", False, True),  # the read came first
         # a shell loop after the read: the line waits as a whole
@@ -527,6 +533,25 @@ def test_a_read_after_a_wait_of_its_own(command: str, waits_first: bool, wait: b
     after a deliberate wait (CallFacts.waits_first), not a wait's."""
     facts = shell_facts(command)
     assert (facts.waits_first, facts.wait) == (waits_first, wait)
+
+
+def test_a_launch_that_waits_for_its_log_is_read_as_the_launch() -> None:
+    """`nohup python train.py ... & sleep 45; tail f0.log`: the sleep made the whole line a
+    wait, which the loop detectors do not read, so a training job relaunched unchanged
+    thirty times into the same CUDA out-of-memory traceback was never halted. The line is
+    the launch with its check: the same launch answered alike again is a loop, and a launch
+    after each change of its configuration is work."""
+    launch = "cd /home/code && nohup python train.py --img 512 --fold 0 > f0.log 2>&1 &\nsleep 45; tail -n 12 f0.log"
+    facts = shell_facts(launch)
+    assert facts.write and not facts.wait
+    oom = "train 26478 / val 6648\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.20 GiB"
+    relaunched = [e for _ in range(12) for e in (sh(launch), out(oom))]
+    assert [a.signal for a in alerts(relaunched) if a.severity == "critical"] != []
+    tuned: list[Any] = []
+    for n, batch in enumerate((32, 24, 16, 12, 8, 6)):
+        tuned += [sh(f"sed -i 's/^bs: .*/bs: {batch}/' conf.yaml"), out(""),
+                  sh(launch), out(f"train 26478 / val 6648\nepoch 1 step {word(n)} loss {word(n + 7)}")]
+    assert [a.signal for a in alerts(tuned) if a.severity == "critical"] == []
 
 
 def test_a_read_after_a_wait_the_runtime_calls_a_write_is_a_write_and_a_wait() -> None:

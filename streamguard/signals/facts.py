@@ -30,7 +30,10 @@ Three more facts per call, all cheap and conservative in the same direction:
     that finds nothing fails with an answer, not with an error.
 ``wait``
     The call waits on purpose: a command line with a ``sleep`` in it (``sleep 60``,
-    ``until curl ...; do sleep 2; done``), or an empty
+    ``until curl ...; do sleep 2; done``) and no write (a line that writes waits for
+    the write's effect, ``nohup python train.py ... & sleep 45; tail f0.log``: it is
+    the write with its check, and a training job relaunched unchanged into the same
+    out-of-memory traceback is the same write answered alike), or an empty
     command sent to a runner, which is how OpenHands' agents wait for more output
     of a command still running. Identical answers to a wait are what waiting
     looks like, not a loop: the loop detectors do not read waits
@@ -919,6 +922,16 @@ def shell_facts(text: str) -> CallFacts:
         # any other read's, asked after a deliberate wait (CallFacts.waits_first).
         wait = False
         waits_first = True
+    if wait and write and not leading_sleep and not looping:
+        # A sleep after a write (`nohup python train.py ... & sleep 45; tail f0.log`)
+        # waits for that write's effect: the line is the write with its check. (A sleep
+        # before the write, `sleep 10 && npm run migrate` while a database starts, is a
+        # wait that then tries, as before; so is a shell loop.)
+        sleep = _SLEEP.search(head)
+        if sleep is not None and sleep.start():
+            before = shell_facts(head[: sleep.start()])
+            if before.write and not before.shell:
+                wait = False
     # A blocking read polls, unless the line also writes (`kubectl apply ... && kubectl
     # rollout status ...` deploys): then it is the write's check, read as one.
     wait = wait or (blocking and not write)
