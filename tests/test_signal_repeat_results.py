@@ -254,6 +254,27 @@ def test_an_answer_that_moves_only_in_when_it_was_given_is_the_same_answer() -> 
     assert positions(pairs(moving, tool="get_job")) == []
 
 
+def test_log_lines_that_open_with_their_clock_time_say_the_same_when_only_it_moved() -> None:
+    """sqlmap re-run unchanged: every line of its report opens with the time it was written
+    (`[16:02:05] [WARNING] GET parameter 'q' does not seem to be injectable`), so each run
+    was a new answer and the same scan re-sent twenty times was a poll. A report whose
+    figures move beside the clock is still a new answer."""
+    def report(n: int, found: str) -> str:
+        clock = f"[16:{n:02d}:58]"
+        return (f"{clock} [INFO] testing 'Generic UNION query (NULL) - 1 to 10 columns'\n"
+                f"{clock} [WARNING] GET parameter 'q' {found}\n"
+                f"{clock} [CRITICAL] all tested parameters do not appear to be injectable")
+
+    scan = "sqlmap -u 'http://blog:8000/search?q=test' -p q --batch --level 5 --risk 3 2>&1 | tail -3"
+    same = [e for n in range(8) for e in (call("bash", command=scan),
+                                          res(report(n, "does not seem to be injectable"), "bash"))]
+    got = [a for a in run(same) if a.signal == "repeated-tool-call"]
+    assert [a.severity for a in got] == ["critical"]
+    moving = [e for n in range(8) for e in (call("bash", command=scan),
+                                            res(report(n, f"tested with {n * 37 + 5} payloads"), "bash"))]
+    assert positions(moving) == []
+
+
 def test_what_an_earlier_run_reported_is_not_carried_into_the_next() -> None:
     failing = "<returncode>1</returncode>\nFAILED test_x\n1 failed in 0.{}s"
     trace: list[Any] = []

@@ -744,6 +744,10 @@ def steady_answer(result: ResultView) -> int:
         return 0
     head = text[:GIST_TEXT_LIMIT]
     data = TIMESTAMP.sub(b"#", head.encode("utf-8", "surrogatepass"))
+    if b":" in data[1:4]:
+        # log lines that open with the clock time they were written at (sqlmap's
+        # "[16:02:05] [WARNING] ...", `tsc --watch`'s "[12:04:31 PM] ...")
+        data = LOG_CLOCK.sub(b"#", data)
     if b" ago" in data and says_ended(head):
         # An age ("about 33 minutes ago") moves by itself, in an answer that says its work
         # ended (a CI run that failed, watched again); in one still going ("* test"), the
@@ -753,6 +757,10 @@ def steady_answer(result: ResultView) -> int:
     return zlib.crc32(data) or 1
 
 
+LOG_CLOCK = re.compile(rb"(?m)^\[\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?: ?[AP]M)?\]")
+"""The clock time a log line opens with (``[16:02:05]``, ``[12:04:31 PM]``): when the line
+was written, not what it says (:func:`steady_answer`, for an answer whose first line opens
+so)."""
 GIST_TEXT_LIMIT = 2048
 """Characters of a text answer (or error) that its gist reads (:func:`answer_gist`)."""
 GIST_STRUCTURED_LIMIT = 4096

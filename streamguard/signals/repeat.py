@@ -52,13 +52,15 @@ Results (``result_aware``, default on; off is the reference behaviour)
       ``wait*``, ``poll*``, ``get_job*``...) poll by design and get none.
     * *Identical call, the same answer given at another time*: an answer that
       differs from the last only in the points in time it carries
-      (``steady_answer``: ``"checked_at": "2025-11-28T14:01:20Z"``, an epoch),
+      (``steady_answer``: ``"checked_at": "2025-11-28T14:01:20Z"``, an epoch,
+      the clock time each line of a log opens with, ``[16:02:05] [WARNING] ...``),
       or in how long the run took, where the output says so ("1 error in
       0.21s", then "in 0.23s"; an ``nmap`` scan "scanned in 183.11 seconds",
       then "in 192.20 seconds"), is the same answer again, not a poll: a job
       polled after it failed, its status stamped with each check's time,
-      mini-SWE-agent re-running one failing test thirteen times, and a
-      full-port scan re-run twelve times unchanged trip at the fifth answer of
+      mini-SWE-agent re-running one failing test thirteen times, a full-port
+      scan re-run twelve times unchanged and ``sqlmap`` re-run against a
+      parameter it found not injectable trip at the fifth answer of
       the run (the first is never compared: it is read only once an answer
       changes, so the usual path costs nothing). What this costs: a command
       timed by hand, run again and again with nothing else in its output
