@@ -568,13 +568,17 @@ class Watchdog:
             named = kind
             if named is None and self._classify is not None:
                 named = self._classify(tool)
-            if "search" in name_words(tool) and (
+            words = name_words(tool)
+            if ("search" in words and (
                 kind == "read" or (named is None and names_no_act(tool))
-            ):
+            )) or ("grep" in words and kind in (None, "read") and named in (None, "read")):
                 # A search the runtime calls a read (`kind: "read"` on `tavily_search`: a
                 # search reads), or one no glob names, the word in the middle and no verb
                 # of an act (LangChain's `tavily_search_results_json`), is a search. (Named
                 # so, not by every resolve pattern: `query_db` sent as a read stays a read.)
+                # So is a grep tool (Claude Code's `Grep`, an MCP server's `grep`), which
+                # the verification machine's defaults call a read: a pattern looked for,
+                # as `grep` through a shell is.
                 named = "resolve"
             facts = plain_facts(tool, named, self._waits(tool), kind)
         cache = self._plain_facts

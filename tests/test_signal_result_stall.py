@@ -1952,3 +1952,24 @@ def test_review_shapes_that_must_stay_news() -> None:
         timers += step("bash", {"command": "systemctl list-timers backup.timer"},
                        f"09:21:03 list-timers\nnext run 0{n}:30:00 backup.timer")
     assert hits(timers) == []
+
+
+def test_a_grep_tool_is_a_search_as_grep_through_a_shell_is() -> None:
+    """Claude Code's `Grep` was a read (the verification machine's defaults name `grep`
+    so), its answer kept with the path it named: a flag file looked for under a dozen
+    paths and patterns, each "No files found" or "No matches found", was a new place every
+    time, and the hunt was never halted. Read as the search it is, that nothing is found
+    again; a sweep whose greps each find files is news."""
+    patterns = [("THM\\{", "/"), ("thm\\{", "/var"), ("THM", "/opt"), ("T.H.M", "/"),
+                ("flag", "/home"), ("THM\\{[^}]+\\}", "/var/www"), ("FLAG", "/srv"), ("thm", "/etc"),
+                ("flag\\{", "/tmp"), ("VEhNe", "/"), ("THM", "/root"), ("secret", "/mnt")]
+    hunt: list[Any] = []
+    for n, (pattern, path) in enumerate(patterns):
+        hunt += step("Grep", {"pattern": pattern, "path": path, "output_mode": "files_with_matches"},
+                     "No files found" if n % 2 else "No matches found")
+    assert hits(hunt) != []
+    found: list[Any] = []
+    for n, (pattern, path) in enumerate(patterns):
+        found += step("Grep", {"pattern": pattern, "path": path, "output_mode": "files_with_matches"},
+                      f"{path.rstrip('/')}/{word(n)}/config.{word(n + 3)}.yaml")
+    assert hits(found) == []
