@@ -625,20 +625,24 @@ class Watchdog:
                 or (event.tool in OBSERVATION_TOOLS and ends_with_exit_code(payload))
             ))
             or (type(payload) is dict and (
-                "stdout" in payload or "metadata" in payload
+                "stdout" in payload or "metadata" in payload or "outputs" in payload
                 # a run record with its output in one stream (AutoGen's, Amp's)
                 or ("output" in payload and ("exit_code" in payload or "exitCode" in payload))
             ))
         ) and self._runners(event.tool):
             # A runner's answer wrapped by its runtime (a transcript, an observation's
-            # markup, a run report, a run record, an envelope, OpenHands' exit code): its
-            # output and exit code (facts.runner_answer). A runner's only: a named tool's
-            # answer of one of these shapes, or a file that holds one, is its data.
+            # markup, a run report, a run record, an envelope, OpenHands' exit code, a code
+            # interpreter's logs): its output and exit code (facts.runner_answer). A
+            # runner's only: a named tool's answer of one of these shapes, or a file that
+            # holds one, is its data.
             answer = runner_answer(
                 payload, event.tool in OBSERVATION_TOOLS,
-                # (a notebook's runner: asked only of an answer that opens as a cell's traceback)
-                type(payload) is str and payload.startswith(CELL_ERROR_HEAD)
-                and CELL_TOOLS.search(event.tool[:256]) is not None,
+                # (a notebook's runner: asked only of an answer that opens as a cell's
+                # traceback, or of an interpreter's logs)
+                (
+                    (type(payload) is str and payload.startswith(CELL_ERROR_HEAD))
+                    or (type(payload) is dict and "outputs" in payload)
+                ) and CELL_TOOLS.search(event.tool[:256]) is not None,
             )
             if answer is not None:
                 event = structs.replace(event, result=answer[0], error=event.error or answer[1])

@@ -849,6 +849,48 @@ def test_a_notebook_cell_raising_is_a_failure() -> None:
     assert cell_error("-" * 40 + "\n| col | n |\n" + "-" * 40) is None
 
 
+def interpreter_answer(*logs: str) -> dict[str, Any]:
+    """OpenAI's code interpreter as the Assistants record it: its outputs, logs and images."""
+    return {"outputs": [*({"type": "logs", "logs": text} for text in logs),
+                        {"type": "image", "image": {"file_id": "file-7Qm"}}]}
+
+
+def test_a_code_interpreter_cell_raising_is_a_failure_and_its_name_says_nothing() -> None:
+    """OpenAI's `code_interpreter` is a runner of cells: its name says nothing of what a call
+    does (a sweep of analyses was warned as the same tool again), and its answer is its
+    logs. A groupby on a column that does not exist, re-run unchanged, raised the same
+    `KeyError` each time under a new cell number: read as sent, a new success every time,
+    never halted."""
+    from streamguard.signals.facts import CommandRunners, interpreter_logs, is_code_tool
+
+    assert CommandRunners()("code_interpreter") and is_code_tool("code_interpreter")
+    assert CommandRunners()("python_repl_ast") and is_code_tool("Python_REPL")
+    assert interpreter_logs(interpreter_answer("a\n", "b")) == ("a\n\nb", None)
+    assert interpreter_logs({"outputs": "x"}) is None
+    assert interpreter_logs({"outputs": [{"type": "logs", "logs": 3}]}) is None
+    failed = interpreter_logs(interpreter_answer(cell_traceback(4, "x")), cell=True)
+    assert failed is not None and failed[1] is not None
+    c = Calls()
+    rerun: list[Any] = []
+    code = "monthly = orders.groupby('month')['Revenue'].sum()\nmonthly.plot()"
+    for cell in range(4, 14):
+        rerun += c.pair("code_interpreter", {"input": code}, interpreter_answer(cell_traceback(cell, code)))
+    assert "failure-loop" in criticals(rerun)
+    sweep: list[Any] = []
+    for n, column in enumerate(["units", "unit_price", "discount", "net_sales", "region", "category",
+                                "product", "customer_id", "order_date", "month", "channel", "store",
+                                "promo", "returns", "margin", "cost", "tax"]):
+        sweep += c.pair("code_interpreter", {"input": f"orders['{column}'].describe()"},
+                        interpreter_answer(f"count 4826\nunique {n * 7 + 3}\ntop {column}-{n}"))
+    assert [a.signal for a in alerts(sweep) if a.signal == "repeated-tool-name"] == []
+    # LangChain's pandas agent sends its code as `query`
+    assert CommandRunners()("python_repl_ast")
+    from streamguard.signals.facts import runner_facts
+
+    assert runner_facts({"query": "open('out.txt', 'w').write(report)"}, True).write
+    assert not runner_facts({"query": "df.head()"}, True).write
+
+
 def npm_failure(stamp: str) -> str:
     return ("npm ERR! code EAI_AGAIN\nnpm ERR! syscall getaddrinfo\nnpm ERR! request to "
             "https://registry.npmjs.org/rollup failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org\n\n"

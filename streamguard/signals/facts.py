@@ -107,6 +107,11 @@ DEFAULT_COMMAND_RUNNERS = (
     "exec", "exec_command", "run_command", "run_cmd", "run_terminal_cmd", "str_replace_editor",
     "str_replace_based_edit_tool", "*_editor", "editor", "computer", "computer_*",
     "code_executor", "*_code_executor", "code_exec*", "run_code",
+    # code interpreters and notebook kernels: OpenAI's hosted `code_interpreter`,
+    # LangChain's `python_repl_ast` and `Python_REPL`, a kernel's `run_cell`, Jupyter MCP
+    # servers' `append_execute_code_cell`
+    "code_interpreter", "*_code_interpreter", "python_repl*", "*_repl", "repl", "run_cell",
+    "*_code_cell", "run_python*",
 )
 
 DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
@@ -641,7 +646,7 @@ class CallFacts:
         self.waits_first = False
 
 
-_CODE_KEYS = ("code", "script", "source")
+_CODE_KEYS = ("code", "script", "source", "cell_source")
 _CODE_WRITES = re.compile(
     # open(path, "w") and mode="w" anywhere. The path argument is matched up to its first
     # comma only: a scan that may run on past commas rescans from every "open(" of a
@@ -717,6 +722,8 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
             action = f"{command} {path}" if path else command
             return CallFacts(action, command in EDITOR_WRITES, False)
     text = command_text(args)
+    if text is None and code_tool and isinstance(args, dict) and isinstance(args.get("query"), str):
+        text = args["query"]  # LangChain's `python_repl_ast` takes its code as `query`
     if text is None and isinstance(args, dict):
         # No command line: an SQL statement in its own argument is read as one.
         statement = sql_statement(args)
@@ -825,7 +832,10 @@ def sql_statement(args: dict[Any, Any]) -> CallFacts | None:
     return None
 
 
-_CODE_TOOL = re.compile(r"(?:.*[._/:])?(?:i?python\d*|jupyter\w*|notebook\w*|repl)$")
+_CODE_TOOL = re.compile(
+    r"(?:.*[._/:])?(?:i?python\d*|jupyter\w*|notebook\w*|repl|code_interpreter|python_repl\w*"
+    r"|run_cell|\w*code_cell|run_python\w*)$"
+)
 
 
 def is_code_tool(tool: str) -> bool:
@@ -1340,7 +1350,7 @@ CELL_TRACEBACK_SPAN = 240
 _CELL_HEADER = re.compile(r"-{75}\n\w+\s+Traceback \(most recent call last\)")
 """IPython's header of a cell's traceback: a rule of exactly 75 dashes, then the
 exception's name and ``Traceback (most recent call last)`` on the next line."""
-CELL_TOOLS = re.compile(r"(?i)ipython|jupyter|notebook|(?:^|_)cells?(?:_|$)")
+CELL_TOOLS = re.compile(r"(?i)ipython|jupyter|notebook|(?:^|_)cells?(?:_|$)|code_interpreter")
 """Tools that run a notebook's cells (OpenHands' ``execute_ipython_cell``, ``run_cell``,
 ``jupyter_execute``): only their answers are read for a cell's traceback (a shell's
 ``cat`` of a log that opens the same way is that log)."""
@@ -1493,8 +1503,40 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
     if type(payload) is dict:
         if "stdout" in payload:
             return run_record(payload)
+        if "outputs" in payload:
+            return interpreter_logs(payload, cell)
         return runner_envelope(payload) or run_record(payload)
     return None
+
+
+INTERPRETER_OUTPUTS = 64
+"""Most entries of a code interpreter's ``outputs`` read (:func:`interpreter_logs`)."""
+
+
+def interpreter_logs(payload: dict[str, Any], cell: bool = False) -> tuple[str, str | None] | None:
+    """A code interpreter's answer as OpenAI's Assistants record it (``{"outputs": [{"type":
+    "logs", "logs": "..."}, {"type": "image", ...}]}``), read as what it printed: its logs,
+    and, for a runner of cells (``cell``), a traceback among them as a failure
+    (:func:`cell_error`). Read as sent, a cell raising the same ``KeyError`` again was a new
+    success each time (its cell number moved in the traceback): a groupby on a column that
+    does not exist, re-run twenty times unchanged, was never halted. ``None`` for any other
+    shape (an ``outputs`` that is no list of such entries)."""
+    outputs = payload.get("outputs")
+    if type(outputs) is not list or len(outputs) > INTERPRETER_OUTPUTS:
+        return None
+    logs: list[str] = []
+    for entry in outputs:
+        if type(entry) is not dict or type(entry.get("type")) is not str:
+            return None
+        if entry["type"] == "logs":
+            text = entry.get("logs")
+            if type(text) is not str:
+                return None
+            logs.append(text)
+    text = "\n".join(logs)
+    if cell and text.startswith(CELL_ERROR_HEAD):
+        return cell_error(text) or (text, None)
+    return text, None
 
 
 def _stated(value: str) -> str:
