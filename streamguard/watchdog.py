@@ -474,8 +474,9 @@ class Watchdog:
             view.runner = runner = True
         else:
             view.runner = runner = False
-            if kind is None and type(args) is dict and "command" in args:
-                facts = sleep_facts(args) or facts  # a command line that only sleeps
+            if kind is None and type(args) is dict and ("command" in args or "action" in args):
+                # a command line that only sleeps, an environment's action that only waits
+                facts = sleep_facts(args) or facts
         view.event = event
         view.tool = tool
         view.args = args

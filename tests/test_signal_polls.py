@@ -874,6 +874,37 @@ def test_a_command_that_only_sleeps_is_a_wait_whatever_tool_runs_it() -> None:
                        result="api-0 Running" if e.tool == "kubectl" else "4.1\n")
             if isinstance(e, ToolResult) else e for e in trace]
     assert ("alternating-tool-cycle", "critical") in loop_alerts(busy)
+def test_an_environments_action_that_only_waits_is_a_wait() -> None:
+    """ScienceWorld lets time pass with `wait1`: water heated on a stove, its temperature read
+    after each wait (13, 21, 31... degrees: the numbers are the news) was a two-call cycle
+    halted at its third lap. The wait is a wait; the same laps with a look instead of the
+    wait, the temperature stuck, are a loop."""
+    from streamguard.signals.facts import sleep_facts
+
+    for action in ("wait", "wait1", "wait 10", " wait5 "):
+        assert sleep_facts({"action": action}) is not None, action
+        assert sleep_facts({"command": action}) is not None, action
+    for other in ("wait for the kettle", "waiter", "look", "wait1; look"):
+        assert sleep_facts({"action": other}) is None, other
+    read = "use thermometer in inventory on substance in metal pot"
+    trace: list[Any] = [TurnStart(session="p")]
+    for n, degrees in enumerate((13, 21, 31, 42, 54, 67, 80, 94)):
+        trace += [
+            ToolCall(session="p", tool="step_env", call_id=f"r{n}", args={"action": read}),
+            ToolResult(session="p", tool="step_env", call_id=f"r{n}",
+                       result=f"the thermometer measures a temperature of {degrees} degrees celsius"),
+            ToolCall(session="p", tool="step_env", call_id=f"w{n}", args={"action": "wait1"}),
+            ToolResult(session="p", tool="step_env", call_id=f"w{n}", result="You decide to wait for 1 iterations."),
+        ]
+    assert [a for a in loop_alerts(trace) if a[1] == "critical"] == []
+    stuck = [ToolCall(session="p", tool="step_env", call_id=e.call_id, args={"action": "look at stove"})
+             if isinstance(e, ToolCall) and e.args == {"action": "wait1"} else
+             ToolResult(session="p", tool="step_env", call_id=e.call_id,
+                        result="the thermometer measures a temperature of 13 degrees celsius")
+             if isinstance(e, ToolResult) and e.call_id.startswith("r") else e for e in trace]
+    assert ("alternating-tool-cycle", "critical") in loop_alerts(stuck)
+
+
 def watch_between_sleeps(command: str, answer: str, laps: int = 6) -> list[Any]:
     """A job started in the background, then ``sleep N`` and one read of it, lap after lap."""
     trace: list[Any] = [TurnStart(session="p")]

@@ -972,17 +972,30 @@ ask a codebase or another agent, whose answers are information."""
 
 _ONLY_SLEEP = re.compile(r"\s*sleep\s+\d{1,6}(?:\.\d{1,3})?[smhd]?\s*(?:;\s*)?")
 _SLEEP_FACTS = CallFacts("sleep", False, False, True)
+_ONLY_WAIT = re.compile(r"\s*wait\s*\d{0,6}\s*")
+_WAIT_FACTS = CallFacts("wait", False, False, True)
 
 
 def sleep_facts(args: Any) -> CallFacts | None:
     """The facts of a wait when a tool that is no command runner is given a command line
     that only sleeps (``kubectl(command="sleep 120")``: a tool named after a CLI running
-    whatever it is given), else ``None``. Waiting is what it does, whatever runs it."""
-    command = args.get("command") if type(args) is dict else None
-    if type(command) is str and len(command) <= 64 and command.lstrip().startswith("sleep") and (
-        _ONLY_SLEEP.fullmatch(command) is not None
-    ):
+    whatever it is given), or a command that only waits (a text environment's ``wait``,
+    ``wait1``, ``wait 10``: ScienceWorld lets time pass so; a thermometer read after each
+    was a two-call cycle), else ``None``. Waiting is what it does, whatever runs it."""
+    if type(args) is not dict:
+        return None
+    command = args.get("command")
+    if type(command) is not str:
+        command = args.get("action")  # an environment's action (`step_env(action="wait1")`)
+        if type(command) is not str or not command.lstrip().startswith("wait"):
+            return None
+    if len(command) > 64:
+        return None
+    head = command.lstrip()
+    if head.startswith("sleep") and _ONLY_SLEEP.fullmatch(command) is not None:
         return _SLEEP_FACTS
+    if head.startswith("wait") and _ONLY_WAIT.fullmatch(command) is not None:
+        return _WAIT_FACTS
     return None
 
 
