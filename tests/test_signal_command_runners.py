@@ -76,6 +76,12 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ('docker exec web /bin/sh -ec "printf x > /etc/nginx/conf.d/a.conf"', "docker exec", True, False),
         ('ssh web-1 "printf x > /etc/app.conf"', "ssh", True, False),
         ("awk '{print $1 > \"out_\" $2}' data.txt", "awk", True, False),
+        ("awk '{printf \"%s\\n\", $1 > \"ids.txt\"}' data.txt", "awk", True, False),
+        # an awk program's other ">" compares: the line reads
+        ("airflow dags list-runs -d etl -o plain | awk -F'|' 'NR>2{print $3}' | sort | uniq -c",
+         "airflow", False, False),
+        ("gawk '$3 > 100 {n++} END {print n}' sales.tsv", "gawk", False, False),
+        ("awk 'NR>1' a.csv | sh -c 'cat > b.csv'", "awk", True, False),  # sh runs its own line
         ("# don't rebuild\npython gen.py > data.json\n# it's fresh", "python gen.py", True, False),
         ("cat > fix.py <<'EOF'\nprint(1)\nEOF", "cat", True, False),
         ("git apply fix.patch", "git apply", True, False),

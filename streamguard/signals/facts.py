@@ -289,20 +289,35 @@ _RUNS_QUOTED_LINE = re.compile(
 ... -exec sh -c ...``, ``awk '{print > "out_" $2}'``): its quoted ``>`` is read as one."""
 
 
+_AWK_REDIRECT = re.compile(r"\bprintf?\b[^;{}]*>")
+"""A redirection in an awk program: ``>`` after ``print`` or ``printf`` in one statement
+(``{print > "out_" $2}``); any other ``>`` in it compares (``NR>2``, ``$3 > 100``)."""
+
+
 def _redirects(head: str) -> bool:
     """Whether a command line redirects output to a file (``>``, ``>>``; not ``2>&1``, not
     ``/dev/null``). A ``>`` in a quoted word is text on a one-line command with no escape,
     command substitution or program that runs a quoted line (:data:`_RUNS_QUOTED_LINE`);
     anywhere else it is read as a redirection, as a missed write costs more than a false
-    one (a check failing after each silent write would be a failure loop)."""
+    one (a check failing after each silent write would be a failure loop). Where the only
+    such programs are awk's, a quoted ``>`` redirects only after a ``print``
+    (:data:`_AWK_REDIRECT`): ``awk 'NR>2{print $3}'`` compares, and read as a write it made
+    a backfill's run states, counted after each ``sleep 300``, a write re-sent, halted at
+    its fifth reading."""
     if ">" not in head or _REDIRECT.search(head) is None:
         return False
     if (
         ("'" not in head and '"' not in head)
         or "\n" in head or "\\" in head or "$(" in head or "`" in head
-        or _RUNS_QUOTED_LINE.search(head) is not None
     ):
         return True
+    runners = _RUNS_QUOTED_LINE.findall(head)
+    if runners:
+        if not all(runner.endswith("awk") for runner in runners):
+            return True
+        return _REDIRECT.search(
+            _QUOTED.sub(lambda word: word[0] if _AWK_REDIRECT.search(word[0]) else "''", head)
+        ) is not None
     return _REDIRECT.search(_QUOTED.sub("''", head)) is not None
 
 
