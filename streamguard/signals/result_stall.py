@@ -79,7 +79,9 @@ What it catches
       ids, ``account_code``, ``entity_id``, ``issueKey``; values shaped as ids
       under other names, ``workCenter="CNC-06"``, ``isin="XS2574039921"``, not
       under names of text, windows of time, paths or commands; the identifiers a
-      structured filter selects, ``query="child.name=lnx-epic-app07^..."``);
+      structured filter selects, ``query="child.name=lnx-epic-app07^..."``; else an
+      argument named as the tool's own object, ``sr_get_subject_config(subject=...)``,
+      ``describe_table(table=...)``: ``_named_object``);
       never a write, and of a search only the tables its SQL reads and the ids its
       arguments name (``list_annotations(build_number=18899)``: a flaky test's failure
       found again in build after build is each build's answer; a reworded search's
@@ -652,7 +654,11 @@ def read_names(call: CallView) -> str:
         if tables:
             return tables
     paths = call.canonical.paths
-    ids = _ids(call.args) if not call.runner else ""
+    ids = ""
+    if not call.runner:
+        ids = _ids(call.args)
+        if not ids and not call.search:
+            ids = _named_object(call.tool, call.args)
     if not paths:
         return ids
     if len(paths) == 1:
@@ -757,6 +763,42 @@ def _is_id_key(key: Any) -> bool:
 
 NESTED_OBJECTS = 2
 """Arguments that are objects of arguments read for ids one level down (:func:`_ids`)."""
+
+
+_OBJECT_WORDS: dict[str, frozenset[str]] = {}
+"""A named tool -> the words of its name that may name what it reads (bounded)."""
+_NO_OBJECT_WORDS = _TEXT_WORDS | _TERM_WORDS | _NOT_ID_WORDS | frozenset({
+    "get", "read", "fetch", "show", "describe", "list", "view", "check", "inspect", "lookup",
+    "find", "config", "info", "details", "data", "status", "mcp", "api", "tool", "by",
+    "action", "type", "mode", "kind", "format", "method", "operation", "op", "special",
+})
+
+
+def _named_object(tool: str, args: Any) -> str:
+    """The thing a named read reads when an argument is named as its object, a word of the
+    tool's own name (``sr_get_subject_config(subject="orders.events.v1-value")``,
+    ``describe_table(table="orders")``, ``get_user(user="ana.lopez")``): its value, one
+    token of at most 64 characters; "" for none. Thirty schema subjects whose configuration
+    is one of five levels were thirty answers of five kinds, and the audit was halted as
+    a stall."""
+    if type(args) is not dict or not args or len(args) > 8:
+        return ""
+    words = _OBJECT_WORDS.get(tool)
+    if words is None:
+        words = frozenset(name_words(tool)) - _NO_OBJECT_WORDS
+        if len(tool) <= _ID_KEY_LIMIT:
+            if len(_OBJECT_WORDS) >= 1024:  # bounded: tool names come from untrusted input
+                _OBJECT_WORDS.clear()
+            _OBJECT_WORDS[tool] = words
+    if not words:
+        return ""
+    for key, value in args.items():
+        if (
+            type(key) is str and key.lower() in words and type(value) is str
+            and 0 < len(value) <= 64 and not any(c.isspace() for c in value)
+        ):
+            return f"{key}={value}"
+    return ""
 
 
 def _ids(args: Any, search: bool = False, nested: bool = True) -> str:
