@@ -1999,3 +1999,27 @@ def test_an_argument_named_as_the_tools_object_is_the_place_it_reads() -> None:
         again += step("sr_get_subject_config", {"subject": f"{word(n % 3)}.events-value", "defaultToGlobal": False},
                       {"compatibilityLevel": "BACKWARD"})
     assert [a.severity for a in alerts(again) if a.severity == "critical"] != []
+
+
+def test_a_calculators_answer_is_its_arguments_own() -> None:
+    """A Gordon-growth grid filled with `subtract` and `divide` calls: cells share their
+    denominators, so the same quotient comes back for another row and one division is
+    asked again now and then. A calculation answers its own arguments, so the grid is no
+    stall; the same calculation asked again and again still is."""
+    from streamguard.signals.result_stall import _is_calculation
+
+    assert all(_is_calculation(t) for t in ("divide", "subtract", "calculate", "Calculator", "calculator_add"))
+    assert not any(_is_calculation(t) for t in ("add_user", "is_prime_customer", "get_math_score", "tool"))
+    grid: list[Any] = []
+    for r in (0.065, 0.07, 0.075, 0.08):
+        for g in (0.03, 0.035, 0.04, 0.045):
+            spread = round(r - g, 3)
+            grid += step("subtract", {"a": r, "b": g}, json.dumps({"operation": "subtraction", "result": spread}))
+            grid += step("divide", {"a": 2.04, "b": spread},
+                         json.dumps({"operation": "division", "result": round(2.04 / spread, 6)}))
+    assert hits(grid) == []
+    again: list[Any] = []
+    for _ in range(12):
+        again += step("calculate", {"expression": "2.04 / (0.07 - 0.035)"}, "58.285714")
+        again += step("calculate", {"expression": "2.04 / (0.075 - 0.035)"}, "51.0")
+    assert [a for a in alerts(again) if a.severity == "critical"] != []

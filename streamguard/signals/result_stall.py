@@ -653,6 +653,10 @@ def read_names(call: CallView) -> str:
         tables = sql_tables(call.args)
         if tables:
             return tables
+    if not call.runner and _is_calculation(call.tool):
+        # A calculator's answer is its arguments' own: the same quotient for another pair of
+        # numbers is a new question answered, the same pair asked again is not.
+        return f"calc:{call.key}"
     paths = call.canonical.paths
     ids = ""
     if not call.runner:
@@ -763,6 +767,33 @@ def _is_id_key(key: Any) -> bool:
 
 NESTED_OBJECTS = 2
 """Arguments that are objects of arguments read for ids one level down (:func:`_ids`)."""
+
+
+_CALCULATION_WORDS = frozenset({
+    "calculate", "calculator", "calc", "compute", "math", "arithmetic", "add", "subtract",
+    "multiply", "divide", "exponentiate", "power", "sqrt", "square", "root", "factorial",
+    "is", "prime", "modulo", "evaluate", "expression", "tool", "tools",
+})
+"""The words of a calculator's name (Agno's ``CalculatorTools``: ``add``, ``subtract``,
+``divide``...; LangChain's ``Calculator``; tau-bench's ``calculate``): a tool named by
+these alone (:func:`_is_calculation`)."""
+_CALCULATIONS: dict[str, bool] = {}
+
+
+def _is_calculation(tool: str) -> bool:
+    """Whether a tool is a calculator: every word of its name is one of
+    :data:`_CALCULATION_WORDS` (``divide``, ``calculator_add``; not ``add_user``). Its answers
+    are its arguments' own (a Gordon-growth grid's four cells sharing a denominator are one
+    division asked four times, not a stall of sixteen calculations)."""
+    known = _CALCULATIONS.get(tool)
+    if known is None:
+        words = name_words(tool)
+        known = bool(words) and _CALCULATION_WORDS.issuperset(words) and not set(words) <= {"is", "tool", "tools"}
+        if len(tool) <= _ID_KEY_LIMIT:
+            if len(_CALCULATIONS) >= 1024:  # bounded: tool names come from untrusted input
+                _CALCULATIONS.clear()
+            _CALCULATIONS[tool] = known
+    return known
 
 
 _OBJECT_WORDS: dict[str, frozenset[str]] = {}
