@@ -504,28 +504,6 @@ def test_an_act_that_only_reports_itself_is_judged_by_what_the_others_see() -> N
     assert dominant_alerts(read) == ["dominant-tool-call"]
 
 
-def test_one_extraction_asked_again_and_answered_anew_is_the_feed_moving() -> None:
-    """browser-use scrolling a review grid three pages at a time and extracting the visible
-    rows with the same goal each time: the one extraction, answered with new rows every
-    time, is the page moving. Its periodic shape deferred to the cycle detector until the
-    final `done` broke it, and the sweep was halted as it reported. The same extraction
-    answered alike is no movement."""
-    from streamguard.events import ToolResult
-
-    def grid(rows: list[str]) -> list[Any]:
-        trace: list[Any] = []
-        for row in rows:
-            for _ in range(3):
-                trace += [ToolCall(session="d", tool="scroll_down", args={"amount": None}),
-                          ToolResult(session="d", tool="scroll_down", result="\U0001f50d  Scrolled down the page by one page")]
-            trace += [ToolCall(session="d", tool="extract_content", args={"goal": "visible review rows"}),
-                      ToolResult(session="d", tool="extract_content", result=row)]
-        return [*trace, ToolCall(session="d", tool="done", args={"text": "one pending review mentions sizing"})]
-
-    assert dominant_alerts(grid([f"rows: {chr(65 + n) * 3} by {chr(97 + n)}" for n in range(8)])) == []
-    assert dominant_alerts(grid(["rows: the last five, end of grid"] * 8)) == ["dominant-tool-call"]
-
-
 # ------------------------------------------- answers stamped with the time they were given
 
 

@@ -70,11 +70,9 @@ Result-aware (``result_aware``, default on; not in the reference)
     every time, whether the page moved or not. What the act did is what the
     other calls of the window see, so such a dominant act does not trip while
     what they saw keeps moving: their latest answers at least two, no two
-    alike, or one call made again and answered anew, and a call made more than
-    once in the window last answered something new (an infinite feed scrolled
-    twice between extractions, each extraction listing new posts, was halted at
-    the sixteenth call; a review grid scrolled three pages at a time between
-    extractions of one goal, each listing new rows, was halted at its `done`). Scrolling
+    alike, and a call made more than once in the window last answered
+    something new (an infinite feed scrolled twice between extractions, each
+    extraction listing new posts, was halted at the sixteenth call). Scrolling
     a page that has stopped moving still trips, however the reads between are
     worded (each extraction answered "end of feed", a page-info read answered
     the same each time), and so does any other dominant call.
@@ -155,15 +153,14 @@ def periodic(window: list[int], max_period: int) -> bool:
 def _others_move(state: Any, counts: dict[int, int], top: int) -> bool:
     """Whether what the calls of the window (``counts``: call key -> its calls in the
     window) other than ``top`` saw kept moving: their
-    latest answers (exact outcomes, as ``note_answer`` keeps them) are at least two, or
-    one of a call made more than once, no two of them alike (an extraction reworded and answered "end of feed" each time is
+    latest answers (exact outcomes, as ``note_answer`` keeps them) are at least two, no
+    two of them alike (an extraction reworded and answered "end of feed" each time is
     one answer), and a call made more than once in the window last answered something
     new (a page-info read answered the same every time is no movement)."""
     answers = state.answers
     if not answers:
         return False
     seen: set[int] = set()
-    repeated = False  # a call made more than once in the window (its answer moved)
     for key, count in counts.items():
         if key == top:
             continue
@@ -174,13 +171,9 @@ def _others_move(state: Any, counts: dict[int, int], top: int) -> bool:
         if outcome in seen:
             return False
         seen.add(outcome)
-        if count > 1:
-            if not answer_just_changed(state, key):
-                return False
-            repeated = True
-    # Two answers of different calls, or one call asked again and answered anew each
-    # time (the rows a browser agent extracts after each scroll, as the page moves).
-    return len(seen) >= 2 or repeated
+        if count > 1 and not answer_just_changed(state, key):
+            return False
+    return len(seen) >= 2
 
 
 class DominantToolCallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
