@@ -865,6 +865,14 @@ def test_a_code_interpreter_cell_raising_is_a_failure_and_its_name_says_nothing(
 
     assert CommandRunners()("code_interpreter") and is_code_tool("code_interpreter")
     assert CommandRunners()("python_repl_ast") and is_code_tool("Python_REPL")
+    assert CommandRunners()("append_execute_code_cell") and is_code_tool("insert_execute_code_cell")
+    # a notebook's editing tools edit: named so, they stay writes
+    assert not any(CommandRunners()(t) for t in ("edit_code_cell", "insert_code_cell", "add_code_cell"))
+    from streamguard.signals.facts import code_facts
+
+    # in code, ">" compares; only a notebook's shell line redirects
+    assert not code_facts("recent = events[events.ts > now - 300]").write
+    assert code_facts("!ls /mnt/data > files.txt").write
     assert interpreter_logs(interpreter_answer("a\n", "b")) == ("a\n\nb", None)
     assert interpreter_logs({"outputs": "x"}) is None
     assert interpreter_logs({"outputs": [{"type": "logs", "logs": 3}]}) is None

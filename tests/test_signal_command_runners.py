@@ -521,12 +521,18 @@ def test_a_command_line_under_a_windows_style_key_is_read() -> None:
         ("while true; do kubectl get pods; sleep 5; done", False, True),
         ("sleep 5; kubectl rollout status deploy/api", False, True),  # a blocking read
         ("sleep 30 && kubectl apply -f api.yaml", False, True),  # a write after the wait
-        # a sleep after a write waits for the write's effect: the write with its check
+        # a sleep after a job sent to the background waits for it: the launch with its check
         ("nohup python train.py --bs 32 > f0.log 2>&1 &\nsleep 45; tail -n 12 f0.log", False, False),
         ("nohup ./server > s.log 2>&1 & sleep 5; curl -s localhost:8080", False, False),
-        ("kubectl apply -f api.yaml && sleep 20 && kubectl get pods", False, False),
+        ("(python serve.py > s.log 2>&1 &) ; sleep 3; curl localhost:5000", False, False),
+        # after a write that starts something else, the sleep waits for it to come up
+        ("kubectl apply -f api.yaml && sleep 20 && kubectl get pods", False, True),
+        ("docker compose up -d && sleep 10 && curl -sf localhost:9200", False, True),
+        ("mkdir -p out && sleep 30 && test -s out/report.json", False, True),
         ("cd build && sleep 5 && ls", False, True),  # a change of the shell is no write
-        ("for f in a b; do touch $f; sleep 1; done", False, True),  # a shell loop waits
+        # a shell loop waits, whatever its body writes
+        ("for i in 1 2 3; do kubectl get pods > /tmp/pods.txt & sleep 10; done", False, True),
+        ("while ! curl -sf localhost:8080 > /tmp/out.html; do sleep 2; done", False, True),
         ("echo waiting; sleep 3", False, True),
         ("kubectl get pods; sleep 10", False, True),  # the read came first
         # a shell loop after the read: the line waits as a whole

@@ -30,9 +30,9 @@ Three more facts per call, all cheap and conservative in the same direction:
     that finds nothing fails with an answer, not with an error.
 ``wait``
     The call waits on purpose: a command line with a ``sleep`` in it (``sleep 60``,
-    ``until curl ...; do sleep 2; done``) and no write (a line that writes waits for
-    the write's effect, ``nohup python train.py ... & sleep 45; tail f0.log``: it is
-    the write with its check, and a training job relaunched unchanged into the same
+    ``until curl ...; do sleep 2; done``), unless the sleep follows a job the line
+    sends to the background (``nohup python train.py ... & sleep 45; tail f0.log``:
+    the launch with its check, and a training job relaunched unchanged into the same
     out-of-memory traceback is the same write answered alike), or an empty
     command sent to a runner, which is how OpenHands' agents wait for more output
     of a command still running. Identical answers to a wait are what waiting
@@ -109,9 +109,10 @@ DEFAULT_COMMAND_RUNNERS = (
     "code_executor", "*_code_executor", "code_exec*", "run_code",
     # code interpreters and notebook kernels: OpenAI's hosted `code_interpreter`,
     # LangChain's `python_repl_ast` and `Python_REPL`, a kernel's `run_cell`, Jupyter MCP
-    # servers' `append_execute_code_cell`
+    # servers' `append_execute_code_cell` (not their `edit_code_cell`, `insert_code_cell`:
+    # edits of a notebook, named so)
     "code_interpreter", "*_code_interpreter", "python_repl*", "*_repl", "repl", "run_cell",
-    "*_code_cell", "run_python*",
+    "*execute_code_cell", "run_python*",
 )
 
 DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
@@ -669,7 +670,11 @@ _CODE_WRITES = re.compile(
     r"write|open\((?:\"[^\"]{0,200}\"|'[^']{0,200}'|[^),'\"]){0,200},\s*['\"][rb]*[wax+]"
     r"|mode\s*=\s*['\"][rb]*[wax+]|remove|unlink|rename|replace"
     r"|subprocess|os\.system|shutil"
-    r"|mkdir|patch|install|sed -i|>"
+    r"|mkdir|patch|install|sed -i"
+    # a shell line of a notebook that redirects (`!ls > files.txt`); any other `>` in code
+    # compares (`df[df.amount > 100]`)
+    r"|^[ \t]*!.*>",
+    re.MULTILINE,
 )
 
 
@@ -849,7 +854,7 @@ def sql_statement(args: dict[Any, Any]) -> CallFacts | None:
 
 _CODE_TOOL = re.compile(
     r"(?:.*[._/:])?(?:i?python\d*|jupyter\w*|notebook\w*|repl|code_interpreter|python_repl\w*"
-    r"|run_cell|\w*code_cell|run_python\w*)$"
+    r"|run_cell|execute_code_cell|run_python\w*)$"
 )
 
 
@@ -872,6 +877,13 @@ _CLIENT_STATEMENT = re.compile(
 (``psql -c``, ``mysql -e``, ``trino --execute``, ``clickhouse-client --query``) or of ``bq
 query`` after its flags; not any quoted string of the line (``echo "DELETE FROM jobs is
 next"``)."""
+
+
+_BACKGROUND = re.compile(r"\bnohup\b|\bsetsid\b|(?<![&>|])&(?![&>])")
+"""A job sent to the background on a command line (``... &``, ``nohup``, ``setsid``; not
+``&&``, ``2>&1`` or ``&>``)."""
+_SHELL_LOOP_HEAD = re.compile(r"\s*(?:for|while|until|select)\b")
+"""A command line that opens with a shell loop."""
 
 
 def shell_facts(text: str) -> CallFacts:
@@ -948,15 +960,27 @@ def shell_facts(text: str) -> CallFacts:
         wait = False
         waits_first = True
     if wait and write and not leading_sleep and not looping:
-        # A sleep after a write (`nohup python train.py ... & sleep 45; tail f0.log`)
-        # waits for that write's effect: the line is the write with its check. (A sleep
-        # before the write, `sleep 10 && npm run migrate` while a database starts, is a
-        # wait that then tries, as before; so is a shell loop.)
+        # A sleep after a job launched in the background (`nohup python train.py ... &
+        # sleep 45; tail f0.log`) waits for that launch's effect: the line is the launch
+        # with its check, and the same launch answered alike again is no wait. (A sleep
+        # before a write, `sleep 10 && npm run migrate`, or after one that waits for
+        # something else to come up, `docker compose up -d && sleep 10 && curl ...`, stays
+        # a wait, as does a shell loop.)
         sleep = _SLEEP.search(head)
         if sleep is not None and sleep.start():
-            before = shell_facts(head[: sleep.start()])
-            if before.write and not before.shell:
-                wait = False
+            # what comes before the sleep, without the separator that joins them (`&&`,
+            # `||`, `;`, `|`; a lone `&` sends what is before it to the background)
+            before = head[: head.index("sleep", sleep.start())].rstrip()
+            if before.endswith(("&&", "||")):
+                before = before[:-2]
+            elif before.endswith((";", "|", "(")):
+                before = before[:-1]
+            if _BACKGROUND.search(before) is not None and (
+                _SHELL_LOOP_HEAD.match(before) is None
+            ):
+                launched = shell_facts(before)
+                if launched.write and not launched.shell:
+                    wait = False
     # A blocking read polls, unless the line also writes (`kubectl apply ... && kubectl
     # rollout status ...` deploys): then it is the write's check, read as one.
     wait = wait or (blocking and not write)

@@ -59,7 +59,7 @@ Results (``result_aware``, default on; off is the reference behaviour)
       then "in 192.20 seconds"), is the same answer again, not a poll: a job
       polled after it failed, its status stamped with each check's time,
       mini-SWE-agent re-running one failing test thirteen times, a full-port
-      scan re-run twelve times unchanged and ``sqlmap`` re-run against a
+      scan re-run twelve times unchanged and ``sqlmap ... | tail`` re-run against a
       parameter it found not injectable trip at the fifth answer of
       the run (the first is never compared: it is read only once an answer
       changes, so the usual path costs nothing). What this costs: a command
