@@ -653,16 +653,17 @@ def read_names(call: CallView) -> str:
         tables = sql_tables(call.args)
         if tables:
             return tables
-    if not call.runner and _is_calculation(call.tool):
-        # A calculator's answer is its arguments' own: the same quotient for another pair of
-        # numbers is a new question answered, the same pair asked again is not.
-        return f"calc:{call.key}"
     paths = call.canonical.paths
     ids = ""
     if not call.runner:
         ids = _ids(call.args)
-        if not ids and not call.search:
-            ids = _named_object(call.tool, call.args)
+        if not ids:
+            if _is_calculation(call.tool):
+                # A calculator's answer is its arguments' own: the same quotient for another
+                # pair of numbers is a new question answered, the same pair asked again is not.
+                return f"calc:{call.key}"
+            if not call.search:
+                ids = _named_object(call.tool, call.args)
     if not paths:
         return ids
     if len(paths) == 1:
@@ -825,8 +826,9 @@ def _named_object(tool: str, args: Any) -> str:
         return ""
     for key, value in args.items():
         if (
-            type(key) is str and key.lower() in words and type(value) is str
-            and 0 < len(value) <= 64 and not any(c.isspace() for c in value)
+            type(value) is str and 0 < len(value) <= 64 and type(key) is str
+            and (key in words or key.lower() in words)
+            and " " not in value and "\n" not in value and "\t" not in value
         ):
             return f"{key}={value}"
     return ""
