@@ -884,6 +884,12 @@ def test_a_code_interpreter_cell_raising_is_a_failure_and_its_name_says_nothing(
     for cell in range(4, 14):
         rerun += c.pair("code_interpreter", {"input": code}, interpreter_answer(cell_traceback(cell, code)))
     assert "failure-loop" in criticals(rerun)
+    # Open Interpreter's `execute` runs Python in a kernel too: its tracebacks are failures
+    oom: list[Any] = []
+    read = "import pandas as pd\ntx = pd.read_csv('/data/transactions.csv')"
+    for cell in range(1, 11):
+        oom += c.pair("execute", {"language": "python", "code": read}, cell_traceback(cell, read))
+    assert "failure-loop" in criticals(oom)
     sweep: list[Any] = []
     for n, column in enumerate(["units", "unit_price", "discount", "net_sales", "region", "category",
                                 "product", "customer_id", "order_date", "month", "channel", "store",

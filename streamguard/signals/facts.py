@@ -1402,10 +1402,13 @@ CELL_TRACEBACK_SPAN = 240
 _CELL_HEADER = re.compile(r"-{75}\n\w+\s+Traceback \(most recent call last\)")
 """IPython's header of a cell's traceback: a rule of exactly 75 dashes, then the
 exception's name and ``Traceback (most recent call last)`` on the next line."""
-CELL_TOOLS = re.compile(r"(?i)ipython|jupyter|notebook|(?:^|_)cells?(?:_|$)|code_interpreter")
+CELL_TOOLS = re.compile(
+    r"(?i)ipython|jupyter|notebook|(?:^|_)cells?(?:_|$)|code_interpreter|^execute(?:_code)?$"
+)
 """Tools that run a notebook's cells (OpenHands' ``execute_ipython_cell``, ``run_cell``,
-``jupyter_execute``): only their answers are read for a cell's traceback (a shell's
-``cat`` of a log that opens the same way is that log)."""
+``jupyter_execute``, OpenAI's ``code_interpreter``, Open Interpreter's ``execute`` and
+``execute_code``, which run Python in an IPython kernel): only their answers are read for a
+cell's traceback (a shell's ``cat`` of a log that opens the same way is that log)."""
 
 
 def cell_error(text: str) -> tuple[str, str | None] | None:
