@@ -50,6 +50,8 @@ UNDER_WAY = [
     "NAME      READY   STATUS              RESTARTS   AGE\nweb-1     0/1     ContainerCreating   0   9s",
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   0/1     Pending   0          41s",
     {"carrier": "FedEx", "status": "in_transit", "eta": "today"},
+    # a booking the property confirms by hand (Amadeus)
+    {"data": {"id": "XD_8944", "status": "ON_REQUEST", "providerConfirmationId": None}},
     # parts done beside a status under way: a CI run whose lint job completed
     {"status": "in_progress", "jobs": [{"name": "lint", "status": "completed", "conclusion": "success"},
                                        {"name": "test", "status": "in_progress", "conclusion": ""}]},

@@ -923,6 +923,8 @@ _PROGRESS_WORDS = (
     r"|awaiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*"
     r"|authori[sz]ing|updating|progressing|not[ _-]?(?:yet[ _-]?)?ready"
     r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
+    # a booking a property confirms by hand (Amadeus' hotel booking "ON_REQUEST")
+    r"|on[ _-]request"
     # ISO 20022 payment statuses: pending, accepted with settlement in process
     r"|pdng|acsp"
 )
