@@ -873,6 +873,8 @@ def test_a_code_interpreter_cell_raising_is_a_failure_and_its_name_says_nothing(
     # in code, ">" compares; only a notebook's shell line redirects
     assert not code_facts("recent = events[events.ts > now - 300]").write
     assert code_facts("!ls /mnt/data > files.txt").write
+    assert code_facts("%%bash\necho done > status.txt").write
+    assert CommandRunners()("run_code_cell") and is_code_tool("run_code_cell")
     assert interpreter_logs(interpreter_answer("a\n", "b")) == ("a\n\nb", None)
     assert interpreter_logs({"outputs": "x"}) is None
     assert interpreter_logs({"outputs": [{"type": "logs", "logs": 3}]}) is None

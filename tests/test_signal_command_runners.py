@@ -525,6 +525,9 @@ def test_a_command_line_under_a_windows_style_key_is_read() -> None:
         ("nohup python train.py --bs 32 > f0.log 2>&1 &\nsleep 45; tail -n 12 f0.log", False, False),
         ("nohup ./server > s.log 2>&1 & sleep 5; curl -s localhost:8080", False, False),
         ("(python serve.py > s.log 2>&1 &) ; sleep 3; curl localhost:5000", False, False),
+        # a "&" inside quotes (a URL's query) and `nohup.out` send nothing to the background
+        ("curl -sf 'http://localhost:8080/health?deep=1&verbose=1' > h.json; sleep 5; cat h.json", False, True),
+        ("cat nohup.out > /tmp/c.txt && sleep 10 && cat /tmp/c.txt", False, True),
         # after a write that starts something else, the sleep waits for it to come up
         ("kubectl apply -f api.yaml && sleep 20 && kubectl get pods", False, True),
         ("docker compose up -d && sleep 10 && curl -sf localhost:9200", False, True),

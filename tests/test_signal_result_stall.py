@@ -1975,32 +1975,6 @@ def test_a_grep_tool_is_a_search_as_grep_through_a_shell_is() -> None:
     assert hits(found) == []
 
 
-def test_an_argument_named_as_the_tools_object_is_the_place_it_reads() -> None:
-    """`sr_get_subject_config(subject=...)` over thirty schema subjects, each answering one of
-    a few compatibility levels: the argument is named as what the tool reads, so each
-    subject is a place of its own and the audit is no stall. The same subject read again
-    and again, answering the same level, still is; so is a generic argument (`action`)."""
-    from streamguard.signals.result_stall import _named_object
-
-    assert _named_object("sr_get_subject_config", {"subject": "orders.v1-value", "defaultToGlobal": False}) == (
-        "subject=orders.v1-value")
-    assert _named_object("describe_table", {"table": "orders"}) == "table=orders"
-    assert _named_object("special_action", {"action": "WAIT"}) == ""
-    assert _named_object("get_subject_config", {"subject": "a subject with words"}) == ""
-    assert _named_object("get_config", {"config": "x"}) == ""
-    levels = ["BACKWARD", "FULL", "NONE", "FULL_TRANSITIVE", "BACKWARD_TRANSITIVE"]
-    audit: list[Any] = []
-    for n in range(30):
-        audit += step("sr_get_subject_config", {"subject": f"{word(n)}.events-value", "defaultToGlobal": False},
-                      {"compatibilityLevel": levels[n % 5]})
-    assert hits(audit) == []
-    again: list[Any] = []
-    for n in range(14):
-        again += step("sr_get_subject_config", {"subject": f"{word(n % 3)}.events-value", "defaultToGlobal": False},
-                      {"compatibilityLevel": "BACKWARD"})
-    assert [a.severity for a in alerts(again) if a.severity == "critical"] != []
-
-
 def test_a_calculators_answer_is_its_arguments_own() -> None:
     """A Gordon-growth grid filled with `subtract` and `divide` calls: cells share their
     denominators, so the same quotient comes back for another row and one division is

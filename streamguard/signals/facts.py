@@ -112,7 +112,7 @@ DEFAULT_COMMAND_RUNNERS = (
     # servers' `append_execute_code_cell` (not their `edit_code_cell`, `insert_code_cell`:
     # edits of a notebook, named so)
     "code_interpreter", "*_code_interpreter", "python_repl*", "*_repl", "repl", "run_cell",
-    "*execute_code_cell", "run_python*",
+    "*execute_code_cell", "run_code_cell", "exec_code_cell", "run_python*",
 )
 
 DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
@@ -671,9 +671,9 @@ _CODE_WRITES = re.compile(
     r"|mode\s*=\s*['\"][rb]*[wax+]|remove|unlink|rename|replace"
     r"|subprocess|os\.system|shutil"
     r"|mkdir|patch|install|sed -i"
-    # a shell line of a notebook that redirects (`!ls > files.txt`); any other `>` in code
-    # compares (`df[df.amount > 100]`)
-    r"|^[ \t]*!.*>",
+    # a shell line of a notebook that redirects (`!ls > files.txt`), or a shell cell
+    # (`%%bash`) that does; any other `>` in code compares (`df[df.amount > 100]`)
+    r"|^[ \t]*!.*>|\A\s*%%(?:bash|sh|script)\b[\s\S]*>",
     re.MULTILINE,
 )
 
@@ -854,7 +854,7 @@ def sql_statement(args: dict[Any, Any]) -> CallFacts | None:
 
 _CODE_TOOL = re.compile(
     r"(?:.*[._/:])?(?:i?python\d*|jupyter\w*|notebook\w*|repl|code_interpreter|python_repl\w*"
-    r"|run_cell|execute_code_cell|run_python\w*)$"
+    r"|run_cell|execute_code_cell|run_code_cell|exec_code_cell|run_python\w*)$"
 )
 
 
@@ -879,9 +879,10 @@ query`` after its flags; not any quoted string of the line (``echo "DELETE FROM 
 next"``)."""
 
 
-_BACKGROUND = re.compile(r"\bnohup\b|\bsetsid\b|(?<![&>|])&(?![&>])")
+_BACKGROUND = re.compile(r"(?:^|[\s;&|(])(?:nohup|setsid)\s|(?<![&>|])&(?![&>])")
 """A job sent to the background on a command line (``... &``, ``nohup``, ``setsid``; not
-``&&``, ``2>&1`` or ``&>``)."""
+``&&``, ``2>&1``, ``&>``, nor a ``&`` in a quoted word, a URL's query, which the caller
+takes out first, nor ``nohup.out``)."""
 _SHELL_LOOP_HEAD = re.compile(r"\s*(?:for|while|until|select)\b")
 """A command line that opens with a shell loop."""
 
@@ -975,7 +976,7 @@ def shell_facts(text: str) -> CallFacts:
                 before = before[:-2]
             elif before.endswith((";", "|", "(")):
                 before = before[:-1]
-            if _BACKGROUND.search(before) is not None and (
+            if _BACKGROUND.search(_QUOTED.sub("''", before)) is not None and (
                 _SHELL_LOOP_HEAD.match(before) is None
             ):
                 launched = shell_facts(before)

@@ -79,9 +79,7 @@ What it catches
       ids, ``account_code``, ``entity_id``, ``issueKey``; values shaped as ids
       under other names, ``workCenter="CNC-06"``, ``isin="XS2574039921"``, not
       under names of text, windows of time, paths or commands; the identifiers a
-      structured filter selects, ``query="child.name=lnx-epic-app07^..."``; else an
-      argument named as the tool's own object, ``sr_get_subject_config(subject=...)``,
-      ``describe_table(table=...)``: ``_named_object``);
+      structured filter selects, ``query="child.name=lnx-epic-app07^..."``);
       never a write, and of a search only the tables its SQL reads and the ids its
       arguments name (``list_annotations(build_number=18899)``: a flaky test's failure
       found again in build after build is each build's answer; a reworded search's
@@ -657,13 +655,10 @@ def read_names(call: CallView) -> str:
     ids = ""
     if not call.runner:
         ids = _ids(call.args)
-        if not ids:
-            if _is_calculation(call.tool):
-                # A calculator's answer is its arguments' own: the same quotient for another
-                # pair of numbers is a new question answered, the same pair asked again is not.
-                return f"calc:{call.key}"
-            if not call.search:
-                ids = _named_object(call.tool, call.args)
+        if not ids and _is_calculation(call.tool):
+            # A calculator's answer is its arguments' own: the same quotient for another
+            # pair of numbers is a new question answered, the same pair asked again is not.
+            return f"calc:{call.key}"
     if not paths:
         return ids
     if len(paths) == 1:
@@ -795,43 +790,6 @@ def _is_calculation(tool: str) -> bool:
                 _CALCULATIONS.clear()
             _CALCULATIONS[tool] = known
     return known
-
-
-_OBJECT_WORDS: dict[str, frozenset[str]] = {}
-"""A named tool -> the words of its name that may name what it reads (bounded)."""
-_NO_OBJECT_WORDS = _TEXT_WORDS | _TERM_WORDS | _NOT_ID_WORDS | frozenset({
-    "get", "read", "fetch", "show", "describe", "list", "view", "check", "inspect", "lookup",
-    "find", "config", "info", "details", "data", "status", "mcp", "api", "tool", "by",
-    "action", "type", "mode", "kind", "format", "method", "operation", "op", "special",
-})
-
-
-def _named_object(tool: str, args: Any) -> str:
-    """The thing a named read reads when an argument is named as its object, a word of the
-    tool's own name (``sr_get_subject_config(subject="orders.events.v1-value")``,
-    ``describe_table(table="orders")``, ``get_user(user="ana.lopez")``): its value, one
-    token of at most 64 characters; "" for none. Thirty schema subjects whose configuration
-    is one of five levels were thirty answers of five kinds, and the audit was halted as
-    a stall."""
-    if type(args) is not dict or not args or len(args) > 8:
-        return ""
-    words = _OBJECT_WORDS.get(tool)
-    if words is None:
-        words = frozenset(name_words(tool)) - _NO_OBJECT_WORDS
-        if len(tool) <= _ID_KEY_LIMIT:
-            if len(_OBJECT_WORDS) >= 1024:  # bounded: tool names come from untrusted input
-                _OBJECT_WORDS.clear()
-            _OBJECT_WORDS[tool] = words
-    if not words:
-        return ""
-    for key, value in args.items():
-        if (
-            type(value) is str and 0 < len(value) <= 64 and type(key) is str
-            and (key in words or key.lower() in words)
-            and " " not in value and "\n" not in value and "\t" not in value
-        ):
-            return f"{key}={value}"
-    return ""
 
 
 def _ids(args: Any, search: bool = False, nested: bool = True) -> str:
