@@ -1997,3 +1997,25 @@ def test_a_calculators_answer_is_its_arguments_own() -> None:
         again += step("calculate", {"expression": "2.04 / (0.07 - 0.035)"}, "58.285714")
         again += step("calculate", {"expression": "2.04 / (0.075 - 0.035)"}, "51.0")
     assert [a for a in alerts(again) if a.severity == "critical"] != []
+
+
+def test_the_object_a_gh_view_reads_is_its_place() -> None:
+    """Twenty CI runs' jobs read with `gh run view <id> --json jobs`, most answering "all
+    success": the run id is the object read (the repository flag is the same for all), so
+    the sweep is no stall. The same run viewed again and again after it finished still is."""
+    from streamguard.signals.result_stall import _GH_OBJECT
+
+    assert _GH_OBJECT.findall("gh run view 18898679055 --repo k/k --json jobs") == [("run", "view", "18898679055")]
+    assert _GH_OBJECT.findall("cd repo && gh pr view 12 --comments") == [("pr", "view", "12")]
+    assert _GH_OBJECT.findall("echo gh run view 5") == []
+    jobs = "lint\tsuccess\ntest (ubuntu)\tsuccess\ntest (macos)\tsuccess\n"
+    sweep: list[Any] = []
+    for n in range(20):
+        sweep += step("bash", {"command": f"gh run view {18898679055 - n * 977} --repo k/k --json jobs --jq '.jobs[]'"},
+                      jobs)
+    assert hits(sweep) == []
+    again: list[Any] = []
+    for n in range(12):
+        again += step("bash", {"command": f"gh run view 18898679055 --repo k/k --json jobs {'-q .' if n % 2 else ''}"},
+                      jobs)
+    assert [a for a in alerts(again) if a.severity == "critical"] != []

@@ -68,8 +68,9 @@ What it catches
       (``read_names``: for a command runner, the paths, the URLs' scheme,
       host and path (the path's numbers masked), the places of cloud and cluster
       CLIs (``--region``,
-      ``--namespace``, ``--bucket``, ``--resource-group``...) and the host of an
-      ``ssh`` in the first ``TARGET_SPAN`` characters of its command, ``cat
+      ``--namespace``, ``--bucket``, ``--resource-group``...), the host of an
+      ``ssh`` and the object a ``gh run view <id>`` reads, in the first
+      ``TARGET_SPAN`` characters of its command, ``cat
       a/Dockerfile``, ``curl https://eu.example.net/...``, ``aws ec2
       describe-instances --region eu-west-1``, ``ssh api-03 "zgrep ..."``; the
       tables a SQL query reads (``sql_tables``: its ``sql``, ``query`` or
@@ -580,6 +581,13 @@ _SSH_HOST = re.compile(
 """The machine a command runs on (searched for apart, only in a line that says ``ssh``:
 one more alternative in :data:`_TARGETS` would be tried at every character of every
 command)."""
+_GH_OBJECT = re.compile(
+    r"(?:^|[;&|(]\s*)gh[ \t]+(run|pr|issue|release|workflow)[ \t]+(view|checks|diff)[ \t]+"
+    r"([^\s'\"|;&)-][^\s'\"|;&)]{0,63})"
+)
+"""The run, pull request, issue, release or workflow a ``gh ... view`` reads (``gh run view
+18898679055 --json jobs``): the object its answer is of (searched for apart, only in a line
+that says ``gh``, as :data:`_SSH_HOST` is)."""
 _SQL_START = re.compile(r"(?is)\s*(?:select\b|with\s+\w+\s+as\s*\()")
 _SQL_LITERAL = re.compile(r"'(?:[^']|'')*'")
 _SQL_TABLES = re.compile(r"(?i)\b(?:from|join)\s+([\w.$\"`\[\]]+)")
@@ -637,6 +645,8 @@ def read_names(call: CallView) -> str:
             targets = _TARGETS.findall(head)
             if head.find("ssh") >= 0:
                 targets += _SSH_HOST.findall(head)
+            if head.find("gh ") >= 0:
+                targets += [" ".join(found) for found in _GH_OBJECT.findall(head)]
             if targets:
                 names = "\0".join(targets)
                 if "://" in names:
