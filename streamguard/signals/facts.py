@@ -892,7 +892,8 @@ def shell_facts(text: str) -> CallFacts:
     head = text if len(text) <= 4096 else text[:4096]
     write = _redirects(head) or bool(_HEREDOC.search(head))
     search = False
-    wait = "sleep" in head and bool(_SLEEP.search(head))
+    slept = _SLEEP.search(head) if "sleep" in head else None  # the line's first sleep
+    wait = slept is not None
     blocking = False
     action = ""
     fallback = ""
@@ -960,28 +961,25 @@ def shell_facts(text: str) -> CallFacts:
         # any other read's, asked after a deliberate wait (CallFacts.waits_first).
         wait = False
         waits_first = True
-    if wait and write and not leading_sleep and not looping:
-        # A sleep after a job launched in the background (`nohup python train.py ... &
-        # sleep 45; tail f0.log`) waits for that launch's effect: the line is the launch
-        # with its check, and the same launch answered alike again is no wait. (A sleep
-        # before a write, `sleep 10 && npm run migrate`, or after one that waits for
-        # something else to come up, `docker compose up -d && sleep 10 && curl ...`, stays
-        # a wait, as does a shell loop.)
-        sleep = _SLEEP.search(head)
-        if sleep is not None and sleep.start():
-            # what comes before the sleep, without the separator that joins them (`&&`,
-            # `||`, `;`, `|`; a lone `&` sends what is before it to the background)
-            before = head[: head.index("sleep", sleep.start())].rstrip()
-            if before.endswith(("&&", "||")):
-                before = before[:-2]
-            elif before.endswith((";", "|", "(")):
-                before = before[:-1]
-            if _BACKGROUND.search(_QUOTED.sub("''", before)) is not None and (
-                _SHELL_LOOP_HEAD.match(before) is None
-            ):
-                launched = shell_facts(before)
-                if launched.write and not launched.shell:
-                    wait = False
+    # A sleep after a job launched in the background (`nohup python train.py ... & sleep 45;
+    # tail f0.log`) waits for that launch's effect: the line is the launch with its check,
+    # and the same launch answered alike again is no wait. (A sleep before a write, `sleep
+    # 10 && npm run migrate`, or after one that waits for something else to come up,
+    # `docker compose up -d && sleep 10 && curl ...`, stays a wait, as does a shell loop.)
+    if wait and write and not leading_sleep and not looping and slept is not None and slept.start():
+        # what comes before the sleep, without the separator that joins them (`&&`, `||`,
+        # `;`, `|`; a lone `&` sends what is before it to the background)
+        before = head[: head.index("sleep", slept.start())].rstrip()
+        if before.endswith(("&&", "||")):
+            before = before[:-2]
+        elif before.endswith((";", "|", "(")):
+            before = before[:-1]
+        if _BACKGROUND.search(_QUOTED.sub("''", before)) is not None and (
+            _SHELL_LOOP_HEAD.match(before) is None
+        ):
+            launched = shell_facts(before)
+            if launched.write and not launched.shell:
+                wait = False
     # A blocking read polls, unless the line also writes (`kubectl apply ... && kubectl
     # rollout status ...` deploys): then it is the write's check, read as one.
     wait = wait or (blocking and not write)
@@ -1027,15 +1025,15 @@ def sleep_facts(args: Any) -> CallFacts | None:
     command = args.get("command")
     if type(command) is not str:
         command = args.get("action")  # an environment's action (`step_env(action="wait1")`)
-        if type(command) is not str or not command.lstrip().startswith("wait"):
+        if type(command) is not str:
             return None
     if len(command) > 64:
         return None
     head = command.lstrip()
-    if head.startswith("sleep") and _ONLY_SLEEP.fullmatch(command) is not None:
-        return _SLEEP_FACTS
-    if head.startswith("wait") and _ONLY_WAIT.fullmatch(command) is not None:
-        return _WAIT_FACTS
+    if head.startswith("sleep"):
+        return _SLEEP_FACTS if _ONLY_SLEEP.fullmatch(command) is not None else None
+    if head.startswith("wait"):
+        return _WAIT_FACTS if _ONLY_WAIT.fullmatch(command) is not None else None
     return None
 
 
