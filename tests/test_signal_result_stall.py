@@ -169,6 +169,15 @@ def test_empty_answers_count_only_for_searches() -> None:
         ({"customer_id": "cus_b", "name": "Ada", "email": "a@x", "open_tickets": []}, False),
         ({"results": [], "next_cursor": "c_b"}, False),
         ({"Query": "x", "Message": "no results", "items": []}, True),
+        # what the answer says of its own request: its receipt, when, how long it took
+        ({"query": "x", "answer": None, "images": [], "results": [], "response_time": 1.67,
+          "request_id": "9f1c0a7e-5b2d-4e0b-8c1a-3d6e2f4a9b10"}, True),
+        ({"offer_request_id": "orq_0000A4rTCtXjvT9263A3Pw", "offers": [], "count": 0,
+          "created_at": "2025-10-14T05:39:37Z", "message": "No offers found."}, True),
+        ({"searchId": "s-77", "took": 3, "hits": []}, True),
+        ({"request_id": "r1", "total": 2, "results": []}, False),  # the count still says found
+        ({"request_id": "r1", "customer": "Ada", "results": []}, False),
+        ({"took": True, "hits": []}, False),
         ({"data": {"page": {"items": []}}}, False),  # two levels of wrapping: not read
         ("[]" + " " * 2000, False),  # too long to read
         ("no results", False),
@@ -177,6 +186,27 @@ def test_empty_answers_count_only_for_searches() -> None:
 )
 def test_found_nothing_reads_empty_structured_answers(payload: Any, nothing: bool) -> None:
     assert found_nothing(payload) is nothing
+
+
+def test_reworded_searches_answered_empty_with_a_new_receipt_each_time_stall() -> None:
+    """An API that answers every search with the request's own id and time (Tavily's
+    ``request_id``, a flight search's ``offer_request_id``) found nothing all the same."""
+    trace: list[Any] = []
+    for i in range(12):
+        receipt = hashlib.sha256(str(i).encode()).hexdigest()[:22]
+        trace += step("search_flights", {"origin": "EYW", "destination": "HAV", "adults": 1 + i % 3,
+                                         "date": f"2025-11-{20 + i % 4}"},
+                      {"offer_request_id": f"orq_{receipt}", "offers": [], "count": 0,
+                       "created_at": f"2025-10-14T05:{10 + i}:37Z",
+                       "message": "No offers found for the requested journey."})
+    assert hits(trace) == [8]  # nothing found, eight times
+    # the same searches answered by offers found are each an answer
+    found: list[Any] = []
+    for i in range(12):
+        found += step("search_flights", {"origin": "EYW", "destination": f"A{word(i)}"},
+                      {"request_id": f"r{i}", "offers": [{"id": f"off_{word(i)}", "price": 100 + i}],
+                       "count": 1})
+    assert hits(found) == []
 
 
 def test_a_search_polled_with_a_new_timestamp_is_a_poll() -> None:

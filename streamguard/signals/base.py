@@ -1212,9 +1212,21 @@ _NOTHING_TEXT_FIELDS = frozenset({
     "keywords", "text", "input", "question", "filter", "filters", "sort", "order", "status",
     "state", "message", "msg", "note", "info", "detail", "reason", "type", "kind", "object",
     "as_of", "timestamp", "time", "date", "generated_at", "retrieved_at", "updated_at",
+    "created_at", "createdat", "requested_at", "searched_at",
 })
 """The fields whose text a search's empty answer may carry: the echoed query, a status,
 when it was asked."""
+_REQUEST_ID_ENDS = ("requestid", "searchid", "queryid", "traceid", "correlationid", "responseid")
+"""How the name of the id an API gives the request itself ends (``request_id``, Duffel's
+``offer_request_id``, ``searchId``; read without ``_`` and ``-``): the search's own receipt,
+new on every call, not a thing it found (:func:`found_nothing`)."""
+_REQUEST_NUMBERS = frozenset({
+    "took", "took_ms", "response_time", "responsetime", "response_time_ms", "elapsed",
+    "elapsed_ms", "duration", "duration_ms", "latency", "latency_ms", "search_time",
+    "query_time", "processing_time", "processing_time_ms", "time_ms",
+})
+"""Numbers an answer states of its own request, how long it took (Tavily's
+``response_time``, Elasticsearch's ``took``): no count of what it found."""
 
 
 def _bare_leaves(value: Any, found: list[int], depth: int = 0) -> bool:
@@ -1274,8 +1286,10 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     an empty array or object, or an object whose containers are all empty (at least one:
     the results) and whose other fields are nulls, zeros or false and at most three
     strings under the names of an echoed query, a status or a time (``query``,
-    ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`), and the numbers
-    a page states of itself (``"page": 1, "page_size": 10``: :data:`_PAGING_FIELDS`). A
+    ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`), the numbers
+    a page states of itself (``"page": 1, "page_size": 10``: :data:`_PAGING_FIELDS`) and
+    what it says of its own request, its id and how long it took (``"request_id": "..."``,
+    ``"response_time": 1.67``: :data:`_REQUEST_ID_ENDS`, :data:`_REQUEST_NUMBERS`). A
     count, any other string (an id, a name, a cursor to the next page) or any non-empty
     container is a hit: a customer found with no open tickets found something."""
     if type(payload) is str:
@@ -1303,15 +1317,22 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
                 return False  # one level of wrapping ({"data": {"items": []}}) at most
             empties += 1
         elif kind is str:
-            if type(key) is not str or (
-                key.lower() not in _NOTHING_TEXT_FIELDS and not key.lower().endswith("query")
-            ):
-                return False  # (an echoed query under any name: `cqlQuery`, `searchQuery`)
+            if type(key) is not str:
+                return False
+            name = key.lower()
+            if name not in _NOTHING_TEXT_FIELDS and not name.endswith("query"):
+                # (an echoed query under any name: `cqlQuery`, `searchQuery`)
+                if len(value) <= 128 and name.replace("_", "").replace("-", "").endswith(_REQUEST_ID_ENDS):
+                    continue  # the request's own receipt (Tavily's `request_id`), not counted
+                return False
             strings += 1
         elif value is not None and value is not False and value != 0 and not (
             # where the empty page is, not what it found ({"page": 1, "page_size": 10,
-            # "total_results": 0, "results": []})
-            kind is int and type(key) is str and key.lower() in _PAGING_FIELDS
+            # "total_results": 0, "results": []}), and how long the request took
+            type(key) is str and (
+                (kind is int and key.lower() in _PAGING_FIELDS)
+                or (kind in (int, float) and key.lower() in _REQUEST_NUMBERS)
+            )
         ):
             return False
     return empties > 0 and strings <= 3
