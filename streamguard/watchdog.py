@@ -105,6 +105,7 @@ from .signals.facts import (
     FLAG_WAITS_FIRST,
     FLAG_WRITE,
     LONG_POLL_KEYS,
+    MCP_WRAPPERS,
     OBSERVATION_TOOLS,
     RUNNER_ANSWER_HEADS,
     CallFacts,
@@ -117,10 +118,12 @@ from .signals.facts import (
     mcp_answer,
     name_words,
     names_no_act,
+    operation_facts,
     plain_facts,
     runner_answer,
     runner_facts,
     sleep_facts,
+    wrapped_call,
 )
 from .snapshot import SnapshotCodec, peek_agent
 
@@ -455,6 +458,12 @@ class Watchdog:
         if not self._on_call:
             return
         tool = event.tool
+        if tool in MCP_WRAPPERS:
+            # A call of an MCP server's tool carried by a wrapper is read as that tool's.
+            wrapped = wrapped_call(event.args)
+            if wrapped is not None:
+                event = structs.replace(event, tool=wrapped[0], args=wrapped[1])
+                tool = event.tool
         # A JSON object sent as a string is read once, here, for every reader.
         args = call_args(event.args)
         canonical = canonicalize(
@@ -474,9 +483,13 @@ class Watchdog:
             view.runner = runner = True
         else:
             view.runner = runner = False
-            if kind is None and type(args) is dict and ("command" in args or "action" in args):
-                # a command line that only sleeps, an environment's action that only waits
-                facts = sleep_facts(args) or facts
+            if kind is None and type(args) is dict:
+                if "command" in args or "action" in args:
+                    # a command line that only sleeps, an environment's action that only waits
+                    facts = sleep_facts(args) or facts
+                elif not facts.write and ("operation" in args or "op" in args):
+                    # a tool of several operations told to write (`operation="update"`)
+                    facts = operation_facts(tool, args) or facts
         view.event = event
         view.tool = tool
         view.args = args
@@ -558,7 +571,10 @@ class Watchdog:
             facts = runner_facts(event.args, facts, kind)
             return CallView(event, canonical, key, history, kind, facts, True)
         if kind is None:
-            facts = sleep_facts(call_args(event.args)) or facts
+            args = call_args(event.args)
+            facts = sleep_facts(args) or (
+                None if facts.write else operation_facts(tool, args)
+            ) or facts
         return CallView(event, canonical, key, history, kind, facts, False)
 
     def _tool_facts(self, tool: str, kind: str | None) -> CallFacts | bool:
@@ -614,6 +630,13 @@ class Watchdog:
             state.in_turn = True
         if not self._on_result:
             return
+        if event.tool in MCP_WRAPPERS and event.call_id:
+            # The answer of a wrapped call (_call) is its tool's.
+            for entry in state.pending:
+                if entry[0] == event.call_id:
+                    if entry[1] != event.tool:
+                        event = structs.replace(event, tool=entry[1])
+                    break
         payload = event.result
         if type(payload) is dict and "content" in payload:
             # An MCP CallToolResult passed through: read as what it says (facts.mcp_answer).
@@ -1090,6 +1113,10 @@ class Watchdog:
 
     def would_trip(self, state: SessionState, event: ToolCall) -> list[str]:
         """Signals whose ``would_trip`` preview says this call would trip them (no mutation)."""
+        if event.tool in MCP_WRAPPERS:
+            wrapped = wrapped_call(event.args)
+            if wrapped is not None:
+                event = structs.replace(event, tool=wrapped[0], args=wrapped[1])
         canonical = canonicalize(
             event.args, self._ignore_fields.fields_for(event.tool) if self._has_ignores else None
         )

@@ -28,6 +28,7 @@ from streamguard.signals.facts import (
     script_report,
     shell_facts,
     silent_run,
+    wrapped_call,
 )
 from streamguard.signals.result_stall import is_json_text, template
 from tests.harness import engine_alerts
@@ -1517,3 +1518,87 @@ def test_a_dev_server_started_again_on_the_next_port_is_the_same_page() -> None:
                         f"  ▲ Next.js 14.2.3\n  - Local: http://localhost:{port}\n ✓ Ready in 2.1s")
         trace += c.pair("Bash", {"command": "curl -s -o /dev/null -w '%{http_code}' localhost:3000/api/health"}, "500")
     assert any(s in criticals(trace) for s in ("alternating-tool-cycle", "result-stall", "long-loop"))
+
+
+def _mcp_text(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+def _wrapped(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Cline's ``use_mcp_tool`` arguments: the server's tool and its arguments as JSON text."""
+    return {"server_name": "crm", "tool_name": tool, "arguments": json.dumps(arguments)}
+
+
+def test_a_call_through_an_mcp_wrapper_is_read_as_the_tool_it_carries() -> None:
+    calls = Calls()
+    trace: list[Any] = []
+    # twenty owners reassigned in batches, every batch acknowledged alike, between reads of
+    # other tools through the same wrapper
+    trace += calls.pair("use_mcp_tool", _wrapped("crm_query_records", {"object": "Account"}),
+                        _mcp_text("Query returned 200 records: ..."))
+    for batch in range(20):
+        records = [{"Id": f"001{batch:03d}{i:02d}", "OwnerId": "005A"} for i in range(25)]
+        trace += calls.pair(
+            "use_mcp_tool",
+            _wrapped("crm_dml_records", {"operation": "update", "objectName": "Account", "records": records}),
+            _mcp_text("UPDATE operation completed.\nProcessed 25 records:\n- Successful: 25\n- Failed: 0\n"),
+        )
+    assert criticals(trace) == []
+    # the wrapped tool, not the wrapper, is what the alerts name
+    stuck = Calls()
+    loop: list[Any] = []
+    for _ in range(6):
+        loop += stuck.pair("use_mcp_tool", _wrapped("crm_get_case", {"case": "500X1"}),
+                           _mcp_text('{"case": "500X1", "status": "Closed"}'))
+    found = [a for a in alerts(loop) if a.severity == "critical"]
+    assert found and found[0].signal == "repeated-tool-call" and "crm_get_case" in found[0].reason
+
+
+def test_fifteen_different_tools_through_one_wrapper_are_no_run_of_one_name() -> None:
+    calls = Calls()
+    trace: list[Any] = []
+    for i in range(16):
+        trace += calls.pair("use_mcp_tool", _wrapped(f"jira_tool_{'abcdefghijklmnop'[i]}", {"issue": f"OPS-{i}"}),
+                            _mcp_text(f"Issue OPS-{i}: fields updated {i}"))
+    assert "repeated-tool-name" not in {a.signal for a in alerts(trace)}
+    # without the wrapper's arguments naming a tool, the wrapper is a tool like any other
+    plain = Calls()
+    bare: list[Any] = []
+    for i in range(16):
+        bare += plain.pair("use_mcp_tool", {"server_name": "jira", "note": f"n{i}"}, _mcp_text(f"ok {i}"))
+    assert "repeated-tool-name" in {a.signal for a in alerts(bare)}
+
+
+def test_an_operation_named_as_a_write_makes_the_call_a_write() -> None:
+    acknowledged = "UPDATE operation completed. Processed 1 records: Successful: 1"
+    calls = Calls()
+    sweep: list[Any] = []
+    for i in range(14):
+        sweep += calls.pair("salesforce_dml_records",
+                            {"operation": "update", "records": [{"Id": f"006{i:04d}", "NextStep": f"step {i}"}]},
+                            acknowledged)
+    assert criticals(sweep) == []
+    # the same acknowledgements for a tool told to query are answers already held
+    reads = Calls()
+    stale: list[Any] = []
+    for i in range(14):
+        stale += reads.pair("salesforce_dml_records",
+                            {"operation": "query", "records": [{"Id": f"006{i:04d}"}]}, acknowledged)
+    assert "result-stall" in criticals(stale)
+
+
+@pytest.mark.parametrize(
+    ("args", "wrapped"),
+    [
+        ({"server_name": "s", "tool_name": "get_x", "arguments": '{"id": 1}'}, ("get_x", {"id": 1})),
+        ('{"server_name": "s", "tool_name": "get_x", "arguments": {"id": 1}}', ("get_x", {"id": 1})),
+        ({"name": "list_y"}, ("list_y", {})),
+        ({"tool_name": "t" * 257, "arguments": "{}"}, None),  # no tool's name
+        ({"tool_name": "", "arguments": "{}"}, None),
+        ({"tool_name": 7, "arguments": "{}"}, None),
+        ("not json", None),
+        (["tool_name", "x"], None),
+    ],
+)
+def test_wrapped_call_reads_the_tool_and_arguments_a_wrapper_carries(args: Any, wrapped: Any) -> None:
+    assert wrapped_call(args) == wrapped

@@ -409,6 +409,37 @@ class CommandRunners(ToolGlobs):
 
 _OBJECT_START = frozenset("{ \t\r\n")
 
+MCP_WRAPPERS = frozenset({"use_mcp_tool", "call_mcp_tool", "mcp_call_tool", "invoke_mcp_tool"})
+"""Tools that only carry a call of another tool, an MCP server's (Cline's, Roo Code's and
+Kilo Code's ``use_mcp_tool`` with ``server_name``, ``tool_name`` and ``arguments``): a
+call through one is read as a call of the tool it names (:func:`wrapped_call`)."""
+_WRAPPED_NAMES = ("tool_name", "toolName", "name", "tool")
+_WRAPPED_ARGS = ("arguments", "args", "input", "params", "parameters")
+
+
+def wrapped_call(args: Any) -> tuple[str, Any] | None:
+    """The tool and arguments a call of an MCP wrapper (:data:`MCP_WRAPPERS`) carries, or
+    None when its arguments name no tool. ``use_mcp_tool(server_name="salesforce",
+    tool_name="salesforce_dml_records", arguments="{...}")`` is a call of
+    ``salesforce_dml_records`` with those arguments (a JSON object in a string read as
+    that object): every wrapped call under one name would make one tool of every server's
+    tools, a sweep of updates a run of identical names and their acknowledgements answers
+    to one tool that only reads."""
+    args = call_args(args)
+    if type(args) is not dict:
+        return None
+    for name_key in _WRAPPED_NAMES:
+        name = args.get(name_key)
+        if type(name) is str:
+            if not 0 < len(name) <= 256:
+                return None
+            for args_key in _WRAPPED_ARGS:
+                if args_key in args:
+                    return name, call_args(args[args_key])
+            return name, {}
+    return None
+
+
 
 def call_args(args: Any) -> Any:
     """A call's arguments as the contract reads them: a string holding a JSON object
@@ -1012,6 +1043,34 @@ _ONLY_SLEEP = re.compile(r"\s*sleep\s+\d{1,6}(?:\.\d{1,3})?[smhd]?\s*(?:;\s*)?")
 _SLEEP_FACTS = CallFacts("sleep", False, False, True)
 _ONLY_WAIT = re.compile(r"\s*wait\s*\d{0,6}\s*")
 _WAIT_FACTS = CallFacts("wait", False, False, True)
+
+
+_OPERATION_KEYS = ("operation", "op")
+_OPERATION_WRITES = frozenset({
+    "append", "archive", "assign", "cancel", "create", "delete", "insert", "merge",
+    "modify", "patch", "publish", "put", "remove", "rename", "replace", "send", "set",
+    "submit", "undelete", "update", "upsert", "write",
+})
+"""Operations that change what is stored (``operation="update"``): not ``add``, which a
+calculator's operation is as often as a record's."""
+
+
+def operation_facts(tool: str, args: Any) -> CallFacts | None:
+    """The facts of a write when a tool that does several things is told by an argument
+    which (``salesforce_dml_records(operation="update", records=[...])``,
+    ``manage_object(op="create")``): its name, which holds no verb, said it only looks.
+    ``None`` when no ``operation``/``op`` argument names a write (:data:`_OPERATION_WRITES`,
+    its first word)."""
+    if type(args) is not dict:
+        return None
+    for key in _OPERATION_KEYS:
+        value = args.get(key)
+        if type(value) is str and 0 < len(value) <= 64:
+            words = name_words(value)
+            if words and words[0] in _OPERATION_WRITES:
+                return CallFacts(tool, True, False)
+            return None
+    return None
 
 
 def sleep_facts(args: Any) -> CallFacts | None:
