@@ -209,6 +209,33 @@ def test_reworded_searches_answered_empty_with_a_new_receipt_each_time_stall() -
     assert hits(found) == []
 
 
+def _blocked(url: str, i: int) -> str:
+    ref = hashlib.sha256(f"{url}{i}".encode()).hexdigest()
+    reference = f"18.{ref[:8]}.{1718796126 + i * 977}.{ref[8:15]}"
+    return (f'Access Denied\nYou don\'t have permission to access "{url}" on this server.\n'
+            f"Reference #{reference}\nhttps://errors.edgesuite.net/{reference}\n")
+
+
+def test_a_blocked_page_read_again_is_the_same_answer_whatever_its_reference() -> None:
+    url = "https://www.statista.com/statistics/1409055/us-cold-brew-sales/"
+    assert template(_blocked(url, 1)) == template(_blocked(url, 2))
+    cloudflare = "Attention Required! | Cloudflare\nSorry, you have been blocked\nCloudflare Ray ID: {}"
+    assert template(cloudflare.format("8c1f2a3b4d5e6f70")) == template(cloudflare.format("8c20aa3b4d5e6f71"))
+    trace: list[Any] = []
+    for i in range(10):
+        trace += step("read_website_content", {"website_url": url}, _blocked(url, i))
+    # the same call answered alike: no poll of something changing
+    assert hits(trace, signal="repeated-tool-call") == [5]
+    varied: list[Any] = []
+    for i in range(10):
+        address = url + ("?locale=en" if i % 2 else "")  # (the query is no other place)
+        varied += step("read_website_content", {"website_url": address}, _blocked(address, i))
+    assert hits(varied) == [9]  # the first answer is news, the next eight are not
+    # the reference is masked, not the page: another answer of the same page is news
+    other = _blocked(url, 1).replace("Access Denied", "Service Unavailable")
+    assert template(other) != template(_blocked(url, 2))
+
+
 def test_a_search_polled_with_a_new_timestamp_is_a_poll() -> None:
     # The same search, nothing yet, each answer stamped anew: waiting, not hunting.
     trace: list[Any] = []

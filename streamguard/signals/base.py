@@ -726,7 +726,7 @@ def steady_answer(result: ResultView) -> int:
     """A 32-bit code of what an answer says apart from when it was given: its first
     :data:`GIST_TEXT_LIMIT` characters (a structured payload's JSON) with the points in
     time it carries masked (:data:`TIMESTAMP`, and in an answer that says its work ended,
-    ages: :data:`AGO`), the run's duration where it reports one (:data:`RUN_DURATION`:
+    ages: :data:`AGO`), a server's reference for the response (:data:`RESPONSE_REFERENCE`), the run's duration where it reports one (:data:`RUN_DURATION`:
     "scanned in 183.11 seconds"), and, in one that reports a failure, its clock times too
     (:data:`RUN_TIME`). Two answers of one call that differ
     only so say the same. 0 when the answer has no text. For the rare paths that
@@ -744,6 +744,8 @@ def steady_answer(result: ResultView) -> int:
         return 0
     head = text[:GIST_TEXT_LIMIT]
     data = TIMESTAMP.sub(b"#", head.encode("utf-8", "surrogatepass"))
+    if has_response_reference(data):
+        data = _RESPONSE_REFERENCE_BYTES.sub(b"#", data)
     if b":" in data[1:4]:
         # log lines that open with the clock time they were written at (sqlmap's
         # "[16:02:05] [WARNING] ...", `tsc --watch`'s "[12:04:31 PM] ...")
@@ -755,6 +757,27 @@ def steady_answer(result: ResultView) -> int:
         data = _AGO_BYTES.sub(b"#", data)
     data = (RUN_TIME if result.failed or reports_failure(data) else RUN_DURATION).sub(b"#", data)
     return zlib.crc32(data) or 1
+
+
+RESPONSE_REFERENCE = (
+    r"(?:Reference #|errors\.edgesuite\.net/)\d{1,3}(?:\.[0-9a-f]{1,16}){2,4}"  # Akamai's "Access Denied" page
+    r"|Ray ID: ?[0-9a-f]{16}"  # Cloudflare's block and error pages
+)
+"""The reference a server's error page gives the one response it is (Akamai's ``Reference
+#18.724ee3ef.1718796126.2b63fce``, again in its ``errors.edgesuite.net`` address;
+Cloudflare's ``Ray ID: 8c1f2a3b4d5e6f70``): new on
+every request, so the same blocked page read again was a new answer every time (a research
+agent re-reading a page that answered "Access Denied" twenty times was never halted).
+Masked by :func:`steady_answer` and in result-stall's templates, behind a substring test
+(:func:`has_response_reference`)."""
+_RESPONSE_REFERENCE_BYTES = re.compile(RESPONSE_REFERENCE.encode())
+
+
+def has_response_reference(text: str | bytes) -> bool:
+    """Whether ``text`` may hold a :data:`RESPONSE_REFERENCE` (substring tests)."""
+    if type(text) is str:
+        return "Reference #" in text or "Ray ID" in text
+    return b"Reference #" in text or b"Ray ID" in text
 
 
 LOG_CLOCK = re.compile(rb"(?m)^\[\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?: ?[AP]M)?\]")

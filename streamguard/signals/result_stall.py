@@ -309,6 +309,7 @@ from .base import (
     MASK_DIGITS,
     NO_OP_OUTCOME,
     NONE_ANSWER,
+    RESPONSE_REFERENCE,
     RUN_TIME,
     TIMESTAMP_ELEMENT,
     CallView,
@@ -319,6 +320,7 @@ from .base import (
     answer_gist,
     find_entry,
     found_nothing,
+    has_response_reference,
     is_write_acknowledgement,
     poll_answer,
     reports_failure,
@@ -1451,8 +1453,10 @@ def _unmoved(text: str) -> str:
     """``text`` without what moves between two identical answers by itself: an object's
     address (:data:`_OBJECT_ADDRESS`), a timestamp element (:data:`_TIMESTAMP_ELEMENT`),
     npm's log of a failed run (:data:`_NPM_LOG`), an age in an answer that says its work
-    ended (:data:`AGO`: ``gh run view``'s "Triggered via push about 33 minutes ago") and a
-    failed build's time (:data:`_FAILED_BUILD_RUN`), each behind a substring test."""
+    ended (:data:`AGO`: ``gh run view``'s "Triggered via push about 33 minutes ago"), a
+    failed build's time (:data:`_FAILED_BUILD_RUN`) and the reference an error page gives
+    its response (:data:`RESPONSE_REFERENCE`: Akamai's, Cloudflare's), each behind a
+    substring test."""
     if " at 0x" in text:
         # An object's address in its default repr: where this run put it, not what it is.
         text = _OBJECT_ADDRESS.sub(" at 0x#", text)
@@ -1464,7 +1468,12 @@ def _unmoved(text: str) -> str:
         text = AGO.sub("T ago", text)  # (in an answer still going, the age is its news)
     if "BUILD FAILED in" in text or ("BUILD FAILURE" in text and "[INFO] Total time:" in text):
         text = _FAILED_BUILD_RUN.sub(_build_run_masked, text)
+    if has_response_reference(text):
+        text = _RESPONSE_REFERENCE.sub("#", text)
     return text
+
+
+_RESPONSE_REFERENCE = re.compile(RESPONSE_REFERENCE)
 
 
 def _build_run_masked(match: re.Match[str]) -> str:
