@@ -46,9 +46,10 @@ class Driver:
         no_op: bool = False,
         result_bytes: int | None = None,
         call_flags: int = 0,
+        result_digest: str | None = None,
     ) -> Finding | None:
         event = ToolResult(session="s", tool=tool, result=result, error=error, no_op=no_op,
-                           result_bytes=result_bytes)
+                           result_bytes=result_bytes, result_digest=result_digest)
         failed = bool(error)
         fingerprint = 0 if failed or no_op else fingerprint_payload(result)
         size = result_bytes if result_bytes is not None else payload_size(result)

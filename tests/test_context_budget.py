@@ -209,11 +209,11 @@ def test_a_window_its_own_usage_exceeds_stands_the_estimate_down():
     on against it would stop a session the provider is serving."""
     d = driver()
     d.usage(model="claude-sonnet-4-5", input_tokens=150_000, context_window=200_000)
-    assert d.result("screenshot", result_bytes=3 * 60_000).signal == "context-budget"
+    assert d.result("read_page", result_bytes=3 * 60_000).signal == "context-budget"
     d.turn_start()
     d.usage(model="claude-sonnet-4-5", input_tokens=230_000, context_window=200_000)
     for _ in range(5):
-        assert d.result("screenshot", result_bytes=3 * 60_000) is None
+        assert d.result("read_page", result_bytes=3 * 60_000) is None
     # a window that holds what was measured is believed again
     d.turn_start()
     d.usage(model="claude-sonnet-4-5", input_tokens=230_000, context_window=1_000_000)
@@ -284,3 +284,47 @@ def test_text_beside_a_computer_use_screenshot_is_counted():
             d.result("computer_20250124", result=payload)
         assert d.state.pending_bytes >= 4 * len(tree)
         assert d.state.pending_bytes <= 4 * (len(tree) + 64 + IMAGE_TOKENS * 3)
+
+
+def test_a_gui_agents_action_answered_by_its_size_alone_is_a_screenshot():
+    """UI-TARS sends its actions as tools (`click`, `hotkey`, `left_double`) and each
+    screenshot as a perceptual hash beside its 1.7 MB: every session was cut at its first
+    action against a 32,768-token window."""
+    from streamguard.signals.context_budget import IMAGE_TOKENS
+
+    for tool, digest in (("click", "phash:5285df7e336b7424"), ("left_double", None),
+                         ("agent.hotkey", None), ("fetch_page", "dhash:00ff00ff00ff00ff")):
+        d = driver()
+        d.usage(model="ui-tars-1.5-7b", input_tokens=4_130, context_window=32_768)
+        assert d.result(tool, result_bytes=1_750_353, result_digest=digest) is None, tool
+        assert d.state.pending_bytes == IMAGE_TOKENS * 3
+    # a tool of no GUI action, its bytes sent with a digest of no image, is counted by them
+    d = driver()
+    d.usage(model="ui-tars-1.5-7b", input_tokens=4_130, context_window=32_768)
+    assert d.result("read_logs", result_bytes=1_750_353, result_digest="sha256:ab12").signal == "context-budget"
+
+
+def test_an_answer_that_names_its_screenshot_is_its_strings_and_one_image():
+    from streamguard.signals.context_budget import IMAGE_TOKENS
+
+    observation = {"exec_code": "pyautogui.hotkey('win')", "returncode": 0,
+                   "next_obs": "screenshot 1920x1080 sha1:e6111721062a2fbc"}
+    d = driver()
+    d.usage(model="claude-3-7-sonnet-20250219", input_tokens=8_287)
+    assert d.result("agent.open", result=observation, result_bytes=1_366_845) is None
+    assert d.state.pending_bytes < IMAGE_TOKENS * 3 + 200
+    # the same keys with no word of a screenshot are counted by the declared bytes
+    d = driver()
+    d.usage(model="claude-3-7-sonnet-20250219", input_tokens=8_287)
+    plain = {"exec_code": "x", "returncode": 0, "next_obs": "done"}
+    assert d.result("agent.open", result=plain, result_bytes=1_366_845).signal == "context-budget"
+
+
+def test_a_computer_use_screen_described_in_words_is_the_words_and_one_image():
+    from streamguard.signals.context_budget import IMAGE_TOKENS
+
+    described = "Chrome Settings, section 'You and Google': Sync and Google services."
+    d = driver()
+    d.usage(model="claude-sonnet-4-5", input_tokens=20_000)
+    assert d.result("computer", result=described, result_bytes=1_200_000) is None
+    assert d.state.pending_bytes == len(described) + IMAGE_TOKENS * 3

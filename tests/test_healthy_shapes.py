@@ -24,6 +24,7 @@ from streamguard.policy import parse_policy_set
 from streamguard.signals.base import failure_outcome, found_nothing, says_only_status
 from streamguard.signals.facts import (
     cell_error,
+    names_write,
     runner_facts,
     script_report,
     shell_facts,
@@ -1602,3 +1603,41 @@ def test_an_operation_named_as_a_write_makes_the_call_a_write() -> None:
 )
 def test_wrapped_call_reads_the_tool_and_arguments_a_wrapper_carries(args: Any, wrapped: Any) -> None:
     assert wrapped_call(args) == wrapped
+
+
+def test_a_computer_use_scroll_answered_by_the_next_part_of_a_page_is_paging() -> None:
+    scroll = {"action": "scroll", "coordinate": [760, 480], "scroll_direction": "down", "scroll_amount": 5}
+    calls = Calls()
+    paging: list[Any] = calls.pair("computer", {"action": "screenshot"}, "Chrome Settings: You and Google.")
+    for section in ("Autofill", "Privacy", "Security", "Performance", "Appearance", "Search engine",
+                    "Default browser", "On startup"):
+        paging += calls.pair("computer", scroll, f"Settings scrolled: '{section}' section, its options listed.")
+    assert criticals(paging) == []
+    # scrolled at the bottom of the page, the same screen again and again
+    stuck = Calls()
+    bottom: list[Any] = stuck.pair("computer", {"action": "screenshot"}, "Chrome Settings: You and Google.")
+    for _ in range(8):
+        bottom += stuck.pair("computer", scroll, "Settings scrolled to bottom: 'On startup'. No more content below.")
+    assert "repeated-tool-call" in criticals(bottom)
+
+
+@pytest.mark.parametrize(
+    ("tool", "write"),
+    [("HassTurnOn", True), ("HassListAddItem", True), ("HassClimateSetTemperature", True),
+     ("HassListCompleteItem", True), ("HassGetState", False), ("HassClimateGetTemperature", False),
+     ("HassNevermind", False), ("hassio_status", False)],
+)
+def test_home_assistant_intents_are_commands_but_those_that_get(tool: str, write: bool) -> None:
+    assert names_write(tool) is write
+
+
+def test_items_added_to_a_list_one_by_one_are_writes_not_answers_already_held() -> None:
+    done = {"speech": {}, "response_type": "action_done",
+            "data": {"targets": [], "success": [{"name": "Shopping List", "type": "entity",
+                                                 "id": "todo.shopping_list"}], "failed": []}}
+    calls = Calls()
+    trace: list[Any] = []
+    for item in ("eggs", "flour", "butter", "caster sugar", "vanilla", "lemons", "icing sugar",
+                 "cat food", "bin bags", "oat milk", "rice", "tea"):
+        trace += calls.pair("HassListAddItem", {"item": item, "name": "Shopping List"}, done)
+    assert criticals(trace) == []

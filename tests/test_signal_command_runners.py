@@ -463,7 +463,7 @@ def test_a_wait_that_never_ends_still_gets_the_polling_warning() -> None:
 @pytest.mark.parametrize(("args", "action", "write", "wait"), [
     ({"action": "left_click", "coordinate": [268, 402]}, "left_click", True, False),
     ({"action": "type", "text": "Floor3-Color"}, "type", True, False),
-    ({"action": "scroll", "scroll_direction": "down"}, "scroll", True, False),
+    ({"action": "scroll", "scroll_direction": "down"}, "scroll", False, False),  # moves the view: no write
     ({"action": "key", "text": "Return"}, "key", True, False),
     ({"action": "screenshot"}, "screenshot", False, False),
     ({"action": "zoom", "region": [0, 0, 10, 10]}, "zoom", False, False),

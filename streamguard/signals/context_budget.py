@@ -55,7 +55,18 @@ Images
     ``computer-use-preview``'s 8,192-token window. Such an answer of a computer-use
     tool is its strings and one image (text sent beside the screenshot, an
     accessibility tree, is counted as text), and OpenAI's ``computer_screenshot``
-    block is an image block in any tool's answer.
+    block is an image block in any tool's answer. So is an answer whose digest is a
+    perceptual hash (``phash:``, ``dhash:``: only an image has one), the answer of a GUI
+    agent's own action sent as a tool (UI-TARS's ``click``, ``hotkey``, ``left_double``,
+    Agent S's ``agent.click``: ``SCREEN_ACTIONS``) sent by its size alone, a structured
+    answer that names its screenshot (``"next_obs": "screenshot 1920x1080 sha1:..."``:
+    its strings and one image), and a computer-use tool's screen described in words
+    beside the declared bytes of its image (the words and one image). Eighteen of the
+    forty-two healthy computer-use sessions of the hundred-and-forty-second blind batch
+    (UI-TARS sending each screenshot's 1.7 MB, Agent S its 1.3 MB) were cut at their
+    first or second action; four remain, an OSWorld agent whose answer is its
+    accessibility tree's text beside the declared bytes of the tree and the screenshot
+    together, which nothing tells apart from a log shipped cut beside its full size.
 
 A window contradicted by its own measure
     A usage event whose ``input_tokens`` exceed the window (the event's
@@ -79,12 +90,14 @@ from __future__ import annotations
 import fnmatch
 import re
 import sys
+from itertools import islice
 from typing import Annotated, Any, ClassVar, Self
 
 from msgspec import Meta, Struct, field, structs
 
 from ..events import Usage
 from .base import Finding, ResultView, Signal, SignalConfig
+from .facts import COMPUTER_ACTIONS
 
 IMAGE_TOKENS = 1_600
 """Tokens an image block in a tool result is counted as: the most a vendor charges for
@@ -144,6 +157,37 @@ def _computer_tool(tool: str) -> bool:
     """A computer-use tool by its name (:data:`_COMPUTER_TOOL`): not any ``computer_*``,
     whose large answer may be text (a UI tree, a log)."""
     return _COMPUTER_TOOL.fullmatch(tool) is not None
+
+
+SCREEN_ACTIONS = COMPUTER_ACTIONS | {
+    "hotkey", "left_double", "left_single", "right_single", "long_press", "press", "swipe",
+    "press_back", "press_home", "open_app", "write", "moveTo", "dragTo",
+}
+"""A GUI agent's own actions sent as tools (UI-TARS's ``click``, ``left_double``,
+``hotkey``; Agent S's ``agent.click``; the computer-use actions): answered by the screen
+they leave, a screenshot."""
+_IMAGE_DIGEST = ("phash:", "dhash:", "ahash:", "whash:", "pdq:")
+"""Perceptual hashes, which only an image has: a digest named so is a screenshot's."""
+
+
+def _screen_action(tool: str) -> bool:
+    """Whether a tool is named as one GUI action (:data:`SCREEN_ACTIONS`; after a dot:
+    ``agent.click``, ``pyautogui.hotkey``)."""
+    return tool[tool.rfind(".") + 1 :] in SCREEN_ACTIONS
+
+
+def _names_screenshot(payload: Any) -> bool:
+    """Whether a structured answer says it came with a screenshot: a key that names one
+    (``screenshot_sha256``) or a short string that opens with the word (``"next_obs":
+    "screenshot 1920x1080 sha1:..."``), among its first items."""
+    if type(payload) is not dict:
+        return False
+    for key, value in islice(payload.items(), 16):
+        if type(key) is str and "screenshot" in key.lower():
+            return True
+        if type(value) is str and len(value) <= 256 and value[:10].lower() == "screenshot":
+            return True
+    return False
 
 
 PRESSURE = "context-pressure"
@@ -316,18 +360,29 @@ class ContextBudget(Signal):
             return None
         if size > IMAGE_CHECK_BYTES:
             payload = result.event.result
+            digest = result.event.result_digest
+            # A computer-use tool answers every action with a screenshot, and so does a
+            # GUI agent's action sent as a tool (`click`, `hotkey`, `agent.click`); a
+            # perceptual hash is an image's digest.
+            screenshot = _computer_tool(result.tool) or (
+                digest is not None and digest.startswith(_IMAGE_DIGEST)
+            )
             if type(payload) in (list, dict):
                 # A screenshot's base64 is no text the model reads: an image costs what
-                # its pixels cost (IMAGE_TOKENS), not its bytes. A computer-use tool
-                # answers every action with a screenshot: a summary of it (its URL, its
-                # digest) beside the declared bytes is its strings and one image (an
-                # accessibility tree sent beside it is text, and counted).
+                # its pixels cost (IMAGE_TOKENS), not its bytes. A summary of a
+                # screenshot (its URL, its digest) beside the declared bytes is its
+                # strings and one image (an accessibility tree sent beside it is text,
+                # and counted).
                 size = sized_without_images(
-                    payload, self.bytes_per_token, size, _computer_tool(result.tool)
+                    payload, self.bytes_per_token, size,
+                    screenshot or _names_screenshot(payload),
                 )
-            elif payload is None and _computer_tool(result.tool):
+            elif payload is None and (screenshot or _screen_action(result.tool)):
                 # Sent by its size alone (a digest and result_bytes): an image all the same.
                 size = min(size, IMAGE_TOKENS * self.bytes_per_token)
+            elif type(payload) is str and screenshot:
+                # The screen described in words beside the declared bytes of its image.
+                size = min(size, len(payload) + IMAGE_TOKENS * self.bytes_per_token)
         state.pending_bytes += size
         if state.cut_latched:
             return None

@@ -183,9 +183,12 @@ COMPUTER_ACTIONS = frozenset({
 """The ``action`` values of a computer-use tool's calls (Anthropic's, and the ``type`` of
 OpenAI's action object: ``keypress``, ``move``...)."""
 COMPUTER_READS = frozenset({"screenshot", "zoom", "cursor_position"})
-COMPUTER_ACTS = COMPUTER_ACTIONS - COMPUTER_READS - {"wait"}
+COMPUTER_ACTS = COMPUTER_ACTIONS - COMPUTER_READS - {"wait", "scroll"}
 """The computer-use actions that change what is on the screen (a click, a keystroke,
-typed text, a scroll): writes, answered by a screenshot or a "clicked"."""
+typed text): writes, answered by a screenshot or a "clicked". Not a scroll, which moves
+the view over what is there, as SWE-agent's ``scroll_down`` pages through a file: the
+same scroll answered by the next part of a page is paging, and answered by the same
+screen, a loop."""
 _COMMAND_KEYS = (
     "command", "cmd", "commands", "input", "shell_command", "CommandLine", "commandLine",
     "command_line",
@@ -1172,10 +1175,16 @@ def names_write(tool: str) -> bool:
     ``hubspot.updateContact``), is a verb of :data:`_WRITE_VERBS`; one that is as often a
     noun (:data:`_NOUN_VERBS`) only when a word follows it and none of a look; a verb after
     ``batch``, ``bulk`` or ``mass`` (:data:`_BATCH_WORDS`) when no word of a look is beside
-    it; never a tool of the agent's own bookkeeping."""
+    it; Home Assistant's intents (``HassTurnOn``, ``HassListAddItem``) but those that get
+    (``HassGetState``); never a tool of the agent's own bookkeeping."""
     words = name_words(tool)
     if not words or not _BOOKKEEPING_WORDS.isdisjoint(words):
         return False
+    if words[0] == "hass" and len(words) > 1:
+        # Home Assistant's intents, the tools its LLM API exposes (`HassTurnOn`,
+        # `HassListAddItem`, `HassClimateSetTemperature`): commands to the home, the
+        # verb after a domain's name, except the ones that get a state or a time.
+        return words[1] not in ("get", "nevermind", "respond") and "get" not in words
     at = 0
     if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
         at = 1  # a namespace first: `jira_create_issue`, `bacnet_write_property`
