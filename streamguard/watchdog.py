@@ -108,9 +108,11 @@ from .signals.facts import (
     MCP_WRAPPERS,
     OBSERVATION_TOOLS,
     RUNNER_ANSWER_HEADS,
+    WRAPPED_PREFIX,
     CallFacts,
     CommandRunners,
     ToolGlobs,
+    argument_facts,
     asks_to_wait,
     call_args,
     ends_with_exit_code,
@@ -118,11 +120,9 @@ from .signals.facts import (
     mcp_answer,
     name_words,
     names_no_act,
-    operation_facts,
     plain_facts,
     runner_answer,
     runner_facts,
-    sleep_facts,
     wrapped_call,
 )
 from .snapshot import SnapshotCodec, peek_agent
@@ -484,12 +484,9 @@ class Watchdog:
         else:
             view.runner = runner = False
             if kind is None and type(args) is dict:
-                if "command" in args or "action" in args:
-                    # a command line that only sleeps, an environment's action that only waits
-                    facts = sleep_facts(args) or facts
-                elif not facts.write and ("operation" in args or "op" in args):
-                    # a tool of several operations told to write (`operation="update"`)
-                    facts = operation_facts(tool, args) or facts
+                # a command line that only sleeps, an environment's action that only
+                # waits, a tool of several operations told to write (`operation="update"`)
+                facts = argument_facts(tool, args, facts)
         view.event = event
         view.tool = tool
         view.args = args
@@ -572,9 +569,8 @@ class Watchdog:
             return CallView(event, canonical, key, history, kind, facts, True)
         if kind is None:
             args = call_args(event.args)
-            facts = sleep_facts(args) or (
-                None if facts.write else operation_facts(tool, args)
-            ) or facts
+            if type(args) is dict:
+                facts = argument_facts(tool, args, facts)
         return CallView(event, canonical, key, history, kind, facts, False)
 
     def _tool_facts(self, tool: str, kind: str | None) -> CallFacts | bool:
@@ -630,10 +626,14 @@ class Watchdog:
             state.in_turn = True
         if not self._on_result:
             return
-        if event.tool in MCP_WRAPPERS and event.call_id:
-            # The answer of a wrapped call (_call) is its tool's.
+        if event.tool in MCP_WRAPPERS:
+            # The answer of a wrapped call (_call) is its tool's: the call of its id, or,
+            # without one, the oldest wrapped call without one.
+            call_id = event.call_id
             for entry in state.pending:
-                if entry[0] == event.call_id:
+                if entry[0] == call_id if call_id else (
+                    not entry[0] and entry[1].startswith(WRAPPED_PREFIX)
+                ):
                     if entry[1] != event.tool:
                         event = structs.replace(event, tool=entry[1])
                     break

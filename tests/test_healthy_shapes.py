@@ -23,8 +23,11 @@ from streamguard.events import Alert, ToolCall, ToolResult
 from streamguard.policy import parse_policy_set
 from streamguard.signals.base import failure_outcome, found_nothing, says_only_status
 from streamguard.signals.facts import (
+    CallFacts,
+    argument_facts,
     cell_error,
     names_write,
+    operation_facts,
     runner_facts,
     script_report,
     shell_facts,
@@ -1591,10 +1594,12 @@ def test_an_operation_named_as_a_write_makes_the_call_a_write() -> None:
 @pytest.mark.parametrize(
     ("args", "wrapped"),
     [
-        ({"server_name": "s", "tool_name": "get_x", "arguments": '{"id": 1}'}, ("get_x", {"id": 1})),
-        ('{"server_name": "s", "tool_name": "get_x", "arguments": {"id": 1}}', ("get_x", {"id": 1})),
-        ({"name": "list_y"}, ("list_y", {})),
-        ({"tool_name": "t" * 257, "arguments": "{}"}, None),  # no tool's name
+        ({"server_name": "s", "tool_name": "get_x", "arguments": '{"id": 1}'}, ("mcp__s__get_x", {"id": 1})),
+        ('{"server_name": "s", "tool_name": "get_x", "arguments": {"id": 1}}', ("mcp__s__get_x", {"id": 1})),
+        ({"server_name": "github.com/acme/mcp-crm", "tool_name": "q"}, ("mcp__github.com_acme_mcp-crm__q", {})),
+        ({"server_name": "a b\n", "tool_name": "q"}, ("mcp__q", {})),  # no plain name: left out
+        ({"name": "list_y"}, ("mcp__list_y", {})),
+        ({"tool_name": "t" * 101, "arguments": "{}"}, None),  # no tool's name
         ({"tool_name": "", "arguments": "{}"}, None),
         ({"tool_name": 7, "arguments": "{}"}, None),
         ("not json", None),
@@ -1641,3 +1646,41 @@ def test_items_added_to_a_list_one_by_one_are_writes_not_answers_already_held() 
                  "cat food", "bin bags", "oat milk", "rice", "tea"):
         trace += calls.pair("HassListAddItem", {"item": item, "name": "Shopping List"}, done)
     assert criticals(trace) == []
+
+
+def test_the_same_tool_on_several_servers_is_several_tools() -> None:
+    """One health check put to six clusters' servers is six questions, not one asked six times."""
+    calls = Calls()
+    trace: list[Any] = []
+    for cluster in ("eu-1", "eu-2", "us-1", "us-2", "ap-1", "ap-2"):
+        trace += calls.pair("use_mcp_tool", {"server_name": f"k8s-{cluster}", "tool_name": "get_cluster_health",
+                                             "arguments": "{}"}, _mcp_text('{"status": "green", "nodes_ready": true}'))
+    assert criticals(trace) == []
+
+
+def test_wrapped_calls_without_ids_are_answered_in_order() -> None:
+    trace: list[Any] = []
+    for batch in range(20):
+        records = [{"Id": f"001{batch:03d}{i:02d}", "OwnerId": "005A"} for i in range(25)]
+        trace += [
+            ToolCall(session="h", tool="use_mcp_tool",
+                     args=_wrapped("crm_dml_records", {"operation": "update", "records": records})),
+            ToolResult(session="h", tool="use_mcp_tool",
+                       result=_mcp_text("UPDATE operation completed.\nProcessed 25 records:\n- Successful: 25\n")),
+        ]
+    assert criticals(trace) == []
+
+
+def test_an_operation_is_no_write_for_a_search_a_look_or_a_dry_run() -> None:
+    assert operation_facts("search_traces", {"operation": "UpdateCart"}) is None
+    assert operation_facts("get_audit_events", {"operation": "DeleteBucket"}) is None
+    assert operation_facts("crm_records", {"operation": "delete", "dry_run": True}) is None
+    assert operation_facts("crm_records", {"operation": "set_difference"}) is None
+    assert operation_facts("crm_records", {"operation": "merge"}) is None
+    bulk = operation_facts("crm_records", {"operation": "bulk_update"})
+    assert bulk is not None and bulk.write
+    # the call and its preview read the arguments by one rule
+    looked = CallFacts("records", False, False, read=True)
+    assert argument_facts("crm_records", {"action": "records", "operation": "update"}, looked).write
+    searched = CallFacts("", False, True)
+    assert argument_facts("search_traces", {"operation": "update"}, searched) is searched

@@ -178,6 +178,12 @@ def test_empty_answers_count_only_for_searches() -> None:
         ({"request_id": "r1", "total": 2, "results": []}, False),  # the count still says found
         ({"request_id": "r1", "customer": "Ada", "results": []}, False),
         ({"took": True, "hits": []}, False),
+        # ids and figures of what was found, under names like a receipt's
+        ({"pull_request_id": "PR_kwDO1", "comments": []}, False),
+        ({"trace_id": "4bf92f3577b34da6", "error_spans": []}, False),
+        ({"latency_ms": 812, "alerts": []}, False),
+        ({"duration": 3600, "failures": []}, False),
+        ({"request_id": "r", "search_id": "s", "response_id": "p", "message": "none", "items": []}, False),
         ({"data": {"page": {"items": []}}}, False),  # two levels of wrapping: not read
         ("[]" + " " * 2000, False),  # too long to read
         ("no results", False),

@@ -1239,17 +1239,21 @@ _NOTHING_TEXT_FIELDS = frozenset({
 })
 """The fields whose text a search's empty answer may carry: the echoed query, a status,
 when it was asked."""
-_REQUEST_ID_ENDS = ("requestid", "searchid", "queryid", "traceid", "correlationid", "responseid")
-"""How the name of the id an API gives the request itself ends (``request_id``, Duffel's
-``offer_request_id``, ``searchId``; read without ``_`` and ``-``): the search's own receipt,
-new on every call, not a thing it found (:func:`found_nothing`)."""
+_REQUEST_IDS = frozenset({
+    "request_id", "requestid", "x_request_id", "search_id", "searchid", "response_id",
+    "responseid", "correlation_id", "correlationid", "offer_request_id",
+})
+"""The names of the id an API gives the request itself (Tavily's ``request_id``, Duffel's
+``offer_request_id``, ``searchId`` read lower-cased): the search's own receipt, new on
+every call (:func:`found_nothing`). Exact names: an id whose name only ends so may be what
+was found (a ``pull_request_id``, a tracing backend's ``trace_id``)."""
 _REQUEST_NUMBERS = frozenset({
-    "took", "took_ms", "response_time", "responsetime", "response_time_ms", "elapsed",
-    "elapsed_ms", "duration", "duration_ms", "latency", "latency_ms", "search_time",
-    "query_time", "processing_time", "processing_time_ms", "time_ms",
+    "took", "took_ms", "response_time", "responsetime", "response_time_ms", "search_time_ms",
+    "query_time_ms", "processing_time_ms",
 })
 """Numbers an answer states of its own request, how long it took (Tavily's
-``response_time``, Elasticsearch's ``took``): no count of what it found."""
+``response_time``, Elasticsearch's ``took``): no count of what it found. Not a
+``duration`` or a ``latency``, which may be what a search found."""
 
 
 def _bare_leaves(value: Any, found: list[int], depth: int = 0) -> bool:
@@ -1312,7 +1316,7 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`), the numbers
     a page states of itself (``"page": 1, "page_size": 10``: :data:`_PAGING_FIELDS`) and
     what it says of its own request, its id and how long it took (``"request_id": "..."``,
-    ``"response_time": 1.67``: :data:`_REQUEST_ID_ENDS`, :data:`_REQUEST_NUMBERS`). A
+    ``"response_time": 1.67``: :data:`_REQUEST_IDS`, :data:`_REQUEST_NUMBERS`). A
     count, any other string (an id, a name, a cursor to the next page) or any non-empty
     container is a hit: a customer found with no open tickets found something."""
     if type(payload) is str:
@@ -1343,10 +1347,11 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
             if type(key) is not str:
                 return False
             name = key.lower()
-            if name not in _NOTHING_TEXT_FIELDS and not name.endswith("query"):
-                # (an echoed query under any name: `cqlQuery`, `searchQuery`)
-                if len(value) <= 128 and name.replace("_", "").replace("-", "").endswith(_REQUEST_ID_ENDS):
-                    continue  # the request's own receipt (Tavily's `request_id`), not counted
+            if name not in _NOTHING_TEXT_FIELDS and not name.endswith("query") and not (
+                # (an echoed query under any name: `cqlQuery`, `searchQuery`), or the
+                # request's own receipt (Tavily's `request_id`)
+                name in _REQUEST_IDS and len(value) <= 128
+            ):
                 return False
             strings += 1
         elif value is not None and value is not False and value != 0 and not (

@@ -416,32 +416,45 @@ MCP_WRAPPERS = frozenset({"use_mcp_tool", "call_mcp_tool", "mcp_call_tool", "inv
 """Tools that only carry a call of another tool, an MCP server's (Cline's, Roo Code's and
 Kilo Code's ``use_mcp_tool`` with ``server_name``, ``tool_name`` and ``arguments``): a
 call through one is read as a call of the tool it names (:func:`wrapped_call`)."""
+WRAPPED_PREFIX = "mcp__"
+"""How the name of a wrapped call's tool opens (:func:`wrapped_call`)."""
 _WRAPPED_NAMES = ("tool_name", "toolName", "name", "tool")
+_WRAPPED_SERVERS = ("server_name", "serverName", "server")
 _WRAPPED_ARGS = ("arguments", "args", "input", "params", "parameters")
+_SERVER_NAME = re.compile(r"[\w./@:-]{1,128}")
 
 
 def wrapped_call(args: Any) -> tuple[str, Any] | None:
     """The tool and arguments a call of an MCP wrapper (:data:`MCP_WRAPPERS`) carries, or
-    None when its arguments name no tool. ``use_mcp_tool(server_name="salesforce",
+    None when its arguments name no tool. ``use_mcp_tool(server_name="crm",
     tool_name="salesforce_dml_records", arguments="{...}")`` is a call of
-    ``salesforce_dml_records`` with those arguments (a JSON object in a string read as
-    that object): every wrapped call under one name would make one tool of every server's
-    tools, a sweep of updates a run of identical names and their acknowledgements answers
-    to one tool that only reads."""
+    ``mcp__crm__salesforce_dml_records`` with those arguments (a JSON object in a string
+    read as that object), named as Claude Code names an MCP server's tools: the server is
+    part of the tool (one health check put to six clusters' servers is six questions),
+    and every wrapped call under one name would make one tool of every server's tools, a
+    sweep of updates a run of identical names and their acknowledgements answers to one
+    tool that only reads. A server's name that is no plain name is left out."""
     args = call_args(args)
     if type(args) is not dict:
         return None
     for name_key in _WRAPPED_NAMES:
         name = args.get(name_key)
         if type(name) is str:
-            if not 0 < len(name) <= 256:
+            if not 0 < len(name) <= 100:
                 return None
+            server = ""
+            for server_key in _WRAPPED_SERVERS:
+                value = args.get(server_key)
+                if type(value) is str:
+                    if _SERVER_NAME.fullmatch(value) is not None:
+                        server = value.replace("/", "_")
+                    break
+            tool = f"{WRAPPED_PREFIX}{server}__{name}" if server else f"{WRAPPED_PREFIX}{name}"
             for args_key in _WRAPPED_ARGS:
                 if args_key in args:
-                    return name, call_args(args[args_key])
-            return name, {}
+                    return tool, call_args(args[args_key])
+            return tool, {}
     return None
-
 
 
 def call_args(args: Any) -> Any:
@@ -1050,30 +1063,55 @@ _WAIT_FACTS = CallFacts("wait", False, False, True)
 
 _OPERATION_KEYS = ("operation", "op")
 _OPERATION_WRITES = frozenset({
-    "append", "archive", "assign", "cancel", "create", "delete", "insert", "merge",
-    "modify", "patch", "publish", "put", "remove", "rename", "replace", "send", "set",
-    "submit", "undelete", "update", "upsert", "write",
+    "append", "archive", "assign", "cancel", "create", "delete", "insert", "modify", "patch",
+    "publish", "put", "remove", "rename", "replace", "send", "set", "submit", "undelete",
+    "update", "upsert", "write",
 })
-"""Operations that change what is stored (``operation="update"``): not ``add``, which a
-calculator's operation is as often as a record's."""
+"""Operations that change what is stored (``operation="update"``, ``"bulk_update"``): not
+``add``, which a calculator's operation is as often as a record's, nor ``merge``; ``set``
+only alone (``set_difference`` computes)."""
+_DRY_RUN_KEYS = ("dry_run", "dryRun", "preview", "validate_only", "validateOnly")
 
 
-def operation_facts(tool: str, args: Any) -> CallFacts | None:
+def operation_facts(tool: str, args: dict[Any, Any]) -> CallFacts | None:
     """The facts of a write when a tool that does several things is told by an argument
     which (``salesforce_dml_records(operation="update", records=[...])``,
     ``manage_object(op="create")``): its name, which holds no verb, said it only looks.
-    ``None`` when no ``operation``/``op`` argument names a write (:data:`_OPERATION_WRITES`,
-    its first word)."""
-    if type(args) is not dict:
-        return None
+    ``None`` when no ``operation``/``op`` argument names a write (its first word, after
+    ``bulk``/``batch``/``mass``, among :data:`_OPERATION_WRITES`), when the tool's name
+    holds a word of a look (``search_traces(operation="UpdateCart")`` filters by it), or
+    when the call is a dry run."""
     for key in _OPERATION_KEYS:
         value = args.get(key)
         if type(value) is str and 0 < len(value) <= 64:
             words = name_words(value)
-            if words and words[0] in _OPERATION_WRITES:
-                return CallFacts(tool, True, False)
-            return None
+            if words and words[0] in _BATCH_WORDS:
+                words = words[1:]
+            if (
+                not words or words[0] not in _OPERATION_WRITES
+                or (words[0] == "set" and len(words) > 1)
+                or not _LOOK_WORDS.isdisjoint(name_words(tool))
+                or any(args.get(flag) is True for flag in _DRY_RUN_KEYS)
+            ):
+                return None
+            return CallFacts(tool, True, False)
     return None
+
+
+def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFacts:
+    """A plain tool's facts (by its name) as the call's arguments amend them: a command
+    line or an environment's action that only waits (:func:`sleep_facts`), or an
+    operation named as a write (:func:`operation_facts`) of a tool that is neither a
+    write nor a search by its name. One rule for the watchdog's call and its preview."""
+    if "command" in args or "action" in args:
+        waited = sleep_facts(args)
+        if waited is not None:
+            return waited
+    if (
+        ("operation" in args or "op" in args) and not facts.write and not facts.search
+    ):
+        return operation_facts(tool, args) or facts
+    return facts
 
 
 def sleep_facts(args: Any) -> CallFacts | None:
@@ -1180,11 +1218,13 @@ def names_write(tool: str) -> bool:
     words = name_words(tool)
     if not words or not _BOOKKEEPING_WORDS.isdisjoint(words):
         return False
-    if words[0] == "hass" and len(words) > 1:
+    if "hass" in words[:3]:
         # Home Assistant's intents, the tools its LLM API exposes (`HassTurnOn`,
-        # `HassListAddItem`, `HassClimateSetTemperature`): commands to the home, the
-        # verb after a domain's name, except the ones that get a state or a time.
-        return words[1] not in ("get", "nevermind", "respond") and "get" not in words
+        # `HassListAddItem`, `HassClimateSetTemperature`; behind an MCP server's name,
+        # `mcp__home__HassTurnOn`): commands to the home, the verb after a domain's name,
+        # except the ones that get a state or a time.
+        intent = words[words.index("hass") + 1 :]
+        return bool(intent) and intent[0] not in ("nevermind", "respond") and "get" not in intent
     at = 0
     if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
         at = 1  # a namespace first: `jira_create_issue`, `bacnet_write_property`

@@ -31,7 +31,8 @@ What it catches
     look new; so would one that stamps its own request on the answer (a
     ``request_id``, when it was made, how long it took: twenty flight searches
     reworded for a route nobody flies, each "no offers" under a new
-    ``offer_request_id``, are halted at the twelfth). So is a web search's answer that names only addresses the session's
+    ``offer_request_id``, between the airport lookups, are halted at the session's twelfth
+    call). So is a web search's answer that names only addresses the session's
     searches found before (``FOUND_URLS`` of them remembered; at least two in the
     answer; a knowledge base's answer names its documents instead, Onyx's and Vectara's
     ``document_id``, and a document with the passage it answered with is an address;
