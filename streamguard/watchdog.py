@@ -108,6 +108,7 @@ from .signals.facts import (
     MCP_WRAPPERS,
     OBSERVATION_TOOLS,
     RUNNER_ANSWER_HEADS,
+    SCREEN_HEADS,
     WRAPPED_PREFIX,
     CallFacts,
     CommandRunners,
@@ -481,6 +482,11 @@ class Watchdog:
         if facts is True or facts is False:
             facts = runner_facts(args, facts, kind)
             view.runner = runner = True
+        elif type(args) is dict and type(args.get("keystrokes")) is str:
+            # keystrokes for a terminal (Terminus' `send_keys`): a command runner's call,
+            # whatever the tool is named (browser-use's `send_keys` sends `keys`)
+            facts = runner_facts(args, False, kind)
+            view.runner = runner = True
         else:
             view.runner = runner = False
             if kind is None and type(args) is dict:
@@ -567,10 +573,11 @@ class Watchdog:
         if facts is True or facts is False:
             facts = runner_facts(event.args, facts, kind)
             return CallView(event, canonical, key, history, kind, facts, True)
-        if kind is None:
-            args = call_args(event.args)
-            if type(args) is dict:
-                facts = argument_facts(tool, args, facts)
+        args = call_args(event.args)
+        if type(args) is dict and type(args.get("keystrokes")) is str:
+            return CallView(event, canonical, key, history, kind, runner_facts(args, False, kind), True)
+        if kind is None and type(args) is dict:
+            facts = argument_facts(tool, args, facts)
         return CallView(event, canonical, key, history, kind, facts, False)
 
     def _tool_facts(self, tool: str, kind: str | None) -> CallFacts | bool:
@@ -653,7 +660,11 @@ class Watchdog:
                 # a run record with its output in one stream (AutoGen's, Amp's)
                 or ("output" in payload and ("exit_code" in payload or "exitCode" in payload))
             ))
-        ) and self._runners(event.tool):
+        ) and (
+            self._runners(event.tool)
+            # a terminal's screen answers keystrokes, whatever the tool is named
+            or (type(payload) is str and payload.startswith(SCREEN_HEADS))
+        ):
             # A runner's answer wrapped by its runtime (a transcript, an observation's
             # markup, a run report, a run record, an envelope, OpenHands' exit code, a code
             # interpreter's logs): its output and exit code (facts.runner_answer). A

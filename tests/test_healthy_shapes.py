@@ -32,6 +32,7 @@ from streamguard.signals.facts import (
     script_report,
     shell_facts,
     silent_run,
+    terminal_screen,
     wrapped_call,
 )
 from streamguard.signals.result_stall import is_json_text, template
@@ -1684,3 +1685,70 @@ def test_an_operation_is_no_write_for_a_search_a_look_or_a_dry_run() -> None:
     assert argument_facts("crm_records", {"action": "records", "operation": "update"}, looked).write
     searched = CallFacts("", False, True)
     assert argument_facts("search_traces", {"operation": "update"}, searched) is searched
+
+
+_PROMPT = "root@e84bc8ce87e6:/app/netmon# "
+
+
+def _screen(*lines: str) -> str:
+    return "Current Terminal Screen:\n" + "\n".join(lines)
+
+
+def test_a_terminal_screen_is_read_as_what_its_last_command_printed() -> None:
+    failed = ["cc -O2 -c src/tls.c -o build/tls.o", "src/tls.c:4:10: fatal error: openssl/ssl.h: No such file",
+              "make: *** [Makefile:14: build/tls.o] Error 1"]
+    screen = _screen("E: Unable to locate package libssl-dev", _PROMPT + "make", *failed, _PROMPT)
+    assert terminal_screen(screen) == ("\n".join(failed), None)
+    # a program's own screen (an editor, a pager) has no prompt: read whole
+    assert terminal_screen("New Terminal Output:\n~\n~\n-- INSERT --") == ("~\n~\n-- INSERT --", None)
+    assert terminal_screen("no screen") is None
+
+
+def test_terminal_keystrokes_watching_a_build_are_no_loop_and_a_retyped_failure_is() -> None:
+    calls = Calls()
+    build: list[Any] = calls.pair("send_keys", {"keystrokes": "cmake --build . -j8\n", "duration_sec": 15.0},
+                                  _screen(_PROMPT + "cmake --build . -j8", "[  0%] Building C object zlib/adler32.c.o"))
+    for percent in range(5, 100, 7):
+        # nothing typed: wait, then look at the screen again, the build further on each time
+        build += calls.pair("send_keys", {"keystrokes": "", "duration_sec": 30.0},
+                            _screen(_PROMPT + "cmake --build . -j8", f"[{percent:3d}%] Building CXX object core/m{percent}.cpp.o"))
+    assert criticals(build) == []
+    # the same failing make typed again and again: each screen shows the last attempt
+    # scrolling above the new one, and the new one answers as before
+    failed = ["src/tls.c:4:10: fatal error: openssl/ssl.h: No such file", "make: *** Error 1"]
+    retyped = Calls()
+    loop: list[Any] = []
+    above = "apt-get update"
+    for attempt in range(14):
+        command = ("make", "make -j1", "make clean && make", "make V=1")[attempt % 4]
+        loop += retyped.pair("send_keys", {"keystrokes": command + "\n", "duration_sec": 1.2},
+                             _screen(*failed, _PROMPT + above, *failed[:1], _PROMPT + command, *failed, _PROMPT))
+        above = command
+    assert "result-stall" in criticals(loop)
+
+
+def test_keys_that_move_the_view_are_paging_not_a_write_re_sent() -> None:
+    """browser-use's `send_keys` sends `keys` to a page (a named tool, not a terminal); a
+    key that moves the view, answered by the next part of the page, is paging."""
+    calls = Calls()
+    trace: list[Any] = []
+    for i in range(12):
+        trace += calls.pair("send_keys", {"keys": "PageDown"}, f"Scrolled: rows {i * 20}-{i * 20 + 19} of 400 shown")
+    assert criticals(trace) == []
+    viewer = Calls()
+    pages: list[Any] = []
+    for i in range(12):
+        pages += viewer.pair("computer", {"action": "key", "text": "Page_Down"}, f"Viewer: page {i + 2} of 40")
+    assert criticals(pages) == []
+    # at the end of the page, the same screen again and again
+    stuck = Calls()
+    end: list[Any] = []
+    for _ in range(8):
+        end += stuck.pair("send_keys", {"keys": "PageDown"}, "Scrolled: rows 380-399 of 400 shown")
+    assert "repeated-tool-call" in criticals(end)
+    # a key that types or submits is still an act re-sent
+    enter = Calls()
+    submitted: list[Any] = []
+    for i in range(8):
+        submitted += enter.pair("send_keys", {"keys": "Enter"}, f"Form submitted: request #{i}")
+    assert "repeated-tool-call" in criticals(submitted)

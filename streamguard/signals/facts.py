@@ -113,6 +113,10 @@ DEFAULT_COMMAND_RUNNERS = (
     # edits of a notebook, named so)
     "code_interpreter", "*_code_interpreter", "python_repl*", "*_repl", "repl", "run_cell",
     "*execute_code_cell", "run_code_cell", "exec_code_cell", "run_python*",
+    # Codex CLI's `write_stdin` to a running command (nothing: read its output); a call
+    # of any tool with `keystrokes` for a terminal (Terminal-Bench's Terminus) is read as
+    # a runner's too (the watchdog)
+    "write_stdin",
 )
 
 DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
@@ -191,7 +195,7 @@ same scroll answered by the next part of a page is paging, and answered by the s
 screen, a loop."""
 _COMMAND_KEYS = (
     "command", "cmd", "commands", "input", "shell_command", "CommandLine", "commandLine",
-    "command_line",
+    "command_line", "keystrokes", "chars",
 )
 _ARGV_KEYS = ("args", "arguments", "argv")
 _ARGV_KEY_SET = frozenset(_ARGV_KEYS)
@@ -770,6 +774,14 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
                     break  # a block of shell: a command line (command_text)
                 return code_facts(value)
         command = args.get("command")
+        keys = args.get("keystrokes", args.get("chars")) if command is None else None
+        if type(keys) is str and not keys.strip():
+            # No keys for a terminal (Terminus' `send_keys` with only a `duration_sec`,
+            # Codex's `write_stdin` with no `chars`): a wait, then a look at the screen or
+            # the output since, read as any read after a wait of its own.
+            looked = CallFacts("", False, False)
+            looked.waits_first = True
+            return looked
         if command is None:
             action = args.get("action")
             if type(action) is dict:
@@ -777,8 +789,12 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
                 action = action.get("type")
             if type(action) is str and action in COMPUTER_ACTIONS:
                 # A computer-use tool: what it does is its action; everything but a
-                # look at the screen, or a wait, changes what is on it.
-                return CallFacts(action, action in COMPUTER_ACTS, False, action == "wait")
+                # look at the screen, a wait, a scroll or a key that moves the view
+                # (`Page_Down`) changes what is on it.
+                write = action in COMPUTER_ACTS and not (
+                    action in ("key", "keypress") and navigation_keys(args)
+                )
+                return CallFacts(action, write, False, action == "wait")
         elif isinstance(command, str) and command in EDITOR_COMMANDS:
             path = ""
             for key in _PATH_KEYS:
@@ -1098,6 +1114,28 @@ def operation_facts(tool: str, args: dict[Any, Any]) -> CallFacts | None:
     return None
 
 
+_NAVIGATION_KEYS = frozenset({
+    "pagedown", "page_down", "pgdn", "next", "pageup", "page_up", "pgup", "prior", "down",
+    "arrowdown", "up", "arrowup", "left", "arrowleft", "right", "arrowright", "home", "end",
+    "ctrl+end", "ctrl+home",
+})
+"""Keys that move the view or the cursor over what is there (``PageDown``, ``ArrowDown``;
+xdotool's ``Page_Down``, ``Next``): no write, whatever the tool that sends them."""
+_KEY_ARGS = ("keys", "key", "text")
+
+
+def navigation_keys(args: dict[Any, Any]) -> bool:
+    """Whether a call only sends keys that move the view (:data:`_NAVIGATION_KEYS`; one key,
+    or a list of them, under ``keys``, ``key`` or a computer-use key action's ``text``)."""
+    for name in _KEY_ARGS:
+        value = args.get(name)
+        if type(value) is str:
+            return 0 < len(value) <= 16 and value.strip().lower() in _NAVIGATION_KEYS
+        if type(value) is list and 0 < len(value) <= 8:
+            return all(type(k) is str and k.strip().lower() in _NAVIGATION_KEYS for k in value)
+    return False
+
+
 def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFacts:
     """A plain tool's facts (by its name) as the call's arguments amend them: a command
     line or an environment's action that only waits (:func:`sleep_facts`), or an
@@ -1111,6 +1149,10 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
         ("operation" in args or "op" in args) and not facts.write and not facts.search
     ):
         return operation_facts(tool, args) or facts
+    if facts.write and ("keys" in args or "key" in args) and navigation_keys(args):
+        # `send_keys(keys="PageDown")`: the page moved on, nothing was written; the same
+        # key answered by the next part of a page is paging, by the same screen a loop
+        return CallFacts(tool, False, False, read=True)
     return facts
 
 
@@ -1530,9 +1572,41 @@ def cell_error(text: str) -> tuple[str, str | None] | None:
     return text, text[:MCP_ERROR_CHARS]
 
 
+SCREEN_HEADS = ("Current Terminal Screen:\n", "New Terminal Output:\n")
+"""How Terminal-Bench's Terminus answers keystrokes: the tmux pane as it is now, or what
+it printed since the last look (:func:`terminal_screen`)."""
+_PROMPT_COMMAND = re.compile(r"(?m)^(?:\([^)\s]{1,64}\) )?[^\s#$>]{1,160}[#$] +\S[^\n]*$")
+"""A line of a shell prompt with a command typed at it (``root@e84b:/app# make``)."""
+_BARE_PROMPT_END = re.compile(r"\n?(?:\([^)\s]{1,64}\) )?[^\s#$>]{1,160}[#$][ \t]*\s*\Z")
+"""The bare prompt a finished command leaves as a screen's last line."""
+SCREEN_SPAN = 16_384
+"""Characters at the end of a terminal screen read for its last command (:func:`terminal_screen`)."""
+
+
+def terminal_screen(text: str) -> tuple[str, str | None] | None:
+    """A terminal screen as Terminus captures it (:data:`SCREEN_HEADS`), read as what the
+    last command typed at a prompt printed: the lines after that prompt's line, without
+    the bare prompt that closes a finished command. The lines above it are earlier
+    commands' output scrolling by: the same failing ``make`` typed again showed the
+    previous attempt's lines above its own, so each screen was a new answer. A screen
+    with no prompt line (a program's own screen: an editor, a pager, a REPL) is read
+    whole. No exit code is told; a failure is what the output says."""
+    head = next((h for h in SCREEN_HEADS if text.startswith(h)), None)
+    if head is None:
+        return None
+    body = text[max(len(head), len(text) - SCREEN_SPAN) :]
+    last = None
+    for last in _PROMPT_COMMAND.finditer(body):  # noqa: B007 (the last one is wanted)
+        pass
+    if last is None:
+        return body, None
+    output = body[last.end() :]
+    return _BARE_PROMPT_END.sub("", output).strip("\n"), None
+
+
 RUNNER_ANSWER_HEADS = (
     TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD, EXIT_HEAD, CELL_ERROR_HEAD,
-    SCRIPT_HEAD, SILENT_RUN, OBSERVATION_LINE,
+    SCRIPT_HEAD, SILENT_RUN, OBSERVATION_LINE, *SCREEN_HEADS,
 )
 """How a runner's answer wrapped by its runtime opens when it is text (:func:`runner_answer`)."""
 
@@ -1657,6 +1731,8 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
             answer = script_report(payload)
         elif payload.startswith((SILENT_RUN, OBSERVATION_LINE)):
             answer = silent_run(payload)
+        elif payload.startswith(SCREEN_HEADS):
+            answer = terminal_screen(payload)
         else:
             answer = runner_envelope(payload)
         if answer is None and exit_tail:
