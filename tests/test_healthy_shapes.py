@@ -1752,3 +1752,32 @@ def test_keys_that_move_the_view_are_paging_not_a_write_re_sent() -> None:
     for i in range(8):
         submitted += enter.pair("send_keys", {"keys": "Enter"}, f"Form submitted: request #{i}")
     assert "repeated-tool-call" in criticals(submitted)
+
+
+def _jest(failing: int, seconds: float) -> dict[str, Any]:
+    """Jest's output through an MCP shell that sends no exit code."""
+    text = (f"FAIL src/utils/formatDate.test.ts\n  ✕ {failing} of 3 failed\n\n"
+            f"Tests:       {failing} failed, {3 - failing} passed, 3 total\nTime:        {seconds} s\n")
+    return _mcp_text(text)
+
+
+def test_a_failing_check_reported_as_output_changes_by_what_failed_not_how_long_it_took() -> None:
+    calls = Calls()
+    futile: list[Any] = []
+    for i in range(8):
+        futile += calls.pair("developer__text_editor",
+                             {"command": "str_replace", "path": "/repo/src/formatDate.ts",
+                              "old_str": f"v{i}", "new_str": f"v{i + 1}"}, _mcp_text("The file has been edited."))
+        futile += calls.pair("developer__shell", {"command": "npx jest src/utils/formatDate.test.ts 2>&1"},
+                             _jest(1, 0.4 + i * 0.137))
+    assert "result-stall" in criticals(futile)
+    # the same check answering with fewer failures after each edit is work converging
+    converging = Calls()
+    work: list[Any] = []
+    for i in range(3):
+        work += converging.pair("developer__text_editor",
+                                {"command": "str_replace", "path": "/repo/src/formatDate.ts",
+                                 "old_str": f"v{i}", "new_str": f"v{i + 1}"}, _mcp_text("The file has been edited."))
+        work += converging.pair("developer__shell", {"command": "npx jest src/utils/formatDate.test.ts 2>&1"},
+                                _jest(3 - i, 0.4 + i * 0.137))
+    assert criticals(work) == []

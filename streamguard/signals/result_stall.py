@@ -227,8 +227,9 @@ Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
     (non-write calls, and failed writes such as a refused edit or a broken
     build, which changed nothing) the signal remembers their last answer,
     compared with only the shell's line numbers masked (``bash: line 27424``)
-    and, in a failure, how long the run took and when (``1 failed in 0.29s``,
-    ``Time elapsed: 0.123 s``, ``12:04:31``), so a test failing with other
+    and, in a failure (or an answer that reports one as output: jest's ``FAIL ...
+    Time: 0.407 s`` through a runtime that sends no exit code), how long the run took
+    and when (``1 failed in 0.29s``, ``Time elapsed: 0.123 s``, ``12:04:31``), so a test failing with other
     values after an edit counts as changed and one failing the same way more
     slowly does not. A command line counted as a write only by the generous
     guess of signals/facts.py (a build, a test script) whose successful output
@@ -1880,9 +1881,11 @@ class ResultStall(Signal):
             else:
                 code = zlib.crc32(masked) or 1
                 reported = guessed and reports_failure(light_bytes)
-                if reported:
+                if reported or (not flags & FLAG_WRITE and reports_failure(light_bytes)):
                     # A failure reported as output ("compiled with 1 error in 8211 ms":
-                    # `npm run build | tail` loses the exit status) is read like one.
+                    # `npm run build | tail` loses the exit status; a test runner's "FAIL
+                    # ... Time: 0.407 s" through a runtime that sends no exit code) is
+                    # read like one: how long it took is no change.
                     light_bytes = RUN_TIME.sub(b"#", light_bytes)
             light = zlib.crc32(light_bytes) or 1
             cached = (code, light, masked, reported)
