@@ -660,6 +660,8 @@ class Watchdog:
                 # a run record with its output in one stream (AutoGen's, Amp's)
                 or ("output" in payload and ("exit_code" in payload or "exitCode" in payload))
             ))
+            # Continue's context items (facts.context_items)
+            or (type(payload) is list and payload and type(payload[0]) is dict and "content" in payload[0])
         ) and (
             self._runners(event.tool)
             # a terminal's screen answers keystrokes, whatever the tool is named

@@ -26,6 +26,7 @@ from streamguard.signals.facts import (
     CallFacts,
     argument_facts,
     cell_error,
+    context_items,
     names_write,
     operation_facts,
     runner_facts,
@@ -1781,3 +1782,32 @@ def test_a_failing_check_reported_as_output_changes_by_what_failed_not_how_long_
         work += converging.pair("developer__shell", {"command": "npx jest src/utils/formatDate.test.ts 2>&1"},
                                 _jest(3 - i, 0.4 + i * 0.137))
     assert criticals(work) == []
+
+
+def test_a_failing_run_reported_as_output_again_is_the_same_answer_whenever_it_started() -> None:
+    calls = Calls()
+    trace: list[Any] = []
+    commands = ("npm test", "npm run test", "npx vitest run", "npm test --silent")
+    for i in range(12):
+        output = (" ❯ src/recurring.test.ts (9 tests | 2 failed) 21ms\n"
+                  " Test Files  1 failed | 3 passed (4)\n"
+                  f"   Start at  10:{14 + i // 6:02d}:{(i * 7) % 60:02d}\n   Duration  1.{i}2s\n")
+        trace += calls.pair("run_terminal_command", {"command": commands[i % 4]}, output)
+    assert "result-stall" in criticals(trace)
+
+
+def test_continue_context_items_are_read_as_their_contents() -> None:
+    item = {"name": "Terminal", "description": "Terminal command output", "content": "ok\n"}
+    assert context_items([item, {**item, "content": "done"}]) == ("ok\n\ndone", None)
+    assert context_items([{"name": "x"}]) is None and context_items([]) is None
+    assert context_items([item] * 9) is None
+    calls = Calls()
+    trace: list[Any] = []
+    for i in range(12):
+        output = ("Command timed out after 120 seconds. Output so far:\n"
+                  " ❯ src/recurring.test.ts (9 tests | 2 failed) 21ms\n"
+                  f"   Start at  10:14:{i * 4:02d}\n FAIL  Tests failed. Watching for file changes...")
+        trace += calls.pair("builtin_run_terminal_command",
+                            {"command": ("npm test", "npm run test", "npx vitest")[i % 3], "waitForCompletion": True},
+                            [{**item, "content": output}])
+    assert {"result-stall", "alternating-tool-cycle"} & set(criticals(trace))

@@ -1744,7 +1744,23 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
         if "outputs" in payload:
             return interpreter_logs(payload, cell)
         return runner_envelope(payload) or run_record(payload)
+    if type(payload) is list:
+        return context_items(payload)
     return None
+
+
+def context_items(payload: list[Any]) -> tuple[str, str | None] | None:
+    """Continue's answer to a tool: a list of context items (``[{"name": "Terminal",
+    "description": "Terminal command output", "content": "..."}]``), read as their
+    contents joined (at most 8 items; ``None`` for any other list)."""
+    if not 0 < len(payload) <= 8:
+        return None
+    contents = []
+    for item in payload:
+        if type(item) is not dict or "name" not in item or type(item.get("content")) is not str:
+            return None
+        contents.append(item["content"])
+    return "\n".join(contents), None
 
 
 INTERPRETER_OUTPUTS = 64

@@ -1879,14 +1879,16 @@ class ResultStall(Signal):
                 light_bytes = RUN_TIME.sub(b"#", light_bytes)
                 reported = False
             else:
-                code = zlib.crc32(masked) or 1
                 reported = guessed and reports_failure(light_bytes)
                 if reported or (not flags & FLAG_WRITE and reports_failure(light_bytes)):
                     # A failure reported as output ("compiled with 1 error in 8211 ms":
                     # `npm run build | tail` loses the exit status; a test runner's "FAIL
                     # ... Time: 0.407 s" through a runtime that sends no exit code) is
-                    # read like one: how long it took is no change.
+                    # read like one: how long it took, and when it started, is no change.
                     light_bytes = RUN_TIME.sub(b"#", light_bytes)
+                    if not masks_digits:
+                        masked = RUN_TIME.sub(b"#", masked)
+                code = zlib.crc32(masked) or 1
             light = zlib.crc32(light_bytes) or 1
             cached = (code, light, masked, reported)
             if outcome and not echoed:
