@@ -136,6 +136,8 @@ MAX_PENDING = 8
 _FACTS_CACHE_MAX = 512
 PROMPT_READ = 512
 """Characters of a message to the agent compared with the one before (``SessionState.prompt``)."""
+DRY_RUN_PASSED = "Dry run: the request would have succeeded."
+"""What AWS's ``DryRunOperation`` error says, read as the success it is."""
 SCHEDULE_GAP = 600.0
 """Seconds between two identical messages to the agent for the second to be a scheduled
 request repeated (``Watchdog._prompt``): schedules run every ten minutes or less often
@@ -683,6 +685,10 @@ class Watchdog:
             )
             if answer is not None:
                 event = structs.replace(event, result=answer[0], error=event.error or answer[1])
+        if event.error and "(DryRunOperation)" in event.error:
+            # AWS answers a dry run that would have succeeded with this error: a success,
+            # read as the words it means (no word of a failure in them).
+            event = structs.replace(event, result=DRY_RUN_PASSED, error=None)
         failed = bool(event.error)
         fingerprint = size = 0
         encoded = None  # the payload's sorted JSON, when the fingerprint made it (answer_gist)

@@ -42,6 +42,10 @@ from tests.harness import engine_alerts
 DEFAULT = ""
 
 
+def word(i: int) -> str:
+    return "".join("abcdefghij"[int(d)] for d in str(i))
+
+
 def alerts(trace: list[Any], policy: str = DEFAULT) -> list[Alert]:
     return engine_alerts(trace, policy, "h")
 
@@ -1811,3 +1815,41 @@ def test_continue_context_items_are_read_as_their_contents() -> None:
                             {"command": ("npm test", "npm run test", "npx vitest")[i % 3], "waitForCompletion": True},
                             [{**item, "content": output}])
     assert {"result-stall", "alternating-tool-cycle"} & set(criticals(trace))
+
+
+def test_a_search_in_each_place_its_arguments_name_finds_that_places_nothing() -> None:
+    """Twelve projects asked for idle-VM recommendations, most with none: twelve answers."""
+    calls = Calls()
+    trace: list[Any] = []
+    for i in range(12):
+        trace += calls.pair("list_recommendations", {"project": f"acme-{word(i)}", "location": "us-east4-a",
+                                                     "recommender": "google.compute.instance.IdleResourceRecommender"},
+                            {"recommendations": []})
+    assert criticals(trace) == []
+    # the same project asked again and again finds the same nothing
+    again = Calls()
+    loop: list[Any] = []
+    for _ in range(12):
+        loop += again.pair("list_recommendations", {"project": "acme-ci", "location": "us-east4-a",
+                                                    "recommender": f"r{_ % 3}"}, {"recommendations": []})
+    assert criticals(loop)
+
+
+def test_a_cli_sweep_over_objects_by_id_and_dry_runs_that_would_succeed_are_no_stall() -> None:
+    calls = Calls()
+    trace: list[Any] = []
+    for i in range(10):
+        command = f"aws ec2 delete-snapshot --region eu-west-1 --snapshot-id snap-0{i}c625c8f28ffc02c --dry-run"
+        trace += calls.pair("run_shell_command", {"command": command}, None,
+                            error="An error occurred (DryRunOperation) when calling the DeleteSnapshot operation: "
+                                  "Request would have succeeded, but DryRun flag is set.")
+    assert criticals(trace) == []
+    # the same snapshot dry-run again and again is the same answer
+    again = Calls()
+    loop: list[Any] = []
+    for i in range(10):
+        command = "aws ec2 delete-snapshot --region eu-west-1 --snapshot-id snap-09c625c8f28ffc02c --dry-run"
+        loop += again.pair("run_shell_command", {"command": command + " " * (i % 3)}, None,
+                           error="An error occurred (DryRunOperation) when calling the DeleteSnapshot operation: "
+                                 "Request would have succeeded, but DryRun flag is set.")
+    assert criticals(loop)
