@@ -673,7 +673,11 @@ class Watchdog:
             # markup, a run report, a run record, an envelope, OpenHands' exit code, a code
             # interpreter's logs): its output and exit code (facts.runner_answer). A
             # runner's only: a named tool's answer of one of these shapes, or a file that
-            # holds one, is its data.
+            # holds one, is its data. Except a terminal's screen, whatever tool answers
+            # with it (Terminus' `send_keys`): read by patterns bounded for any text
+            # (tests/test_hostile_cost.py). Except a terminal's screen, whatever tool answers
+            # with it (Terminus' `send_keys`): read by patterns bounded for any text
+            # (tests/test_hostile_cost.py).
             answer = runner_answer(
                 payload, event.tool in OBSERVATION_TOOLS,
                 # (a notebook's runner: asked only of an answer that opens as a cell's

@@ -191,12 +191,16 @@ def test_a_computer_use_answer_sent_by_its_size_is_a_screenshot():
         d.usage(model="computer-use-preview", input_tokens=4_500)
         assert d.result(tool, result_bytes=399_004) is None
         assert d.state.pending_bytes == IMAGE_TOKENS * 3
-    # another tool's 400 KB, sent the same way, is counted by its bytes (a `computer_*`
-    # tool of another kind may answer with text: a UI tree, a log)
+    # another tool's 400 KB, sent the same way to a model that reads text, is counted by
+    # its bytes (a `computer_*` tool of another kind may answer with text: a UI tree, a log)
     for tool in ("fetch_page", "computer_ui_tree", "computer_logs"):
         d = driver()
-        d.usage(model="computer-use-preview", input_tokens=4_500)
+        d.usage(model="gpt-4o", input_tokens=4_500, context_window=8_192)
         assert d.result(tool, result_bytes=399_004).signal == "context-budget", tool
+    # a model that sees only screens (computer-use-preview, UI-TARS) is sent screenshots
+    d = driver()
+    d.usage(model="computer-use-preview", input_tokens=4_500)
+    assert d.result("fetch_page", result_bytes=399_004) is None
     # and a computer tool's payload is read as it is (a text answer is text)
     d = driver()
     d.usage(model="computer-use-preview", input_tokens=4_500)
@@ -295,13 +299,26 @@ def test_a_gui_agents_action_answered_by_its_size_alone_is_a_screenshot():
     for tool, digest in (("click", "phash:5285df7e336b7424"), ("left_double", None),
                          ("agent.hotkey", None), ("fetch_page", "dhash:00ff00ff00ff00ff")):
         d = driver()
-        d.usage(model="ui-tars-1.5-7b", input_tokens=4_130, context_window=32_768)
+        d.usage(model="claude-3-7-sonnet-20250219", input_tokens=4_130, context_window=32_768)
         assert d.result(tool, result_bytes=1_750_353, result_digest=digest) is None, tool
         assert d.state.pending_bytes == IMAGE_TOKENS * 3
-    # a tool of no GUI action, its bytes sent with a digest of no image, is counted by them
+    # UI-TARS sees only screens: whatever the tool, an answer sent by its size is one
     d = driver()
     d.usage(model="ui-tars-1.5-7b", input_tokens=4_130, context_window=32_768)
+    assert d.result("click", result_bytes=394_347, result_digest="8dbd193f48c21ab4") is None
+    # a tool of no GUI action, its bytes sent with a digest of no image, is counted by them
+    d = driver()
+    d.usage(model="claude-3-7-sonnet-20250219", input_tokens=4_130, context_window=32_768)
     assert d.result("read_logs", result_bytes=1_750_353, result_digest="sha256:ab12").signal == "context-budget"
+    # ...until a measure shows such answers were no text: the context grew by 1,500 tokens
+    # after 390 KB declared; the next ones are images
+    d = driver()
+    d.usage(model="claude-3-7-sonnet-20250219", input_tokens=4_130, context_window=200_000)
+    assert d.result("click", result_bytes=394_347, result_digest="8dbd193f48c21ab4") is None
+    assert d.state.pending_bytes == 394_347
+    d.usage(model="claude-3-7-sonnet-20250219", input_tokens=5_630)
+    assert d.result("click", result_bytes=394_347, result_digest="1c2d") is None
+    assert d.state.pending_bytes == IMAGE_TOKENS * 3
 
 
 def test_an_answer_that_names_its_screenshot_is_its_strings_and_one_image():
@@ -328,3 +345,23 @@ def test_a_computer_use_screen_described_in_words_is_the_words_and_one_image():
     d.usage(model="claude-sonnet-4-5", input_tokens=20_000)
     assert d.result("computer", result=described, result_bytes=1_200_000) is None
     assert d.state.pending_bytes == len(described) + IMAGE_TOKENS * 3
+
+
+def test_a_text_agents_actions_and_answers_that_only_name_a_screenshot_are_counted_whole():
+    """A web agent's `click`, `type` and `scroll` answer with accessibility trees: sent by
+    their size alone they are text. An answer that names a screenshot but declares no more
+    than its own bytes is its own bytes, every value counted."""
+    for tool in ("click", "type", "scroll"):
+        d = driver()
+        d.usage(model="gpt-4o", input_tokens=20_000)
+        d.result(tool, result_bytes=60_000)
+        d.result(tool, result_bytes=60_000)
+        assert d.state.pending_bytes == 120_000, tool
+    d = driver()
+    d.usage(model="gpt-4o", input_tokens=20_000)
+    values = {"screenshot": False, "values": [0.123456789] * 40_000}
+    assert d.result("read_series", result=values).signal == "context-budget"
+    d = driver()
+    d.usage(model="gpt-4o", input_tokens=20_000)
+    run = {"screenshot_dir": "/tmp/shots", "results": {f"test_{i}": "passed" for i in range(20_000)}}
+    assert d.result("run_suite", result=run).signal == "context-budget"

@@ -1853,3 +1853,27 @@ def test_a_cli_sweep_over_objects_by_id_and_dry_runs_that_would_succeed_are_no_s
                            error="An error occurred (DryRunOperation) when calling the DeleteSnapshot operation: "
                                  "Request would have succeeded, but DryRun flag is set.")
     assert criticals(loop)
+
+
+def test_the_second_reading_of_keys_operations_and_intents() -> None:
+    """What a review of the rules above found, each now read as it is."""
+    # an operation on a tool whose name holds a look as a thing is a write...
+    assert operation_facts("sharepoint_list_items", {"operation": "update"}) is not None
+    # ...an API operation name filters, whatever tool is given it
+    assert operation_facts("crm_records", {"operation": "UpdateCart"}) is None
+    # Enter is a key pressed; nothing typed is a wait, then a look; Codex's write_stdin
+    # with `chars` left out is nothing typed
+    assert not runner_facts({"keystrokes": "\n"}).waits_first
+    assert runner_facts({"keystrokes": ""}).waits_first
+    assert runner_facts({"session_id": 3, "yield_time_ms": 1000}).waits_first
+    # OpenAI's keypress nests its keys in the action
+    assert not runner_facts({"action": {"type": "keypress", "keys": ["PAGEDOWN"]}}).write
+    assert runner_facts({"action": {"type": "keypress", "keys": ["ENTER"]}}).write
+    # a `key` argument of a tool that sends no keys is no key
+    written = CallFacts("kv_set", True, False)
+    assert argument_facts("kv_set", {"key": "next", "value": "c_17"}, written).write
+    # Home Assistant's intents behind a server's name; not every tool of a server named so
+    assert names_write("mcp__home-assistant__HassListAddItem")
+    assert not names_write("mcp__hass__entity_history")
+    # a hyphenated receipt is a receipt
+    assert found_nothing({"X-Request-ID": "7f3a", "offers": [], "message": "No offers found"})

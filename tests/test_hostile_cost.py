@@ -335,3 +335,22 @@ def test_an_importers_blocks_are_searched_only_up_to_their_last_closing_mark() -
     assert action_blocks(text + "```bash\nx" * 5000 + "<bash_code>" * 5000) == action_blocks(text)
     assert harness_reply("<exception>boom</exception><returncode>1</returncode><output>\nout</output>") == ("out", "boom")
     assert harness_reply("<exception>" * 5000 + "<returncode>0</returncode>") == ("", None)
+
+
+def test_a_terminal_screens_closing_prompt_is_looked_for_on_its_last_line_only() -> None:
+    """The bare prompt a finished command leaves was stripped by a pattern tried at every
+    position of the screen's end, whose two runs of blanks overlapped: a prompt-like word
+    and sixteen thousand tabs took two minutes. It is now one bounded pattern matched
+    against the last line alone."""
+    from streamguard.signals.facts import _BARE_PROMPT, _PROMPT_COMMAND, terminal_screen
+
+    prompt = "root@e84bc8ce87e6:/app# "
+    crafted = "Current Terminal Screen:\n" + prompt + "make\n" + "a@b" * 50 + "#" + "\t" * 16000 + "x"
+    output, _ = terminal_screen(crafted)
+    assert output.endswith("x")  # the last line is no prompt: kept whole
+    kept = terminal_screen("Current Terminal Screen:\n" + prompt + "cat -A f\nlast line ends here$\n" + prompt)
+    assert kept == ("last line ends here$", None)
+    for pattern in (_BARE_PROMPT.pattern, _PROMPT_COMMAND.pattern):
+        assert "\\Z" not in pattern and "\\s*" not in pattern
+    # a run of blanks is bounded where it may follow the prompt's mark
+    assert "[ \\t]{0,8}" in _BARE_PROMPT.pattern

@@ -1244,7 +1244,8 @@ _REQUEST_IDS = frozenset({
     "responseid", "correlation_id", "correlationid", "offer_request_id",
 })
 """The names of the id an API gives the request itself (Tavily's ``request_id``, Duffel's
-``offer_request_id``, ``searchId`` read lower-cased): the search's own receipt, new on
+``offer_request_id``, ``searchId`` and ``X-Request-ID`` read lower-cased, hyphens as
+underscores): the search's own receipt, new on
 every call (:func:`found_nothing`). Exact names: an id whose name only ends so may be what
 was found (a ``pull_request_id``, a tracing backend's ``trace_id``)."""
 _REQUEST_NUMBERS = frozenset({
@@ -1350,7 +1351,7 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
             if name not in _NOTHING_TEXT_FIELDS and not name.endswith("query") and not (
                 # (an echoed query under any name: `cqlQuery`, `searchQuery`), or the
                 # request's own receipt (Tavily's `request_id`)
-                name in _REQUEST_IDS and len(value) <= 128
+                name.replace("-", "_") in _REQUEST_IDS and len(value) <= 128
             ):
                 return False
             strings += 1

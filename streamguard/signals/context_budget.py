@@ -56,12 +56,16 @@ Images
     tool is its strings and one image (text sent beside the screenshot, an
     accessibility tree, is counted as text), and OpenAI's ``computer_screenshot``
     block is an image block in any tool's answer. So is an answer whose digest is a
-    perceptual hash (``phash:``, ``dhash:``: only an image has one), the answer of a GUI
-    agent's own action sent as a tool (UI-TARS's ``click``, ``hotkey``, ``left_double``,
-    Agent S's ``agent.click``: ``SCREEN_ACTIONS``) sent by its size alone, a structured
-    answer that names its screenshot (``"next_obs": "screenshot 1920x1080 sha1:..."``:
-    its strings and one image), and a computer-use tool's screen described in words
-    beside the declared bytes of its image (the words and one image). Eighteen of the
+    perceptual hash (``phash:``, ``dhash:``: only an image has one); sent by its size
+    alone, the answer of a GUI agent's own action sent as a tool (UI-TARS's
+    ``left_double``, ``hotkey``, Agent S's ``agent.click``: ``SCREEN_ACTIONS``; not a bare
+    ``click`` or ``type``, which a web agent reading accessibility trees also sends), any
+    answer to a model that sees only screens (``GUI_MODELS``: UI-TARS, CogAgent...), and
+    any once a measure showed such answers were no text (the context grew by less than
+    a quarter of what they declared: ``SIZED_OVERCOUNT``); a structured answer that names
+    its screenshot (``"next_obs": "screenshot 1920x1080 sha1:..."``) beside declared bytes
+    larger than its own (its own bytes and one image); and a computer-use tool's screen
+    described in words beside the declared bytes of its image (the words and one image). Eighteen of the
     forty-two healthy computer-use sessions of the hundred-and-forty-second blind batch
     (UI-TARS sending each screenshot's 1.7 MB, Agent S its 1.3 MB) were cut at their
     first or second action; four remain, an OSWorld agent whose answer is its
@@ -95,6 +99,7 @@ from typing import Annotated, Any, ClassVar, Self
 
 from msgspec import Meta, Struct, field, structs
 
+from ..canonical import payload_size
 from ..events import Usage
 from .base import Finding, ResultView, Signal, SignalConfig
 from .facts import COMPUTER_ACTIONS
@@ -159,21 +164,43 @@ def _computer_tool(tool: str) -> bool:
     return _COMPUTER_TOOL.fullmatch(tool) is not None
 
 
-SCREEN_ACTIONS = COMPUTER_ACTIONS | {
-    "hotkey", "left_double", "left_single", "right_single", "long_press", "press", "swipe",
-    "press_back", "press_home", "open_app", "write", "moveTo", "dragTo",
-}
-"""A GUI agent's own actions sent as tools (UI-TARS's ``click``, ``left_double``,
-``hotkey``; Agent S's ``agent.click``; the computer-use actions): answered by the screen
-they leave, a screenshot."""
+SCREEN_ACTIONS = frozenset({
+    "left_double", "left_single", "right_single", "hotkey", "long_press", "press_back",
+    "press_home", "open_app", "swipe", "left_click", "right_click", "middle_click",
+    "double_click", "triple_click", "left_click_drag", "mouse_move", "screenshot",
+})
+"""A GUI agent's own actions sent as tools (UI-TARS's ``left_double``, ``hotkey``; the
+computer-use actions' names), and after ``agent.`` or ``pyautogui.`` any computer-use
+action (Agent S's ``agent.click``): answered by the screen they leave, a screenshot. Not a
+bare ``click``, ``type`` or ``scroll``, which a text agent's tools are also named (a web
+agent's accessibility tree answers them)."""
+_SCREEN_NAMESPACES = ("agent.", "pyautogui.")
+GUI_MODELS = re.compile(
+    r"(?i)(?:.*/)?(?:ui-?tars|cogagent|showui|aguvis|os-atlas|opencua|uground)[\w.:-]*"
+    r"|.*computer[-_]use.*"
+)
+"""Models that act on a screen and see only screenshots (UI-TARS, CogAgent, ShowUI,
+Aguvis, OS-Atlas, OpenCUA, UGround; OpenAI's ``computer-use-preview``): an answer they get
+sent by its size alone is a screenshot."""
+
+
+def _gui_model(model: str | None) -> bool:
+    return model is not None and len(model) <= 256 and GUI_MODELS.fullmatch(model) is not None
+
+
 _IMAGE_DIGEST = ("phash:", "dhash:", "ahash:", "whash:", "pdq:")
 """Perceptual hashes, which only an image has: a digest named so is a screenshot's."""
 
 
 def _screen_action(tool: str) -> bool:
-    """Whether a tool is named as one GUI action (:data:`SCREEN_ACTIONS`; after a dot:
-    ``agent.click``, ``pyautogui.hotkey``)."""
-    return tool[tool.rfind(".") + 1 :] in SCREEN_ACTIONS
+    """Whether a tool is named as one GUI action (:data:`SCREEN_ACTIONS`; or a computer-use
+    action after ``agent.`` or ``pyautogui.``: ``agent.click``)."""
+    if tool in SCREEN_ACTIONS:
+        return True
+    if tool.startswith(_SCREEN_NAMESPACES):
+        action = tool[tool.index(".") + 1 :]
+        return action in SCREEN_ACTIONS or action in COMPUTER_ACTIONS or action == "hotkey"
+    return False
 
 
 def _names_screenshot(payload: Any) -> bool:
@@ -285,6 +312,15 @@ class ContextBudgetState(Struct, tag=CUT, gc=False, omit_defaults=True):
     model: str | None = None
     pressure_latched: bool = False
     cut_latched: bool = False
+    # Bytes of answers sent by their size alone since the last measure, and whether a
+    # measure has shown such bytes are no text (the context grew by far less than them).
+    sized_bytes: int = 0
+    sized_images: bool = False
+
+
+SIZED_OVERCOUNT = 4
+"""How many times more than the context grew the answers sent by their size alone must
+claim, for the session's later such answers to be read as images (:class:`ContextBudget`)."""
 
 
 class ContextBudget(Signal):
@@ -339,6 +375,15 @@ class ContextBudget(Signal):
             state.window = event.context_window
         measured = event.input_tokens
         if measured is not None:
+            sized = state.sized_bytes
+            if sized and state.measured and measured > state.measured and (
+                (measured - state.measured) * self.bytes_per_token * SIZED_OVERCOUNT < sized
+            ):
+                # Answers sent by their size alone claimed far more than the model took in
+                # (screenshots declared by their bytes): from now on each is an image.
+                state.sized_images = True
+            if sized:
+                state.sized_bytes = 0
             state.measured = measured
             state.pending_bytes = 0
         window = state.window
@@ -372,14 +417,25 @@ class ContextBudget(Signal):
                 # its pixels cost (IMAGE_TOKENS), not its bytes. A summary of a
                 # screenshot (its URL, its digest) beside the declared bytes is its
                 # strings and one image (an accessibility tree sent beside it is text,
-                # and counted).
-                size = sized_without_images(
-                    payload, self.bytes_per_token, size,
-                    screenshot or _names_screenshot(payload),
-                )
-            elif payload is None and (screenshot or _screen_action(result.tool)):
-                # Sent by its size alone (a digest and result_bytes): an image all the same.
-                size = min(size, IMAGE_TOKENS * self.bytes_per_token)
+                # and counted). One that only names a screenshot is read so only when the
+                # declared bytes are more than its own: then they are the image's.
+                sized = sized_without_images(payload, self.bytes_per_token, size, screenshot)
+                if (
+                    sized == size and not screenshot and result.event.result_bytes
+                    and _names_screenshot(payload)
+                ):
+                    own = payload_size(payload)
+                    if own < size:
+                        sized = min(size, own + IMAGE_TOKENS * self.bytes_per_token)
+                size = sized
+            elif payload is None:
+                state.sized_bytes += size  # (as declared: what a later measure judges)
+                if (
+                    screenshot or state.sized_images or _screen_action(result.tool)
+                    or _gui_model(state.model)
+                ):
+                    # Sent by its size alone (a digest and result_bytes): an image all the same.
+                    size = min(size, IMAGE_TOKENS * self.bytes_per_token)
             elif type(payload) is str and screenshot:
                 # The screen described in words beside the declared bytes of its image.
                 size = min(size, len(payload) + IMAGE_TOKENS * self.bytes_per_token)

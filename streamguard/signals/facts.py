@@ -764,6 +764,11 @@ def runner_facts(args: object, code_tool: bool = False, kind: str | None = None)
     return facts
 
 
+_NO_INPUT_KEYS = frozenset({"chars", "keystrokes", "input", "command", "cmd", "code", "text"})
+"""Arguments that carry input for a running command: a call with none of them and a
+``session_id`` (Codex's ``write_stdin``) only reads what the command printed since."""
+
+
 def _runner_facts(args: object, code_tool: bool) -> CallFacts:
     args = call_args(args)
     if isinstance(args, dict):
@@ -775,13 +780,20 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
                 return code_facts(value)
         command = args.get("command")
         keys = args.get("keystrokes", args.get("chars")) if command is None else None
-        if type(keys) is str and not keys.strip():
+        if keys is None and command is None and "session_id" in args and _NO_INPUT_KEYS.isdisjoint(args):
+            keys = ""  # Codex's `write_stdin(session_id=3)`: `chars` left out is nothing typed
+        if keys == "":
             # No keys for a terminal (Terminus' `send_keys` with only a `duration_sec`,
             # Codex's `write_stdin` with no `chars`): a wait, then a look at the screen or
-            # the output since, read as any read after a wait of its own.
+            # the output since, read as any read after a wait of its own. (Enter, "\n",
+            # is a key pressed.)
             looked = CallFacts("", False, False)
             looked.waits_first = True
             return looked
+        if type(keys) is str and keys.isspace():
+            # a key that is a blank (Enter, a space paging `less`): pressed, then the
+            # screen read (no command line: a shell would read an empty one as a wait)
+            return CallFacts("keys", False, False)
         if command is None:
             action = args.get("action")
             if type(action) is dict:
@@ -792,7 +804,10 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
                 # look at the screen, a wait, a scroll or a key that moves the view
                 # (`Page_Down`) changes what is on it.
                 write = action in COMPUTER_ACTS and not (
-                    action in ("key", "keypress") and navigation_keys(args)
+                    action in ("key", "keypress")
+                    # (OpenAI's shape nests the keys in the action: {"type": "keypress",
+                    # "keys": ["PAGEDOWN"]})
+                    and navigation_keys(args["action"] if type(args["action"]) is dict else args)
                 )
                 return CallFacts(action, write, False, action == "wait")
         elif isinstance(command, str) and command in EDITOR_COMMANDS:
@@ -1095,18 +1110,24 @@ def operation_facts(tool: str, args: dict[Any, Any]) -> CallFacts | None:
     ``manage_object(op="create")``): its name, which holds no verb, said it only looks.
     ``None`` when no ``operation``/``op`` argument names a write (its first word, after
     ``bulk``/``batch``/``mass``, among :data:`_OPERATION_WRITES`), when the tool's name
-    holds a word of a look (``search_traces(operation="UpdateCart")`` filters by it), or
-    when the call is a dry run."""
+    opens with a word of a look (``search_traces(operation="update")`` filters by it; not
+    ``sharepoint_list_items``, whose list is a thing), when the operation is an API's
+    operation name (``UpdateCart``, ``DeleteBucket``: what a trace or an audit log is
+    filtered by), or when the call is a dry run."""
     for key in _OPERATION_KEYS:
         value = args.get(key)
         if type(value) is str and 0 < len(value) <= 64:
             words = name_words(value)
             if words and words[0] in _BATCH_WORDS:
                 words = words[1:]
+            tool_words = name_words(tool)
             if (
                 not words or words[0] not in _OPERATION_WRITES
                 or (words[0] == "set" and len(words) > 1)
-                or not _LOOK_WORDS.isdisjoint(name_words(tool))
+                # a look by the tool's verb (`search_traces`, `get_audit_events`) filters by
+                # an operation; so does an API's operation name (`UpdateCart`, `DeleteBucket`)
+                or (tool_words and tool_words[0] in _LOOK_WORDS)
+                or (value[:1].isupper() and len(words) > 1)
                 or any(args.get(flag) is True for flag in _DRY_RUN_KEYS)
             ):
                 return None
@@ -1122,6 +1143,9 @@ _NAVIGATION_KEYS = frozenset({
 """Keys that move the view or the cursor over what is there (``PageDown``, ``ArrowDown``;
 xdotool's ``Page_Down``, ``Next``): no write, whatever the tool that sends them."""
 _KEY_ARGS = ("keys", "key", "text")
+_KEY_TOOL_WORDS = frozenset({"key", "keys", "press", "send", "keyboard", "hotkey", "keypress"})
+"""Words of a tool that sends keys (``send_keys``, ``browser_press_key``): a ``key``
+argument of any other tool is no key pressed (``kv_set(key="next")``)."""
 
 
 def navigation_keys(args: dict[Any, Any]) -> bool:
@@ -1149,7 +1173,10 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
         ("operation" in args or "op" in args) and not facts.write and not facts.search
     ):
         return operation_facts(tool, args) or facts
-    if facts.write and ("keys" in args or "key" in args) and navigation_keys(args):
+    if (
+        facts.write and ("keys" in args or "key" in args) and navigation_keys(args)
+        and not _KEY_TOOL_WORDS.isdisjoint(name_words(tool))
+    ):
         # `send_keys(keys="PageDown")`: the page moved on, nothing was written; the same
         # key answered by the next part of a page is paging, by the same screen a loop
         return CallFacts(tool, False, False, read=True)
@@ -1260,12 +1287,14 @@ def names_write(tool: str) -> bool:
     words = name_words(tool)
     if not words or not _BOOKKEEPING_WORDS.isdisjoint(words):
         return False
-    if "hass" in words[:3]:
+    last = tool.rsplit("__", 1)[-1]
+    if last.startswith("Hass") and last[4:5].isupper():
         # Home Assistant's intents, the tools its LLM API exposes (`HassTurnOn`,
         # `HassListAddItem`, `HassClimateSetTemperature`; behind an MCP server's name,
-        # `mcp__home__HassTurnOn`): commands to the home, the verb after a domain's name,
-        # except the ones that get a state or a time.
-        intent = words[words.index("hass") + 1 :]
+        # `mcp__home-assistant__HassTurnOn`): commands to the home, the verb after a
+        # domain's name, except the ones that get a state or a time. (Not any tool of a
+        # server named `hass`.)
+        intent = name_words(last)[1:]
         return bool(intent) and intent[0] not in ("nevermind", "respond") and "get" not in intent
     at = 0
     if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
@@ -1575,10 +1604,19 @@ def cell_error(text: str) -> tuple[str, str | None] | None:
 SCREEN_HEADS = ("Current Terminal Screen:\n", "New Terminal Output:\n")
 """How Terminal-Bench's Terminus answers keystrokes: the tmux pane as it is now, or what
 it printed since the last look (:func:`terminal_screen`)."""
-_PROMPT_COMMAND = re.compile(r"(?m)^(?:\([^)\s]{1,64}\) )?[^\s#$>]{1,160}[#$] +\S[^\n]*$")
-"""A line of a shell prompt with a command typed at it (``root@e84b:/app# make``)."""
-_BARE_PROMPT_END = re.compile(r"\n?(?:\([^)\s]{1,64}\) )?[^\s#$>]{1,160}[#$][ \t]*\s*\Z")
-"""The bare prompt a finished command leaves as a screen's last line."""
+_PROMPT = (
+    r"(?:\([^)\s]{1,64}\) ){0,3}"  # environments first: `(testbed) (base) `
+    r"(?:\[[^\]\n]{1,128}\]"  # `[root@h app]#`
+    r"|[^\s#$%>\[]{0,160}@[^\s#$%>]{1,160}"  # `root@e84b:/app#`, `user@host:~$`
+    r"|[/~][^\s#$%>]{0,160} ?)"  # BusyBox's `/app # `
+    r"[#$%]"
+)
+_PROMPT_COMMAND = re.compile(r"(?m)^" + _PROMPT + r" +\S[^\n]*$")
+"""A line of a shell prompt with a command typed at it (``root@e84b:/app# make``; a prompt
+names its user and host, or opens with a path: a grep hit on a comment, ``src/db.py:7:#
+TODO``, is no prompt)."""
+_BARE_PROMPT = re.compile(_PROMPT + r"[ \t]{0,8}")
+"""A prompt with nothing typed at it: the last line a finished command leaves."""
 SCREEN_SPAN = 16_384
 """Characters at the end of a terminal screen read for its last command (:func:`terminal_screen`)."""
 
@@ -1590,7 +1628,8 @@ def terminal_screen(text: str) -> tuple[str, str | None] | None:
     commands' output scrolling by: the same failing ``make`` typed again showed the
     previous attempt's lines above its own, so each screen was a new answer. A screen
     with no prompt line (a program's own screen: an editor, a pager, a REPL) is read
-    whole. No exit code is told; a failure is what the output says."""
+    whole. No exit code is told; a failure is what the output says. Several commands
+    typed at once are read by the last one's output."""
     head = next((h for h in SCREEN_HEADS if text.startswith(h)), None)
     if head is None:
         return None
@@ -1600,8 +1639,11 @@ def terminal_screen(text: str) -> tuple[str, str | None] | None:
         pass
     if last is None:
         return body, None
-    output = body[last.end() :]
-    return _BARE_PROMPT_END.sub("", output).strip("\n"), None
+    output = body[last.end() :].rstrip()
+    before, _, final = output.rpartition("\n")
+    if _BARE_PROMPT.fullmatch(final.strip()) is not None:
+        output = before
+    return output.strip("\n"), None
 
 
 RUNNER_ANSWER_HEADS = (
