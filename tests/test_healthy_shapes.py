@@ -1766,26 +1766,23 @@ def _jest(failing: int, seconds: float) -> dict[str, Any]:
     return _mcp_text(text)
 
 
-def test_a_failing_check_reported_as_output_changes_by_what_failed_not_how_long_it_took() -> None:
+def _edits_then_jest(failing: list[int]) -> list[Any]:
+    """An edit of one file, then the same jest run, once per count of failing tests."""
     calls = Calls()
-    futile: list[Any] = []
-    for i in range(8):
-        futile += calls.pair("developer__text_editor",
-                             {"command": "str_replace", "path": "/repo/src/formatDate.ts",
-                              "old_str": f"v{i}", "new_str": f"v{i + 1}"}, _mcp_text("The file has been edited."))
-        futile += calls.pair("developer__shell", {"command": "npx jest src/utils/formatDate.test.ts 2>&1"},
-                             _jest(1, 0.4 + i * 0.137))
-    assert "result-stall" in criticals(futile)
+    trace: list[Any] = []
+    for i, count in enumerate(failing):
+        trace += calls.pair("developer__text_editor",
+                            {"command": "str_replace", "path": "/repo/src/formatDate.ts",
+                             "old_str": f"v{i}", "new_str": f"v{i + 1}"}, _mcp_text("The file has been edited."))
+        trace += calls.pair("developer__shell", {"command": "npx jest src/utils/formatDate.test.ts 2>&1"},
+                            _jest(count, 0.4 + i * 0.137))
+    return trace
+
+
+def test_a_failing_check_reported_as_output_changes_by_what_failed_not_how_long_it_took() -> None:
+    assert "result-stall" in criticals(_edits_then_jest([1] * 8))
     # the same check answering with fewer failures after each edit is work converging
-    converging = Calls()
-    work: list[Any] = []
-    for i in range(3):
-        work += converging.pair("developer__text_editor",
-                                {"command": "str_replace", "path": "/repo/src/formatDate.ts",
-                                 "old_str": f"v{i}", "new_str": f"v{i + 1}"}, _mcp_text("The file has been edited."))
-        work += converging.pair("developer__shell", {"command": "npx jest src/utils/formatDate.test.ts 2>&1"},
-                                _jest(3 - i, 0.4 + i * 0.137))
-    assert criticals(work) == []
+    assert criticals(_edits_then_jest([3, 2, 1])) == []
 
 
 def test_a_failing_run_reported_as_output_again_is_the_same_answer_whenever_it_started() -> None:
