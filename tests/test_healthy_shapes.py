@@ -1874,3 +1874,22 @@ def test_the_second_reading_of_keys_operations_and_intents() -> None:
     assert not names_write("mcp__hass__entity_history")
     # a hyphenated receipt is a receipt
     assert found_nothing({"X-Request-ID": "7f3a", "offers": [], "message": "No offers found"})
+
+
+@pytest.mark.parametrize(("tool", "write"), [
+    ("file_str_replace", True), ("replace_in_file", True), ("file_replace", True),
+    ("str_length", False), ("search_and_replace_preview", False),
+])
+def test_a_replacement_is_a_write_whatever_words_come_before_it(tool: str, write: bool) -> None:
+    """Manus' `file_str_replace`: `str` is no word of what the tool does."""
+    assert names_write(tool) is write
+
+
+def test_edits_of_one_memo_each_acknowledged_alike_are_writes() -> None:
+    calls = Calls()
+    trace: list[Any] = []
+    for i in range(12):
+        trace += calls.pair("file_str_replace", {"file": "/home/ubuntu/upload/board_memo.md",
+                                                 "old_str": f"figure {word(i)}", "new_str": f"final {word(i)}"},
+                            "Replaced 1 occurrence in /home/ubuntu/upload/board_memo.md")
+    assert criticals(trace) == []

@@ -1227,7 +1227,8 @@ _WRITE_VERBS = frozenset({
     "delete", "deploy", "disable", "drop", "edit", "enable", "grant", "insert", "install",
     "invite", "kill", "lock", "mark", "merge", "modify", "move", "patch", "pay", "place", "post",
     "publish", "purge", "push", "put", "reboot", "refund", "register", "reject", "remove",
-    "rename", "rerun", "reschedule", "reset", "restart", "restore", "revert", "revoke", "save",
+    "rename", "replace", "rerun", "reschedule", "reset", "restart", "restore", "revert",
+    "revoke", "save",
     "schedule", "send", "set",
     "submit", "transfer", "uninstall", "unlock", "update", "upload", "upsert", "write",
 })
@@ -1284,7 +1285,7 @@ def names_write(tool: str) -> bool:
     ``batch``, ``bulk`` or ``mass`` (:data:`_BATCH_WORDS`) when no word of a look is beside
     it; Home Assistant's intents (``HassTurnOn``, ``HassListAddItem``) but those that get
     (``HassGetState``); never a tool of the agent's own bookkeeping."""
-    words = name_words(tool)
+    words = [word for word in name_words(tool) if word != "str"]  # `file_str_replace`
     if not words or not _BOOKKEEPING_WORDS.isdisjoint(words):
         return False
     last = tool.rsplit("__", 1)[-1]
