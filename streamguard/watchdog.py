@@ -41,6 +41,7 @@ tells the model why it was stopped.
 
 from __future__ import annotations
 
+import re
 import zlib
 from hashlib import blake2b
 from sys import intern
@@ -136,8 +137,13 @@ MAX_PENDING = 8
 _FACTS_CACHE_MAX = 512
 PROMPT_READ = 512
 """Characters of a message to the agent compared with the one before (``SessionState.prompt``)."""
-DRY_RUN_PASSED = "Dry run: the request would have succeeded."
-"""What AWS's ``DryRunOperation`` error says, read as the success it is."""
+DRY_RUN_PASSED = "OK"
+"""What AWS's ``DryRunOperation`` error says, read as the success it is: a bare answer, as
+"200" for one more endpoint is (neither stale nor news to result-stall)."""
+_DRY_RUN_ONLY = re.compile(
+    r"\s*(?:[\w ]{0,32}:\s*)?An error occurred \(DryRunOperation\) when calling the \w{1,64}"
+    r" operation: Request would have succeeded, but DryRun flag is set\.?\s*"
+)
 SCHEDULE_GAP = 600.0
 """Seconds between two identical messages to the agent for the second to be a scheduled
 request repeated (``Watchdog._prompt``): schedules run every ten minutes or less often
@@ -675,8 +681,6 @@ class Watchdog:
             # runner's only: a named tool's answer of one of these shapes, or a file that
             # holds one, is its data. Except a terminal's screen, whatever tool answers
             # with it (Terminus' `send_keys`): read by patterns bounded for any text
-            # (tests/test_hostile_cost.py). Except a terminal's screen, whatever tool answers
-            # with it (Terminus' `send_keys`): read by patterns bounded for any text
             # (tests/test_hostile_cost.py).
             answer = runner_answer(
                 payload, event.tool in OBSERVATION_TOOLS,
@@ -689,9 +693,10 @@ class Watchdog:
             )
             if answer is not None:
                 event = structs.replace(event, result=answer[0], error=event.error or answer[1])
-        if event.error and "(DryRunOperation)" in event.error:
-            # AWS answers a dry run that would have succeeded with this error: a success,
-            # read as the words it means (no word of a failure in them).
+        if event.error and "(DryRunOperation)" in event.error and _DRY_RUN_ONLY.fullmatch(event.error):
+            # AWS answers a dry run that would have succeeded with this error, and only
+            # this one (a second dry run refused in the same answer is a failure): a
+            # success, read as the bare answer it means, neither news nor stale.
             event = structs.replace(event, result=DRY_RUN_PASSED, error=None)
         failed = bool(event.error)
         fingerprint = size = 0

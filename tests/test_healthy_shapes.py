@@ -1814,22 +1814,15 @@ def test_continue_context_items_are_read_as_their_contents() -> None:
     assert {"result-stall", "alternating-tool-cycle"} & set(criticals(trace))
 
 
-def test_a_search_in_each_place_its_arguments_name_finds_that_places_nothing() -> None:
-    """Twelve projects asked for idle-VM recommendations, most with none: twelve answers."""
+def test_a_hunt_over_guessed_places_that_find_nothing_is_still_a_hunt() -> None:
+    """A search's nothing is stale wherever it looked: twelve guessed repositories, each
+    answered with no issues, are one hunt (a rule that made each place's nothing news was
+    withdrawn: it let such hunts run on for ever)."""
     calls = Calls()
     trace: list[Any] = []
     for i in range(12):
-        trace += calls.pair("list_recommendations", {"project": f"acme-{word(i)}", "location": "us-east4-a",
-                                                     "recommender": "google.compute.instance.IdleResourceRecommender"},
-                            {"recommendations": []})
-    assert criticals(trace) == []
-    # the same project asked again and again finds the same nothing
-    again = Calls()
-    loop: list[Any] = []
-    for _ in range(12):
-        loop += again.pair("list_recommendations", {"project": "acme-ci", "location": "us-east4-a",
-                                                    "recommender": f"r{_ % 3}"}, {"recommendations": []})
-    assert criticals(loop)
+        trace += calls.pair("search_issues", {"repo": f"acme/{word(i)}-api", "issue_number": 4242}, [])
+    assert criticals(trace)
 
 
 def test_a_cli_sweep_over_objects_by_id_and_dry_runs_that_would_succeed_are_no_stall() -> None:
@@ -1841,14 +1834,16 @@ def test_a_cli_sweep_over_objects_by_id_and_dry_runs_that_would_succeed_are_no_s
                             error="An error occurred (DryRunOperation) when calling the DeleteSnapshot operation: "
                                   "Request would have succeeded, but DryRun flag is set.")
     assert criticals(trace) == []
-    # the same snapshot dry-run again and again is the same answer
-    again = Calls()
+    # a dry run refused beside the one that would succeed is a failure, retried: halted
+    mixed = Calls()
     loop: list[Any] = []
-    for i in range(10):
-        command = "aws ec2 delete-snapshot --region eu-west-1 --snapshot-id snap-09c625c8f28ffc02c --dry-run"
-        loop += again.pair("run_shell_command", {"command": command + " " * (i % 3)}, None,
-                           error="An error occurred (DryRunOperation) when calling the DeleteSnapshot operation: "
-                                 "Request would have succeeded, but DryRun flag is set.")
+    for i in range(12):
+        command = f"aws ec2 stop-instances --dry-run --instance-ids i-0{i}ab; aws ec2 terminate-instances --dry-run"
+        loop += mixed.pair("run_shell_command", {"command": command}, None,
+                           error="An error occurred (DryRunOperation) when calling the StopInstances operation: "
+                                 "Request would have succeeded, but DryRun flag is set.\n"
+                                 "An error occurred (UnauthorizedOperation) when calling the TerminateInstances "
+                                 "operation: You are not authorized to perform this operation.")
     assert criticals(loop)
 
 
@@ -1893,3 +1888,19 @@ def test_edits_of_one_memo_each_acknowledged_alike_are_writes() -> None:
                                                  "old_str": f"figure {word(i)}", "new_str": f"final {word(i)}"},
                             "Replaced 1 occurrence in /home/ubuntu/upload/board_memo.md")
     assert criticals(trace) == []
+
+
+def test_the_third_reading_of_screens_runs_and_prompts() -> None:
+    """What a third review found, each read as it is."""
+    # a job still running beside a failed one moves by its elapsed time: a poll
+    calls = Calls()
+    poll: list[Any] = []
+    for i in range(12):
+        poll += calls.pair("bash", {"command": "sleep 60 && sacct -j 4241,4242 --format=JobID,State,Elapsed"},
+                           f"4241 FAILED 00:01:12\n4242 RUNNING 00:{10 + i:02d}:04\n")
+    assert criticals(poll) == []
+    # bash's own prompt is a prompt
+    assert terminal_screen("Current Terminal Screen:\nold\nbash-5.2# make -j4\nerr 1\nbash-5.2# ") == ("err 1", None)
+    # Enter with a wait of its own is a wait, then a look; a space paging a pager is a key
+    assert runner_facts({"keystrokes": "\n", "duration_sec": 60}).waits_first
+    assert not runner_facts({"keystrokes": " ", "timeout_sec": 1.0}).waits_first

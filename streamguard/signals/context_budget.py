@@ -61,8 +61,7 @@ Images
     ``left_double``, ``hotkey``, Agent S's ``agent.click``: ``SCREEN_ACTIONS``; not a bare
     ``click`` or ``type``, which a web agent reading accessibility trees also sends), any
     answer to a model that sees only screens (``GUI_MODELS``: UI-TARS, CogAgent...), and
-    any once a measure showed such answers were no text (the context grew by less than
-    a quarter of what they declared: ``SIZED_OVERCOUNT``); a structured answer that names
+    a structured answer that names
     its screenshot (``"next_obs": "screenshot 1920x1080 sha1:..."``) beside declared bytes
     larger than its own (its own bytes and one image); and a computer-use tool's screen
     described in words beside the declared bytes of its image (the words and one image). Eighteen of the
@@ -102,7 +101,6 @@ from msgspec import Meta, Struct, field, structs
 from ..canonical import payload_size
 from ..events import Usage
 from .base import Finding, ResultView, Signal, SignalConfig
-from .facts import COMPUTER_ACTIONS
 
 IMAGE_TOKENS = 1_600
 """Tokens an image block in a tool result is counted as: the most a vendor charges for
@@ -170,14 +168,14 @@ SCREEN_ACTIONS = frozenset({
     "double_click", "triple_click", "left_click_drag", "mouse_move", "screenshot",
 })
 """A GUI agent's own actions sent as tools (UI-TARS's ``left_double``, ``hotkey``; the
-computer-use actions' names), and after ``agent.`` or ``pyautogui.`` any computer-use
-action (Agent S's ``agent.click``): answered by the screen they leave, a screenshot. Not a
+computer-use actions' names), and any action after ``agent.`` or ``pyautogui.`` (Agent
+S's ``agent.click``, ``pyautogui.moveTo``): answered by the screen they leave, a screenshot. Not a
 bare ``click``, ``type`` or ``scroll``, which a text agent's tools are also named (a web
 agent's accessibility tree answers them)."""
 _SCREEN_NAMESPACES = ("agent.", "pyautogui.")
 GUI_MODELS = re.compile(
     r"(?i)(?:.*/)?(?:ui-?tars|cogagent|showui|aguvis|os-atlas|opencua|uground)[\w.:-]*"
-    r"|.*computer[-_]use.*"
+    r"|(?:.*/)?computer[-_]use(?:[-_]preview)?[\w.:-]*"
 )
 """Models that act on a screen and see only screenshots (UI-TARS, CogAgent, ShowUI,
 Aguvis, OS-Atlas, OpenCUA, UGround; OpenAI's ``computer-use-preview``): an answer they get
@@ -197,10 +195,8 @@ def _screen_action(tool: str) -> bool:
     action after ``agent.`` or ``pyautogui.``: ``agent.click``)."""
     if tool in SCREEN_ACTIONS:
         return True
-    if tool.startswith(_SCREEN_NAMESPACES):
-        action = tool[tool.index(".") + 1 :]
-        return action in SCREEN_ACTIONS or action in COMPUTER_ACTIONS or action == "hotkey"
-    return False
+    # any action of a GUI agent's own namespace (`agent.click`, `pyautogui.moveTo`)
+    return tool.startswith(_SCREEN_NAMESPACES) and len(tool) <= 64
 
 
 def _names_screenshot(payload: Any) -> bool:
@@ -312,15 +308,6 @@ class ContextBudgetState(Struct, tag=CUT, gc=False, omit_defaults=True):
     model: str | None = None
     pressure_latched: bool = False
     cut_latched: bool = False
-    # Bytes of answers sent by their size alone since the last measure, and whether a
-    # measure has shown such bytes are no text (the context grew by far less than them).
-    sized_bytes: int = 0
-    sized_images: bool = False
-
-
-SIZED_OVERCOUNT = 4
-"""How many times more than the context grew the answers sent by their size alone must
-claim, for the session's later such answers to be read as images (:class:`ContextBudget`)."""
 
 
 class ContextBudget(Signal):
@@ -375,15 +362,6 @@ class ContextBudget(Signal):
             state.window = event.context_window
         measured = event.input_tokens
         if measured is not None:
-            sized = state.sized_bytes
-            if sized and state.measured and measured > state.measured and (
-                (measured - state.measured) * self.bytes_per_token * SIZED_OVERCOUNT < sized
-            ):
-                # Answers sent by their size alone claimed far more than the model took in
-                # (screenshots declared by their bytes): from now on each is an image.
-                state.sized_images = True
-            if sized:
-                state.sized_bytes = 0
             state.measured = measured
             state.pending_bytes = 0
         window = state.window
@@ -429,11 +407,7 @@ class ContextBudget(Signal):
                         sized = min(size, own + IMAGE_TOKENS * self.bytes_per_token)
                 size = sized
             elif payload is None:
-                state.sized_bytes += size  # (as declared: what a later measure judges)
-                if (
-                    screenshot or state.sized_images or _screen_action(result.tool)
-                    or _gui_model(state.model)
-                ):
+                if screenshot or _screen_action(result.tool) or _gui_model(state.model):
                     # Sent by its size alone (a digest and result_bytes): an image all the same.
                     size = min(size, IMAGE_TOKENS * self.bytes_per_token)
             elif type(payload) is str and screenshot:

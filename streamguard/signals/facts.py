@@ -764,6 +764,9 @@ def runner_facts(args: object, code_tool: bool = False, kind: str | None = None)
     return facts
 
 
+KEY_WAIT_SECONDS = 5
+"""Seconds a terminal is told to wait after a key for the key to be a wait as well: a
+second lets a pager redraw; a minute watches a build."""
 _NO_INPUT_KEYS = frozenset({"chars", "keystrokes", "input", "command", "cmd", "code", "text"})
 """Arguments that carry input for a running command: a call with none of them and a
 ``session_id`` (Codex's ``write_stdin``) only reads what the command printed since."""
@@ -792,8 +795,14 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
             return looked
         if type(keys) is str and keys.isspace():
             # a key that is a blank (Enter, a space paging `less`): pressed, then the
-            # screen read (no command line: a shell would read an empty one as a wait)
-            return CallFacts("keys", False, False)
+            # screen read (no command line: a shell would read an empty one as a wait);
+            # with a wait of its own (`duration_sec=60` while a build prints nothing),
+            # read as any read after a wait
+            pressed = CallFacts("keys", False, False)
+            waited = args.get("duration_sec", args.get("timeout_sec"))
+            if type(waited) in (int, float) and waited >= KEY_WAIT_SECONDS:
+                pressed.waits_first = True
+            return pressed
         if command is None:
             action = args.get("action")
             if type(action) is dict:
@@ -1608,7 +1617,9 @@ it printed since the last look (:func:`terminal_screen`)."""
 _PROMPT = (
     r"(?:\([^)\s]{1,64}\) ){0,3}"  # environments first: `(testbed) (base) `
     r"(?:\[[^\]\n]{1,128}\]"  # `[root@h app]#`
-    r"|[^\s#$%>\[]{0,160}@[^\s#$%>]{1,160}"  # `root@e84b:/app#`, `user@host:~$`
+    r"|[^\s#$%>\[@]{0,160}@[^\s#$%>]{1,160}"  # `root@e84b:/app#`, `user@host:~$`
+    r"|[A-Za-z]{1,16}-\d{1,3}(?:\.\d{1,3}){0,3}"  # bash's own: `bash-5.2#`, `sh-5.1$`
+    r"|\w{1,32}:[/~][^\s#$%>]{0,160}"  # `root:/app#`
     r"|[/~][^\s#$%>]{0,160} ?)"  # BusyBox's `/app # `
     r"[#$%]"
 )

@@ -312,6 +312,7 @@ from .base import (
     NO_OP_OUTCOME,
     NONE_ANSWER,
     RESPONSE_REFERENCE,
+    RUN_DURATION,
     RUN_TIME,
     TIMESTAMP_ELEMENT,
     CallView,
@@ -561,10 +562,7 @@ _TARGETS = re.compile(
     # `--bucket logs`, `--resource-group rg-eu`.
     r"|(?<![\w-])--(?:region|zone|location|namespace|context|cluster|project|profile|host"
     r"|hostname|server|endpoint-url|subscription|account|bucket|resource-group|tenant|shard"
-    r"|schema|database|dbname"
-    # and the object it acts on, named by its id, name or ARN (`aws ec2 ... --snapshot-id
-    # snap-09c6`, `--instance-ids i-0ab`, `--function-name billing-export`)
-    r"|[a-z0-9]{1,24}(?:-[a-z0-9]{1,24}){0,3}-(?:ids?|identifier|arn|name))"
+    r"|schema|database|dbname)"
     r"(?:=|[ \t]+)[^\s'\"|;&)]+"
     # A tenant or a shard named as a setting (`alembic -x tenant=acme upgrade head`).
     r"|(?<![\w.-])(?:tenant|shard)(?:_id)?=[^\s'\"|;&)]+"
@@ -578,8 +576,7 @@ _TARGETS = re.compile(
     r"|\bworkspace[ \t]+(?:select|new)[ \t]+[^\s'\"|;&)-][^\s'\"|;&)]*"
 )
 """A URL's scheme, host and path, a path with at least one slash, a place flag and its
-value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...; an object's ``--*-id``,
-``--*-ids``, ``--*-name``, ``--*-arn``), a tenant or a shard
+value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), a tenant or a shard
 named as a setting (``tenant=acme``), a data file named bare (``events.parquet``) or
 Terraform's workspace and variables file, in a command line."""
 _MASK_NUMBERS = str.maketrans("0123456789", "##########")
@@ -771,32 +768,6 @@ _PLACE_KEY_WORDS = frozenset({
 """Argument names that name a place a read reads (``host="10.40.2.21"``, ``device=30301``,
 ``region="eu-west-1"``, a cloud's ``project`` or ``subscription``, a ``repo``), as the place
 flags of a command line do (``--host``, ``--region``, ``--project``)."""
-
-
-_PLACE_NAMES: dict[tuple[Any, ...], tuple[str, ...]] = {}
-
-
-def _places(args: Any) -> str:
-    """The places a call's arguments name by a place's name (:data:`_PLACE_KEY_WORDS`:
-    ``project="acme-ci"``, ``region="eu-west-1"``), "" for none."""
-    if type(args) is not dict or len(args) > 8:
-        return ""
-    keys = tuple(args)
-    named = _PLACE_NAMES.get(keys)
-    if named is None:
-        named = tuple(sorted(
-            key for key in keys
-            if type(key) is str and len(key) <= _ID_KEY_LIMIT
-            and not _PLACE_KEY_WORDS.isdisjoint(name_words(key)) and not _names_no_thing(key)
-        ))
-        if all(type(key) is str and len(key) <= _ID_KEY_LIMIT for key in keys):
-            if len(_PLACE_NAMES) >= 1024:  # bounded: argument names come from untrusted input
-                _PLACE_NAMES.clear()
-            _PLACE_NAMES[keys] = named
-    return "\0".join(
-        f"{key}={value}" for key in named
-        if type(value := args[key]) is str and 0 < len(value) <= 64
-    )
 
 
 def _is_id_key(key: Any) -> bool:
@@ -1515,6 +1486,10 @@ def _build_run_masked(match: re.Match[str]) -> str:
     return "BUILD FAILED in T" if match[0].startswith("BUILD") else "[INFO] T"
 
 
+_STARTED_AT = re.compile(rb"(?i)\bstart(?:ed)?(?: at)?:?[ \t]+\d{1,2}:\d\d:\d\d(?:[.,]\d+)?")
+"""When a run started, as a runner reports it (vitest's ``Start at  10:14:07``)."""
+
+
 class ResultStallConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``result-stall``."""
 
@@ -1678,11 +1653,7 @@ class ResultStall(Signal):
             items = ""
             if call.search:
                 names = sql_tables(call.args) or _ids(call.args, search=True)
-                if names:
-                    # A search in a place its arguments name (`project`, `region`): what it
-                    # finds there, nothing included, is that place's answer.
-                    items = _places(call.args)
-                else:
+                if not names:
                     names = items = _indicators(call.args)
             else:
                 names = read_names(call)
@@ -1923,7 +1894,9 @@ class ResultStall(Signal):
                     # read like one: how long it took, and when it started, is no change.
                     light_bytes = RUN_TIME.sub(b"#", light_bytes)
                     if not masks_digits:
-                        masked = RUN_TIME.sub(b"#", masked)
+                        # (how long it took and when it started; not any clock time: a job
+                        # still running beside a failed one moves by its elapsed time)
+                        masked = _STARTED_AT.sub(b"#", RUN_DURATION.sub(b"#", masked))
                 code = zlib.crc32(masked) or 1
             light = zlib.crc32(light_bytes) or 1
             cached = (code, light, masked, reported)
