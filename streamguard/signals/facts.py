@@ -800,7 +800,7 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
             # read as any read after a wait
             pressed = CallFacts("keys", False, False)
             waited = args.get("duration_sec", args.get("timeout_sec"))
-            if type(waited) in (int, float) and waited >= KEY_WAIT_SECONDS:
+            if isinstance(waited, (int, float)) and waited >= KEY_WAIT_SECONDS:
                 pressed.waits_first = True
             return pressed
         if command is None:
