@@ -1904,3 +1904,17 @@ def test_the_third_reading_of_screens_runs_and_prompts() -> None:
     # Enter with a wait of its own is a wait, then a look; a space paging a pager is a key
     assert runner_facts({"keystrokes": "\n", "duration_sec": 60}).waits_first
     assert not runner_facts({"keystrokes": " ", "timeout_sec": 1.0}).waits_first
+
+
+def test_a_click_back_to_the_listing_after_each_row_saved_is_no_check_of_the_row() -> None:
+    listing = ("Current URL: https://www.pisos.example/alquiler/madrid/\nTitle: 22 pisos en alquiler\n"
+               "Interactive elements:\n[0]<a>Piso 1</a>\n[1]<a>Piso 2</a>\n[2]<a>Piso 3</a>")
+    calls = Calls()
+    trace: list[Any] = calls.pair("browser_navigate", {"url": "https://www.pisos.example/alquiler/madrid/"}, listing)
+    for i in range(1, 10):
+        trace += calls.pair("browser_click", {"index": i}, f"Current URL: https://www.pisos.example/inmueble/4{i}/\n"
+                                                           f"Title: Piso {i} - {1200 + i * 25} €")
+        trace += calls.pair("file_write", {"file": "/home/ubuntu/listings.csv", "content": f"piso {i},{1200 + i * 25}\n",
+                                           "append": True}, f"Appended {20 + i} bytes to /home/ubuntu/listings.csv")
+        trace += calls.pair("browser_click", {"index": 0}, listing)
+    assert criticals(trace) == []

@@ -2133,6 +2133,9 @@ class ResultStall(Signal):
             return None
         if before == code and (
             (not flags & _CHECK_FLAGS and _acknowledges(result)) or _reports_navigation(result)
+            # a click on the page (back to the listing after each row saved to a file) is
+            # an act whose screen is where it went, no check of what was written
+            or (not flags & FLAG_RUNNER and _ui_act_tool(result.tool))
         ):
             # A call of a tool nobody classified, answered with a bare "done" ("click the
             # Search button": "Action completed successfully", alike each time), acted:
