@@ -466,13 +466,9 @@ class Watchdog:
             self._halt_ignored(ctx, at="tool_call")
         if not self._on_call:
             return
+        if event.tool in MCP_WRAPPERS:
+            event = unwrapped(event)
         tool = event.tool
-        if tool in MCP_WRAPPERS:
-            # A call of an MCP server's tool carried by a wrapper is read as that tool's.
-            wrapped = wrapped_call(event.args)
-            if wrapped is not None:
-                event = structs.replace(event, tool=wrapped[0], args=wrapped[1])
-                tool = event.tool
         # A JSON object sent as a string is read once, here, for every reader.
         args = call_args(event.args)
         canonical = canonicalize(
@@ -490,17 +486,11 @@ class Watchdog:
         if facts is True or facts is False:
             facts = runner_facts(args, facts, kind)
             view.runner = runner = True
-        elif type(args) is dict and type(args.get("keystrokes")) is str:
-            # keystrokes for a terminal (Terminus' `send_keys`): a command runner's call,
-            # whatever the tool is named (browser-use's `send_keys` sends `keys`)
-            facts = runner_facts(args, False, kind)
-            view.runner = runner = True
+        elif type(args) is dict:
+            facts, runner = plain_call_facts(tool, args, kind, facts)
+            view.runner = runner
         else:
             view.runner = runner = False
-            if kind is None and type(args) is dict:
-                # a command line that only sleeps, an environment's action that only
-                # waits, a tool of several operations told to write (`operation="update"`)
-                facts = argument_facts(tool, args, facts)
         view.event = event
         view.tool = tool
         view.args = args
@@ -582,11 +572,10 @@ class Watchdog:
             facts = runner_facts(event.args, facts, kind)
             return CallView(event, canonical, key, history, kind, facts, True)
         args = call_args(event.args)
-        if type(args) is dict and type(args.get("keystrokes")) is str:
-            return CallView(event, canonical, key, history, kind, runner_facts(args, False, kind), True)
-        if kind is None and type(args) is dict:
-            facts = argument_facts(tool, args, facts)
-        return CallView(event, canonical, key, history, kind, facts, False)
+        runner = False
+        if type(args) is dict:
+            facts, runner = plain_call_facts(tool, args, kind, facts)
+        return CallView(event, canonical, key, history, kind, facts, runner)
 
     def _tool_facts(self, tool: str, kind: str | None) -> CallFacts | bool:
         """Fill the per-tool cache of :meth:`_view` for ``(tool, kind)`` and return the entry."""
@@ -1142,9 +1131,7 @@ class Watchdog:
     def would_trip(self, state: SessionState, event: ToolCall) -> list[str]:
         """Signals whose ``would_trip`` preview says this call would trip them (no mutation)."""
         if event.tool in MCP_WRAPPERS:
-            wrapped = wrapped_call(event.args)
-            if wrapped is not None:
-                event = structs.replace(event, tool=wrapped[0], args=wrapped[1])
+            event = unwrapped(event)
         canonical = canonicalize(
             event.args, self._ignore_fields.fields_for(event.tool) if self._has_ignores else None
         )
@@ -1152,6 +1139,31 @@ class Watchdog:
         history = [*state.history, key][-max(self.history_len, 1) :]
         view = self._view(event, canonical, key, history)
         return [sig.id for i, sig in self._previews if sig.would_trip(state.signals[i], view)]
+
+
+def unwrapped(event: ToolCall) -> ToolCall:
+    """A call carried by an MCP wrapper (``use_mcp_tool``) as a call of the tool it carries,
+    with the arguments it carries (:func:`facts.wrapped_call`); any other call as it is."""
+    wrapped = wrapped_call(event.args)
+    if wrapped is None:
+        return event
+    return structs.replace(event, tool=wrapped[0], args=wrapped[1])
+
+
+def plain_call_facts(
+    tool: str, args: dict[Any, Any], kind: str | None, facts: CallFacts
+) -> tuple[CallFacts, bool]:
+    """A plain tool's call facts (``facts``, by its name) as its arguments amend them, and
+    whether the call is a command runner's: keystrokes for a terminal (Terminus'
+    ``send_keys``, whatever the tool is named; browser-use's ``send_keys`` sends ``keys``)
+    are; with no ``kind`` from the runtime, a command line or an action that only waits, or
+    a tool of several operations told to write (:func:`facts.argument_facts`). One rule for
+    a call and its preview."""
+    if type(args.get("keystrokes")) is str:
+        return runner_facts(args, False, kind), True
+    if kind is None:
+        return argument_facts(tool, args, facts), False
+    return facts, False
 
 
 class _Ctx:

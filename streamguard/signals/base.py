@@ -771,6 +771,8 @@ agent re-reading a page that answered "Access Denied" twenty times was never hal
 Masked by :func:`steady_answer` and in result-stall's templates, behind a substring test
 (:func:`has_response_reference`)."""
 _RESPONSE_REFERENCE_BYTES = re.compile(RESPONSE_REFERENCE.encode())
+RESPONSE_REFERENCE_TEXT = re.compile(RESPONSE_REFERENCE)
+"""The same, for text (result-stall's templates)."""
 
 
 def has_response_reference(text: str | bytes) -> bool:

@@ -311,7 +311,7 @@ from .base import (
     MASK_DIGITS,
     NO_OP_OUTCOME,
     NONE_ANSWER,
-    RESPONSE_REFERENCE,
+    RESPONSE_REFERENCE_TEXT,
     RUN_DURATION,
     RUN_TIME,
     TIMESTAMP_ELEMENT,
@@ -1474,11 +1474,8 @@ def _unmoved(text: str) -> str:
     if "BUILD FAILED in" in text or ("BUILD FAILURE" in text and "[INFO] Total time:" in text):
         text = _FAILED_BUILD_RUN.sub(_build_run_masked, text)
     if has_response_reference(text):
-        text = _RESPONSE_REFERENCE.sub("#", text)
+        text = RESPONSE_REFERENCE_TEXT.sub("#", text)
     return text
-
-
-_RESPONSE_REFERENCE = re.compile(RESPONSE_REFERENCE)
 
 
 def _build_run_masked(match: re.Match[str]) -> str:
