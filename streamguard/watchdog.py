@@ -105,6 +105,7 @@ from .signals.facts import (
     FLAG_WAIT,
     FLAG_WAITS_FIRST,
     FLAG_WRITE,
+    HANDED_BACK,
     LONG_POLL_KEYS,
     MCP_WRAPPERS,
     OBSERVATION_TOOLS,
@@ -118,6 +119,8 @@ from .signals.facts import (
     asks_to_wait,
     call_args,
     ends_with_exit_code,
+    handed_ids,
+    id_text,
     is_code_tool,
     mcp_answer,
     name_words,
@@ -125,6 +128,7 @@ from .signals.facts import (
     plain_facts,
     runner_answer,
     runner_facts,
+    sent_values,
     wrapped_call,
 )
 from .snapshot import SnapshotCodec, peek_agent
@@ -133,6 +137,9 @@ OFF, WARN, FEEDBACK, ENFORCE = range(4)
 _NO_OUTPUT: list[Output] = []  # shared, never mutated: the common case allocates nothing
 
 MAX_PENDING = 8
+HANDED_CALLS = 4
+"""Calls after a write's answer that may name the ids it handed back as such: the next
+write ends them sooner (SessionState.handed)."""
 """Calls remembered while they await their result (oldest dropped)."""
 _FACTS_CACHE_MAX = 512
 PROMPT_READ = 512
@@ -228,6 +235,12 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     ignored_latched: bool = False  # halt-ignored already raised since the last turn start
     feedback: tuple[tuple[str, str], ...] = ()  # (signal, model-facing text), oldest first
     history: list[int] = []  # recent call keys shared by the history-reading signals
+    # The ids the last call's answer handed back, when that call was a named write answered
+    # before any other call (facts.handed_ids), and the id-like values that write sent: the
+    # next call keys an argument naming one of them as HANDED_BACK (_keyed_args).
+    handed: tuple[str, ...] = ()
+    handed_left: int = 0  # calls that may still name them (HANDED_CALLS at most)
+    sent: tuple[str, ...] = ()
     # Calls awaiting their result, oldest first, when a signal pairs results with calls:
     # (call id or "", tool, call key, fact flags, action).
     pending: list[tuple[str, str, int, int, str]] = []
@@ -471,8 +484,15 @@ class Watchdog:
         tool = event.tool
         # A JSON object sent as a string is read once, here, for every reader.
         args = call_args(event.args)
+        keyed = args
+        if state.handed:
+            if type(args) is dict:
+                keyed = _keyed_args(args, state.handed)
+            state.handed_left -= 1
+            if state.handed_left <= 0:
+                state.handed = ()
         canonical = canonicalize(
-            args, self._ignore_fields.fields_for(tool) if self._has_ignores else None
+            keyed, self._ignore_fields.fields_for(tool) if self._has_ignores else None
         )
         key = call_key(tool, canonical)
         history = state.history
@@ -520,7 +540,11 @@ class Watchdog:
         if not (read or wait):
             # (no pause: an act, after which the same answer may be the act's own)
             state.pauses = (state.pauses + ACTED) & COUNT_MASK
+        if write and state.handed:
+            state.handed = ()  # a write of its own: what it names from here is its own
         if self._need_pairing:
+            if write and not runner and type(args) is dict:
+                state.sent = sent_values(args)  # what its answer may echo (_result)
             pending = state.pending
             if len(pending) >= MAX_PENDING:
                 del pending[0]
@@ -727,6 +751,17 @@ class Watchdog:
             view.call_key = key = paired[2]
             view.call_flags = flags = paired[3]
             view.action = paired[4]
+            if (
+                flags & FLAG_WRITE and not flags & FLAG_RUNNER and not failed and not state.pending
+                and state.history.count(key) > 1
+            ):
+                # A named write made again as it was made before (the same draft saved
+                # again, the same job resubmitted), answered before any other call: the
+                # ids it handed back are the new copy's, and the next calls naming them
+                # act on that copy (a new cell or invoice per item of a sweep is made from
+                # other arguments each time: its ids are its own).
+                state.handed = handed_ids(event.result, state.sent)
+                state.handed_left = HANDED_CALLS
             # A read after a wait of its own that fails (`sleep 3 && curl` while a server
             # starts) fails until what it waits for is ready: a wait's failure.
             wait = flags & FLAG_WAIT != 0 or (failed and flags & FLAG_WAITS_FIRST != 0)
@@ -1132,13 +1167,31 @@ class Watchdog:
         """Signals whose ``would_trip`` preview says this call would trip them (no mutation)."""
         if event.tool in MCP_WRAPPERS:
             event = unwrapped(event)
+        args = event.args
+        if state.handed and type(args) is dict:
+            args = _keyed_args(args, state.handed)
         canonical = canonicalize(
-            event.args, self._ignore_fields.fields_for(event.tool) if self._has_ignores else None
+            args, self._ignore_fields.fields_for(event.tool) if self._has_ignores else None
         )
         key = call_key(event.tool, canonical)
         history = [*state.history, key][-max(self.history_len, 1) :]
         view = self._view(event, canonical, key, history)
         return [sig.id for i, sig in self._previews if sig.would_trip(state.signals[i], view)]
+
+
+def _keyed_args(args: dict[Any, Any], handed: tuple[str, ...]) -> dict[Any, Any]:
+    """The arguments a call is keyed by, when the write just before it handed ids back:
+    each value naming one of them as :data:`HANDED_BACK` (``discard_draft(draft_id=
+    "drf_4472")`` after the draft ``drf_4472`` was saved is the discard of the draft just
+    made, whatever its id), the others as they are."""
+    keyed = None
+    for name, value in args.items():
+        text = id_text(value)
+        if text is not None and text in handed:
+            if keyed is None:
+                keyed = dict(args)
+            keyed[name] = HANDED_BACK
+    return keyed if keyed is not None else args
 
 
 def unwrapped(event: ToolCall) -> ToolCall:

@@ -10,6 +10,11 @@ What it catches
     (``./main.go`` and ``main.go`` are one call); the repeat detector's path
     suffix relation is not transitive and so cannot key a history.
 
+    A call naming an id that a write made again just handed back is keyed by what
+    it names (the watchdog's ``SessionState.handed``, docs/signals.md "Ids a write
+    hands back"): a draft saved and discarded lap after lap, each draft under a new
+    id, is one lap repeated.
+
     A block made of one call repeated is skipped: that is a plain repeat and
     belongs to ``repeated-tool-call`` (one behaviour, one alert). The block is
     fingerprinted by its lexicographically smallest rotation, so ``a → b`` and

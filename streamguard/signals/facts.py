@@ -168,6 +168,78 @@ def asks_to_wait(args: dict[Any, Any]) -> bool:
                 pass
     return False
 
+# ------------------------------------------------------------------ ids handed back
+
+HANDED_BACK = "<id handed back>"
+"""What a call's argument reads as, in its key, when it names an id the write just
+before it handed back (:func:`handed_ids`)."""
+HANDED_KEPT = 8
+"""Ids kept from one write's answer, and values of one write's call it did not hand back."""
+_HANDED_READ = 1024
+"""Characters of a write's answer searched for the ids it hands back."""
+_ID_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*")
+_DIGITS = frozenset("0123456789")
+
+
+def id_text(value: object) -> str | None:
+    """``value`` as an id's text when it could be one: a string of 3 to 80 letters, digits,
+    ``_`` and ``-`` with a digit in it (``drf_4471``, ``INV-1001``, a UUID), or an integer
+    of three digits or more. Anything else (words, paths, sentences, small numbers) is
+    named for what it says, never handed back."""
+    if type(value) is int:
+        return str(value) if value >= 100 else None
+    if type(value) is not str or not 3 <= len(value) <= 80:
+        return None
+    if _DIGITS.isdisjoint(value) or _ID_TOKEN.fullmatch(value) is None:
+        return None
+    return value
+
+
+def sent_values(args: dict[Any, Any]) -> tuple[str, ...]:
+    """The id-like values a write's call sent (at most :data:`HANDED_KEPT`): an answer
+    that names them echoes them, it hands nothing new back."""
+    out: list[str] = []
+    for value in args.values():
+        text = id_text(value)
+        if text is not None:
+            out.append(text)
+            if len(out) >= HANDED_KEPT:
+                break
+    return tuple(out)
+
+
+def handed_ids(result: object, sent: tuple[str, ...]) -> tuple[str, ...]:
+    """The ids a write's answer hands back: id-like words of its first
+    :data:`_HANDED_READ` characters (or the id-like values of an object answer and of the
+    objects directly in it) that its call did not send, at most :data:`HANDED_KEPT`.
+
+    ``draft_email(...)`` answered "Draft saved with id drf_4472" hands back
+    ``drf_4472``; the ``discard_draft(draft_id="drf_4472")`` right after it names what the
+    write made, not a thing of its own, and the watchdog keys it so (``HANDED_BACK``):
+    the same draft made and discarded again and again is one lap repeated, whatever new
+    id each lap's draft gets."""
+    words: list[object]
+    if type(result) is str:
+        words = _ID_TOKEN.findall(result[:_HANDED_READ])  # type: ignore[index]
+    elif type(result) is dict:
+        words = []
+        for value in list(result.values())[:32]:  # type: ignore[attr-defined]
+            if type(value) is dict:
+                words.extend(list(value.values())[:32])
+            else:
+                words.append(value)
+    else:
+        return ()
+    out: list[str] = []
+    for word in words:
+        text = id_text(word)
+        if text is not None and text not in sent and text not in out:
+            out.append(text)
+            if len(out) >= HANDED_KEPT:
+                break
+    return tuple(out)
+
+
 _CACHE_MAX = 512
 MAX_SEGMENTS = 32
 """Segments of a command line whose programs are read (``a && b; c | d``: four)."""
@@ -1233,7 +1305,8 @@ def plain_facts(
 _READ_KINDS = frozenset({"read", "resolve", "verify"})
 _WRITE_VERBS = frozenset({
     "add", "apply", "approve", "archive", "assign", "book", "cancel", "change", "charge", "create",
-    "delete", "deploy", "disable", "drop", "edit", "enable", "grant", "insert", "install",
+    "delete", "deploy", "disable", "discard", "draft", "drop", "edit", "enable", "grant",
+    "insert", "install",
     "invite", "kill", "lock", "mark", "merge", "modify", "move", "patch", "pay", "place", "post",
     "publish", "purge", "push", "put", "reboot", "refund", "register", "reject", "remove",
     "rename", "replace", "rerun", "reschedule", "reset", "restart", "restore", "revert",
