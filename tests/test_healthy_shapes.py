@@ -551,6 +551,48 @@ def test_a_scan_re_run_unchanged_but_for_its_duration_is_a_loop() -> None:
     assert "repeated-tool-call" in criticals(trace)
 
 
+def _trace_hops(n: int, last_hop: int) -> str:
+    """A traceroute whose probes' times jitter with ``n``, stopping after ``last_hop``."""
+    lines = ["traceroute to 198.18.20.10 (198.18.20.10), 30 hops max, 60 byte packets"]
+    for hop in range(1, 8):
+        if hop <= last_hop:
+            times = "  ".join(f"{hop + (n * 7 + k) % 5 / 10:.3f} ms" for k in range(3))
+            lines.append(f" {hop}  r{hop}.net.example.com (10.110.{hop}.1)  {times}")
+        else:
+            lines.append(f" {hop}  * * *")
+    return "\n".join(lines)
+
+
+def test_a_probe_re_run_unchanged_but_for_its_round_trip_times_is_a_loop() -> None:
+    """A dead host pinged again and again, a traceroute stopping at the same hop each time:
+    the times the packets took jitter, what the probe found does not."""
+    c = Calls()
+    pings: list[Any] = []
+    for n in range(8):
+        pings += c.pair("ping", {"host": "10.62.0.1", "count": 4},
+                        "PING 10.62.0.1 (10.62.0.1) 56(84) bytes of data.\n\n--- 10.62.0.1 ping statistics ---\n"
+                        f"4 packets transmitted, 0 received, 100% packet loss, time {3050 + n * 7}ms\n")
+    assert "repeated-tool-call" in criticals(pings)
+    traces: list[Any] = []
+    for n in range(8):
+        traces += c.pair("traceroute", {"source": "bgo-probe01", "destination": "198.18.20.10"},
+                         _trace_hops(n, 5))
+    assert "repeated-tool-call" in criticals(traces)
+    # the route growing hop by hop as a link comes back is news each time
+    growing: list[Any] = []
+    for n in range(7):
+        growing += c.pair("traceroute", {"source": "bgo-probe01", "destination": "198.18.20.10"},
+                          _trace_hops(n, n + 1))
+    assert criticals(growing) == []
+    # a host coming back: the loss falls
+    back: list[Any] = []
+    for n, received in enumerate((0, 0, 1, 3, 4, 4)):
+        back += c.pair("ping", {"host": "10.62.0.9", "count": 4},
+                       f"4 packets transmitted, {received} received, {100 - received * 25}% packet loss, "
+                       f"time {3050 + n}ms")
+    assert "repeated-tool-call" not in criticals(back)
+
+
 @pytest.mark.parametrize("language", [["sh"], {"x": 1}, 7, None, "SH"])
 def test_a_code_blocks_language_of_any_type_is_read_without_raising(language: Any) -> None:
     facts = runner_facts({"language": language, "code": "ls -la"})

@@ -658,13 +658,26 @@ _DURATION = (
     rb"\b(?:took|elapsed:?|[Tt]ime:|[Dd]uration:?)" + _SECONDS
     + rb"|\b(?:real|user|sys)[ \t]+\d+m\d+(?:\.\d+)?s\b"
 )
+_ROUND_TRIPS = (
+    # how long a probe's packets took, as ping and traceroute print it: ping's "100%
+    # packet loss, time 3058ms", each reply's "time=0.045 ms" ("time<1ms" on Windows),
+    # its "rtt min/avg/max/mdev = 0.041/0.045/0.052/0.004 ms", a traceroute hop's probes
+    # "0.428 ms  0.413 ms  0.824 ms" (two or more in a row: one such figure alone may be
+    # what a check measured)
+    rb"|(?<=packet loss, )time \d+ ?ms\b|\btime[=<]\d+(?:\.\d+)? ?ms\b"
+    rb"|\b(?:rtt|round-trip) min/avg/max(?:/mdev|/stddev)? = [\d./]+ ?ms\b"
+    rb"|\b\d+\.\d{3} ms(?:  (?:\d+\.\d{3} ms|\*))+"
+)
 RUN_DURATION = re.compile(
     # ...and "in N s" after what was done: "scanned in 183.11 seconds", "12 passed in
     # 0.2s", "Ran 12 tests in 0.3s" (not "next sync in 162 seconds": a countdown moves)
-    _DURATION + rb"|\b(?:\w+ed|done|tests?)[ \t]+in" + _SECONDS
+    _DURATION + rb"|\b(?:\w+ed|done|tests?)[ \t]+in" + _SECONDS + _ROUND_TRIPS
 )
-"""A run's duration, where a runner reports it (masked wherever two runs of one call are
-compared: "scanned in 183.11 seconds", then "in 192.20 seconds", says the same)."""
+"""A run's duration, where a runner reports it, and a network probe's round-trip times
+(masked wherever two runs of one call are compared: "scanned in 183.11 seconds", then "in
+192.20 seconds", says the same; so does a dead host pinged again, "100% packet loss, time
+3058ms" then "time 3064ms", or a traceroute that stops at the same hop, each hop's times
+jittering)."""
 RUN_TIME = re.compile(
     _DURATION + rb"|\bin" + _SECONDS
     + rb"|(?<![\w.:])\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # a clock time: 12:04:31.5
