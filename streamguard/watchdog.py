@@ -44,6 +44,7 @@ from __future__ import annotations
 import re
 import zlib
 from hashlib import blake2b
+from itertools import islice
 from sys import intern
 from typing import Any
 
@@ -137,10 +138,9 @@ OFF, WARN, FEEDBACK, ENFORCE = range(4)
 _NO_OUTPUT: list[Output] = []  # shared, never mutated: the common case allocates nothing
 
 MAX_PENDING = 8
-HANDED_CALLS = 4
-"""Calls after a write's answer that may name the ids it handed back as such: the next
-write ends them sooner (SessionState.handed)."""
 """Calls remembered while they await their result (oldest dropped)."""
+MAX_KEYED_ARGS = 64
+"""Arguments of one call read for ids a write handed back (as the canonical form reads paths)."""
 _FACTS_CACHE_MAX = 512
 PROMPT_READ = 512
 """Characters of a message to the agent compared with the one before (``SessionState.prompt``)."""
@@ -235,12 +235,12 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     ignored_latched: bool = False  # halt-ignored already raised since the last turn start
     feedback: tuple[tuple[str, str], ...] = ()  # (signal, model-facing text), oldest first
     history: list[int] = []  # recent call keys shared by the history-reading signals
-    # The ids the last call's answer handed back, when that call was a named write answered
-    # before any other call (facts.handed_ids), and the id-like values that write sent: the
-    # next call keys an argument naming one of them as HANDED_BACK (_keyed_args).
+    # The ids a named write made again handed back (facts.handed_ids), until the agent's
+    # next write: a call naming one of them is keyed by which one (_keyed_args).
     handed: tuple[str, ...] = ()
-    handed_left: int = 0  # calls that may still name them (HANDED_CALLS at most)
-    sent: tuple[str, ...] = ()
+    # The last call sent, when it was a named write: (call id, key, the id-like values it
+    # sent). Its answer hands ids back only if no other call was sent after it.
+    last_write: tuple[str, int, tuple[str, ...]] | None = None
     # Calls awaiting their result, oldest first, when a signal pairs results with calls:
     # (call id or "", tool, call key, fact flags, action).
     pending: list[tuple[str, str, int, int, str]] = []
@@ -485,12 +485,8 @@ class Watchdog:
         # A JSON object sent as a string is read once, here, for every reader.
         args = call_args(event.args)
         keyed = args
-        if state.handed:
-            if type(args) is dict:
-                keyed = _keyed_args(args, state.handed)
-            state.handed_left -= 1
-            if state.handed_left <= 0:
-                state.handed = ()
+        if state.handed and type(args) is dict:
+            keyed = _keyed_args(args, state.handed)
         canonical = canonicalize(
             keyed, self._ignore_fields.fields_for(tool) if self._has_ignores else None
         )
@@ -540,11 +536,17 @@ class Watchdog:
         if not (read or wait):
             # (no pause: an act, after which the same answer may be the act's own)
             state.pauses = (state.pauses + ACTED) & COUNT_MASK
-        if write and state.handed:
-            state.handed = ()  # a write of its own: what it names from here is its own
+        if write:
+            if state.handed:
+                state.handed = ()  # a write of its own: what it names from here is its own
+            if not runner and type(args) is dict:
+                # what its answer may echo (_result)
+                state.last_write = (call_id or "", key, sent_values(args))
+            elif state.last_write is not None:
+                state.last_write = None
+        elif state.last_write is not None:
+            state.last_write = None  # another call since: its answer hands nothing back
         if self._need_pairing:
-            if write and not runner and type(args) is dict:
-                state.sent = sent_values(args)  # what its answer may echo (_result)
             pending = state.pending
             if len(pending) >= MAX_PENDING:
                 del pending[0]
@@ -751,8 +753,10 @@ class Watchdog:
             view.call_key = key = paired[2]
             view.call_flags = flags = paired[3]
             view.action = paired[4]
+            last_write = state.last_write
             if (
-                flags & FLAG_WRITE and not flags & FLAG_RUNNER and not failed and not state.pending
+                last_write is not None and not failed
+                and last_write[1] == key and last_write[0] == paired[0]
                 and state.history.count(key) > 1
             ):
                 # A named write made again as it was made before (the same draft saved
@@ -760,8 +764,8 @@ class Watchdog:
                 # ids it handed back are the new copy's, and the next calls naming them
                 # act on that copy (a new cell or invoice per item of a sweep is made from
                 # other arguments each time: its ids are its own).
-                state.handed = handed_ids(event.result, state.sent)
-                state.handed_left = HANDED_CALLS
+                state.handed = handed_ids(event.result, last_write[2])
+                state.last_write = None
             # A read after a wait of its own that fails (`sleep 3 && curl` while a server
             # starts) fails until what it waits for is ready: a wait's failure.
             wait = flags & FLAG_WAIT != 0 or (failed and flags & FLAG_WAITS_FIRST != 0)
@@ -1030,6 +1034,8 @@ class Watchdog:
         for i in self._watchdog_indices:
             state.signals[i] = self.signals[i].new_state()
         state.history.clear()
+        state.handed = ()
+        state.last_write = None
 
     # ----------------------------------------------------------------- resets
 
@@ -1167,7 +1173,7 @@ class Watchdog:
         """Signals whose ``would_trip`` preview says this call would trip them (no mutation)."""
         if event.tool in MCP_WRAPPERS:
             event = unwrapped(event)
-        args = event.args
+        args = call_args(event.args)
         if state.handed and type(args) is dict:
             args = _keyed_args(args, state.handed)
         canonical = canonicalize(
@@ -1185,12 +1191,14 @@ def _keyed_args(args: dict[Any, Any], handed: tuple[str, ...]) -> dict[Any, Any]
     "drf_4472")`` after the draft ``drf_4472`` was saved is the discard of the draft just
     made, whatever its id), the others as they are."""
     keyed = None
-    for name, value in args.items():
+    for name, value in islice(args.items(), MAX_KEYED_ARGS):
         text = id_text(value)
         if text is not None and text in handed:
             if keyed is None:
                 keyed = dict(args)
-            keyed[name] = HANDED_BACK
+            # which of them, by its place in the answer: the same place lap after lap is
+            # one call, two ids of one answer are two
+            keyed[name] = f"{HANDED_BACK} #{handed.index(text)}"
     return keyed if keyed is not None else args
 
 

@@ -314,3 +314,28 @@ def test_row_an_identical_failing_install_is_failure_loop_then_the_detour():
     trace += [sh("sudo apt-get install -y maven"), fail("bash", "EXECUTION TIMED OUT")] * 8
     got = run(trace, QUIET_OFF)
     assert [s for s in got if s in ("failure-loop", "setup-detour")] == ["failure-loop", "setup-detour"]
+
+
+def test_row_writes_going_round_between_moving_reads_are_the_write_cycle():
+    """Buy, sell, buy, sell the same order while the quote moves (the bars re-read now and
+    then): only the writes repeat, and only write-cycle reports them."""
+    trace: list[Any] = []
+    for lap in range(4):
+        if lap % 3 == 1:
+            trace += [call("get_bars", symbol="T"), ok("get_bars", "256.28 256.6")]
+        for side in ("buy", "sell"):
+            trace += [call("get_quote", symbol="T"), ok("get_quote", f"ask {256 + lap} venue {'ZVQNKP'[(2 * lap + (side == 'sell')) % 6]}"),
+                      call("place_order", symbol="T", qty=50, side=side), ok("place_order", f"order {lap}{side} accepted")]
+    assert run(trace, QUIET_OFF) == ["write-cycle"]
+
+
+def test_row_a_cycle_of_writes_answered_alike_is_the_cycle_not_the_write_cycle():
+    """The same flip of a setting with the same check before each, every lap answered
+    alike: the lap ends on the write that also completes the write cycle, the cycle
+    detector (earlier in the fan-out) holds it, and write-cycle defers."""
+    trace: list[Any] = []
+    for _ in range(6):
+        for value in ("y", "n"):
+            trace += [call("build"), ok("build", "region dram0 overflowed"),
+                      call("set_config", key="CONFIG_SPIRAM", value=value), ok("set_config", "saved")]
+    assert run(trace, QUIET_OFF) == ["alternating-tool-cycle"]

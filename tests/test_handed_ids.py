@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamguard.engine import Engine
-from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
+from streamguard.events import Alert, Reset, ToolCall, ToolResult, TurnStart
 from streamguard.policy import parse_policy_set
 from streamguard.signals.facts import HANDED_KEPT, handed_ids, id_text, sent_values
-from streamguard.watchdog import HANDED_CALLS
 
 SESSION = "h"
 DRAFT = {"to": "panel@example.com", "subject": "Onsite tomorrow", "body": "Agenda attached."}
@@ -88,7 +88,7 @@ def test_without_the_handed_back_id_the_laps_differ() -> None:
     assert critical_alerts(trace) == []
 
 
-def test_the_ids_are_named_for_a_few_calls_and_until_the_next_write() -> None:
+def test_the_ids_are_named_until_the_next_write() -> None:
     engine = Engine(parse_policy_set(""))
     engine.process(_call("create_job", {"name": "nightly"}, "c0"))
     engine.process(_answer("create_job", "Job job-8811 created", "c0"))
@@ -98,23 +98,67 @@ def test_the_ids_are_named_for_a_few_calls_and_until_the_next_write() -> None:
     engine.process(_call("create_job", {"name": "nightly"}, "c1"))
     engine.process(_answer("create_job", "Job job-8812 created", "c1"))
     assert state.handed == ("job-8812",)  # made again: the new copy's
-    for n in range(HANDED_CALLS - 1):
+    for n in range(12):  # however long the agent reads what it made
         engine.process(_call("get_job", {"job_id": "job-8812"}, f"g{n}"))
         engine.process(_answer("get_job", "job-8812: running", f"g{n}"))
         assert state.handed == ("job-8812",)
-    engine.process(_call("get_job", {"job_id": "job-8812"}, "last"))
-    engine.process(_answer("get_job", "job-8812: running", "last"))
-    assert state.handed == ()
     # a write of the agent's own ends them at once
-    engine.process(_call("create_job", {"name": "nightly"}, "c2"))
-    engine.process(_answer("create_job", "Job job-8813 created", "c2"))
-    assert state.handed == ("job-8813",)
-    engine.process(_call("delete_job", {"job_id": "job-8813"}, "d2"))
+    engine.process(_call("delete_job", {"job_id": "job-8812"}, "d1"))
     assert state.handed == ()
     # a job made from other arguments is a new one: its id is its own
     engine.process(_call("create_job", {"name": "weekly"}, "c3"))
     engine.process(_answer("create_job", "Job job-8814 created", "c3"))
     assert state.handed == ()
+
+
+def test_two_ids_of_one_answer_are_two_calls() -> None:
+    """A run started again hands back its jobs; reading each job's log once is a sweep,
+    not one call repeated (each id is keyed by its place in the answer)."""
+    trace: list[Any] = []
+    for lap in range(2):
+        jobs = [f"j-{1000 + lap * 10 + n}" for n in range(4)]
+        trace += [_call("rerun_workflow", {"workflow": "nightly"}, f"r{lap}"),
+                  _answer("rerun_workflow", f"Run r-90{lap} started with jobs {', '.join(jobs)}", f"r{lap}")]
+        for n, job in enumerate(jobs):
+            trace += [_call("get_job_log", {"job_id": job}, f"l{lap}{n}"),
+                      _answer("get_job_log", "tests passed", f"l{lap}{n}")]
+    assert critical_alerts(trace) == []
+
+
+def test_the_preview_keys_a_call_as_the_call_itself() -> None:
+    """Arguments sent as a JSON string (as OpenTelemetry carries them) are keyed alike by
+    the preview and by the call."""
+    engine = Engine(parse_policy_set(""))
+    for event in draft_and_discard(8):
+        if isinstance(event, ToolCall):
+            event.args = json.dumps(event.args)
+            preview = engine.would_trip(event)
+            tripped = [o.signal for o in engine.process(event)
+                       if isinstance(o, Alert) and o.severity == "critical" and o.signal != "halt-ignored"]
+            assert [s for s in preview if s in tripped] == tripped
+        else:
+            engine.process(event)
+
+
+def test_an_answer_hands_ids_back_only_to_the_write_sent_last() -> None:
+    engine = Engine(parse_policy_set(""))
+    state = None
+    for n in range(2):  # the write made again, answered before anything else is sent
+        engine.process(_call("update_record", {"record_id": "REC-1", "status": "open"}, f"u{n}"))
+        engine.process(_answer("update_record", f"Record REC-1 updated; audit AUD-{n}7", f"u{n}"))
+        state = engine.state(SESSION)
+    assert state is not None and state.handed == ("AUD-17",)  # not REC-1: the write sent it
+    # another call sent before the answer came: which call names what is unclear
+    engine.process(_call("update_record", {"record_id": "REC-1", "status": "open"}, "u2"))
+    engine.process(_call("add_label", {"record_id": "REC-9"}, "a2"))
+    engine.process(_answer("add_label", "ok", "a2"))
+    engine.process(_answer("update_record", "Record REC-1 updated; audit AUD-27", "u2"))
+    assert state.handed == ()
+    # a call never answered does not stop a later write from handing ids back
+    engine.process(_call("Read", {"file_path": "notes.md"}, "never"))
+    engine.process(_call("update_record", {"record_id": "REC-1", "status": "open"}, "u3"))
+    engine.process(_answer("update_record", "Record REC-1 updated; audit AUD-37", "u3"))
+    assert state.handed == ("AUD-37",)
 
 
 def test_only_a_named_write_answered_before_the_next_call_hands_ids_back() -> None:
@@ -135,6 +179,12 @@ def test_only_a_named_write_answered_before_the_next_call_hands_ids_back() -> No
     engine.process(_call("list_jobs", {}, "l2"))
     engine.process(_answer("create_job", "Job job-8814 created", "c2"))
     assert state.handed == ()
+    # an operator's reset forgets them with the rest of the loop detectors' memory
+    engine.process(_call("create_job", {"name": "nightly"}, "c3"))
+    engine.process(_answer("create_job", "Job job-8815 created", "c3"))
+    assert state.handed == ("job-8815",)
+    engine.control(Reset(session=SESSION, guardrail="watchdog"))
+    assert state.handed == () and state.last_write is None
 
 
 def test_an_id_the_write_was_sent_is_no_id_it_handed_back() -> None:
@@ -145,7 +195,8 @@ def test_an_id_the_write_was_sent_is_no_id_it_handed_back() -> None:
 def test_what_reads_as_an_id() -> None:
     for value in ("drf_4471", "INV-1001", "r-7723618157252860000", "550e8400-e29b-41d4-a716-446655440000", 12345):
         assert id_text(value) == str(value)
-    for value in ("draft", "src/main.py", "two words 12", "12", 42, True, 3.5, None, "x" * 81, "a_1" * 30):
+    for value in ("draft", "src/main.py", "two words 12", "12", 42, True, 3.5, None, "x" * 81, "a_1" * 30,
+                  10**20, 10**4000):
         assert id_text(value) is None
 
 
@@ -162,6 +213,14 @@ def test_an_answer_is_read_only_so_far() -> None:
     assert handed_ids(many, ()) == tuple(f"id-{n}" for n in range(HANDED_KEPT))
     deep: dict[str, Any] = {"a": {"b": {"c": "id-1"}}}
     assert handed_ids(deep, ()) == ()  # two levels down: not read
+    wide = {f"k{n}": f"id-{n}" for n in range(100_000)}
+    assert handed_ids(wide, ()) == tuple(f"id-{n}" for n in range(HANDED_KEPT))
+
+
+def test_a_draft_is_written_but_its_status_is_read() -> None:
+    from streamguard.signals.facts import names_write
+    assert names_write("draft_email") and names_write("gmail_draft_reply") and names_write("discard_draft")
+    assert not names_write("draft_status") and not names_write("email_draft_details")
 
 
 @settings(max_examples=60, deadline=None)

@@ -38,6 +38,7 @@ class DemoShape(StrEnum):
     RUNNER_REWORDED_GREP = "runner_reworded_grep"
     RUNNER_SETUP_DETOUR = "runner_setup_detour"
     REPEATED_USER_QUESTION = "repeated_user_question"
+    ORDER_FLIP_FLOP = "order_flip_flop"
 
 
 DEMO_HEALTHY: tuple[DemoShape, ...] = (DemoShape.RUNNER_DISTINCT, DemoShape.RUNNER_EDIT_TEST)
@@ -50,6 +51,7 @@ DEMO_PLANTED: dict[DemoShape, frozenset[str]] = {
     DemoShape.RUNNER_REWORDED_GREP: frozenset({"near-duplicate-calls", "result-stall"}),
     DemoShape.REPEATED_USER_QUESTION: frozenset({"chat-stall"}),
     DemoShape.RUNNER_SETUP_DETOUR: frozenset({"setup-detour"}),
+    DemoShape.ORDER_FLIP_FLOP: frozenset({"write-cycle"}),
 }
 ALL_HEALTHY: tuple[Scenario | DemoShape, ...] = (*HEALTHY, *DEMO_HEALTHY)
 ALL_FAILURES: tuple[Scenario | DemoShape, ...] = (*FAILURES, *DEMO_FAILURES)
@@ -176,6 +178,25 @@ def _runner_setup_detour(b: Any) -> None:
             _sh(b, "which javac", "")
 
 
+def _order_flip_flop(b: Any) -> None:
+    """A trading agent buying and selling the same shares on every tick of a quote that
+    keeps moving, the bars re-read now and then: only the orders repeat."""
+    rng = b.rng
+    symbol = rng.choice(("TSLA", "NVDA", "AMD", "SHOP"))
+    price = rng.uniform(50, 400)
+    b.step("get_account", {}, None, {"buying_power": f"{rng.uniform(5e4, 2e5):.2f}"})
+    for lap in range(6):
+        if lap % 2 == 1:
+            b.step("get_bars", {"symbol": symbol, "timeframe": "5Min", "limit": 6}, None,
+                   {"bars": [round(price + rng.uniform(-1, 1), 2) for _ in range(6)]})
+        for side in ("buy", "sell"):
+            price += rng.uniform(-0.3, 0.3)
+            b.step("get_quote", {"symbol": symbol}, None,
+                   {"ap": round(price, 2), "ax": rng.choice("ZVQNKP"), "t": f"{lap}{side}"})
+            b.step("place_order", {"symbol": symbol, "qty": 50, "side": side, "type": "market"}, None,
+                   {"id": f"{rng.getrandbits(64):016x}", "status": "accepted"})
+
+
 _ASK = (
     "Could you please confirm the booking reference, so that I can look it up?",
     "Could you please confirm the booking reference so I can look it up?",
@@ -202,6 +223,7 @@ _DEMO_TURNS = {
     DemoShape.RUNNER_REWORDED_GREP: _runner_reworded_grep,
     DemoShape.REPEATED_USER_QUESTION: _repeated_user_question,
     DemoShape.RUNNER_SETUP_DETOUR: _runner_setup_detour,
+    DemoShape.ORDER_FLIP_FLOP: _order_flip_flop,
 }
 
 

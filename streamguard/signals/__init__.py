@@ -24,6 +24,7 @@ _REGISTRY: tuple[tuple[str, str], ...] = (
     ("setup_detour", "SetupDetour"),
     ("failure_loop", "FailureLoop"),
     ("long_loop", "LongLoop"),
+    ("write_cycle", "WriteCycle"),
     ("result_stall", "ResultStall"),
     ("window_repeat", "WindowRepeat"),
     ("near_duplicate", "NearDuplicateCalls"),

@@ -659,14 +659,18 @@ _DURATION = (
     + rb"|\b(?:real|user|sys)[ \t]+\d+m\d+(?:\.\d+)?s\b"
 )
 _ROUND_TRIPS = (
-    # how long a probe's packets took, as ping and traceroute print it: ping's "100%
-    # packet loss, time 3058ms", each reply's "time=0.045 ms" ("time<1ms" on Windows),
-    # its "rtt min/avg/max/mdev = 0.041/0.045/0.052/0.004 ms", a traceroute hop's probes
-    # "0.428 ms  0.413 ms  0.824 ms" (two or more in a row: one such figure alone may be
-    # what a check measured)
-    rb"|(?<=packet loss, )time \d+ ?ms\b|\btime[=<]\d+(?:\.\d+)? ?ms\b"
+    # how long a probe's packets took, on the probe's own lines: ping's "100% packet loss,
+    # time 3058ms", each reply's "icmp_seq=1 ttl=57 time=0.045 ms" (Windows: "bytes=32
+    # time<1ms"), its "rtt min/avg/max/mdev = 0.041/0.045/0.052/0.004 ms" (Windows:
+    # "Minimum = 1ms, Maximum = 3ms, Average = 2ms"), and a traceroute hop's probes after
+    # the hop's address, "(10.110.1.1)  0.428 ms  0.413 ms *  0.824 ms !H". Not a
+    # millisecond figure anywhere else: `curl -w 'time=%{time_total}'` or a benchmark's
+    # table is what a check measured.
+    rb"|(?<=packet loss, )time \d+ ?ms\b"
+    rb"|\bicmp_seq=\d+ ttl=\d+ time=\d+(?:\.\d+)? ?ms\b|\bbytes=\d+ time[=<]\d+ms\b"
     rb"|\b(?:rtt|round-trip) min/avg/max(?:/mdev|/stddev)? = [\d./]+ ?ms\b"
-    rb"|\b\d+\.\d{3} ms(?:  (?:\d+\.\d{3} ms|\*))+"
+    rb"|\bMinimum = \d+ms, Maximum = \d+ms, Average = \d+ms\b"
+    rb"|(?<=\)  )\d+\.\d{3} ms(?:[ *!A-Z]+\d+\.\d{3} ms)*"
 )
 RUN_DURATION = re.compile(
     # ...and "in N s" after what was done: "scanned in 183.11 seconds", "12 passed in

@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from itertools import islice
 from typing import Any
 
 from ..canonical import as_object
@@ -177,6 +178,9 @@ HANDED_KEPT = 8
 """Ids kept from one write's answer, and values of one write's call it did not hand back."""
 _HANDED_READ = 1024
 """Characters of a write's answer searched for the ids it hands back."""
+_HANDED_VALUES = 32
+"""Values of an object read for ids (of a write's arguments, of its answer and of each
+object directly in it)."""
 _ID_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*")
 _DIGITS = frozenset("0123456789")
 
@@ -187,7 +191,8 @@ def id_text(value: object) -> str | None:
     of three digits or more. Anything else (words, paths, sentences, small numbers) is
     named for what it says, never handed back."""
     if type(value) is int:
-        return str(value) if value >= 100 else None
+        # (bounded: a number of thousands of digits costs its conversion, and is no id)
+        return str(value) if 100 <= value < 10**20 else None
     if type(value) is not str or not 3 <= len(value) <= 80:
         return None
     if _DIGITS.isdisjoint(value) or _ID_TOKEN.fullmatch(value) is None:
@@ -199,7 +204,7 @@ def sent_values(args: dict[Any, Any]) -> tuple[str, ...]:
     """The id-like values a write's call sent (at most :data:`HANDED_KEPT`): an answer
     that names them echoes them, it hands nothing new back."""
     out: list[str] = []
-    for value in args.values():
+    for value in islice(args.values(), _HANDED_VALUES):
         text = id_text(value)
         if text is not None:
             out.append(text)
@@ -223,9 +228,9 @@ def handed_ids(result: object, sent: tuple[str, ...]) -> tuple[str, ...]:
         words = _ID_TOKEN.findall(result[:_HANDED_READ])  # type: ignore[index]
     elif type(result) is dict:
         words = []
-        for value in list(result.values())[:32]:  # type: ignore[attr-defined]
+        for value in islice(result.values(), _HANDED_VALUES):  # type: ignore[attr-defined]
             if type(value) is dict:
-                words.extend(list(value.values())[:32])
+                words.extend(islice(value.values(), _HANDED_VALUES))
             else:
                 words.append(value)
     else:
@@ -1340,7 +1345,7 @@ def names_no_act(tool: str) -> bool:
 
 
 _NOUN_VERBS = frozenset({
-    "add", "book", "charge", "drop", "lock", "merge", "move", "order", "pay", "place", "post",
+    "add", "book", "charge", "draft", "drop", "lock", "merge", "move", "order", "pay", "place", "post",
     "schedule", "transfer",
 })
 """Write verbs that are as often nouns (``address_book``, ``blog_post``, ``team_schedule``,

@@ -1592,7 +1592,7 @@ class ResultStall(Signal):
     needs_pairing = True
     needs_result_size = True  # a write's bare acknowledgement is known by its size
     defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
-                 "setup-detour", "failure-loop", "long-loop")
+                 "setup-detour", "failure-loop", "long-loop", "write-cycle")
 
     config: ResultStallConfig
 

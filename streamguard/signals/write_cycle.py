@@ -1,0 +1,180 @@
+"""``write-cycle``: the agent's writes go round, each one a change it already made.
+
+What it catches
+    The loop the argument-keyed detectors miss because the calls between the writes
+    read something that moves: an agent that flips a setting back and forth, or goes
+    round two or three variants of one change, checking after each. A trading agent
+    buying and selling the same 50 shares on every tick of the quote, an exploit's
+    offset edited from 40 to 44 and back between runs that crash the same way, one
+    bank transaction re-categorised Meals, Entertainment, Uncategorized and Meals again
+    while a rules check fails the same way. Each write is one the session already made
+    (the same tool with equivalent arguments: the same call key), so after it the world
+    is in a state the agent has already had, and what the next check says it has
+    already heard. The quotes, the process ids and the sync tokens in between move, so
+    the cycle and dominance detectors read the laps as polling, and no single call
+    repeats back to back.
+
+    A named write (``CallView.write``; not a command runner's, whose "write" is a generous
+    guess that counts a build or a test run, nor a question to the user) is a
+    *re-application* when its key is among the session's last ``memory`` distinct writes
+    and is not the write just before it (the same write twice in a row is the repeat
+    detector's). A new write, one not in the memory, ends the run: an edit never made
+    before is work (edit → test → fail → edit converges), and so is a sweep that makes a
+    new thing per item. Reads between the writes change nothing here.
+
+Threshold
+    ``threshold`` (4) re-applications in a row, of at least two different writes. Going
+    back once to compare (a flag turned off to see whether it was the cause, then on
+    again) is two; a back-and-forth of two writes trips at its sixth write (``buy, sell,
+    buy, sell, buy, sell``), a round of three at its seventh. One write re-applied after
+    each check, alone (``restart`` after every status read), is not a cycle of writes: it
+    is left to the failure and stall detectors.
+
+Severity
+    Critical, session scope: four times in a row the agent put the world back into a
+    state it had already put it in, with no change it had not tried; another lap can only
+    repeat what the last ones showed. Under enforce it halts the session.
+
+False positives
+    Work that is a cycle of the same writes by design: a grid-trading bot re-placing the
+    same limit orders as they fill, a pick-and-place robot moving between the same two
+    poses for every item of a conveyor, a blink test. Exempt those tools for such agents
+    (``exempt_tools``) or switch the signal off in their policy.
+
+The signal keeps the keys of the last ``memory`` distinct writes (32-bit, most recent
+last), the count of re-applications in a row and the distinct writes among them (at most
+``threshold``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from msgspec import Meta, Struct
+
+from .base import CallView, Finding, Signal, SignalConfig, streak_tools, tool_list_text
+
+SIGNAL_ID = "write-cycle"
+_HANDOFF = re.compile(r"(?i)(?:transfer|handoff|hand_off|delegate|route|switch)_?(?:back_)?to_")
+"""A multi-agent runtime's handoff (``transfer_to_refund_agent``, ``transfer_back_to_supervisor``,
+``handoff_to_analyst``): control passed between agents, no change to the world, whatever
+its verb."""
+MEMORY_LIMIT = 64
+
+
+class WriteCycleConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
+    """Policy table of ``write-cycle``."""
+
+    threshold: Annotated[int, Meta(ge=2, le=16)] = 4
+    """Re-applied writes in a row (of at least two different ones) that trip the signal."""
+    memory: Annotated[int, Meta(ge=2, le=MEMORY_LIMIT)] = 16
+    """Distinct recent writes remembered: a write among them made again is a re-application."""
+
+
+class WriteCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
+    """Per-session state of ``write-cycle``."""
+
+    writes: list[int] = []
+    """Keys (32 bits) of the last ``memory`` distinct acts (calls neither known to only
+    read nor waits), least recent first."""
+    run: int = 0
+    """Re-applications in a row since the last new write."""
+    cycled: tuple[int, ...] = ()
+    """The distinct writes re-applied in the run (at most ``threshold``)."""
+    tools: tuple[str, ...] = ()
+    """Their tool names, for the alert text."""
+    returned: bool = False
+    """Whether the run came back to a write it had already re-applied."""
+    latched: bool = False
+
+
+class WriteCycle(Signal):
+    """Session-scoped critical after ``threshold`` re-applied writes in a row."""
+
+    id = SIGNAL_ID
+    severity = "critical"
+    scope = "session"
+    State = WriteCycleState
+    Config = WriteCycleConfig
+    # A cycle the argument-keyed detectors already hold (the writes and the checks between
+    # them answered alike) is theirs to report.
+    defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
+                 "setup-detour", "failure-loop", "long-loop")
+
+    config: WriteCycleConfig
+
+    def __init__(self, config: SignalConfig | None = None) -> None:
+        super().__init__(config)
+        self.threshold = self.config.threshold
+        self.memory = self.config.memory
+
+    def is_latched(self, state: Any) -> bool:
+        return state.latched
+
+    def on_call(self, state: Any, call: CallView) -> Finding | None:
+        if call.read or call.wait or call.ask or _HANDOFF.match(call.tool) is not None:
+            return None
+        if self.exempt and call.tool in self.exempt:
+            return None
+        # Every act is remembered, and a new one ends the run (a gripper closed with a
+        # force not tried before, a command not run before: the agent tries something
+        # new); only a named write made again counts.
+        key = call.key & 0xFFFFFFFF
+        acts = state.writes
+        if acts and acts[-1] == key:
+            return None  # the same act again at once: the repeat detector's
+        if key not in acts:
+            acts.append(key)
+            if len(acts) > self.memory:
+                del acts[0]
+            if state.run or state.latched:
+                state.run = 0
+                state.cycled = state.tools = ()
+                state.returned = state.latched = False
+            return None
+        acts.remove(key)
+        acts.append(key)
+        if not call.write or call.runner:
+            return None
+        state.run += 1
+        threshold = self.threshold
+        if key in state.cycled:
+            # back to a write already made again in this run: going round, not a second
+            # pass over the same steps (a patrol's second lap)
+            state.returned = True
+        elif len(state.cycled) < threshold:
+            state.cycled = (*state.cycled, key)
+            state.tools = streak_tools(state.tools, call.tool, threshold)
+        if state.latched or state.run < threshold or len(state.cycled) < 2 or not state.returned:
+            return None
+        state.latched = True
+        return self._finding(state)
+
+    def _finding(self, state: Any) -> Finding:
+        count = state.run
+        names = tool_list_text(state.tools)
+        return Finding(
+            signal=self.id,
+            severity=self.severity,
+            scope=self.scope,
+            reason=(
+                f"The agent's last {count} writes ({names}) each re-applied a change it had "
+                f"already made in this session, going round {len(state.cycled)} of them with "
+                "no new change between: it keeps putting things back into states it has "
+                "already tried. If this agent cycles writes by design (a grid of orders, a "
+                "pick-and-place robot), exempt those tools in the policy."
+            ),
+            guidance=(
+                f"Your last {count} changes ({names}) each repeated one you had already made: "
+                "you are switching between the same few states and the checks between them "
+                "tell you nothing new. Stop flipping. Work out why none of these states is "
+                "right, try a change you have not made, or tell the user what blocks you."
+            ),
+            detail={
+                "count": count,
+                "threshold": self.threshold,
+                "distinct_writes": len(state.cycled),
+                "tools": [name or "unnamed tool" for name in state.tools],
+            },
+        )
