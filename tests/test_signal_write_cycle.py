@@ -65,7 +65,7 @@ def flip_flop(laps: int) -> Trace:
 
 def test_buying_and_selling_the_same_order_again_and_again_trips_at_the_sixth_order() -> None:
     got = alerts(flip_flop(8))
-    assert [(n, s) for n, s, severity in got if severity == "critical"][0] == (14, SIGNAL)
+    assert next((n, s) for n, s, severity in got if severity == "critical") == (14, SIGNAL)
     # the sixth order is the fourteenth call: the account, the bars once, a quote before
     # each order
 
