@@ -139,6 +139,8 @@ _NO_OUTPUT: list[Output] = []  # shared, never mutated: the common case allocate
 
 MAX_PENDING = 8
 """Calls remembered while they await their result (oldest dropped)."""
+MADE_KEPT = 16
+"""Distinct named writes remembered, for whether a write is made again (SessionState.made)."""
 MAX_KEYED_ARGS = 64
 """Arguments of one call read for ids a write handed back (as the canonical form reads paths)."""
 _FACTS_CACHE_MAX = 512
@@ -238,9 +240,11 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # The ids a named write made again handed back (facts.handed_ids), until the agent's
     # next write: a call naming one of them is keyed by which one (_keyed_args).
     handed: tuple[str, ...] = ()
-    # The last call sent, when it was a named write: (call id, key, the id-like values it
-    # sent). Its answer hands ids back only if no other call was sent after it.
+    # The last call sent, when it was a named write made before (its key among `made`):
+    # (call id, key, the id-like values it sent). Its answer hands ids back only if no
+    # other call was sent after it.
     last_write: tuple[str, int, tuple[str, ...]] | None = None
+    made: list[int] = []  # keys of the last MADE_KEPT distinct named writes, oldest first
     # Calls awaiting their result, oldest first, when a signal pairs results with calls:
     # (call id or "", tool, call key, fact flags, action).
     pending: list[tuple[str, str, int, int, str]] = []
@@ -539,8 +543,20 @@ class Watchdog:
         if write:
             if state.handed:
                 state.handed = ()  # a write of its own: what it names from here is its own
+            made_again = False
             if not runner and type(args) is dict:
-                # what its answer may echo (_result)
+                made = state.made
+                if key in made:
+                    made_again = True
+                    if made[-1] != key:
+                        made.remove(key)
+                        made.append(key)
+                else:
+                    made.append(key)
+                    if len(made) > MADE_KEPT:
+                        del made[0]
+            if made_again and self._need_pairing:
+                # made again: what its answer hands back is the new copy's (_result)
                 state.last_write = (call_id or "", key, sent_values(args))
             elif state.last_write is not None:
                 state.last_write = None
@@ -757,7 +773,6 @@ class Watchdog:
             if (
                 last_write is not None and not failed
                 and last_write[1] == key and last_write[0] == paired[0]
-                and state.history.count(key) > 1
             ):
                 # A named write made again as it was made before (the same draft saved
                 # again, the same job resubmitted), answered before any other call: the
@@ -1036,6 +1051,7 @@ class Watchdog:
         state.history.clear()
         state.handed = ()
         state.last_write = None
+        state.made.clear()
 
     # ----------------------------------------------------------------- resets
 
@@ -1186,10 +1202,11 @@ class Watchdog:
 
 
 def _keyed_args(args: dict[Any, Any], handed: tuple[str, ...]) -> dict[Any, Any]:
-    """The arguments a call is keyed by, when the write just before it handed ids back:
-    each value naming one of them as :data:`HANDED_BACK` (``discard_draft(draft_id=
-    "drf_4472")`` after the draft ``drf_4472`` was saved is the discard of the draft just
-    made, whatever its id), the others as they are."""
+    """The arguments a call is keyed by, while a write made again has handed ids back (until
+    the agent's next write): each value naming one of them as :data:`HANDED_BACK` and its
+    place in the answer (``discard_draft(draft_id="drf_4472")`` after the draft
+    ``drf_4472`` was saved again is the discard of the copy just made, whatever its id), the
+    others as they are."""
     keyed = None
     for name, value in islice(args.items(), MAX_KEYED_ARGS):
         text = id_text(value)

@@ -578,6 +578,21 @@ def test_a_probe_re_run_unchanged_but_for_its_round_trip_times_is_a_loop() -> No
         traces += c.pair("traceroute", {"source": "bgo-probe01", "destination": "198.18.20.10"},
                          _trace_hops(n, 5))
     assert "repeated-tool-call" in criticals(traces)
+    # the forms other systems print: `traceroute -n` (bare addresses, a probe lost first),
+    # BusyBox's ping
+    bare: list[Any] = []
+    for n in range(8):
+        hops = "\n".join(f" {h}  10.0.{h}.1  {'*  ' if h == 2 else ''}{h + (n * 3 + h) % 7 / 10:.3f} ms  {h + 0.1:.3f} ms"
+                         for h in range(1, 5))
+        bare += c.pair("traceroute", {"destination": "10.9.9.9", "numeric": True},
+                       f"traceroute to 10.9.9.9 (10.9.9.9), 30 hops max, 60 byte packets\n{hops}\n 5  * * *")
+    assert "repeated-tool-call" in criticals(bare)
+    busybox: list[Any] = []
+    for n in range(8):
+        busybox += c.pair("ping", {"host": "10.62.0.9", "count": 1},
+                          f"PING 10.62.0.9 (10.62.0.9): 56 data bytes\n64 bytes from 10.62.0.9: seq=0 ttl=64 "
+                          f"time={0.1 + n / 100:.3f} ms\n\n1 packets transmitted, 1 packets received, 0% packet loss")
+    assert "repeated-tool-call" in criticals(busybox)
     # the route growing hop by hop as a link comes back is news each time
     growing: list[Any] = []
     for n in range(7):

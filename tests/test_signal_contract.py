@@ -164,7 +164,7 @@ def test_watchdog_reads_declared_members_only() -> None:
     repeat = next(s for s in Watchdog(policy).signals if s.id == "repeated-tool-call")
     assert (repeat.needs_pairing, repeat.needs_fingerprint) == (False, False)
     assert [s.id for s in Watchdog().signals if previews(s)] == [
-        "repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call", "repeated-tool-name",
+        "repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call", "write-cycle", "repeated-tool-name",
     ]
 
 

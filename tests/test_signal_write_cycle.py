@@ -54,8 +54,8 @@ def flip_flop(laps: int) -> Trace:
         if lap % 3 == 1:  # the bars re-read now and then: no lap is the last one again
             t.pair("get_bars", {"symbol": "TSLA", "timeframe": "5Min"}, {"bars": [256.28, 256.6]})
         for side in ("buy", "sell"):
-            # each quote from another venue: the quotes move, so the laps are no cycle of
-            # identical answers for the cycle detector
+            # each quote from another venue: the quotes move, so the cycle detector reads
+            # the laps as polling until they come round
             t.pair("get_quote", {"symbol": "TSLA"},
                    {"ap": 256.42 + lap / 10, "ax": venues[(2 * lap + (side == "sell")) % 6]})
             t.pair("place_order", {"symbol": "TSLA", "qty": 50, "side": side, "type": "market"},
@@ -93,20 +93,57 @@ def test_edits_never_made_before_are_work() -> None:
     assert cycle_at(t) == []
 
 
+WAYPOINTS = [{"x": 1.5, "y": 0.5}, {"x": 14.2, "y": 0.8}, {"x": 18.6, "y": 6.1}, {"x": 12.0, "y": 11.4},
+             {"x": 3.3, "y": 10.9}]
+
+
 def test_a_patrol_gone_round_twice_is_a_second_pass_not_a_cycle() -> None:
-    waypoints = [{"x": 1.5, "y": 0.5}, {"x": 14.2, "y": 0.8}, {"x": 18.6, "y": 6.1}, {"x": 12.0, "y": 11.4},
-                 {"x": 3.3, "y": 10.9}]
     t = Trace()
     for lap in range(2):
-        for n, goal in enumerate(waypoints):
-            t.pair("send_nav_goal", goal, {"goal_id": f"g-{lap}{n}", "accepted": True})
-            t.pair("get_nav_status", {"goal_id": f"g-{lap}{n}"}, {"status": "SUCCEEDED"})
-            t.pair("take_snapshot", {"label": f"lap{lap}_{n}"}, {"path": f"/data/lap{lap}_{n}.jpg"})
+        for goal in WAYPOINTS:
+            t.pair("send_nav_goal", goal, {"accepted": True})
+            t.pair("get_pose", {}, {"x": goal["x"], "y": goal["y"], "lap": lap})
     assert cycle_at(t) == []
     # a third lap comes back to waypoints the second lap already went to again
-    for n, goal in enumerate(waypoints[:2]):
-        t.pair("send_nav_goal", goal, {"goal_id": f"g-2{n}", "accepted": True})
-    assert cycle_at(t) == [31]
+    for goal in WAYPOINTS[:2]:
+        t.pair("send_nav_goal", goal, {"accepted": True})
+    assert cycle_at(t) == [21]
+
+
+def test_a_read_of_something_new_ends_the_run() -> None:
+    """Each record of a sweep opened by its own address: the same few writes for each new
+    item are work, record after record."""
+    t = Trace()
+    for record in range(12):
+        t.pair("browser_navigate", {"url": f"https://crm.example.com/r/{record}"}, f"Record {record}")
+        t.pair("set_field", {"name": "status", "value": "Reviewed"}, "ok")
+        t.pair("set_field", {"name": "reviewer", "value": "alice"}, "ok")
+        t.pair("save_record", {}, "saved")
+    assert cycle_at(t) == []
+
+
+def test_a_run_that_goes_round_after_a_second_pass_is_found() -> None:
+    """Four settings written again once each, then two of them flipped: the flip is a
+    cycle whatever came before it in the run."""
+    t = Trace()
+    for n in range(6):
+        t.pair("set_param", {"name": f"p{n}", "value": 1}, "ok")
+    for n in range(4):
+        t.pair("set_param", {"name": f"p{n}", "value": 1}, "ok")
+        t.pair("read_alarm", {}, "ALARM 7")
+    for n in range(10):
+        t.pair("set_param", {"name": f"p{4 + n % 2}", "value": 1}, "ok")
+        t.pair("read_alarm", {}, "ALARM 7")
+    assert cycle_at(t) != []
+
+
+def test_toggles_the_user_asks_for_turn_by_turn_are_served() -> None:
+    t = Trace()
+    for turn in range(8):
+        t.events.append(TurnStart(session="w"))
+        t.pair("HassTurnOn" if turn % 2 == 0 else "HassTurnOff", {"name": "kitchen light"}, "done")
+        t.pair("GetLiveContext", {}, f"kitchen light: {'on' if turn % 2 == 0 else 'off'} at 20:{turn:02}")
+    assert cycle_at(t) == []
 
 
 def test_a_new_act_between_the_writes_ends_the_run() -> None:
@@ -132,11 +169,19 @@ def test_a_new_act_between_the_writes_ends_the_run() -> None:
 
 def test_handoffs_between_agents_are_no_writes() -> None:
     t = Trace()
-    for n in range(10):
+    for _ in range(10):
         t.pair("transfer_to_researcher", {}, "Transferred")
-        t.pair("web_search", {"query": f"question {n}"}, f"answer {n}")
-        t.pair("transfer_back_to_supervisor", {}, "Transferred")
+        t.pair("transfer_to_analyst", {"reason": "numbers"}, "Transferred")
+        t.pair("get_board", {}, "unchanged")
     assert cycle_at(t) == []
+    # money moved back and forth is no handoff, whatever the tool is called
+    t = Trace()
+    for _ in range(10):
+        t.pair("transfer_to_savings", {"amount": 500}, "moved")
+        t.pair("get_balance", {}, "checking 1200")
+        t.pair("transfer_to_checking", {"amount": 500}, "moved")
+        t.pair("get_balance", {}, "checking 1700")
+    assert cycle_at(t) != []
 
 
 def test_one_write_re_applied_after_each_check_is_no_cycle_of_writes() -> None:
@@ -157,7 +202,7 @@ def test_exempt_tools_and_a_disabled_signal() -> None:
     assert cycle_at(flip_flop(8), off) == []
 
 
-@pytest.mark.parametrize(("table", "field"), [("threshold = 1", "threshold"), ("threshold = 17", "threshold"),
+@pytest.mark.parametrize(("table", "field"), [("threshold = 2", "threshold"), ("threshold = 17", "threshold"),
                                               ("memory = 1", "memory"), ("memory = 65", "memory")])
 def test_config_bounds_are_named(table: str, field: str) -> None:
     with pytest.raises(Exception, match=field):
@@ -167,6 +212,21 @@ def test_config_bounds_are_named(table: str, field: str) -> None:
 def test_threshold_moves_the_trip() -> None:
     earlier = QUIET + "[signals.write-cycle]\nthreshold = 3\n"
     assert cycle_at(flip_flop(8), earlier) == [12]
+
+
+def test_the_preview_names_the_order_that_would_trip() -> None:
+    engine = Engine(parse_policy_set(QUIET))
+    engine.process(TurnStart(session="w"))
+    for event in flip_flop(8).events:
+        if isinstance(event, ToolCall):
+            preview = engine.would_trip(event)
+            tripped = [o.signal for o in engine.process(event) if isinstance(o, Alert) and o.signal == SIGNAL]
+            if tripped:
+                assert SIGNAL in preview
+                return
+        else:
+            engine.process(event)
+    raise AssertionError("the flip-flop never tripped")
 
 
 def test_state_survives_a_snapshot_and_stays_bounded() -> None:
@@ -183,4 +243,4 @@ def test_state_survives_a_snapshot_and_stays_bounded() -> None:
     session = engine.state("w")
     assert session is not None
     own = [s for s in session.signals if isinstance(s, type(state))]
-    assert len(own) == 1 and len(own[0].writes) == 16
+    assert len(own) == 1 and len(own[0].seen) == 16

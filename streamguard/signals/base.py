@@ -659,19 +659,32 @@ _DURATION = (
     + rb"|\b(?:real|user|sys)[ \t]+\d+m\d+(?:\.\d+)?s\b"
 )
 _ROUND_TRIPS = (
-    # how long a probe's packets took, on the probe's own lines: ping's "100% packet loss,
-    # time 3058ms", each reply's "icmp_seq=1 ttl=57 time=0.045 ms" (Windows: "bytes=32
-    # time<1ms"), its "rtt min/avg/max/mdev = 0.041/0.045/0.052/0.004 ms" (Windows:
-    # "Minimum = 1ms, Maximum = 3ms, Average = 2ms"), and a traceroute hop's probes after
-    # the hop's address, "(10.110.1.1)  0.428 ms  0.413 ms *  0.824 ms !H". Not a
-    # millisecond figure anywhere else: `curl -w 'time=%{time_total}'` or a benchmark's
-    # table is what a check measured.
+    # how long a ping's packets took, on its own lines: "100% packet loss, time 3058ms",
+    # each reply's "icmp_seq=1 ttl=57 time=0.045 ms" (BusyBox: "seq=0 ttl=64 time=0.108
+    # ms"; Windows: "bytes=32 time<1ms"), "rtt min/avg/max/mdev = 0.041/0.045/0.052/0.004
+    # ms" (Windows: "Minimum = 1ms, Maximum = 3ms, Average = 2ms"). Not a millisecond
+    # figure anywhere else: `curl -w 'time=%{time_total}'` or a benchmark's table is what
+    # a check measured. (A traceroute's hops: TRACEROUTE_TIMES.)
     rb"|(?<=packet loss, )time \d+ ?ms\b"
-    rb"|\bicmp_seq=\d+ ttl=\d+ time=\d+(?:\.\d+)? ?ms\b|\bbytes=\d+ time[=<]\d+ms\b"
+    rb"|\b(?:icmp_)?seq=\d+ ttl=\d+ time=\d+(?:\.\d+)? ?ms\b|\bbytes=\d+ time[=<]\d+ms\b"
     rb"|\b(?:rtt|round-trip) min/avg/max(?:/mdev|/stddev)? = [\d./]+ ?ms\b"
     rb"|\bMinimum = \d+ms, Maximum = \d+ms, Average = \d+ms\b"
-    rb"|(?<=\)  )\d+\.\d{3} ms(?:[ *!A-Z]+\d+\.\d{3} ms)*"
 )
+TRACEROUTE_TIMES = re.compile(rb"\b\d+(?:\.\d+)? ms\b")
+"""A traceroute's probe times ("0.428 ms  0.413 ms  *  0.824 ms"), masked in an answer that
+is a traceroute's (it holds ``traceroute to ``): every millisecond figure of such an answer
+is a hop's, and they jitter on every run (:func:`mask_run_duration`)."""
+
+
+def mask_run_duration(data: bytes) -> bytes:
+    """``data`` with its run's duration and a probe's round-trip times masked
+    (:data:`RUN_DURATION`; a traceroute's hop times, :data:`TRACEROUTE_TIMES`)."""
+    data = RUN_DURATION.sub(b"#", data)
+    if data.find(b"traceroute to ") >= 0:
+        data = TRACEROUTE_TIMES.sub(b"#", data)
+    return data
+
+
 RUN_DURATION = re.compile(
     # ...and "in N s" after what was done: "scanned in 183.11 seconds", "12 passed in
     # 0.2s", "Ran 12 tests in 0.3s" (not "next sync in 162 seconds": a countdown moves)
@@ -772,7 +785,10 @@ def steady_answer(result: ResultView) -> int:
         # ended (a CI run that failed, watched again); in one still going ("* test"), the
         # age is all that says time passed, and each answer is a poll's.
         data = _AGO_BYTES.sub(b"#", data)
-    data = (RUN_TIME if result.failed or reports_failure(data) else RUN_DURATION).sub(b"#", data)
+    if result.failed or reports_failure(data):
+        data = RUN_TIME.sub(b"#", data)
+    else:
+        data = mask_run_duration(data)
     return zlib.crc32(data) or 1
 
 

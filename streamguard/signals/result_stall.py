@@ -312,7 +312,6 @@ from .base import (
     NO_OP_OUTCOME,
     NONE_ANSWER,
     RESPONSE_REFERENCE_TEXT,
-    RUN_DURATION,
     RUN_TIME,
     TIMESTAMP_ELEMENT,
     CallView,
@@ -325,6 +324,7 @@ from .base import (
     found_nothing,
     has_response_reference,
     is_write_acknowledgement,
+    mask_run_duration,
     poll_answer,
     reports_failure,
     says_bare_value,
@@ -1592,7 +1592,7 @@ class ResultStall(Signal):
     needs_pairing = True
     needs_result_size = True  # a write's bare acknowledgement is known by its size
     defers_to = ("repeated-tool-call", "alternating-tool-cycle", "dominant-tool-call",
-                 "setup-detour", "failure-loop", "long-loop", "write-cycle")
+                 "setup-detour", "failure-loop", "long-loop")
 
     config: ResultStallConfig
 
@@ -1893,7 +1893,7 @@ class ResultStall(Signal):
                     if not masks_digits:
                         # (how long it took and when it started; not any clock time: a job
                         # still running beside a failed one moves by its elapsed time)
-                        masked = _STARTED_AT.sub(b"#", RUN_DURATION.sub(b"#", masked))
+                        masked = _STARTED_AT.sub(b"#", mask_run_duration(masked))
                 code = zlib.crc32(masked) or 1
             light = zlib.crc32(light_bytes) or 1
             cached = (code, light, masked, reported)

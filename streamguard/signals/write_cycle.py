@@ -14,36 +14,44 @@ What it catches
     the cycle and dominance detectors read the laps as polling, and no single call
     repeats back to back.
 
-    A named write (``CallView.write``; not a command runner's, whose "write" is a generous
-    guess that counts a build or a test run, nor a question to the user) is a
-    *re-application* when its key is among the session's last ``memory`` distinct writes
-    and is not the write just before it (the same write twice in a row is the repeat
-    detector's). A new write, one not in the memory, ends the run: an edit never made
-    before is work (edit → test → fail → edit converges), and so is a sweep that makes a
-    new thing per item. Reads between the writes change nothing here.
+    The signal remembers the keys of the session's last ``memory`` distinct calls (not
+    waits, not questions to the user, not a multi-agent handoff). A named write
+    (``CallView.write``; not a command runner's, whose "write" is a generous guess that
+    counts a build or a test run) whose key is among them, and is not the call just
+    before it (the same write twice in a row is the repeat detector's), is a
+    *re-application*. Any call not among them ends the run: an edit never made before is
+    work (edit → test → fail → edit converges), and so is a read of something not read
+    before (the next record of a sweep opened, a new job's status), so work that goes
+    over new items with the same few writes for each is no cycle. A new turn, or the same
+    request repeated by a scheduler (``on_repeated_prompt``), ends it too: a user who asks
+    for the light on, then off, then on again is served, not looped on.
 
 Threshold
-    ``threshold`` (4) re-applications in a row, of at least two different writes. Going
-    back once to compare (a flag turned off to see whether it was the cause, then on
-    again) is two; a back-and-forth of two writes trips at its sixth write (``buy, sell,
-    buy, sell, buy, sell``), a round of three at its seventh. One write re-applied after
-    each check, alone (``restart`` after every status read), is not a cycle of writes: it
-    is left to the failure and stall detectors.
+    ``threshold`` (4, at least 3) re-applications in a row, of at least two different
+    writes, and the run back at a write it had already re-applied. Going back once to
+    compare (a flag turned off to see whether it was the cause, then on again) is two; a
+    back-and-forth of two writes trips at its sixth write (``buy, sell, buy, sell, buy,
+    sell``), a round of three at its seventh, and a second pass over a longer sequence (a
+    patrol's second lap, each waypoint re-sent once) not at all until it comes round again.
+    One write re-applied after each check, alone (``restart`` after every status read), is
+    not a cycle of writes: it is left to the failure and stall detectors.
 
 Severity
     Critical, session scope: four times in a row the agent put the world back into a
-    state it had already put it in, with no change it had not tried; another lap can only
-    repeat what the last ones showed. Under enforce it halts the session.
+    state it had already put it in, with no change it had not tried and nothing new read;
+    another lap can only repeat what the last ones showed. Under enforce it halts the
+    session.
 
 False positives
-    Work that is a cycle of the same writes by design: a grid-trading bot re-placing the
-    same limit orders as they fill, a pick-and-place robot moving between the same two
-    poses for every item of a conveyor, a blink test. Exempt those tools for such agents
-    (``exempt_tools``) or switch the signal off in their policy.
+    Work that goes round by design: a grid-trading bot re-placing the same limit orders as
+    they fill, a pick-and-place robot moving between the same two poses for every item of
+    a conveyor with nothing else read, an A/B benchmark interleaved over three rounds or
+    more (the same two settings, the same benchmark run after each). Exempt those tools for
+    such agents (``exempt_tools``) or switch the signal off in their policy.
 
-The signal keeps the keys of the last ``memory`` distinct writes (32-bit, most recent
+The signal keeps the keys of the last ``memory`` distinct calls (32-bit, most recent
 last), the count of re-applications in a row and the distinct writes among them (at most
-``threshold``).
+``memory``), and their tool names for the alert text (at most ``threshold``).
 """
 
 from __future__ import annotations
@@ -52,36 +60,45 @@ import re
 from typing import Annotated, Any
 
 from msgspec import Meta, Struct
+from msgspec.structs import replace
 
 from .base import CallView, Finding, Signal, SignalConfig, streak_tools, tool_list_text
 
 SIGNAL_ID = "write-cycle"
-_HANDOFF = re.compile(r"(?i)(?:transfer|handoff|hand_off|delegate|route|switch)_?(?:back_)?to_")
-"""A multi-agent runtime's handoff (``transfer_to_refund_agent``, ``transfer_back_to_supervisor``,
+_HANDOFF = re.compile(r"(?i)^(?:transfer|handoff|hand_off|delegate)_(?:back_)?to_")
+"""A multi-agent runtime's handoff by its name (``transfer_to_refund_agent``,
+``transfer_back_to_supervisor``, OpenAI's and AutoGen's ``transfer_to_<agent>``,
 ``handoff_to_analyst``): control passed between agents, no change to the world, whatever
-its verb."""
+its verb; only with no arguments but what is said to the next agent
+(:data:`_HANDOFF_ARGS`), and never a call the runtime says is a write: a
+``transfer_to_savings(amount=...)`` moves money."""
+_HANDOFF_ARGS = frozenset({
+    "reason", "message", "context", "summary", "task", "instructions", "input", "request",
+    "note", "query", "handoff_message", "assignment",
+})
 MEMORY_LIMIT = 64
 
 
 class WriteCycleConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
     """Policy table of ``write-cycle``."""
 
-    threshold: Annotated[int, Meta(ge=2, le=16)] = 4
-    """Re-applied writes in a row (of at least two different ones) that trip the signal."""
+    threshold: Annotated[int, Meta(ge=3, le=16)] = 4
+    """Re-applied writes in a row (of at least two different ones, back at one already
+    re-applied: at least 3) that trip the signal."""
     memory: Annotated[int, Meta(ge=2, le=MEMORY_LIMIT)] = 16
-    """Distinct recent writes remembered: a write among them made again is a re-application."""
+    """Distinct recent calls remembered: a write among them made again is a
+    re-application, a call not among them ends the run."""
 
 
 class WriteCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``write-cycle``."""
 
-    writes: list[int] = []
-    """Keys (32 bits) of the last ``memory`` distinct acts (calls neither known to only
-    read nor waits), least recent first."""
+    seen: list[int] = []
+    """Keys (32 bits) of the last ``memory`` distinct calls, least recent first."""
     run: int = 0
     """Re-applications in a row since the last new write."""
-    cycled: tuple[int, ...] = ()
-    """The distinct writes re-applied in the run (at most ``threshold``)."""
+    cycled: list[int] = []
+    """The distinct writes re-applied in the run (at most ``memory``)."""
     tools: tuple[str, ...] = ()
     """Their tool names, for the alert text."""
     returned: bool = False
@@ -112,41 +129,59 @@ class WriteCycle(Signal):
     def is_latched(self, state: Any) -> bool:
         return state.latched
 
+    def preview_state(self, state: Any) -> Struct:
+        return replace(state, seen=list(state.seen), cycled=list(state.cycled), latched=False)
+
+    def on_turn_start(self, state: Any) -> Finding | None:
+        # The user spoke: what the agent does next answers them (a light turned on, then
+        # off, then on again, each asked for).
+        self._end_run(state)
+        return None
+
+    def on_repeated_prompt(self, state: Any) -> None:
+        self._end_run(state)
+
+    @staticmethod
+    def _end_run(state: Any) -> None:
+        if state.run or state.latched:
+            state.run = 0
+            state.cycled = []
+            state.tools = ()
+            state.returned = state.latched = False
+
     def on_call(self, state: Any, call: CallView) -> Finding | None:
-        if call.read or call.wait or call.ask or _HANDOFF.match(call.tool) is not None:
+        if call.wait or call.ask or (
+            _HANDOFF.match(call.tool) is not None and call.kind != "write"
+            and (type(call.args) is not dict or _HANDOFF_ARGS.issuperset(call.args))
+        ):
             return None
         if self.exempt and call.tool in self.exempt:
             return None
-        # Every act is remembered, and a new one ends the run (a gripper closed with a
-        # force not tried before, a command not run before: the agent tries something
-        # new); only a named write made again counts.
         key = call.key & 0xFFFFFFFF
-        acts = state.writes
-        if acts and acts[-1] == key:
-            return None  # the same act again at once: the repeat detector's
-        if key not in acts:
-            acts.append(key)
-            if len(acts) > self.memory:
-                del acts[0]
-            if state.run or state.latched:
-                state.run = 0
-                state.cycled = state.tools = ()
-                state.returned = state.latched = False
+        seen = state.seen
+        if seen and seen[-1] == key:
+            return None  # the same call again at once: the repeat detector's
+        if key not in seen:
+            # Something not done or read before: the agent tries or learns something new.
+            seen.append(key)
+            if len(seen) > self.memory:
+                del seen[0]
+            self._end_run(state)
             return None
-        acts.remove(key)
-        acts.append(key)
+        seen.remove(key)
+        seen.append(key)
         if not call.write or call.runner:
             return None
         state.run += 1
-        threshold = self.threshold
-        if key in state.cycled:
+        cycled = state.cycled
+        if key in cycled:
             # back to a write already made again in this run: going round, not a second
             # pass over the same steps (a patrol's second lap)
             state.returned = True
-        elif len(state.cycled) < threshold:
-            state.cycled = (*state.cycled, key)
-            state.tools = streak_tools(state.tools, call.tool, threshold)
-        if state.latched or state.run < threshold or len(state.cycled) < 2 or not state.returned:
+        elif len(cycled) < self.memory:
+            cycled.append(key)
+            state.tools = streak_tools(state.tools, call.tool, self.threshold)
+        if state.latched or state.run < self.threshold or len(cycled) < 2 or not state.returned:
             return None
         state.latched = True
         return self._finding(state)
