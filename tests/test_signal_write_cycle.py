@@ -122,6 +122,28 @@ def test_a_read_of_something_new_ends_the_run() -> None:
     assert cycle_at(t) == []
 
 
+def test_a_metric_read_over_a_window_that_moves_is_the_same_read() -> None:
+    """A rollout flipped between 10 % and 20 % while the same metric is read over the last
+    ten minutes each time: its `from`/`to` move with the clock, what it reads does not."""
+    t = Trace()
+    t.pair("get_flag", {"key": "recs-v4"}, {"rollout": 10})
+    clock = 1767450378
+    for lap in range(6):
+        for weight in (20000, 10000):
+            t.pair("update_rollout", {"flag": "recs-v4", "weight": weight}, {"ok": True, "version": lap})
+            clock += 11
+            t.pair("query_metrics", {"query": "avg:memory{app:recs}", "from": clock - 600, "to": clock},
+                   {"series": [71.2 + lap / 10]})
+    assert cycle_at(t) == [12]
+    # the record of a sweep named by a small number is something new each time, not a time
+    t = Trace()
+    for record in range(1000, 1012):
+        t.pair("open_record", {"id": record}, f"Record {record}")
+        t.pair("set_field", {"name": "status", "value": "Reviewed"}, "ok")
+        t.pair("set_field", {"name": "reviewer", "value": "alice"}, "ok")
+    assert cycle_at(t) == []
+
+
 def test_a_run_that_goes_round_after_a_second_pass_is_found() -> None:
     """Four settings written again once each, then two of them flipped: the flip is a
     cycle whatever came before it in the run."""

@@ -22,7 +22,9 @@ What it catches
     *re-application*. Any call not among them ends the run: an edit never made before is
     work (edit → test → fail → edit converges), and so is a read of something not read
     before (the next record of a sweep opened, a new job's status), so work that goes
-    over new items with the same few writes for each is no cycle. A new turn, or the same
+    over new items with the same few writes for each is no cycle. A read that differs
+    from one made before only in the points in time it names (a metric queried over a
+    window that moves with the clock, ``from=1767450378``) is the same read again. A new turn, or the same
     request repeated by a scheduler (``on_repeated_prompt``), ends it too: a user who asks
     for the light on, then off, then on again is served, not looped on.
 
@@ -57,12 +59,13 @@ last), the count of re-applications in a row and the distinct writes among them 
 from __future__ import annotations
 
 import re
+import zlib
 from typing import Annotated, Any
 
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
-from .base import CallView, Finding, Signal, SignalConfig, streak_tools, tool_list_text
+from .base import TIMESTAMP, CallView, Finding, Signal, SignalConfig, streak_tools, tool_list_text
 
 SIGNAL_ID = "write-cycle"
 _HANDOFF = re.compile(r"(?i)^(?:transfer|handoff|hand_off|delegate)_(?:back_)?to_")
@@ -77,6 +80,22 @@ _HANDOFF_ARGS = frozenset({
     "note", "query", "handoff_message", "assignment",
 })
 MEMORY_LIMIT = 64
+
+
+_TIMELESS_READ = 1024
+"""Characters of a call's canonical arguments searched for the points in time it names."""
+
+
+def _timeless_key(call: CallView, key: int) -> int:
+    """A read's key without the points in time its arguments name (``query_metrics(...,
+    from=1767450378, to=1767450978)``, the same metric over a window that moves with the
+    clock): the same read asked again, not something new read. ``key`` when it names none."""
+    raw = call.canonical.raw
+    text = raw if raw is not None else call.canonical.text.encode("utf-8", "surrogatepass")
+    head = text[:_TIMELESS_READ]
+    if TIMESTAMP.search(head) is None:
+        return key
+    return zlib.crc32(TIMESTAMP.sub(b"#", head), zlib.crc32(call.tool.encode("utf-8", "surrogatepass"))) or 1
 
 
 class WriteCycleConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -161,6 +180,8 @@ class WriteCycle(Signal):
         seen = state.seen
         if seen and seen[-1] == key:
             return None  # the same call again at once: the repeat detector's
+        if key not in seen and not call.write:
+            key = _timeless_key(call, key)
         if key not in seen:
             # Something not done or read before: the agent tries or learns something new.
             seen.append(key)
