@@ -180,7 +180,9 @@ class WriteCycle(Signal):
         seen = state.seen
         if seen and seen[-1] == key:
             return None  # the same call again at once: the repeat detector's
-        if key not in seen and not call.write:
+        if state.run and not call.write and key not in seen:
+            # (only while a run is under way: a new read outside one ends nothing, and the
+            # search costs a scan of the arguments)
             key = _timeless_key(call, key)
         if key not in seen:
             # Something not done or read before: the agent tries or learns something new.
