@@ -551,6 +551,26 @@ def test_a_scan_re_run_unchanged_but_for_its_duration_is_a_loop() -> None:
     assert "repeated-tool-call" in criticals(trace)
 
 
+def test_a_fetch_written_into_a_new_file_each_time_is_that_files_answer() -> None:
+    """Twelve batches of genomes fetched into twelve files, each command printing the same
+    status and count: twelve answers, one per file. The same file fetched again and
+    again, printing the same, is the same answer."""
+    c = Calls()
+    sweep: list[Any] = []
+    for n in range(12):
+        sweep += c.pair("bash", {"command": f"cd /work/cov && curl -s -w '\\nHTTP %{{http_code}}\\n' "
+                                            f"\"https://eutils.example.gov/efetch?id=$(paste -sd, batch_{n:02})\" "
+                                            f"> genomes/batch_{n:02}.fa; tail -1 genomes/batch_{n:02}.fa"},
+                        "<returncode>0</returncode>\n<output>\nHTTP 200\n50\n</output>")
+    assert "result-stall" not in criticals(sweep)
+    again: list[Any] = []
+    for n in range(12):
+        again += c.pair("bash", {"command": f"cd /work/cov && curl -s 'https://eutils.example.gov/efetch?id=X&try={n}' "
+                                            "> genomes/batch_07.fa; tail -1 genomes/batch_07.fa"},
+                        "<returncode>0</returncode>\n<output>\nHTTP 200\n50\n</output>")
+    assert "result-stall" in criticals(again)
+
+
 def _trace_hops(n: int, last_hop: int) -> str:
     """A traceroute whose probes' times jitter with ``n``, stopping after ``last_hop``."""
     lines = ["traceroute to 198.18.20.10 (198.18.20.10), 30 hops max, 60 byte packets"]

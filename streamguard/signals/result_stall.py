@@ -638,6 +638,20 @@ def _url_paths_masked(targets: list[str]) -> str:
     return "\0".join(out)
 
 
+_WRITTEN = re.compile(r"(?<![0-9&>])>>?[ \t]*(?!/dev/null\b)(?!&)([\w./@+-]+)")
+"""A redirect's target file (``> genomes/batch_07.fa``, ``>> log.txt``; not ``2>&1``, not
+``/dev/null``)."""
+
+
+def written_names(call: CallView) -> str:
+    """The files a command runner's call writes its output into, by redirection, in the
+    first ``TARGET_SPAN`` characters of its command ("" when none)."""
+    command = command_text(call.args)
+    if not command or ">" not in command:
+        return ""
+    return "\0".join(_WRITTEN.findall(command[:TARGET_SPAN]))
+
+
 def read_names(call: CallView) -> str:
     """What a call that reads names ("" when nothing): for a command runner what
     :data:`_TARGETS` finds in the head of its command line (paths, URLs' scheme, host
@@ -1654,12 +1668,21 @@ class ResultStall(Signal):
                     names = items = _indicators(call.args)
             else:
                 names = read_names(call)
-            if names:
-                reads = state.reads
-                if len(reads) >= READS * 8:
-                    del reads[:8]
-                named = zlib.crc32(names.encode("utf-8", "surrogatepass"))
-                reads += _pack_read(call.key & _M32, named | 1 if items else (named & ~1) or 2)
+        elif call.runner:
+            # A command that writes its output into a file (`curl ... > genomes/batch_07.fa;
+            # tail -1 genomes/batch_07.fa`): what it prints is that file's, so twelve
+            # batches fetched into twelve files, each printing "HTTP 200", are twelve
+            # answers; the same file written again with the same output is the same one.
+            items = ""
+            names = written_names(call)
+        else:
+            names = ""
+        if names:
+            reads = state.reads
+            if len(reads) >= READS * 8:
+                del reads[:8]
+            named = zlib.crc32(names.encode("utf-8", "surrogatepass"))
+            reads += _pack_read(call.key & _M32, named | 1 if items else (named & ~1) or 2)
         args = call.args  # (a JSON object sent as a string is read as that object)
         if call.search and state.found_urls:
             # Its words, for whether it rewords a recent search (_found_only_known's rule,
