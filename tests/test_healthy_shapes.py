@@ -551,6 +551,28 @@ def test_a_scan_re_run_unchanged_but_for_its_duration_is_a_loop() -> None:
     assert "repeated-tool-call" in criticals(trace)
 
 
+def test_a_step_back_to_the_listing_between_items_is_neither_stale_nor_news() -> None:
+    """WebShop: the same search again, an item opened, its empty reviews, back to the
+    search, for item after item: each item is new, the steps back show the page seen
+    before. Opening the same item again and again is still the same answer."""
+    c = Calls()
+    listing = "[Back to Search]\nPage 1 (Total results: 50)\n[B01]\nPillow A\n$70.07\n[B02]\nPillow B\n$73.35"
+    home = "WebShop\nInstruction:\ni want a queen size pillow under 75 dollars\n[Search]"
+    items: list[Any] = []
+    for n, item in enumerate(("B01", "B02", "B03", "B04", "B05")):
+        items += c.pair("search", {"query": "queen size bed pillow"}, listing)
+        items += c.pair("click", {"element": item}, f"[Back to Search]\n[< Prev]\nPillow {item}\nPrice: ${40 + n * 7}.07")
+        items += c.pair("click", {"element": "Reviews"}, "[Back to Search]\n[< Prev]\nN.A.")
+        items += c.pair("back_to_search", {}, home)
+    assert "result-stall" not in criticals(items)
+    same: list[Any] = []
+    for _ in range(6):
+        same += c.pair("search", {"query": "queen size bed pillow"}, listing)
+        same += c.pair("click", {"element": "B01"}, "[Back to Search]\n[< Prev]\nPillow B01\nPrice: $40.07")
+        same += c.pair("back_to_search", {}, home)
+    assert criticals(same) != []
+
+
 def test_a_fetch_written_into_a_new_file_each_time_is_that_files_answer() -> None:
     """Twelve batches of genomes fetched into twelve files, each command printing the same
     status and count: twelve answers, one per file. The same file fetched again and

@@ -638,6 +638,22 @@ def _url_paths_masked(targets: list[str]) -> str:
     return "\0".join(out)
 
 
+_BACK_CACHE: dict[str, bool] = {}
+
+
+def goes_back(tool: str) -> bool:
+    """Whether a tool's name says it steps back to where the agent was (``back_to_search``,
+    ``go_back``, ``browser_navigate_back``, ``goBack``): "back" among the first three words
+    of its name (of an MCP tool's own name)."""
+    known = _BACK_CACHE.get(tool)
+    if known is None:
+        if len(_BACK_CACHE) >= 512:
+            _BACK_CACHE.clear()
+        # (an MCP tool by its own name: `mcp__playwright__browser_navigate_back`)
+        known = _BACK_CACHE[tool] = len(tool) <= 128 and "back" in name_words(tool.rsplit("__", 1)[-1])[:3]
+    return known
+
+
 _WRITTEN = re.compile(r"(?<![0-9&>])>>?[ \t]*(?!/dev/null\b)(?!&)([\w./@+-]+)")
 """A redirect's target file (``> genomes/batch_07.fa``, ``>> log.txt``; not ``2>&1``, not
 ``/dev/null``)."""
@@ -1785,6 +1801,12 @@ class ResultStall(Signal):
         if self.exempt and result.tool in self.exempt:
             return None
         flags = result.call_flags
+        if not flags & FLAG_WRITE and not result.failed and goes_back(result.tool):
+            # A step back (`back_to_search`, `go_back`, `browser_navigate_back`) shows a page
+            # the agent saw before, by construction: neither stale nor news. Going from a
+            # listing to each of its items and back is reading the items; going back and
+            # forth over the same ones is seen in the forward steps, whose pages repeat.
+            return None
         key = result.call_key
         outcome = result.outcome
         polled = key and key == state.last_key and outcome != state.last_outcome
