@@ -565,12 +565,28 @@ def test_a_step_back_to_the_listing_between_items_is_neither_stale_nor_news() ->
         items += c.pair("click", {"element": "Reviews"}, "[Back to Search]\n[< Prev]\nN.A.")
         items += c.pair("back_to_search", {}, home)
     assert "result-stall" not in criticals(items)
+    # the same item opened again and again, its page alternating between two versions (a
+    # rotating recommendation): still the same answers, for result-stall itself
+    no_cycle = 'mode = "warn"\n[signals.alternating-tool-cycle]\nenabled = false\n'
     same: list[Any] = []
-    for _ in range(6):
-        same += c.pair("search", {"query": "queen size bed pillow"}, listing)
-        same += c.pair("click", {"element": "B01"}, "[Back to Search]\n[< Prev]\nPillow B01\nPrice: $40.07")
-        same += c.pair("back_to_search", {}, home)
-    assert criticals(same) != []
+    for n in range(12):
+        same += c.pair("click", {"element": "B01"},
+                       f"[Back to Search]\nPillow B01\nPrice: $40.07\nRecommended: {'Lamp A' if n % 2 else 'Chair B'}")
+        same += c.pair("go_back", {}, listing)
+    assert "result-stall" in criticals(same, no_cycle)
+    # a step back answered by an error page is read as any answer
+    errors: list[Any] = []
+    for n in range(10):
+        errors += c.pair("search", {"query": f"pillow {['queen', 'king', 'twin'][n % 3]}"},
+                         "Error: session expired. Please reload the page.")
+        errors += c.pair("back_to_search", {}, "Error: session expired. Please reload the page.")
+    assert "result-stall" in criticals(errors, no_cycle)
+    # a name with "back" in it that is no step back is read as any tool
+    for tool in ("get_back_office_data", "roll_back_migration", "cash_back_balance"):
+        stalled: list[Any] = []
+        for n in range(12):
+            stalled += c.pair(tool, {"query": f"acme {n % 3}", "attempt": n}, '{"rows": [], "status": "locked"}')
+        assert "result-stall" in criticals(stalled, no_cycle), tool
 
 
 def test_a_fetch_written_into_a_new_file_each_time_is_that_files_answer() -> None:
@@ -591,6 +607,25 @@ def test_a_fetch_written_into_a_new_file_each_time_is_that_files_answer() -> Non
                                             "> genomes/batch_07.fa; tail -1 genomes/batch_07.fa"},
                         "<returncode>0</returncode>\n<output>\nHTTP 200\n50\n</output>")
     assert "result-stall" in criticals(again)
+    # a retry into a new file each time, refused the same way, is the same refusal
+    refused: list[Any] = []
+    for n in range(12):
+        refused += c.pair("bash", {"command": f"python scripts/fetch.py --attempt {n} > out/res_{n:02}.txt; "
+                                              f"tail -1 out/res_{n:02}.txt"},
+                          "<returncode>0</returncode>\n<output>\nHTTP 503\n0\n</output>")
+    assert "result-stall" in criticals(refused)
+    # a `>` inside quotes is no redirect
+    assert written_names_of("awk '$3 > 100' data.tsv") == ""
+    assert written_names_of("curl -s x > 'quoted name.txt'; make > build.log 2>&1") == "build.log"
+
+
+def written_names_of(command: str) -> str:
+    from streamguard.canonical import canonicalize
+    from streamguard.events import ToolCall as Call
+    from streamguard.signals.base import CallView
+    from streamguard.signals.result_stall import written_names
+    args = {"command": command}
+    return written_names(CallView(Call(session="s", tool="bash", args=args), canonicalize(args), 1, [], None))
 
 
 def _trace_hops(n: int, last_hop: int) -> str:

@@ -641,17 +641,46 @@ def _url_paths_masked(targets: list[str]) -> str:
 _BACK_CACHE: dict[str, bool] = {}
 
 
+_BACK_STEPS = frozenset({"go", "navigate", "browser", "page", "history", "step", "nav", "press"})
+"""Words before a closing "back" that make it a step back (``go_back``, ``browser_navigate_back``,
+``press_back``); not ``play_back``, ``call_back``, ``fall_back``, ``roll_back``."""
+
+
 def goes_back(tool: str) -> bool:
-    """Whether a tool's name says it steps back to where the agent was (``back_to_search``,
-    ``go_back``, ``browser_navigate_back``, ``goBack``): "back" among the first three words
-    of its name (of an MCP tool's own name)."""
+    """Whether a tool's name says it steps back to where the agent was: it opens with "back
+    to" (``back_to_search``, ``back_to_results``), or is "back" or ends with "back" after a
+    word of moving (:data:`_BACK_STEPS`: ``go_back``, ``goBack``, ``browser_navigate_back``);
+    an MCP tool by its own name (``mcp__playwright__browser_navigate_back``). Not
+    ``back_office_lookup``, ``roll_back_migration``, ``cash_back_balance``."""
     known = _BACK_CACHE.get(tool)
     if known is None:
         if len(_BACK_CACHE) >= 512:
             _BACK_CACHE.clear()
-        # (an MCP tool by its own name: `mcp__playwright__browser_navigate_back`)
-        known = _BACK_CACHE[tool] = len(tool) <= 128 and "back" in name_words(tool.rsplit("__", 1)[-1])[:3]
+        own = tool.rsplit("__", 1)[-1]
+        words = name_words(own) if len(own) <= 128 else []
+        known = _BACK_CACHE[tool] = bool(words) and (
+            words[:2] == ["back", "to"]
+            or (words[-1] == "back" and (len(words) == 1 or words[-2] in _BACK_STEPS))
+        )
     return known
+
+
+def _written_failure(result: ResultView) -> bool:
+    """Whether a command's output reports a failure (an error told as output, a failure in
+    its text, an HTTP error status): such output is no file's own answer."""
+    payload = result.event.result
+    if type(payload) is not str:
+        return False
+    head = payload[:GIST_TEXT_LIMIT]
+    return (
+        _tells_failure(result)
+        or _HTTP_ERROR.search(head) is not None
+        or reports_failure(head.encode("utf-8", "surrogatepass"))
+    )
+
+
+_HTTP_ERROR = re.compile(r"\bHTTP(?:/\d(?:\.\d)?)? ?[45]\d\d\b|\b(?:429 Too Many Requests|rate limit exceeded)", re.I)
+"""An HTTP error status in a command's output (``HTTP 503``, ``HTTP/1.1 429``)."""
 
 
 _WRITTEN = re.compile(r"(?<![0-9&>])>>?[ \t]*(?!/dev/null\b)(?!&)([\w./@+-]+)")
@@ -665,7 +694,11 @@ def written_names(call: CallView) -> str:
     command = command_text(call.args)
     if not command or ">" not in command:
         return ""
-    return "\0".join(_WRITTEN.findall(command[:TARGET_SPAN]))
+    # (a `>` inside quotes is no redirect: `awk '$3 > 100'`, `python -c 'print(3 > 2)'`)
+    return "\0".join(_WRITTEN.findall(_QUOTED_TEXT.sub("''", command[:TARGET_SPAN])))
+
+
+_QUOTED_TEXT = re.compile(r"'[^']*+'|\"[^\"]*+\"")
 
 
 def read_names(call: CallView) -> str:
@@ -1801,11 +1834,17 @@ class ResultStall(Signal):
         if self.exempt and result.tool in self.exempt:
             return None
         flags = result.call_flags
-        if not flags & FLAG_WRITE and not result.failed and goes_back(result.tool):
+        if (
+            not flags & FLAG_WRITE and not result.failed and goes_back(result.tool)
+            and not _tells_failure(result) and not says_missing(result.event.result)
+        ):
             # A step back (`back_to_search`, `go_back`, `browser_navigate_back`) shows a page
             # the agent saw before, by construction: neither stale nor news. Going from a
             # listing to each of its items and back is reading the items; going back and
             # forth over the same ones is seen in the forward steps, whose pages repeat.
+            # (Nor the call before it for the next answer's poll test: the same page opened
+            # again after a step back is no poll of it. An error page is read as any.)
+            state.last_key = 0
             return None
         key = result.call_key
         outcome = result.outcome
@@ -1992,6 +2031,9 @@ class ResultStall(Signal):
                     # that does not have it is the hunt going on.
                     says_missing(result.event.result)
                     or (flags & FLAG_SEARCH and says_bare_value(result.event.result, result.size))
+                    # nor a write's failure told as output: a retry into a new file each
+                    # time, refused the same way, is the same refusal
+                    or (flags & FLAG_WRITE and _written_failure(result))
                 )
             ):
                 code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
