@@ -79,6 +79,21 @@ def reread(turn: int) -> list[Any]:
             ToolResult(session="c", tool="read_file", result="export const pool = new Pool()", turn=turn)]
 
 
+@pytest.mark.parametrize("tool", ["ask_traveller", "ask_student", "ask_dispatcher", "mcp__crm__ask_customer"])
+def test_a_question_to_a_person_named_by_their_role_is_a_question_to_the_user(tool: str) -> None:
+    """A tool that asks the traveller, the student or the dispatcher asks a person, as
+    `ask_human` does: the same question through it, turn after turn, is one message said
+    again. A tool that asks a codebase or another agent is not one."""
+    trace: list[Any] = []
+    for turn, question in enumerate(ASK):
+        trace += ask_through_a_tool(question, turn, tool) + reread(turn)
+    assert [a.detail["rule"] for _, a in hits(trace)] == ["repeated_message"]
+    other: list[Any] = []
+    for turn, question in enumerate(ASK):
+        other += ask_through_a_tool(question, turn, "ask_codebase") + reread(turn)
+    assert hits(other) == []
+
+
 def test_a_question_asked_through_a_tool_is_a_message_kept_past_other_calls() -> None:
     """ask_followup_question with the same question, the user answering each time, a
     file re-read in between: the question is a message to the user, and the agent's

@@ -1162,14 +1162,17 @@ def shell_facts(text: str) -> CallFacts:
 
 
 ASK_TOOLS = re.compile(
-    r"(?:.*[._/:]|.*__)?(?:ask_?(?:the_?)?(?:user|human|followup|follow_up|operator)\w*"
+    r"(?:.*[._/:]|.*__)?(?:ask_?(?:the_?)?(?:user|human|followup|follow_up|operator|customer|client"
+    r"|patient|guest|caller|student|traveller|traveler|passenger|dispatcher|lawyer|tenant|driver"
+    r"|requester|approver|reviewer|owner|admin|manager|member|person|parent|buyer|seller)\w*"
     r"|request_?user_?input\w*|\w*user_?input|prompt_?(?:the_?)?user\w*|human_?input\w*"
     r"|get_?(?:user|human)_?(?:input|reply|response|confirmation)\w*)$",
     re.IGNORECASE,
 )
 """Tool names that put a question to a person (``ask_human``, ``ask_followup_question``,
-``request_user_input``, ``AskUser``): not ``ask*`` alone, which also names tools that
-ask a codebase or another agent, whose answers are information."""
+``request_user_input``, ``AskUser``; ``ask_`` and a person's role, ``ask_traveller``,
+``ask_student``, ``ask_dispatcher``): not ``ask*`` alone, which also names tools that ask a
+codebase or another agent, whose answers are information."""
 
 
 _ONLY_SLEEP = re.compile(r"\s*sleep\s+\d{1,6}(?:\.\d{1,3})?[smhd]?\s*(?:;\s*)?")
