@@ -259,6 +259,28 @@ def test_state_survives_a_snapshot_and_stays_bounded() -> None:
     state = signal.new_state()
     encoded = msgspec.msgpack.encode(state)
     assert msgspec.msgpack.decode(encoded, type=type(state)) == state
+    # mid-run, a session restored from its snapshot trips where the uninterrupted one does
+    events = flip_flop(8).events
+    whole = alerts(flip_flop(8))
+    for cut in range(4, len(events), 3):
+        first = Engine(parse_policy_set(QUIET))
+        first.process(TurnStart(session="w"))
+        for event in events[:cut]:
+            first.process(event)
+        live = next(s for s in first.state("w").signals if isinstance(s, type(state)))  # type: ignore[union-attr]
+        assert msgspec.msgpack.decode(msgspec.msgpack.encode(live), type=type(state)) == live
+        data = first.snapshot("w")
+        assert data is not None
+        second = Engine(parse_policy_set(QUIET))
+        second.restore("w", data)
+        calls = sum(isinstance(e, ToolCall) for e in events[:cut])
+        got = []
+        for event in events[cut:]:
+            if isinstance(event, ToolCall):
+                calls += 1
+            got += [(calls, o.signal) for o in second.process(event) if isinstance(o, Alert) and o.signal == SIGNAL]
+        assert got == [(n, s) for n, s, _ in whole if s == SIGNAL and n > sum(
+            isinstance(e, ToolCall) for e in events[:cut])]
     engine = Engine(parse_policy_set(QUIET))
     t = Trace()
     for n in range(500):

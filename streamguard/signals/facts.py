@@ -172,8 +172,8 @@ def asks_to_wait(args: dict[Any, Any]) -> bool:
 # ------------------------------------------------------------------ ids handed back
 
 HANDED_BACK = "<id handed back>"
-"""What a call's argument reads as, in its key, when it names an id the write just
-before it handed back (:func:`handed_ids`)."""
+"""What a call's argument reads as, in its key (with the id's place in the answer), when it
+names an id a write made again handed back (:func:`handed_ids`), until the next write."""
 HANDED_KEPT = 8
 """Ids kept from one write's answer, and values of one write's call it did not hand back."""
 _HANDED_READ = 1024
@@ -224,11 +224,11 @@ def handed_ids(result: object, sent: tuple[str, ...]) -> tuple[str, ...]:
     the same draft made and discarded again and again is one lap repeated, whatever new
     id each lap's draft gets."""
     words: list[object]
-    if type(result) is str:
-        words = _ID_TOKEN.findall(result[:_HANDED_READ])  # type: ignore[index]
-    elif type(result) is dict:
+    if isinstance(result, str):
+        words = _ID_TOKEN.findall(result[:_HANDED_READ])
+    elif isinstance(result, dict):
         words = []
-        for value in islice(result.values(), _HANDED_VALUES):  # type: ignore[attr-defined]
+        for value in islice(result.values(), _HANDED_VALUES):
             if type(value) is dict:
                 words.extend(islice(value.values(), _HANDED_VALUES))
             else:

@@ -180,11 +180,13 @@ class WriteCycle(Signal):
         seen = state.seen
         if seen and seen[-1] == key:
             return None  # the same call again at once: the repeat detector's
-        if state.run and not call.write and key not in seen:
+        known = key in seen
+        if not known and state.run and not call.write:
             # (only while a run is under way: a new read outside one ends nothing, and the
             # search costs a scan of the arguments)
             key = _timeless_key(call, key)
-        if key not in seen:
+            known = key in seen
+        if not known:
             # Something not done or read before: the agent tries or learns something new.
             seen.append(key)
             if len(seen) > self.memory:
