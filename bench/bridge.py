@@ -56,6 +56,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from streamguard.otel import otlp
 from streamguard.otel.direct import span_session_records
+from streamguard.otel.direct_json import json_span_session_records
 from streamguard.otel.mapping import MappingConfig, TraceSessions, span_filter
 from streamguard.otel.records import decode_session_record
 from streamguard.otel.window import ReorderWindow
@@ -182,7 +183,10 @@ def bridge_pass(payloads: list[bytes]) -> int:
     produced = 0
     offset = 0
     for payload in payloads:
-        batch = span_session_records(otlp.decode_spans(payload, "auto", wanted), config, traces)
+        if otlp.sniff(payload) == "otlp_json":
+            batch = json_span_session_records(payload, config, wanted, traces)
+        else:
+            batch = span_session_records(otlp.decode_spans(payload, "otlp_proto", wanted), config, traces)
         for session, value in batch.records:
             window.add_entries(session, decode_session_record(value), offset, 0.0)
             offset += 1

@@ -56,6 +56,7 @@ from ..kafka.topics import StartupError
 from . import otlp
 from .config import BridgeConfig
 from .direct import SessionBatch, log_session_records, span_session_records
+from .direct_json import json_span_session_records
 from .mapping import MappingConfig, TraceSessions, span_filter
 from .records import decode_session_record
 from .window import Released, ReorderWindow
@@ -419,8 +420,13 @@ class Bridge:
             result = log_session_records(otlp.decode_logs(value, cfg.otlp_encoding), self.mapping)
             kind = "log"
         else:
-            spans = otlp.decode_spans(value, cfg.otlp_encoding, self.span_filter)
-            result = span_session_records(spans, self.mapping, self.traces)
+            encoding = otlp.sniff(value) if cfg.otlp_encoding == "auto" else cfg.otlp_encoding
+            if encoding == "otlp_json":
+                # straight from the decoded JSON, without span records (the same result)
+                result = json_span_session_records(value, self.mapping, self.span_filter, self.traces)
+            else:
+                spans = otlp.decode_spans(value, encoding, self.span_filter)
+                result = span_session_records(spans, self.mapping, self.traces)
             kind = "span"
         items = self.metrics.items
         if result.mapped:

@@ -68,85 +68,102 @@ def span_session_records(
     # the same payload, joins the session its trace's siblings name.
     found: list[str | None] = []
     add_found = found.append
+    learn = traces.learn if traces is not None else None
     for span in spans:
+        session: str | None = None
         if first_key is not None:
             value = span.attrs.get(first_key)
             if type(value) is str and 0 < len(value) <= MAX_NAME_CHARS:
-                add_found(value)
-                continue
-        add_found(_attribute_session(span.attrs, span.resource, keys))
+                session = value
+        if session is None:
+            session = _attribute_session(span.attrs, span.resource, keys)
+        add_found(session)
+        if session is not None and learn is not None:
+            learn(span.trace_id, session)
     # A trace's session as this payload names it first; the memory only for traces it
     # does not name (an earlier claim, by another producer, does not outrank a sibling).
-    named = _sessions_named(spans, found) if uses_trace and None in found else {}
-    if traces is not None:
-        learn = traces.learn
-        for span, session in zip(spans, found, strict=True):
-            if session is not None:
-                learn(span.trace_id, session)
+    named = (
+        _sessions_named([span.trace_id for span in spans], found)
+        if uses_trace and None in found else {}
+    )
     grouped: dict[str, SessionEntries] = {}
     ignored: dict[str, int] = {}
     mapped = 0
-    encode = encoder.encode
-    limit = config.max_content_bytes
-    short = limit // 4
+    short = config.max_content_bytes // 4
     for span, session in zip(spans, found, strict=True):
-        span_id = span.span_id
-        if not span_id:
-            ignored["no_span_id"] = ignored.get("no_span_id", 0) + 1
-            continue
-        attrs = span.attrs
-        operation = attrs.get("gen_ai.operation.name")
-        kind = (
-            "tool" if operation == "execute_tool"
-            else "inference" if operation == "chat"
-            else span_kind(span)
-        )
-        if kind is None:
-            ignored["not_genai"] = ignored.get("not_genai", 0) + 1
-            continue
-        if session is None:
-            if uses_trace:
-                learned = named.get(span.trace_id)
-                if learned is None and traces is not None:
-                    learned = traces.get(span.trace_id)
-                session = learned if learned is not None else (span.trace_id or None)
-            if session is None:
-                ignored["no_session"] = ignored.get("no_session", 0) + 1
-                continue
-        try:
-            encoded: EventItems | None = None
-            trace_id = span.trace_id
-            agent = attrs.get("gen_ai.agent.name")
-            if type(agent) is not str or not 0 < len(agent) <= MAX_NAME_CHARS:
-                agent = _agent(attrs, span.resource)
-            if agent is not None and trace_id:
-                if kind == "tool":
-                    encoded = _tool_items(span, attrs, session, agent, short)
-                elif kind == "inference":
-                    encoded = _inference_items(span, attrs, session, agent)
-            if encoded is None:
-                # the reference, for everything the fast path does not take
-                result = _span_items(span, kind, session, config)
-                if isinstance(result, str):
-                    ignored[result] = ignored.get(result, 0) + 1
-                    continue
-                items = result.items
-                if len(items) == 1:
-                    t, rank, event = items[0]
-                    encoded = [(t, rank, encode(event))]
-                else:
-                    encoded = [(t, rank, encode(event)) for t, rank, event in items]
-        except Exception:  # one span's odd values fail it alone, not its payload
-            ignored["mapping_error"] = ignored.get("mapping_error", 0) + 1
+        entry = span_entry(span, session, named, traces, uses_trace, config, short, ignored)
+        if entry is None:
             continue
         mapped += 1
-        key = f"{trace_id}:{span_id}"
+        session, encoded = entry
+        key = f"{span.trace_id}:{span.span_id}"
         entries = grouped.get(session)
         if entries is None:
             grouped[session] = [(key, encoded)]
         else:
             entries.append((key, encoded))
     return SessionBatch(grouped_records(grouped), mapped, ignored)
+
+
+def span_entry(
+    span: SpanRecord,
+    session: str | None,
+    named: dict[str, str],
+    traces: TraceSessions | None,
+    uses_trace: bool,
+    config: MappingConfig,
+    short: int,
+    ignored: dict[str, int],
+) -> tuple[str, EventItems] | None:
+    """One span's session and encoded events, or None with the reason counted in
+    ``ignored``. ``session`` is what its own attributes name (None: its trace's, by
+    ``named`` then ``traces``, or the trace id); ``short``: a quarter of the content
+    bound, the longest captured string kept as it is."""
+    span_id = span.span_id
+    if not span_id:
+        ignored["no_span_id"] = ignored.get("no_span_id", 0) + 1
+        return None
+    attrs = span.attrs
+    operation = attrs.get("gen_ai.operation.name")
+    kind = (
+        "tool" if operation == "execute_tool"
+        else "inference" if operation == "chat"
+        else span_kind(span)
+    )
+    if kind is None:
+        ignored["not_genai"] = ignored.get("not_genai", 0) + 1
+        return None
+    if session is None:
+        if uses_trace:
+            learned = named.get(span.trace_id)
+            if learned is None and traces is not None:
+                learned = traces.get(span.trace_id)
+            session = learned if learned is not None else (span.trace_id or None)
+        if session is None:
+            ignored["no_session"] = ignored.get("no_session", 0) + 1
+            return None
+    try:
+        encoded: EventItems | None = None
+        agent = attrs.get("gen_ai.agent.name")
+        if type(agent) is not str or not 0 < len(agent) <= MAX_NAME_CHARS:
+            agent = _agent(attrs, span.resource)
+        if agent is not None and span.trace_id:
+            if kind == "tool":
+                encoded = _tool_items(span, attrs, session, agent, short)
+            elif kind == "inference":
+                encoded = _inference_items(span, attrs, session, agent)
+        if encoded is None:
+            # the reference, for everything the fast path does not take
+            result = _span_items(span, kind, session, config)
+            if isinstance(result, str):
+                ignored[result] = ignored.get(result, 0) + 1
+                return None
+            encode = encoder.encode
+            encoded = [(t, rank, encode(event)) for t, rank, event in result.items]
+    except Exception:  # one span's odd values fail it alone, not its payload
+        ignored["mapping_error"] = ignored.get("mapping_error", 0) + 1
+        return None
+    return session, encoded
 
 
 def _tool_items(
@@ -163,7 +180,8 @@ def _tool_items(
         return None
     # Captured content the reference keeps as it is: a string not cut (at most a
     # quarter of the content bound, so its UTF-8 bytes are within it) and with too
-    # few brackets to nest past the contract's bound.
+    # few brackets to nest past the contract's bound (counted only in a string longer
+    # than the bound: a shorter one cannot hold that many).
     args: Any = attrs.get("gen_ai.tool.call.arguments")
     if args is None:
         if "input.value" in attrs or "tool_call.function.arguments" in attrs:
@@ -171,7 +189,7 @@ def _tool_items(
         args = {"otel.span_id": span.span_id}
     elif (
         type(args) is not str or not 0 < len(args) <= short
-        or args.count("[") + args.count("{") > MAX_NESTING
+        or (len(args) > MAX_NESTING and args.count("[") + args.count("{") > MAX_NESTING)
     ):
         return None
     result = attrs.get("gen_ai.tool.call.result")
@@ -180,7 +198,7 @@ def _tool_items(
             return None
     elif (
         type(result) is not str or not 0 < len(result) <= short
-        or result.count("[") + result.count("{") > MAX_NESTING
+        or (len(result) > MAX_NESTING and result.count("[") + result.count("{") > MAX_NESTING)
     ):
         return None
     start_ns, end_ns = span.start_ns, span.end_ns

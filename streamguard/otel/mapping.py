@@ -368,12 +368,13 @@ def span_kind(span: SpanRecord) -> Literal["tool", "inference", "agent", None]:
     return None
 
 
-def _sessions_named(spans: list[SpanRecord], found: list[str | None]) -> dict[str, str]:
-    """Each trace's session as the first of its spans in one payload that names one."""
+def _sessions_named(trace_ids: list[str], found: list[str | None]) -> dict[str, str]:
+    """Each trace's session as the first of its spans in one payload that names one
+    (``trace_ids`` and ``found``: the payload's spans' trace ids and own sessions)."""
     named: dict[str, str] = {}
-    for span, session in zip(spans, found, strict=True):
-        if session is not None and span.trace_id and span.trace_id not in named:
-            named[span.trace_id] = session
+    for trace_id, session in zip(trace_ids, found, strict=True):
+        if session is not None and trace_id and trace_id not in named:
+            named[trace_id] = session
     return named
 
 
@@ -832,7 +833,10 @@ def map_spans(
     spans = spans if isinstance(spans, list) else list(spans)
     keys, uses_trace = _session_plan(config.session_keys)
     found = [_attribute_session(span.attrs, span.resource, keys) for span in spans]
-    named = _sessions_named(spans, found) if uses_trace and None in found else {}
+    named = (
+        _sessions_named([span.trace_id for span in spans], found)
+        if uses_trace and None in found else {}
+    )
     if traces is not None:
         learn = traces.learn
         for span, session in zip(spans, found, strict=True):

@@ -345,14 +345,75 @@ def _span_id(value: str) -> str:
     return _json_id(value)
 
 
+def json_span_record(
+    span: _JSpan, trace_ids: dict[str, str], resource: dict[str, Any], wanted: AttributeFilter | None
+) -> SpanRecord:
+    """One decoded OTLP/JSON span as a :class:`SpanRecord` (raises :class:`OtlpError`);
+    ``trace_ids`` caches the payload's trace ids (a payload holds few traces and many
+    spans of each: each is read once)."""
+    status = span.status
+    if status is None:
+        code = 0
+        message = ""
+    else:
+        raw_code, message = status.code, status.message
+        code = _STATUS_NAMES.get(raw_code, 0) if isinstance(raw_code, str) else raw_code
+    start, end = span.start_time_unix_nano, span.end_time_unix_nano
+    raw_trace = span.trace_id
+    trace_id = trace_ids.get(raw_trace)
+    if trace_id is None:
+        trace_id = trace_ids[raw_trace] = _json_id(raw_trace, TRACE_ID_HEX)
+    parent = span.parent_span_id
+    attributes = span.attributes
+    if wanted is None or len(attributes) > MAX_ATTRIBUTES:
+        attrs = _json_attrs(attributes, wanted)
+    else:
+        # _json_attrs, inlined: this loop is most of the decode's own work
+        keys, prefixes = wanted.keys, wanted.prefixes
+        attrs = {}
+        for kv in attributes:
+            key = kv.key
+            if key in keys or (prefixes and key.startswith(prefixes)):
+                value = kv.value
+                if value is None:
+                    attrs[key] = None
+                    continue
+                text = value.string_value
+                if text is not None:
+                    attrs[key] = text
+                    continue
+                number = value.int_value  # int64 as a JSON string
+                if (
+                    type(number) is str and value.bool_value is None
+                    and len(number) <= 20 and number.isdecimal()
+                ):
+                    attrs[key] = int(number)
+                else:
+                    attrs[key] = _json_value(value)
+    return SpanRecord(
+        trace_id,
+        _span_id(span.span_id),
+        _span_id(parent) if parent else "",
+        span.name,
+        start if type(start) is int and 0 <= start < 2**64
+        else int(start) if type(start) is str and len(start) < 20 and start.isdecimal()
+        else _nanos(start),
+        end if type(end) is int and 0 <= end < 2**64
+        else int(end) if type(end) is str and len(end) < 20 and end.isdecimal()
+        else _nanos(end),
+        code,
+        message,
+        attrs,
+        resource,
+        _json_events(span.events, wanted) if span.events else [],
+    )
+
+
 def _spans_from_json(data: bytes, wanted: AttributeFilter | None) -> list[SpanRecord]:
     traces: _JTracesData = _json_decode(_traces_json, data)
     out: list[SpanRecord] = []
     append = out.append
-    # A payload holds few traces and many spans of each: each trace id is read once.
     trace_ids: dict[str, str] = {}
-    keys = wanted.keys if wanted is not None else None
-    prefixes = wanted.prefixes if wanted is not None else ()
     for rs in _containers(traces.resource_spans, "scope_spans"):
         resource = _json_attrs(rs.resource.attributes, wanted) if rs.resource is not None else {}
         for ss in rs.scope_spans:
@@ -360,60 +421,7 @@ def _spans_from_json(data: bytes, wanted: AttributeFilter | None) -> list[SpanRe
             if len(out) + len(spans) > MAX_RECORDS_PER_PAYLOAD:
                 raise OtlpError("too_large", f"more than {MAX_RECORDS_PER_PAYLOAD} spans")
             for span in spans:
-                status = span.status
-                if status is None:
-                    code = 0
-                    message = ""
-                else:
-                    raw_code, message = status.code, status.message
-                    code = _STATUS_NAMES.get(raw_code, 0) if isinstance(raw_code, str) else raw_code
-                start, end = span.start_time_unix_nano, span.end_time_unix_nano
-                raw_trace = span.trace_id
-                trace_id = trace_ids.get(raw_trace)
-                if trace_id is None:
-                    trace_id = trace_ids[raw_trace] = _json_id(raw_trace, TRACE_ID_HEX)
-                parent = span.parent_span_id
-                attributes = span.attributes
-                if keys is None or len(attributes) > MAX_ATTRIBUTES:
-                    attrs = _json_attrs(attributes, wanted)
-                else:
-                    # _json_attrs, inlined: this loop is most of the decode's own work
-                    attrs = {}
-                    for kv in attributes:
-                        key = kv.key
-                        if key in keys or (prefixes and key.startswith(prefixes)):
-                            value = kv.value
-                            if value is None:
-                                attrs[key] = None
-                                continue
-                            text = value.string_value
-                            if text is not None:
-                                attrs[key] = text
-                                continue
-                            number = value.int_value  # int64 as a JSON string
-                            if type(number) is str and value.bool_value is None and number.isdecimal():
-                                attrs[key] = int(number)
-                            else:
-                                attrs[key] = _json_value(value)
-                append(
-                    SpanRecord(
-                        trace_id,
-                        _span_id(span.span_id),
-                        _span_id(parent) if parent else "",
-                        span.name,
-                        start if type(start) is int and 0 <= start < 2**64
-                        else int(start) if type(start) is str and len(start) < 20 and start.isdecimal()
-                        else _nanos(start),
-                        end if type(end) is int and 0 <= end < 2**64
-                        else int(end) if type(end) is str and len(end) < 20 and end.isdecimal()
-                        else _nanos(end),
-                        code,
-                        message,
-                        attrs,
-                        resource,
-                        _json_events(span.events, wanted) if span.events else [],
-                    )
-                )
+                append(json_span_record(span, trace_ids, resource, wanted))
     return out
 
 
