@@ -268,10 +268,7 @@ def json_span_session_records(
     # As the reference: the whole payload read first (a payload that fails teaches the
     # trace memory nothing), then every span's own session learnt, in order.
     if traces is not None:
-        learn = traces.learn
-        for trace_id, session in zip(trace_ids, found, strict=True):
-            if session is not None:
-                learn(trace_id, session)
+        traces.learn_all(trace_ids, found)
     named = _sessions_named(trace_ids, found) if uses_trace and None in found else {}
     grouped: dict[str, SessionEntries] = {}
     ignored: dict[str, int] = {}

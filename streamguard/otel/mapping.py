@@ -164,6 +164,21 @@ class TraceSessions:
         else:
             self._map.move_to_end(trace_id)
 
+    def learn_all(self, trace_ids: list[str], sessions: list[str | None]) -> None:
+        """:meth:`learn` for each pair whose session is known, in order (one call a
+        payload rather than one a span)."""
+        known = self._map
+        limit = self.limit
+        for trace_id, session in zip(trace_ids, sessions, strict=True):
+            if session is None or not trace_id:
+                continue
+            if trace_id in known:
+                known.move_to_end(trace_id)
+            else:
+                known[trace_id] = session
+                if len(known) > limit:
+                    known.popitem(last=False)
+
     def get(self, trace_id: str) -> str | None:
         return self._map.get(trace_id)
 
