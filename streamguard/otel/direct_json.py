@@ -78,6 +78,12 @@ OTHER = -1
 """A wanted attribute no slot holds: the span is read the reference way."""
 UNWANTED = -2
 """An attribute the mapping never reads: skipped, as the reference decode skips it."""
+NEUTRAL = -3
+"""A wanted attribute the mapping does not read on a common span: on others only (the
+provider name, for a span without an operation name; the next session attributes,
+for a span without the first; a service name, on the resource). The reference decode
+converts it all the same, so it must be a string (or None), which cannot fail."""
+_NEUTRAL_KEYS = ("gen_ai.system", "service.name", "event.name", "message")
 _MAX_REMEMBERED_KEYS = 4096
 """Attribute keys whose class a plan remembers: producers use a few dozen; a payload
 of millions of made-up keys is classified key by key, never remembered."""
@@ -85,15 +91,19 @@ _HEX_DIGITS = "0123456789abcdef"
 
 
 class _Plan:
-    """How one configuration's attribute keys are read: the slot of each, or OTHER,
-    or UNWANTED (a memo of :meth:`.otlp.AttributeFilter.wants`)."""
+    """How one configuration's attribute keys are read: the slot of each, or NEUTRAL,
+    OTHER or UNWANTED (a memo of :meth:`.otlp.AttributeFilter.wants`)."""
 
     __slots__ = ("classes", "first_key", "wanted")
 
-    def __init__(self, wanted: AttributeFilter, first_key: str) -> None:
+    def __init__(self, wanted: AttributeFilter, session_keys: tuple[str, ...]) -> None:
         self.wanted = wanted
-        self.first_key = first_key
-        self.classes: dict[str, int] = {first_key: SESSION}
+        self.first_key = session_keys[0]
+        self.classes: dict[str, int] = {}
+        for key in (*_NEUTRAL_KEYS, *session_keys[1:]):
+            if wanted.wants(key):
+                self.classes[key] = NEUTRAL
+        self.classes[self.first_key] = SESSION
         for slot, key in enumerate(_SLOT_KEYS, start=1):
             self.classes[key] = slot
 
@@ -115,7 +125,7 @@ def _plan(wanted: AttributeFilter, session_keys: tuple[str, ...]) -> _Plan | Non
     first_key = keys[0]
     if first_key in _SLOT_KEYS or not all(wanted.wants(k) for k in (first_key, *_SLOT_KEYS)):
         return None
-    return _Plan(wanted, first_key)
+    return _Plan(wanted, keys)
 
 
 # The contract's events as the reference writes them: the tag, the event type's own
@@ -335,6 +345,10 @@ def _read(
                         if slot < 0:
                             if slot == OTHER:
                                 break
+                            if slot == NEUTRAL:
+                                value = kv.value
+                                if value is not None and value.string_value is None:
+                                    break
                             continue
                         value = kv.value
                         if value is None:
