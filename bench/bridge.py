@@ -20,13 +20,16 @@ process, so that a ratio compares runs made under the same load):
   builds no Python object until a field is read, so it is no floor for a
   program that reads the fields;
 * **decode**: :func:`streamguard.otel.otlp.decode_spans` with the mapping's
-  attribute filter, as the bridge calls it (ids to hex, the wanted attributes
-  to Python values, every bound checked);
+  attribute filter (ids to hex, the wanted attributes to Python values, every
+  bound checked): for protobuf, as the bridge calls it; for OTLP/JSON, the
+  reference the bridge's own reading is held to (it reads the decoded Structs
+  straight into records, :mod:`streamguard.otel.direct_json`);
 * **bridge**: everything the bridge's two stages do per record except the
   network: decode, map each payload's spans into one session record per session
-  (:mod:`streamguard.otel.direct`, which leaves uncommon spans to
-  :mod:`streamguard.otel.mapping`), decode those again, the reorder window (order,
-  duplicates, ``seq``), and the events' JSON with their ``seq``.
+  (:mod:`streamguard.otel.direct_json` for OTLP/JSON, :mod:`streamguard.otel.direct`
+  for protobuf, each leaving uncommon spans to :mod:`streamguard.otel.mapping`),
+  decode those again, the reorder window (order, duplicates, ``seq``), and the
+  events' JSON with their ``seq``.
 
 The spans are GenAI-shaped (an ``invoke_agent`` root per run, a ``chat`` span
 before each ``execute_tool`` span, 5 to 9 attributes each, content captured),

@@ -35,6 +35,8 @@ from ..events import MAX_COUNT, MAX_NAME_CHARS, MAX_NESTING, MAX_TS
 from .direct import SessionBatch, span_entry, span_session_records
 from .mapping import (
     CHARS_PER_TOKEN,
+    SPAN_ATTRIBUTE_PREFIXES,
+    SPAN_ATTRIBUTES,
     TEXT_FINISH_REASONS,
     MappingConfig,
     TraceSessions,
@@ -87,6 +89,9 @@ _NEUTRAL_KEYS = ("gen_ai.system", "service.name", "event.name", "message")
 _MAX_REMEMBERED_KEYS = 4096
 """Attribute keys whose class a plan remembers: producers use a few dozen; a payload
 of millions of made-up keys is classified key by key, never remembered."""
+_MAX_REMEMBERED_KEY_CHARS = 128
+"""Nor a key longer than this: a plan lives as long as the process, and 4,096 keys of
+megabytes each would hold gigabytes."""
 _HEX_DIGITS = "0123456789abcdef"
 
 
@@ -101,7 +106,9 @@ class _Plan:
         self.first_key = session_keys[0]
         self.classes: dict[str, int] = {}
         for key in (*_NEUTRAL_KEYS, *session_keys[1:]):
-            if wanted.wants(key):
+            # a later session attribute the mapping also reads otherwise (error.type,
+            # a cache count...) is no neutral one: the span goes the reference way
+            if wanted.wants(key) and (key in _NEUTRAL_KEYS or not _read_on_common_spans(key)):
                 self.classes[key] = NEUTRAL
         self.classes[self.first_key] = SESSION
         for slot, key in enumerate(_SLOT_KEYS, start=1):
@@ -109,7 +116,7 @@ class _Plan:
 
     def classify(self, key: str) -> int:
         found = OTHER if self.wanted.wants(key) else UNWANTED
-        if len(self.classes) < _MAX_REMEMBERED_KEYS:
+        if len(self.classes) < _MAX_REMEMBERED_KEYS and len(key) <= _MAX_REMEMBERED_KEY_CHARS:
             self.classes[key] = found
         return found
 
@@ -123,9 +130,21 @@ def _plan(wanted: AttributeFilter, session_keys: tuple[str, ...]) -> _Plan | Non
     if not keys:
         return None
     first_key = keys[0]
-    if first_key in _SLOT_KEYS or not all(wanted.wants(k) for k in (first_key, *_SLOT_KEYS)):
+    if (
+        first_key in _SLOT_KEYS or _read_on_common_spans(first_key)
+        or not all(wanted.wants(k) for k in (first_key, *_SLOT_KEYS))
+    ):
         return None
     return _Plan(wanted, keys)
+
+
+def _read_on_common_spans(key: str) -> bool:
+    """Whether the mapping reads ``key`` on a tool span or a model call other than as a
+    session attribute (an error type, captured content, cache counts, costs...): as a
+    session attribute too, it would be read one way and not the other."""
+    if key in ("gen_ai.conversation.id", "session.id"):
+        return False
+    return key in SPAN_ATTRIBUTES or key.startswith(SPAN_ATTRIBUTE_PREFIXES)
 
 
 # The contract's events as the reference writes them: the tag, the event type's own

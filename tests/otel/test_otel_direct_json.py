@@ -33,6 +33,13 @@ CONFIGS = [
     MappingConfig(session_keys=("session.id", "gen_ai.conversation.id", "trace")),
     MappingConfig(session_keys=("trace",)),  # no attribute first: the reference reads all
     MappingConfig(session_keys=("gen_ai.agent.name", "trace")),  # a slot as the session
+    # session attributes the mapping also reads otherwise, later and first
+    MappingConfig(session_keys=("gen_ai.conversation.id", "error.type", "input.value", "trace")),
+    MappingConfig(session_keys=("gen_ai.conversation.id", "gen_ai.usage.cache_read.input_tokens")),
+    MappingConfig(session_keys=("gen_ai.conversation.id", "gen_ai.completion.0.content", "output.value")),
+    MappingConfig(session_keys=("gen_ai.usage.cache_read.input_tokens", "trace")),
+    MappingConfig(session_keys=("gen_ai.output.messages", "gen_ai.conversation.id")),
+    MappingConfig(session_keys=("gen_ai.conversation.id", "gen_ai.system", "custom.session")),
 ]
 
 Outcome = tuple[Any, ...]
@@ -339,7 +346,7 @@ def common_span(draw: st.DrawFn, n: int) -> dict[str, Any]:
 
 @pytest.mark.parametrize("change", NEAR_MISSES + FAILURES, ids=repr)
 @pytest.mark.parametrize("kind", ["tool", "chat"])
-@pytest.mark.parametrize("config", CONFIGS[:4], ids=["default", "small", "session.id", "session.id first"])
+@pytest.mark.parametrize("config", CONFIGS, ids=repr)
 def test_each_near_miss_alone(change: tuple[str, Any], kind: str, config: MappingConfig) -> None:
     """Every change once, to each kind of common span, between two common spans."""
     attributes = tool_attributes(2) if kind == "tool" else chat_attributes()
@@ -437,3 +444,19 @@ def test_a_payload_that_fails_teaches_the_trace_memory_nothing() -> None:
         json_span_session_records(json.dumps(good).encode(), MappingConfig(), span_filter(MappingConfig()), traces)
     assert raised.value.reason == "malformed_otlp"
     assert len(traces) == 0
+
+
+def test_the_key_memory_is_bounded() -> None:
+    """Keys the mapping never reads are remembered only while few and short: a plan
+    lives as long as the process."""
+    config = MappingConfig()
+    wanted = span_filter(config)
+    span = apply(a_span(1), tool_attributes(1), [])
+    span["attributes"] = [{"key": f"{n}-" + "k" * 200, "value": string("v")} for n in range(5)] + [
+        {"key": f"short.{n}", "value": string("v")} for n in range(5)
+    ] + span["attributes"]
+    json_span_session_records(payload_of([span]), config, wanted, TraceSessions())
+    remembered = direct_json._plan(wanted, config.session_keys)
+    assert remembered is not None
+    assert {f"short.{n}" for n in range(5)} <= remembered.classes.keys()
+    assert not any(len(key) > 128 for key in remembered.classes)
