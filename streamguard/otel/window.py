@@ -85,6 +85,25 @@ class SessionWindow:
         self.last_active = 0.0
 
 
+def _settle_key(pending_keys: dict[str, int], seen: OrderedDict[str, int], key: str, released: int) -> None:
+    """``released`` events of ``key`` are out: fewer pending, more remembered."""
+    left = pending_keys[key] - released
+    if left:
+        pending_keys[key] = left
+    else:
+        del pending_keys[key]
+    seen[key] = seen.get(key, 0) + released
+
+
+def _settle_offset(offsets: dict[int, int], offset: int, released: int) -> None:
+    """``released`` events of the input record at ``offset`` are out."""
+    left = offsets[offset] - released
+    if left:
+        offsets[offset] = left
+    else:
+        del offsets[offset]
+
+
 def with_seq(data: bytes, seq: int) -> bytes:
     """The event's JSON with ``"seq":N`` appended (events are non-empty objects)."""
     return b"%s,\"seq\":%d}" % (data[:-1], seq)
@@ -151,6 +170,10 @@ class ReorderWindow:
         stats, offsets, deadline = self.stats, self._offsets, now + self.window_s
         pending, pending_keys, seen = state.pending, state.pending_keys, state.seen
         out: list[Released] = []
+        # One due entry for the record (its entries share the deadline: its latest
+        # item bounds them all), and its offset's count added at once.
+        due_bound: Item | None = None
+        added = 0
         for key, items in entries:
             if key in pending_keys:
                 stats.duplicates += 1
@@ -185,13 +208,21 @@ class ReorderWindow:
             pending.extend(ordered)
             if not in_order:
                 pending.sort()
-            self._due.append((deadline, session, ordered[-1]))
+            last = ordered[-1]
+            if due_bound is None or due_bound < last:
+                due_bound = last
             pending_keys[key] = len(ordered)
-            offsets[offset] = offsets.get(offset, 0) + len(ordered)
+            added += len(ordered)
             excess = len(pending) - self.max_pending
             if excess > 0:
+                offsets[offset] = offsets.get(offset, 0) + added  # before any is released
+                added = 0
                 stats.forced += excess
                 out += self._release_first(session, state, excess)
+        if added:
+            offsets[offset] = offsets.get(offset, 0) + added
+        if due_bound is not None:
+            self._due.append((deadline, session, due_bound))
         return out
 
     # ----------------------------------------------------------------- output
@@ -231,6 +262,8 @@ class ReorderWindow:
         """Release the session's ``count`` earliest pending events, in order, with seq."""
         pending = state.pending
         run = pending[:count]
+        if not run:
+            return []
         del pending[:count]
         seq = state.next_seq
         last_time, last_rank = state.last_time, state.last_rank
@@ -238,25 +271,30 @@ class ReorderWindow:
         out: list[Released] = []
         append = out.append
         late_count = 0
+        # A key's and an offset's counts are settled once per run of consecutive events
+        # of it (a call and its result, a record's events), not event by event.
+        run_key, key_count = run[0][2], 0
+        run_offset, offset_count = run[0][5], 0
         for time_ns, rank, key, _, data, offset in run:
             late = time_ns < last_time or (time_ns == last_time and rank < last_rank)
             if late:
                 late_count += 1
             else:
                 last_time, last_rank = time_ns, rank
-            left = pending_keys[key] - 1
-            if left:
-                pending_keys[key] = left
+            if key == run_key:
+                key_count += 1
             else:
-                del pending_keys[key]
-            seen[key] = seen.get(key, 0) + 1
-            left = offsets[offset] - 1
-            if left:
-                offsets[offset] = left
+                _settle_key(pending_keys, seen, run_key, key_count)
+                run_key, key_count = key, 1
+            if offset == run_offset:
+                offset_count += 1
             else:
-                del offsets[offset]
+                _settle_offset(offsets, run_offset, offset_count)
+                run_offset, offset_count = offset, 1
             append(Released(session, seq, b"%s,\"seq\":%d}" % (data[:-1], seq), offset, late))
             seq += 1
+        _settle_key(pending_keys, seen, run_key, key_count)
+        _settle_offset(offsets, run_offset, offset_count)
         state.next_seq = seq
         state.last_time, state.last_rank = last_time, last_rank
         while len(seen) > self.max_seen:

@@ -161,3 +161,21 @@ def test_a_new_session_is_never_forgotten_by_the_bound_it_arrives_at() -> None:
     assert w.low_offset() is None  # nothing stuck: commits can move past both
     w.add("u", "k3", [(300, 1, ev("c"))], offset=2, now=2.0)
     assert "u" in w.sessions and len(w.sessions) == 1  # idle ones make room
+
+
+def test_offsets_and_keys_are_counted_right_through_forced_releases() -> None:
+    """A record's events are counted against its offset once, and released events
+    settled by runs: a record forced out in part holds back its offset (and only its
+    own), the rest is released in event order, and nothing stays counted."""
+    w = ReorderWindow(window_s=10.0, max_pending_per_session=2, max_seen=8)
+    early = w.add_entries("s", [("k1", [(5, 1, ev("a")), (9, 2, ev("b"))]), ("k2", [(1, 1, ev("c"))])], 7, 0.0)
+    assert names(early) == ["c"]  # three pending, two allowed: the earliest goes
+    assert (w.low_offset(), w.pending_count()) == (7, 2)
+    assert names(w.add_entries("t", [("k3", [(2, 1, ev("d"))])], 8, 0.0)) == []
+    assert (w.low_offset(), w.pending_count()) == (7, 3)
+    assert names(w.release(10.0)) == ["a", "b", "d"]  # the record fell due: both sessions
+    assert (w.low_offset(), w.pending_count()) == (None, 0)
+    assert dict(w.sessions["s"].seen) == {"k2": 1, "k1": 2} and not w.sessions["s"].pending_keys
+    # the same record read again after a restart is a duplicate, all of it
+    assert w.add_entries("s", [("k1", [(5, 1, ev("a")), (9, 2, ev("b"))])], 7, 11.0) == []
+    assert w.stats.duplicates == 1 and w.low_offset() is None
