@@ -327,7 +327,8 @@ def _read(
     once, else its SpanRecord; the session its own attributes name; its trace id."""
     document: _JTracesData = _json_decode(_traces_json, data)
     first_key = plan.first_key
-    classes, classify = plan.classes, plan.classify
+    classes_get, classify = plan.classes.get, plan.classify
+    input_tokens_slot, reasons_slot = INPUT_TOKENS, FINISH_REASONS  # locals: read per attribute
     event_names = wanted.event_names
     work: list[tuple[str, str, EventItems] | SpanRecord] = []
     found: list[str | None] = []
@@ -358,7 +359,7 @@ def _read(
                     # wanted attribute no slot holds: the reference way
                     slots: list[Any] = [None] * _SLOTS
                     for kv in attributes:
-                        slot = classes.get(kv.key)
+                        slot = classes_get(kv.key)
                         if slot is None:
                             slot = classify(kv.key)
                         if slot < 0:
@@ -372,12 +373,12 @@ def _read(
                         value = kv.value
                         if value is None:
                             break
-                        if slot < INPUT_TOKENS:
+                        if slot < input_tokens_slot:
                             text = value.string_value
                             if text is None:
                                 break
                             slots[slot] = text
-                        elif slot < FINISH_REASONS:
+                        elif slot < reasons_slot:
                             number = value.int_value
                             if value.string_value is not None or value.bool_value is not None:
                                 break
