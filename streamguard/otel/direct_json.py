@@ -200,6 +200,14 @@ class _Text(Struct, tag_field="type", tag="text", gc=False):
 _encode = msgspec.json.Encoder().encode
 
 
+def _time(value: int | str) -> int:
+    """A time the reference decode reads without a call (an int64 as a number or a short
+    decimal string, in range), or -1 for the reference way."""
+    if isinstance(value, str):
+        return int(value) if len(value) < 20 and value.isdecimal() else -1
+    return value if 0 <= value < 2**64 else -1
+
+
 def _fast_items(
     span: _JSpan,
     slots: list[Any],
@@ -211,23 +219,8 @@ def _fast_items(
 ) -> EventItems | None:
     """The events of a common tool or model span from its slots (each a string, a
     count or the one finish reason), or None for the reference way."""
-    # a time the reference decode reads without a call, or the reference way
-    raw_start, raw_end = span.start_time_unix_nano, span.end_time_unix_nano
-    if isinstance(raw_start, str):
-        if len(raw_start) >= 20 or not raw_start.isdecimal():
-            return None
-        start_ns = int(raw_start)
-    elif 0 <= raw_start < 2**64:
-        start_ns = raw_start
-    else:
-        return None
-    if isinstance(raw_end, str):
-        if len(raw_end) >= 20 or not raw_end.isdecimal():
-            return None
-        end_ns = int(raw_end)
-    elif 0 <= raw_end < 2**64:
-        end_ns = raw_end
-    else:
+    start_ns, end_ns = _time(span.start_time_unix_nano), _time(span.end_time_unix_nano)
+    if start_ns < 0 or end_ns < 0:
         return None
     parent = span.parent_span_id
     if parent and (len(parent) != 16 or parent.strip(_HEX_DIGITS)):
