@@ -74,7 +74,8 @@ class Calls:
 
 
 @pytest.mark.parametrize("editor", ["MultiEdit", "replace_in_file", "replace", "NotebookEdit",
-                                    "str_replace", "insert_lines", "apply_diff"])
+                                    "str_replace", "insert_lines", "apply_diff",
+                                    "mcp__filesystem__edit_file", "mcp__filesystem__write_file"])
 def test_edit_rerun_fail_with_named_editors_is_debugging(editor: str) -> None:
     c = Calls()
     trace: list[Any] = []
@@ -1781,6 +1782,25 @@ def test_a_computer_use_scroll_answered_by_the_next_part_of_a_page_is_paging() -
      ("HassNevermind", False), ("hassio_status", False)],
 )
 def test_home_assistant_intents_are_commands_but_those_that_get(tool: str, write: bool) -> None:
+    assert names_write(tool) is write
+
+
+@pytest.mark.parametrize(
+    ("tool", "write"),
+    [("mcp__gmail__send_email", True), ("mcp__github__create_issue", True),
+     ("mcp__github__merge_pull_request", True), ("mcp__filesystem__write_file", True),
+     ("mcp__netmiko__send_config_set", True), ("mcp__slack__slack_post_message", True),
+     ("mcp__jira__get_issue", False), ("mcp__playwright__browser_type", False),
+     ("mcp__memory__create_entities", False),  # the agent's own memory, by its server's name
+     ("mcp__netmiko__send_command", False), ("netmiko_send_command", False),
+     ("tmux_send_keys", False), ("send_message", True)],
+)
+def test_an_mcp_tool_is_named_by_its_own_name_and_a_command_sent_is_no_message(
+    tool: str, write: bool
+) -> None:
+    """An MCP server's name is no namespace word of its tools' (``mcp__gmail__send_email``
+    sends mail); what is sent to a command line is a command, read or write by what it
+    says (a router's ``send_command`` runs ``show bgp summary``)."""
     assert names_write(tool) is write
 
 

@@ -45,26 +45,29 @@ def cycle_at(trace: Trace, policy: str = QUIET) -> list[int]:
     return [n for n, signal, _ in alerts(trace, policy) if signal == SIGNAL]
 
 
-def flip_flop(laps: int) -> Trace:
-    """Buy and sell the same 50 shares on every tick of a quote that keeps moving."""
+def flip_flop(laps: int, server: str = "") -> Trace:
+    """Buy and sell the same 50 shares on every tick of a quote that keeps moving
+    (through an MCP server's tools when ``server`` names one)."""
     t = Trace()
-    t.pair("get_account", {}, {"buying_power": "96400.00"})
+    prefix = f"mcp__{server}__" if server else ""
+    t.pair(f"{prefix}get_account", {}, {"buying_power": "96400.00"})
     venues = "ZVQNKP"
     for lap in range(laps):
         if lap % 3 == 1:  # the bars re-read now and then: no lap is the last one again
-            t.pair("get_bars", {"symbol": "TSLA", "timeframe": "5Min"}, {"bars": [256.28, 256.6]})
+            t.pair(f"{prefix}get_bars", {"symbol": "TSLA", "timeframe": "5Min"}, {"bars": [256.28, 256.6]})
         for side in ("buy", "sell"):
             # each quote from another venue: the quotes move, so the cycle detector reads
             # the laps as polling until they come round
-            t.pair("get_quote", {"symbol": "TSLA"},
+            t.pair(f"{prefix}get_quote", {"symbol": "TSLA"},
                    {"ap": 256.42 + lap / 10, "ax": venues[(2 * lap + (side == "sell")) % 6]})
-            t.pair("place_order", {"symbol": "TSLA", "qty": 50, "side": side, "type": "market"},
+            t.pair(f"{prefix}place_order", {"symbol": "TSLA", "qty": 50, "side": side, "type": "market"},
                    {"id": f"ord-{lap}-{side}", "status": "accepted"})
     return t
 
 
-def test_buying_and_selling_the_same_order_again_and_again_trips_at_the_sixth_order() -> None:
-    got = alerts(flip_flop(8))
+@pytest.mark.parametrize("server", ["", "alpaca"])
+def test_buying_and_selling_the_same_order_again_and_again_trips_at_the_sixth_order(server: str) -> None:
+    got = alerts(flip_flop(8, server))
     assert next((n, s) for n, s, severity in got if severity == "critical") == (14, SIGNAL)
     # the sixth order is the fourteenth call: the account, the bars once, a quote before
     # each order

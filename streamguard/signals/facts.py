@@ -1361,6 +1361,11 @@ _LOOK_WORDS = frozenset({
 })
 """Words of a look: beside a verb that is as often a noun, the name reads (``order_status``,
 ``post_list``, ``transfer_history``, ``merge_request_diff``)."""
+_TYPED_INTO_A_TERMINAL = frozenset({
+    "command", "commands", "ctrl", "input", "keys", "keystroke", "keystrokes", "line",
+})
+"""What is sent to a terminal or a device's command line (``send_command``, ``send_keys``):
+a command like any other, read or write by what it says, not a message sent."""
 _BATCH_WORDS = frozenset({"batch", "bulk", "mass"})
 """Words before a verb that say it is done for many at once (``batch_update``, ``bulk_create``)."""
 _BOOKKEEPING_WORDS = frozenset({"todo", "todos", "plan", "scratchpad", "memory", "think"})
@@ -1375,10 +1380,15 @@ def names_write(tool: str) -> bool:
     ``batch``, ``bulk`` or ``mass`` (:data:`_BATCH_WORDS`) when no word of a look is beside
     it; Home Assistant's intents (``HassTurnOn``, ``HassListAddItem``) but those that get
     (``HassGetState``); never a tool of the agent's own bookkeeping."""
-    words = [word for word in name_words(tool) if word != "str"]  # `file_str_replace`
-    if not words or not _BOOKKEEPING_WORDS.isdisjoint(words):
-        return False
     last = tool.rsplit("__", 1)[-1]
+    # An MCP tool is named by its own name, after its server's (`mcp__gmail__send_email`
+    # is `send_email`): the server's name is no namespace word of the tool's.
+    own = last if tool.startswith(WRAPPED_PREFIX) else tool
+    words = [word for word in name_words(own) if word != "str"]  # `file_str_replace`
+    # (its server's name still says what it keeps: `mcp__memory__create_entities` is the
+    # agent's own memory)
+    if not words or not _BOOKKEEPING_WORDS.isdisjoint(name_words(tool) if own is not tool else words):
+        return False
     if last.startswith("Hass") and last[4:5].isupper():
         # Home Assistant's intents, the tools its LLM API exposes (`HassTurnOn`,
         # `HassListAddItem`, `HassClimateSetTemperature`; behind an MCP server's name,
@@ -1399,6 +1409,8 @@ def names_write(tool: str) -> bool:
     verb = words[at]
     if verb not in _WRITE_VERBS or (verb == "mark" and words[at + 1 : at + 2] == ["price"]):
         return False  # (a market's mark price is no mark: `futures_mark_price`)
+    if verb == "send" and words[at + 1 : at + 2] and words[at + 1] in _TYPED_INTO_A_TERMINAL:
+        return False  # a command line's input (`netmiko_send_command`, `tmux_send_keys`)
     if verb in _NOUN_VERBS:
         return at + 1 < len(words) and _LOOK_WORDS.isdisjoint(words)
     return True
