@@ -9,7 +9,9 @@ producer sends, both steps do little but move strings from one container to the 
 each span's attributes are looked up by key in one table, into the handful of slots
 the common cases read (the session, agent, operation, tool, call id, arguments,
 result, model and token counts), and a span whose slots hold the simple shapes, with
-no other wanted attribute, has its events written at once from them. Every other
+no other attribute the mapping reads on such a span (a provider name or a second
+session attribute, read only on other spans, may be there), has its events written
+at once from them. Every other
 span (an error status, another wanted attribute such as ``error.type`` or
 ``input.value``, an odd value, id or time, kept span events, a session only its trace
 names) becomes the very :class:`~.otlp.SpanRecord` the reference decode would build
