@@ -1793,14 +1793,15 @@ def test_home_assistant_intents_are_commands_but_those_that_get(tool: str, write
      ("mcp__jira__get_issue", False), ("mcp__playwright__browser_type", False),
      ("mcp__memory__create_entities", False),  # the agent's own memory, by its server's name
      ("mcp__netmiko__send_command", False), ("netmiko_send_command", False),
-     ("tmux_send_keys", False), ("send_message", True)],
+     ("tmux_send_keys", True), ("send_message", True)],
 )
 def test_an_mcp_tool_is_named_by_its_own_name_and_a_command_sent_is_no_message(
     tool: str, write: bool
 ) -> None:
     """An MCP server's name is no namespace word of its tools' (``mcp__gmail__send_email``
-    sends mail); what is sent to a command line is a command, read or write by what it
-    says (a router's ``send_command`` runs ``show bgp summary``)."""
+    sends mail); a command sent to a device's command line is a command, read or write by
+    what it says (a router's ``send_command`` runs ``show bgp summary``); keys typed into
+    a terminal are typing, a write."""
     assert names_write(tool) is write
 
 

@@ -1361,11 +1361,12 @@ _LOOK_WORDS = frozenset({
 })
 """Words of a look: beside a verb that is as often a noun, the name reads (``order_status``,
 ``post_list``, ``transfer_history``, ``merge_request_diff``)."""
-_TYPED_INTO_A_TERMINAL = frozenset({
-    "command", "commands", "ctrl", "input", "keys", "keystroke", "keystrokes", "line",
-})
-"""What is sent to a terminal or a device's command line (``send_command``, ``send_keys``):
-a command like any other, read or write by what it says, not a message sent."""
+_COMMAND_WORDS = frozenset({"command", "commands"})
+"""A command sent to a device's command line, its output the answer (netmiko's
+``send_command``): a command like any other, read or write by what it says, not a
+message sent. (Keys typed into a terminal, ``tmux_send_keys``, stay writes, as a
+browser's or a desktop's typing does: the answer is an acknowledgement, the screen is
+read apart.)"""
 _BATCH_WORDS = frozenset({"batch", "bulk", "mass"})
 """Words before a verb that say it is done for many at once (``batch_update``, ``bulk_create``)."""
 _BOOKKEEPING_WORDS = frozenset({"todo", "todos", "plan", "scratchpad", "memory", "think"})
@@ -1409,8 +1410,8 @@ def names_write(tool: str) -> bool:
     verb = words[at]
     if verb not in _WRITE_VERBS or (verb == "mark" and words[at + 1 : at + 2] == ["price"]):
         return False  # (a market's mark price is no mark: `futures_mark_price`)
-    if verb == "send" and words[at + 1 : at + 2] and words[at + 1] in _TYPED_INTO_A_TERMINAL:
-        return False  # a command line's input (`netmiko_send_command`, `tmux_send_keys`)
+    if verb == "send" and words[at + 1 : at + 2] and words[at + 1] in _COMMAND_WORDS:
+        return False  # a command line's command (`netmiko_send_command`)
     if verb in _NOUN_VERBS:
         return at + 1 < len(words) and _LOOK_WORDS.isdisjoint(words)
     return True
