@@ -51,19 +51,18 @@ from .otlp import (
     _STATUS_NAMES,
     MAX_ATTRIBUTES,
     MAX_RECORDS_PER_PAYLOAD,
-    TRACE_ID_HEX,
     AttributeFilter,
     OtlpError,
     SpanRecord,
     _containers,
     _json_attrs,
     _json_decode,
-    _json_id,
     _JSpan,
     _JTracesData,
     _traces_json,
     decode_spans,
     json_span_record,
+    json_trace_id,
 )
 from .records import EventItems, SessionEntries, grouped_records
 
@@ -307,11 +306,7 @@ def json_span_session_records(
         else:
             session, key, encoded = item
         mapped += 1
-        entries = grouped.get(session)
-        if entries is None:
-            grouped[session] = [(key, encoded)]
-        else:
-            entries.append((key, encoded))
+        grouped.setdefault(session, []).append((key, encoded))
     return SessionBatch(grouped_records(grouped), mapped, ignored)
 
 
@@ -339,10 +334,7 @@ def _read(
             if spans_seen > MAX_RECORDS_PER_PAYLOAD:
                 raise OtlpError("too_large", f"more than {MAX_RECORDS_PER_PAYLOAD} spans")
             for span in spans:
-                raw_trace = span.trace_id
-                trace_id = trace_ids.get(raw_trace)
-                if trace_id is None:
-                    trace_id = trace_ids[raw_trace] = _json_id(raw_trace, TRACE_ID_HEX)
+                trace_id = json_trace_id(span.trace_id, trace_ids)
                 attributes = span.attributes
                 span_id = span.span_id
                 if (

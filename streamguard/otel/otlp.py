@@ -345,12 +345,20 @@ def _span_id(value: str) -> str:
     return _json_id(value)
 
 
+def json_trace_id(raw: str, trace_ids: dict[str, str]) -> str:
+    """An OTLP/JSON trace id as lower-case hex (``""``: none), each of a payload's read once
+    (``trace_ids``: a payload holds few traces and many spans of each)."""
+    trace_id = trace_ids.get(raw)
+    if trace_id is None:
+        trace_id = trace_ids[raw] = _json_id(raw, TRACE_ID_HEX)
+    return trace_id
+
+
 def json_span_record(
     span: _JSpan, trace_ids: dict[str, str], resource: dict[str, Any], wanted: AttributeFilter | None
 ) -> SpanRecord:
     """One decoded OTLP/JSON span as a :class:`SpanRecord` (raises :class:`OtlpError`);
-    ``trace_ids`` caches the payload's trace ids (a payload holds few traces and many
-    spans of each: each is read once)."""
+    ``trace_ids``: the payload's trace ids read so far (:func:`json_trace_id`)."""
     status = span.status
     if status is None:
         code = 0
@@ -359,10 +367,7 @@ def json_span_record(
         raw_code, message = status.code, status.message
         code = _STATUS_NAMES.get(raw_code, 0) if isinstance(raw_code, str) else raw_code
     start, end = span.start_time_unix_nano, span.end_time_unix_nano
-    raw_trace = span.trace_id
-    trace_id = trace_ids.get(raw_trace)
-    if trace_id is None:
-        trace_id = trace_ids[raw_trace] = _json_id(raw_trace, TRACE_ID_HEX)
+    trace_id = json_trace_id(span.trace_id, trace_ids)
     parent = span.parent_span_id
     attributes = span.attributes
     if wanted is None or len(attributes) > MAX_ATTRIBUTES:
