@@ -1791,17 +1791,19 @@ def test_home_assistant_intents_are_commands_but_those_that_get(tool: str, write
      ("mcp__github__merge_pull_request", True), ("mcp__filesystem__write_file", True),
      ("mcp__netmiko__send_config_set", True), ("mcp__slack__slack_post_message", True),
      ("mcp__jira__get_issue", False), ("mcp__playwright__browser_type", False),
-     ("mcp__memory__create_entities", False),  # the agent's own memory, by its server's name
+     ("mcp__microsoft-todo__add_task", True),  # a server's name is not the tool's
      ("mcp__netmiko__send_command", False), ("netmiko_send_command", False),
+     ("mcp__postman__send_request", False), ("mcp__bigquery__submit_query", False),
+     ("send_friend_request", True), ("submit_order", True),
      ("tmux_send_keys", True), ("send_message", True)],
 )
 def test_an_mcp_tool_is_named_by_its_own_name_and_a_command_sent_is_no_message(
     tool: str, write: bool
 ) -> None:
-    """An MCP server's name is no namespace word of its tools' (``mcp__gmail__send_email``
-    sends mail); a command sent to a device's command line is a command, read or write by
-    what it says (a router's ``send_command`` runs ``show bgp summary``); keys typed into
-    a terminal are typing, a write."""
+    """An MCP server's name is no word of its tools' names (``mcp__gmail__send_email``
+    sends mail); a command, an HTTP request or a query sent is a call whose effect its
+    name does not say, no write by name (a router's ``send_command`` runs ``show bgp
+    summary``); keys typed into a terminal are typing, a write."""
     assert names_write(tool) is write
 
 

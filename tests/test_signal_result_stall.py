@@ -175,6 +175,9 @@ def test_empty_answers_count_only_for_searches() -> None:
         ({"offer_request_id": "orq_0000A4rTCtXjvT9263A3Pw", "offers": [], "count": 0,
           "created_at": "2025-10-14T05:39:37Z", "message": "No offers found."}, True),
         ({"searchId": "s-77", "took": 3, "hits": []}, True),
+        # Splunk's search job id: the search's own receipt
+        ({"sid": "1765523600.81893", "results": [], "resultCount": 0, "messages": []}, True),
+        ({"sid": "1765523600.81893", "results": [], "resultCount": 4, "messages": []}, False),
         ({"request_id": "r1", "total": 2, "results": []}, False),  # the count still says found
         ({"request_id": "r1", "customer": "Ada", "results": []}, False),
         ({"took": True, "hits": []}, False),

@@ -1275,12 +1275,12 @@ _NOTHING_TEXT_FIELDS = frozenset({
 """The fields whose text a search's empty answer may carry: the echoed query, a status,
 when it was asked."""
 _REQUEST_IDS = frozenset({
-    "request_id", "requestid", "x_request_id", "search_id", "searchid", "response_id",
+    "request_id", "requestid", "x_request_id", "search_id", "searchid", "sid", "response_id",
     "responseid", "correlation_id", "correlationid", "offer_request_id",
 })
 """The names of the id an API gives the request itself (Tavily's ``request_id``, Duffel's
-``offer_request_id``, ``searchId`` and ``X-Request-ID`` read lower-cased, hyphens as
-underscores): the search's own receipt, new on
+``offer_request_id``, Splunk's ``sid``, ``searchId`` and ``X-Request-ID`` read lower-cased,
+hyphens as underscores): the search's own receipt, new on
 every call (:func:`found_nothing`). Exact names: an id whose name only ends so may be what
 was found (a ``pull_request_id``, a tracing backend's ``trace_id``)."""
 _REQUEST_NUMBERS = frozenset({

@@ -1361,12 +1361,17 @@ _LOOK_WORDS = frozenset({
 })
 """Words of a look: beside a verb that is as often a noun, the name reads (``order_status``,
 ``post_list``, ``transfer_history``, ``merge_request_diff``)."""
-_COMMAND_WORDS = frozenset({"command", "commands"})
-"""A command sent to a device's command line, its output the answer (netmiko's
-``send_command``): a command like any other, read or write by what it says, not a
-message sent. (Keys typed into a terminal, ``tmux_send_keys``, stay writes, as a
-browser's or a desktop's typing does: the answer is an acknowledgement, the screen is
-read apart.)"""
+_CALLS_NOT_CHANGES = {
+    "send": frozenset({"command", "commands", "request", "http"}),
+    "submit": frozenset({"query", "search"}),
+}
+"""What a write verb sends when it sends a call rather than a change: a command to a
+device's command line (netmiko's ``send_command``, whose answer is the command's output),
+an HTTP request (Postman's ``send_request``), a query (``submit_query``). What such a
+call does is not in the tool's name, so it is named neither a write nor a read: a
+router's ``show bgp summary`` is no write, nor is a car's ``lock`` (``tesla_send_command``)
+named one. (Keys typed into a terminal, ``tmux_send_keys``, stay writes, as a browser's or
+a desktop's typing does: the answer is an acknowledgement, the screen is read apart.)"""
 _BATCH_WORDS = frozenset({"batch", "bulk", "mass"})
 """Words before a verb that say it is done for many at once (``batch_update``, ``bulk_create``)."""
 _BOOKKEEPING_WORDS = frozenset({"todo", "todos", "plan", "scratchpad", "memory", "think"})
@@ -1386,9 +1391,7 @@ def names_write(tool: str) -> bool:
     # is `send_email`): the server's name is no namespace word of the tool's.
     own = last if tool.startswith(WRAPPED_PREFIX) else tool
     words = [word for word in name_words(own) if word != "str"]  # `file_str_replace`
-    # (its server's name still says what it keeps: `mcp__memory__create_entities` is the
-    # agent's own memory)
-    if not words or not _BOOKKEEPING_WORDS.isdisjoint(name_words(tool) if own is not tool else words):
+    if not words or not _BOOKKEEPING_WORDS.isdisjoint(words):
         return False
     if last.startswith("Hass") and last[4:5].isupper():
         # Home Assistant's intents, the tools its LLM API exposes (`HassTurnOn`,
@@ -1410,8 +1413,8 @@ def names_write(tool: str) -> bool:
     verb = words[at]
     if verb not in _WRITE_VERBS or (verb == "mark" and words[at + 1 : at + 2] == ["price"]):
         return False  # (a market's mark price is no mark: `futures_mark_price`)
-    if verb == "send" and words[at + 1 : at + 2] and words[at + 1] in _COMMAND_WORDS:
-        return False  # a command line's command (`netmiko_send_command`)
+    if words[at + 1 : at + 2] and words[at + 1] in _CALLS_NOT_CHANGES.get(verb, ()):
+        return False  # a command, a request, a query sent (`netmiko_send_command`)
     if verb in _NOUN_VERBS:
         return at + 1 < len(words) and _LOOK_WORDS.isdisjoint(words)
     return True
