@@ -178,6 +178,15 @@ def test_empty_answers_count_only_for_searches() -> None:
         # Splunk's search job id: the search's own receipt
         ({"sid": "1765523600.81893", "results": [], "resultCount": 0, "messages": []}, True),
         ({"sid": "1765523600.81893", "results": [], "resultCount": 4, "messages": []}, False),
+        # Datadog's empty series: the window it searched, the kind of answer, an empty message
+        ({"status": "ok", "res_type": "time_series", "query": "p95:celery.task.duration{*}",
+          "from_date": 1766693600000, "to_date": 1766780000000, "series": [], "message": "",
+          "group_by": []}, True),
+        ({"status": "ok", "res_type": "time_series", "from_date": 1, "to_date": 2,
+          "series": [{"pointlist": [[1, 0.4]]}]}, False),
+        ({"from": 1, "to": 2, "total": 3, "results": []}, False),  # a count: found
+        ({"results": [], "next_cursor": ""}, True),  # no next page
+        ({"results": [], "next_cursor": "c_b"}, False),
         ({"request_id": "r1", "total": 2, "results": []}, False),  # the count still says found
         ({"request_id": "r1", "customer": "Ada", "results": []}, False),
         ({"took": True, "hits": []}, False),

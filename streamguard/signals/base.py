@@ -1283,6 +1283,12 @@ _REQUEST_IDS = frozenset({
 hyphens as underscores): the search's own receipt, new on
 every call (:func:`found_nothing`). Exact names: an id whose name only ends so may be what
 was found (a ``pull_request_id``, a tracing backend's ``trace_id``)."""
+_WINDOW_FIELDS = frozenset({
+    "from", "to", "from_date", "to_date", "from_ts", "to_ts", "start_time", "end_time",
+    "since", "until", "earliest", "latest",
+})
+"""Numbers an empty answer echoes of the window it searched (Datadog's ``from_date`` and
+``to_date``): when it looked, not what it found (:func:`found_nothing`)."""
 _REQUEST_NUMBERS = frozenset({
     "took", "took_ms", "response_time", "responsetime", "response_time_ms", "search_time_ms",
     "query_time_ms", "processing_time_ms",
@@ -1348,10 +1354,12 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     """Whether a search's structured answer (a JSON value, or JSON text) found nothing:
     an empty array or object, or an object whose containers are all empty (at least one:
     the results) and whose other fields are nulls, zeros or false and at most three
-    strings under the names of an echoed query, a status or a time (``query``,
-    ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`), the numbers
-    a page states of itself (``"page": 1, "page_size": 10``: :data:`_PAGING_FIELDS`) and
-    what it says of its own request, its id and how long it took (``"request_id": "..."``,
+    strings under the names of an echoed query, a status, a time or the kind of answer
+    (``query``, ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`;
+    Datadog's ``res_type``), empty strings under any name, the numbers a page states of
+    itself (``"page": 1, "page_size": 10``: :data:`_PAGING_FIELDS`) and of the window it
+    searched (``"from_date"``, ``"to_date"``: :data:`_WINDOW_FIELDS`), and what it says of
+    its own request, its id and how long it took (``"request_id": "..."``,
     ``"response_time": 1.67``: :data:`_REQUEST_IDS`, :data:`_REQUEST_NUMBERS`). A
     count, any other string (an id, a name, a cursor to the next page) or any non-empty
     container is a hit: a customer found with no open tickets found something."""
@@ -1382,8 +1390,10 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
         elif kind is str:
             if type(key) is not str:
                 return False
+            if not value:
+                continue  # an empty string says no more than a null
             name = key.lower()
-            if name not in _NOTHING_TEXT_FIELDS and not name.endswith("query") and not (
+            if name not in _NOTHING_TEXT_FIELDS and not name.endswith(("query", "_type")) and not (
                 # (an echoed query under any name: `cqlQuery`, `searchQuery`), or the
                 # request's own receipt (Tavily's `request_id`)
                 name.replace("-", "_") in _REQUEST_IDS and len(value) <= 128
@@ -1396,6 +1406,7 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
             type(key) is str and (
                 (kind is int and key.lower() in _PAGING_FIELDS)
                 or (kind in (int, float) and key.lower() in _REQUEST_NUMBERS)
+                or (kind in (int, float) and key.lower() in _WINDOW_FIELDS)
             )
         ):
             return False
