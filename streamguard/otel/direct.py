@@ -68,24 +68,19 @@ def span_session_records(
     # the same payload, joins the session its trace's siblings name.
     found: list[str | None] = []
     add_found = found.append
-    learn = traces.learn if traces is not None else None
     for span in spans:
-        session: str | None = None
         if first_key is not None:
             value = span.attrs.get(first_key)
             if type(value) is str and 0 < len(value) <= MAX_NAME_CHARS:
-                session = value
-        if session is None:
-            session = _attribute_session(span.attrs, span.resource, keys)
-        add_found(session)
-        if session is not None and learn is not None:
-            learn(span.trace_id, session)
+                add_found(value)
+                continue
+        add_found(_attribute_session(span.attrs, span.resource, keys))
+    trace_ids = [span.trace_id for span in spans]
+    if traces is not None:
+        traces.learn_all(trace_ids, found)
     # A trace's session as this payload names it first; the memory only for traces it
     # does not name (an earlier claim, by another producer, does not outrank a sibling).
-    named = (
-        _sessions_named([span.trace_id for span in spans], found)
-        if uses_trace and None in found else {}
-    )
+    named = _sessions_named(trace_ids, found) if uses_trace and None in found else {}
     grouped: dict[str, SessionEntries] = {}
     ignored: dict[str, int] = {}
     mapped = 0
@@ -96,12 +91,7 @@ def span_session_records(
             continue
         mapped += 1
         session, encoded = entry
-        key = f"{span.trace_id}:{span.span_id}"
-        entries = grouped.get(session)
-        if entries is None:
-            grouped[session] = [(key, encoded)]
-        else:
-            entries.append((key, encoded))
+        grouped.setdefault(session, []).append((f"{span.trace_id}:{span.span_id}", encoded))
     return SessionBatch(grouped_records(grouped), mapped, ignored)
 
 

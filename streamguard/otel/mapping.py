@@ -154,15 +154,9 @@ class TraceSessions:
         self.limit = limit
 
     def learn(self, trace_id: str, session: str) -> None:
-        if not trace_id:
-            return
-        known = self._map.get(trace_id)
-        if known is None:
-            self._map[trace_id] = session
-            if len(self._map) > self.limit:
-                self._map.popitem(last=False)
-        else:
-            self._map.move_to_end(trace_id)
+        """That ``trace_id`` belongs to ``session`` (a trace already known keeps its first
+        session and becomes the most recently used)."""
+        self.learn_all([trace_id], [session])
 
     def learn_all(self, trace_ids: list[str], sessions: list[str | None]) -> None:
         """:meth:`learn` for each pair whose session is known, in order (one call a
@@ -848,15 +842,10 @@ def map_spans(
     spans = spans if isinstance(spans, list) else list(spans)
     keys, uses_trace = _session_plan(config.session_keys)
     found = [_attribute_session(span.attrs, span.resource, keys) for span in spans]
-    named = (
-        _sessions_named([span.trace_id for span in spans], found)
-        if uses_trace and None in found else {}
-    )
+    trace_ids = [span.trace_id for span in spans]
+    named = _sessions_named(trace_ids, found) if uses_trace and None in found else {}
     if traces is not None:
-        learn = traces.learn
-        for span, session in zip(spans, found, strict=True):
-            if session is not None:
-                learn(span.trace_id, session)
+        traces.learn_all(trace_ids, found)
     mapped: list[Mapped] = []
     ignored: dict[str, int] = {}
     for span, session in zip(spans, found, strict=True):

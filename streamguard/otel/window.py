@@ -261,9 +261,7 @@ class ReorderWindow:
     def _release_first(self, session: str, state: SessionWindow, count: int) -> list[Released]:
         """Release the session's ``count`` earliest pending events, in order, with seq."""
         pending = state.pending
-        run = pending[:count]
-        if not run:
-            return []
+        run = pending[:count]  # never empty: every caller releases at least one event
         del pending[:count]
         seq = state.next_seq
         last_time, last_rank = state.last_time, state.last_rank

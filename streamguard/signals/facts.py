@@ -1413,7 +1413,7 @@ def names_write(tool: str) -> bool:
     verb = words[at]
     if verb not in _WRITE_VERBS or (verb == "mark" and words[at + 1 : at + 2] == ["price"]):
         return False  # (a market's mark price is no mark: `futures_mark_price`)
-    if words[at + 1 : at + 2] and words[at + 1] in _CALLS_NOT_CHANGES.get(verb, ()):
+    if at + 1 < len(words) and words[at + 1] in _CALLS_NOT_CHANGES.get(verb, ()):
         return False  # a command, a request, a query sent (`netmiko_send_command`)
     if verb in _NOUN_VERBS:
         return at + 1 < len(words) and _LOOK_WORDS.isdisjoint(words)
