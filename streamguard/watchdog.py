@@ -333,6 +333,8 @@ class Watchdog:
         self._waits = ToolGlobs(self.policy.waits.tools, styled=True)
         # A gap this long between two events is a pause (never, when 0: only waits are).
         self._pause_seconds = self.policy.waits.pause_seconds or float("inf")
+        # ...and a gap this long a deliberate wait (a check scheduled every few minutes).
+        self._wait_seconds = self.policy.waits.wait_seconds or float("inf")
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
         # Keyed by the tool alone for a call without a kind (the usual call: no tuple to
@@ -419,8 +421,13 @@ class Watchdog:
             # status that takes 12 s to come back, asked again at once, is no pause).
             if last is not None and ts - last >= self._pause_seconds:
                 if kind is not ToolResult:
-                    # the session went quiet: a poll's pause (see SessionState)
-                    state.pauses = (state.pauses + 1) & COUNT_MASK
+                    # the session went quiet: a poll's pause (see SessionState); for
+                    # minutes, a deliberate wait (a check scheduled every few minutes:
+                    # the agent's own step takes seconds, a reasoning model's rarely two
+                    # minutes)
+                    state.pauses = (
+                        state.pauses + (WAITED if ts - last >= self._wait_seconds else 1)
+                    ) & COUNT_MASK
                 else:
                     quiet = True  # a pause only for a call that asked the tool to wait (_result)
             state.last_ts = ts

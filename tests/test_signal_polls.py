@@ -238,6 +238,67 @@ def test_pause_seconds_is_policy_and_zero_leaves_only_waits() -> None:
         parse_policy_set('[waits]\npause_seconds = -1\n')
 
 
+QUEUED = ("JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)\n"
+          "20931877 regular arepo bk PD 0:00 256 (Resources)\n")
+"""A batch scheduler's queue with the job still waiting: a value, no word of its state."""
+
+
+def test_a_check_scheduled_every_few_minutes_is_a_poll() -> None:
+    # A job queue read every five minutes while a large job waits for nodes: minutes of
+    # quiet before each ask are a deliberate wait, and the unchanged queue is waiting.
+    assert loop_alerts(status_poll([QUEUED] * 12, gap=300.0, tool="get_queue")) == []
+    # warned as a poll that never moves, never halted
+    got = [(a.signal, a.severity) for a in alerts(status_poll([QUEUED] * 24, 300.0, tool="get_queue"))]
+    assert ("repeated-tool-call", "warn") in got
+    assert all(severity != "critical" for _, severity in got)
+
+
+def test_the_same_value_asked_every_few_seconds_is_still_a_loop() -> None:
+    # Quiet of a pause but not of a wait: a value (no status under way) asked again.
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        status_poll([QUEUED] * 8, gap=30.0, tool="get_queue"))
+
+
+def test_one_fast_ask_after_scheduled_ones_trips() -> None:
+    # Each ask needs a wait of its own: the first asked at once after the run of
+    # scheduled checks is judged as a busy ask again.
+    trace = status_poll([QUEUED] * 6, gap=300.0, tool="get_queue")
+    clock = trace[-1].ts + 1.0
+    trace += [ToolCall(session="p", tool="get_queue", args={"booking_id": "BK-88"}, call_id="c9",
+                       ts=clock),
+              ToolResult(session="p", tool="get_queue", call_id="c9", result=QUEUED, ts=clock + 1)]
+    assert ("repeated-tool-call", "critical") in loop_alerts(trace)
+
+
+def test_nothing_found_again_every_few_minutes_is_still_a_loop() -> None:
+    # A wait only excuses a value: an empty answer asked again and again is the agent
+    # waiting for what is not coming (poll_answer), however far apart the asks.
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        status_poll(['{"messages": []}'] * 8, gap=300.0, tool="get_queue"))
+
+
+def test_wait_seconds_is_policy_and_zero_leaves_only_wait_calls() -> None:
+    no_clock = QUIET + "[waits]\nwait_seconds = 0\n"
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        status_poll([QUEUED] * 8, 300.0, tool="get_queue"), no_clock)
+    longer = QUIET + "[waits]\nwait_seconds = 600\n"
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        status_poll([QUEUED] * 8, 300.0, tool="get_queue"), longer)
+    assert loop_alerts(status_poll([QUEUED] * 8, 601.0, tool="get_queue"), longer) == []
+    with pytest.raises(PolicyError, match="wait_seconds"):
+        parse_policy_set("[waits]\nwait_seconds = -5\n")
+
+
+def test_minutes_of_quiet_count_as_a_deliberate_wait() -> None:
+    engine = Engine(parse_policy_set(QUIET))
+    for event in (ToolCall(session="p", tool="read", args={}, ts=1.0),
+                  ToolCall(session="p", tool="read", args={"a": 1}, ts=20.0),
+                  ToolCall(session="p", tool="read", args={"a": 2}, ts=200.0)):
+        engine.process(event)
+    # 19 s of quiet is a pause; 180 s a pause and a deliberate wait
+    assert engine.sessions["p"].pauses == 2 + (1 << WAITS_SHIFT)
+
+
 def round_robin(jobs: int, laps: int, answer: str, wait: bool) -> list[Any]:
     """Exports polled one after the other, lap after lap, with a wait between laps."""
     trace: list[Any] = [TurnStart(session="p")]
