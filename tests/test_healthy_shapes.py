@@ -1807,6 +1807,58 @@ def test_an_mcp_tool_is_named_by_its_own_name_and_a_command_sent_is_no_message(
     assert names_write(tool) is write
 
 
+@pytest.mark.parametrize(
+    ("tool", "write"),
+    [("spreadsheets_values_append", True), ("spreadsheets_values_update", True),
+     ("users_messages_send", True), ("calendar_events_delete", True),
+     ("spreadsheets_values_get", False), ("users_messages_list", False),
+     ("append_rows", True), ("adjust_inventory", True),
+     # a look or a verb as often a noun keeps its reading
+     ("order_status_update", False), ("get_values_update", False), ("chess_best_move", False)],
+)
+def test_a_method_named_after_its_resource_path_is_named_by_its_verb(tool: str, write: bool) -> None:
+    """Google's APIs name a method after the resource it acts on (``spreadsheets.values.append``,
+    ``users.messages.send``): the verb after a path of two words is the method's."""
+    assert names_write(tool) is write
+
+
+def stuck_export(append_tool: str) -> list[Any]:
+    """A listing re-asked with the first page's cursor: the same page every time, its rows
+    appended to a sheet again and again, each time at the next free rows."""
+    c = Calls()
+    page = {"object": "list", "has_more": True,
+            "data": [{"id": f"ch_{n}", "amount": 100 * n} for n in range(1, 6)]}
+    trace: list[Any] = []
+    for lap in range(14):
+        trace += c.pair("list_charges", {"limit": 100, "starting_after": "ch_0"}, page)
+        first = 2 + 100 * lap
+        trace += c.pair(append_tool, {"range": "Charges!A:F", "values": [["ch_1", 100]]},
+                        {"updates": {"updatedRange": f"Charges!A{first}:F{first + 99}",
+                                     "updatedRows": 100}})
+    return trace
+
+
+def test_the_same_page_appended_again_and_again_is_halted() -> None:
+    # Named by the resource path first, the append was read as a look, not an act: the
+    # two calls answered alike again and again were a cycle of reads whose answers move.
+    assert criticals(stuck_export("spreadsheets_values_append"))
+
+
+def test_pages_exported_one_after_another_are_work() -> None:
+    c = Calls()
+    trace: list[Any] = []
+    for n in range(14):
+        page = {"object": "list", "has_more": n < 13,
+                "data": [{"id": f"ch_{n}_{k}", "amount": k} for k in range(5)]}
+        trace += c.pair("list_charges", {"limit": 100, "starting_after": f"ch_{n - 1}_4"}, page)
+        first = 2 + 100 * n
+        trace += c.pair("spreadsheets_values_append",
+                        {"range": "Charges!A:F", "values": [[f"ch_{n}_0", 0]]},
+                        {"updates": {"updatedRange": f"Charges!A{first}:F{first + 99}",
+                                     "updatedRows": 100}})
+    assert criticals(trace) == []
+
+
 def test_items_added_to_a_list_one_by_one_are_writes_not_answers_already_held() -> None:
     done = {"speech": {}, "response_type": "action_done",
             "data": {"targets": [], "success": [{"name": "Shopping List", "type": "entity",

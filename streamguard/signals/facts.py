@@ -1312,7 +1312,8 @@ def plain_facts(
 
 _READ_KINDS = frozenset({"read", "resolve", "verify"})
 _WRITE_VERBS = frozenset({
-    "add", "apply", "approve", "archive", "assign", "book", "cancel", "change", "charge", "create",
+    "add", "adjust", "append", "apply", "approve", "archive", "assign", "book", "cancel", "change",
+    "charge", "create",
     "delete", "deploy", "disable", "discard", "draft", "drop", "edit", "enable", "grant",
     "insert", "install",
     "invite", "kill", "lock", "mark", "merge", "modify", "move", "patch", "pay", "place", "post",
@@ -1404,6 +1405,14 @@ def names_write(tool: str) -> bool:
     at = 0
     if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
         at = 1  # a namespace first: `jira_create_issue`, `bacnet_write_property`
+        if (
+            len(words) > 2 and words[2] in _WRITE_VERBS and words[0] not in _ACT_VERBS
+            and words[1] not in _ACT_VERBS and words[1] not in _LOOK_WORDS
+            and words[1] not in _BATCH_WORDS
+        ):
+            # a resource's path first, as Google's APIs name their methods
+            # (`spreadsheets_values_append`, `users_messages_send`, `calendar_events_delete`)
+            at = 2
     if words[at] in _BATCH_WORDS and at + 1 < len(words):
         # a write done in bulk (`sheets_batch_update`, `bulk_create_users`), not the status
         # of one (`poll_bulk_update_status`, `batch_update_progress`)
