@@ -201,14 +201,6 @@ class _Text(Struct, tag_field="type", tag="text", gc=False):
 _encode = msgspec.json.Encoder().encode
 
 
-def _time(value: int | str) -> int:
-    """A time the reference decode reads without a call (an int64 as a number or a short
-    decimal string, in range), or -1 for the reference way."""
-    if isinstance(value, str):
-        return int(value) if len(value) < 20 and value.isdecimal() else -1
-    return value if 0 <= value < 2**64 else -1
-
-
 def _fast_items(
     span: _JSpan,
     slots: list[Any],
@@ -220,8 +212,25 @@ def _fast_items(
 ) -> EventItems | None:
     """The events of a common tool or model span from its slots (each a string, a
     count or the one finish reason), or None for the reference way."""
-    start_ns, end_ns = _time(span.start_time_unix_nano), _time(span.end_time_unix_nano)
-    if start_ns < 0 or end_ns < 0:
+    # Each time as the reference decode reads it without a call (an int64 as a number or
+    # a short decimal string, in range), else the reference way. Inline: with the trace
+    # id's memory read inline in _read, 2.7 % of stage 1's time.
+    start, end = span.start_time_unix_nano, span.end_time_unix_nano
+    if isinstance(start, str):
+        if len(start) >= 20 or not start.isdecimal():
+            return None
+        start_ns = int(start)
+    elif 0 <= start < 2**64:
+        start_ns = start
+    else:
+        return None
+    if isinstance(end, str):
+        if len(end) >= 20 or not end.isdecimal():
+            return None
+        end_ns = int(end)
+    elif 0 <= end < 2**64:
+        end_ns = end
+    else:
         return None
     parent = span.parent_span_id
     if parent and (len(parent) != 16 or parent.strip(_HEX_DIGITS)):
@@ -285,18 +294,19 @@ def json_span_session_records(
     keys, uses_trace = _session_plan(config.session_keys)
     short = config.max_content_bytes // 4
     try:
-        work, found, trace_ids = _read(data, plan, keys, wanted, short)
+        grouped, work, found, trace_ids = _read(data, plan, keys, wanted, short)
     except RecursionError:
         raise OtlpError("too_deep", "the payload is nested too deep") from None
     # As the reference: the whole payload read first (a payload that fails teaches the
     # trace memory nothing), then every span's own session learnt, in order.
     if traces is not None:
         traces.learn_all(trace_ids, found)
+    mapped = len(found) - len(work)  # the spans written at once, before the first other
+    if not work:
+        return SessionBatch(grouped_records(grouped), mapped, {})
     named = _sessions_named(trace_ids, found) if uses_trace and None in found else {}
-    grouped: dict[str, SessionEntries] = {}
     ignored: dict[str, int] = {}
-    mapped = 0
-    for item, session in zip(work, found, strict=True):
+    for item, session in zip(work, found[mapped:], strict=True):
         if isinstance(item, SpanRecord):
             entry = span_entry(item, session, named, traces, uses_trace, config, short, ignored)
             if entry is None:
@@ -312,10 +322,15 @@ def json_span_session_records(
 
 def _read(
     data: bytes, plan: _Plan, keys: tuple[str, ...], wanted: AttributeFilter, short: int
-) -> tuple[list[tuple[str, str, EventItems] | SpanRecord], list[str | None], list[str]]:
-    """Every span of the payload, in order: ``(session, key, events)`` when written at
-    once, else its SpanRecord; the session its own attributes name; its trace id."""
+) -> tuple[
+    dict[str, SessionEntries], list[tuple[str, str, EventItems] | SpanRecord], list[str | None], list[str]
+]:
+    """The payload's spans: the events of those before the first span read the reference
+    way, grouped by session; every span from that one on, in order, as
+    ``(session, key, events)`` when written at once, else its SpanRecord; and for every
+    span, in order, the session its own attributes name and its trace id."""
     document: _JTracesData = _json_decode(_traces_json, data)
+    grouped: dict[str, SessionEntries] = {}
     first_key = plan.first_key
     classes_get, classify = plan.classes.get, plan.classify
     input_tokens_slot, reasons_slot = INPUT_TOKENS, FINISH_REASONS  # locals: read per attribute
@@ -324,6 +339,7 @@ def _read(
     found: list[str | None] = []
     span_traces: list[str] = []
     trace_ids: dict[str, str] = {}
+    trace_ids_get = trace_ids.get
     spans_seen = 0
     for rs in _containers(document.resource_spans, "scope_spans"):
         resource = _json_attrs(rs.resource.attributes, wanted) if rs.resource is not None else {}
@@ -334,7 +350,9 @@ def _read(
             if spans_seen > MAX_RECORDS_PER_PAYLOAD:
                 raise OtlpError("too_large", f"more than {MAX_RECORDS_PER_PAYLOAD} spans")
             for span in spans:
-                trace_id = json_trace_id(span.trace_id, trace_ids)
+                trace_id = trace_ids_get(span.trace_id)  # json_trace_id's memo, inline
+                if trace_id is None:
+                    trace_id = json_trace_id(span.trace_id, trace_ids)
                 attributes = span.attributes
                 span_id = span.span_id
                 if (
@@ -411,7 +429,14 @@ def _read(
                             except Exception:  # e.g. a string msgspec cannot write
                                 items = None
                             if items is not None:
-                                work.append((session, f"{trace_id}:{span_id}", items))
+                                if work:  # behind a span read the reference way, in order
+                                    work.append((session, f"{trace_id}:{span_id}", items))
+                                else:
+                                    entries = grouped.get(session)
+                                    if entries is None:
+                                        grouped[session] = [(f"{trace_id}:{span_id}", items)]
+                                    else:
+                                        entries.append((f"{trace_id}:{span_id}", items))
                                 found.append(session)
                                 span_traces.append(trace_id)
                                 continue
@@ -423,7 +448,7 @@ def _read(
                     found.append(_attribute_session(record.attrs, record.resource, keys))
                 work.append(record)
                 span_traces.append(record.trace_id)
-    return work, found, span_traces
+    return grouped, work, found, span_traces
 
 
 __all__ = ["json_span_session_records"]

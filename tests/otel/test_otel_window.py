@@ -179,3 +179,21 @@ def test_offsets_and_keys_are_counted_right_through_forced_releases() -> None:
     # the same record read again after a restart is a duplicate, all of it
     assert w.add_entries("s", [("k1", [(5, 1, ev("a")), (9, 2, ev("b"))])], 7, 11.0) == []
     assert w.stats.duplicates == 1 and w.low_offset() is None
+
+
+def test_seq_is_written_past_the_endings_made_ahead() -> None:
+    """The ``,"seq":N}`` endings of a session's first events are made once at import;
+    past them each is formatted. Either way the event's JSON ends with its own seq."""
+    from streamguard.otel.window import _SEQ_ENDINGS, with_seq
+
+    bound = len(_SEQ_ENDINGS)
+    for seq in (0, 1, bound - 1, bound, bound + 1, 2**53):
+        assert msgspec.json.decode(with_seq(b'{"type":"text"}', seq)) == {"type": "text", "seq": seq}
+    window = ReorderWindow(window_s=0.0, max_pending_per_session=bound + 10)
+    for n in range(bound + 3):
+        window.add("s", f"k{n}", [(n, 1, b'{"type":"text","n":%d}' % n)], n, 0.0)
+    released = window.release(0.0)
+    assert [msgspec.json.decode(r.data) for r in released[-4:]] == [
+        {"type": "text", "n": n, "seq": n + 1} for n in range(bound - 1, bound + 3)
+    ]
+    assert [r.seq for r in released] == list(range(1, bound + 4))
