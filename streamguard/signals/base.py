@@ -1224,7 +1224,8 @@ def poll_answer(result: ResultView) -> bool:
     """Whether ``result`` is a poll's answer: the session paused since the same call was
     last answered (``ResultView.paused``), and the answer says the work is still under
     way (:func:`says_in_progress`) or, when one of those pauses was a deliberate wait
-    (``ResultView.waited``: a wait call, a ``sleep``, a long poll),
+    (``ResultView.waited``: a wait call, a ``sleep``, a long poll, or minutes of quiet,
+    ``[waits] wait_seconds``: a check scheduled every few minutes),
     says nothing of an end at all (``198.51.100.7`` from ``dig`` a minute after the last
     ``dig``, while a DNS change propagates: no failure, error, success, completion...
     anywhere in it; no act since: no write, no call not known to only read, no failed

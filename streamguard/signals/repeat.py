@@ -113,7 +113,13 @@ Results (``result_aware``, default on; off is the reference behaviour)
       from the bank app (tau2-bench's telecom bills; halted at the fourth check before
       "awaiting" was read as a status under way). The same status asked as fast as the agent can ask (the
       ``list_agents → check_agent`` "pending" loop), or a status that says the
-      work ended ("failed" four times), trips as before.
+      work ended ("failed" four times), trips as before. After a deliberate wait
+      (a wait call, a ``sleep``, or ``[waits] wait_seconds`` of quiet, two minutes by
+      default: a check scheduled every few minutes), an unchanged value with no word
+      of an end is a poll's answer too (``poll_answer``): a 256-node job's queue read
+      every two to ten minutes, ``PD (Resources)`` each time, was halted at its fourth
+      reading in a blind batch. Nothing found is not excused so, and each ask needs a
+      wait of its own.
     * Unknown results keep the blind rule: ``threshold`` calls in a row. An
       empty payload is unknown (a runtime that does not capture results sends
       none), except the empty output of a command runner's call (``""``
