@@ -49,6 +49,11 @@ UNDER_WAY = [
     "Deployment status: in_progress",
     "NAME      READY   STATUS              RESTARTS   AGE\nweb-1     0/1     ContainerCreating   0   9s",
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   0/1     Pending   0          41s",
+    # a batch scheduler's queue with the job still waiting (Slurm's squeue, LSF's bjobs)
+    "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+    "           6402130       cpu   lj_N64   bsilva PD       0:00     64 (Resources)\n",
+    "JOBID   USER    STAT  QUEUE      FROM_HOST   EXEC_HOST   JOB_NAME   SUBMIT_TIME\n"
+    "4821    ana     PEND  normal     login01                 relax_7    Dec  6 10:02\n",
     {"carrier": "FedEx", "status": "in_transit", "eta": "today"},
     # a booking the property confirms by hand (Amadeus)
     {"data": {"id": "XD_8944", "status": "ON_REQUEST", "providerConfirmationId": None}},
@@ -118,6 +123,10 @@ NOT_UNDER_WAY = [
     "<name>running</name>",
     # a pod's Running is where it stays, not a step on the way
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   1/1     Running   0          41s",
+    # a queue whose job runs (its time moves), a job id without a queue, "PD" elsewhere
+    "  JOBID PARTITION  NAME  USER ST  TIME NODES NODELIST(REASON)\n  6402112 cpu lj_N1 bs  R 25:07 1 c0311\n",
+    "JOBID 6402130 submitted; PD controller notified",
+    "ST PD\nJOBID 12",
     # running as a word of prose, not a status
     "Running 12 tests\n12 passed",
     "",
@@ -238,14 +247,13 @@ def test_pause_seconds_is_policy_and_zero_leaves_only_waits() -> None:
         parse_policy_set('[waits]\npause_seconds = -1\n')
 
 
-QUEUED = ("JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)\n"
-          "20931877 regular arepo bk PD 0:00 256 (Resources)\n")
-"""A batch scheduler's queue with the job still waiting: a value, no word of its state."""
+QUEUED = "PARTITION AVAIL NODES FREE\nregular   up    1024  0\n"
+"""A cluster's free nodes while a large job waits for them: a value, no word of a state."""
 
 
 def test_a_check_scheduled_every_few_minutes_is_a_poll() -> None:
-    # A job queue read every five minutes while a large job waits for nodes: minutes of
-    # quiet before each ask are a deliberate wait, and the unchanged queue is waiting.
+    # Free nodes read every five minutes while a large job waits for them: minutes of
+    # quiet before each ask are a deliberate wait, and the unchanged answer is waiting.
     assert loop_alerts(status_poll([QUEUED] * 12, gap=300.0, tool="get_queue")) == []
     # warned as a poll that never moves, never halted
     got = [(a.signal, a.severity) for a in alerts(status_poll([QUEUED] * 24, 300.0, tool="get_queue"))]

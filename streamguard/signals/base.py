@@ -1024,6 +1024,11 @@ _DONE_ROW = re.compile(rf"(?m)^[ \t]*((?:{_DONE_TOKENS}[ \t]+)+)(?!{_DONE_TOKENS
 # searches, so the cost stays linear in the text).
 _LISTING_HEADER = re.compile(r"\b(?:STATUS|STATE|PHASE)\b")
 _LISTING_ROW = re.compile(r"\b(?:Pending|ContainerCreating|PodInitializing|Init:\d)")
+# A batch scheduler's queue with a job still waiting to run: Slurm's `squeue` (`ST`, a
+# row `PD` or `CF`) and LSF's `bjobs` (`STAT`, `PEND`). A header at a line's start, then
+# a row after it (linear, as above).
+_QUEUE_HEADER = re.compile(r"(?m)^[ \t]*JOBID\b[^\n]*\bST(?:AT)?\b")
+_QUEUE_ROW = re.compile(r" (?:PD|CF|PEND) ")
 _FAILED_WORDS = (
     # (not DNS's rcode NOERROR, which says none)
     r"fail|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
@@ -1210,6 +1215,9 @@ def says_in_progress(result: ResultView) -> bool:
             else:
                 header = _LISTING_HEADER.search(text)
                 found = header is not None and _LISTING_ROW.search(text, header.end()) is not None
+                if not found and "JOBID" in text:
+                    queue = _QUEUE_HEADER.search(text)
+                    found = queue is not None and _QUEUE_ROW.search(text, queue.end()) is not None
                 # 3: no end said, and no "nothing yet" ({"series": []}, "No data points", a
                 # 503: _ABSENT), which poll_answer reads as a value being watched
                 progress = (

@@ -116,10 +116,9 @@ Results (``result_aware``, default on; off is the reference behaviour)
       work ended ("failed" four times), trips as before. After a deliberate wait
       (a wait call, a ``sleep``, or ``[waits] wait_seconds`` of quiet, two minutes by
       default: a check scheduled every few minutes), an unchanged value with no word
-      of an end is a poll's answer too (``poll_answer``): a 256-node job's queue read
-      every two to ten minutes, ``PD (Resources)`` each time, was halted at its fourth
-      reading in a blind batch. Nothing found is not excused so, and each ask needs a
-      wait of its own.
+      of an end is a poll's answer too (``poll_answer``): a storm-alert list read every
+      ten minutes, unchanged for a while, was halted in a blind batch. Nothing found is
+      not excused so, and each ask needs a wait of its own.
     * Unknown results keep the blind rule: ``threshold`` calls in a row. An
       empty payload is unknown (a runtime that does not capture results sends
       none), except the empty output of a command runner's call (``""``
