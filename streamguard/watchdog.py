@@ -419,17 +419,19 @@ class Watchdog:
             last = state.last_ts
             # The quiet before the agent's next step (not a tool's own time to answer: a
             # status that takes 12 s to come back, asked again at once, is no pause).
-            if last is not None and ts - last >= self._pause_seconds:
-                if kind is not ToolResult:
-                    # the session went quiet: a poll's pause (see SessionState); for
-                    # minutes, a deliberate wait (a check scheduled every few minutes:
-                    # the agent's own step takes seconds, a reasoning model's rarely two
-                    # minutes)
-                    state.pauses = (
-                        state.pauses + (WAITED if ts - last >= self._wait_seconds else 1)
-                    ) & COUNT_MASK
-                else:
-                    quiet = True  # a pause only for a call that asked the tool to wait (_result)
+            if last is not None:
+                gap = ts - last
+                if kind is ToolResult:
+                    # a pause only for a call that asked the tool to wait (_result)
+                    quiet = gap >= self._pause_seconds
+                elif gap >= self._wait_seconds:
+                    # minutes of quiet: a deliberate wait, and a pause (a check scheduled
+                    # every few minutes: the agent's own step takes seconds, a reasoning
+                    # model's rarely two minutes). Whatever pause_seconds says.
+                    state.pauses = (state.pauses + WAITED) & COUNT_MASK
+                elif gap >= self._pause_seconds:
+                    # the session went quiet: a poll's pause (see SessionState)
+                    state.pauses = (state.pauses + 1) & COUNT_MASK
             state.last_ts = ts
         ctx = self._ctx  # reused: processing is strictly one event at a time
         ctx.state = state

@@ -19,7 +19,7 @@ import pytest
 from msgspec import structs
 
 from streamguard.engine import Engine
-from streamguard.events import Alert, ToolCall, ToolResult
+from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
 from streamguard.policy import parse_policy_set
 from streamguard.signals.base import failure_outcome, found_nothing, says_only_status
 from streamguard.signals.facts import (
@@ -1813,8 +1813,14 @@ def test_an_mcp_tool_is_named_by_its_own_name_and_a_command_sent_is_no_message(
      ("users_messages_send", True), ("calendar_events_delete", True),
      ("spreadsheets_values_get", False), ("users_messages_list", False),
      ("append_rows", True), ("adjust_inventory", True),
+     ("spreadsheets_values_batchUpdate", True),
      # a look or a verb as often a noun keeps its reading
-     ("order_status_update", False), ("get_values_update", False), ("chess_best_move", False)],
+     ("order_status_update", False), ("get_values_update", False), ("chess_best_move", False),
+     # a status, a progress or a list after the verb; a noun's verb; a call sent
+     ("device_firmware_update_status", False), ("aws_stack_update_status", False),
+     ("ecs_service_deploy_status", False), ("users_settings_sendAs_list", False),
+     ("google_maps_place_photos", False), ("stock_price_change", False),
+     ("sql_result_set", False), ("router_command_send", False), ("trigger_cache_purge", False)],
 )
 def test_a_method_named_after_its_resource_path_is_named_by_its_verb(tool: str, write: bool) -> None:
     """Google's APIs name a method after the resource it acts on (``spreadsheets.values.append``,
@@ -1842,6 +1848,21 @@ def test_the_same_page_appended_again_and_again_is_halted() -> None:
     # Named by the resource path first, the append was read as a look, not an act: the
     # two calls answered alike again and again were a cycle of reads whose answers move.
     assert criticals(stuck_export("spreadsheets_values_append"))
+
+
+def test_an_update_polled_by_its_status_tool_is_a_poll() -> None:
+    # `device_firmware_update_status` reads an update's status: no write, so its answer
+    # under way, asked after a pause, is a poll's.
+    c = Calls()
+    trace: list[Any] = [TurnStart(session="h")]
+    clock = 1_000.0
+    for _ in range(10):
+        call, cid = c.call("device_firmware_update_status", {"device": "ap-7"})
+        call.ts = clock
+        trace += [call, ToolResult(session="h", tool=call.tool, call_id=cid, ts=clock + 1,
+                                   result='{"update_id": "fw-7", "status": "in_progress"}')]
+        clock += 30.0
+    assert criticals(trace) == []
 
 
 def test_pages_exported_one_after_another_are_work() -> None:

@@ -295,6 +295,10 @@ def test_wait_seconds_is_policy_and_zero_leaves_only_wait_calls() -> None:
     assert loop_alerts(status_poll([QUEUED] * 8, 601.0, tool="get_queue"), longer) == []
     with pytest.raises(PolicyError, match="wait_seconds"):
         parse_policy_set("[waits]\nwait_seconds = -5\n")
+    # the two bounds are apart: no pauses by the clock, or a longer one, leave the waits
+    for pauses in ("pause_seconds = 0", "pause_seconds = 600"):
+        policy = QUIET + f"[waits]\n{pauses}\nwait_seconds = 120\n"
+        assert loop_alerts(status_poll([QUEUED] * 8, 300.0, tool="get_queue"), policy) == []
 
 
 def test_minutes_of_quiet_count_as_a_deliberate_wait() -> None:

@@ -105,13 +105,13 @@ def _settle_offset(offsets: dict[int, int], offset: int, released: int) -> None:
 
 
 _SEQ_ENDINGS = tuple(b',"seq":%d}' % seq for seq in range(16_384))
-"""The ``,"seq":N}`` ending of a session's first events, made once (about 0.5 MB):
+"""The ``,"seq":N}`` ending of each seq below 16,384, made once (about 0.9 MB):
 formatting it for each event cost twice what joining two bytes objects costs."""
 
 
 def with_seq(data: bytes, seq: int) -> bytes:
     """The event's JSON with ``"seq":N`` appended (events are non-empty objects)."""
-    return data[:-1] + (_SEQ_ENDINGS[seq] if seq < len(_SEQ_ENDINGS) else b',"seq":%d}' % seq)
+    return data[:-1] + (_SEQ_ENDINGS[seq] if 0 <= seq < len(_SEQ_ENDINGS) else b',"seq":%d}' % seq)
 
 
 class ReorderWindow:
@@ -295,7 +295,7 @@ class ReorderWindow:
             else:
                 _settle_offset(offsets, run_offset, offset_count)
                 run_offset, offset_count = offset, 1
-            ending = endings[seq] if seq < endings_count else b',"seq":%d}' % seq
+            ending = endings[seq] if 0 <= seq < endings_count else b',"seq":%d}' % seq
             append(Released(session, seq, data[:-1] + ending, offset, late))
             seq += 1
         _settle_key(pending_keys, seen, run_key, key_count)

@@ -1379,6 +1379,29 @@ _BOOKKEEPING_WORDS = frozenset({"todo", "todos", "plan", "scratchpad", "memory",
 """An agent's own bookkeeping (``TodoWrite``, ``update_plan``): no write to the world."""
 
 
+_NOT_METHOD_VERBS = _NOUN_VERBS | {"change", "set"}
+"""Verbs that end a name as a noun as often as a method (``stock_price_change``,
+``sql_result_set``, ``bank_wire_transfer``): no method after a resource's path."""
+_PATH_WORDS_NOT_RESOURCES = _ACT_VERBS | _LOOK_WORDS | _BATCH_WORDS | {
+    "command", "commands", "request", "http", "query", "search", "progress",
+}
+
+
+def _resource_method(words: list[str]) -> bool:
+    """Whether a name is a method after a resource's path of two words, Google's APIs'
+    style: ``spreadsheets_values_append``, ``users_messages_send``,
+    ``spreadsheets_values_batch_update``. The method is the last word, a write verb that
+    is no noun as often; the path's words are neither acts nor looks (not
+    ``trigger_cache_purge``, ``router_command_send``); anything after the verb (a status,
+    a progress, a list: ``device_firmware_update_status``) makes it no method."""
+    if len(words) == 4 and words[2] in _BATCH_WORDS:
+        words = words[:2] + words[3:]
+    return (
+        len(words) == 3 and words[2] in _WRITE_VERBS and words[2] not in _NOT_METHOD_VERBS
+        and words[0] not in _PATH_WORDS_NOT_RESOURCES and words[1] not in _PATH_WORDS_NOT_RESOURCES
+    )
+
+
 def names_write(tool: str) -> bool:
     """Whether a tool nobody classified is named as a write: its first word, or the word
     after a namespace (``bacnet_write_property``, ``jira_create_issue``,
@@ -1405,14 +1428,10 @@ def names_write(tool: str) -> bool:
     at = 0
     if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
         at = 1  # a namespace first: `jira_create_issue`, `bacnet_write_property`
-        if (
-            len(words) > 2 and words[2] in _WRITE_VERBS and words[0] not in _ACT_VERBS
-            and words[1] not in _ACT_VERBS and words[1] not in _LOOK_WORDS
-            and words[1] not in _BATCH_WORDS
-        ):
+        if _resource_method(words):
             # a resource's path first, as Google's APIs name their methods
             # (`spreadsheets_values_append`, `users_messages_send`, `calendar_events_delete`)
-            at = 2
+            at = len(words) - 1
     if words[at] in _BATCH_WORDS and at + 1 < len(words):
         # a write done in bulk (`sheets_batch_update`, `bulk_create_users`), not the status
         # of one (`poll_bulk_update_status`, `batch_update_progress`)

@@ -187,7 +187,7 @@ def test_seq_is_written_past_the_endings_made_ahead() -> None:
     from streamguard.otel.window import _SEQ_ENDINGS, with_seq
 
     bound = len(_SEQ_ENDINGS)
-    for seq in (0, 1, bound - 1, bound, bound + 1, 2**53):
+    for seq in (-1, 0, 1, bound - 1, bound, bound + 1, 2**53):
         assert msgspec.json.decode(with_seq(b'{"type":"text"}', seq)) == {"type": "text", "seq": seq}
     window = ReorderWindow(window_s=0.0, max_pending_per_session=bound + 10)
     for n in range(bound + 3):
