@@ -118,12 +118,14 @@ class WaitsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
     """A gap of at least this many seconds (event time) between two events of a session
     is a pause, as a call that waits is: a status that says the work is still under way,
     asked again after a pause, is a poll waiting for it (signals/base.py,
-    ``says_in_progress``). 0: only calls that wait are pauses."""
+    ``says_in_progress``). 0: only calls that wait, the user's messages and
+    ``wait_seconds`` of quiet are pauses."""
     wait_seconds: Annotated[float, Meta(ge=0, le=86400)] = 120.0
     """Quiet of at least this many seconds before the agent's next step is a deliberate
     wait, as a ``sleep`` is: a check scheduled every few minutes (a job queue, an inbox
     watched for a message) whose unchanged answer is waiting, not a loop
-    (``ResultView.waited``). 0: only calls that wait are deliberate waits."""
+    (``ResultView.waited``); whatever ``pause_seconds`` says. 0: only calls that wait
+    are deliberate waits."""
 
 
 def _table_name(cls: type[Signal]) -> str:
