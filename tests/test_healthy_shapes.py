@@ -1814,6 +1814,11 @@ def test_an_mcp_tool_is_named_by_its_own_name_and_a_command_sent_is_no_message(
      ("spreadsheets_values_get", False), ("users_messages_list", False),
      ("append_rows", True), ("adjust_inventory", True),
      ("spreadsheets_values_batchUpdate", True),
+     # a namespace of two words, then the verb and its object
+     ("google_calendar_create_event", True), ("aws_dynamodb_put_item", True),
+     ("google_sheets_append_row", True), ("cloudflare_zone_purge_cache", True),
+     ("cloudformation_stack_update_events", False), ("github_issue_create_time", False),
+     ("git_branch_merge_base", False), ("car_battery_charge_level", False),
      # a look or a verb as often a noun keeps its reading
      ("order_status_update", False), ("get_values_update", False), ("chess_best_move", False),
      # a status, a progress or a list after the verb; a noun's verb; a call sent

@@ -54,6 +54,7 @@ UNDER_WAY = [
     "           6402130       cpu   lj_N64   bsilva PD       0:00     64 (Resources)\n",
     "JOBID   USER    STAT  QUEUE      FROM_HOST   EXEC_HOST   JOB_NAME   SUBMIT_TIME\n"
     "4821    ana     PEND  normal     login01                 relax_7    Dec  6 10:02\n",
+    "JOBID ST\n6402130 PD",
     {"carrier": "FedEx", "status": "in_transit", "eta": "today"},
     # a booking the property confirms by hand (Amadeus)
     {"data": {"id": "XD_8944", "status": "ON_REQUEST", "providerConfirmationId": None}},
@@ -126,6 +127,13 @@ NOT_UNDER_WAY = [
     # a queue whose job runs (its time moves), a job id without a queue, "PD" elsewhere
     "  JOBID PARTITION  NAME  USER ST  TIME NODES NODELIST(REASON)\n  6402112 cpu lj_N1 bs  R 25:07 1 c0311\n",
     "JOBID 6402130 submitted; PD controller notified",
+    # a waiting job that will not run as it stands, or a job of the listing that failed
+    "JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)\n"
+    "   77 cpu a bs PD 0:00 1 (DependencyNeverSatisfied)\n",
+    "JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)\n"
+    "   77 cpu a bs PD 0:00 64 (ReqNodeNotAvail, UnavailableNodes:c[01-64])\n",
+    "JOBID   USER  STAT  QUEUE   JOB_NAME\n4821    ana   EXIT  normal  relax_6\n"
+    "4822    ana   PEND  normal  relax_7\n",
     "ST PD\nJOBID 12",
     # running as a word of prose, not a status
     "Running 12 tests\n12 passed",

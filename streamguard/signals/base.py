@@ -1028,7 +1028,14 @@ _LISTING_ROW = re.compile(r"\b(?:Pending|ContainerCreating|PodInitializing|Init:
 # row `PD` or `CF`) and LSF's `bjobs` (`STAT`, `PEND`). A header at a line's start, then
 # a row after it (linear, as above).
 _QUEUE_HEADER = re.compile(r"(?m)^[ \t]*JOBID\b[^\n]*\bST(?:AT)?\b")
-_QUEUE_ROW = re.compile(r" (?:PD|CF|PEND) ")
+_QUEUE_ROW = re.compile(r"(?m) (?:PD|CF|PEND)(?: |$)")
+_QUEUE_NEVER = re.compile(
+    r"\((?:DependencyNeverSatisfied|JobHeld(?:User|Admin)|PartitionTimeLimit|BadConstraints"
+    r"|ReqNodeNotAvail|InvalidAccount|InvalidQOS)|\b(?:EXIT|OOM|TO|NF|BF|F)\b(?= )"
+)
+"""A waiting job that will not run as it stands (held, a dependency never met, nodes
+down, a limit it exceeds), or a job of the listing that ended badly (LSF's ``EXIT``,
+Slurm's ``OOM``, ``TO``, ``NF``, ``BF``, ``F``): the queue says no work under way."""
 _FAILED_WORDS = (
     # (not DNS's rcode NOERROR, which says none)
     r"fail|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
@@ -1217,7 +1224,10 @@ def says_in_progress(result: ResultView) -> bool:
                 found = header is not None and _LISTING_ROW.search(text, header.end()) is not None
                 if not found and "JOBID" in text:
                     queue = _QUEUE_HEADER.search(text)
-                    found = queue is not None and _QUEUE_ROW.search(text, queue.end()) is not None
+                    found = (
+                        queue is not None and _QUEUE_ROW.search(text, queue.end()) is not None
+                        and _QUEUE_NEVER.search(text, queue.end()) is None
+                    )
                 # 3: no end said, and no "nothing yet" ({"series": []}, "No data points", a
                 # 503: _ABSENT), which poll_answer reads as a value being watched
                 progress = (

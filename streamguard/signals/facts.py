@@ -1380,25 +1380,30 @@ _BOOKKEEPING_WORDS = frozenset({"todo", "todos", "plan", "scratchpad", "memory",
 
 
 _NOT_METHOD_VERBS = _NOUN_VERBS | {"change", "set"}
-"""Verbs that end a name as a noun as often as a method (``stock_price_change``,
-``sql_result_set``, ``bank_wire_transfer``): no method after a resource's path."""
+"""Verbs that are nouns as often, after two words of a name (``stock_price_change``,
+``sql_result_set``, ``google_maps_place_photos``): no method after a resource's path."""
 _PATH_WORDS_NOT_RESOURCES = _ACT_VERBS | _LOOK_WORDS | _BATCH_WORDS | {
     "command", "commands", "request", "http", "query", "search", "progress",
 }
+_WORDS_OF_A_READING = _LOOK_WORDS | {"progress", "events", "time", "date", "count", "rate", "level"}
+"""Words after a verb that make the name a reading of the act (``aws_stack_update_status``,
+``cloudformation_stack_update_events``, ``github_issue_create_time``), not the act."""
 
 
 def _resource_method(words: list[str]) -> bool:
-    """Whether a name is a method after a resource's path of two words, Google's APIs'
-    style: ``spreadsheets_values_append``, ``users_messages_send``,
-    ``spreadsheets_values_batch_update``. The method is the last word, a write verb that
-    is no noun as often; the path's words are neither acts nor looks (not
-    ``trigger_cache_purge``, ``router_command_send``); anything after the verb (a status,
-    a progress, a list: ``device_firmware_update_status``) makes it no method."""
-    if len(words) == 4 and words[2] in _BATCH_WORDS:
+    """Whether the third word of a name is its verb, after a path of two words: a
+    resource's path, as Google's APIs name their methods (``spreadsheets_values_append``,
+    ``users_messages_send``, ``spreadsheets_values_batch_update``), or a namespace of two
+    words (``google_calendar_create_event``, ``aws_dynamodb_put_item``). The path's words
+    are neither acts nor looks (not ``trigger_cache_purge``, ``router_command_send``); the
+    verb is no noun as often; no word of a reading follows it
+    (``device_firmware_update_status`` reads)."""
+    if len(words) >= 4 and words[2] in _BATCH_WORDS:
         words = words[:2] + words[3:]
     return (
-        len(words) == 3 and words[2] in _WRITE_VERBS and words[2] not in _NOT_METHOD_VERBS
+        len(words) >= 3 and words[2] in _WRITE_VERBS and words[2] not in _NOT_METHOD_VERBS
         and words[0] not in _PATH_WORDS_NOT_RESOURCES and words[1] not in _PATH_WORDS_NOT_RESOURCES
+        and _WORDS_OF_A_READING.isdisjoint(words[3:])
     )
 
 
@@ -1429,9 +1434,9 @@ def names_write(tool: str) -> bool:
     if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
         at = 1  # a namespace first: `jira_create_issue`, `bacnet_write_property`
         if _resource_method(words):
-            # a resource's path first, as Google's APIs name their methods
-            # (`spreadsheets_values_append`, `users_messages_send`, `calendar_events_delete`)
-            at = len(words) - 1
+            # a resource's path or a namespace of two words first
+            # (`spreadsheets_values_append`, `google_calendar_create_event`)
+            at = 3 if words[2] in _BATCH_WORDS else 2
     if words[at] in _BATCH_WORDS and at + 1 < len(words):
         # a write done in bulk (`sheets_batch_update`, `bulk_create_users`), not the status
         # of one (`poll_bulk_update_status`, `batch_update_progress`)
