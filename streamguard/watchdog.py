@@ -212,9 +212,9 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # wait, and the user's messages. A status that says the work is still under way,
     # asked again after a pause, is a poll (signals/base.py, says_in_progress). The bits
     # from WAITS_SHIFT up count the deliberate waits among them (a wait call, a long poll
-    # that waited, minutes of quiet), those from ACTS_SHIFT up the acts (a write, a call not known to only
-    # read, a failed answer): after a wait and no act, an answer that says nothing of an
-    # end is a poll's too (poll_answer).
+    # that waited, minutes of quiet), those from ACTS_SHIFT up the acts (a write, a call
+    # not known to only read, a failed answer): after a wait and no act, an answer that
+    # says nothing of an end is a poll's too (poll_answer).
     pauses: int = 0
     # CRC-32 of the latest message to the agent (role user or system, its first
     # PROMPT_READ characters) and its time: the same message again, SCHEDULE_GAP seconds

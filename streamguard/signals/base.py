@@ -1315,6 +1315,8 @@ _REQUEST_NUMBERS = frozenset({
 """Numbers an answer states of its own request, how long it took (Tavily's
 ``response_time``, Elasticsearch's ``took``): no count of what it found. Not a
 ``duration`` or a ``latency``, which may be what a search found."""
+_ANSWER_NUMBERS = _REQUEST_NUMBERS | _WINDOW_FIELDS
+"""The numbers an answer states of its request and of the window it searched."""
 
 
 def _bare_leaves(value: Any, found: list[int], depth: int = 0) -> bool:
@@ -1424,8 +1426,7 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
             # "total_results": 0, "results": []}), and how long the request took
             type(key) is str and (
                 (kind is int and key.lower() in _PAGING_FIELDS)
-                or (kind in (int, float) and key.lower() in _REQUEST_NUMBERS)
-                or (kind in (int, float) and key.lower() in _WINDOW_FIELDS)
+                or (kind in (int, float) and key.lower() in _ANSWER_NUMBERS)
             )
         ):
             return False

@@ -1382,9 +1382,11 @@ _BOOKKEEPING_WORDS = frozenset({"todo", "todos", "plan", "scratchpad", "memory",
 _NOT_METHOD_VERBS = _NOUN_VERBS | {"change", "set"}
 """Verbs that are nouns as often, after two words of a name (``stock_price_change``,
 ``sql_result_set``, ``google_maps_place_photos``): no method after a resource's path."""
-_PATH_WORDS_NOT_RESOURCES = _ACT_VERBS | _LOOK_WORDS | _BATCH_WORDS | {
-    "command", "commands", "request", "http", "query", "search", "progress",
-}
+_PATH_WORDS_NOT_RESOURCES = (
+    _ACT_VERBS | _LOOK_WORDS | _BATCH_WORDS | {"progress"}
+    | frozenset().union(*_CALLS_NOT_CHANGES.values())
+)
+"""Words that make no resource's path: an act, a look, a call sent (``router_command_send``)."""
 _WORDS_OF_A_READING = _LOOK_WORDS | {"progress", "events", "time", "date", "count", "rate", "level"}
 """Words after a verb that make the name a reading of the act (``aws_stack_update_status``,
 ``cloudformation_stack_update_events``, ``github_issue_create_time``), not the act."""
@@ -1436,7 +1438,7 @@ def names_write(tool: str) -> bool:
         if _resource_method(words):
             # a resource's path or a namespace of two words first
             # (`spreadsheets_values_append`, `google_calendar_create_event`)
-            at = 3 if words[2] in _BATCH_WORDS else 2
+            at = 2
     if words[at] in _BATCH_WORDS and at + 1 < len(words):
         # a write done in bulk (`sheets_batch_update`, `bulk_create_users`), not the status
         # of one (`poll_bulk_update_status`, `batch_update_progress`)
