@@ -31,10 +31,10 @@ re-derived.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections import OrderedDict, deque
 from itertools import islice
-from typing import Any
 
 import msgspec
 
@@ -384,19 +384,38 @@ class ReorderWindow:
         return changed
 
     def restore(self, session: str, value: bytes | None) -> None:
-        """Install one changelog value (a tombstone forgets the session)."""
+        """Install one changelog value (a tombstone forgets the session).
+
+        Raises :class:`ValueError` (or :class:`msgspec.DecodeError`, one) for a value
+        this module did not write: the wrong shape or types, a ``seq`` below 1, a count
+        below 1, a time that is not finite. Such a value is skipped, never installed:
+        a session restored with ``next_seq`` 0 would write events the processor reads
+        as replays of ones it never saw."""
         if value is None:
             self.sessions.pop(session, None)
             return
-        decoded: Any = msgspec.msgpack.decode(value)
-        if not isinstance(decoded, list) or not decoded or decoded[0] != SNAPSHOT_VERSION:
-            raise ValueError(f"unknown bridge snapshot for session {session!r}")
-        _, next_seq, last_time, last_rank, seen, last_active = decoded
+        try:
+            version, next_seq, last_time, last_rank, seen, last_active = _decode_snapshot(value)
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"unknown bridge snapshot for session {session!r}: {exc}") from None
+        if (
+            version != SNAPSHOT_VERSION
+            or next_seq < 1
+            or last_time < -1
+            or last_rank < -1
+            or not math.isfinite(last_active)
+            or any(count < 1 for _, count in seen)
+        ):
+            raise ValueError(f"unknown bridge snapshot for session {session!r}: a value out of range")
         state = SessionWindow()
-        state.next_seq = int(next_seq)
-        state.last_time = int(last_time)
-        state.last_rank = int(last_rank)
-        state.seen = OrderedDict((str(k), int(n)) for k, n in seen[-self.max_seen :])
-        state.last_active = float(last_active)
+        state.next_seq = next_seq
+        state.last_time = last_time
+        state.last_rank = last_rank
+        state.seen = OrderedDict(seen[-self.max_seen :])
+        state.last_active = last_active
         self.sessions[session] = state
         self.sessions.move_to_end(session)
+
+
+_decode_snapshot = msgspec.msgpack.Decoder(tuple[int, int, int, int, list[tuple[str, int]], float]).decode
+"""A snapshot as :meth:`ReorderWindow.snapshot` writes it, types checked in C."""

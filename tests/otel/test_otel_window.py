@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamguard.otel.window import ReorderWindow
 
@@ -197,3 +200,65 @@ def test_seq_is_written_past_the_endings_made_ahead() -> None:
         {"type": "text", "n": n, "seq": n + 1} for n in range(bound - 1, bound + 3)
     ]
     assert [r.seq for r in released] == list(range(1, bound + 4))
+
+
+def _snapshot(*fields: object) -> bytes:
+    return msgspec.msgpack.encode(list(fields))
+
+
+FORGED_SNAPSHOTS = {
+    "not a list": msgspec.msgpack.encode({"next_seq": 5}),
+    "empty": _snapshot(),
+    "an unknown version": _snapshot(2, 5, 100, 1, [], 0.0),
+    "a field short": _snapshot(1, 5, 100, 1, []),
+    "a field more": _snapshot(1, 5, 100, 1, [], 0.0, "x"),
+    "seq null": _snapshot(1, None, 100, 1, [], 0.0),
+    "seq a string": _snapshot(1, "5", 100, 1, [], 0.0),
+    "seq zero": _snapshot(1, 0, 100, 1, [], 0.0),
+    "seq negative": _snapshot(1, -7, 100, 1, [], 0.0),
+    "seen not a list": _snapshot(1, 5, 100, 1, 3, 0.0),
+    "a seen entry not a pair": _snapshot(1, 5, 100, 1, [["k"]], 0.0),
+    "a seen count of zero": _snapshot(1, 5, 100, 1, [["k", 0]], 0.0),
+    "a seen key not a string": _snapshot(1, 5, 100, 1, [[7, 1]], 0.0),
+    "a time below the start": _snapshot(1, 5, -2, 1, [], 0.0),
+    "last activity not finite": _snapshot(1, 5, 100, 1, [], float("nan")),
+    "not msgpack": b"\xc1\xc1\xc1",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGED_SNAPSHOTS))
+def test_a_forged_changelog_value_is_refused_and_installs_nothing(name: str) -> None:
+    """The bridge skips a changelog value restore refuses (ValueError or DecodeError) and
+    goes on: anything else raised would stop it at every start. Nothing is installed, and
+    a session restored before keeps its state."""
+    w = ReorderWindow(window_s=0.0)
+    good = ReorderWindow(window_s=0.0)
+    good.add("other", "k", [(100, 1, ev("a"))], offset=0, now=0.0)
+    good.release(0.0)
+    w.restore("other", good.snapshot("other"))
+    with pytest.raises((ValueError, msgspec.DecodeError)):
+        w.restore("s", FORGED_SNAPSHOTS[name])
+    assert "s" not in w.sessions
+    assert w.sessions["other"].next_seq == 2
+
+
+_ANY_MSGPACK = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=7),
+    max_leaves=20,
+)
+
+
+# any value at all, and values of the snapshot's own shape (version 1, six fields) with
+# any field forged: the second is where a check that is missing shows
+@given(_ANY_MSGPACK | st.tuples(st.just(1), *[_ANY_MSGPACK] * 5).map(list))
+@settings(max_examples=300, deadline=None)
+def test_restore_of_any_msgpack_value_installs_a_valid_state_or_refuses(value: object) -> None:
+    w = ReorderWindow(window_s=0.0)
+    try:
+        w.restore("s", msgspec.msgpack.encode(value))
+    except (ValueError, msgspec.DecodeError):
+        assert "s" not in w.sessions
+        return
+    state = w.sessions["s"]
+    assert state.next_seq >= 1 and all(n >= 1 for n in state.seen.values())
