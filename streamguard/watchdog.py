@@ -119,6 +119,8 @@ from .signals.facts import (
     argument_facts,
     asks_to_wait,
     call_args,
+    command_text,
+    commands_restart,
     ends_with_exit_code,
     handed_ids,
     id_text,
@@ -126,6 +128,7 @@ from .signals.facts import (
     mcp_answer,
     name_words,
     names_no_act,
+    names_restart,
     plain_facts,
     runner_answer,
     runner_facts,
@@ -222,6 +225,11 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # that count laps start again from it.
     prompt: int = 0
     prompt_ts: float | None = None
+    # The time and call key of the session's last call that restarted something (a
+    # device's `reload`, `systemctl restart`, `reboot_device`): for [waits]
+    # restart_seconds after it, a probe asked again after a pause that answers the same,
+    # or fails, is waiting for what was restarted to come back (ResultView.restarting).
+    restarted: tuple[float, int] | None = None
     # The pause count at the last answer of each of the last ANSWERED_KEPT calls (by key):
     # whether the session paused since a call was last answered (ResultView.paused).
     answered: dict[int, int] = {}
@@ -335,6 +343,10 @@ class Watchdog:
         self._pause_seconds = self.policy.waits.pause_seconds or float("inf")
         # ...and a gap this long a deliberate wait (a check scheduled every few minutes).
         self._wait_seconds = self.policy.waits.wait_seconds or float("inf")
+        # ...and how long after a restart a probe's unchanged answer is waiting for what
+        # was restarted to come back (None: never).
+        self._restart_seconds = self.policy.waits.restart_seconds or None
+        self._restart_names: dict[str, bool] = {}
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
         # Keyed by the tool alone for a call without a kind (the usual call: no tuple to
@@ -438,6 +450,7 @@ class Watchdog:
         ctx.event = event
         ctx.outputs = None
         ctx.quiet = quiet
+        ctx.ts = ts
         turn = event.turn
         if turn is not None and turn != state.turn_id and kind is not TurnStart:
             if state.turn_id is not None:
@@ -535,6 +548,8 @@ class Watchdog:
         view.shell = facts.shell
         view.ask = facts.ask
         view.read = read = facts.read
+        if self._restart_seconds is not None and ctx.ts is not None and self._restarts(tool, args, runner, read):
+            state.restarted = (ctx.ts, key)
         # A read asked after a wait of its own (`sleep 120; ray job status ...`) is a read
         # whose answer follows a deliberate wait: read by the loop detectors with their
         # polls' rules (a job polled after it failed is a loop), a run of it a poll to
@@ -654,6 +669,24 @@ class Watchdog:
             cache.clear()
         cache[tool if kind is None else (tool, kind)] = facts
         return facts
+
+    def _restarts(self, tool: str, args: Any, runner: bool, read: bool) -> bool:
+        """Whether a call restarts something: a tool named so that is not known to only
+        look (``reboot_device``, not ``get_reload_status``), or a command line that does
+        (``reload`` through a device's ssh tool, ``systemctl restart``: a command runner
+        calls it a read, as it writes no file)."""
+        named = self._restart_names.get(tool)
+        if named is None:
+            cache = self._restart_names
+            if len(cache) >= _FACTS_CACHE_MAX:  # bounded: tool names come from untrusted input
+                cache.clear()
+            named = cache[tool] = names_restart(tool)
+        if named and not read:
+            return True
+        if runner or (type(args) is dict and "command" in args):
+            text = command_text(args)
+            return text is not None and commands_restart(text)
+        return False
 
     @staticmethod
     def _pair(state: SessionState, event: ToolResult) -> tuple[str, str, int, int, str] | None:
@@ -812,14 +845,24 @@ class Watchdog:
             if before is None:
                 # A read asked after a wait of its own (`sleep 120; status`, each time with
                 # another sleep: another call) follows a deliberate wait all the same.
-                view.paused = view.waited = flags & FLAG_WAITS_FIRST != 0
+                view.paused = view.waited = paused = flags & FLAG_WAITS_FIRST != 0
             else:
-                view.paused = paused_between(before, pauses)
+                view.paused = paused = paused_between(before, pauses)
                 view.waited = waited_between(before, pauses)
+            restarted = state.restarted
+            view.restarting = restarting = (
+                restarted is not None and paused and flags & FLAG_READ != 0
+                and key != restarted[1] and ctx.ts is not None
+                and ctx.ts - restarted[0] <= self._restart_seconds  # type: ignore[operator]
+            )
+            if restarting and failed:
+                # A probe that fails after a pause while what was restarted comes back
+                # (ping "100% packet loss", curl "connection refused"): a wait's failure.
+                wait = True
         else:
             view.call_key = view.call_flags = 0
             view.action = tool
-            view.paused = view.waited = False
+            view.paused = view.waited = view.restarting = False
         view.event = event
         view.tool = tool
         view.call_id = event.call_id
@@ -1256,7 +1299,7 @@ def plain_call_facts(
 class _Ctx:
     """Per-event emission context: builds outputs with deterministic ids."""
 
-    __slots__ = ("event", "outputs", "quiet", "state")
+    __slots__ = ("event", "outputs", "quiet", "state", "ts")
 
     def __init__(self, state: SessionState, event: Any) -> None:
         self.state = state
@@ -1264,6 +1307,7 @@ class _Ctx:
         self.outputs: list[Output] | None = None
         # The event came after [waits] pause_seconds of quiet (read for a result only).
         self.quiet = False
+        self.ts: float | None = None  # the event's time (else its record's), if known
 
     def emit(self, cls: type[Output], **fields: Any) -> None:
         state = self.state

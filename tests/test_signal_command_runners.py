@@ -669,6 +669,12 @@ def test_jobs_polled_with_code_that_sleeps_between_are_a_poll() -> None:
     ("SELECT a FROM t /* ; drop table t */", False), ("select * from t -- ; drop table t", False),
     ("-- customer's orders\nSELECT * FROM t WHERE note = 'x; update a set b = 1'", False),
     ("select * from t where a = 'it\\'s; delete from t'", False),
+    # MERGE with its INTO left out (BigQuery, SQL Server), alone or after a WITH
+    ("MERGE `acme-prod.marts.daily` T USING (SELECT 1 AS a) S ON T.a = S.a "
+     "WHEN MATCHED THEN UPDATE SET T.n = 1", True),
+    ("MERGE dbo.Target AS T USING dbo.Src AS S ON T.id = S.id WHEN NOT MATCHED THEN INSERT (id) "
+     "VALUES (S.id);", True),
+    ("WITH s AS (SELECT 1 AS a) MERGE t USING s ON t.a = s.a WHEN MATCHED THEN DELETE", True),
 ])
 def test_an_sql_statement_sent_to_a_runner_is_read_by_its_shape(statement: str, write: bool) -> None:
     facts = runner_facts({"query": statement})
@@ -680,6 +686,7 @@ def test_an_sql_statement_sent_to_a_runner_is_read_by_its_shape(statement: str, 
     "orders that failed yesterday", "update me on the outage", "Create React App docs",
     "call mom", "show me failing orders", "select the best option", "drop it",
     "insert a coin", "replace the battery", "analyze sales by region",
+    "merge sort using recursion", "merge two pdfs using python",
 ])
 def test_words_are_no_sql_statement(words: str) -> None:
     # A runner's "query" in words (a search, a request) is read as before: no action.

@@ -28,7 +28,15 @@ from streamguard.signals.base import (
     says_in_progress,
     waited_between,
 )
-from streamguard.signals.facts import FLAG_READ, FLAG_WRITE, names_no_act, names_write, plain_facts
+from streamguard.signals.facts import (
+    FLAG_READ,
+    FLAG_WRITE,
+    commands_restart,
+    names_no_act,
+    names_restart,
+    names_write,
+    plain_facts,
+)
 
 QUIET = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls"]\n'
 LOOP_SIGNALS = ("repeated-tool-call", "alternating-tool-cycle", "result-stall", "long-loop")
@@ -89,6 +97,11 @@ UNDER_WAY = [
     # a bill, an approval awaited (tau2-bench's telecom bills read "Awaiting Payment")
     {"bill_id": "B4248", "total_due": 60.0, "status": "Awaiting Payment"},
     '{"request": "CR-7", "state": "AWAITING_APPROVAL"}',
+    # a count of things under way above zero, keyed by the word alone (a quiz being sat)
+    {"quiz_id": 9, "submissions": {"complete": 62, "in_progress": 1, "not_started": 1}},
+    {"queue": "renders", "queued": 4, "done": 12}, '{"inProgress": 2, "succeeded": 7}',
+    # a data-quality scan's states (Soda Cloud's "queuing", "executing")
+    {"scanId": "scn_4b", "state": "queuing", "started": None}, {"scanId": "scn_4b", "state": "executing"},
 ]
 NOT_UNDER_WAY = [
     '{"status": "failed", "reason": "OOM"}',
@@ -135,6 +148,11 @@ NOT_UNDER_WAY = [
     "JOBID   USER  STAT  QUEUE   JOB_NAME\n4821    ana   EXIT  normal  relax_6\n"
     "4822    ana   PEND  normal  relax_7\n",
     "ST PD\nJOBID 12",
+    # nothing under way counted, a cluster's running pods (where they stay), a key
+    # that only opens with the word
+    {"quiz_id": 9, "submissions": {"complete": 64, "in_progress": 0, "not_started": 0}},
+    {"nodes": 3, "running": 3}, {"pending_invites": 2, "members": 40},
+    {"status": "failed", "queued": 3},
     # running as a word of prose, not a status
     "Running 12 tests\n12 passed",
     "",
@@ -1029,3 +1047,114 @@ def test_a_read_between_sleeps_is_no_run_of_repeats(command: str, answer: str) -
                  ToolResult(session="p", tool="bash", call_id=f"b{n}", result=answer)]
     assert ("repeated-tool-call", "critical") in loop_alerts(busy)
 
+
+
+def test_a_count_of_work_under_way_watched_each_minute_is_a_poll() -> None:
+    """A quiz watched each minute until its last student submits: the same counts again
+    while one is still sitting it is waiting; the same counts with none left is a loop."""
+    sitting = {"quiz_id": 9, "submissions": {"complete": 62, "in_progress": 1, "not_started": 1}}
+    over = {"quiz_id": 9, "submissions": {"complete": 63, "in_progress": 0, "not_started": 1}}
+    assert loop_alerts(status_poll([sitting] * 8, gap=58.0)) == []
+    assert ("repeated-tool-call", "critical") in loop_alerts(status_poll([over] * 8, gap=58.0))
+
+
+LOST = {"output": "5 packets transmitted, 0 received, 100% packet loss, time 4036ms", "exit_code": 1}
+BACK = {"output": "5 packets transmitted, 5 received, 0% packet loss, time 4004ms", "exit_code": 0}
+
+
+def restart_then_probes(restart: ToolCall | None, answers: list[Any], gap: float = 46.0,
+                        failed: bool = False, start: float = 1_000.0) -> list[Any]:
+    """A restart (or nothing), then a ping asked again every ``gap`` seconds."""
+    trace: list[Any] = [TurnStart(session="r")]
+    clock = start
+    if restart is not None:
+        trace += [restart, ToolResult(session="r", tool=restart.tool, call_id="boot",
+                                      result={"exit_status": 0, "output": "Reload scheduled"}, ts=clock + 1)]
+        clock += 60.0
+    for n, answer in enumerate(answers):
+        trace.append(ToolCall(session="r", tool="ping", args={"target": "ar01"}, call_id=f"p{n}", ts=clock))
+        clock += 5.0
+        trace.append(ToolResult(session="r", tool="ping", call_id=f"p{n}", ts=clock,
+                                result=None if failed else answer,
+                                error="100% packet loss" if failed else None))
+        clock += gap
+    return trace
+
+
+RELOAD = ToolCall(session="r", tool="ssh_exec", args={"host": "ar01", "command": "reload"}, call_id="boot",
+                  ts=1_000.0)
+
+
+def test_a_probe_after_a_restart_waits_for_what_was_restarted() -> None:
+    """A router reloaded for an upgrade answers no ping for minutes: the same loss again,
+    after pauses, is waiting for it to come back; with no restart before, it is a loop."""
+    assert loop_alerts(restart_then_probes(RELOAD, [LOST] * 12 + [BACK])) == []
+    assert ("repeated-tool-call", "critical") in loop_alerts(restart_then_probes(None, [LOST] * 12))
+    # a tool named so restarts as well; so does a service manager through a shell
+    reboot = ToolCall(session="r", tool="reboot_device", args={"device": "ar01"}, call_id="boot", ts=1_000.0)
+    assert loop_alerts(restart_then_probes(reboot, [LOST] * 12 + [BACK])) == []
+
+
+def test_a_failing_probe_after_a_restart_is_a_wait_not_a_failure_loop() -> None:
+    restarted = restart_then_probes(RELOAD, [None] * 10, failed=True)
+    assert [a for a in alerts(restarted, "") if a.severity == "critical"] == []
+    alone = restart_then_probes(None, [None] * 10, failed=True)
+    assert [a for a in alerts(alone, "") if a.severity == "critical"] != []
+
+
+def test_a_probe_that_never_comes_back_trips_after_restart_seconds() -> None:
+    # a ping every 46 s for 40 minutes: waiting for 20, then the same loss is a loop
+    assert ("repeated-tool-call", "critical") in loop_alerts(restart_then_probes(RELOAD, [LOST] * 50))
+    short = QUIET + "[waits]\nrestart_seconds = 300\n"
+    assert ("repeated-tool-call", "critical") in loop_alerts(restart_then_probes(RELOAD, [LOST] * 12), short)
+    off = QUIET + "[waits]\nrestart_seconds = 0\n"
+    assert ("repeated-tool-call", "critical") in loop_alerts(restart_then_probes(RELOAD, [LOST] * 12), off)
+
+
+def test_the_restart_itself_repeated_is_still_a_loop() -> None:
+    trace: list[Any] = [TurnStart(session="r")]
+    for n in range(8):
+        trace += [ToolCall(session="r", tool="reboot_device", args={"device": "ar01"}, call_id=f"b{n}",
+                           ts=1_000.0 + 60 * n),
+                  ToolResult(session="r", tool="reboot_device", call_id=f"b{n}", ts=1_002.0 + 60 * n,
+                             result={"device": "ar01", "state": "rebooting"})]
+    assert ("repeated-tool-call", "critical") in loop_alerts(trace)
+
+
+def test_a_restart_without_event_times_excuses_nothing() -> None:
+    trace = [e if not hasattr(e, "ts") else type(e)(**{**{f: getattr(e, f) for f in e.__struct_fields__},
+                                                          "ts": None})
+             for e in restart_then_probes(RELOAD, [LOST] * 12)]
+    assert ("repeated-tool-call", "critical") in loop_alerts(trace)
+
+
+def test_the_last_restart_is_session_state_and_survives_a_snapshot() -> None:
+    engine = Engine(parse_policy_set(QUIET))
+    for event in restart_then_probes(RELOAD, [LOST] * 2):
+        engine.process(event)
+    restarted = engine.sessions["r"].restarted
+    assert restarted is not None and restarted[0] == 1_000.0
+    data = engine.snapshot("r")
+    assert data is not None
+    assert Engine(parse_policy_set(QUIET)).restore("r", data).restarted == restarted
+
+
+@pytest.mark.parametrize(("tool", "restarts"), [
+    ("reboot_device", True), ("restart_service", True), ("RebootInstances", True),
+    ("power_cycle_outlet", True), ("mcp__noc__reboot", True),
+    ("list_restarts", False), ("reloaded_items", False), ("prestart_hook", False), ("ping", False),
+])
+def test_what_names_a_restart(tool: str, restarts: bool) -> None:
+    assert names_restart(tool) is restarts
+
+
+@pytest.mark.parametrize(("command", "restarts"), [
+    ("reload", True), ("reload in 1 reason MW-12", True), ("sudo reboot", True),
+    ("systemctl restart nginx", True), ("cd /srv && sudo systemctl reload nginx", True),
+    ("docker compose restart web", True), ("kubectl rollout restart deploy/web", True),
+    ("nginx -s reload", True), ("shutdown -r now", True),
+    ('git commit -m "restart"', False), ("grep -r reload src/", False), ("echo restart", False),
+    ("kubectl rollout status deploy/web", False), ("show version", False),
+])
+def test_what_commands_a_restart(command: str, restarts: bool) -> None:
+    assert commands_restart(command) is restarts

@@ -239,6 +239,10 @@ class ResultView:
     since the call was last answered (no write, no call of a tool not known to only read,
     no failed answer): an answer that says nothing of an end, asked again after such a
     wait, is a poll's too (:func:`poll_answer`).
+    ``restarting``: ``paused``, the call is known to only read, and the session restarted
+    something (a device's ``reload``, ``systemctl restart``, ``reboot_device``) with
+    another call at most ``[waits] restart_seconds`` before: the probe's answer, the same
+    again or a failure, is waiting for what was restarted to come back (:func:`poll_answer`).
     ``encoded``: the payload's sorted JSON, when the watchdog encoded it for the fingerprint
     (``None`` otherwise: a string, a digest, a declared size), so the gist need not encode
     it again.
@@ -248,7 +252,8 @@ class ResultView:
 
     __slots__ = (
         "action", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
-        "fingerprint", "gist", "no_op", "outcome", "paused", "progress", "size", "tool", "waited",
+        "fingerprint", "gist", "no_op", "outcome", "paused", "progress", "restarting", "size", "tool",
+        "waited",
     )
 
     def __init__(
@@ -263,6 +268,7 @@ class ResultView:
         outcome: int | None = None,
         paused: bool = False,
         waited: bool = False,
+        restarting: bool = False,
     ) -> None:
         self.event = event
         self.tool = event.tool
@@ -281,6 +287,7 @@ class ResultView:
         self.progress = 0  # on first use: says_in_progress (1 no, 2 under way, 3 a value, no end)
         self.paused = paused
         self.waited = waited
+        self.restarting = restarting
 
 
 NO_OP_OUTCOME = 0x6E6F2D6F70  # any fixed non-zero value: every no-op says the same thing
@@ -974,7 +981,7 @@ PROGRESS_TEXT_LIMIT = 4096
 """Longest answer (characters of text, bytes of a structured payload) read for whether it
 says the work is still under way (:func:`says_in_progress`): a status is short."""
 _PROGRESS_WORDS = (
-    r"pending\w*|queued|in[ _-]?progress|in[ _-]?queue|running|processing|provisioning"
+    r"pending\w*|queued|queue?ing|in[ _-]?progress|in[ _-]?queue|running|executing|processing|provisioning"
     r"|creating|starting|initiali[sz]ing|deploying|building|waiting|scheduled"
     # awaiting what another party does ("Awaiting Payment", AWAITING_APPROVAL); not what
     # the agent itself must give (awaiting_input, "awaiting your reply")
@@ -1009,6 +1016,10 @@ _IN_PROGRESS = re.compile(
     # a service named "order-processing" is no status; no negation: "not_running").
     rf"|(?i:(?:status|state|phase|stage)[\"']?\s*[:=]\s*[\"']?"
     rf"(?:(?!not[_-]|non[_-]|no[_-]|never[_-]|un)[a-z]+[_-]){{1,3}}(?:{_PROGRESS_WORDS})\b)"
+    # A count of things under way, keyed by the word alone, above zero: a quiz's
+    # {"complete": 62, "in_progress": 1}, a queue's {"queued": 4}. Not "running" (a
+    # cluster's {"running": 3} pods is where they stay) and not zero (nothing under way).
+    r'|(?i:"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9])'
 )
 _STATUS_LINE_UNDER_WAY = re.compile(r"(?m)^[ \t]*(?:in_progress|queued|pending|requested)(?:[ \t]|$)")
 """A line that opens with an API's status token of work under way (lower case, as a
@@ -1259,6 +1270,8 @@ def poll_answer(result: ResultView) -> bool:
     """
     if not result.paused:
         return False
+    if result.restarting:
+        return True
     if says_in_progress(result):
         return True
     if not result.waited or result.progress != 3 or not result.call_flags & FLAG_READ:

@@ -583,6 +583,39 @@ def command_text(args: object) -> str | None:
     return None
 
 
+_RESTART_NAME = re.compile(
+    r"(?:^|[^a-zA-Z])(?i:reboot|restart|reload|power[_ -]?cycle)(?![a-z])"
+    r"|(?<=[a-z])(?:Reboot|Restart|Reload|Power_?[Cc]ycle)(?![a-z])"
+)
+"""A tool named for restarting what it names (``reboot_device``, ``restart_service``,
+AWS' ``RebootInstances``, ``power_cycle_outlet``): the word whole, so not a listing of
+restarts (``list_restarts``) or what was reloaded (``reloaded_items``). Read only for a
+call not known to only look (``get_reload_status`` reads)."""
+_RESTART_COMMAND = re.compile(
+    r"(?i)(?:^|[;&|(]\s*|\bsudo\s+(?:-\S+\s+)*)(?:reboot|reload|restart|shutdown\s+-r)\b"
+    r"|\b(?:systemctl|service|docker|podman|nerdctl|pm2|supervisorctl|rollout|apachectl|rc-service"
+    r"|launchctl|services|compose|nginx\s+-s)\b[^;&|\n]{0,80}?\b(?:restart|reload|kickstart)\b"
+)
+"""A command line that restarts something: a device's own ``reload`` or ``reboot`` (an
+ssh tool's command, a shell's), ``shutdown -r``, a service manager's restart or reload
+(``systemctl restart nginx``, ``docker compose restart``, ``kubectl rollout restart``,
+``nginx -s reload``)."""
+RESTART_COMMAND_READ = 256
+"""Characters of a command line read for a restart: a restart is a short command."""
+
+
+def names_restart(tool: str) -> bool:
+    """Whether a tool's name says its call restarts what it names (:data:`_RESTART_NAME`)."""
+    return _RESTART_NAME.search(tool) is not None
+
+
+def commands_restart(command: str) -> bool:
+    """Whether a command line restarts a device or a service (:data:`_RESTART_COMMAND`):
+    after it, what it restarted is down for a while, and a probe that fails or answers
+    the same until it is back is waiting (``[waits] restart_seconds``)."""
+    return _RESTART_COMMAND.search(command, 0, RESTART_COMMAND_READ) is not None
+
+
 def _shell_block(args: dict[Any, Any]) -> bool:
     """Whether a code block's ``language`` says it is shell (any other value, a list or a
     number included, says it is not)."""
@@ -937,7 +970,10 @@ _SQL_WRITE = re.compile(
     + _SQL_OBJECTS + r"|(?:alter|drop)\s+" + _SQL_OBJECTS
     + r"|(?:insert|replace|upsert)\s+(?:or\s+\w+\s+|ignore\s+)?(?:into\s+)?[\w.\"`\[\]]+\s*(?:\(|values\b|select\b|set\b|default\b)"
     r"|delete\s+(?:[\w.\"`]+\s+)?from|update\s+[\w.\"`\[\]]+(?:\s+(?:as\s+)?\w+)?\s+set"
-    r"|merge\s+into|truncate\s+(?:table\s+)?[\w.\"`]+\s*(?:;|$)|(?:grant|revoke)\s+\w[\w, ]{0,80}?\s{1,16}on\b"
+    # MERGE with its INTO left out, as BigQuery and SQL Server allow (`MERGE `p.d.t` T
+    # USING ... WHEN MATCHED`: the clause every MERGE has, so "merge sort using recursion"
+    # is no statement)
+    r"|merge\s+into|merge\s+[\w.\"`\[\]-]+(?:\s+(?:as\s+)?\w+)?\s+using\b[^;]{0,2000}?\bwhen\s+(?:not\s+)?matched\b|truncate\s+(?:table\s+)?[\w.\"`]+\s*(?:;|$)|(?:grant|revoke)\s+\w[\w, ]{0,80}?\s{1,16}on\b"
     r"|comment\s+on\s+\w+|rename\s+table|analyze\s+[\w.\"`]+\s*(?:;|$)"
     r"|vacuum\b|reindex\b|refresh\s+materialized|call\s+[\w.]+\s*\(|copy\s+[\w.\"]+[^;]{0,200}?\bfrom)",
     re.IGNORECASE,
@@ -951,7 +987,9 @@ _SQL_READ = re.compile(
     re.IGNORECASE,
 )
 _SQL_WRITE_INSIDE = re.compile(
-    r"\b(?:insert\s+into|delete\s+from|update\s+[\w.\"`]+\s+set|merge\s+into)\b", re.IGNORECASE
+    r"\b(?:insert\s+into|delete\s+from|update\s+[\w.\"`]+\s+set|merge\s+into"
+    r"|merge\s+[\w.\"`\[\]-]+(?:\s+(?:as\s+)?\w+)?\s+using\b[^;]{0,2000}?\bwhen\s+(?:not\s+)?matched)\b",
+    re.IGNORECASE
 )
 _SQL_LITERAL = re.compile(
     r"--[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\Z)|'(?:[^'\\]|\\.|'')*(?:'|\\?\Z)"

@@ -118,7 +118,12 @@ Results (``result_aware``, default on; off is the reference behaviour)
       default: a check scheduled every few minutes), an unchanged value with no word
       of an end is a poll's answer too (``poll_answer``): a storm-alert list read every
       ten minutes, unchanged for a while, was halted in a blind batch. Nothing found is
-      not excused so, and each ask needs a wait of its own.
+      not excused so, and each ask needs a wait of its own. Within ``[waits]
+      restart_seconds`` (20 minutes) of a call that restarted something (a router's
+      ``reload`` through its ssh tool, ``systemctl restart``, ``reboot_device``), a read
+      asked after a pause that answers the same again is a probe waiting for it to come
+      back (``ResultView.restarting``): two healthy sessions of one blind batch, a switch
+      and a router pinged every minute while they rebooted, were halted at the fifth ping.
     * Unknown results keep the blind rule: ``threshold`` calls in a row. An
       empty payload is unknown (a runtime that does not capture results sends
       none), except the empty output of a command runner's call (``""``
