@@ -548,7 +548,14 @@ class Watchdog:
         view.shell = facts.shell
         view.ask = facts.ask
         view.read = read = facts.read
-        if self._restart_seconds is not None and ctx.ts is not None and self._restarts(tool, args, runner, read):
+        if (
+            ctx.ts is not None and self._restart_seconds is not None
+            # (the usual call, a tool known not to restart and no command line, decided
+            # here without a call)
+            and (runner or self._restart_names.get(tool) is not False
+                 or (type(args) is dict and "command" in args))
+            and self._restarts(tool, args, runner, read)
+        ):
             state.restarted = (ctx.ts, key)
         # A read asked after a wait of its own (`sleep 120; ray job status ...`) is a read
         # whose answer follows a deliberate wait: read by the loop detectors with their

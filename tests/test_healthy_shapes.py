@@ -37,6 +37,7 @@ from streamguard.signals.facts import (
     wrapped_call,
 )
 from streamguard.signals.result_stall import is_json_text, template
+from streamguard.watchdog import Watchdog
 from tests.harness import engine_alerts
 
 DEFAULT = ""
@@ -2161,3 +2162,30 @@ def test_a_click_back_to_the_listing_after_each_row_saved_is_no_check_of_the_row
                                            "append": True}, f"Appended {20 + i} bytes to /home/ubuntu/listings.csv")
         trace += calls.pair("browser_click", {"index": 0}, listing)
     assert criticals(trace) == []
+
+
+def test_a_query_answer_with_its_columns_and_cost_but_no_row_found_nothing() -> None:
+    """Defender's advanced hunting answers its columns and what the query cost beside the
+    rows; with no row it found nothing, and reworded hunts for a process that never ran
+    are one hunt."""
+    empty = {"Schema": [{"Name": "DeviceName", "Type": "String"}], "Results": [],
+             "Stats": {"ExecutionTime": 6.4, "resource_usage": {"cpu": {"user": "00:00:04.7"}}}}
+    assert found_nothing(empty)
+    assert found_nothing({"columns": ["TABLE_NAME"], "rows": [], "rowcount": 0})
+    assert not found_nothing({**empty, "Results": [{"DeviceName": "wks-12"}]})
+    calls = Calls()
+    trace: list[Any] = []
+    for i, table in enumerate(["DeviceProcessEvents", "DeviceFileEvents", "DeviceImageLoadEvents",
+                               "DeviceNetworkEvents", "DeviceEvents", "DeviceRegistryEvents"] * 2):
+        query = f"{table} | where Timestamp > ago({30 + i}d) | where FileName =~ 'svchost32.exe'"
+        trace += calls.pair("mde_advanced_hunting", {"query": query},
+                            {**empty, "Stats": {"ExecutionTime": 1.5 + i, "resource_usage": {}}})
+    assert "result-stall" in criticals(trace)
+
+
+@pytest.mark.parametrize(("tool", "search"), [
+    ("mde_advanced_hunting", True), ("run_hunting_query", True), ("runHuntingQuery", True),
+    ("hunt_iocs", True), ("hunting_lodge_booking", False),
+])
+def test_a_threat_hunt_is_a_search(tool: str, search: bool) -> None:
+    assert Watchdog()._tool_facts(tool, None).search is search  # type: ignore[union-attr]

@@ -100,6 +100,9 @@ UNDER_WAY = [
     # a count of things under way above zero, keyed by the word alone (a quiz being sat)
     {"quiz_id": 9, "submissions": {"complete": 62, "in_progress": 1, "not_started": 1}},
     {"queue": "renders", "queued": 4, "done": 12}, '{"inProgress": 2, "succeeded": 7}',
+    # when the invitation will expire says nothing of an end (Checkr's "expires_at")
+    {"id": "a1b2", "object": "invitation", "status": "pending", "report_id": None,
+     "expires_at": "2025-12-09T14:00:00Z"}, {"status": "pending", "expiresIn": 3600},
     # a data-quality scan's states (Soda Cloud's "queuing", "executing")
     {"scanId": "scn_4b", "state": "queuing", "started": None}, {"scanId": "scn_4b", "state": "executing"},
 ]
@@ -153,6 +156,8 @@ NOT_UNDER_WAY = [
     {"quiz_id": 9, "submissions": {"complete": 64, "in_progress": 0, "not_started": 0}},
     {"nodes": 3, "running": 3}, {"pending_invites": 2, "members": 40},
     {"status": "failed", "queued": 3},
+    # ...but that it expired does
+    {"status": "pending", "expired_at": "2025-12-01T00:00:00Z"}, {"status": "pending", "note": "invitation expired"},
     # running as a word of prose, not a status
     "Running 12 tests\n12 passed",
     "",
@@ -1158,3 +1163,22 @@ def test_what_names_a_restart(tool: str, restarts: bool) -> None:
 ])
 def test_what_commands_a_restart(command: str, restarts: bool) -> None:
     assert commands_restart(command) is restarts
+
+
+LISTING = {"applications": [
+    {"application_id": "APP-1", "applicant": "L. Foster", "status": "screening_complete"},
+    {"application_id": "APP-2", "applicant": "W. Cho", "status": "withdrawn"}], "count": 2}
+
+
+def test_a_listing_watched_every_few_minutes_is_a_poll_whatever_its_items_say() -> None:
+    """An application queue re-read every three minutes until an application comes: its
+    items' statuses ("screening_complete") are theirs, not the listing's end."""
+    assert loop_alerts(status_poll([LISTING] * 8, gap=175.0, tool="list_applications")) == []
+    # asked as fast as the agent can ask, it is a loop; and so is a listing whose own
+    # status, or a top-level word, says it ended
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        status_poll([LISTING] * 8, gap=3.0, tool="list_applications"))
+    for ended in ({**LISTING, "status": "closed"}, {**LISTING, "message": "sync finished"},
+                  {**LISTING, "completed": True}):
+        assert ("repeated-tool-call", "critical") in loop_alerts(
+            status_poll([ended] * 8, gap=175.0, tool="list_applications"))

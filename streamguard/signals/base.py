@@ -1070,11 +1070,15 @@ SUCCEEDED", "unable to complete")."""
 _COUNT_KEY = re.compile(
     rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b)"
     rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b)"
+    # when something will expire, not that it did: an invitation's or a token's
+    # "expires_at": "2025-12-09T14:00:00Z", "expiresIn": 3600
+    r"|\"(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
 )
 """A key named by a word of an end that says no end: of work done, a count or nothing yet
 (``"cells_complete": 0``, ``"succeeded": 3``, ``"finishedAt": null``, ``"completed":
 false``); of failures, zero or nothing (``"failed": 0``, ``"error": null``,
-``"error_code": null``: an API's envelope saying no error)."""
+``"error_code": null``: an API's envelope saying no error); and when something will
+expire (``"expires_at"``, ``"expiresIn"``), which says nothing of an end yet."""
 _DONE_VALUE = re.compile(rf"(?i)[:=]\s*[\"']?(?:{_DONE_WORDS})")
 """Words of a good end, anywhere, and as a field's value (``"status": "completed"``: a part
 done); as a key or in prose (``"completed": true``, "job 42 done") they say it is over."""
@@ -1139,6 +1143,34 @@ def _over_at_top(payload: Any) -> bool:
         if type(value) is str and _FINISHED.search(value[:64]) is not None:
             return True
     return False
+
+
+def _a_listing(payload: Any) -> bool:
+    """Whether a structured answer is a listing of items (a list of objects, or an object
+    that holds one) with no status of its own: no top-level ``status``, ``state``...,
+    and no word of an end among its other top-level keys and text values. The statuses
+    of its items are theirs (an application "screening_complete", another "withdrawn"):
+    they say nothing of the listing as a whole, which a watch re-reads until an item
+    comes."""
+    if type(payload) is list:
+        return bool(payload) and type(payload[0]) is dict
+    top = _top_object(payload)
+    if top is None:
+        return False
+    listed = False
+    for key, value in top.items():
+        kind = type(value)
+        if kind is list:
+            if value and type(value[0]) is dict:
+                listed = True
+        elif key in _TOP_STATUS_KEYS:
+            return False
+        elif kind is str:
+            if _FINISHED.search(value[:64]) is not None or _FINISHED.search(key[:64]) is not None:
+                return False  # "message": "sync finished", "finished_at": "2025-..."
+        elif value is True and _FINISHED.search(key[:64]) is not None:
+            return False  # "completed": true (a count of them, "completed_count": 1, is no end)
+    return listed
 
 
 def says_in_progress(result: ResultView) -> bool:
@@ -1229,7 +1261,11 @@ def says_in_progress(result: ResultView) -> bool:
                 # "completed" while its tests' is "in_progress")
                 progress = 2
             elif done:
-                pass  # over, and it went well
+                if _a_listing(payload):
+                    # a listing whose items' statuses are theirs: a value being watched
+                    # (poll_answer), not an end
+                    progress = 3
+                # else over, and it went well
             else:
                 header = _LISTING_HEADER.search(text)
                 found = header is not None and _LISTING_ROW.search(text, header.end()) is not None
@@ -1384,13 +1420,25 @@ def says_bare_value(payload: Any, size: int) -> bool:
     return _bare_leaves(payload, found) and (not found[0] or (found[0] == 1 and not found[1]))
 
 
+_SHAPE_FIELDS = frozenset({
+    "schema", "columns", "column_names", "columnnames", "stats", "statistics", "query_stats",
+    "querystats",
+})
+"""What a query's answer says of itself beside its rows: the columns it would have
+(Defender's advanced hunting ``Schema``, a warehouse's ``columns``) and what running it
+cost (``Stats``: execution time, resources). With no row, the query found nothing
+(:func:`found_nothing`)."""
+
+
 def found_nothing(payload: Any, depth: int = 0) -> bool:
     """Whether a search's structured answer (a JSON value, or JSON text) found nothing:
     an empty array or object, or an object whose containers are all empty (at least one:
     the results) and whose other fields are nulls, zeros or false and at most three
     strings under the names of an echoed query, a status, a time or the kind of answer
     (``query``, ``status``, ``message``, ``as_of``...: :data:`_NOTHING_TEXT_FIELDS`;
-    Datadog's ``res_type``), empty strings under any name, the numbers a page states of
+    Datadog's ``res_type``), empty strings under any name, the columns of an answer and the
+    cost of its query (``"Schema": [...]``, ``"Stats": {...}``: :data:`_SHAPE_FIELDS`), the
+    numbers a page states of
     itself (``"page": 1, "page_size": 10``: :data:`_PAGING_FIELDS`) and of the window it
     searched (``"from_date"``, ``"to_date"``: :data:`_WINDOW_FIELDS`), and what it says of
     its own request, its id and how long it took (``"request_id": "..."``,
@@ -1413,6 +1461,8 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     empties = strings = 0
     for key, value in payload.items():
         kind = type(value)
+        if (kind is list or kind is dict) and type(key) is str and key.lower() in _SHAPE_FIELDS:
+            continue  # the shape of the answer and the cost of the query, not a hit
         if kind is list:
             if value:
                 return False

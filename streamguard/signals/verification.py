@@ -135,6 +135,8 @@ DEFAULT_RESOLVE_TOOLS = (
     # searches named by what they search: web_search, google_search, code_search,
     # Claude Code's WebSearch
     "*_search", "*websearch", "*_lookup",
+    # threat hunts: Defender's advanced hunting, Graph's runHuntingQuery, a SIEM's hunt_*
+    "*_hunting", "*hunting_query", "*huntingquery", "hunt_*",
 )
 DEFAULT_READ_TOOLS = (
     "read*", "get*", "view*", "show*", "describe*", "inspect*", "fetch*", "cat", "head",
