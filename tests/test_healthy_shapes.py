@@ -1826,7 +1826,15 @@ def test_an_mcp_tool_is_named_by_its_own_name_and_a_command_sent_is_no_message(
      ("device_firmware_update_status", False), ("aws_stack_update_status", False),
      ("ecs_service_deploy_status", False), ("users_settings_sendAs_list", False),
      ("google_maps_place_photos", False), ("stock_price_change", False),
-     ("sql_result_set", False), ("router_command_send", False), ("trigger_cache_purge", False)],
+     ("sql_result_set", False), ("router_command_send", False), ("trigger_cache_purge", False),
+     # a path of three words, the verb last (Google Play's edits.tracks.update)
+     ("play_edits_tracks_update", True), ("androidpublisher_edits_tracks_update", True),
+     ("repo_branch_protection_update", True), ("play_edits_tracks_list", False),
+     ("order_status_history_update", False), ("get_user_status_update", False),
+     # the state of a run read, not a state set or made
+     ("content_deploy_status", False), ("deploy_status", False), ("db_migrate_progress", False),
+     ("restart_state", False), ("jira_update_status", True), ("update_status", True),
+     ("create_status", True), ("ticket_set_status", True)],
 )
 def test_a_method_named_after_its_resource_path_is_named_by_its_verb(tool: str, write: bool) -> None:
     """Google's APIs name a method after the resource it acts on (``spreadsheets.values.append``,

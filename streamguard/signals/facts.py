@@ -1434,21 +1434,30 @@ _WORDS_OF_A_READING = _LOOK_WORDS | {"progress", "events", "time", "date", "coun
 ``cloudformation_stack_update_events``, ``github_issue_create_time``), not the act."""
 
 
-def _resource_method(words: list[str]) -> bool:
-    """Whether the third word of a name is its verb, after a path of two words: a
-    resource's path, as Google's APIs name their methods (``spreadsheets_values_append``,
-    ``users_messages_send``, ``spreadsheets_values_batch_update``), or a namespace of two
-    words (``google_calendar_create_event``, ``aws_dynamodb_put_item``). The path's words
-    are neither acts nor looks (not ``trigger_cache_purge``, ``router_command_send``); the
+def _resource_method(words: list[str]) -> int:
+    """Where the verb of a name is when it follows a path of two words (the third word),
+    or of three (the fourth and last: ``play_edits_tracks_update``, Google Play's
+    ``edits.tracks.update``); 0 when it follows neither. A resource's path, as Google's
+    APIs name their methods (``spreadsheets_values_append``, ``users_messages_send``,
+    ``spreadsheets_values_batch_update``), or a namespace of two words
+    (``google_calendar_create_event``, ``aws_dynamodb_put_item``). The path's words are
+    neither acts nor looks (not ``trigger_cache_purge``, ``router_command_send``); the
     verb is no noun as often; no word of a reading follows it
     (``device_firmware_update_status`` reads)."""
+    if (
+        len(words) == 4 and words[3] in _WRITE_VERBS and words[3] not in _NOT_METHOD_VERBS
+        and _PATH_WORDS_NOT_RESOURCES.isdisjoint(words[:3])
+    ):
+        return 3
     if len(words) >= 4 and words[2] in _BATCH_WORDS:
         words = words[:2] + words[3:]
-    return (
+    if (
         len(words) >= 3 and words[2] in _WRITE_VERBS and words[2] not in _NOT_METHOD_VERBS
         and words[0] not in _PATH_WORDS_NOT_RESOURCES and words[1] not in _PATH_WORDS_NOT_RESOURCES
         and _WORDS_OF_A_READING.isdisjoint(words[3:])
-    )
+    ):
+        return 2
+    return 0
 
 
 def names_write(tool: str) -> bool:
@@ -1477,10 +1486,9 @@ def names_write(tool: str) -> bool:
     at = 0
     if words[0] not in _WRITE_VERBS and len(words) > 1 and words[0] not in _LOOK_WORDS:
         at = 1  # a namespace first: `jira_create_issue`, `bacnet_write_property`
-        if _resource_method(words):
-            # a resource's path or a namespace of two words first
-            # (`spreadsheets_values_append`, `google_calendar_create_event`)
-            at = 2
+        # a resource's path or a namespace of two words first
+        # (`spreadsheets_values_append`, `google_calendar_create_event`)
+        at = _resource_method(words) or 1
     if words[at] in _BATCH_WORDS and at + 1 < len(words):
         # a write done in bulk (`sheets_batch_update`, `bulk_create_users`), not the status
         # of one (`poll_bulk_update_status`, `batch_update_progress`)
@@ -1494,7 +1502,21 @@ def names_write(tool: str) -> bool:
         return False  # a command, a request, a query sent (`netmiko_send_command`)
     if verb in _NOUN_VERBS:
         return at + 1 < len(words) and _LOOK_WORDS.isdisjoint(words)
+    if at + 2 == len(words) and words[-1] in _STATE_OF_A_RUN and verb not in _VERBS_OF_A_STATE:
+        # the state of a run (`deploy_status`, `content_deploy_status`, `db_migrate_progress`:
+        # how the deploy goes), not a state set or made (`jira_update_status`,
+        # `create_status`)
+        return False
     return True
+
+
+_STATE_OF_A_RUN = frozenset({"status", "state", "progress"})
+_VERBS_OF_A_STATE = frozenset({
+    "update", "set", "change", "put", "patch", "edit", "modify", "write", "mark", "toggle",
+    "reset", "clear", "save", "create", "add", "post", "publish", "send", "submit", "report",
+})
+"""Verbs whose object may be a status (``jira_update_status``, GitHub's ``create_status``):
+a state set or made, a write."""
 
 
 TRANSCRIPT_HEAD = "Command: "
