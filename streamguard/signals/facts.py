@@ -1502,12 +1502,10 @@ def names_write(tool: str) -> bool:
         return False  # a command, a request, a query sent (`netmiko_send_command`)
     if verb in _NOUN_VERBS:
         return at + 1 < len(words) and _LOOK_WORDS.isdisjoint(words)
-    if at + 2 == len(words) and words[-1] in _STATE_OF_A_RUN and verb not in _VERBS_OF_A_STATE:
-        # the state of a run (`deploy_status`, `content_deploy_status`, `db_migrate_progress`:
-        # how the deploy goes), not a state set or made (`jira_update_status`,
-        # `create_status`)
-        return False
-    return True
+    # The state of a run (`deploy_status`, `content_deploy_status`, `db_migrate_progress`:
+    # how the deploy goes) is read; a state set or made (`jira_update_status`,
+    # `create_status`) is written.
+    return not (at + 2 == len(words) and words[-1] in _STATE_OF_A_RUN and verb not in _VERBS_OF_A_STATE)
 
 
 _STATE_OF_A_RUN = frozenset({"status", "state", "progress"})
