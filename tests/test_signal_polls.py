@@ -103,6 +103,9 @@ UNDER_WAY = [
     # when the invitation will expire says nothing of an end (Checkr's "expires_at")
     {"id": "a1b2", "object": "invitation", "status": "pending", "report_id": None,
      "expires_at": "2025-12-09T14:00:00Z"}, {"status": "pending", "expiresIn": 3600},
+    # ...nor when it is expected to end (AWS' "EstimatedCompletionTime")
+    '{"GenerationSummaryList": [{"RecommendationId": "1c10", "GenerationStatus": "PROCESSING", '
+    '"EstimatedCompletionTime": "2025-12-11T19:35:05Z"}]}',
     # a data-quality scan's states (Soda Cloud's "queuing", "executing")
     {"scanId": "scn_4b", "state": "queuing", "started": None}, {"scanId": "scn_4b", "state": "executing"},
 ]
@@ -158,6 +161,7 @@ NOT_UNDER_WAY = [
     {"status": "failed", "queued": 3},
     # ...but that it expired does
     {"status": "pending", "expired_at": "2025-12-01T00:00:00Z"}, {"status": "pending", "note": "invitation expired"},
+    {"status": "RUNNING", "completed_at": "2025-12-11T19:35:05Z"},
     # running as a word of prose, not a status
     "Running 12 tests\n12 passed",
     "",

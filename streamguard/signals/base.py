@@ -1073,12 +1073,15 @@ _COUNT_KEY = re.compile(
     # when something will expire, not that it did: an invitation's or a token's
     # "expires_at": "2025-12-09T14:00:00Z", "expiresIn": 3600
     r"|\"(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
+    # and when it is expected to end: AWS' "EstimatedCompletionTime", "expected_finish_at"
+    r"|\"(?i:estimated|expected|projected)[_-]?(?i:complet|finish)\w{0,20}\"\s*:"
 )
 """A key named by a word of an end that says no end: of work done, a count or nothing yet
 (``"cells_complete": 0``, ``"succeeded": 3``, ``"finishedAt": null``, ``"completed":
 false``); of failures, zero or nothing (``"failed": 0``, ``"error": null``,
 ``"error_code": null``: an API's envelope saying no error); and when something will
-expire (``"expires_at"``, ``"expiresIn"``), which says nothing of an end yet."""
+expire (``"expires_at"``, ``"expiresIn"``) or is expected to end
+(``"EstimatedCompletionTime"``), which says nothing of an end yet."""
 _DONE_VALUE = re.compile(rf"(?i)[:=]\s*[\"']?(?:{_DONE_WORDS})")
 """Words of a good end, anywhere, and as a field's value (``"status": "completed"``: a part
 done); as a key or in prose (``"completed": true``, "job 42 done") they say it is over."""
