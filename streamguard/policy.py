@@ -127,12 +127,14 @@ class WaitsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
     (``ResultView.waited``); whatever ``pause_seconds`` says. 0: only calls that wait
     are deliberate waits."""
     restart_seconds: Annotated[float, Meta(ge=0, le=86400)] = 1200.0
-    """For this many seconds (event time) after a call that restarts something (a
-    device's ``reload`` or ``reboot``, ``systemctl restart``, ``reboot_device``), a read
-    asked again after a pause whose answer is the same again, or a failure, is a probe
-    waiting for what was restarted to come back (a router answering no ping for ten
-    minutes while it boots an upgrade), not a loop (``ResultView.restarting``). Past it,
-    the same answers are judged as before. 0: no such waits."""
+    """For this many seconds (the event's time, else its record's) after a call that
+    restarts something (a device's ``reload`` or ``reboot``, ``systemctl restart``,
+    ``reboot_device``) was answered without a failure, a read asked again after a pause
+    whose answer is the same again and says no end, or whose failure says what it
+    reached for is down, is a probe waiting for what was restarted to come back (a router
+    answering no ping for ten minutes while it boots an upgrade), not a loop
+    (``ResultView.restarting``). Past it, the same answers are judged as before. 0: no
+    such waits."""
 
 
 def _table_name(cls: type[Signal]) -> str:

@@ -92,6 +92,7 @@ from .signals.base import (
     overrides,
     paused_between,
     previews,
+    says_unreachable,
     waited_between,
 )
 from .signals.facts import (
@@ -100,6 +101,7 @@ from .signals.facts import (
     FLAG_ASK,
     FLAG_LONG_POLL,
     FLAG_READ,
+    FLAG_RESTART,
     FLAG_RUNNER,
     FLAG_SEARCH,
     FLAG_SHELL,
@@ -225,10 +227,11 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # that count laps start again from it.
     prompt: int = 0
     prompt_ts: float | None = None
-    # The time and call key of the session's last call that restarted something (a
-    # device's `reload`, `systemctl restart`, `reboot_device`): for [waits]
-    # restart_seconds after it, a probe asked again after a pause that answers the same,
-    # or fails, is waiting for what was restarted to come back (ResultView.restarting).
+    # The time and call key of the session's last restart that went through (a device's
+    # `reload`, `systemctl restart`, `reboot_device`, answered without a failure): for
+    # [waits] restart_seconds after it, a probe asked again after a pause that answers
+    # the same, saying no end, or fails to reach what it probes, is waiting for what was
+    # restarted to come back (ResultView.restarting).
     restarted: tuple[float, int] | None = None
     # The pause count at the last answer of each of the last ANSWERED_KEPT calls (by key):
     # whether the session paused since a call was last answered (ResultView.paused).
@@ -548,15 +551,15 @@ class Watchdog:
         view.shell = facts.shell
         view.ask = facts.ask
         view.read = read = facts.read
-        if (
-            ctx.ts is not None and self._restart_seconds is not None
-            # (the usual call, a tool known not to restart and no command line, decided
-            # here without a call)
+        # Whether the call restarts something: its successful answer starts the restart
+        # wait (_result). (The usual call, a tool known not to restart and no command
+        # line, is decided here without a call.)
+        restarts = (
+            self._restart_seconds is not None
             and (runner or self._restart_names.get(tool) is not False
                  or (type(args) is dict and "command" in args))
             and self._restarts(tool, args, runner, read)
-        ):
-            state.restarted = (ctx.ts, key)
+        )
         # A read asked after a wait of its own (`sleep 120; ray job status ...`) is a read
         # whose answer follows a deliberate wait: read by the loop detectors with their
         # polls' rules (a job polled after it failed is a loop), a run of it a poll to
@@ -610,6 +613,8 @@ class Watchdog:
                 flags |= FLAG_READ
             if waits_first:
                 flags |= FLAG_WAITS_FIRST
+            if restarts:
+                flags |= FLAG_RESTART
             if (
                 type(args) is dict and not wait and not LONG_POLL_KEYS.isdisjoint(args)
                 and asks_to_wait(args)
@@ -857,14 +862,21 @@ class Watchdog:
                 view.paused = paused = paused_between(before, pauses)
                 view.waited = waited_between(before, pauses)
             restarted = state.restarted
+            now = ctx.ts
+            if flags & FLAG_RESTART and not failed and now is not None and (
+                # the same restart sent again within its wait does not extend it
+                restarted is None or restarted[1] != key
+                or not 0 <= now - restarted[0] <= self._restart_seconds  # type: ignore[operator]
+            ):
+                state.restarted = restarted = (now, key)  # a restart that went through
             view.restarting = restarting = (
                 restarted is not None and paused and flags & FLAG_READ != 0
-                and key != restarted[1] and ctx.ts is not None
-                and ctx.ts - restarted[0] <= self._restart_seconds  # type: ignore[operator]
+                and key != restarted[1] and now is not None
+                and 0 <= now - restarted[0] <= self._restart_seconds  # type: ignore[operator]
             )
-            if restarting and failed:
+            if restarting and failed and says_unreachable(event.error):
                 # A probe that fails after a pause while what was restarted comes back
-                # (ping "100% packet loss", curl "connection refused"): a wait's failure.
+                # (curl "connection refused", ssh "no route to host"): a wait's failure.
                 wait = True
         else:
             view.call_key = view.call_flags = 0

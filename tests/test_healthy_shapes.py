@@ -2181,6 +2181,9 @@ def test_a_query_answer_with_its_columns_and_cost_but_no_row_found_nothing() -> 
     assert found_nothing(empty)
     assert found_nothing({"columns": ["TABLE_NAME"], "rows": [], "rowcount": 0})
     assert not found_nothing({**empty, "Results": [{"DeviceName": "wks-12"}]})
+    # statistics that count what was found are a hit, the rows not shown
+    assert not found_nothing({"stats": {"total_matches": 1234}, "results": []})
+    assert not found_nothing({"statistics": {"hits": 57}, "hits": []})
     calls = Calls()
     trace: list[Any] = []
     for i, table in enumerate(["DeviceProcessEvents", "DeviceFileEvents", "DeviceImageLoadEvents",

@@ -675,6 +675,9 @@ def test_jobs_polled_with_code_that_sleeps_between_are_a_poll() -> None:
     ("MERGE dbo.Target AS T USING dbo.Src AS S ON T.id = S.id WHEN NOT MATCHED THEN INSERT (id) "
      "VALUES (S.id);", True),
     ("WITH s AS (SELECT 1 AS a) MERGE t USING s ON t.a = s.a WHEN MATCHED THEN DELETE", True),
+    ("MERGE dbo.Target WITH (HOLDLOCK) AS T USING dbo.Src AS S ON T.id = S.id WHEN MATCHED THEN "
+     "UPDATE SET T.a = S.a;", True),
+    ("MERGE TOP (100) dbo.T AS T USING S ON T.id = S.id WHEN MATCHED THEN DELETE;", True),
 ])
 def test_an_sql_statement_sent_to_a_runner_is_read_by_its_shape(statement: str, write: bool) -> None:
     facts = runner_facts({"query": statement})

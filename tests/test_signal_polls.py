@@ -1121,20 +1121,55 @@ def test_a_probe_that_never_comes_back_trips_after_restart_seconds() -> None:
 
 
 def test_the_restart_itself_repeated_is_still_a_loop() -> None:
+    """A shell's restart is a read to the command runner (it writes no file): the restart
+    asked again after pauses is no probe of itself."""
     trace: list[Any] = [TurnStart(session="r")]
     for n in range(8):
-        trace += [ToolCall(session="r", tool="reboot_device", args={"device": "ar01"}, call_id=f"b{n}",
-                           ts=1_000.0 + 60 * n),
-                  ToolResult(session="r", tool="reboot_device", call_id=f"b{n}", ts=1_002.0 + 60 * n,
-                             result={"device": "ar01", "state": "rebooting"})]
+        trace += [ToolCall(session="r", tool="bash", args={"command": "sudo systemctl restart nginx"},
+                           call_id=f"b{n}", ts=1_000.0 + 30 * n),
+                  ToolResult(session="r", tool="bash", call_id=f"b{n}", ts=1_002.0 + 30 * n,
+                             result="nginx reloaded its configuration")]
     assert ("repeated-tool-call", "critical") in loop_alerts(trace)
 
 
-def test_a_restart_without_event_times_excuses_nothing() -> None:
-    trace = [e if not hasattr(e, "ts") else type(e)(**{**{f: getattr(e, f) for f in e.__struct_fields__},
-                                                          "ts": None})
-             for e in restart_then_probes(RELOAD, [LOST] * 12)]
+def test_a_restart_without_any_time_excuses_nothing() -> None:
+    """With no event time (nor a record's), no restart is timed: probes paused by the
+    user's messages are judged as before."""
+    trace: list[Any] = [TurnStart(session="r"), RELOAD.__class__(**{**{f: getattr(RELOAD, f) for f in
+                                                                      RELOAD.__struct_fields__}, "ts": None}),
+                        ToolResult(session="r", tool="ssh_exec", call_id="boot", result="Reload scheduled")]
+    for n in range(10):
+        trace += [Text(session="r", role="user", text="Is it back?"),
+                  ToolCall(session="r", tool="ping", args={"target": "ar01"}, call_id=f"p{n}"),
+                  ToolResult(session="r", tool="ping", call_id=f"p{n}", result=LOST)]
     assert ("repeated-tool-call", "critical") in loop_alerts(trace)
+
+
+def test_a_restart_excuses_only_probes_that_say_no_end() -> None:
+    """A job's "failed" polled after a restart is still a loop, and so is a file not found
+    read again: a restart explains a probe going unanswered, not an answer of an end."""
+    failed = {"job_id": "j-9", "status": "failed"}
+    trace = restart_then_probes(RELOAD, [failed] * 8, gap=30.0)
+    assert ("repeated-tool-call", "critical") in loop_alerts(trace)
+    missing: list[Any] = restart_then_probes(RELOAD, [], gap=30.0)
+    for n in range(8):
+        missing += [ToolCall(session="r", tool="read_file", args={"path": "/etc/app.yml"}, call_id=f"f{n}",
+                             ts=1_100.0 + 30 * n),
+                    ToolResult(session="r", tool="read_file", call_id=f"f{n}", ts=1_101.0 + 30 * n,
+                               error="ENOENT: no such file or directory, open '/etc/app.yml'")]
+    assert [a for a in alerts(missing, "") if a.severity == "critical"] != []
+
+
+def test_a_restart_that_failed_or_is_dated_ahead_starts_no_wait() -> None:
+    refused = restart_then_probes(RELOAD, [LOST] * 12)
+    refused[2] = ToolResult(session="r", tool="ssh_exec", call_id="boot", ts=1_001.0,
+                            error="% Authorization failed: reload not permitted")
+    assert ("repeated-tool-call", "critical") in loop_alerts(refused)
+    ahead = restart_then_probes(None, [LOST] * 12)
+    ahead[1:1] = [ToolCall(session="r", tool="ssh_exec", args={"host": "ar01", "command": "reload"},
+                           call_id="boot", ts=90_000.0),
+                  ToolResult(session="r", tool="ssh_exec", call_id="boot", ts=90_001.0, result="Reload scheduled")]
+    assert ("repeated-tool-call", "critical") in loop_alerts(ahead)
 
 
 def test_the_last_restart_is_session_state_and_survives_a_snapshot() -> None:
@@ -1142,7 +1177,7 @@ def test_the_last_restart_is_session_state_and_survives_a_snapshot() -> None:
     for event in restart_then_probes(RELOAD, [LOST] * 2):
         engine.process(event)
     restarted = engine.sessions["r"].restarted
-    assert restarted is not None and restarted[0] == 1_000.0
+    assert restarted is not None and restarted[0] == 1_001.0  # when it went through
     data = engine.snapshot("r")
     assert data is not None
     assert Engine(parse_policy_set(QUIET)).restore("r", data).restarted == restarted
@@ -1162,8 +1197,16 @@ def test_what_names_a_restart(tool: str, restarts: bool) -> None:
     ("systemctl restart nginx", True), ("cd /srv && sudo systemctl reload nginx", True),
     ("docker compose restart web", True), ("kubectl rollout restart deploy/web", True),
     ("nginx -s reload", True), ("shutdown -r now", True),
+    ("sudo -u root reboot", True), ("cd /srv\nreboot", True), ("ssh admin@host reboot", True),
+    ("kubectl -n prod rollout restart deploy/web", True), ("request system reboot", True),
+    ("execute reboot", True), ("/system reboot", True), ("request restart system", True),
+    ("aws ec2 reboot-instances --instance-ids i-1", True), ("az vm restart -g rg -n vm", True),
     ('git commit -m "restart"', False), ("grep -r reload src/", False), ("echo restart", False),
     ("kubectl rollout status deploy/web", False), ("show version", False),
+    # the word as an option, a property read, a reload cancelled
+    ("docker run -d --restart=always nginx", False), ("docker update --restart=no web", False),
+    ("systemctl show -p Restart,NRestarts nginx", False), ("pm2 start app.js --restart-delay=3000", False),
+    ("docker events --filter event=restart", False), ("reload cancel", False),
 ])
 def test_what_commands_a_restart(command: str, restarts: bool) -> None:
     assert commands_restart(command) is restarts
@@ -1186,3 +1229,21 @@ def test_a_listing_watched_every_few_minutes_is_a_poll_whatever_its_items_say() 
                   {**LISTING, "completed": True}):
         assert ("repeated-tool-call", "critical") in loop_alerts(
             status_poll([ended] * 8, gap=175.0, tool="list_applications"))
+
+
+@pytest.mark.parametrize("ended", [
+    {"total_count": 1, "workflow_runs": [{"status": "completed", "conclusion": "success"}]},  # one item
+    [{"run_id": 7, "state": "completed"}],
+    {"runs": [{"status": "completed"}, {"status": "failed"}]},  # every item says it ended
+    {"job": {"status": "done"}, "artifacts": [{"name": "a"}, {"name": "b"}]},  # a status beside the list
+    '[{"run_id": 7, "state": "completed"}]',
+])
+def test_a_listing_that_says_its_work_ended_is_no_value_watched(ended: Any) -> None:
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        status_poll([ended] * 8, gap=175.0, tool="list_runs"))
+
+
+def test_a_listing_with_keys_that_are_no_text_is_read_without_raising() -> None:
+    odd = {7: "seven", "items": [{"id": 1, "status": "completed"}, {"id": 2}]}
+    # (a key that is no text makes it no listing: judged as any answer of an end)
+    assert ("repeated-tool-call", "critical") in loop_alerts(status_poll([odd] * 6, gap=175.0, tool="list_items"))

@@ -240,9 +240,11 @@ class ResultView:
     no failed answer): an answer that says nothing of an end, asked again after such a
     wait, is a poll's too (:func:`poll_answer`).
     ``restarting``: ``paused``, the call is known to only read, and the session restarted
-    something (a device's ``reload``, ``systemctl restart``, ``reboot_device``) with
-    another call at most ``[waits] restart_seconds`` before: the probe's answer, the same
-    again or a failure, is waiting for what was restarted to come back (:func:`poll_answer`).
+    something (a device's ``reload``, ``systemctl restart``, ``reboot_device``, answered
+    without a failure) with another call at most ``[waits] restart_seconds`` before: the
+    probe's answer, the same again and saying no end, is a poll's (:func:`poll_answer`),
+    and its failure, saying what it reached for is down (:func:`says_unreachable`), a
+    wait's.
     ``encoded``: the payload's sorted JSON, when the watchdog encoded it for the fingerprint
     (``None`` otherwise: a string, a digest, a declared size), so the gist need not encode
     it again.
@@ -1149,31 +1151,51 @@ def _over_at_top(payload: Any) -> bool:
 
 
 def _a_listing(payload: Any) -> bool:
-    """Whether a structured answer is a listing of items (a list of objects, or an object
-    that holds one) with no status of its own: no top-level ``status``, ``state``...,
-    and no word of an end among its other top-level keys and text values. The statuses
-    of its items are theirs (an application "screening_complete", another "withdrawn"):
-    they say nothing of the listing as a whole, which a watch re-reads until an item
-    comes."""
+    """Whether a structured answer is a listing of items (a list of two objects or more,
+    or an object that holds one) with no status of its own: no top-level ``status``,
+    ``state``..., nor one in an object beside the list, and no word of an end among its
+    other top-level text values (nor ``true`` under a key of one). The statuses of its
+    items are theirs (an application "screening_complete", another "withdrawn"): they
+    say nothing of the listing as a whole, which a watch re-reads until an item comes.
+    Not one item (a run's own answer in a list of one), nor items that all say they
+    ended (every run of the listing completed: the work watched is over)."""
+    if type(payload) is str and payload[:1] == "[":
+        try:
+            payload = _json_decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return False
     if type(payload) is list:
-        return bool(payload) and type(payload[0]) is dict
+        return _items_listed(payload)
     top = _top_object(payload)
     if top is None:
         return False
     listed = False
     for key, value in top.items():
+        if type(key) is not str:
+            return False
         kind = type(value)
         if kind is list:
-            if value and type(value[0]) is dict:
+            if _items_listed(value):
                 listed = True
         elif key in _TOP_STATUS_KEYS:
             return False
         elif kind is str:
             if _FINISHED.search(value[:64]) is not None or _FINISHED.search(key[:64]) is not None:
                 return False  # "message": "sync finished", "finished_at": "2025-..."
-        elif value is True and _FINISHED.search(key[:64]) is not None:
-            return False  # "completed": true (a count of them, "completed_count": 1, is no end)
+        elif value is True:
+            if _FINISHED.search(key[:64]) is not None:
+                return False  # "completed": true (a count of them, "completed_count": 1, is no end)
+        elif kind is dict and _over_at_top(value):
+            return False  # {"job": {"status": "done"}, "artifacts": [...]}
     return listed
+
+
+def _items_listed(items: list[Any]) -> bool:
+    """Whether a list is a listing's items: two objects or more, not all of them saying
+    they ended (their own top-level status a word of an end)."""
+    if len(items) < 2 or type(items[0]) is not dict:
+        return False
+    return any(type(item) is not dict or not _over_at_top(item) for item in items)
 
 
 def says_in_progress(result: ResultView) -> bool:
@@ -1288,6 +1310,24 @@ def says_in_progress(result: ResultView) -> bool:
     return progress == 2
 
 
+_UNREACHABLE = re.compile(
+    r"(?i)refused|timed?[ _-]?out|unreachable|no route|packet loss|connection reset"
+    r"|reset by peer|host is down|could not resolve|name or service not known"
+    r"|name resolution|service unavailable|bad gateway|gateway time|not responding"
+    r"|\b50[234]\b|econnrefused|ehostunreach|enetunreach|etimedout"
+)
+"""What a probe's failure says while what it probes is down: the connection refused or
+timed out, the host unreachable, a proxy's 502 to 504."""
+
+
+def says_unreachable(error: object) -> bool:
+    """Whether a failure says what it reached for is down or unreachable
+    (:data:`_UNREACHABLE`, in its first 512 characters): a probe's failure while what was
+    restarted comes back (``ResultView.restarting``), unlike a file not found or a
+    refused request, which a restart does not explain."""
+    return type(error) is str and _UNREACHABLE.search(error, 0, 512) is not None
+
+
 def poll_answer(result: ResultView) -> bool:
     """Whether ``result`` is a poll's answer: the session paused since the same call was
     last answered (``ResultView.paused``), and the answer says the work is still under
@@ -1309,9 +1349,13 @@ def poll_answer(result: ResultView) -> bool:
     """
     if not result.paused:
         return False
-    if result.restarting:
-        return True
     if says_in_progress(result):
+        return True
+    if result.restarting:
+        # a probe of what was restarted, answering the same while it comes back: a
+        # poll's answer when it says no end (ping's "100% packet loss"); not a job's
+        # "failed", nothing found, or an answer too long to read
+        return not result.failed and result.progress != 1
         return True
     if not result.waited or result.progress != 3 or not result.call_flags & FLAG_READ:
         return False
@@ -1433,6 +1477,25 @@ cost (``Stats``: execution time, resources). With no row, the query found nothin
 (:func:`found_nothing`)."""
 
 
+_HIT_COUNT = re.compile(r"(?i)total|hit|match|count|result|found|row|record|item")
+
+
+def _counts_a_hit(stats: dict[Any, Any]) -> bool:
+    """Whether a query's statistics count something found (``"total_matches": 1234``,
+    ``"hits": 57``), at their top or one level down; not what the query cost
+    (``"ExecutionTime": 6.4``, ``"resource_usage": {...}``, ``"table_row_count": 0``)."""
+    for key, value in stats.items():
+        if type(value) is dict:
+            if any(
+                type(k) is str and type(v) in (int, float) and v and _HIT_COUNT.search(k)
+                for k, v in value.items()
+            ):
+                return True
+        elif type(key) is str and type(value) in (int, float) and value and _HIT_COUNT.search(key):
+            return True
+    return False
+
+
 def found_nothing(payload: Any, depth: int = 0) -> bool:
     """Whether a search's structured answer (a JSON value, or JSON text) found nothing:
     an empty array or object, or an object whose containers are all empty (at least one:
@@ -1465,6 +1528,8 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     for key, value in payload.items():
         kind = type(value)
         if (kind is list or kind is dict) and type(key) is str and key.lower() in _SHAPE_FIELDS:
+            if kind is dict and _counts_a_hit(value):
+                return False  # {"stats": {"total_matches": 1234}, "results": []}: found, not shown
             continue  # the shape of the answer and the cost of the query, not a hit
         if kind is list:
             if value:

@@ -125,13 +125,15 @@ DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
 of one is a wait, like ``sleep 60`` through a shell (``CallFacts.wait``)."""
 
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL, FLAG_ASK = 1, 2, 4, 8, 16, 32
-FLAG_LONG_POLL, FLAG_READ, FLAG_WAITS_FIRST = 64, 128, 256
+FLAG_LONG_POLL, FLAG_READ, FLAG_WAITS_FIRST, FLAG_RESTART = 64, 128, 256, 512
 """Bits of a pending call's facts (these and the six above). ``FLAG_SHELL``: its only
 write is a change of the shell (``export``, ``cd``, ``source``...), with no file written
 (see :attr:`CallFacts.shell`). ``FLAG_ASK``: the call asks the user
 (:attr:`CallFacts.ask`). ``FLAG_LONG_POLL``: an argument asks the tool to wait for news
 before it answers (:func:`asks_to_wait`). ``FLAG_READ``: the call is known to only look
-(:attr:`CallFacts.read`)."""
+(:attr:`CallFacts.read`). ``FLAG_RESTART``: the call restarts something
+(:func:`names_restart`, :func:`commands_restart`); its successful answer starts the
+session's restart wait."""
 
 LONG_POLL_KEYS = frozenset({
     "wait", "wait_seconds", "wait_secs", "wait_s", "wait_ms", "wait_time", "wait_time_seconds",
@@ -592,14 +594,30 @@ AWS' ``RebootInstances``, ``power_cycle_outlet``): the word whole, so not a list
 restarts (``list_restarts``) or what was reloaded (``reloaded_items``). Read only for a
 call not known to only look (``get_reload_status`` reads)."""
 _RESTART_COMMAND = re.compile(
-    r"(?i)(?:^|[;&|(]\s*|\bsudo\s+(?:-\S+\s+)*)(?:reboot|reload|restart|shutdown\s+-r)\b"
-    r"|\b(?:systemctl|service|docker|podman|nerdctl|pm2|supervisorctl|rollout|apachectl|rc-service"
-    r"|launchctl|services|compose|nginx\s+-s)\b[^;&|\n]{0,80}?\b(?:restart|reload|kickstart)\b"
+    # a command of its own at a line's or a segment's start (a device's `reload`, a
+    # shell's `sudo reboot`), not an option (`--restart=always`) nor `reload cancel`
+    r"(?im)(?:^\s*|[;&|(]\s*|\bsudo\s+(?:-u\s+\S+\s+|-\S+\s+)*)"
+    r"(?:reboot|reload(?!\s+cancel)|restart|shutdown\s+-r)(?![\w=-])"
+    r"|\bssh\b[^;&|\n]{0,120}?\s['\"]?(?:sudo\s+)?(?:reboot|shutdown\s+-r)\b"
+    # a service manager's restart or reload, as its sub-command
+    r"|\bsystemctl\s+(?:-\S+\s+)*(?:restart|try-restart|reload-or-restart|reload|reboot)(?![\w=-])"
+    r"|\b(?:service|rc-service)\s+\S+\s+(?:restart|reload)\b"
+    r"|\b(?:docker|podman|nerdctl)\s+(?:compose\s+(?:-\S+\s+)*)?restart\b"
+    r"|\bkubectl\b[^;&|\n]{0,80}?\srollout\s+restart\b|\b(?:pm2|supervisorctl)\s+(?:restart|reload)\b"
+    r"|\bnginx\s+-s\s+reload\b|\bapachectl\s+(?:-k\s+)?(?:restart|graceful)\b"
+    r"|\blaunchctl\s+kickstart\b|\bbrew\s+services\s+restart\b"
+    # network systems' own (Junos, FortiOS, RouterOS, PAN-OS) and the clouds' CLIs
+    r"|\brequest\s+system\s+reboot\b|\bexecute\s+reboot\b|/system\s+reboot\b"
+    r"|\brequest\s+restart\s+system\b|\baws\s+ec2\s+reboot-instances\b|\baz\s+vm\s+restart\b"
+    r"|\bgcloud\s+compute\s+instances\s+reset\b"
 )
 """A command line that restarts something: a device's own ``reload`` or ``reboot`` (an
-ssh tool's command, a shell's), ``shutdown -r``, a service manager's restart or reload
-(``systemctl restart nginx``, ``docker compose restart``, ``kubectl rollout restart``,
-``nginx -s reload``)."""
+ssh tool's command, a shell's, ``ssh host reboot``), ``shutdown -r``, a service manager's
+restart or reload (``systemctl restart nginx``, ``docker compose restart``, ``kubectl
+rollout restart``, ``nginx -s reload``), a network system's (``request system reboot``,
+``execute reboot``) or a cloud's (``aws ec2 reboot-instances``, ``az vm restart``). Not the
+word as an option (``docker run --restart=always``, ``pm2 start --restart-delay=3000``),
+a property read (``systemctl show -p Restart``) or ``reload cancel``."""
 RESTART_COMMAND_READ = 256
 """Characters of a command line read for a restart: a restart is a short command."""
 
@@ -615,7 +633,8 @@ def commands_restart(command: str) -> bool:
     the same until it is back is waiting (``[waits] restart_seconds``)."""
     head = command[:RESTART_COMMAND_READ].lower()
     # (the words first, in C: most command lines hold none, and the search is the cost)
-    if not ("reboot" in head or "restart" in head or "reload" in head or "shutdown" in head):
+    if not ("reboot" in head or "restart" in head or "reload" in head or "shutdown" in head
+            or "kickstart" in head or "graceful" in head or "instances reset" in head):
         return False
     return _RESTART_COMMAND.search(head) is not None
 
@@ -977,7 +996,8 @@ _SQL_WRITE = re.compile(
     # MERGE with its INTO left out, as BigQuery and SQL Server allow (`MERGE `p.d.t` T
     # USING ... WHEN MATCHED`: the clause every MERGE has, so "merge sort using recursion"
     # is no statement)
-    r"|merge\s+into|merge\s+[\w.\"`\[\]-]+(?:\s+(?:as\s+)?\w+)?\s+using\b[^;]{0,2000}?\bwhen\s+(?:not\s+)?matched\b|truncate\s+(?:table\s+)?[\w.\"`]+\s*(?:;|$)|(?:grant|revoke)\s+\w[\w, ]{0,80}?\s{1,16}on\b"
+    r"|merge\s+into|merge\s+(?:top\s*\([^)]{0,20}\)\s*(?:percent\s+)?)?[\w.\"`\[\]-]+(?:\s+with\s*\([^)]{0,80}\))?"
+    r"(?:\s+(?:as\s+)?\w+)?\s+using\b[^;]{0,2000}?\bwhen\s+(?:not\s+)?matched\b|truncate\s+(?:table\s+)?[\w.\"`]+\s*(?:;|$)|(?:grant|revoke)\s+\w[\w, ]{0,80}?\s{1,16}on\b"
     r"|comment\s+on\s+\w+|rename\s+table|analyze\s+[\w.\"`]+\s*(?:;|$)"
     r"|vacuum\b|reindex\b|refresh\s+materialized|call\s+[\w.]+\s*\(|copy\s+[\w.\"]+[^;]{0,200}?\bfrom)",
     re.IGNORECASE,
@@ -992,7 +1012,9 @@ _SQL_READ = re.compile(
 )
 _SQL_WRITE_INSIDE = re.compile(
     r"\b(?:insert\s+into|delete\s+from|update\s+[\w.\"`]+\s+set|merge\s+into"
-    r"|merge\s+[\w.\"`\[\]-]+(?:\s+(?:as\s+)?\w+)?\s+using\b[^;]{0,2000}?\bwhen\s+(?:not\s+)?matched)\b",
+    # (inside a statement already read as SQL, `MERGE t USING` is enough: no search for
+    # its WHEN from every such pair, which a crafted statement repeats)
+    r"|merge\s+(?:top\s*\([^)]{0,20}\)\s*)?[\w.\"`\[\]-]+(?:\s+(?:as\s+)?\w+)?\s+using)\b",
     re.IGNORECASE
 )
 _SQL_LITERAL = re.compile(

@@ -221,6 +221,7 @@ FORGED_SNAPSHOTS = {
     "a seen count of zero": _snapshot(1, 5, 100, 1, [["k", 0]], 0.0),
     "a seen key not a string": _snapshot(1, 5, 100, 1, [[7, 1]], 0.0),
     "a time below the start": _snapshot(1, 5, -2, 1, [], 0.0),
+    "a rank below the start": _snapshot(1, 5, 100, -2, [], 0.0),
     "last activity not finite": _snapshot(1, 5, 100, 1, [], float("nan")),
     "not msgpack": b"\xc1\xc1\xc1",
 }
@@ -249,9 +250,19 @@ _ANY_MSGPACK = st.recursive(
 )
 
 
-# any value at all, and values of the snapshot's own shape (version 1, six fields) with
-# any field forged: the second is where a check that is missing shows
-@given(_ANY_MSGPACK | st.tuples(st.just(1), *[_ANY_MSGPACK] * 5).map(list))
+_NUMBER = st.integers(-(2**63), 2**63 - 1)
+
+
+# any value at all; values of the snapshot's own shape (version 1, six fields) with any
+# field forged, where a check that is missing shows; and values of its types with any
+# numbers, some of which are installed
+@given(
+    _ANY_MSGPACK
+    | st.tuples(st.just(1), *[_ANY_MSGPACK] * 5).map(list)
+    | st.tuples(st.just(1), _NUMBER, _NUMBER, st.integers(-3, 5),
+                st.lists(st.tuples(st.text(max_size=4), _NUMBER), max_size=4),
+                st.floats()).map(list)
+)
 @settings(max_examples=300, deadline=None)
 def test_restore_of_any_msgpack_value_installs_a_valid_state_or_refuses(value: object) -> None:
     w = ReorderWindow(window_s=0.0)
@@ -261,4 +272,16 @@ def test_restore_of_any_msgpack_value_installs_a_valid_state_or_refuses(value: o
         assert "s" not in w.sessions
         return
     state = w.sessions["s"]
-    assert state.next_seq >= 1 and all(n >= 1 for n in state.seen.values())
+    assert state.next_seq >= 1 and state.last_time >= -1 and state.last_rank >= -1
+    assert all(n >= 1 for n in state.seen.values())
+    INSTALLED.append(1)
+
+
+INSTALLED: list[int] = []
+
+
+def test_some_generated_snapshots_are_installed() -> None:
+    """The property above reads installed states too, not only refusals."""
+    INSTALLED.clear()
+    test_restore_of_any_msgpack_value_installs_a_valid_state_or_refuses()
+    assert INSTALLED
