@@ -874,7 +874,8 @@ class Watchdog:
                 and key != restarted[1] and now is not None
                 and 0 <= now - restarted[0] <= self._restart_seconds  # type: ignore[operator]
             )
-            if restarting and failed and says_unreachable(event.error):
+            if restarting and failed and says_unreachable(event.error or event.result):
+                # (the error, else the output of a command whose exit status failed it)
                 # A probe that fails after a pause while what was restarted comes back
                 # (curl "connection refused", ssh "no route to host"): a wait's failure.
                 wait = True

@@ -1148,9 +1148,10 @@ def test_a_restart_without_any_time_excuses_nothing() -> None:
 def test_a_restart_excuses_only_probes_that_say_no_end() -> None:
     """A job's "failed" polled after a restart is still a loop, and so is a file not found
     read again: a restart explains a probe going unanswered, not an answer of an end."""
-    failed = {"job_id": "j-9", "status": "failed"}
-    trace = restart_then_probes(RELOAD, [failed] * 8, gap=30.0)
-    assert ("repeated-tool-call", "critical") in loop_alerts(trace)
+    for failed in ({"job_id": "j-9", "status": "failed"},
+                   '{"job_id": "j-9", "status": "failed", "reason": "connection timed out"}'):
+        trace = restart_then_probes(RELOAD, [failed] * 8, gap=30.0)
+        assert ("repeated-tool-call", "critical") in loop_alerts(trace)
     missing: list[Any] = restart_then_probes(RELOAD, [], gap=30.0)
     for n in range(8):
         missing += [ToolCall(session="r", tool="read_file", args={"path": "/etc/app.yml"}, call_id=f"f{n}",
@@ -1247,3 +1248,23 @@ def test_a_listing_with_keys_that_are_no_text_is_read_without_raising() -> None:
     odd = {7: "seven", "items": [{"id": 1, "status": "completed"}, {"id": 2}]}
     # (a key that is no text makes it no listing: judged as any answer of an end)
     assert ("repeated-tool-call", "critical") in loop_alerts(status_poll([odd] * 6, gap=175.0, tool="list_items"))
+
+
+def test_a_shell_probe_failing_while_a_service_restarts_is_a_wait() -> None:
+    """`curl` through a shell, failed by its exit status, its output saying the connection
+    was refused: while the service restarted comes back, a wait; a 404 is no such wait."""
+    def trace(output: str) -> list[Any]:
+        events: list[Any] = [TurnStart(session="r"),
+                             ToolCall(session="r", tool="bash", args={"command": "sudo systemctl restart api"},
+                                      call_id="boot", ts=1_000.0),
+                             ToolResult(session="r", tool="bash", call_id="boot", ts=1_002.0, result="")]
+        for n in range(10):
+            events += [ToolCall(session="r", tool="bash", args={"command": "curl -sf http://127.0.0.1:8080/health"},
+                                call_id=f"c{n}", ts=1_040.0 + 40 * n),
+                       ToolResult(session="r", tool="bash", call_id=f"c{n}", ts=1_041.0 + 40 * n,
+                                  result=output + "\nexit code: 7")]
+        return events
+    assert [a for a in alerts(trace("curl: (7) Failed to connect to 127.0.0.1 port 8080: Connection refused"), "")
+            if a.severity == "critical"] == []
+    assert [a for a in alerts(trace("curl: (22) The requested URL returned error: 404"), "")
+            if a.severity == "critical"] != []

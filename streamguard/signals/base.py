@@ -1351,11 +1351,15 @@ def poll_answer(result: ResultView) -> bool:
         return False
     if says_in_progress(result):
         return True
-    if result.restarting:
+    if result.restarting and not result.failed:
         # a probe of what was restarted, answering the same while it comes back: a
-        # poll's answer when it says no end (ping's "100% packet loss"); not a job's
+        # poll's answer when it says no end (ping's "100% packet loss") or that what it
+        # reached for is down (curl's "Connection refused" as its output); not a job's
         # "failed", nothing found, or an answer too long to read
-        return not result.failed and result.progress != 1
+        if result.progress != 1:
+            return True
+        payload = result.event.result
+        return type(payload) is str and says_unreachable(payload) and not _over_at_top(payload)
         return True
     if not result.waited or result.progress != 3 or not result.call_flags & FLAG_READ:
         return False
