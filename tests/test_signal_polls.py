@@ -103,6 +103,9 @@ UNDER_WAY = [
     # when the invitation will expire says nothing of an end (Checkr's "expires_at")
     {"id": "a1b2", "object": "invitation", "status": "pending", "report_id": None,
      "expires_at": "2025-12-09T14:00:00Z"}, {"status": "pending", "expiresIn": 3600},
+    # an empty time of an end or error is nothing yet (Mailchimp's batch operations)
+    {"id": "dcb673aed7", "status": "pending", "finished_operations": 0, "errored_operations": 0,
+     "completed_at": "", "response_body_url": ""}, {"status": "running", "error": ""},
     # ...nor when it is expected to end (AWS' "EstimatedCompletionTime")
     '{"GenerationSummaryList": [{"RecommendationId": "1c10", "GenerationStatus": "PROCESSING", '
     '"EstimatedCompletionTime": "2025-12-11T19:35:05Z"}]}',
@@ -162,6 +165,7 @@ NOT_UNDER_WAY = [
     # ...but that it expired does
     {"status": "pending", "expired_at": "2025-12-01T00:00:00Z"}, {"status": "pending", "note": "invitation expired"},
     {"status": "RUNNING", "completed_at": "2025-12-11T19:35:05Z"},
+    {"status": "running", "error": "disk full", "completed_at": ""},
     # running as a word of prose, not a status
     "Running 12 tests\n12 passed",
     "",

@@ -1070,8 +1070,8 @@ _END_AWAITED = re.compile(
 42 completes"): no word of an end (:func:`says_in_progress`). Not an end said ("changed to
 SUCCEEDED", "unable to complete")."""
 _COUNT_KEY = re.compile(
-    rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b)"
-    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b)"
+    rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\")"
+    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|\"\")"
     # when something will expire, not that it did: an invitation's or a token's
     # "expires_at": "2025-12-09T14:00:00Z", "expiresIn": 3600
     r"|\"(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
@@ -1080,7 +1080,8 @@ _COUNT_KEY = re.compile(
 )
 """A key named by a word of an end that says no end: of work done, a count or nothing yet
 (``"cells_complete": 0``, ``"succeeded": 3``, ``"finishedAt": null``, ``"completed":
-false``); of failures, zero or nothing (``"failed": 0``, ``"error": null``,
+false``, ``"completed_at": ""``); of failures, zero or nothing (``"failed": 0``,
+``"error": null``, ``"error": ""``,
 ``"error_code": null``: an API's envelope saying no error); and when something will
 expire (``"expires_at"``, ``"expiresIn"``) or is expected to end
 (``"EstimatedCompletionTime"``), which says nothing of an end yet."""
