@@ -551,15 +551,6 @@ class Watchdog:
         view.shell = facts.shell
         view.ask = facts.ask
         view.read = read = facts.read
-        # Whether the call restarts something: its successful answer starts the restart
-        # wait (_result). (The usual call, a tool known not to restart and no command
-        # line, is decided here without a call.)
-        restarts = (
-            self._restart_seconds is not None
-            and (runner or self._restart_names.get(tool) is not False
-                 or (type(args) is dict and "command" in args))
-            and self._restarts(tool, args, runner, read)
-        )
         # A read asked after a wait of its own (`sleep 120; ray job status ...`) is a read
         # whose answer follows a deliberate wait: read by the loop detectors with their
         # polls' rules (a job polled after it failed is a loop), a run of it a poll to
@@ -613,7 +604,15 @@ class Watchdog:
                 flags |= FLAG_READ
             if waits_first:
                 flags |= FLAG_WAITS_FIRST
-            if restarts:
+            if (
+                # A restart: its successful answer starts the restart wait (_result). (The
+                # usual call, a tool known not to restart and no command line, is decided
+                # here without a call.)
+                self._restart_seconds is not None
+                and (runner or self._restart_names.get(tool) is not False
+                     or (type(args) is dict and "command" in args))
+                and self._restarts(tool, args, runner, read)
+            ):
                 flags |= FLAG_RESTART
             if (
                 type(args) is dict and not wait and not LONG_POLL_KEYS.isdisjoint(args)
@@ -863,16 +862,19 @@ class Watchdog:
                 view.waited = waited_between(before, pauses)
             restarted = state.restarted
             now = ctx.ts
-            if flags & FLAG_RESTART and not failed and now is not None and (
-                # the same restart sent again within its wait does not extend it
-                restarted is None or restarted[1] != key
-                or not 0 <= now - restarted[0] <= self._restart_seconds  # type: ignore[operator]
-            ):
-                state.restarted = restarted = (now, key)  # a restart that went through
-            view.restarting = restarting = (
-                restarted is not None and paused and flags & FLAG_READ != 0
-                and key != restarted[1] and now is not None
+            within = (
+                restarted is not None and now is not None
                 and 0 <= now - restarted[0] <= self._restart_seconds  # type: ignore[operator]
+            )
+            if flags & FLAG_RESTART and not failed and now is not None and not (
+                within and restarted[1] == key  # type: ignore[index]
+            ):
+                # a restart that went through (the same one sent again within its wait
+                # does not extend it); the restart's own answer is no probe of it
+                state.restarted = (now, key)
+                within = False
+            view.restarting = restarting = (
+                within and paused and flags & FLAG_READ != 0 and key != restarted[1]  # type: ignore[index]
             )
             if restarting and failed and says_unreachable(event.error or event.result):
                 # (the error, else the output of a command whose exit status failed it)

@@ -1489,16 +1489,15 @@ def _counts_a_hit(stats: dict[Any, Any]) -> bool:
     """Whether a query's statistics count something found (``"total_matches": 1234``,
     ``"hits": 57``), at their top or one level down; not what the query cost
     (``"ExecutionTime": 6.4``, ``"resource_usage": {...}``, ``"table_row_count": 0``)."""
-    for key, value in stats.items():
-        if type(value) is dict:
-            if any(
-                type(k) is str and type(v) in (int, float) and v and _HIT_COUNT.search(k)
-                for k, v in value.items()
-            ):
-                return True
-        elif type(key) is str and type(value) in (int, float) and value and _HIT_COUNT.search(key):
-            return True
-    return False
+    return any(
+        any(_hit_count(k, v) for k, v in value.items()) if type(value) is dict else _hit_count(key, value)
+        for key, value in stats.items()
+    )
+
+
+def _hit_count(key: Any, value: Any) -> bool:
+    """A non-zero number under a name of what was found (``"total_matches": 1234``)."""
+    return type(key) is str and type(value) in (int, float) and bool(value) and _HIT_COUNT.search(key) is not None
 
 
 def found_nothing(payload: Any, depth: int = 0) -> bool:

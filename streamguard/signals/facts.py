@@ -1466,20 +1466,23 @@ def _resource_method(words: list[str]) -> int:
     neither acts nor looks (not ``trigger_cache_purge``, ``router_command_send``); the
     verb is no noun as often; no word of a reading follows it
     (``device_firmware_update_status`` reads)."""
-    if (
-        len(words) == 4 and words[3] in _WRITE_VERBS and words[3] not in _NOT_METHOD_VERBS
-        and _PATH_WORDS_NOT_RESOURCES.isdisjoint(words[:3])
-    ):
+    if len(words) == 4 and _method_verb_at(words, 3):
         return 3
     if len(words) >= 4 and words[2] in _BATCH_WORDS:
         words = words[:2] + words[3:]
-    if (
-        len(words) >= 3 and words[2] in _WRITE_VERBS and words[2] not in _NOT_METHOD_VERBS
-        and words[0] not in _PATH_WORDS_NOT_RESOURCES and words[1] not in _PATH_WORDS_NOT_RESOURCES
-        and _WORDS_OF_A_READING.isdisjoint(words[3:])
-    ):
+    if len(words) >= 3 and _method_verb_at(words, 2) and _WORDS_OF_A_READING.isdisjoint(words[3:]):
         return 2
     return 0
+
+
+def _method_verb_at(words: list[str], at: int) -> bool:
+    """Whether ``words[at]`` is a method's verb after a path of the words before it: a
+    verb of a write that is no noun as often, after words that are no act or look."""
+    verb = words[at]
+    return (
+        verb in _WRITE_VERBS and verb not in _NOT_METHOD_VERBS
+        and _PATH_WORDS_NOT_RESOURCES.isdisjoint(words[:at])
+    )
 
 
 def names_write(tool: str) -> bool:
