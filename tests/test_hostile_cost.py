@@ -11,6 +11,7 @@ before and after are in docs/performance.md ("Records crafted to cost").
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -354,3 +355,136 @@ def test_a_terminal_screens_closing_prompt_is_looked_for_on_its_last_line_only()
         assert "\\Z" not in pattern and "\\s*" not in pattern
     # a run of blanks is bounded where it may follow the prompt's mark
     assert "[ \\t]{0,8}" in _BARE_PROMPT.pattern
+
+
+# ------------------------------------------ the status words of an answer read again
+
+# What the status reading's patterns are made of, upper and lower case, with the
+# characters a case-insensitive match reads as ASCII letters (İ, ı, ſ, the Kelvin sign)
+# and the separators their alternatives turn on.
+STATUS_TOKENS = [
+    "status", "State", "STATUS", "phase", "stage", "progress", "still", "currently", "remains",
+    "remain", "wait", "waiting", "awaiting", "watch", "polling", "for", "until", "to", "finish",
+    "awaiting rollout to finish", "poll until it completes", "still running",
+    "completed", "Complete", "success", "done", "failed", "noerror", "error", "no", "none",
+    "No such", "n/a", "can't", "couldn't", "unknown", "Unable", "missing", "empty", "absent",
+    "nothing", "nil", "dead", "http/1.1", "HTTP/2", "503", "404", "Service", "Not",
+    "pending", "queued", "queueing", "in_progress", "in-progress", "running", "RUNNING",
+    "awaiting_input", "not_ready", "not yet ready", "expires", "expires_at", "estimated",
+    "EstimatedCompletionTime", "null", "false", "0", "1", "0.5", '""', "data", "rows",
+    "ſtatus", "İn_progress", "ınvalid", "Kılled", "\u212a", "build_in_progress", "un_running",
+    "timed out", "timeout", "not found", "cancel", "<status>", "</status>", "\\\"", "…", "..",
+    "!", " ", "  ", "\n", "\t", ":", "=", '"', "'", ",", "[", "]", "{", "}", ";", ".", "_", "-",
+    "x", "a", "é", "ΣΑ", "12", "7", "Pending", "PHASE", "Init:3", "ContainerCreating",
+]
+
+
+def _folded_pairs() -> list[tuple[Any, Any]]:
+    from streamguard.signals import base
+
+    return [
+        (base._FAILED, base._FAILED_FOLDED),
+        (base._DONE, base._DONE_FOLDED),
+        (base._FINISHED, base._FINISHED_FOLDED),
+        (base._DONE_VALUE, base._DONE_VALUE_FOLDED),
+        (base._END_AWAITED, base._END_AWAITED_FOLDED),
+        (base._COUNT_KEY, base._COUNT_KEY_FOLDED),
+        (base._IN_PROGRESS, base._IN_PROGRESS_FOLDED),
+        (base._ABSENT, base._ABSENT_FOLDED),
+    ]
+
+
+def test_folding_reads_letters_as_a_case_insensitive_match_does() -> None:
+    """Every character, once folded, is an ASCII letter exactly when a case-insensitive
+    match takes it for that letter, and folding keeps every position (one character
+    for one), so a folded pattern's matches sit where its definition's would."""
+    from streamguard.signals.base import fold_case
+
+    letter = re.compile("(?i)[a-z]")
+    for code in range(0x110000):
+        char = chr(code)
+        folded = fold_case(char)
+        assert len(folded) == 1
+        if letter.fullmatch(char):
+            assert re.fullmatch("(?i)" + folded, char) and folded.isascii() and folded.isalpha()
+        else:
+            assert not ("a" <= folded <= "z")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(STATUS_TOKENS), max_size=40), st.integers(0, 20))
+def test_each_folded_pattern_matches_as_its_definition_does(tokens: list[str], start: int) -> None:
+    """The status words of an answer are read by case-sensitive patterns over its folded
+    text; each finds the same matches, spans and groups as the case-insensitive pattern
+    that defines it, from any starting position, and a replacement made through it is
+    the one ``re.sub`` makes through the definition."""
+    from streamguard.signals.base import _replaced, fold_case
+
+    text = "".join(tokens)
+    folded = fold_case(text)
+    assert len(folded) == len(text)
+    for definition, fast in _folded_pairs():
+        assert [m.regs for m in fast.finditer(folded, start)] == [
+            m.regs for m in definition.finditer(text, start)
+        ], definition.pattern
+        replaced, refolded = _replaced(fast, text, folded, fast.groups > 0)
+        assert replaced == definition.sub(r"\1#" if fast.groups else "#", text)
+        assert refolded == fold_case(replaced)
+
+
+def test_each_folded_pattern_matches_as_its_definition_does_on_every_pair_of_words() -> None:
+    """The same, exhaustively over every two tokens joined by the separators the
+    patterns turn on (a word boundary before a word, a key's quote and colon, a value's
+    quote): where a look-behind stands for a word boundary, the letter before it is
+    tried every way."""
+    from streamguard.signals.base import fold_case
+
+    pairs = _folded_pairs()
+    for first in STATUS_TOKENS:
+        for second in STATUS_TOKENS:
+            for between in ("", " ", '": "', '":'):
+                for text in (first + between + second + ' "x', "x" + first + between + second):
+                    folded = fold_case(text)
+                    for definition, fast in pairs:
+                        assert [m.regs for m in fast.finditer(folded)] == [
+                            m.regs for m in definition.finditer(text)
+                        ], (definition.pattern, text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(STATUS_TOKENS), max_size=40), st.integers(0, 20))
+def test_the_listing_patterns_find_what_their_word_boundaries_would(tokens: list[str], start: int) -> None:
+    """A status column's header and a row still coming up are found where the plain
+    word-boundary patterns would find them, from any starting position."""
+    from streamguard.signals.base import _LISTING_HEADER, _LISTING_ROW
+
+    text = "".join(tokens)
+    for fast, plain in (
+        (_LISTING_HEADER, r"\b(?:STATUS|STATE|PHASE)\b"),
+        (_LISTING_ROW, r"\b(?:Pending|ContainerCreating|PodInitializing|Init:\d)"),
+    ):
+        assert [m.span() for m in fast.finditer(text, start)] == [
+            m.span() for m in re.compile(plain).finditer(text, start)
+        ]
+
+
+def test_every_status_pattern_starts_only_where_a_literal_character_is() -> None:
+    """What bounds the cost of reading an answer's status words: every folded pattern,
+    and the listing patterns, open each alternative with a literal character, so the
+    regular-expression engine skips in C to the positions where a match can start
+    instead of trying every alternative at every position (which, case-insensitive, cost
+    about a millisecond per pattern over 4 KB)."""
+    from re import _compiler, _parser  # type: ignore[attr-defined]
+
+    from streamguard.signals.base import _LISTING_HEADER, _LISTING_ROW
+
+    def starts(pattern: re.Pattern[str]) -> list[Any] | None:
+        parsed = _parser.parse(pattern.pattern, pattern.flags)
+        prefix = _compiler._get_literal_prefix(parsed, pattern.flags)[0]
+        return prefix or _compiler._get_charset_prefix(parsed, pattern.flags)
+
+    for _definition, fast in _folded_pairs():
+        assert not fast.flags & re.IGNORECASE
+        assert starts(fast), fast.pattern
+    for pattern in (_LISTING_HEADER, _LISTING_ROW):
+        assert starts(pattern), pattern.pattern

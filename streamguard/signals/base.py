@@ -758,7 +758,7 @@ _AGO_BYTES = re.compile(_AGO_SOURCE.encode())
 def says_ended(text: str) -> bool:
     """Whether ``text`` holds a word of an end, good or bad (:data:`_FINISHED`: failed,
     error, completed, succeeded, done...)."""
-    return _FINISHED.search(text) is not None
+    return _FINISHED_FOLDED.search(fold_case(text)) is not None
 
 
 def steady_answer(result: ResultView) -> int:
@@ -1034,9 +1034,11 @@ _DONE_ROW = re.compile(rf"(?m)^[ \t]*((?:{_DONE_TOKENS}[ \t]+)+)(?!{_DONE_TOKENS
 (``completed success``) is the whole's own status, no part."""
 # A listing with a status column whose rows are still coming up (a pod's Running is
 # where it stays, so it is not one of them): the header, then a row after it (two
-# searches, so the cost stays linear in the text).
-_LISTING_HEADER = re.compile(r"\b(?:STATUS|STATE|PHASE)\b")
-_LISTING_ROW = re.compile(r"\b(?:Pending|ContainerCreating|PodInitializing|Init:\d)")
+# searches, so the cost stays linear in the text). Each word opens with its literal
+# letter, its word boundary a look-behind after it, so the search skips to where one can
+# start: \b(?:STATUS|STATE|PHASE)\b, then \b(?:Pending|ContainerCreating|PodInitializing|Init:\d).
+_LISTING_HEADER = re.compile(r"S(?<!\wS)(?:TATUS|TATE)\b|P(?<!\wP)HASE\b")
+_LISTING_ROW = re.compile(r"P(?<!\wP)(?:ending|odInitializing)|C(?<!\wC)ontainerCreating|I(?<!\wI)nit:\d")
 # A batch scheduler's queue with a job still waiting to run: Slurm's `squeue` (`ST`, a
 # row `PD` or `CF`) and LSF's `bjobs` (`STAT`, `PEND`). A header at a line's start, then
 # a row after it (linear, as above).
@@ -1102,6 +1104,120 @@ _ABSENT = re.compile(
 """Words of an answer that says something is not there (yet) or out of reach ("No data
 points", ``{"data": null}``, "Couldn't connect to server", a 503): asked again after a
 wait it is no value being watched but one that is not coming."""
+
+
+# How the patterns above are run. Case-insensitive matching makes the regular-expression
+# engine try every alternative at every position of the text (about 1 ms for each of
+# them over 4 KB); an answer is therefore folded to lower case once (fold_case) and read
+# by case-sensitive equivalents written so that every alternative opens with a literal
+# character (a word boundary before it becomes a look-behind after it), which lets the
+# engine skip in C to the positions where one can start: each a few tens of
+# microseconds over 4 KB. The patterns above stay the definitions; a property test holds
+# every folded form to the same matches, spans and groups as its definition.
+_FOLD_TO_ASCII = {0x130: "i", 0x131: "i", 0x17F: "s"}
+"""The characters a case-insensitive ``i`` or ``s`` matches that ``str.lower`` does not
+turn into them (``İ``, ``ı``, ``ſ``; the Kelvin sign ``K`` lowers to ``k`` by itself)."""
+
+
+def fold_case(text: str) -> str:
+    """``text`` in the lower case a case-insensitive match of ASCII letters reads it in,
+    character for character (same length, same positions): what the folded patterns of
+    :func:`says_in_progress` run on."""
+    if text.isascii():
+        return text.lower()
+    if "\u0130" in text or "\u0131" in text or "\u017f" in text:
+        text = text.translate(_FOLD_TO_ASCII)
+    return text.lower()
+
+
+_FAILED_FOLDED_WORDS = (
+    r"a(?:bort)|b(?:ackoff)|c(?:ancel|rash)|d(?:enied|egraded|ead\b(?<!\wdead))"
+    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail)|i(?:nvalid)|k(?:illed)"
+    r"|n(?:ot[ _-]found)|r(?:eject|efused)|s(?:topped)|t(?:erminat|imed?[ _-]?out)|u(?:nhealthy)"
+)
+_DONE_FOLDED_WORDS = r"s(?:ucce)|c(?:omplet)|d(?:one\b)|f(?:inish)"
+_FAILED_FOLDED = re.compile(_FAILED_FOLDED_WORDS)
+""":data:`_FAILED` over folded text."""
+_DONE_FOLDED = re.compile(_DONE_FOLDED_WORDS)
+""":data:`_DONE` over folded text."""
+_FINISHED_FOLDED = re.compile(f"{_FAILED_FOLDED_WORDS}|{_DONE_FOLDED_WORDS}")
+""":data:`_FINISHED` over folded text."""
+_DONE_VALUE_FOLDED = re.compile(rf"[:=]\s*[\"']?(?:{_DONE_FOLDED_WORDS})")
+""":data:`_DONE_VALUE` over folded text."""
+_END_AWAITED_FOLDED = re.compile(
+    r"((?:w(?<!\ww)(?:ait|aits|aiting|atch|atching)|a(?<!\wa)waiting|p(?<!\wp)(?:oll|olls|olling))"
+    r"\b[^.;\n\"{}]{0,40}?\b(?:to|until|till|for)\s+(?:[\w-]+\s+){0,3}?)(?:finish|complet|succe)\w*"
+)
+""":data:`_END_AWAITED` over folded text."""
+_COUNT_KEY_FOLDED = re.compile(
+    # every alternative is a quoted key of at most 89 characters followed by a colon:
+    # asked first, so a quote that opens no key is passed over in one scan
+    # (and the two that name a word anywhere in the key ask first for their values)
+    r"\"(?=[^\"]{0,100}\"\s*:)(?:"
+    r"(?=[^\"]{0,89}\"\s*:\s*(?:\d|null\b|false\b|\"\"))"
+    rf"[^\"]{{0,40}}(?:{_DONE_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\")"
+    r"|(?=[^\"]{0,89}\"\s*:\s*(?:0|null\b|\"\"))"
+    rf"[^\"]{{0,40}}(?:{_FAILED_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|\"\")"
+    r"|(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
+    r"|(?:estimated|expected|projected)[_-]?(?:complet|finish)\w{0,20}\"\s*:)"
+)
+""":data:`_COUNT_KEY` over folded text."""
+# :data:`_PROGRESS_WORDS` by their first letter, so that one test of a letter passes
+# over the words that cannot start there (words of one letter keep their order)
+_PROGRESS_FOLDED_WORDS = (
+    r"p(?:ending\w*|rocessing|rovisioning|rogressing|dng)|q(?:ueued|ueue?ing)"
+    r"|i(?:n[ _-]?progress|n[ _-]?queue|nitiali[sz]ing|n[ _-]?transit)|r(?:unning)|e(?:xecuting)"
+    r"|c(?:reating)|s(?:tarting|cheduled)|d(?:eploying)|b(?:uilding)|w(?:aiting)"
+    r"|a(?:waiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*|uthori[sz]ing|csp)"
+    r"|u(?:pdating)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)"
+)
+_W = _PROGRESS_FOLDED_WORDS
+_FOLDED_VALUE = rf"\s*(?:[\"'](?:{_W})[.…!]{{0,3}}[\"']|(?:{_W})\b)"
+_FOLDED_ELEMENT = rf"\s*\\{{0,3}}[\"'](?:{_W})\\{{0,3}}[\"']\s*[,\]]"
+_FOLDED_STILL = rf"\s+(?:still\s+)?(?:{_W})\b"
+_FOLDED_KEY = rf"\w{{0,12}}[\"']?\s*[:=]\s*[\"'](?:{_W})\b"
+_FOLDED_STEP = (
+    r"[\"']?\s*[:=]\s*[\"']?(?:(?!not[_-]|non[_-]|no[_-]|never[_-]|un)[a-z]+[_-]){1,3}"
+    rf"(?:{_W})\b"
+)
+_IN_PROGRESS_FOLDED = re.compile(
+    rf":{_FOLDED_VALUE}|={_FOLDED_VALUE}|\[{_FOLDED_ELEMENT}|,{_FOLDED_ELEMENT}"
+    rf"|<(?:status|state|phase)>\s*(?:{_W})\b"
+    rf"|s(?<!\ws)till{_FOLDED_STILL}|c(?<!\wc)urrently{_FOLDED_STILL}|r(?<!\wr)emains?{_FOLDED_STILL}"
+    rf"|s(?:tatus|tate|tage)(?:{_FOLDED_KEY}|{_FOLDED_STEP})"
+    rf"|p(?:hase(?:{_FOLDED_KEY}|{_FOLDED_STEP})|rogress{_FOLDED_KEY})"
+    r'|"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9]'
+)
+""":data:`_IN_PROGRESS` over folded text."""
+_FOLDED_HTTP_WORD = r"\d\d\s+(?:service|not|bad|gateway|internal|too|forbidden|unauthorized)\b"
+_ABSENT_FOLDED = re.compile(
+    r"n(?<!\wn)(?:o|one|il|othing|o such|/a)\b|e(?<!\we)mpty\b|m(?<!\wm)issing\b|a(?<!\wa)bsent\b"
+    r"|u(?<!\wu)(?:nknown|navailable|nreachable|nable)\b|c(?<!\wc)(?:annot|an't|ouldn't|ould not)\b"
+    r"|\"(?:data|result|results|value|values|items|records|series|body|output|rows)\"\s*:\s*null"
+    r"|h(?<!\wh)ttp/[\d.]+\s+[45]\d\d\b|s(?<!\ws)tatus(?:_?code)?\"?\s*[:=]\s*\"?[45]\d\d\b"
+    rf"|4(?<!\w4){_FOLDED_HTTP_WORD}|5(?<!\w5){_FOLDED_HTTP_WORD}"
+)
+""":data:`_ABSENT` over folded text."""
+
+
+def _replaced(pattern: re.Pattern[str], text: str, folded: str, keep_group: bool) -> tuple[str, str]:
+    """``text`` with every match of ``pattern`` over its folded form replaced by ``#``
+    (after the match's first group when ``keep_group``), as ``re.sub`` would replace the
+    matches of its case-insensitive definition; and the result folded."""
+    pieces: list[str] = []
+    at = 0
+    for match in pattern.finditer(folded):
+        start, end = match.span()
+        pieces.append(text[at:start])
+        if keep_group:
+            pieces.append(text[start:match.end(1)])
+        pieces.append("#")
+        at = end
+    if not pieces:
+        return text, folded
+    pieces.append(text[at:])
+    text = "".join(pieces)
+    return text, fold_case(text)
 
 
 _TOP_STATUS_KEYS = ("status", "state", "phase", "conclusion", "result")
@@ -1251,7 +1367,9 @@ def says_in_progress(result: ResultView) -> bool:
             # retrying", a traceback): a process repeating an error is no work going on.
             progress = (
                 2 if status[1].lower() == "running"
-                and _FAILED.search(payload, status.end(), status.end() + PROGRESS_TEXT_LIMIT) is None
+                and _FAILED_FOLDED.search(
+                    fold_case(payload[status.end():status.end() + PROGRESS_TEXT_LIMIT])
+                ) is None
                 else 1
             )
             result.progress = progress
@@ -1264,24 +1382,27 @@ def says_in_progress(result: ResultView) -> bool:
             # messages were delivered while a reply is awaited say no end.
             result.progress = 1
             return False
+        # Words read in lower case, once (fold_case): a pattern each, skipping in C to
+        # where its words can start. Patterns that care for case read the text itself.
+        folded = fold_case(text)
         if '":' in text:
             # Keys of an end that say no end ("cells_complete": 0, "failed": 0) say how
-            # many, not that the work ended: read without them (no match, no copy).
-            text = _COUNT_KEY.sub("#", text)
+            # many, not that the work ended: read without them.
+            text, folded = _replaced(_COUNT_KEY_FOLDED, text, folded, False)
         # An end waited for ("waiting for rollout to finish", "until it completes") is
         # no end: read without it.
-        text = _END_AWAITED.sub(r"\1#", text)
-        if _FAILED.search(text) is None:
-            done = len(_DONE.findall(text))
-            under_way = _IN_PROGRESS.search(text) is not None
-            done_parts = len(_DONE_VALUE.findall(text)) if done else 0
+        text, folded = _replaced(_END_AWAITED_FOLDED, text, folded, True)
+        if _FAILED_FOLDED.search(folded) is None:
+            done = len(_DONE_FOLDED.findall(folded))
+            under_way = _IN_PROGRESS_FOLDED.search(folded) is not None
+            done_parts = len(_DONE_VALUE_FOLDED.findall(folded)) if done else 0
             if not under_way and "\n" in text and _STATUS_LINE_UNDER_WAY.search(text) is not None:
                 # Lines that each open with a status, as `gh ... --jq` prints them: the
                 # run's own "in_progress", then its steps' "completed success Checkout".
                 # The steps done are parts, as a field's value would be.
                 under_way = True
                 if done:
-                    done_parts += sum(len(_DONE.findall(row[1])) for row in _DONE_ROW.finditer(text))
+                    done_parts += sum(len(_DONE_FOLDED.findall(row[1])) for row in _DONE_ROW.finditer(text))
             if under_way and (not done or (done == done_parts and not _over_at_top(payload))):
                 # under way, even with parts of it done (a CI run whose lint job's status is
                 # "completed" while its tests' is "in_progress")
@@ -1304,7 +1425,7 @@ def says_in_progress(result: ResultView) -> bool:
                 # 3: no end said, and no "nothing yet" ({"series": []}, "No data points", a
                 # 503: _ABSENT), which poll_answer reads as a value being watched
                 progress = (
-                    2 if found else 1 if "[]" in text or "{}" in text or _ABSENT.search(text)
+                    2 if found else 1 if "[]" in text or "{}" in text or _ABSENT_FOLDED.search(folded)
                     else 3
                 )
     result.progress = progress
@@ -1361,7 +1482,6 @@ def poll_answer(result: ResultView) -> bool:
             return True
         payload = result.event.result
         return type(payload) is str and says_unreachable(payload) and not _over_at_top(payload)
-        return True
     if not result.waited or result.progress != 3 or not result.call_flags & FLAG_READ:
         return False
     # A value, not "nothing yet": an empty series, a zero count, "No data points" or an
