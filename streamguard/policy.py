@@ -126,6 +126,14 @@ class WaitsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
     watched for a message) whose unchanged answer is waiting, not a loop
     (``ResultView.waited``); whatever ``pause_seconds`` says. 0: only calls that wait
     are deliberate waits."""
+    asked_intervals: bool = True
+    """Whether the interval a user's message asks checks at ("Watch breaker 52-T2 ...
+    Check about every 30 seconds", "poll the job every minute": ``asked_interval`` in
+    signals/facts.py) paces deliberate waits: after it, a quiet of at least half that
+    interval (and of ``pause_seconds``) before the agent's next step is a deliberate wait,
+    as ``wait_seconds`` of quiet is, so an unchanged reading checked at the asked pace
+    is watched, not a loop (``ResultView.waited``). The same reading asked as fast as the
+    agent can ask is judged as before."""
     restart_seconds: Annotated[float, Meta(ge=0, le=86400)] = 1200.0
     """For this many seconds (the event's time, else its record's) after a call that
     restarts something (a device's ``reload`` or ``reboot``, ``systemctl restart``,

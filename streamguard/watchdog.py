@@ -119,6 +119,7 @@ from .signals.facts import (
     CommandRunners,
     ToolGlobs,
     argument_facts,
+    asked_interval,
     asks_to_wait,
     call_args,
     command_text,
@@ -158,6 +159,11 @@ _DRY_RUN_ONLY = re.compile(
     r"\s*(?:[\w ]{0,32}:\s*)?An error occurred \(DryRunOperation\) when calling the \w{1,64}"
     r" operation: Request would have succeeded, but DryRun flag is set\.?\s*"
 )
+ASKED_PACE = 0.5
+"""Share of the interval a user asked checks at ("every 30 seconds") that a quiet before
+the agent's next step must last to be a deliberate wait (``SessionState.watch_every``): an
+agent pacing its checks as asked waits about the whole interval; one going round does not
+wait at all. Never less than ``[waits] pause_seconds``."""
 SCHEDULE_GAP = 600.0
 """Seconds between two identical messages to the agent for the second to be a scheduled
 request repeated (``Watchdog._prompt``): schedules run every ten minutes or less often
@@ -233,6 +239,10 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # the same, saying no end, or fails to reach what it probes, is waiting for what was
     # restarted to come back (ResultView.restarting).
     restarted: tuple[float, int] | None = None
+    # The interval the user asked checks at ("check about every 30 seconds"; 0: none
+    # asked): a quiet of half of it or more before the agent's next step is a deliberate
+    # wait, as minutes of quiet are ([waits] asked_intervals).
+    watch_every: float = 0.0
     # The pause count at the last answer of each of the last ANSWERED_KEPT calls (by key):
     # whether the session paused since a call was last answered (ResultView.paused).
     answered: dict[int, int] = {}
@@ -350,6 +360,8 @@ class Watchdog:
         # was restarted to come back (None: never).
         self._restart_seconds = self.policy.waits.restart_seconds or None
         self._restart_names: dict[str, bool] = {}
+        # Whether the interval a user asks checks at paces deliberate waits.
+        self._asked_intervals = self.policy.waits.asked_intervals
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
         # Keyed by the tool alone for a call without a kind (the usual call: no tuple to
@@ -445,8 +457,12 @@ class Watchdog:
                     # model's rarely two minutes). Whatever pause_seconds says.
                     state.pauses = (state.pauses + WAITED) & COUNT_MASK
                 elif gap >= self._pause_seconds:
-                    # the session went quiet: a poll's pause (see SessionState)
-                    state.pauses = (state.pauses + 1) & COUNT_MASK
+                    # the session went quiet: a poll's pause (see SessionState); a
+                    # deliberate wait when it is the pace its user asked checks at
+                    watch = state.watch_every
+                    state.pauses = (
+                        state.pauses + (WAITED if watch and gap >= watch * ASKED_PACE else 1)
+                    ) & COUNT_MASK
             state.last_ts = ts
         ctx = self._ctx  # reused: processing is strictly one event at a time
         ctx.state = state
@@ -469,6 +485,10 @@ class Watchdog:
                 if role == "user":
                     # the agent waited for its user: a pause (see SessionState)
                     state.pauses = (state.pauses + 1) & COUNT_MASK
+                    if self._asked_intervals and type(event.text) is str:
+                        asked = asked_interval(event.text)
+                        if asked:
+                            state.watch_every = asked
                 self._prompt(state, event, ts)
             self._text(ctx, event)
         elif kind is TurnStart:

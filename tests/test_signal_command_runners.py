@@ -81,6 +81,10 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("airflow dags list-runs -d etl -o plain | awk -F'|' 'NR>2{print $3}' | sort | uniq -c",
          "airflow", False, False),
         ("gawk '$3 > 100 {n++} END {print n}' sales.tsv", "gawk", False, False),
+        # an option that begins with --command names a file, and runs no line of its own
+        ("kafka-consumer-groups --command-config admin.properties --describe --group g"
+         " | awk 'NR>1{s+=$6} END{print \"lag\", s}'", "kafka-consumer-groups", False, False),
+        ("psql --command 'select 1' | awk '{print > \"out\"}'", "psql", True, False),
         ("awk 'NR>1' a.csv | sh -c 'cat > b.csv'", "awk", True, False),  # sh runs its own line
         ("# don't rebuild\npython gen.py > data.json\n# it's fresh", "python gen.py", True, False),
         ("cat > fix.py <<'EOF'\nprint(1)\nEOF", "cat", True, False),

@@ -31,6 +31,7 @@ from streamguard.signals.base import (
 from streamguard.signals.facts import (
     FLAG_READ,
     FLAG_WRITE,
+    asked_interval,
     commands_restart,
     names_no_act,
     names_restart,
@@ -338,6 +339,79 @@ def test_wait_seconds_is_policy_and_zero_leaves_only_wait_calls() -> None:
     for pauses in ("pause_seconds = 0", "pause_seconds = 600"):
         policy = QUIET + f"[waits]\n{pauses}\nwait_seconds = 120\n"
         assert loop_alerts(status_poll([QUEUED] * 8, 300.0, tool="get_queue"), policy) == []
+
+
+@pytest.mark.parametrize(("message", "seconds"), [
+    ("Watch breaker 52-T2 and tell me when it opens. Check about every 30 seconds.", 30.0),
+    ("Poll the export job every minute until it is done", 60.0),
+    ("every 2 min, read the queue depth", 120.0),
+    ("Monitor the consumer lag every 10s and report", 10.0),
+    ("check it every few minutes", 180.0),
+    ("Keep an eye on the dashboard, refreshing each hour.", 3600.0),
+    # no check asked at an interval: a schedule described, a period of days, no unit
+    ("The cron job runs every 5 minutes and fails.", 0.0),
+    ("We bill every 30 days; check the invoice.", 0.0),
+    ("Check every time the build fails.", 0.0),
+    ("Fix the failing test.", 0.0),
+])
+def test_the_interval_a_user_asks_checks_at(message: str, seconds: float) -> None:
+    assert asked_interval(message) == seconds
+
+
+def asked_watch(answers: list[Any], gap: float, asked: str | None) -> list[Any]:
+    """The user asks for a value to be watched (``asked``, or no message), then one read
+    asked again and again, ``gap`` seconds from an answer to the next ask."""
+    trace = status_poll(answers, gap, tool="get_queue")
+    if asked is not None:
+        trace.insert(1, Text(session="p", role="user", text=asked, ts=999.0))
+    return trace
+
+
+ASKED = "Watch the free nodes while the job waits. Check about every 30 seconds."
+
+
+def test_a_value_checked_at_the_pace_its_user_asked_is_watched() -> None:
+    # Read every 30 s as asked: each quiet is a deliberate wait, and an unchanged value
+    # is what watching looks like (a breaker watched until it opens).
+    assert loop_alerts(asked_watch([QUEUED] * 12, 30.0, ASKED)) == []
+    # The same reads, nobody having asked for a pace: a loop as before.
+    assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 30.0, None))
+
+
+def test_checks_faster_than_half_the_asked_interval_are_still_a_loop() -> None:
+    assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 12.0, ASKED))
+    # ...and faster than a pause at all, however slow the pace asked
+    slow = "Check the free nodes every 20 seconds."
+    assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 4.0, slow))
+
+
+def test_nothing_found_at_the_asked_pace_is_still_a_loop() -> None:
+    # A wait only excuses a value: an empty answer is waiting for what is not coming.
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        asked_watch(['{"messages": []}'] * 12, 30.0, ASKED))
+
+
+def test_asked_intervals_is_policy() -> None:
+    off = QUIET + "[waits]\nasked_intervals = false\n"
+    assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 30.0, ASKED), off)
+    with pytest.raises(PolicyError, match="asked_intervals"):
+        parse_policy_set('[waits]\nasked_intervals = "yes"\n')
+
+
+def test_the_asked_interval_is_session_state_and_survives_a_snapshot() -> None:
+    engine = Engine(parse_policy_set(QUIET))
+    engine.process(Text(session="p", role="user", text=ASKED, ts=1.0))
+    engine.process(Text(session="p", role="user", text="thanks", ts=2.0))
+    assert engine.sessions["p"].watch_every == 30.0  # a later message asking none keeps it
+    data = engine.snapshot("p")
+    assert data is not None
+    restored = Engine(parse_policy_set(QUIET)).restore("p", data)
+    assert restored.watch_every == 30.0
+    for event in (ToolCall(session="p", tool="read", args={}, ts=3.0),
+                  ToolCall(session="p", tool="read", args={"a": 1}, ts=20.0)):
+        engine.process(event)
+    # 17 s of quiet, more than half of 30 s: a pause and a deliberate wait
+    assert engine.sessions["p"].pauses >> WAITS_SHIFT == 1
 
 
 def test_minutes_of_quiet_count_as_a_deliberate_wait() -> None:

@@ -196,6 +196,11 @@ def test_empty_answers_count_only_for_searches() -> None:
         ({"latency_ms": 812, "alerts": []}, False),
         ({"duration": 3600, "failures": []}, False),
         ({"request_id": "r", "search_id": "s", "response_id": "p", "message": "none", "items": []}, False),
+        # a scored search's cut-off and the best score it saw below it: no hit above it
+        ({"results": [], "threshold": 0.6, "max_score_seen": 0.35}, True),
+        ({"hits": [], "max_score": 0.41, "took": 3}, True),
+        ({"results": [{"id": "c9", "score": 0.71}], "threshold": 0.6}, False),
+        ({"results": [], "threshold": 0.6, "total": 2}, False),  # a count: found
         ({"data": {"page": {"items": []}}}, False),  # two levels of wrapping: not read
         ("[]" + " " * 2000, False),  # too long to read
         ("no results", False),
@@ -224,6 +229,22 @@ def test_reworded_searches_answered_empty_with_a_new_receipt_each_time_stall() -
         found += step("search_flights", {"origin": "EYW", "destination": f"A{word(i)}"},
                       {"request_id": f"r{i}", "offers": [{"id": f"off_{word(i)}", "price": 100 + i}],
                        "count": 1})
+    assert hits(found) == []
+
+
+def test_reworded_scored_searches_with_a_new_best_score_each_time_stall() -> None:
+    """A semantic search that states its cut-off and the best score it saw below it (a
+    new one for every wording) found nothing all the same: the clause hunted under
+    twelve wordings is halted, while the same searches finding a clause are answers."""
+    trace: list[Any] = []
+    for i in range(12):
+        trace += step("semantic_clause_search", {"document_ids": ["L-9"], "text": f"favored {word(i)}"},
+                      {"results": [], "threshold": 0.6, "max_score_seen": round(0.3 + i / 100, 2)})
+    assert hits(trace) == [8]
+    found: list[Any] = []
+    for i in range(12):
+        found += step("semantic_clause_search", {"document_ids": ["L-9"], "text": f"favored {word(i)}"},
+                      {"results": [{"clause": f"c{i}", "score": 0.7}], "threshold": 0.6})
     assert hits(found) == []
 
 

@@ -1536,7 +1536,15 @@ _REQUEST_NUMBERS = frozenset({
 """Numbers an answer states of its own request, how long it took (Tavily's
 ``response_time``, Elasticsearch's ``took``): no count of what it found. Not a
 ``duration`` or a ``latency``, which may be what a search found."""
-_ANSWER_NUMBERS = _REQUEST_NUMBERS | _WINDOW_FIELDS
+_SCORE_FIELDS = frozenset({
+    "threshold", "min_score", "minscore", "score_threshold", "similarity_threshold",
+    "min_similarity", "top_k", "topk", "max_score", "maxscore", "max_score_seen", "best_score",
+    "top_score",
+})
+"""Numbers an empty answer of a scored search states of its cut-off and of the best it saw
+below it (``"threshold": 0.6, "max_score_seen": 0.35``; Elasticsearch's ``max_score``):
+the results above the cut-off are the hits, and there are none (:func:`found_nothing`)."""
+_ANSWER_NUMBERS = _REQUEST_NUMBERS | _WINDOW_FIELDS | _SCORE_FIELDS
 """The numbers an answer states of its request and of the window it searched."""
 
 
@@ -1629,8 +1637,10 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     Datadog's ``res_type``), empty strings under any name, the columns of an answer and the
     cost of its query (``"Schema": [...]``, ``"Stats": {...}``: :data:`_SHAPE_FIELDS`), the
     numbers a page states of
-    itself (``"page": 1, "page_size": 10``: :data:`_PAGING_FIELDS`) and of the window it
-    searched (``"from_date"``, ``"to_date"``: :data:`_WINDOW_FIELDS`), and what it says of
+    itself (``"page": 1, "page_size": 10``: :data:`_PAGING_FIELDS`), of the window it
+    searched (``"from_date"``, ``"to_date"``: :data:`_WINDOW_FIELDS`) and of a score's
+    cut-off and the best score below it (``"threshold"``, ``"max_score_seen"``:
+    :data:`_SCORE_FIELDS`), and what it says of
     its own request, its id and how long it took (``"request_id": "..."``,
     ``"response_time": 1.67``: :data:`_REQUEST_IDS`, :data:`_REQUEST_NUMBERS`). A
     count, any other string (an id, a name, a cursor to the next page) or any non-empty

@@ -369,11 +369,12 @@ _QUOTED = re.compile(r"'[^']*+'|\"[^\"]*+\"")
 read only where no backslash is: linear on any line.)"""
 _RUNS_QUOTED_LINE = re.compile(
     r"(?:^|[\s;&|(/'\"])(?:(?:ba|z|da|k|fi)?sh|ssh|su|runuser|eval|watch|[gmn]?awk|perl|ruby)(?![\w.-])"
-    r"|--command\b|\s-exec(?:dir)?\s"
+    r"|--command(?![\w-])|\s-exec(?:dir)?\s"
 )
 """A program on the line that runs a quoted line or program of its own, which may redirect
 (``bash -c "make > log"``, ``/bin/sh -ec '...'``, ``ssh web-1 "printf ... > conf"``, ``find
-... -exec sh -c ...``, ``awk '{print > "out_" $2}'``): its quoted ``>`` is read as one."""
+... -exec sh -c ...``, ``awk '{print > "out_" $2}'``): its quoted ``>`` is read as one.
+Not an option that only begins so (``kafka-consumer-groups --command-config FILE``)."""
 
 
 _AWK_REDIRECT = re.compile(r"\bprintf?\b[^;{}]*>")
@@ -620,6 +621,41 @@ word as an option (``docker run --restart=always``, ``pm2 start --restart-delay=
 a property read (``systemctl show -p Restart``) or ``reload cancel``."""
 RESTART_COMMAND_READ = 256
 """Characters of a command line read for a restart: a restart is a short command."""
+
+
+_CHECK_WORDS = (
+    r"(?:check|watch|monitor|poll|refresh|re-?read|read|look|ping|query|sample|report|update me"
+    r"|tell me|let me know|keep an eye)"
+)
+_INTERVAL = (
+    r"(?:every|each)\s+(?:(\d{1,4}(?:\.\d{1,3})?)\s*|(a|one|a couple of|couple of|two|few|a few)\s+)?"
+    r"(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)\b"
+)
+_ASKED_INTERVAL = re.compile(
+    rf"(?i)\b{_CHECK_WORDS}\b[^.!?\n]{{0,80}}?\b{_INTERVAL}"
+    rf"|\b{_INTERVAL}[^.!?\n]{{0,40}}?\b{_CHECK_WORDS}\b"
+)
+"""A message that asks for a check at an interval, in one sentence: "Check about every 30
+seconds", "poll the job every minute", "every 2 min, read the queue"."""
+_INTERVAL_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+_INTERVAL_COUNTS = {"a": 1.0, "one": 1.0, "two": 2.0, "couple of": 2.0, "a couple of": 2.0, "few": 3.0, "a few": 3.0}
+ASKED_INTERVAL_READ = 1024
+"""Characters of a user's message read for the interval it asks checks at."""
+
+
+def asked_interval(text: str) -> float:
+    """The interval, in seconds, that a user's message asks the agent to check something
+    at (:data:`_ASKED_INTERVAL`: "Watch breaker 52-T2 ... Check about every 30 seconds",
+    "ping it every minute until it is back"), or 0 when it asks none. Read in its first
+    :data:`ASKED_INTERVAL_READ` characters; the first such request counts."""
+    match = _ASKED_INTERVAL.search(text, 0, ASKED_INTERVAL_READ)
+    if match is None:
+        return 0.0
+    number, words, unit = match.group(1, 2, 3)
+    if unit is None:
+        number, words, unit = match.group(4, 5, 6)
+    count = float(number) if number else _INTERVAL_COUNTS.get((words or "a").lower(), 1.0)
+    return count * _INTERVAL_UNITS[unit[0].lower()]
 
 
 def names_restart(tool: str) -> bool:

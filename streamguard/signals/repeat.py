@@ -115,7 +115,9 @@ Results (``result_aware``, default on; off is the reference behaviour)
       ``list_agents → check_agent`` "pending" loop), or a status that says the
       work ended ("failed" four times), trips as before. After a deliberate wait
       (a wait call, a ``sleep``, or ``[waits] wait_seconds`` of quiet, two minutes by
-      default: a check scheduled every few minutes), an unchanged value with no word
+      default: a check scheduled every few minutes; or half the interval its user asked
+      checks at, ``[waits] asked_intervals``: a breaker read every 30 s as asked until it
+      opens), an unchanged value with no word
       of an end is a poll's answer too (``poll_answer``): a storm-alert list read every
       ten minutes, unchanged for a while, was halted in a blind batch. Nothing found is
       not excused so, and each ask needs a wait of its own. Within ``[waits]
