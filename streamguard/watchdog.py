@@ -459,7 +459,7 @@ class Watchdog:
                 elif gap >= self._pause_seconds:
                     # the session went quiet: a poll's pause (see SessionState); a
                     # deliberate wait when it is the pace its user asked checks at
-                    watch = state.watch_every
+                    watch = state.watch_every if self._asked_intervals else 0.0
                     state.pauses = (
                         state.pauses + (WAITED if watch and gap >= watch * ASKED_PACE else 1)
                     ) & COUNT_MASK

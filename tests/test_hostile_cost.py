@@ -436,19 +436,28 @@ def test_each_folded_pattern_matches_as_its_definition_does_on_every_pair_of_wor
     """The same, exhaustively over every two tokens joined by the separators the
     patterns turn on (a word boundary before a word, a key's quote and colon, a value's
     quote): where a look-behind stands for a word boundary, the letter before it is
-    tried every way."""
+    tried every way; and over keys whose words sit at the bounds a key is read to."""
     from streamguard.signals.base import fold_case
 
     pairs = _folded_pairs()
+    texts: list[str] = []
     for first in STATUS_TOKENS:
         for second in STATUS_TOKENS:
             for between in ("", " ", '": "', '":'):
                 for text in (first + between + second + ' "x', "x" + first + between + second):
-                    folded = fold_case(text)
-                    for definition, fast in pairs:
-                        assert [m.regs for m in fast.finditer(folded)] == [
-                            m.regs for m in definition.finditer(text)
-                        ], (definition.pattern, text)
+                    texts.append(text)
+    # and keys at the bounds of a key's words: up to 40 characters before and after
+    for before in (39, 40, 41):
+        for after in (39, 40, 41):
+            for word in ("fail", "complete", "expires", "noerror"):
+                for value in ("0", "null", '""', "1", "0.5"):
+                    texts.append('"' + "a" * before + word + "a" * after + '": ' + value)
+    for text in texts:
+        folded = fold_case(text)
+        for definition, fast in pairs:
+            assert [m.regs for m in fast.finditer(folded)] == [
+                m.regs for m in definition.finditer(text)
+            ], (definition.pattern, text)
 
 
 @settings(max_examples=200, deadline=None)

@@ -84,7 +84,7 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         # an option that begins with --command names a file, and runs no line of its own
         ("kafka-consumer-groups --command-config admin.properties --describe --group g"
          " | awk 'NR>1{s+=$6} END{print \"lag\", s}'", "kafka-consumer-groups", False, False),
-        ("psql --command 'select 1' | awk '{print > \"out\"}'", "psql", True, False),
+        ('nix-shell --command "make > build.log"', "nix-shell", True, False),
         ("awk 'NR>1' a.csv | sh -c 'cat > b.csv'", "awk", True, False),  # sh runs its own line
         ("# don't rebuild\npython gen.py > data.json\n# it's fresh", "python gen.py", True, False),
         ("cat > fix.py <<'EOF'\nprint(1)\nEOF", "cat", True, False),

@@ -349,9 +349,21 @@ def test_wait_seconds_is_policy_and_zero_leaves_only_wait_calls() -> None:
     ("check it every few minutes", 180.0),
     ("Keep an eye on the dashboard, refreshing each hour.", 3600.0),
     # no check asked at an interval: a schedule described, a period of days, no unit
+    ("Every 2 min, read the queue.", 120.0),
+    ("ping it every minute until it answers", 60.0),
+    # no check asked at an interval: a schedule described, a period of days, no unit, a
+    # question about what happens at an interval, an interval qualifying a noun, a letter
+    # that only folds to an ASCII one
     ("The cron job runs every 5 minutes and fails.", 0.0),
+    ("The cron job runs every minute to check the disk; it fails.", 0.0),
     ("We bill every 30 days; check the invoice.", 0.0),
     ("Check every time the build fails.", 0.0),
+    ("Check why the pod restarts every 30 seconds", 0.0),
+    ("Tell me why the service crashes every 2 minutes", 0.0),
+    ("Check every second row of the table.", 0.0),
+    ("Look at every minute detail of the log", 0.0),
+    ("Check every 30 \u017feconds", 0.0),
+    ("poll every 30 \u017f", 0.0),
     ("Fix the failing test.", 0.0),
 ])
 def test_the_interval_a_user_asks_checks_at(message: str, seconds: float) -> None:
@@ -380,9 +392,9 @@ def test_a_value_checked_at_the_pace_its_user_asked_is_watched() -> None:
 
 def test_checks_faster_than_half_the_asked_interval_are_still_a_loop() -> None:
     assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 12.0, ASKED))
-    # ...and faster than a pause at all, however slow the pace asked
-    slow = "Check the free nodes every 20 seconds."
-    assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 4.0, slow))
+    # ...and at the pace asked when it is shorter than a pause (pause_seconds, 10 s)
+    fast = "Check the free nodes every 4 seconds."
+    assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 4.0, fast))
 
 
 def test_nothing_found_at_the_asked_pace_is_still_a_loop() -> None:
@@ -394,6 +406,21 @@ def test_nothing_found_at_the_asked_pace_is_still_a_loop() -> None:
 def test_asked_intervals_is_policy() -> None:
     off = QUIET + "[waits]\nasked_intervals = false\n"
     assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 30.0, ASKED), off)
+    # a session restored under a policy that turned it off keeps its interval unused
+    engine = Engine(parse_policy_set(QUIET))
+    engine.process(Text(session="p", role="user", text=ASKED, ts=1.0))
+    data = engine.snapshot("p")
+    assert data is not None
+    restored = Engine(parse_policy_set(off))
+    assert restored.restore("p", data).watch_every == 30.0
+    for event in (ToolCall(session="p", tool="read", args={}, ts=3.0),
+                  ToolCall(session="p", tool="read", args={"a": 1}, ts=20.0)):
+        restored.process(event)
+    assert restored.sessions["p"].pauses >> WAITS_SHIFT == 0
+    # no pauses by the clock, no asked pace either
+    no_clock = QUIET + "[waits]\npause_seconds = 0\n"
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        asked_watch([QUEUED] * 12, 30.0, ASKED), no_clock)
     with pytest.raises(PolicyError, match="asked_intervals"):
         parse_policy_set('[waits]\nasked_intervals = "yes"\n')
 
@@ -405,8 +432,8 @@ def test_the_asked_interval_is_session_state_and_survives_a_snapshot() -> None:
     assert engine.sessions["p"].watch_every == 30.0  # a later message asking none keeps it
     data = engine.snapshot("p")
     assert data is not None
-    restored = Engine(parse_policy_set(QUIET)).restore("p", data)
-    assert restored.watch_every == 30.0
+    engine = Engine(parse_policy_set(QUIET))
+    assert engine.restore("p", data).watch_every == 30.0
     for event in (ToolCall(session="p", tool="read", args={}, ts=3.0),
                   ToolCall(session="p", tool="read", args={"a": 1}, ts=20.0)):
         engine.process(event)

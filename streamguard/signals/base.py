@@ -1537,12 +1537,13 @@ _REQUEST_NUMBERS = frozenset({
 ``response_time``, Elasticsearch's ``took``): no count of what it found. Not a
 ``duration`` or a ``latency``, which may be what a search found."""
 _SCORE_FIELDS = frozenset({
-    "threshold", "min_score", "minscore", "score_threshold", "similarity_threshold",
-    "min_similarity", "top_k", "topk", "max_score", "maxscore", "max_score_seen", "best_score",
-    "top_score",
+    "threshold", "min_score", "minscore", "score_threshold", "scorethreshold",
+    "similarity_threshold", "similaritythreshold", "min_similarity", "minsimilarity", "top_k",
+    "topk", "max_score", "maxscore", "max_score_seen", "maxscoreseen", "best_score",
+    "bestscore", "top_score", "topscore",
 })
 """Numbers an empty answer of a scored search states of its cut-off and of the best it saw
-below it (``"threshold": 0.6, "max_score_seen": 0.35``; Elasticsearch's ``max_score``):
+below it (``"threshold": 0.6, "max_score_seen": 0.35``, ``"maxScoreSeen"`` read lower-cased):
 the results above the cut-off are the hits, and there are none (:func:`found_nothing`)."""
 _ANSWER_NUMBERS = _REQUEST_NUMBERS | _WINDOW_FIELDS | _SCORE_FIELDS
 """The numbers an answer states of its request and of the window it searched."""

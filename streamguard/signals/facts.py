@@ -628,15 +628,26 @@ _CHECK_WORDS = (
     r"|tell me|let me know|keep an eye)"
 )
 _INTERVAL = (
-    r"(?:every|each)\s+(?:(\d{1,4}(?:\.\d{1,3})?)\s*|(a|one|a couple of|couple of|two|few|a few)\s+)?"
+    # a number and its unit ("every 30 seconds", "every 2 min"), a few of them ("every few
+    # minutes"), or the unit alone when nothing follows it that it could qualify ("every
+    # minute until it is back"; not "every second row", "every minute detail")
+    r"(?:every|each)\s+(?:(?:(\d{1,4}(?:\.\d{1,3})?)\s*|(a couple of|couple of|a few|few|two)\s+)"
     r"(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)\b"
+    r"|(?:(a|one)\s+)?(second|minute|hour)(?=\s*(?:[.,;:!?)]|$|(?:and|or|until|till|while|so|if"
+    r"|please|from|to|for|during|through)\b)))"
 )
 _ASKED_INTERVAL = re.compile(
-    rf"(?i)\b{_CHECK_WORDS}\b[^.!?\n]{{0,80}}?\b{_INTERVAL}"
-    rf"|\b{_INTERVAL}[^.!?\n]{{0,40}}?\b{_CHECK_WORDS}\b"
+    # a word of checking, then the interval within the sentence, with no clause of its own
+    # between them ("check why the pod restarts every 30 seconds" asks why, not a pace);
+    # or the interval opening a sentence or a clause, then the word ("Every 2 min, read
+    # the queue"; not "the cron job runs every minute to check the disk")
+    rf"(?ai)\b{_CHECK_WORDS}\b(?:(?!\b(?:why|how|what|whether|which|that|when|where|if)\b)"
+    rf"[^.!?;\n]){{0,60}}?\b{_INTERVAL}"
+    rf"|(?:^|[.!?;\n]\s*|,\s*)(?:and\s+)?{_INTERVAL}[^.!?;\n]{{0,30}}?\b{_CHECK_WORDS}\b"
 )
 """A message that asks for a check at an interval, in one sentence: "Check about every 30
-seconds", "poll the job every minute", "every 2 min, read the queue"."""
+seconds", "poll the job every minute", "Every 2 min, read the queue". ASCII only: a
+letter that merely folds to one (``ſ``) is none of these words."""
 _INTERVAL_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 _INTERVAL_COUNTS = {"a": 1.0, "one": 1.0, "two": 2.0, "couple of": 2.0, "a couple of": 2.0, "few": 3.0, "a few": 3.0}
 ASKED_INTERVAL_READ = 1024
@@ -651,11 +662,15 @@ def asked_interval(text: str) -> float:
     match = _ASKED_INTERVAL.search(text, 0, ASKED_INTERVAL_READ)
     if match is None:
         return 0.0
-    number, words, unit = match.group(1, 2, 3)
-    if unit is None:
-        number, words, unit = match.group(4, 5, 6)
-    count = float(number) if number else _INTERVAL_COUNTS.get((words or "a").lower(), 1.0)
-    return count * _INTERVAL_UNITS[unit[0].lower()]
+    groups = match.groups()
+    # each of the two orders has the interval's five groups: a number, a few, its unit;
+    # or "a"/"one" and a unit alone
+    number, words, unit, _one, alone = groups[0:5] if any(groups[0:5]) else groups[5:10]
+    if alone:
+        count, unit = 1.0, alone
+    else:
+        count = float(number) if number else _INTERVAL_COUNTS.get(words.lower(), 1.0)
+    return count * _INTERVAL_UNITS.get(unit[0].lower(), 0.0)
 
 
 def names_restart(tool: str) -> bool:
