@@ -407,16 +407,7 @@ def test_asked_intervals_is_policy() -> None:
     off = QUIET + "[waits]\nasked_intervals = false\n"
     assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 30.0, ASKED), off)
     # a session restored under a policy that turned it off keeps its interval unused
-    engine = Engine(parse_policy_set(QUIET))
-    engine.process(Text(session="p", role="user", text=ASKED, ts=1.0))
-    data = engine.snapshot("p")
-    assert data is not None
-    restored = Engine(parse_policy_set(off))
-    assert restored.restore("p", data).watch_every == 30.0
-    for event in (ToolCall(session="p", tool="read", args={}, ts=3.0),
-                  ToolCall(session="p", tool="read", args={"a": 1}, ts=20.0)):
-        restored.process(event)
-    assert restored.sessions["p"].pauses >> WAITS_SHIFT == 0
+    assert waits_after_restore(off, [ASKED]) == 0
     # no pauses by the clock, no asked pace either
     no_clock = QUIET + "[waits]\npause_seconds = 0\n"
     assert ("repeated-tool-call", "critical") in loop_alerts(
@@ -425,20 +416,27 @@ def test_asked_intervals_is_policy() -> None:
         parse_policy_set('[waits]\nasked_intervals = "yes"\n')
 
 
-def test_the_asked_interval_is_session_state_and_survives_a_snapshot() -> None:
+def waits_after_restore(policy: str, messages: list[str]) -> int:
+    """The user's messages under the default policy, the session snapshot and restored
+    under ``policy`` (its interval kept), then two reads 17 s apart: the deliberate
+    waits counted."""
     engine = Engine(parse_policy_set(QUIET))
-    engine.process(Text(session="p", role="user", text=ASKED, ts=1.0))
-    engine.process(Text(session="p", role="user", text="thanks", ts=2.0))
-    assert engine.sessions["p"].watch_every == 30.0  # a later message asking none keeps it
+    for n, message in enumerate(messages):
+        engine.process(Text(session="p", role="user", text=message, ts=1.0 + n / 10))
     data = engine.snapshot("p")
     assert data is not None
-    engine = Engine(parse_policy_set(QUIET))
-    assert engine.restore("p", data).watch_every == 30.0
+    restored = Engine(parse_policy_set(policy))
+    assert restored.restore("p", data).watch_every == 30.0
     for event in (ToolCall(session="p", tool="read", args={}, ts=3.0),
                   ToolCall(session="p", tool="read", args={"a": 1}, ts=20.0)):
-        engine.process(event)
-    # 17 s of quiet, more than half of 30 s: a pause and a deliberate wait
-    assert engine.sessions["p"].pauses >> WAITS_SHIFT == 1
+        restored.process(event)
+    return restored.sessions["p"].pauses >> WAITS_SHIFT
+
+
+def test_the_asked_interval_is_session_state_and_survives_a_snapshot() -> None:
+    # a later message asking none keeps it; 17 s of quiet, more than half of 30 s, is a
+    # pause and a deliberate wait
+    assert waits_after_restore(QUIET, [ASKED, "thanks"]) == 1
 
 
 def test_minutes_of_quiet_count_as_a_deliberate_wait() -> None:
