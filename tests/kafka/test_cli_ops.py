@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from streamguard.cli import main
 from streamguard.events import GuardrailReset, Reset, agent_decoder, control_decoder, encode
 from streamguard.kafka.broker import free_port
-from tests.kafka.conftest import REPO_ROOT, poll_until
+from tests.kafka.conftest import REPO_ROOT, interruptible, poll_until
 from tests.kafka.test_client import alert, send_output, trip
 
 kafka = pytest.mark.kafka
@@ -172,6 +172,7 @@ async def test_tail_follows_and_exits_zero_on_ctrl_c(topics) -> None:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "streamguard.cli", "tail", "--type", "guardrail_trip",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+        preexec_fn=interruptible,
     )
     try:
         assert proc.stdout is not None

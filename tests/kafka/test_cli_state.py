@@ -16,7 +16,7 @@ import pytest
 
 from streamguard.cli import main
 from streamguard.events import GuardrailTrip
-from tests.kafka.conftest import REPO_ROOT, metric_value, poll_until
+from tests.kafka.conftest import REPO_ROOT, interruptible, metric_value, poll_until
 from tests.kafka.test_cli_ops import kafka_args, run_main
 
 kafka = pytest.mark.kafka
@@ -186,6 +186,7 @@ async def test_emit_ctrl_c_reports_what_was_published(topics) -> None:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "streamguard.cli", "emit", "-", *kafka_args(topics, "events"),
         stdin=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+        preexec_fn=interruptible,
     )
     try:
         assert proc.stdin is not None and proc.stderr is not None
