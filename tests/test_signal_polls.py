@@ -49,6 +49,8 @@ def view(result: Any = None, error: str | None = None) -> ResultView:
 
 
 UNDER_WAY = [
+    # a CDN's cache invalidation under way: "invalidation" names the job, no failure
+    {"Invalidation": {"Id": "I3P0Q7ZK2M1WXR", "Status": "InProgress", "CreateTime": "2025-12-09T06:30:53Z"}},
     '{"booking_id": "BK-1", "status": "pending_payment"}',
     {"job_id": "exp_1", "status": "processing"},
     '{"s": "RUNNING", "t": 60}',
@@ -167,6 +169,8 @@ NOT_UNDER_WAY = [
     {"status": "pending", "expired_at": "2025-12-01T00:00:00Z"}, {"status": "pending", "note": "invitation expired"},
     {"status": "RUNNING", "completed_at": "2025-12-11T19:35:05Z"},
     {"status": "running", "error": "disk full", "completed_at": ""},
+    # a session's token invalidated is an end; a cache invalidation is a noun (above)
+    '{"Invalidation": {"Id": "I3P0", "Status": "InProgress"}, "error": "token invalidated"}',
     # running as a word of prose, not a status
     "Running 12 tests\n12 passed",
     "",
