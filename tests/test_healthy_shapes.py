@@ -1834,12 +1834,7 @@ def test_an_mcp_tool_is_named_by_its_own_name_and_a_command_sent_is_no_message(
      # the state of a run read, not a state set or made
      ("content_deploy_status", False), ("deploy_status", False), ("db_migrate_progress", False),
      ("restart_state", False), ("jira_update_status", True), ("update_status", True),
-     ("create_status", True), ("ticket_set_status", True),
-     # a request made is a new object; a request's status, details or compound are nouns
-     ("request_documents", True), ("RequestSpotInstances", True), ("claims_request_documents", True),
-     ("request_status", False), ("request_details", False), ("get_request", False),
-     ("pull_request_comments", False), ("service_request_notes", False), ("send_request", False),
-     ("http_request", False), ("request", False)],
+     ("create_status", True), ("ticket_set_status", True)],
 )
 def test_a_method_named_after_its_resource_path_is_named_by_its_verb(tool: str, write: bool) -> None:
     """Google's APIs name a method after the resource it acts on (``spreadsheets.values.append``,

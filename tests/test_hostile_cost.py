@@ -373,7 +373,8 @@ STATUS_TOKENS = [
     "awaiting_input", "not_ready", "not yet ready", "expires", "expires_at", "estimated",
     "EstimatedCompletionTime", "null", "false", "0", "1", "0.5", '""', "data", "rows",
     "ſtatus", "İn_progress", "ınvalid", "Kılled", "\u212a", "build_in_progress", "un_running",
-    "timed out", "timeout", "not found", "cancel", "Invalidation", "invalidated", "invalidates", "<status>", "</status>", "\\\"", "…", "..",
+    "timed out", "timeout", "not found", "cancel", "Invalidation", "invalidated", "invalidates",
+    "InvalidationBatch", "invalidation_id", "TooManyInvalidationsInProgress", "invalidate", "<status>", "</status>", "\\\"", "…", "..",
     "!", " ", "  ", "\n", "\t", ":", "=", '"', "'", ",", "[", "]", "{", "}", ";", ".", "_", "-",
     "x", "a", "é", "ΣΑ", "12", "7", "Pending", "PHASE", "Init:3", "ContainerCreating",
 ]

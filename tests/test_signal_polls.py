@@ -51,6 +51,8 @@ def view(result: Any = None, error: str | None = None) -> ResultView:
 UNDER_WAY = [
     # a CDN's cache invalidation under way: "invalidation" names the job, no failure
     {"Invalidation": {"Id": "I3P0Q7ZK2M1WXR", "Status": "InProgress", "CreateTime": "2025-12-09T06:30:53Z"}},
+    {"Invalidation": {"Id": "I3P0", "Status": "InProgress", "InvalidationBatch": {"Paths": {"Quantity": 1}}}},
+    {"invalidation_id": "I3P0", "status": "InProgress"},
     '{"booking_id": "BK-1", "status": "pending_payment"}',
     {"job_id": "exp_1", "status": "processing"},
     '{"s": "RUNNING", "t": 60}',
@@ -170,7 +172,7 @@ NOT_UNDER_WAY = [
     {"status": "RUNNING", "completed_at": "2025-12-11T19:35:05Z"},
     {"status": "running", "error": "disk full", "completed_at": ""},
     # a session's token invalidated is an end; a cache invalidation is a noun (above)
-    '{"Invalidation": {"Id": "I3P0", "Status": "InProgress"}, "error": "token invalidated"}',
+    '{"Invalidation": {"Id": "I3P0", "Status": "InProgress"}, "note": "token invalidated"}',
     # running as a word of prose, not a status
     "Running 12 tests\n12 passed",
     "",
@@ -840,6 +842,17 @@ def test_a_failure_with_one_zero_in_it_is_no_bare_value() -> None:
         assert not says_bare_value(text, len(text))
 
 
+def test_a_queue_watched_at_the_pace_asked_is_watched_after_it_drains() -> None:
+    """A queue's status read every 30 s as asked, through a tool whose name gets a queue
+    (`swift_get_queue_status`: a look, though "queue" is a verb as often), answering the
+    same idle queue for the last minutes of the watch: watched, not a loop."""
+    idle = {"queue": "FIN_OUT", "depth": 0, "state": "IDLE"}
+    trace = status_poll([idle] * 8, 30.0, tool="swift_get_queue_status")
+    trace.insert(1, Text(session="p", role="user", text="Watch the FIN queue every 30 seconds.", ts=999.0))
+    assert loop_alerts(trace) == []
+    assert ("repeated-tool-call", "critical") in loop_alerts(status_poll([idle] * 8, 2.0, tool="swift_get_queue_status"))
+
+
 def test_a_long_round_robin_poll_between_waits_is_no_long_loop() -> None:
     """Eight transcodes polled in turn for twelve rounds, a wait between rounds, several
     still "queued": each poll's answer is a step of its own, not a replay."""
@@ -855,6 +868,12 @@ def test_a_long_round_robin_poll_between_waits_is_no_long_loop() -> None:
     ("ais_position", True), ("weather_station", True), ("jira_issue", True), ("dnsRecord", True),
     ("trigger_cache_purge", False), ("camera_expose", False), ("stagehand_act", False),
     ("SubmitOrder", False), ("bacnet.write_property", False), ("runJob", False),
+    # a look at the verb's place, whatever nouns follow that are verbs as often
+    ("swift_get_queue_status", True), ("get_order", True), ("list_build_runs", True),
+    ("mcp__bank__get_queue_status", True), ("describe_build", True),
+    # ...but not a look followed by a verb that only writes, nor an act first
+    ("get_and_delete_item", False), ("search_and_replace", False), ("queue_job", False),
+    ("mcp__x__queue_job", False), ("start_run", False), ("run_query", False),
 ])
 def test_a_tool_name_with_no_verb_of_an_act_reads(tool: str, no_act: bool) -> None:
     assert names_no_act(tool) is no_act

@@ -121,25 +121,6 @@ def test_an_identical_write_re_applied_trips_at_its_fourth_success() -> None:
     assert positions(edit_pairs(4, tool="str_replace", kind=None)) == [8]
 
 
-def test_a_request_made_again_trips_at_its_fourth_answer() -> None:
-    """A request tool (``request_documents``) makes a new request each time, answered
-    under a new id: the same request re-sent because its status "queued" was read as a
-    failure is a write re-applied, not a poll of a changing answer."""
-    trace: list[Any] = []
-    for i in range(6):
-        trace += [
-            ToolCall(session="p", tool="request_documents",
-                     args={"claim": "CLM-1", "documents": ["proof_of_loss"]}),
-            res({"request_id": f"DR-{39631 + 17 * i}", "status": "queued"}, "request_documents"),
-        ]
-    assert positions(trace) == [8]
-    # the same answers to a status read are a poll's
-    polled = [ToolResult(session="p", tool="request_status", result=e.result)
-              if isinstance(e, ToolResult) else
-              ToolCall(session="p", tool="request_status", args={"claim": "CLM-1"}) for e in trace]
-    assert positions(polled) == []
-
-
 def test_a_command_runners_write_with_changing_output_keeps_the_call_rule() -> None:
     """A command runner's write is a generous guess (a build re-run counts as one), so
     changing output does not count as identical answers; the run still trips at the

@@ -248,6 +248,44 @@ def test_reworded_scored_searches_with_a_new_best_score_each_time_stall() -> Non
     assert hits(found) == []
 
 
+def meter_reads(meters: list[str], timeouts: list[int], failing: set[int]) -> list[Any]:
+    """On-demand reads asked of meters (a named write, as its runtime labels it), the
+    ``n``-th timing out when ``n`` is in ``failing``."""
+    trace: list[Any] = []
+    for n, (meter, timeout) in enumerate(zip(meters, timeouts, strict=True)):
+        trace.append(ToolCall(session="s", tool="request_read", kind="write", call_id=f"c{n}",
+                              args={"meter_id": meter, "timeout_s": timeout}))
+        trace.append(ToolResult(session="s", tool="request_read", call_id=f"c{n}",
+                                error=f"TIMEOUT: no response from endpoint after {timeout}s"
+                                if n in failing else None,
+                                result=None if n in failing else {"meter_id": meter, "kwh": 100 + n}))
+    return trace
+
+
+def test_a_sweep_whose_devices_time_out_is_each_ones_silence() -> None:
+    """A sweep of meters asked for a reading, a few of which time out twice (the retry
+    with a longer time-out), is each meter's silence, not one answer again and again;
+    one meter asked again and again, whatever the time-out, is the same silence."""
+    meters = [m for i in range(12) for m in (f"MTR-45{i:02d}",) * 2]
+    timeouts = [60, 120] * 12
+    assert hits(meter_reads(meters, timeouts, set(range(24)))) == []
+    one = meter_reads(["MTR-4501"] * 24, [60 + 7 * i for i in range(24)], set(range(24)))
+    assert hits(one) == [9]
+    # a failure that says the place is not there stays the hunt going on
+    missing = meter_reads(meters, timeouts, set(range(24)))
+    for event in missing:
+        if isinstance(event, ToolResult):
+            event.error = "meter not found"
+    assert hits(missing) == [9]
+    # ...and so is work that took too long: a statement's time-out is the query's, not
+    # the silence of what it names
+    slow = meter_reads(meters, timeouts, set(range(24)))
+    for event in slow:
+        if isinstance(event, ToolResult):
+            event.error = "Statement reached its statement timeout of 300 second(s) and was canceled."
+    assert hits(slow) == [9]
+
+
 def _blocked(url: str, i: int) -> str:
     ref = hashlib.sha256(f"{url}{i}".encode()).hexdigest()
     reference = f"18.{ref[:8]}.{1718796126 + i * 977}.{ref[8:15]}"

@@ -1053,9 +1053,10 @@ down, a limit it exceeds), or a job of the listing that ended badly (LSF's ``EXI
 Slurm's ``OOM``, ``TO``, ``NF``, ``BF``, ``F``): the queue says no work under way."""
 _FAILED_WORDS = (
     # (not DNS's rcode NOERROR, which says none; not a CDN's cache invalidation, which is
-    # no failure: "Invalidation": {"Status": "InProgress"}; a session invalidated is one)
+    # no failure: "InvalidationBatch", "invalidation_id", "invalidates"; a session
+    # "invalidated" is one)
     r"fail|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
-    r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid(?!at(?:ions?|es?|ing)\b)"
+    r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid(?!at(?:ion|ing|e(?!d)))"
     r"|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
 )
@@ -1134,7 +1135,7 @@ def fold_case(text: str) -> str:
 
 _FAILED_FOLDED_WORDS = (
     r"a(?:bort)|b(?:ackoff)|c(?:ancel|rash)|d(?:enied|egraded|ead\b(?<!\wdead))"
-    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail)|i(?:nvalid(?!at(?:ions?|es?|ing)\b))|k(?:illed)"
+    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail)|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
     r"|n(?:ot[ _-]found)|r(?:eject|efused)|s(?:topped)|t(?:erminat|imed?[ _-]?out)|u(?:nhealthy)"
 )
 _DONE_FOLDED_WORDS = r"s(?:ucce)|c(?:omplet)|d(?:one\b)|f(?:inish)"

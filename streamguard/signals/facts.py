@@ -1436,7 +1436,7 @@ _WRITE_VERBS = frozenset({
     "insert", "install",
     "invite", "kill", "lock", "mark", "merge", "modify", "move", "patch", "pay", "place", "post",
     "publish", "purge", "push", "put", "reboot", "refund", "register", "reject", "remove",
-    "rename", "replace", "request", "rerun", "reschedule", "reset", "restart", "restore", "revert",
+    "rename", "replace", "rerun", "reschedule", "reset", "restart", "restore", "revert",
     "revoke", "save",
     "schedule", "send", "set",
     "submit", "transfer", "uninstall", "unlock", "update", "upload", "upsert", "write",
@@ -1461,18 +1461,41 @@ def name_words(name: str) -> list[str]:
     return [word.lower() for word in _NAME_WORD.findall(name[:128])]
 
 
+_LOOK_VERBS = frozenset({
+    "get", "list", "describe", "show", "fetch", "read", "view", "lookup", "search", "find",
+    "query", "inspect",
+})
+"""Verbs of a look that name a call by what it reads (:func:`names_no_act`)."""
+
+
 def names_no_act(tool: str) -> bool:
-    """Whether a tool's name holds no verb of an act (:data:`_ACT_VERBS`) among its words."""
-    return _ACT_VERBS.isdisjoint(name_words(tool))
+    """Whether a tool's name holds no verb of an act (:data:`_ACT_VERBS`) among its words;
+    or opens, at the verb's place (its first word, or the one after a namespace), with a
+    verb of a look (:data:`_LOOK_VERBS`) followed by no verb that only writes: what it
+    gets is named by nouns that are verbs as often (``swift_get_queue_status``,
+    ``get_order``, ``list_build_runs``), while ``get_and_delete_item`` still acts."""
+    words = name_words(tool)
+    if _ACT_VERBS.isdisjoint(words):
+        return True
+    if tool.startswith(WRAPPED_PREFIX):
+        # an MCP tool by its own name, after its server's (`mcp__bank__get_queue_status`)
+        words = name_words(tool.rsplit("__", 1)[-1]) or words
+    at = 0 if words[0] in _LOOK_VERBS else 1
+    return (
+        len(words) > at + 1 and words[at] in _LOOK_VERBS
+        and (at == 0 or words[0] not in _ACT_VERBS)
+        and _ONLY_WRITES.isdisjoint(words[at + 1:])
+    )
 
 
 _NOUN_VERBS = frozenset({
     "add", "book", "charge", "draft", "drop", "lock", "merge", "move", "order", "pay", "place", "post",
-    "request", "schedule", "transfer",
+    "schedule", "transfer",
 })
 """Write verbs that are as often nouns (``address_book``, ``blog_post``, ``team_schedule``,
-``order_status``, ``request_status``): a write only when a word follows them and none of a
-look (``request_documents``, ``RequestSpotInstances``: a request made is a new object)."""
+``order_status``): a write only when a word follows them and none of a look."""
+_ONLY_WRITES = _WRITE_VERBS - _NOUN_VERBS
+"""Write verbs that are no nouns: after a look's verb, they still say the call acts."""
 _LOOK_WORDS = frozenset({
     "autocomplete", "check", "describe", "detail", "details", "diff", "fetch", "find", "get",
     "history", "info", "inspect", "list", "log", "logs", "lookup", "preview", "query", "read",
@@ -1581,8 +1604,6 @@ def names_write(tool: str) -> bool:
     if at + 1 < len(words) and words[at + 1] in _CALLS_NOT_CHANGES.get(verb, ()):
         return False  # a command, a request, a query sent (`netmiko_send_command`)
     if verb in _NOUN_VERBS:
-        if verb == "request" and at and words[at - 1] in _REQUEST_COMPOUNDS:
-            return False  # a pull request's comments, a service request's notes: nouns
         return at + 1 < len(words) and _LOOK_WORDS.isdisjoint(words)
     # The state of a run (`deploy_status`, `content_deploy_status`, `db_migrate_progress`:
     # how the deploy goes) is read; a state set or made (`jira_update_status`,
@@ -1590,9 +1611,6 @@ def names_write(tool: str) -> bool:
     return not (at + 2 == len(words) and words[-1] in _STATE_OF_A_RUN and verb not in _VERBS_OF_A_STATE)
 
 
-_REQUEST_COMPOUNDS = frozenset({"pull", "merge", "change", "service", "feature", "http", "api", "web"})
-"""Words that make ``request`` a noun after them (``pull_request_comments``,
-``service_request_notes``): no request made."""
 _STATE_OF_A_RUN = frozenset({"status", "state", "progress"})
 _VERBS_OF_A_STATE = frozenset({
     "update", "set", "change", "put", "patch", "edit", "modify", "write", "mark", "toggle",

@@ -92,7 +92,9 @@ What it catches
       what it finds nothing for, below);
       and not when the answer reports an error or that the place is not there,
       ``says_missing``, since one more guessed id or table without it is the
-      hunt going on): eleven Dockerfiles of one
+      hunt going on; but a failure saying the place did not answer, ``TIMEOUT: no
+      response``, is that place's silence, kept with the ids its call names, a named
+      write's too: a sweep of meters, a few of which time out, is each one's): eleven Dockerfiles of one
       shared template are eleven answers, and so are twelve regions answering
       one version, or ``[]``, eighteen buckets answering one configuration,
       twenty-two hosts whose logs do not hold a request id, and thirty tables
@@ -488,6 +490,27 @@ def _prose_head(head: str) -> bool:
             return False
     return not ("```" in head and _FENCED_DATA.search(head, 0, FENCE_SPAN) is not None)
 _SHELL_LINE = re.compile(r"\bline \d+")
+_NO_RESPONSE = re.compile(
+    r"(?i)no response|not responding|did ?n[o']t respond|deadline exceeded"
+    r"|(?:connection|connect|request|read|device|host|endpoint) timed? ?out"
+)
+"""A failure that says what it asked did not answer (``TIMEOUT: no response from endpoint``,
+``deadline exceeded``, ``connection timed out``), read in its first 256 characters: the
+silence of the place the call names, not a place that is not there, nor work that took
+too long (a warehouse's "statement timeout of 300 seconds" is the query's, whatever
+table it reads) (:func:`_no_response`)."""
+_NAMED_WRITE_MASK = FLAG_WRITE | FLAG_RUNNER
+"""The flags whose value ``FLAG_WRITE`` alone marks a named tool's write."""
+
+
+def _no_response(result: ResultView) -> bool:
+    """Whether a failure says the call timed out (:data:`_NO_RESPONSE`): kept with the
+    ids its call names, as a read's answer is with what it reads. A guessed id's "not
+    found" is not: one more place without it is the hunt going on."""
+    error = result.error
+    return type(error) is str and _NO_RESPONSE.search(error, 0, 256) is not None
+
+
 _TOLD_FIRST = frozenset("EeFf[")
 _TOLD_FAILURE = re.compile(r"\[?(?:error|fatal)\s*:", re.IGNORECASE)
 """An answer that opens by saying it failed (``Error: ...``, ``ERROR: ...``, ``[ERROR: ...]``,
@@ -1725,7 +1748,10 @@ class ResultStall(Signal):
             items = ""
             names = written_names(call)
         else:
-            names = ""
+            # A named write's ids (`request_on_demand_read(meter_id="MTR-4582086")`): read
+            # only when it times out (on_result), a sweep's silence of each device its own.
+            items = ""
+            names = _ids(call.args)
         if names:
             reads = state.reads
             if len(reads) >= READS * 8:
@@ -2015,10 +2041,20 @@ class ResultStall(Signal):
                 if key and self._answered_before(state.seen, code, key):
                     return self._stale(state, code, result, masked)
                 return None
-        if key and state.reads and not result.failed:
+        if key and state.reads and result.failed:
+            # A named call that timed out: the silence of what it names (a sweep of meters
+            # asked for a reading, a few of which do not answer, is each one's silence;
+            # one meter asked again and again, whatever the time-out, gives the same).
+            if not flags & (FLAG_RUNNER | FLAG_SEARCH) and _no_response(result):
+                reads = state.reads
+                at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
+                if at >= 0:
+                    code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
+        elif key and state.reads and (flags & _NAMED_WRITE_MASK) != FLAG_WRITE:
             # A read of what its call names: its answer is kept with those names, so eleven
             # files of one template are eleven answers, while the same file read again,
-            # unchanged, is the same answer.
+            # unchanged, is the same answer. (Not a named write's success: its ids are
+            # kept for its time-outs only, above.)
             reads = state.reads
             at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
             if at >= 0 and (
