@@ -6,6 +6,7 @@ call key and the shared recent-call history.
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from streamguard.canonical import canonicalize, fingerprint_payload, payload_size, stable_hash
@@ -87,3 +88,11 @@ def engine_alerts(trace: list[Any], policy: str, session: str) -> list[Alert]:
     for event in trace:
         out += [o for o in engine.process(event) if isinstance(o, Alert)]
     return out
+
+
+def interruptible() -> None:
+    """For a child process a test stops with SIGINT (``preexec_fn``): the signal's default
+    action restored, so that Python raises KeyboardInterrupt in it even when the suite was
+    started as a background job of a non-interactive shell, where SIGINT is ignored and a
+    child inherits that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

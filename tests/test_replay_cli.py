@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from streamguard.cli import main
+from tests.harness import interruptible
 
 
 def events(*objs) -> str:
@@ -200,6 +201,7 @@ def test_replay_ctrl_c_exits_130_without_a_traceback():
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamguard.cli", "replay", "--summary"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=interruptible,
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None

@@ -309,14 +309,6 @@ def metric_value(text: str, name: str, **labels: str) -> float | None:
     return None
 
 
-def interruptible() -> None:
-    """For a child process a test stops with SIGINT (``preexec_fn``): the signal's default
-    action restored, so that Python raises KeyboardInterrupt in it even when the suite was
-    started as a background job of a non-interactive shell, where SIGINT is ignored and a
-    child inherits that."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 async def poll_until(
     condition: Callable[[], bool | Awaitable[bool]],
     timeout: float,

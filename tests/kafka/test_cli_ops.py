@@ -19,7 +19,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from streamguard.cli import main
 from streamguard.events import GuardrailReset, Reset, agent_decoder, control_decoder, encode
 from streamguard.kafka.broker import free_port
-from tests.kafka.conftest import REPO_ROOT, interruptible, poll_until
+from tests.harness import interruptible
+from tests.kafka.conftest import REPO_ROOT, poll_until
 from tests.kafka.test_client import alert, send_output, trip
 
 kafka = pytest.mark.kafka

@@ -16,7 +16,8 @@ import pytest
 
 from streamguard.cli import main
 from streamguard.events import GuardrailTrip
-from tests.kafka.conftest import REPO_ROOT, interruptible, metric_value, poll_until
+from tests.harness import interruptible
+from tests.kafka.conftest import REPO_ROOT, metric_value, poll_until
 from tests.kafka.test_cli_ops import kafka_args, run_main
 
 kafka = pytest.mark.kafka
