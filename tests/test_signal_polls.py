@@ -874,6 +874,8 @@ def test_a_long_round_robin_poll_between_waits_is_no_long_loop() -> None:
     # ...but not a look followed by a verb that only writes, nor an act first
     ("get_and_delete_item", False), ("search_and_replace", False), ("queue_job", False),
     ("mcp__x__queue_job", False), ("start_run", False), ("run_query", False),
+    ("start_list_jobs", False), ("stripe_get_and_pay_invoice", False),
+    ("browser_find_and_click", False), ("shop_search_and_add_to_cart", False), ("get_then_run", False),
 ])
 def test_a_tool_name_with_no_verb_of_an_act_reads(tool: str, no_act: bool) -> None:
     assert names_no_act(tool) is no_act

@@ -16,6 +16,7 @@ from streamguard.signals.base import ResultView
 from streamguard.signals.facts import FLAG_RUNNER, FLAG_WRITE
 from streamguard.signals.result_stall import (
     _SSH_HOST,
+    SILENT_SWEEP,
     _ids,
     found_nothing,
     light_template,
@@ -263,27 +264,49 @@ def meter_reads(meters: list[str], timeouts: list[int], failing: set[int]) -> li
 
 
 def test_a_sweep_whose_devices_time_out_is_each_ones_silence() -> None:
-    """A sweep of meters asked for a reading, a few of which time out twice (the retry
-    with a longer time-out), is each meter's silence, not one answer again and again;
-    one meter asked again and again, whatever the time-out, is the same silence."""
-    meters = [m for i in range(12) for m in (f"MTR-45{i:02d}",) * 2]
+    """A sweep of meters asked for a reading, most of which answer and a few of which time
+    out twice (the retry with a longer time-out), is each meter's silence, not one answer
+    again and again; one meter asked again and again, whatever the time-out, is the same
+    silence; and so is every meter timing out (the service is down): past SILENT_SWEEP
+    time-outs in a row, one more id is the same silence again."""
+    # meters 3 to 5 and 8 time out twice (six time-outs in a row), the others answer at once
+    silent = {3, 4, 5, 8}
+    meters = [f"MTR-45{i:02d}" for i in range(12) for _ in range(2 if i in silent else 1)]
     timeouts = [60, 120] * 12
-    assert hits(meter_reads(meters, timeouts, set(range(24)))) == []
+    failing = {n for n, meter in enumerate(meters) if int(meter[-2:]) in silent}
+    assert hits(meter_reads(meters, timeouts[: len(meters)], failing)) == []
     one = meter_reads(["MTR-4501"] * 24, [60 + 7 * i for i in range(24)], set(range(24)))
     assert hits(one) == [9]
-    # a failure that says the place is not there stays the hunt going on
-    missing = meter_reads(meters, timeouts, set(range(24)))
-    for event in missing:
-        if isinstance(event, ToolResult):
-            event.error = "meter not found"
-    assert hits(missing) == [9]
-    # ...and so is work that took too long: a statement's time-out is the query's, not
-    # the silence of what it names
-    slow = meter_reads(meters, timeouts, set(range(24)))
-    for event in slow:
-        if isinstance(event, ToolResult):
-            event.error = "Statement reached its statement timeout of 300 second(s) and was canceled."
-    assert hits(slow) == [9]
+    # nothing answers: no place's silence of its own
+    outage = meter_reads([f"MTR-45{i:02d}" for i in range(24)], [60] * 24, set(range(24)))
+    assert hits(outage) == [9]
+    # the service goes down after answering: halted once SILENT_SWEEP time-outs pass
+    down = meter_reads([f"MTR-45{i:02d}" for i in range(30)], [60] * 30, set(range(2, 30)))
+    assert hits(down) == [2 + SILENT_SWEEP + 9]
+    meters = [f"MTR-45{i:02d}" for i in range(12) for _ in range(2)]
+    # a failure that says the place is not there stays the hunt going on, and so does work
+    # that took too long (a statement's time-out is the query's) or a time-out beside
+    # another failure
+    for error in ("meter not found", "Statement reached its statement timeout of 300 second(s)",
+                  "401 Unauthorized: invalid API key; connection timed out during retry"):
+        guessed = meter_reads(meters, timeouts, set(range(24)))
+        for event in guessed:
+            if isinstance(event, ToolResult):
+                event.error = error
+        assert hits(guessed) == [9], error
+
+
+def test_a_named_writes_answers_are_not_kept_with_its_ids() -> None:
+    """A named write's ids are kept for its time-outs only: stock updates of a dozen
+    items, each answered by the same unchanged product list, are still writes that never
+    move the list, whatever item each names."""
+    listing = {"products": [{"sku": f"S{i}", "stock": 5} for i in range(30)], "page": 1}
+    trace: list[Any] = []
+    for i in range(12):
+        trace += [ToolCall(session="s", tool="update_stock", kind="write", call_id=f"w{i}",
+                           args={"sku": f"S{i}", "stock": 5}),
+                  ToolResult(session="s", tool="update_stock", call_id=f"w{i}", result=listing)]
+    assert hits(trace)
 
 
 def _blocked(url: str, i: int) -> str:

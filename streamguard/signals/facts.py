@@ -1485,7 +1485,13 @@ def names_no_act(tool: str) -> bool:
         len(words) > at + 1 and words[at] in _LOOK_VERBS
         and (at == 0 or words[0] not in _ACT_VERBS)
         and _ONLY_WRITES.isdisjoint(words[at + 1:])
+        # a look then another step (`get_and_run_job`, `find_and_click`) acts
+        and _STEP_WORDS.isdisjoint(words)
     )
+
+
+_STEP_WORDS = frozenset({"and", "then"})
+"""Words that join a second step to a look in a tool's name (``search_and_add_to_cart``)."""
 
 
 _NOUN_VERBS = frozenset({

@@ -491,9 +491,14 @@ def _prose_head(head: str) -> bool:
     return not ("```" in head and _FENCED_DATA.search(head, 0, FENCE_SPAN) is not None)
 _SHELL_LINE = re.compile(r"\bline \d+")
 _NO_RESPONSE = re.compile(
-    r"(?i)no response|not responding|did ?n[o']t respond|deadline exceeded"
+    r"(?i)\bno response\b|not responding|did ?n[o']t respond|deadline exceeded"
     r"|(?:connection|connect|request|read|device|host|endpoint) timed? ?out"
 )
+_OTHER_FAILURE = re.compile(r"(?i)unauthori[sz]|forbidden|denied|invalid|not found|\b40[134]\b")
+"""Words of a failure other than silence: a time-out beside one is that failure's."""
+SILENT_SWEEP = 8
+"""Time-outs in a row, at most, read as the silence of each place their calls name
+(``result-stall``'s threshold): past it, nothing answers at all."""
 """A failure that says what it asked did not answer (``TIMEOUT: no response from endpoint``,
 ``deadline exceeded``, ``connection timed out``), read in its first 256 characters: the
 silence of the place the call names, not a place that is not there, nor work that took
@@ -508,7 +513,10 @@ def _no_response(result: ResultView) -> bool:
     ids its call names, as a read's answer is with what it reads. A guessed id's "not
     found" is not: one more place without it is the hunt going on."""
     error = result.error
-    return type(error) is str and _NO_RESPONSE.search(error, 0, 256) is not None
+    return (
+        type(error) is str and _NO_RESPONSE.search(error, 0, 256) is not None
+        and _OTHER_FAILURE.search(error, 0, 256) is None
+    )
 
 
 _TOLD_FIRST = frozenset("EeFf[")
@@ -1598,6 +1606,10 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
 
     seen: bytearray = bytearray()
     """Templates received, 4 bytes each, oldest first."""
+    silent: int = 0
+    """Named calls that timed out in a row (``_no_response``), since the last answer."""
+    answered: bool = False
+    """A call of the session was answered without a failure: its places answer."""
     run: int = 0
     """Consecutive stale results."""
     mask: int = 0
@@ -2041,16 +2053,27 @@ class ResultStall(Signal):
                 if key and self._answered_before(state.seen, code, key):
                     return self._stale(state, code, result, masked)
                 return None
-        if key and state.reads and result.failed:
+        if result.failed:
             # A named call that timed out: the silence of what it names (a sweep of meters
             # asked for a reading, a few of which do not answer, is each one's silence;
             # one meter asked again and again, whatever the time-out, gives the same).
+            # Only where places answered before, and not past SILENT_SWEEP time-outs in a
+            # row: else nothing answers at all (the service is down), and one more id is
+            # the same silence again.
             if not flags & (FLAG_RUNNER | FLAG_SEARCH) and _no_response(result):
-                reads = state.reads
-                at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
-                if at >= 0:
-                    code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
-        elif key and state.reads and (flags & _NAMED_WRITE_MASK) != FLAG_WRITE:
+                silent = state.silent = state.silent + 1
+                if key and state.reads and state.answered and silent <= SILENT_SWEEP:
+                    reads = state.reads
+                    at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
+                    if at >= 0:
+                        code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
+        else:
+            # an answer: places answer (again)
+            if state.silent:
+                state.silent = 0
+            if not state.answered:
+                state.answered = True
+        if not result.failed and key and state.reads and (flags & _NAMED_WRITE_MASK) != FLAG_WRITE:
             # A read of what its call names: its answer is kept with those names, so eleven
             # files of one template are eleven answers, while the same file read again,
             # unchanged, is the same answer. (Not a named write's success: its ids are
