@@ -277,6 +277,9 @@ def test_a_sweep_whose_devices_time_out_is_each_ones_silence() -> None:
     assert hits(meter_reads(meters, timeouts[: len(meters)], failing)) == []
     one = meter_reads(["MTR-4501"] * 24, [60 + 7 * i for i in range(24)], set(range(24)))
     assert hits(one) == [9]
+    # ...after it answered once too, across the bound of time-outs in a row
+    after = meter_reads(["MTR-4501"] * 25, [60 + 7 * i for i in range(25)], set(range(1, 25)))
+    assert hits(after) == [10]
     # nothing answers: no place's silence of its own
     outage = meter_reads([f"MTR-45{i:02d}" for i in range(24)], [60] * 24, set(range(24)))
     assert hits(outage) == [9]

@@ -2062,11 +2062,17 @@ class ResultStall(Signal):
             # the same silence again.
             if not flags & (FLAG_RUNNER | FLAG_SEARCH) and _no_response(result):
                 silent = state.silent = state.silent + 1
-                if key and state.reads and state.answered and silent <= SILENT_SWEEP:
+                if key and state.reads and state.answered:
                     reads = state.reads
                     at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
                     if at >= 0:
-                        code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
+                        mixed = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
+                        # (past the bound, a place's silence heard before is still that:
+                        # one meter asked again and again stays stale across it)
+                        if silent <= SILENT_SWEEP or find_entry(
+                            state.seen, mixed.to_bytes(_WIDTH, "little"), _WIDTH
+                        ) >= 0:
+                            code = mixed
         else:
             # an answer: places answer (again)
             if state.silent:
