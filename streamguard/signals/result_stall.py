@@ -494,16 +494,16 @@ _NO_RESPONSE = re.compile(
     r"(?i)\bno response\b|not responding|did ?n[o']t respond|deadline exceeded"
     r"|(?:connection|connect|request|read|device|host|endpoint) timed? ?out"
 )
-_OTHER_FAILURE = re.compile(r"(?i)unauthori[sz]|forbidden|denied|invalid|not found|\b40[134]\b")
-"""Words of a failure other than silence: a time-out beside one is that failure's."""
-SILENT_SWEEP = 8
-"""Time-outs in a row, at most, read as the silence of each place their calls name
-(``result-stall``'s threshold): past it, nothing answers at all."""
 """A failure that says what it asked did not answer (``TIMEOUT: no response from endpoint``,
 ``deadline exceeded``, ``connection timed out``), read in its first 256 characters: the
 silence of the place the call names, not a place that is not there, nor work that took
 too long (a warehouse's "statement timeout of 300 seconds" is the query's, whatever
 table it reads) (:func:`_no_response`)."""
+_OTHER_FAILURE = re.compile(r"(?i)unauthori[sz]|forbidden|denied|invalid|not found|\b40[134]\b")
+"""Words of a failure other than silence: a time-out beside one is that failure's."""
+SILENT_SWEEP = 8
+"""Time-outs in a row, at most, read as the silence of each place their calls name
+(``result-stall``'s threshold): past it, nothing answers at all."""
 _NAMED_WRITE_MASK = FLAG_WRITE | FLAG_RUNNER
 """The flags whose value ``FLAG_WRITE`` alone marks a named tool's write."""
 
