@@ -1461,6 +1461,13 @@ def name_words(name: str) -> list[str]:
     return [word.lower() for word in _NAME_WORD.findall(name[:128])]
 
 
+def own_name(tool: str) -> str:
+    """An MCP tool's own name, after its server's (``mcp__gmail__send_email`` is
+    ``send_email``: the server's name is no namespace word of the tool's); any other
+    tool's name as it is."""
+    return tool.rsplit("__", 1)[-1] if tool.startswith(WRAPPED_PREFIX) else tool
+
+
 _LOOK_VERBS = frozenset({
     "get", "list", "describe", "show", "fetch", "read", "view", "lookup", "search", "find",
     "query", "inspect",
@@ -1478,8 +1485,7 @@ def names_no_act(tool: str) -> bool:
     if _ACT_VERBS.isdisjoint(words):
         return True
     if tool.startswith(WRAPPED_PREFIX):
-        # an MCP tool by its own name, after its server's (`mcp__bank__get_queue_status`)
-        words = name_words(tool.rsplit("__", 1)[-1]) or words
+        words = name_words(own_name(tool)) or words  # (`mcp__bank__get_queue_status`)
     at = 0 if words[0] in _LOOK_VERBS else 1
     return (
         len(words) > at + 1 and words[at] in _LOOK_VERBS
@@ -1578,10 +1584,7 @@ def names_write(tool: str) -> bool:
     it; Home Assistant's intents (``HassTurnOn``, ``HassListAddItem``) but those that get
     (``HassGetState``); never a tool of the agent's own bookkeeping."""
     last = tool.rsplit("__", 1)[-1]
-    # An MCP tool is named by its own name, after its server's (`mcp__gmail__send_email`
-    # is `send_email`): the server's name is no namespace word of the tool's.
-    own = last if tool.startswith(WRAPPED_PREFIX) else tool
-    words = [word for word in name_words(own) if word != "str"]  # `file_str_replace`
+    words = [word for word in name_words(own_name(tool)) if word != "str"]  # `file_str_replace`
     if not words or not _BOOKKEEPING_WORDS.isdisjoint(words):
         return False
     if last.startswith("Hass") and last[4:5].isupper():
