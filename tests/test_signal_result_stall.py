@@ -16,10 +16,15 @@ from streamguard.signals.base import ResultView
 from streamguard.signals.facts import FLAG_RUNNER, FLAG_WRITE
 from streamguard.signals.result_stall import (
     _SSH_HOST,
+    LISTED,
+    LISTED_FIELDS,
+    LISTED_ITEMS,
     SILENT_SWEEP,
     _ids,
     found_nothing,
     light_template,
+    listed_code,
+    listed_values,
     reports_act,
     says_bare_value,
     sql_tables,
@@ -2184,3 +2189,120 @@ def test_the_object_a_gh_view_reads_is_its_place() -> None:
         again += step("bash", {"command": f"gh run view 18898679055 --repo k/k --json jobs {'-q .' if n % 2 else ''}"},
                       jobs)
     assert [a for a in alerts(again) if a.severity == "critical"] != []
+
+
+COUNTERPARTIES = ["Harbor Freight Logistics LLC", "Nordlys Shipping AS", "Blue Mesa Dental PC",
+                  "Kestrel Agritech Ltd", "Amber Coast Imports Inc", "Riverside Pediatrics PLLC",
+                  "Orion Tooling GmbH", "Sable & Finch LLP", "Cedar Lane Bakery LLC",
+                  "Polaris Marine Supply", "Greenfield Solar LLC", "Tidewater Seafood Inc",
+                  "Copperline Electric", "Vantage Point Realty", "Ironbridge Fabrication"]
+
+
+def critical(trace: list[Any]) -> list[str]:
+    return [a.signal for a in alerts(trace) if a.severity == "critical"]
+
+
+def screening(names: list[str], listing: Any = None) -> list[Any]:
+    """A batch read (``listing``), then one sanctions search per name, each "no hits"."""
+    trace: list[Any] = []
+    if listing is not None:
+        trace += step("onboarding_get_batch", {"batch_id": "OB-1207"}, listing)
+    for name in names:
+        trace += step("screening_search", {"query": name, "lists": ["OFAC_SDN", "UN", "EU"], "min_score": 0.75},
+                      {"hits": [], "total": 0, "lists_version": "2025-12-03"})
+    return trace
+
+
+def test_a_sweep_through_what_a_listing_named_is_each_items_answer() -> None:
+    """Fifteen counterparties of an onboarding batch screened one by one, each "no hits":
+    the names were handed over by the batch's answer, not guessed, so each "nothing found"
+    is that name's answer. The same names never listed are reworded guesses found nothing
+    for (the hunt), one listed name screened again and again is the same answer, and so is
+    the batch swept a second time."""
+    batch = {"batch_id": "OB-1207", "counterparties": [
+        {"cp_id": f"CP-{3300 + i}", "name": name.upper(), "country": "DE"} for i, name in enumerate(COUNTERPARTIES)]}
+    assert hits(screening(COUNTERPARTIES, batch)) == []  # (listed in capitals, sent as written)
+    assert hits(screening(COUNTERPARTIES, json.dumps(batch))) == []  # JSON text: the same
+    guessed = hits(screening(COUNTERPARTIES))
+    assert guessed == [9]  # the first "no hits", then eight more
+    # listed only as a plain list of names
+    assert hits(screening(COUNTERPARTIES, {"names": COUNTERPARTIES})) == []
+    # the listing read lists other names: the hunt, one call later
+    others = {"counterparties": [{"name": f"Other Party {word(i)}"} for i in range(15)]}
+    assert hits(screening(COUNTERPARTIES, others)) == [guessed[0] + 1]
+    assert critical(screening([COUNTERPARTIES[0]] * 12, batch)) == ["repeated-tool-call"]
+    # the second lap: each name's answer again
+    assert hits(screening(COUNTERPARTIES * 2, batch)) == [1 + len(COUNTERPARTIES) + 8]
+
+
+def buckets(names: list[str], listed: list[str] | None, error: str) -> list[Any]:
+    trace: list[Any] = []
+    if listed is not None:
+        trace += step("s3_list_buckets", {}, {"Buckets": [{"Name": b, "CreationDate": "2023-08-03T17:20:00Z"}
+                                                          for b in listed]})
+    for bucket in names:
+        trace += step("s3_get_bucket_lifecycle_configuration", {"Bucket": bucket}, error=error)
+    return trace
+
+
+def test_listed_items_that_lack_what_was_asked_are_each_ones_answer() -> None:
+    """Sixteen buckets of an account read for their lifecycle configuration, each failing
+    "NoSuchLifecycleConfiguration": each bucket's answer, since the listing named them.
+    Guessed buckets that are not there, a listed bucket asked again and again, and a
+    failure that says nothing of the item (an outage answers every item alike) stay the
+    hunt or the same failure again."""
+    names = [f"acme-{word(i)}-data" for i in range(16)]
+    missing = ("NoSuchLifecycleConfiguration: An error occurred (NoSuchLifecycleConfiguration) when "
+               "calling the GetBucketLifecycleConfiguration operation: The lifecycle configuration does not exist")
+    assert critical(buckets(names, names, missing)) == []
+    assert critical(buckets(names, None, missing)) == ["result-stall"]
+    assert critical(buckets(names[:1] * 12, names, missing))  # (failure-loop's: the same call failing)
+    assert hits(buckets(names, names, "ServiceUnavailable: Please reduce your request rate. (503)")) == [10]
+
+
+def test_what_a_listing_lists_is_read_within_bounds() -> None:
+    """listed_values reads strings of a list of three or more at the top, or under the
+    top-level object (two lists at most), and the first strings of each element object;
+    the first LISTED_ITEMS elements; values of 3 to 128 characters; JSON text as its
+    object. A session remembers at most LISTED of them, the newest."""
+    def codes(*values: str) -> bytes:
+        return b"".join(listed_code(v).to_bytes(4, "little") for v in values)
+
+    assert listed_values(["alpha", "beta", "gamma"]) == codes("alpha", "beta", "gamma")
+    assert listed_values(["alpha", "beta"]) == b""  # two things are no listing
+    assert listed_values({"items": ["alpha", "beta", "gamma"], "next": "x"}) == codes("alpha", "beta", "gamma")
+    assert listed_values('{"items": ["alpha", "beta", "gamma"]}') == codes("alpha", "beta", "gamma")
+    assert listed_values("alpha\nbeta\ngamma") == b""  # text is no listing here
+    assert listed_values('["alpha", "beta", "gamma"') == b""  # nor JSON text cut short
+    row = {f"f{i}": f"value-{i}" for i in range(LISTED_FIELDS + 3)}
+    assert listed_values([row] * 3) == codes(*[f"value-{i}" for i in range(LISTED_FIELDS)]) * 3
+    assert listed_values(["ab", "x" * 129, "abc", 12345, None]) == codes("abc")
+    assert len(listed_values([f"item-{i}" for i in range(LISTED_ITEMS * 2)])) == 4 * LISTED_ITEMS
+    three = {"a": ["a1a", "a2a", "a3a"], "b": ["b1b", "b2b", "b3b"], "c": ["c1c", "c2c", "c3c"]}
+    assert listed_values(three) == codes("a1a", "a2a", "a3a", "b1b", "b2b", "b3b")
+    assert listed_values([[["deep", "deeper", "deepest"]]] * 3) == b""  # one level only
+    assert listed_code(" ACME Corp ") == listed_code("acme corp")
+    # the session's memory: bounded, newest kept
+    engine = Engine(parse_policy_set(WARN))
+    engine.process(TurnStart(session="s"))
+    for page in range(LISTED // LISTED_ITEMS + 3):
+        for event in step("list_items", {"page": page}, [f"item-{page}-{i}" for i in range(LISTED_ITEMS)]):
+            engine.process(event)
+    state = next(x for x in engine.sessions["s"].signals if type(x).__name__ == "ResultStallState")
+    assert len(state.listed) == 4 * LISTED
+    assert state.listed.endswith(codes(*[f"item-{page}-{i}" for i in range(LISTED_ITEMS)]))
+
+
+def test_what_a_listing_listed_survives_a_snapshot() -> None:
+    """Restored between the batch's answer and the sweep, the names are still the batch's."""
+    batch = {"counterparties": [{"name": name} for name in COUNTERPARTIES]}
+    trace = screening(COUNTERPARTIES, batch)
+    first = Engine(parse_policy_set(WARN))
+    first.process(TurnStart(session="s"))
+    for event in trace[:2]:
+        first.process(event)
+    second = Engine(parse_policy_set(WARN))
+    second.restore("s", first.snapshot("s") or b"")
+    assert not any(isinstance(o, Alert) and o.signal == "result-stall" for event in trace[2:]
+                   for o in second.process(event))
+    assert hits(screening(COUNTERPARTIES, {"counterparties": [{"name": "someone else"}] * 3}))  # (it could fail)

@@ -106,6 +106,20 @@ What it catches
       are twenty-four answers). A
       call that names nothing (SWE-agent's ``goto 24`` in a file shorter than
       its window) is read by its text alone;
+    * a name a listing handed over is no guess: the values a read's answer lists
+      (``listed_values``: the strings of a list of three or more, at the top of a
+      structured answer or JSON text or under its top-level object, and the first
+      ``LISTED_FIELDS`` strings of each element object; the newest ``LISTED`` of them
+      remembered) make a later search for one of them (its query) or a read naming one
+      (any of its first arguments) that item's: its "nothing found", or a failure saying
+      what was asked of it is not there (``NoSuchLifecycleConfiguration``, ``404``,
+      ``not found``), is that item's answer, news the first time and stale after. Fifteen
+      counterparties of an onboarding batch screened one by one, each "no hits", or
+      sixteen buckets of an account each without a lifecycle configuration, are a sweep;
+      the same names never listed are still the hunt, one listed name asked again and
+      again, or the listing swept a second time, are the same answers again, and a
+      failure that says nothing of the item (an outage, a rate limit) answers every item
+      alike;
     * a call that waits on purpose (``sleep 60``, ``kubectl rollout status``) is
       not read at all (signals/facts.py); a read after a wait of its own
       (``sleep 120; ray job status ...``: ``CallFacts.waits_first``) is read, its
@@ -1137,6 +1151,96 @@ def _indicators(args: Any) -> str:
     return "\0".join(found)
 
 
+LISTED = 128
+"""Values that the session's listing answers listed and that are remembered (``listed_values``),
+4 bytes each: a sweep works through one listing at a time, and a listing of more items
+than this is swept on with the newest remembered."""
+LISTED_ITEMS = 64
+"""Elements of a list read for the values it lists (the first ones)."""
+LISTED_FIELDS = 4
+"""String fields of an element object read (the first ones: an id, a name...)."""
+LISTED_LISTS = 2
+"""Lists of an answer's top-level object read."""
+LISTED_CHARS = 128
+"""Longest value remembered as listed; a value of fewer than 3 characters is none."""
+
+
+def listed_code(value: str) -> int:
+    """The code a listed value is remembered by and looked up with: its CRC-32, after
+    surrounding space and case (a name sent as ``acme`` was listed as ``ACME``)."""
+    return zlib.crc32(value.strip().lower().encode("utf-8", "surrogatepass")) or 1
+
+
+def listed_values(payload: Any) -> bytes:
+    """The values a listing answer lists, as the codes of :func:`listed_code` (4 bytes
+    each): the strings of a list of at least three elements, at the top or under the
+    answer's top-level object (at most :data:`LISTED_LISTS` lists), and the first
+    :data:`LISTED_FIELDS` strings of each element that is an object; the first
+    :data:`LISTED_ITEMS` elements of each list; JSON text read as the object it is.
+    ``b""`` for an answer that lists nothing.
+
+    A name the agent sends afterwards that one of these named was handed to it (the
+    counterparties of an onboarding batch, the buckets of an account), not guessed: a
+    sweep through them, each answered "no hits" or "no such configuration", is each
+    one's answer, not one more guess that does not exist."""
+    if type(payload) is str:
+        if payload[:1] not in ("{", "[") or len(payload) > JSON_TEXT_LIMIT:
+            return b""
+        try:
+            payload = _json_decoder.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return b""
+    if type(payload) is dict:
+        # (most answers: an object with no list in it, read in one pass)
+        found = b""
+        lists = 0
+        for value in payload.values() if len(payload) <= 16 else islice(payload.values(), 16):
+            if type(value) is list and len(value) >= 3:
+                found += _listed_in(value)
+                lists += 1
+                if lists == LISTED_LISTS:
+                    break
+        return found
+    if type(payload) is list and len(payload) >= 3:
+        return _listed_in(payload)
+    return b""
+
+
+def _listed_in(items: list[Any]) -> bytes:
+    """The codes of what one list lists (:func:`listed_values`)."""
+    out = bytearray()
+    crc32 = zlib.crc32
+    for item in items if len(items) <= LISTED_ITEMS else islice(items, LISTED_ITEMS):
+        if type(item) is str:
+            if 3 <= len(item) <= LISTED_CHARS:
+                out += (crc32(item.strip().lower().encode("utf-8", "surrogatepass")) or 1).to_bytes(4, "little")
+        elif type(item) is dict:
+            strings = 0
+            for value in item.values() if len(item) <= 16 else islice(item.values(), 16):
+                if type(value) is str:
+                    if 3 <= len(value) <= LISTED_CHARS:
+                        out += (crc32(value.strip().lower().encode("utf-8", "surrogatepass")) or 1).to_bytes(4, "little")
+                    strings += 1
+                    if strings == LISTED_FIELDS:
+                        break
+    return bytes(out)
+
+
+_NO_SUCH = re.compile(
+    r"(?i)\bnot[ _-]?found\b|\b(?:does|did)[ ]?n[o']t exist|\bno[ _-]?such|\bnot[ _-]exist|\b404\b"
+).search
+"""A failure that says what was asked of an item is not there (``NoSuchLifecycleConfiguration``,
+``404 Not Found``, ``does not exist``), in its first ``FAILURE_HEAD`` characters."""
+
+
+def _listed(listed: bytearray, value: Any) -> bool:
+    """Whether ``value`` is a string that a listing answer of the session listed."""
+    return (
+        type(value) is str and 3 <= len(value) <= LISTED_CHARS
+        and find_entry(listed, listed_code(value).to_bytes(4, "little"), 4) >= 0
+    )
+
+
 def _looked_for(reads: bytearray, key: int) -> int:
     """The code of the indicators the call ``key`` searched for (:func:`_indicators`: its
     entry in ``reads`` has the low bit set), 0 when it is no such search."""
@@ -1655,6 +1759,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     queries: tuple[bytes, ...] = ()
     """The words of the last ``QUERIES`` searches (``_query_words``, 32 bytes each), oldest
     first."""
+    listed: bytearray = bytearray()
+    """The values the session's listing answers listed (``listed_values``), 4 bytes each,
+    ``LISTED`` at most, oldest first."""
     reworded: bytearray = bytearray()
     """Call keys (32 bits) of the last ``REWORDED_KEPT`` searches that share most of their
     words with one before them (``_reworded``): each answer is judged by its own call's."""
@@ -1711,6 +1818,7 @@ class ResultStall(Signal):
         self._steady = re.compile(joined).match if steady else None
         self._steady_cache: dict[str, bool] = {}
         self._query_codes: dict[int, int] = {}  # call key -> its search's words (_query_words)
+        self._listings: dict[int, bytes] = {}  # answer outcome -> listed_values of it
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
@@ -1746,12 +1854,27 @@ class ResultStall(Signal):
             # And the indicators a search looks for (an IP, a domain, a hash: an IOC sweep),
             # marked by the low bit: each one's "nothing found" is that indicator's answer.
             items = ""
+            listed = state.listed
             if call.search:
-                names = sql_tables(call.args) or _ids(call.args, search=True)
-                if not names:
-                    names = items = _indicators(call.args)
+                term = _query_text(call.args) if listed else ""
+                if term and _listed(listed, term):
+                    # A name a listing handed over, looked up (the next counterparty of
+                    # an onboarding batch screened): its "no hits" is its own answer.
+                    names = items = term
+                else:
+                    names = sql_tables(call.args) or _ids(call.args, search=True)
+                    if not names:
+                        names = items = _indicators(call.args)
             else:
                 names = read_names(call)
+                if listed and type(call.args) is dict:
+                    # A read of an item a listing handed over (the next bucket of the
+                    # account): its answer is its own, "no such configuration" too.
+                    for value in islice(call.args.values(), ECHO_FIELDS):
+                        if _listed(listed, value):
+                            items = value
+                            names = names or value
+                            break
         elif call.runner:
             # A command that writes its output into a file (`curl ... > genomes/batch_07.fa;
             # tail -1 genomes/batch_07.fa`): what it prints is that file's, so twelve
@@ -1891,6 +2014,8 @@ class ResultStall(Signal):
             state.last_key, state.last_outcome = key, outcome
         if outcome == NO_OP_OUTCOME:
             return None  # the no-op streak reads these
+        if outcome and not result.failed and not flags & FLAG_WRITE:
+            self._note_listing(state, result.event.result, outcome)
         # The cache key holds all the template depends on besides the payload: a failure's
         # template is the tool's ("exit code 1" from two tools is two answers), and a
         # search's answer has its digits masked where another call's keeps them.
@@ -2073,6 +2198,15 @@ class ResultStall(Signal):
                             state.seen, mixed.to_bytes(_WIDTH, "little"), _WIDTH
                         ) >= 0:
                             code = mixed
+            elif key and state.listed and state.reads and _NO_SUCH(result.error or "", 0, FAILURE_HEAD):
+                # An item a listing handed over that lacks what was asked of it (the next
+                # bucket of the account: "NoSuchLifecycleConfiguration"): that item's
+                # answer, as a listed item's read is (on_call); the same item asked again
+                # is the same answer. (Not any failure: an outage answers every item alike.)
+                reads = state.reads
+                at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
+                if at >= 0 and reads[at + 4] & 1:
+                    code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
         else:
             # an answer: places answer (again)
             if state.silent:
@@ -2206,6 +2340,26 @@ class ResultStall(Signal):
         self._remember(state.seen, packed)
         self._news(state)
         return None
+
+    def _note_listing(self, state: Any, payload: Any, outcome: int) -> None:
+        """Remember the values a read's answer lists (:func:`listed_values`, cached per
+        answer in the process), the oldest going past ``LISTED``."""
+        if type(payload) is str and payload[:1] not in ("{", "["):
+            return  # (most text answers: no JSON, nothing listed)
+        found = self._listings.get(outcome)
+        if found is None:
+            found = listed_values(payload)
+            if len(self._listings) >= 4096:
+                self._listings.clear()
+            self._listings[outcome] = found
+        if found:
+            kept = state.listed
+            if kept.endswith(found):
+                return  # the same listing read again
+            kept += found[-4 * LISTED :]
+            excess = len(kept) - 4 * LISTED
+            if excess > 0:
+                del kept[:excess]
 
     def _answered_before(self, seen: bytearray, code: int, key: int) -> bool:
         """Whether this very call (``key``) had the answer ``code`` before; remembered (one
