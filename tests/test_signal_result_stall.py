@@ -2258,6 +2258,12 @@ def test_listed_items_that_lack_what_was_asked_are_each_ones_answer() -> None:
     assert critical(buckets(names, None, missing)) == ["result-stall"]
     assert critical(buckets(names[:1] * 12, names, missing))  # (failure-loop's: the same call failing)
     assert hits(buckets(names, names, "ServiceUnavailable: Please reduce your request rate. (503)")) == [10]
+    # an absence told as output: {"error": "... not found"} for the next listed name
+    told: list[Any] = step("get_batch", {"batch": "B-7"}, {"names": COUNTERPARTIES})
+    for name in COUNTERPARTIES:
+        told += step("get_counterparty_profile", {"legal_name": name}, {"error": "Counterparty profile not found"})
+    assert critical(told) == []
+    assert critical(told[2:]) == ["result-stall"]
 
 
 def test_what_a_listing_lists_is_read_within_bounds() -> None:

@@ -1163,6 +1163,9 @@ LISTED_LISTS = 2
 """Lists of an answer's top-level object read."""
 LISTED_CHARS = 128
 """Longest value remembered as listed; a value of fewer than 3 characters is none."""
+MISSING_ANSWER = 512
+"""Largest answer (bytes) read for whether it tells a listed item's absence as output (an
+absence is told in a line; read only for calls naming such an item)."""
 
 
 def listed_code(value: str) -> int:
@@ -1231,6 +1234,17 @@ _NO_SUCH = re.compile(
 ).search
 """A failure that says what was asked of an item is not there (``NoSuchLifecycleConfiguration``,
 ``404 Not Found``, ``does not exist``), in its first ``FAILURE_HEAD`` characters."""
+
+
+def _listed_item(listed: bytearray, values: tuple[str, ...]) -> int:
+    """The :func:`listed_code` of the first of ``values`` that a listing answer of the
+    session listed, 0 for none."""
+    for value in values:
+        if len(value) <= LISTED_CHARS:
+            code = listed_code(value)
+            if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
+                return code
+    return 0
 
 
 def _listed(listed: bytearray, value: Any) -> bool:
@@ -1867,14 +1881,6 @@ class ResultStall(Signal):
                         names = items = _indicators(call.args)
             else:
                 names = read_names(call)
-                if listed and type(call.args) is dict:
-                    # A read of an item a listing handed over (the next bucket of the
-                    # account): its answer is its own, "no such configuration" too.
-                    for value in islice(call.args.values(), ECHO_FIELDS):
-                        if _listed(listed, value):
-                            items = value
-                            names = names or value
-                            break
         elif call.runner:
             # A command that writes its output into a file (`curl ... > genomes/batch_07.fa;
             # tail -1 genomes/batch_07.fa`): what it prints is that file's, so twelve
@@ -2014,7 +2020,10 @@ class ResultStall(Signal):
             state.last_key, state.last_outcome = key, outcome
         if outcome == NO_OP_OUTCOME:
             return None  # the no-op streak reads these
-        if outcome and not result.failed and not flags & FLAG_WRITE:
+        if outcome and not result.failed and not flags & FLAG_WRITE and (
+            # (the JSON the watchdog made for the fingerprint: no list in it, nothing listed)
+            result.encoded is None or b"[" in result.encoded
+        ):
             self._note_listing(state, result.event.result, outcome)
         # The cache key holds all the template depends on besides the payload: a failure's
         # template is the tool's ("exit code 1" from two tools is two answers), and a
@@ -2030,7 +2039,12 @@ class ResultStall(Signal):
             else (outcome, 1) if guessed else -outcome if masks_digits else outcome
         )
         echo: tuple[str, ...] = ()
+        # The call's own strings (its echo), for whether it names an item a listing handed
+        # over: read only where its answer says the item lacks what was asked (below).
+        offered: tuple[str, ...] = ()
         if key and key == state.echo_key and state.echo:
+            if state.listed and not flags & (FLAG_SEARCH | FLAG_WRITE):
+                offered = state.echo
             if result.failed or _tells_failure(result) or (
                 # A search's answer that says, in words, what it did not find ("Could not
                 # find method get_site_pages in class Page"): the term is the call's.
@@ -2198,22 +2212,31 @@ class ResultStall(Signal):
                             state.seen, mixed.to_bytes(_WIDTH, "little"), _WIDTH
                         ) >= 0:
                             code = mixed
-            elif key and state.listed and state.reads and _NO_SUCH(result.error or "", 0, FAILURE_HEAD):
+            elif offered and _NO_SUCH(result.error or "", 0, FAILURE_HEAD):
                 # An item a listing handed over that lacks what was asked of it (the next
                 # bucket of the account: "NoSuchLifecycleConfiguration"): that item's
-                # answer, as a listed item's read is (on_call); the same item asked again
-                # is the same answer. (Not any failure: an outage answers every item alike.)
-                reads = state.reads
-                at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
-                if at >= 0 and reads[at + 4] & 1:
-                    code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
+                # answer; the same item asked again is the same answer. (Not any failure:
+                # an outage answers every item alike.)
+                item = _listed_item(state.listed, offered)
+                if item:
+                    code = _mixed(code, item)
         else:
             # an answer: places answer (again)
             if state.silent:
                 state.silent = 0
             if not state.answered:
                 state.answered = True
-        if not result.failed and key and state.reads and (flags & _NAMED_WRITE_MASK) != FLAG_WRITE:
+        item = 0
+        if (
+            offered and not result.failed and result.size <= MISSING_ANSWER
+            and says_missing(result.event.result)
+        ):
+            # {"error": "Counterparty not found"} for the next name of the batch: that
+            # name's answer, as its failure would be (above); not one more guess.
+            item = _listed_item(state.listed, offered)
+        if item:
+            code = _mixed(code, item)
+        elif not result.failed and key and state.reads and (flags & _NAMED_WRITE_MASK) != FLAG_WRITE:
             # A read of what its call names: its answer is kept with those names, so eleven
             # files of one template are eleven answers, while the same file read again,
             # unchanged, is the same answer. (Not a named write's success: its ids are
