@@ -371,6 +371,15 @@ def test_wait_seconds_is_policy_and_zero_leaves_only_wait_calls() -> None:
     ("Check every 30 \u017feconds", 0.0),
     ("poll every 30 \u017f", 0.0),
     ("Fix the failing test.", 0.0),
+    # a frequency: once or twice a unit
+    ("Check if CRC errors are still incrementing - watch it for ~10 min, once a minute is fine.", 60.0),
+    ("Twice an hour, refresh the board and tell me what moved.", 1800.0),
+    ("Poll the export once per minute until it is ready", 60.0),
+    ("Once a minute, read the queue depth.", 60.0),
+    # not a pace of checks: a schedule described, a count, a unit that is no pace
+    ("The job runs once a minute and fails; check it.", 0.0),
+    ("Check it once and tell me.", 0.0),
+    ("Check the backups once a week.", 0.0),
 ])
 def test_the_interval_a_user_asks_checks_at(message: str, seconds: float) -> None:
     assert asked_interval(message) == seconds

@@ -631,10 +631,12 @@ _INTERVAL = (
     # a number and its unit ("every 30 seconds", "every 2 min"), a few of them ("every few
     # minutes"), or the unit alone when nothing follows it that it could qualify ("every
     # minute until it is back"; not "every second row", "every minute detail")
-    r"(?:every|each)\s+(?:(?:(\d{1,4}(?:\.\d{1,3})?)\s*|(a couple of|couple of|a few|few|two)\s+)"
+    r"(?:(?:every|each)\s+(?:(?:(\d{1,4}(?:\.\d{1,3})?)\s*|(a couple of|couple of|a few|few|two)\s+)"
     r"(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)\b"
     r"|(?:(a|one)\s+)?(second|minute|hour)(?=\s*(?:[.,;:!?)]|$|(?:and|or|until|till|while|so|if"
     r"|please|from|to|for|during|through)\b)))"
+    # or a frequency ("once a minute", "twice an hour", "once per minute")
+    r"|(once|twice)\s+(?:a|an|per|each)\s+(second|minute|hour)\b)"
 )
 _ASKED_INTERVAL = re.compile(
     # a word of checking, then the interval within the sentence, with no clause of its own
@@ -646,7 +648,8 @@ _ASKED_INTERVAL = re.compile(
     rf"|(?:^|[.!?;\n]\s*|,\s*)(?:and\s+)?{_INTERVAL}[^.!?;\n]{{0,30}}?\b{_CHECK_WORDS}\b"
 )
 """A message that asks for a check at an interval, in one sentence: "Check about every 30
-seconds", "poll the job every minute", "Every 2 min, read the queue". ASCII only: a
+seconds", "poll the job every minute", "Every 2 min, read the queue", "watch it for ~10
+min, once a minute is fine", "twice an hour, refresh the board". ASCII only: a
 letter that merely folds to one (``ſ``) is none of these words."""
 _INTERVAL_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 _INTERVAL_COUNTS = {"a": 1.0, "one": 1.0, "two": 2.0, "couple of": 2.0, "a couple of": 2.0, "few": 3.0, "a few": 3.0}
@@ -660,15 +663,17 @@ def asked_interval(text: str) -> float:
     "ping it every minute until it is back"), or 0 when it asks none. Read in its first
     :data:`ASKED_INTERVAL_READ` characters; the first such request counts."""
     head = text[:ASKED_INTERVAL_READ].lower()
-    if "every" not in head and "each" not in head:
+    if "every" not in head and "each" not in head and "once" not in head and "twice" not in head:
         return 0.0  # (most messages: one pass in C instead of the pattern's)
     match = _ASKED_INTERVAL.search(text, 0, ASKED_INTERVAL_READ)
     if match is None:
         return 0.0
     groups = match.groups()
-    # each of the two orders has the interval's five groups: a number, a few, its unit;
-    # or "a"/"one" and a unit alone
-    number, words, unit, _one, alone = groups[0:5] if any(groups[0:5]) else groups[5:10]
+    # each of the two orders has the interval's seven groups: a number, a few, its unit;
+    # or "a"/"one" and a unit alone; or "once"/"twice" and a unit
+    number, words, unit, _one, alone, times, per = groups[0:7] if any(groups[0:7]) else groups[7:14]
+    if times:
+        return _INTERVAL_UNITS[per[0].lower()] / (2.0 if times.lower() == "twice" else 1.0)
     if alone:
         count, unit = 1.0, alone
     else:
