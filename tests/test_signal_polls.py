@@ -380,9 +380,25 @@ def test_wait_seconds_is_policy_and_zero_leaves_only_wait_calls() -> None:
     ("The job runs once a minute and fails; check it.", 0.0),
     ("Check it once and tell me.", 0.0),
     ("Check the backups once a week.", 0.0),
+    ("Please check my card, it was charged twice a minute ago.", 0.0),
+    ("Check the deployment again once an hour has passed.", 0.0),
+    ("Look at the queue once a second deploy finishes", 0.0),
+    ("Check the sensor once a second, please", 1.0),
 ])
 def test_the_interval_a_user_asks_checks_at(message: str, seconds: float) -> None:
     assert asked_interval(message) == seconds
+
+
+def test_the_clause_openers_of_an_asked_interval_are_read_once() -> None:
+    """The space after a clause opener is taken whole (possessive): a message of a word
+    and a thousand newlines was a scan from every position of the run (34 ms a message).
+    What a possessive run cannot give back, the interval after it never needs."""
+    from streamguard.signals.facts import _ASKED_INTERVAL
+
+    assert "[.!?;\\n]\\s*+" in _ASKED_INTERVAL.pattern and ",\\s*+" in _ASKED_INTERVAL.pattern
+    for word in ("every", "once", "twice"):
+        assert asked_interval(word + "\n" * 1020 + "check") == 0.0
+    assert asked_interval("Done.\n\n   Every 2 min, read the queue") == 120.0
 
 
 def asked_watch(answers: list[Any], gap: float, asked: str | None) -> list[Any]:

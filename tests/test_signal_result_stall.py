@@ -2281,7 +2281,11 @@ def test_what_a_listing_lists_is_read_within_bounds() -> None:
     assert listed_values("alpha\nbeta\ngamma") == b""  # text is no listing here
     assert listed_values('["alpha", "beta", "gamma"') == b""  # nor JSON text cut short
     row = {f"f{i}": f"value-{i}" for i in range(LISTED_FIELDS + 3)}
-    assert listed_values([row] * 3) == codes(*[f"value-{i}" for i in range(LISTED_FIELDS)]) * 3
+    assert listed_values([row] * 3) == codes(*[f"value-{i}" for i in range(LISTED_FIELDS)])  # once each
+    rows = [{"id": f"CP-{i}", "name": f"Party {word(i)}", "country": "DE", "note": "x" * 5} for i in range(60)]
+    assert listed_values({"batch": rows}) == codes(
+        *[v for i in range(60) for v in (f"CP-{i}", f"Party {word(i)}", "DE")][:2], *[
+            v for i in range(1, 60) for v in (f"CP-{i}", f"Party {word(i)}")])  # "DE" once, no fourth field
     assert listed_values(["ab", "x" * 129, "abc", 12345, None]) == codes("abc")
     assert len(listed_values([f"item-{i}" for i in range(LISTED_ITEMS * 2)])) == 4 * LISTED_ITEMS
     three = {"a": ["a1a", "a2a", "a3a"], "b": ["b1b", "b2b", "b3b"], "c": ["c1c", "c2c", "c3c"]}
@@ -2312,3 +2316,98 @@ def test_what_a_listing_listed_survives_a_snapshot() -> None:
     assert not any(isinstance(o, Alert) and o.signal == "result-stall" for event in trace[2:]
                    for o in second.process(event))
     assert hits(screening(COUNTERPARTIES, {"counterparties": [{"name": "someone else"}] * 3}))  # (it could fail)
+
+
+def test_a_listed_item_asked_again_is_the_same_answer_whatever_else_changes() -> None:
+    """One listed bucket read again and again with other options each time (so that no
+    call-keyed signal holds), each time without the configuration, is one item's answer
+    again: result-stall halts it, whether the absence is a failure or told as output; and
+    so are answers that say nothing of the item (an outage told as output, a rate limit)."""
+    names = [f"acme-{word(i)}-data" for i in range(16)]
+    listing = step("s3_list_buckets", {}, {"Buckets": [{"Name": b} for b in names]})
+    failure = "NoSuchLifecycleConfiguration: The lifecycle configuration does not exist"
+
+    def reads(bucket: Callable[[int], str], **answer: Any) -> list[Any]:
+        trace = list(listing)
+        for i in range(16):
+            trace += step("s3_get_bucket_lifecycle_configuration",
+                          {"Bucket": bucket(i), "ExpectedBucketOwner": f"1234567{i:05d}"}, **answer)
+        return trace
+
+    assert hits(reads(lambda i: names[i], error=failure)) == []
+    assert hits(reads(lambda i: names[0], error=failure)) == [10]
+    told = {"error": {"code": "NoSuchLifecycleConfiguration", "message": "The lifecycle configuration does not exist"}}
+    assert hits(reads(lambda i: names[i], result=told)) == []
+    assert hits(reads(lambda i: names[0], result=told)) == [10]
+    for outage in ({"error": "Service Unavailable"}, {"error": "Rate limit exceeded, retry later"},
+                   "Internal server error", {"message": "Invalid API token"}):
+        assert hits(reads(lambda i: names[i], result=outage)) == [10], outage
+    for error in ("dial tcp: lookup s3.internal: no such host", "Tool 's3_get_bucket_lifecycle' not found",
+                  "404 page not found", "SyntaxError at line 404"):
+        assert hits(reads(lambda i: names[i], error=error)) == [10], error
+
+
+def test_a_listed_search_answered_by_an_error_is_no_items_answer() -> None:
+    batch = {"counterparties": [{"name": name} for name in COUNTERPARTIES]}
+    trace = step("onboarding_get_batch", {"batch_id": "OB-1207"}, batch)
+    for name in COUNTERPARTIES:
+        trace += step("screening_search", {"query": name}, {"error": "rate limit exceeded"})
+    assert hits(trace) == [10]
+    # the same names searched in different letter case are one name each
+    again = step("onboarding_get_batch", {"batch_id": "OB-1207"}, batch)
+    for i in range(12):
+        name = COUNTERPARTIES[0]
+        again += step("screening_search", {"query": name.upper() if i % 2 else f" {name.lower()} ", "page_size": i},
+                      {"hits": [], "total": 0})
+    assert hits(again) == [10]
+
+
+def test_a_search_in_listed_places_is_still_a_hunt() -> None:
+    """A phrase searched for in file after file of a listing: the files are its scope,
+    not what it looks for; the hunt is halted as without the listing."""
+    files = [f"src/pkg/module_{word(i)}.py" for i in range(12)]
+    trace = step("list_files", {"path": "src/pkg"}, {"files": files})
+    for path in files:
+        trace += step("search_file", {"pattern": "def parse_config_v3", "path": path},
+                      {"matches": [], "total": 0})
+    assert hits(trace) == [x + 1 for x in hits(trace[2:])] != []  # halted, one call later than without it
+
+
+def test_a_long_listing_is_remembered_from_its_head() -> None:
+    """A batch of sixty rows, each with four strings, swept name by name: its head is
+    kept (values once each, a country listed sixty times is one value)."""
+    names = [f"Counterparty {word(i)} Holdings" for i in range(60)]
+    batch = {"counterparties": [{"cp_id": f"CP-{i}", "name": n, "country": "DE", "segment": "corporate"}
+                                for i, n in enumerate(names)]}
+    assert hits(screening(names[:30], batch)) == []
+
+
+@pytest.mark.parametrize(("text", "absent"), [
+    ("NoSuchLifecycleConfiguration: does not exist", True),
+    ("ResourceNotFoundException: Requested resource not found", True),
+    ("An error occurred (NotFoundException)", True),
+    ("Could not find a counterparty named X", True),
+    ("HTTP 404 Not Found", True),
+    ("The entity no longer exists", True),
+    ("dial tcp: lookup api.internal: no such host", False),
+    ("open /root/.aws/credentials: no such file or directory", False),
+    ("Tool 'lookup_x' not found", False),
+    ("404 page not found", False),
+    ("bash: jq: command not found", False),
+    ("SyntaxError at line 404", False),
+    ("Service Unavailable", False),
+])
+def test_what_says_an_item_is_absent(text: str, absent: bool) -> None:
+    from streamguard.signals.result_stall import _says_absent
+
+    view = ResultView(ToolResult(session="s", tool="t", error=text), True, 0, 0)
+    assert _says_absent(view) is absent
+
+
+def test_a_restored_listing_memory_is_kept_whole_and_bounded() -> None:
+    from streamguard.signals.result_stall import ResultStallState
+
+    state = ResultStallState(listed=bytearray(b"abc") + bytearray(4 * 10))
+    assert len(state.listed) == 40
+    state = ResultStallState(listed=bytearray(4 * LISTED * 3 + 2))
+    assert len(state.listed) == 4 * LISTED

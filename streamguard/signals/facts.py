@@ -635,8 +635,11 @@ _INTERVAL = (
     r"(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)\b"
     r"|(?:(a|one)\s+)?(second|minute|hour)(?=\s*(?:[.,;:!?)]|$|(?:and|or|until|till|while|so|if"
     r"|please|from|to|for|during|through)\b)))"
-    # or a frequency ("once a minute", "twice an hour", "once per minute")
-    r"|(once|twice)\s+(?:a|an|per|each)\s+(second|minute|hour)\b)"
+    # or a frequency ("once a minute", "twice an hour", "once per minute"; not "charged twice
+    # a minute ago", "once an hour has passed", "once a second deploy finishes")
+    r"|(once|twice)\s+(?:a|an|per|each)\s+(minute|hour|second(?=\s*(?:[.,;:!?)]|$|(?:and|or|until"
+    r"|till|while|so|if|please|for|during|is|will)\b)))(?![\w-])"
+    r"(?!\s+(?:ago|later|earlier|before|after|since|has|had|have|passed|from now)\b))"
 )
 _ASKED_INTERVAL = re.compile(
     # a word of checking, then the interval within the sentence, with no clause of its own
@@ -645,7 +648,7 @@ _ASKED_INTERVAL = re.compile(
     # the queue"; not "the cron job runs every minute to check the disk")
     rf"(?ai)\b{_CHECK_WORDS}\b(?:(?!\b(?:why|how|what|whether|which|that|when|where|if)\b)"
     rf"[^.!?;\n]){{0,60}}?\b{_INTERVAL}"
-    rf"|(?:^|[.!?;\n]\s*|,\s*)(?:and\s+)?{_INTERVAL}[^.!?;\n]{{0,30}}?\b{_CHECK_WORDS}\b"
+    rf"|(?:^|[.!?;\n]\s*+|,\s*+)(?:and\s+)?{_INTERVAL}[^.!?;\n]{{0,30}}?\b{_CHECK_WORDS}\b"
 )
 """A message that asks for a check at an interval, in one sentence: "Check about every 30
 seconds", "poll the job every minute", "Every 2 min, read the queue", "watch it for ~10

@@ -109,17 +109,21 @@ What it catches
     * a name a listing handed over is no guess: the values a read's answer lists
       (``listed_values``: the strings of a list of three or more, at the top of a
       structured answer or JSON text or under its top-level object, and the first
-      ``LISTED_FIELDS`` strings of each element object; the newest ``LISTED`` of them
-      remembered) make a later search for one of them (its query) or a read naming one
-      (any of its first arguments) that item's: its "nothing found", or a failure saying
-      what was asked of it is not there (``NoSuchLifecycleConfiguration``, ``404``,
-      ``not found``), is that item's answer, news the first time and stale after. Fifteen
-      counterparties of an onboarding batch screened one by one, each "no hits", or
-      sixteen buckets of an account each without a lifecycle configuration, are a sweep;
-      the same names never listed are still the hunt, one listed name asked again and
-      again, or the listing swept a second time, are the same answers again, and a
-      failure that says nothing of the item (an outage, a rate limit) answers every item
-      alike;
+      ``LISTED_FIELDS`` strings of each element object; each value once, the newest
+      listing's first ``LISTED`` remembered) make a later search whose query or name
+      argument (``_LISTED_TERM_KEYS``, never its scope) is one of them that item's: any
+      answer that is no error is its answer ("no hits" too); and a read naming one (an
+      argument string of six characters or more, as its echo is kept) answered that what
+      was asked of the item is not there (``_says_absent``: ``NoSuchLifecycleConfiguration``,
+      ``ResourceNotFoundException``, ``404 Not Found``, "could not find", as a failure or
+      told in an answer of at most ``MISSING_ANSWER`` bytes; not the host, a file, the
+      tool or the route the call went through) is that item's answer. News the first
+      time, stale after. Fifteen counterparties of an onboarding batch screened one by
+      one, each "no hits", or sixteen buckets of an account each without a lifecycle
+      configuration, are a sweep; the same names never listed are still the hunt, one
+      listed item asked again and again, or the listing swept a second time, are the same
+      answers again, and an error that says nothing of the item (an outage, a rate limit,
+      a refused token) answers every item alike;
     * a call that waits on purpose (``sleep 60``, ``kubectl rollout status``) is
       not read at all (signals/facts.py); a read after a wait of its own
       (``sleep 120; ray job status ...``: ``CallFacts.waits_first``) is read, its
@@ -1151,13 +1155,13 @@ def _indicators(args: Any) -> str:
     return "\0".join(found)
 
 
-LISTED = 128
-"""Values that the session's listing answers listed and that are remembered (``listed_values``),
-4 bytes each: a sweep works through one listing at a time, and a listing of more items
-than this is swept on with the newest remembered."""
+LISTED = 192
+"""Distinct values that the session's listing answers listed and that are remembered
+(``listed_values``), 4 bytes each, the newest listing's first: a sweep works through one
+listing at a time, from its head."""
 LISTED_ITEMS = 64
 """Elements of a list read for the values it lists (the first ones)."""
-LISTED_FIELDS = 4
+LISTED_FIELDS = 3
 """String fields of an element object read (the first ones: an id, a name...)."""
 LISTED_LISTS = 2
 """Lists of an answer's top-level object read."""
@@ -1193,66 +1197,113 @@ def listed_values(payload: Any) -> bytes:
             payload = _json_decoder.decode(payload)
         except (msgspec.DecodeError, RecursionError):
             return b""
+    codes: dict[int, None] = {}  # (distinct, in order: a country or a status listed 60 times is one)
     if type(payload) is dict:
         # (most answers: an object with no list in it, read in one pass)
-        found = b""
         lists = 0
         for value in payload.values() if len(payload) <= 16 else islice(payload.values(), 16):
             if type(value) is list and len(value) >= 3:
-                found += _listed_in(value)
+                _listed_in(value, codes)
                 lists += 1
                 if lists == LISTED_LISTS:
                     break
-        return found
-    if type(payload) is list and len(payload) >= 3:
-        return _listed_in(payload)
-    return b""
+    elif type(payload) is list and len(payload) >= 3:
+        _listed_in(payload, codes)
+    if not codes:
+        return b""
+    return b"".join(code.to_bytes(4, "little") for code in islice(codes, LISTED))
 
 
-def _listed_in(items: list[Any]) -> bytes:
-    """The codes of what one list lists (:func:`listed_values`)."""
-    out = bytearray()
+def _listed_in(items: list[Any], codes: dict[int, None]) -> None:
+    """The codes of what one list lists, added to ``codes`` (:func:`listed_values`)."""
     crc32 = zlib.crc32
     for item in items if len(items) <= LISTED_ITEMS else islice(items, LISTED_ITEMS):
         if type(item) is str:
             if 3 <= len(item) <= LISTED_CHARS:
-                out += (crc32(item.strip().lower().encode("utf-8", "surrogatepass")) or 1).to_bytes(4, "little")
+                codes[crc32(item.strip().lower().encode("utf-8", "surrogatepass")) or 1] = None
         elif type(item) is dict:
             strings = 0
             for value in item.values() if len(item) <= 16 else islice(item.values(), 16):
                 if type(value) is str:
                     if 3 <= len(value) <= LISTED_CHARS:
-                        out += (crc32(value.strip().lower().encode("utf-8", "surrogatepass")) or 1).to_bytes(4, "little")
+                        codes[crc32(value.strip().lower().encode("utf-8", "surrogatepass")) or 1] = None
                     strings += 1
                     if strings == LISTED_FIELDS:
                         break
-    return bytes(out)
 
 
-_NO_SUCH = re.compile(
-    r"(?i)\bnot[ _-]?found\b|\b(?:does|did)[ ]?n[o']t exist|\bno[ _-]?such|\bnot[ _-]exist|\b404\b"
+_ABSENCE = re.compile(
+    r"(?i:\bnot[ _-]?found\b|\b(?:does|did)[ ]?n[o']t exist|\bno longer exists?\b|\bno[ _-]?such"
+    r"|\bnot[ _-]exists?\b|\bcould(?: not|n't) find\b|\b(?:status|code|http)\D{0,3}404\b|\b404 not found\b)"
+    r"|NotFound|DoesNotExist"
 ).search
-"""A failure that says what was asked of an item is not there (``NoSuchLifecycleConfiguration``,
-``404 Not Found``, ``does not exist``), in its first ``FAILURE_HEAD`` characters."""
+"""An answer that says what was asked of an item is not there (``NoSuchLifecycleConfiguration``,
+``ResourceNotFoundException``, ``404 Not Found``, ``does not exist``, "could not find"), in its
+first ``FAILURE_HEAD`` characters (:func:`_says_absent`)."""
+_ABSENT_ELSEWHERE = re.compile(
+    r"(?i)\bno such (?:host|file)\b|\bcommand not found\b"
+    r"|\b(?:tool|route|endpoint|page|command|module|method|url|path|host)\b[^.\n]{0,40}?\bnot[ _-]?found\b"
+).search
+"""An absence that is not the item's: the host, a file, the tool, the route or the page the
+call went through (``no such host``, ``Tool 'x' not found``, ``404 page not found``)."""
+
+
+def _says_absent(result: ResultView) -> bool:
+    """Whether an answer says that what its call asked of an item is not there
+    (:data:`_ABSENCE`, not :data:`_ABSENT_ELSEWHERE`): a failure's error, or a success of at
+    most :data:`MISSING_ANSWER` bytes (text, or a structured answer's JSON). An outage, a
+    rate limit or a refused token says nothing of the item, and answers every item alike."""
+    if result.failed:
+        text = (result.error or "")[:FAILURE_HEAD]
+    elif result.size > MISSING_ANSWER:
+        return False
+    else:
+        payload = result.event.result
+        if type(payload) is str:
+            text = payload[:FAILURE_HEAD]
+        elif payload is None:
+            return False
+        else:
+            try:
+                text = msgspec.json.encode(payload)[: 2 * FAILURE_HEAD].decode("utf-8", "replace")
+            except (TypeError, ValueError, OverflowError, RecursionError):
+                return False
+    return _ABSENCE(text) is not None and _ABSENT_ELSEWHERE(text) is None
 
 
 def _listed_item(listed: bytearray, values: tuple[str, ...]) -> int:
     """The :func:`listed_code` of the first of ``values`` that a listing answer of the
     session listed, 0 for none."""
     for value in values:
-        if len(value) <= LISTED_CHARS:
+        if 3 <= len(value) <= LISTED_CHARS:
             code = listed_code(value)
             if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
                 return code
     return 0
 
 
-def _listed(listed: bytearray, value: Any) -> bool:
-    """Whether ``value`` is a string that a listing answer of the session listed."""
-    return (
-        type(value) is str and 3 <= len(value) <= LISTED_CHARS
-        and find_entry(listed, listed_code(value).to_bytes(4, "little"), 4) >= 0
-    )
+_LISTED_TERM_KEYS = (
+    "query", "q", "search_query", "searchQuery", "search", "term", "keywords", "text", "name", "names", "legal_name", "full_name", "entity", "entity_name", "company", "company_name",
+    "party", "party_name", "person", "subject",
+)
+"""The arguments of a search read for the term it looks up among the listed values: its
+query, or a name (never its longest string: a path or an index it searches in is its scope)."""
+
+
+def _listed_term(listed: bytearray, args: Any) -> int:
+    """The :func:`listed_code` of the term a search looks up, when a listing answer of the
+    session listed it (:data:`_LISTED_TERM_KEYS`), else 0."""
+    if type(args) is not dict:
+        return 0
+    for name in _LISTED_TERM_KEYS:
+        value = args.get(name)
+        if type(value) is str:
+            if 3 <= len(value) <= LISTED_CHARS:
+                code = listed_code(value)
+                if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
+                    return code
+            return 0
+    return 0
 
 
 def _looked_for(reads: bytearray, key: int) -> int:
@@ -1775,7 +1826,11 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     first."""
     listed: bytearray = bytearray()
     """The values the session's listing answers listed (``listed_values``), 4 bytes each,
-    ``LISTED`` at most, oldest first."""
+    ``LISTED`` at most: the newest listing's, after what is left of older ones."""
+    term_key: int = 0
+    """Call key (32 bits) of the newest search whose term a listing listed (0: none)."""
+    term_item: int = 0
+    """That term's ``listed_code``."""
     reworded: bytearray = bytearray()
     """Call keys (32 bits) of the last ``REWORDED_KEPT`` searches that share most of their
     words with one before them (``_reworded``): each answer is judged by its own call's."""
@@ -1797,6 +1852,14 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """An answer of the current round was news."""
     held: bool = False
     """A trip reached inside an unfinished round of parallel calls, judged when it ends."""
+
+    def __post_init__(self) -> None:
+        # A restored ``listed`` is kept whole codes, within its bound: a value this module
+        # did not write (a corrupt changelog) must not shift every later code off the
+        # 4-byte grid, where no lookup would find it, nor hold megabytes.
+        listed = self.listed
+        if len(listed) % 4 or len(listed) > 4 * LISTED:
+            del listed[: len(listed) - min(4 * LISTED, len(listed) - len(listed) % 4)]
 
 
 class ResultStall(Signal):
@@ -1870,15 +1933,15 @@ class ResultStall(Signal):
             items = ""
             listed = state.listed
             if call.search:
-                term = _query_text(call.args) if listed else ""
-                if term and _listed(listed, term):
+                names = sql_tables(call.args) or _ids(call.args, search=True)
+                if not names:
+                    names = items = _indicators(call.args)
+                if listed or state.term_key:
                     # A name a listing handed over, looked up (the next counterparty of
                     # an onboarding batch screened): its "no hits" is its own answer.
-                    names = items = term
-                else:
-                    names = sql_tables(call.args) or _ids(call.args, search=True)
-                    if not names:
-                        names = items = _indicators(call.args)
+                    term = _listed_term(listed, call.args) if listed else 0
+                    state.term_key = (call.key & _M32) or 1 if term else 0
+                    state.term_item = term
             else:
                 names = read_names(call)
         elif call.runner:
@@ -2042,6 +2105,8 @@ class ResultStall(Signal):
         # The call's own strings (its echo), for whether it names an item a listing handed
         # over: read only where its answer says the item lacks what was asked (below).
         offered: tuple[str, ...] = ()
+        # The listed item a search looked up (on_call), for its answer saying it is not there.
+        term_item = state.term_item if state.term_key and state.term_key == ((key & _M32) or 1) else 0
         if key and key == state.echo_key and state.echo:
             if state.listed and not flags & (FLAG_SEARCH | FLAG_WRITE):
                 offered = state.echo
@@ -2115,7 +2180,7 @@ class ResultStall(Signal):
                             self._news(state)
                             return None
                         if flags & FLAG_SEARCH:
-                            return self._found_nothing(state, key, result, b"(nothing found)")
+                            return self._found_nothing(state, key, result, b"(nothing found)", term_item)
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
             echoed = False
@@ -2174,7 +2239,7 @@ class ResultStall(Signal):
         if cached is _FOUND_NOTHING:
             if polled:
                 return None  # the same search answered anew (a timestamp): a poll
-            return self._found_nothing(state, key, result, masked)
+            return self._found_nothing(state, key, result, masked, term_item)
         if not flags & FLAG_SEARCH and not result.failed:
             payload = result.event.result
             if type(payload) is str and len(payload) <= TINY_ANSWER and _BARE_ANSWER.fullmatch(payload):
@@ -2212,14 +2277,6 @@ class ResultStall(Signal):
                             state.seen, mixed.to_bytes(_WIDTH, "little"), _WIDTH
                         ) >= 0:
                             code = mixed
-            elif offered and _NO_SUCH(result.error or "", 0, FAILURE_HEAD):
-                # An item a listing handed over that lacks what was asked of it (the next
-                # bucket of the account: "NoSuchLifecycleConfiguration"): that item's
-                # answer; the same item asked again is the same answer. (Not any failure:
-                # an outage answers every item alike.)
-                item = _listed_item(state.listed, offered)
-                if item:
-                    code = _mixed(code, item)
         else:
             # an answer: places answer (again)
             if state.silent:
@@ -2227,12 +2284,18 @@ class ResultStall(Signal):
             if not state.answered:
                 state.answered = True
         item = 0
-        if (
-            offered and not result.failed and result.size <= MISSING_ANSWER
-            and says_missing(result.event.result)
-        ):
-            # {"error": "Counterparty not found"} for the next name of the batch: that
-            # name's answer, as its failure would be (above); not one more guess.
+        if term_item:
+            # A search for a name a listing handed over: its answer is that name's, "no
+            # hits" included, unless it is an error (a rate limit, an outage answers every
+            # name alike); an absence in words is the name's too.
+            if (not result.failed and not says_missing(result.event.result)) or _says_absent(result):
+                item = term_item
+        elif offered and _says_absent(result):
+            # An item a listing handed over that lacks what was asked of it (the next
+            # bucket of the account: "NoSuchLifecycleConfiguration"; {"error": "Counterparty
+            # not found"} for the next name of the batch): that item's answer, not one more
+            # guess; the same item asked again is the same answer. (Not any failure: an
+            # outage answers every item alike.)
             item = _listed_item(state.listed, offered)
         if item:
             code = _mixed(code, item)
@@ -2349,11 +2412,14 @@ class ResultStall(Signal):
         if state.mask:
             state.mask = 0
 
-    def _found_nothing(self, state: Any, key: int, result: ResultView, masked: bytes) -> Finding | None:
+    def _found_nothing(
+        self, state: Any, key: int, result: ResultView, masked: bytes, item: int = 0
+    ) -> Finding | None:
         """A search that found nothing: nothing found again, stale; unless it looked for
-        indicators (an IOC sweep: the next IP, domain or hash), when it is that indicator's
-        answer, news the first time and stale after."""
-        looked = _looked_for(state.reads, key) if key and state.reads else 0
+        indicators (an IOC sweep: the next IP, domain or hash) or for an item a listing
+        handed over (``item``), when it is that indicator's or item's answer, news the
+        first time and stale after."""
+        looked = item or (_looked_for(state.reads, key) if key and state.reads else 0)
         if not looked:
             return self._stale(state, _NOTHING, result, masked)
         code = _mixed(_NOTHING, looked)
@@ -2379,7 +2445,7 @@ class ResultStall(Signal):
             kept = state.listed
             if kept.endswith(found):
                 return  # the same listing read again
-            kept += found[-4 * LISTED :]
+            kept += found  # (at most LISTED codes: the listing's head)
             excess = len(kept) - 4 * LISTED
             if excess > 0:
                 del kept[:excess]
