@@ -1197,39 +1197,48 @@ def listed_values(payload: Any) -> bytes:
             payload = _json_decoder.decode(payload)
         except (msgspec.DecodeError, RecursionError):
             return b""
-    codes: dict[int, None] = {}  # (distinct, in order: a country or a status listed 60 times is one)
+    out = bytearray()
     if type(payload) is dict:
         # (most answers: an object with no list in it, read in one pass)
+        codes: set[int] = set()  # (each once: a country or a status listed 60 times is one)
         lists = 0
         for value in payload.values() if len(payload) <= 16 else islice(payload.values(), 16):
             if type(value) is list and len(value) >= 3:
-                _listed_in(value, codes)
+                _listed_in(value, codes, out)
                 lists += 1
                 if lists == LISTED_LISTS:
                     break
     elif type(payload) is list and len(payload) >= 3:
-        _listed_in(payload, codes)
-    if not codes:
-        return b""
-    return b"".join(code.to_bytes(4, "little") for code in islice(codes, LISTED))
+        _listed_in(payload, set(), out)
+    return bytes(out)
 
 
-def _listed_in(items: list[Any], codes: dict[int, None]) -> None:
-    """The codes of what one list lists, added to ``codes`` (:func:`listed_values`)."""
+def _listed_in(items: list[Any], codes: set[int], out: bytearray) -> None:
+    """The codes of what one list lists, each once, appended to ``out`` up to
+    :data:`LISTED` in all (:func:`listed_values`)."""
     crc32 = zlib.crc32
     for item in items if len(items) <= LISTED_ITEMS else islice(items, LISTED_ITEMS):
         if type(item) is str:
             if 3 <= len(item) <= LISTED_CHARS:
-                codes[crc32(item.strip().lower().encode("utf-8", "surrogatepass")) or 1] = None
+                code = crc32(item.strip().lower().encode("utf-8", "surrogatepass")) or 1
+                if code not in codes:
+                    codes.add(code)
+                    out += code.to_bytes(4, "little")
         elif type(item) is dict:
             strings = 0
             for value in item.values() if len(item) <= 16 else islice(item.values(), 16):
                 if type(value) is str:
                     if 3 <= len(value) <= LISTED_CHARS:
-                        codes[crc32(value.strip().lower().encode("utf-8", "surrogatepass")) or 1] = None
+                        code = crc32(value.strip().lower().encode("utf-8", "surrogatepass")) or 1
+                        if code not in codes:
+                            codes.add(code)
+                            out += code.to_bytes(4, "little")
                     strings += 1
                     if strings == LISTED_FIELDS:
                         break
+        if len(codes) >= LISTED:
+            del out[4 * LISTED :]
+            return
 
 
 _ABSENCE = re.compile(
@@ -1255,10 +1264,9 @@ def _says_absent(result: ResultView) -> bool:
     rate limit or a refused token says nothing of the item, and answers every item alike."""
     if result.failed:
         text = (result.error or "")[:FAILURE_HEAD]
-    elif result.size > MISSING_ANSWER:
-        return False
+    elif result.size > MISSING_ANSWER or not says_missing(payload := result.event.result):
+        return False  # (most answers: no error, no absence; says_missing reads that cheaply)
     else:
-        payload = result.event.result
         if type(payload) is str:
             text = payload[:FAILURE_HEAD]
         elif payload is None:
@@ -1282,10 +1290,11 @@ def _listed_item(listed: bytearray, values: tuple[str, ...]) -> int:
     return 0
 
 
-_LISTED_TERM_KEYS = (
-    "query", "q", "search_query", "searchQuery", "search", "term", "keywords", "text", "name", "names", "legal_name", "full_name", "entity", "entity_name", "company", "company_name",
+_LISTED_TERM_KEYS = frozenset({
+    "query", "q", "search_query", "searchQuery", "search", "term", "keywords", "text", "name",
+    "names", "legal_name", "full_name", "entity", "entity_name", "company", "company_name",
     "party", "party_name", "person", "subject",
-)
+})
 """The arguments of a search read for the term it looks up among the listed values: its
 query, or a name (never its longest string: a path or an index it searches in is its scope)."""
 
@@ -1295,9 +1304,9 @@ def _listed_term(listed: bytearray, args: Any) -> int:
     session listed it (:data:`_LISTED_TERM_KEYS`), else 0."""
     if type(args) is not dict:
         return 0
-    for name in _LISTED_TERM_KEYS:
-        value = args.get(name)
-        if type(value) is str:
+    # (the call's own few arguments, in order, against the set: most searches have two or three)
+    for name, value in args.items() if len(args) <= 16 else islice(args.items(), 16):
+        if type(value) is str and name in _LISTED_TERM_KEYS:
             if 3 <= len(value) <= LISTED_CHARS:
                 code = listed_code(value)
                 if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
