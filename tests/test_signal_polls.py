@@ -383,6 +383,10 @@ def test_wait_seconds_is_policy_and_zero_leaves_only_wait_calls() -> None:
     ("Please check my card, it was charged twice a minute ago.", 0.0),
     ("Check the deployment again once an hour has passed.", 0.0),
     ("Look at the queue once a second deploy finishes", 0.0),
+    ("Check the sync once an hour passes", 0.0),
+    ("Check the report once an hour's worth of data is in", 0.0),
+    ("Poll it again once a minute goes by", 0.0),
+    ("Check once an hour is up", 0.0),
     ("Check the sensor once a second, please", 1.0),
 ])
 def test_the_interval_a_user_asks_checks_at(message: str, seconds: float) -> None:

@@ -2198,6 +2198,9 @@ COUNTERPARTIES = ["Harbor Freight Logistics LLC", "Nordlys Shipping AS", "Blue M
                   "Copperline Electric", "Vantage Point Realty", "Ironbridge Fabrication"]
 
 
+STALL_ONLY = WARN.replace('"near-duplicate-calls"]', '"near-duplicate-calls", "repeated-tool-call", "failure-loop"]')
+
+
 def critical(trace: list[Any]) -> list[str]:
     return [a.signal for a in alerts(trace) if a.severity == "critical"]
 
@@ -2231,6 +2234,8 @@ def test_a_sweep_through_what_a_listing_named_is_each_items_answer() -> None:
     others = {"counterparties": [{"name": f"Other Party {word(i)}"} for i in range(15)]}
     assert hits(screening(COUNTERPARTIES, others)) == [guessed[0] + 1]
     assert critical(screening([COUNTERPARTIES[0]] * 12, batch)) == ["repeated-tool-call"]
+    # ... and result-stall's own rule, with the call-keyed signals off: the same name again
+    assert hits(screening([COUNTERPARTIES[0]] * 12, batch), STALL_ONLY) == [guessed[0] + 1]
     # the second lap: each name's answer again
     assert hits(screening(COUNTERPARTIES * 2, batch)) == [1 + len(COUNTERPARTIES) + 8]
 
@@ -2257,6 +2262,7 @@ def test_listed_items_that_lack_what_was_asked_are_each_ones_answer() -> None:
     assert critical(buckets(names, names, missing)) == []
     assert critical(buckets(names, None, missing)) == ["result-stall"]
     assert critical(buckets(names[:1] * 12, names, missing))  # (failure-loop's: the same call failing)
+    assert hits(buckets(names[:1] * 12, names, missing), STALL_ONLY) == [10]  # and result-stall's
     assert hits(buckets(names, names, "ServiceUnavailable: Please reduce your request rate. (503)")) == [10]
     # an absence told as output: {"error": "... not found"} for the next listed name
     told: list[Any] = step("get_batch", {"batch": "B-7"}, {"names": COUNTERPARTIES})
@@ -2374,12 +2380,23 @@ def test_a_search_in_listed_places_is_still_a_hunt() -> None:
 
 
 def test_a_long_listing_is_remembered_from_its_head() -> None:
-    """A batch of sixty rows, each with four strings, swept name by name: its head is
-    kept (values once each, a country listed sixty times is one value)."""
+    """Two lists of sixty rows, each with four strings: more values than LISTED, of which
+    the head is kept (values once each, a country listed sixty times is one value), so a
+    sweep from the first name is read; and a listing read again does not push out what
+    was listed before it."""
     names = [f"Counterparty {word(i)} Holdings" for i in range(60)]
-    batch = {"counterparties": [{"cp_id": f"CP-{i}", "name": n, "country": "DE", "segment": "corporate"}
-                                for i, n in enumerate(names)]}
+    rows = [{"cp_id": f"CP-{i}", "name": n, "country": "DE", "segment": "corporate"} for i, n in enumerate(names)]
+    more = [{"cp_id": f"CP-9{i}", "name": f"Other {word(i)}", "country": "FR"} for i in range(60)]
+    batch = {"counterparties": rows, "related": more}
+    assert len(listed_values(batch)) == 4 * LISTED < 4 * (2 * 60 + 2 * 60 + 2)
     assert hits(screening(names[:30], batch)) == []
+    # a first listing, then a second one read twice in a row: the first one's names stay
+    first = {"counterparties": [{"name": n} for n in names[:20]]}
+    second = {"items": [f"SKU-{i:05d}" for i in range(150)]}
+    trace = step("get_batch", {"batch": "B-1"}, first)
+    trace += step("list_items", {"page": 1}, second) + step("list_items", {"page": 1}, second)
+    trace += screening(names[:20])
+    assert hits(trace) == []
 
 
 @pytest.mark.parametrize(("text", "absent"), [
@@ -2396,12 +2413,28 @@ def test_a_long_listing_is_remembered_from_its_head() -> None:
     ("bash: jq: command not found", False),
     ("SyntaxError at line 404", False),
     ("Service Unavailable", False),
+    ("Could not find a counterparty profile with that name", True),
+    ('{"statusCode": 404, "body": "Not Found"}', True),
+    ("ModuleNotFoundError: No module named 'boto3'", False),
+    ("Error: API token not found", False),
+    ("credentials not found", False),
+    ('relation "orders" does not exist', False),
+    ("ClusterNotFoundException: cluster prod-eu", False),
 ])
 def test_what_says_an_item_is_absent(text: str, absent: bool) -> None:
     from streamguard.signals.result_stall import _says_absent
 
     view = ResultView(ToolResult(session="s", tool="t", error=text), True, 0, 0)
     assert _says_absent(view) is absent
+    # told as output: the text itself, or a structured answer's JSON
+    told = ResultView(ToolResult(session="s", tool="t", result=text), False, 1, len(text))
+    assert _says_absent(told) is absent
+    structured = ResultView(ToolResult(session="s", tool="t", result={"message": text}), False, 1, 0)
+    structured.encoded = json.dumps({"message": text}).encode()
+    assert _says_absent(structured) is absent
+    # a size only declared (the watchdog made no JSON of it) is not read
+    declared = ResultView(ToolResult(session="s", tool="t", result={"message": text}), False, 1, 10)
+    assert _says_absent(declared) is False
 
 
 def test_a_restored_listing_memory_is_kept_whole_and_bounded() -> None:
@@ -2411,3 +2444,49 @@ def test_a_restored_listing_memory_is_kept_whole_and_bounded() -> None:
     assert len(state.listed) == 40
     state = ResultStallState(listed=bytearray(4 * LISTED * 3 + 2))
     assert len(state.listed) == 4 * LISTED
+
+
+def test_listed_searches_in_parallel_find_their_own_names() -> None:
+    """Names searched two at a time, twice over: each answer is its own name's, so the
+    second pass is the same answers again (halted), and a listed search sent beside an
+    unlisted one keeps its name."""
+    batch = {"counterparties": [{"name": name} for name in COUNTERPARTIES]}
+
+    def rounds(names: list[str], beside: bool = False) -> list[Any]:
+        trace = step("onboarding_get_batch", {"batch_id": "OB-1207"}, batch)
+        for i in range(0, len(names), 2):
+            pair = names[i:i + 2] if not beside else [names[i], None]
+            calls = [ToolCall(session="s", tool="screening_search", call_id=f"c{i}-{j}",
+                              args={"query": n} if n else {"query": "*", "path": "archive"})
+                     for j, n in enumerate(pair)]
+            answers = [ToolResult(session="s", tool="screening_search", call_id=f"c{i}-{j}",
+                                  result={"hits": [], "total": 0}) for j in range(len(pair))]
+            trace += calls + answers
+        return trace
+
+    assert hits(rounds(COUNTERPARTIES[:14])) == []
+    assert hits(rounds(COUNTERPARTIES[:14] * 2)) != []
+    assert hits(rounds(COUNTERPARTIES[:14], beside=True), STALL_ONLY) == hits(
+        [e for e in rounds(COUNTERPARTIES[:14], beside=True) if not (
+            isinstance(e, (ToolCall, ToolResult)) and e.call_id and e.call_id.endswith("-0"))], STALL_ONLY)
+
+
+def test_a_listed_search_answered_by_an_outage_told_as_output_is_no_names_answer() -> None:
+    batch = {"counterparties": [{"name": name} for name in COUNTERPARTIES]}
+    for outage in ("Rate limit exceeded, retry later", "Service temporarily unavailable",
+                   {"message": "Too Many Requests"}, "Unauthorized", "Request timed out",
+                   {"ok": False, "reason": "quota exhausted"}):
+        trace = step("onboarding_get_batch", {"batch_id": "OB-1207"}, batch)
+        for name in COUNTERPARTIES:
+            trace += step("screening_search", {"query": name}, outage)
+        assert hits(trace) == [10], outage
+
+
+def test_a_search_term_is_read_from_any_of_its_name_arguments() -> None:
+    batch = {"counterparties": [{"name": name} for name in COUNTERPARTIES]}
+    for args in ({"entity": "organization", "name": "{}"}, {"subject": "KYC", "query": "{}"},
+                 {"keyword": "{}"}, {"search_term": "{}"}, {"counterparty": "{}"}):
+        trace = step("onboarding_get_batch", {"batch_id": "OB-1207"}, batch)
+        for name in COUNTERPARTIES:
+            trace += step("screening_search", {k: v.format(name) for k, v in args.items()}, {"hits": [], "total": 0})
+        assert hits(trace) == [], args

@@ -639,7 +639,8 @@ _INTERVAL = (
     # a minute ago", "once an hour has passed", "once a second deploy finishes")
     r"|(once|twice)\s+(?:a|an|per|each)\s+(minute|hour|second(?=\s*(?:[.,;:!?)]|$|(?:and|or|until"
     r"|till|while|so|if|please|for|during|is|will)\b)))(?![\w-])"
-    r"(?!\s+(?:ago|later|earlier|before|after|since|has|had|have|passed|from now)\b))"
+    r"(?!'s|\s+(?:ago|later|earlier|before|after|since|has|had|have|passed|passes|elapsed|elapses"
+    r"|goes by|went by|is up|is over|from now)\b))"
 )
 _ASKED_INTERVAL = re.compile(
     # a word of checking, then the interval within the sentence, with no clause of its own

@@ -111,13 +111,15 @@ What it catches
       structured answer or JSON text or under its top-level object, and the first
       ``LISTED_FIELDS`` strings of each element object; each value once, the newest
       listing's first ``LISTED`` remembered) make a later search whose query or name
-      argument (``_LISTED_TERM_KEYS``, never its scope) is one of them that item's: any
-      answer that is no error is its answer ("no hits" too); and a read naming one (an
-      argument string of six characters or more, as its echo is kept) answered that what
-      was asked of the item is not there (``_says_absent``: ``NoSuchLifecycleConfiguration``,
-      ``ResourceNotFoundException``, ``404 Not Found``, "could not find", as a failure or
-      told in an answer of at most ``MISSING_ANSWER`` bytes; not the host, a file, the
-      tool or the route the call went through) is that item's answer. News the first
+      argument (``_LISTED_TERM_KEYS``, never its scope) is one of them that item's (kept
+      per call, ``terms``): any answer that is no error and tells of no outage is its
+      answer ("no hits" too); and a read naming one (an argument string of six characters
+      or more, as its echo is kept: the newest call's, so of parallel reads only the last
+      one's) answered that what was asked of the item is not there (``_says_absent``:
+      ``NoSuchLifecycleConfiguration``, ``ResourceNotFoundException``, ``404 Not Found``,
+      "could not find", as a failure or told in an answer of at most ``MISSING_ANSWER``
+      bytes; not the host, a file, a module, a token, credentials, a table or the route
+      the call went through) is that item's answer. News the first
       time, stale after. Fifteen counterparties of an onboarding batch screened one by
       one, each "no hits", or sixteen buckets of an account each without a lifecycle
       configuration, are a sweep; the same names never listed are still the hunt, one
@@ -1247,8 +1249,11 @@ _ABSENCE = re.compile(
 ``ResourceNotFoundException``, ``404 Not Found``, ``does not exist``, "could not find"), in its
 first ``FAILURE_HEAD`` characters (:func:`_says_absent`)."""
 _ABSENT_ELSEWHERE = re.compile(
-    r"(?i)\bno such (?:host|file)\b|\bcommand not found\b"
-    r"|\b(?:tool|route|endpoint|page|command|module|method|url|path|host)\b[^.\n]{0,40}?\bnot[ _-]?found\b"
+    r"(?i)\bno such (?:host|file)\b|\bcommand not found\b|\bno module named\b"
+    r"|\b(?:tool|route|endpoint|page|command|module|method|url|path|host|class|cluster|token|credentials?"
+    r"|secret|column|field|relation|table|schema|parameter|certificate|role|region|function)\b"
+    r"[^.\n]{0,40}?\b(?:not[ _-]?found|does not exist|doesn't exist)\b"
+    r"|(?:Module|File|Class|Cluster|Token|Credentials?|Endpoint|Host|Function|Table)NotFound"
 ).search
 """An absence that is not the item's: the host, a file, the tool, the route or the page the
 call went through (``no such host``, ``Tool 'x' not found``, ``404 page not found``)."""
@@ -1257,21 +1262,58 @@ call went through (``no such host``, ``Tool 'x' not found``, ``404 page not foun
 def _says_absent(result: ResultView) -> bool:
     """Whether an answer says that what its call asked of an item is not there
     (:data:`_ABSENCE`, not :data:`_ABSENT_ELSEWHERE`): a failure's error, or a success of at
-    most :data:`MISSING_ANSWER` bytes (text, or a structured answer's JSON). An outage, a
-    rate limit or a refused token says nothing of the item, and answers every item alike."""
+    most :data:`MISSING_ANSWER` bytes (text, or the JSON the watchdog made of a structured
+    answer for its fingerprint; none when the agent declared the size or a digest). An
+    outage, a rate limit or a refused token says nothing of the item, and answers every
+    item alike."""
     if result.failed:
         text = (result.error or "")[:FAILURE_HEAD]
-    elif result.size > MISSING_ANSWER or not says_missing(payload := result.event.result):
-        return False  # (most answers: no error, no absence; says_missing reads that cheaply)
     else:
+        payload = result.event.result
         if type(payload) is str:
-            text = payload[:FAILURE_HEAD]
-        else:
-            try:
-                text = msgspec.json.encode(payload)[: 2 * FAILURE_HEAD].decode("utf-8", "replace")
-            except (TypeError, ValueError, OverflowError, RecursionError):
+            if len(payload) > MISSING_ANSWER:
                 return False
+            text = payload
+        else:
+            encoded = result.encoded
+            if encoded is None or len(encoded) > MISSING_ANSWER:
+                return False
+            text = encoded.decode("utf-8", "replace")
+    # the words first, in C: most answers hold none, and the pattern is the cost
+    lowered = text.lower()
+    if not (
+        "found" in lowered or "exist" in lowered or "such" in lowered or "could" in lowered
+        or "404" in lowered
+    ):
+        return False
     return _ABSENCE(text) is not None and _ABSENT_ELSEWHERE(text) is None
+
+
+_OUTAGE = re.compile(
+    r"(?i)rate[ _-]?limit|too many requests|unavailable|unauthori[sz]ed|forbidden|timed? ?out"
+    r"|quota|bad gateway|internal server error|try again later|retry later|\b5\d\d\b"
+).search
+"""An answer that tells of an outage, a limit or a refusal, not of what was asked."""
+
+
+def _says_outage(result: ResultView) -> bool:
+    """Whether a short answer (at most :data:`MISSING_ANSWER` characters of text, or of
+    the watchdog's JSON of it) tells of an outage, a limit or a refusal (:data:`_OUTAGE`)."""
+    payload = result.event.result
+    if type(payload) is str:
+        text = payload
+    else:
+        encoded = result.encoded
+        if encoded is None:
+            return False
+        text = encoded.decode("utf-8", "replace")
+    return len(text) <= MISSING_ANSWER and _OUTAGE(text) is not None
+
+
+def _term_of(terms: bytearray, key: int) -> int:
+    """The listed term the search ``key`` looked up (``ResultStallState.terms``), 0 for none."""
+    at = find_entry(terms, ((key & _M32) or 1).to_bytes(4, "little"), 8)
+    return int.from_bytes(terms[at + 4 : at + 8], "little") if at >= 0 else 0
 
 
 def _listed_item(listed: bytearray, values: tuple[str, ...]) -> int:
@@ -1288,7 +1330,8 @@ def _listed_item(listed: bytearray, values: tuple[str, ...]) -> int:
 _LISTED_TERM_KEYS = frozenset({
     "query", "q", "search_query", "searchQuery", "search", "term", "keywords", "text", "name",
     "names", "legal_name", "full_name", "entity", "entity_name", "company", "company_name",
-    "party", "party_name", "person", "subject",
+    "party", "party_name", "person", "subject", "keyword", "search_term", "searchTerm",
+    "counterparty", "counterparty_name",
 })
 """The arguments of a search read for the term it looks up among the listed values: its
 query, or a name (never its longest string: a path or an index it searches in is its scope)."""
@@ -1301,12 +1344,10 @@ def _listed_term(listed: bytearray, args: Any) -> int:
         return 0
     # (the call's own few arguments, in order, against the set: most searches have two or three)
     for name, value in args.items() if len(args) <= 16 else islice(args.items(), 16):
-        if type(value) is str and name in _LISTED_TERM_KEYS:
-            if 3 <= len(value) <= LISTED_CHARS:
-                code = listed_code(value)
-                if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
-                    return code
-            return 0
+        if type(value) is str and name in _LISTED_TERM_KEYS and 3 <= len(value) <= LISTED_CHARS:
+            code = listed_code(value)
+            if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
+                return code
     return 0
 
 
@@ -1831,10 +1872,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     listed: bytearray = bytearray()
     """The values the session's listing answers listed (``listed_values``), 4 bytes each,
     ``LISTED`` at most: the newest listing's, after what is left of older ones."""
-    term_key: int = 0
-    """Call key (32 bits) of the newest search whose term a listing listed (0: none)."""
-    term_item: int = 0
-    """That term's ``listed_code``."""
+    terms: bytearray = bytearray()
+    """The last ``READS`` searches whose term a listing listed: 8 bytes each (key32, then
+    the term's ``listed_code``), oldest first (parallel searches find theirs)."""
     reworded: bytearray = bytearray()
     """Call keys (32 bits) of the last ``REWORDED_KEPT`` searches that share most of their
     words with one before them (``_reworded``): each answer is judged by its own call's."""
@@ -1940,12 +1980,14 @@ class ResultStall(Signal):
                 names = sql_tables(call.args) or _ids(call.args, search=True)
                 if not names:
                     names = items = _indicators(call.args)
-                if listed or state.term_key:
+                term = _listed_term(listed, call.args) if listed else 0
+                if term:
                     # A name a listing handed over, looked up (the next counterparty of
                     # an onboarding batch screened): its "no hits" is its own answer.
-                    term = _listed_term(listed, call.args) if listed else 0
-                    state.term_key = (call.key & _M32) or 1 if term else 0
-                    state.term_item = term
+                    terms = state.terms
+                    if len(terms) >= READS * 8:
+                        del terms[:8]
+                    terms += _pack_read((call.key & _M32) or 1, term)
             else:
                 names = read_names(call)
         elif call.runner:
@@ -2110,7 +2152,7 @@ class ResultStall(Signal):
         # over: read only where its answer says the item lacks what was asked (below).
         offered: tuple[str, ...] = ()
         # The listed item a search looked up (on_call), for its answer saying it is not there.
-        term_item = state.term_item if state.term_key and state.term_key == ((key & _M32) or 1) else 0
+        term_item = _term_of(state.terms, key) if state.terms and flags & FLAG_SEARCH else 0
         if key and key == state.echo_key and state.echo:
             if state.listed and not flags & (FLAG_SEARCH | FLAG_WRITE):
                 offered = state.echo
@@ -2290,9 +2332,12 @@ class ResultStall(Signal):
         item = 0
         if term_item:
             # A search for a name a listing handed over: its answer is that name's, "no
-            # hits" included, unless it is an error (a rate limit, an outage answers every
-            # name alike); an absence in words is the name's too.
-            if (not result.failed and not says_missing(result.event.result)) or _says_absent(result):
+            # hits" included, unless it is an error or an outage told as output (a rate
+            # limit answers every name alike); an absence in words is the name's too.
+            if (
+                not result.failed and not says_missing(result.event.result) and not _tells_failure(result)
+                and not _says_outage(result)
+            ) or _says_absent(result):
                 item = term_item
         elif offered and _says_absent(result):
             # An item a listing handed over that lacks what was asked of it (the next
