@@ -109,15 +109,13 @@ What it catches
     * a name a listing handed over is no guess: the values a read's answer lists
       (``listed_values``: the strings of a list of three or more, at the top of a
       structured answer or JSON text or under its top-level object, and the first
-      ``LISTED_FIELDS`` strings of each element object; of a command's output, its lines
-      when each is one token or tab-separated tokens, ``text_listed_values``; each value
-      once, the newest listing's first ``LISTED`` remembered) make a later search whose query or name
+      ``LISTED_FIELDS`` strings of each element object; each value once, the newest
+      listing's first ``LISTED`` remembered) make a later search whose query or name
       argument (``_LISTED_TERM_KEYS``, never its scope) is one of them that item's (kept
       per call, ``terms``): any answer that is no error and tells of no outage is its
       answer ("no hits" too); and a read naming one (an argument string of six characters
       or more, as its echo is kept: the newest call's, so of parallel reads only the last
-      one's; of a command line, a token of its head) answered that what was asked of the
-      item is not there (``_says_absent``:
+      one's) answered that what was asked of the item is not there (``_says_absent``:
       ``NoSuchLifecycleConfiguration``, ``ResourceNotFoundException``, ``404 Not Found``,
       "could not find", as a failure or told in an answer of at most ``MISSING_ANSWER``
       bytes; not the host, a file, a module, a token, credentials, a table or the route
