@@ -30,7 +30,6 @@ from streamguard.signals.result_stall import (
     sql_tables,
     template,
     templates,
-    text_listed_values,
 )
 from streamguard.watchdog import Watchdog
 
@@ -2491,47 +2490,3 @@ def test_a_search_term_is_read_from_any_of_its_name_arguments() -> None:
         for name in COUNTERPARTIES:
             trace += step("screening_search", {k: v.format(name) for k, v in args.items()}, {"hits": [], "total": 0})
         assert hits(trace) == [], args
-
-
-def cli_sweep(buckets: list[str], listed: list[str] | None, error: str, flags: Callable[[int], str] = str) -> list[Any]:
-    """A bucket listing printed by the AWS CLI as text (one name a line), then one
-    `get-bucket-lifecycle-configuration` per bucket through a shell, each failing."""
-    trace: list[Any] = []
-    if listed is not None:
-        trace += step("bash", {"command": "aws s3api list-buckets --query 'Buckets[].Name' --output text | tr '\\t' '\\n'"},
-                      "\n".join(listed) + "\n")
-    for i, bucket in enumerate(buckets):
-        trace += step("bash", {"command": f"aws s3api get-bucket-lifecycle-configuration --bucket {bucket} "
-                                          f"--cli-read-timeout {flags(i)}"}, error=error)
-    return trace
-
-
-def test_a_command_lines_sweep_through_what_a_command_listed_is_each_items_answer() -> None:
-    """Buckets listed by a command's text output and read one by one through the CLI,
-    each without a lifecycle configuration: each bucket's answer. Guessed buckets, one
-    bucket asked again and again, and an endpoint that does not answer stay loops."""
-    names = [f"umb-prod-{word(i)}-logs" for i in range(14)]
-    missing = ("An error occurred (NoSuchLifecycleConfiguration) when calling the "
-               "GetBucketLifecycleConfiguration operation: The lifecycle configuration does not exist")
-    assert hits(cli_sweep(names, names, missing)) == []
-    guessed = hits(cli_sweep(names, None, missing))
-    assert guessed != []
-    assert hits(cli_sweep(names[:1] * 14, names, missing, lambda i: str(30 + i)), STALL_ONLY) == [
-        x + 1 for x in hits(cli_sweep(names[:1] * 14, None, missing, lambda i: str(30 + i)), STALL_ONLY)] != []
-    unreachable = 'Could not connect to the endpoint URL: "https://s3.eu-west-1.amazonaws.com/"'
-    assert hits(cli_sweep(names, names, unreachable)) == [x + 1 for x in hits(cli_sweep(names, None, unreachable))]
-
-
-def test_what_a_commands_output_lists() -> None:
-    def codes(*values: str) -> bytes:
-        return b"".join(listed_code(v).to_bytes(4, "little") for v in values)
-
-    assert text_listed_values("alpha\nbeta\ngamma\n") == codes("alpha", "beta", "gamma")
-    assert text_listed_values("acme-prod\t2109\nacme-dev\t3182\nacme-qa\t4029\n") == codes(
-        "acme-prod", "2109", "acme-dev", "3182", "acme-qa", "4029")
-    assert text_listed_values("alpha\nbeta\n") == b""  # two lines are no listing
-    assert text_listed_values("alpha\nbeta gamma\ndelta\n") == b""  # a line of prose
-    assert text_listed_values("NAME   READY\npod-a  1/1\npod-b  1/1\n") == b""  # a table aligned with spaces
-    assert text_listed_values("ab\ncd\nef\n") == b""  # nothing long enough to name an item
-    many = "\n".join(f"item-{i}" for i in range(LISTED_ITEMS * 2))
-    assert len(text_listed_values(many)) == 4 * LISTED_ITEMS

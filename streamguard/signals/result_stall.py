@@ -1240,44 +1240,9 @@ def _listed_in(items: list[Any], codes: set[int], out: bytearray) -> None:
             return
 
 
-def text_listed_values(text: str) -> bytes:
-    """The values a command's output lists, as :func:`listed_values` gives them: its first
-    :data:`LISTED_ITEMS` lines when there are three or more and each line is one token,
-    or tab-separated tokens (``aws ... --output text``, ``ls -1``, ``git branch
-    --format``), the first :data:`LISTED_FIELDS` of each line. ``b""`` when a line holds
-    a space within a field: prose, a log, a table aligned with spaces."""
-    lines = text.split("\n", LISTED_ITEMS)[:LISTED_ITEMS]
-    if len(lines) < 3:
-        return b""
-    out = bytearray()
-    codes: set[int] = set()
-    crc32 = zlib.crc32
-    for line in lines:
-        for cell in line.split("\t", LISTED_FIELDS)[:LISTED_FIELDS] if "\t" in line else (line,):
-            cell = cell.strip()
-            if " " in cell:
-                return b""
-            if 3 <= len(cell) <= LISTED_CHARS:
-                code = crc32(cell.lower().encode("utf-8", "surrogatepass")) or 1
-                if code not in codes:
-                    codes.add(code)
-                    out += code.to_bytes(4, "little")
-    if len(codes) < 3:
-        return b""
-    del out[4 * LISTED :]
-    return bytes(out)
-
-
-_COMMAND_TOKEN = re.compile(r"[^\s'\"=|;&()<>`,]+")
-"""A token of a command line that may name an item (``--bucket umb-prod-logs``,
-``--profile=acme-prod``, a positional name)."""
-COMMAND_TOKENS = 32
-"""Tokens of a command's head read for an item a listing handed over."""
-
-
 _ABSENCE = re.compile(
     r"(?i:\bnot[ _-]?found\b|\b(?:does|did)[ ]?n[o']t exist|\bno longer exists?\b|\bno[ _-]?such"
-    r"|\bnot[ _-]exists?\b|\bcould(?: not|n't) find\b|\bcould(?: not|n't) be found\b|\b(?:status|code|http)\D{0,3}404\b|\b404 not found\b)"
+    r"|\bnot[ _-]exists?\b|\bcould(?: not|n't) find\b|\b(?:status|code|http)\D{0,3}404\b|\b404 not found\b)"
     r"|NotFound|DoesNotExist"
 ).search
 """An answer that says what was asked of an item is not there (``NoSuchLifecycleConfiguration``,
@@ -1907,10 +1872,6 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     listed: bytearray = bytearray()
     """The values the session's listing answers listed (``listed_values``), 4 bytes each,
     ``LISTED`` at most: the newest listing's, after what is left of older ones."""
-    command: str = ""
-    """The head of the newest command-line read's command, while the session holds listed
-    values (for an item its failure says is not there); ``command_key`` its call key."""
-    command_key: int = 0
     terms: bytearray = bytearray()
     """The last ``READS`` searches whose term a listing listed: 8 bytes each (key32, then
     the term's ``listed_code``), oldest first (parallel searches find theirs)."""
@@ -2086,12 +2047,6 @@ class ResultStall(Signal):
             # A command runner's output quoting its command is a transcript, not an echo.
             if state.echo:
                 state.echo = ()
-            if state.listed and call.runner and not call.write:
-                # Its head, for an item a listing handed over that its failure says is not
-                # there (`aws s3api get-bucket-lifecycle-configuration --bucket <listed>`).
-                command = (command_text(call.args) or "")[:TARGET_SPAN]
-                if command and (command.isascii() or _encodable(command)):
-                    state.command, state.command_key = command, (call.key & _M32) or 1
             return finding
         echo: list[str] = []
         # The values themselves when there are few (the usual call): no islice object.
@@ -2178,7 +2133,7 @@ class ResultStall(Signal):
             # (the JSON the watchdog made for the fingerprint: no list in it, nothing listed)
             result.encoded is None or b"[" in result.encoded
         ):
-            self._note_listing(state, result.event.result, outcome, bool(flags & FLAG_RUNNER))
+            self._note_listing(state, result.event.result, outcome)
         # The cache key holds all the template depends on besides the payload: a failure's
         # template is the tool's ("exit code 1" from two tools is two answers), and a
         # search's answer has its digits masked where another call's keeps them.
@@ -2198,7 +2153,6 @@ class ResultStall(Signal):
         offered: tuple[str, ...] = ()
         # The listed item a search looked up (on_call), for its answer saying it is not there.
         term_item = _term_of(state.terms, key) if state.terms and flags & FLAG_SEARCH else 0
-        command = state.command if state.command_key and state.command_key == ((key & _M32) or 1) else ""
         if key and key == state.echo_key and state.echo:
             if state.listed and not flags & (FLAG_SEARCH | FLAG_WRITE):
                 offered = state.echo
@@ -2385,15 +2339,13 @@ class ResultStall(Signal):
                 and not _says_outage(result)
             ) or _says_absent(result):
                 item = term_item
-        elif (offered or command) and _says_absent(result):
+        elif offered and _says_absent(result):
             # An item a listing handed over that lacks what was asked of it (the next
             # bucket of the account: "NoSuchLifecycleConfiguration"; {"error": "Counterparty
             # not found"} for the next name of the batch): that item's answer, not one more
             # guess; the same item asked again is the same answer. (Not any failure: an
             # outage answers every item alike.)
-            item = _listed_item(
-                state.listed, offered or tuple(islice(_COMMAND_TOKEN.findall(command), COMMAND_TOKENS))
-            )
+            item = _listed_item(state.listed, offered)
         if item:
             code = _mixed(code, item)
         elif not result.failed and key and state.reads and (flags & _NAMED_WRITE_MASK) != FLAG_WRITE:
@@ -2527,21 +2479,14 @@ class ResultStall(Signal):
         self._news(state)
         return None
 
-    def _note_listing(self, state: Any, payload: Any, outcome: int, runner: bool) -> None:
-        """Remember the values a read's answer lists (:func:`listed_values`, a command's
-        output by :func:`text_listed_values`; cached per answer in the process), the
-        oldest going past ``LISTED``."""
-        text = type(payload) is str and payload[:1] not in ("{", "[")
-        if text:
-            # (most text answers: no JSON, and no listing of one token a line)
-            if not runner:
-                return
-            newline = payload.find("\n")
-            if newline < 0 or " " in payload[:newline]:
-                return
+    def _note_listing(self, state: Any, payload: Any, outcome: int) -> None:
+        """Remember the values a read's answer lists (:func:`listed_values`, cached per
+        answer in the process), the oldest going past ``LISTED``."""
+        if type(payload) is str and payload[:1] not in ("{", "["):
+            return  # (most text answers: no JSON, nothing listed)
         found = self._listings.get(outcome)
         if found is None:
-            found = text_listed_values(payload) if text else listed_values(payload)
+            found = listed_values(payload)
             if len(self._listings) >= 4096:
                 self._listings.clear()
             self._listings[outcome] = found
