@@ -2321,7 +2321,8 @@ def test_what_a_listing_listed_survives_a_snapshot() -> None:
     second.restore("s", first.snapshot("s") or b"")
     assert not any(isinstance(o, Alert) and o.signal == "result-stall" for event in trace[2:]
                    for o in second.process(event))
-    assert hits(screening(COUNTERPARTIES, {"counterparties": [{"name": "someone else"}] * 3}))  # (it could fail)
+    # restored without the batch's answer (a fresh session), the same sweep is the hunt
+    assert hits(trace[2:]) != []
 
 
 def test_a_listed_item_asked_again_is_the_same_answer_whatever_else_changes() -> None:

@@ -1266,19 +1266,9 @@ def _says_absent(result: ResultView) -> bool:
     answer for its fingerprint; none when the agent declared the size or a digest). An
     outage, a rate limit or a refused token says nothing of the item, and answers every
     item alike."""
-    if result.failed:
-        text = (result.error or "")[:FAILURE_HEAD]
-    else:
-        payload = result.event.result
-        if type(payload) is str:
-            if len(payload) > MISSING_ANSWER:
-                return False
-            text = payload
-        else:
-            encoded = result.encoded
-            if encoded is None or len(encoded) > MISSING_ANSWER:
-                return False
-            text = encoded.decode("utf-8", "replace")
+    text = (result.error or "")[:FAILURE_HEAD] if result.failed else _short_text(result)
+    if not text:
+        return False
     # the words first, in C: most answers hold none, and the pattern is the cost
     lowered = text.lower()
     if not (
@@ -1297,17 +1287,24 @@ _OUTAGE = re.compile(
 
 
 def _says_outage(result: ResultView) -> bool:
-    """Whether a short answer (at most :data:`MISSING_ANSWER` characters of text, or of
-    the watchdog's JSON of it) tells of an outage, a limit or a refusal (:data:`_OUTAGE`)."""
+    """Whether a short answer (:func:`_short_text`) tells of an outage, a limit or a
+    refusal (:data:`_OUTAGE`)."""
+    text = _short_text(result)
+    return bool(text) and _OUTAGE(text) is not None
+
+
+def _short_text(result: ResultView) -> str:
+    """A successful answer's text when it is short, at most :data:`MISSING_ANSWER`: a
+    string payload, or the JSON the watchdog made of a structured one for its fingerprint
+    (none when the agent declared the size or a digest: a declared size is its word);
+    "" otherwise."""
     payload = result.event.result
     if type(payload) is str:
-        text = payload
-    else:
-        encoded = result.encoded
-        if encoded is None:
-            return False
-        text = encoded.decode("utf-8", "replace")
-    return len(text) <= MISSING_ANSWER and _OUTAGE(text) is not None
+        return payload if len(payload) <= MISSING_ANSWER else ""
+    encoded = result.encoded
+    if encoded is None or len(encoded) > MISSING_ANSWER:
+        return ""
+    return encoded.decode("utf-8", "replace")
 
 
 def _term_of(terms: bytearray, key: int) -> int:
@@ -1343,12 +1340,8 @@ def _listed_term(listed: bytearray, args: Any) -> int:
     if type(args) is not dict:
         return 0
     # (the call's own few arguments, in order, against the set: most searches have two or three)
-    for name, value in args.items() if len(args) <= 16 else islice(args.items(), 16):
-        if type(value) is str and name in _LISTED_TERM_KEYS and 3 <= len(value) <= LISTED_CHARS:
-            code = listed_code(value)
-            if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
-                return code
-    return 0
+    items = args.items() if len(args) <= 16 else islice(args.items(), 16)
+    return _listed_item(listed, tuple(v for k, v in items if type(v) is str and k in _LISTED_TERM_KEYS))
 
 
 def _looked_for(reads: bytearray, key: int) -> int:
