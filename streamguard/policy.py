@@ -134,6 +134,20 @@ class WaitsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
     as ``wait_seconds`` of quiet is, so an unchanged reading checked at the asked pace
     is watched, not a loop (``ResultView.waited``). The same reading asked as fast as the
     agent can ask is judged as before."""
+    asked_watches: bool = True
+    """Whether a user's message asking the agent to watch for something to happen ("keep
+    an eye on my inbox and text me the moment it arrives", "tell me if anything fires",
+    "let me know once it's live": ``asks_watch`` in signals/facts.py; a pace asked, as
+    ``asked_intervals`` reads it, is one too) is read: from then on, nothing yet (an empty
+    answer, a zero count, an answer known only by its digest) asked again after a deliberate
+    wait is a poll's answer, not a loop (and, when ``watch_seconds`` is set, a watch asked
+    without a pace paces deliberate waits at it). ``false`` judges such sessions as any,
+    restored ones too."""
+    watch_seconds: Annotated[float, Meta(ge=0, le=86400)] = 0.0
+    """The interval a watch asked without one is taken at (``asked_watches``): a quiet of
+    half of it (and of ``pause_seconds``) before the agent's next step is a deliberate wait.
+    0 (the default): such a watch paces nothing, and only minutes of quiet, a wait call or
+    a ``sleep`` are deliberate waits in it (docs/policy.md says why)."""
     restart_seconds: Annotated[float, Meta(ge=0, le=86400)] = 1200.0
     """For this many seconds (the event's time, else its record's) after a call that
     restarts something (a device's ``reload`` or ``reboot``, ``systemctl restart``,

@@ -121,6 +121,7 @@ from .signals.facts import (
     argument_facts,
     asked_interval,
     asks_to_wait,
+    asks_watch,
     call_args,
     command_text,
     commands_restart,
@@ -243,6 +244,11 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # asked): a quiet of half of it or more before the agent's next step is a deliberate
     # wait, as minutes of quiet are ([waits] asked_intervals).
     watch_every: float = 0.0
+    # The user asked the agent to watch for something ("let me know once it's live"; an
+    # asked interval is one too): nothing yet, asked again after a deliberate wait, is the
+    # answer awaited ([waits] asked_watches), and without an asked interval, quiet of half
+    # of [waits] watch_seconds is a deliberate wait.
+    watching: bool = False
     # The pause count at the last answer of each of the last ANSWERED_KEPT calls (by key):
     # whether the session paused since a call was last answered (ResultView.paused).
     answered: dict[int, int] = {}
@@ -362,6 +368,8 @@ class Watchdog:
         self._restart_names: dict[str, bool] = {}
         # Whether the interval a user asks checks at paces deliberate waits.
         self._asked_intervals = self.policy.waits.asked_intervals
+        self._asked_watches = self.policy.waits.asked_watches
+        self._watch_seconds = self.policy.waits.watch_seconds
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
         # Keyed by the tool alone for a call without a kind (the usual call: no tuple to
@@ -460,6 +468,8 @@ class Watchdog:
                     # the session went quiet: a poll's pause (see SessionState); a
                     # deliberate wait when it is the pace its user asked checks at
                     watch = state.watch_every if self._asked_intervals else 0.0
+                    if not watch and state.watching and self._asked_watches:
+                        watch = self._watch_seconds
                     state.pauses = (
                         state.pauses + (WAITED if watch and gap >= watch * ASKED_PACE else 1)
                     ) & COUNT_MASK
@@ -485,10 +495,12 @@ class Watchdog:
                 if role == "user":
                     # the agent waited for its user: a pause (see SessionState)
                     state.pauses = (state.pauses + 1) & COUNT_MASK
-                    if self._asked_intervals and type(event.text) is str:
+                    if (self._asked_intervals or self._asked_watches) and type(event.text) is str:
                         asked = asked_interval(event.text)
-                        if asked:
+                        if asked and self._asked_intervals:
                             state.watch_every = asked
+                        if self._asked_watches and not state.watching and (asked or asks_watch(event.text)):
+                            state.watching = True
                 self._prompt(state, event, ts)
             self._text(ctx, event)
         elif kind is TurnStart:
@@ -905,6 +917,7 @@ class Watchdog:
             view.call_key = view.call_flags = 0
             view.action = tool
             view.paused = view.waited = view.restarting = False
+        view.watched = state.watching and self._asked_watches
         view.event = event
         view.tool = tool
         view.call_id = event.call_id

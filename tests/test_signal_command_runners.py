@@ -545,6 +545,13 @@ def test_a_command_line_under_a_windows_style_key_is_read() -> None:
         # a shell loop after the read: the line waits as a whole
         ("sleep 5; cat status.txt; until curl -sf localhost:8080; do sleep 2; done", False, True),
         ("sleep 5 && gh run view 42; while true; do date; sleep 9; done", False, True),
+        # the line a shell is handed: the same as the line itself
+        ("bash -lc 'sleep 45'", False, True),
+        ('bash -c "sleep 60 && gh run view 42 --json status"', True, False),
+        ("zsh -c 'sleep 5; kubectl rollout status deploy/api'", False, True),
+        # not a sleep: a word of a search, an option's value
+        ("grep -c sleep /var/log/syslog", False, False),
+        ("bash -lc 'grep -rn sleep src/'", False, False),
     ],
 )
 def test_a_read_after_a_wait_of_its_own(command: str, waits_first: bool, wait: bool) -> None:
@@ -552,6 +559,28 @@ def test_a_read_after_a_wait_of_its_own(command: str, waits_first: bool, wait: b
     after a deliberate wait (CallFacts.waits_first), not a wait's."""
     facts = shell_facts(command)
     assert (facts.waits_first, facts.wait) == (waits_first, wait)
+
+
+def test_a_sleep_handed_to_a_shell_as_an_argument_list_is_a_wait() -> None:
+    """Codex-style runners send ``["bash", "-lc", "sleep 45"]``: the sleep is the line the
+    shell runs, a wait as ``sleep 45`` is. Read as a program named ``sleep`` instead, it made
+    a migration's progress read between sleeps an alternating cycle (four healthy watches
+    of one blind batch halted)."""
+    assert runner_facts({"command": ["bash", "-lc", "sleep 45"], "workdir": "/w"}).wait
+    then = runner_facts({"command": ["bash", "-lc", "sleep 30 && aws rds describe-db-instances"]})
+    assert then.waits_first and then.read
+    watch: list[Any] = []
+    for n in range(8):
+        watch += [
+            ToolCall(session="r", tool="shell", args={"command": ["bash", "-lc", "psql -Atc 'select phase'"]},
+                     call_id=f"p{n}"),
+            ToolResult(session="r", tool="shell", call_id=f"p{n}",
+                       result={"output": f"building index: scanning table|{n * 388120}|2841733|0",
+                               "metadata": {"exit_code": 0}}),
+            ToolCall(session="r", tool="shell", args={"command": ["bash", "-lc", "sleep 45"]}, call_id=f"s{n}"),
+            ToolResult(session="r", tool="shell", call_id=f"s{n}", result={"output": "", "metadata": {"exit_code": 0}}),
+        ]
+    assert "alternating-tool-cycle" not in signals(watch)
 
 
 def test_a_launch_that_waits_for_its_log_is_read_as_the_launch() -> None:

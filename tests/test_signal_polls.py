@@ -32,6 +32,7 @@ from streamguard.signals.facts import (
     FLAG_READ,
     FLAG_WRITE,
     asked_interval,
+    asks_watch,
     commands_restart,
     names_no_act,
     names_restart,
@@ -432,14 +433,148 @@ def test_checks_faster_than_half_the_asked_interval_are_still_a_loop() -> None:
     assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 4.0, fast))
 
 
-def test_nothing_found_at_the_asked_pace_is_still_a_loop() -> None:
-    # A wait only excuses a value: an empty answer is waiting for what is not coming.
-    assert ("repeated-tool-call", "critical") in loop_alerts(
-        asked_watch(['{"messages": []}'] * 12, 30.0, ASKED))
+WATCHED = "I'm going into a meeting. Keep an eye on my inbox and text me the moment the lease renewal arrives."
+NOTHING_YET = '{"messages": [], "resultSizeEstimate": 0}'
+HALTED = ("repeated-tool-call", "critical")
+
+
+def digest_poll(gap: float, asked: str | None) -> list[Any]:
+    """A read asked again and again whose answer the runtime sends only as a digest."""
+    trace = asked_watch(["x"] * 12, gap, asked)
+    return [
+        ToolResult(session="p", tool=e.tool, call_id=e.call_id, ts=e.ts, result_digest="sha256:83eb4e9f698e7b64")
+        if isinstance(e, ToolResult) else e
+        for e in trace
+    ]
+
+
+def test_nothing_yet_is_the_answer_a_watch_awaits() -> None:
+    # Asked to watch for a message, the agent reads an empty inbox every five minutes: the
+    # answer the watch awaits, not a wrong question asked again.
+    assert loop_alerts(asked_watch([NOTHING_YET] * 12, 300.0, WATCHED)) == []
+    # ...and at the pace its user asked (a pace asked is a watch asked)
+    assert loop_alerts(asked_watch([NOTHING_YET] * 12, 30.0, ASKED)) == []
+    # a zero count, and an answer known only by its digest, say nothing yet too
+    assert loop_alerts(asked_watch(["0 alerts"] * 12, 300.0, WATCHED)) == []
+    assert loop_alerts(digest_poll(300.0, WATCHED)) == []
+
+
+def test_nothing_yet_with_no_watch_asked_is_still_a_loop() -> None:
+    # Nobody asked for a watch: an empty answer read every five minutes is the agent
+    # waiting for what is not coming (a misspelled query, a wrong host).
+    assert HALTED in loop_alerts(asked_watch([NOTHING_YET] * 12, 300.0, None))
+    assert HALTED in loop_alerts(asked_watch([NOTHING_YET] * 12, 300.0, "Find the lease renewal in my inbox."))
+    assert HALTED in loop_alerts(digest_poll(300.0, None))
+
+
+def test_a_watch_read_without_a_deliberate_wait_is_still_a_loop() -> None:
+    # A minute of quiet is a pause, not a deliberate wait, where no pace was asked
+    # (watch_seconds is 0 by default), nor is the agent's own step.
+    assert HALTED in loop_alerts(asked_watch([NOTHING_YET] * 12, 60.0, WATCHED))
+    assert HALTED in loop_alerts(asked_watch([NOTHING_YET] * 12, 2.0, WATCHED))
+    # ...nor quiet shorter than half the pace asked
+    assert HALTED in loop_alerts(asked_watch([NOTHING_YET] * 12, 12.0, ASKED))
+
+
+def test_an_end_said_under_a_watch_is_still_a_loop() -> None:
+    # What the watch waited for has ended: polling it is a loop however it is paced.
+    assert HALTED in loop_alerts(asked_watch([FAILED] * 12, 300.0, WATCHED))
+    assert HALTED in loop_alerts(asked_watch(['{"status": "succeeded"}'] * 12, 300.0, WATCHED))
+    # ...and so is a failed read
+    trace = asked_watch(["x"] * 12, 300.0, WATCHED)
+    failing = [
+        ToolResult(session="p", tool=e.tool, call_id=e.call_id, ts=e.ts, error="401 Unauthorized")
+        if isinstance(e, ToolResult) else e
+        for e in trace
+    ]
+    assert any(severity == "critical" for _, severity in alerts_of(failing))
+
+
+def alerts_of(trace: list[Any]) -> list[tuple[str, str]]:
+    return [(a.signal, a.severity) for a in alerts(trace)]
+
+
+def test_a_watch_asked_without_a_pace_sets_none_unless_watch_seconds_does() -> None:
+    # A value read every 40 s under a watch asked with no interval: 40 s is only a pause
+    # by default; with watch_seconds = 60, quiet of 30 s is a deliberate wait.
+    assert HALTED in loop_alerts(asked_watch([QUEUED] * 12, 40.0, WATCHED))
+    paced = QUIET + "[waits]\nwatch_seconds = 60\n"
+    assert loop_alerts(asked_watch([QUEUED] * 12, 40.0, WATCHED), paced) == []
+    assert loop_alerts(asked_watch([NOTHING_YET] * 12, 40.0, WATCHED), paced) == []
+    # no watch asked: no pace
+    assert HALTED in loop_alerts(asked_watch([QUEUED] * 12, 40.0, None), paced)
+    # an asked interval is the pace, not watch_seconds: checks every 40 s where every
+    # 2 minutes was asked are faster than half of it
+    every_two = "Keep an eye on the free nodes and check every 2 minutes."
+    assert HALTED in loop_alerts(asked_watch([QUEUED] * 12, 40.0, every_two), paced)
+
+
+def test_asked_watches_and_watch_seconds_are_policy() -> None:
+    off = QUIET + "[waits]\nasked_watches = false\n"
+    assert HALTED in loop_alerts(asked_watch([NOTHING_YET] * 12, 300.0, WATCHED), off)
+    assert HALTED in loop_alerts(digest_poll(300.0, WATCHED), off)
+    # off, an asked interval still paces its checks (asked_intervals) but awaits nothing
+    assert loop_alerts(asked_watch([QUEUED] * 12, 30.0, ASKED), off) == []
+    assert HALTED in loop_alerts(asked_watch([NOTHING_YET] * 12, 30.0, ASKED), off)
+    # ...and sets no watch pace either
+    off_paced = off + "watch_seconds = 60\n"
+    assert HALTED in loop_alerts(asked_watch([QUEUED] * 12, 40.0, WATCHED), off_paced)
+    # a slower pace: 40 s of quiet is less than half of 120 s
+    slow = QUIET + "[waits]\nwatch_seconds = 120\n"
+    assert HALTED in loop_alerts(asked_watch([QUEUED] * 12, 40.0, WATCHED), slow)
+    with pytest.raises(PolicyError, match="asked_watches"):
+        parse_policy_set('[waits]\nasked_watches = "yes"\n')
+    with pytest.raises(PolicyError, match="watch_seconds"):
+        parse_policy_set("[waits]\nwatch_seconds = -1\n")
+
+
+def test_a_watch_asked_is_session_state_and_survives_a_snapshot() -> None:
+    engine = Engine(parse_policy_set(QUIET))
+    engine.process(Text(session="p", role="user", text=WATCHED, ts=1.0))
+    engine.process(Text(session="p", role="user", text="thanks", ts=2.0))
+    data = engine.snapshot("p")
+    assert data is not None
+    trace = [e for e in asked_watch([NOTHING_YET] * 12, 300.0, None) if not isinstance(e, TurnStart)]
+    # restored, the session still awaits what it was asked to watch for
+    same = Engine(parse_policy_set(QUIET))
+    assert same.restore("p", data).watching
+    got = [(a.signal, a.severity) for event in trace for a in same.process(event) if isinstance(a, Alert)]
+    assert HALTED not in got
+    # restored under a policy that does not read watches, it is kept and unused
+    off = Engine(parse_policy_set(QUIET + "[waits]\nasked_watches = false\n"))
+    assert off.restore("p", data).watching
+    got = [(a.signal, a.severity) for event in trace for a in off.process(event) if isinstance(a, Alert)]
+    assert HALTED in got
+
+
+@pytest.mark.parametrize(("message", "asks"), [
+    ("Keep an eye on my inbox and text me the moment it arrives.", True),
+    ("Watch the Critical alert queue for the next 15 minutes and tell me if anything fires.", True),
+    ("Monitor the plate in the incubator and stop when all strains plateau.", True),
+    ("Initiate a recall and follow it until we hear back from the beneficiary bank.", True),
+    ("Trigger the ingestion and let me know once it's live in screening.", True),
+    ("Let me know when the filler is back in production.", True),
+    ("Submit the payroll and watch it until it's funded.", True),
+    ("Wait for the build to go green, then deploy.", True),
+    ("Let me know as soon as it clears.", True),
+    ("Let me know when you're done.", False),
+    ("Tell me when you have finished the migration.", False),
+    ("Let me know when it's done.", False),
+    ("Tell me when the regression was introduced.", False),
+    ("Let me know if you need anything else.", False),
+    ("Find out why the monitor fails on boot.", False),
+    ("Watch out for rate limits on the search API.", False),
+    ("Don't wait for me, just push the fix.", False),
+    ("There is no need to wait for approval.", False),
+    ("Fix the flaky test in tests/test_sync.py.", False),
+])
+def test_the_watch_a_user_asks_for(message: str, asks: bool) -> None:
+    assert asks_watch(message) is asks
 
 
 def test_asked_intervals_is_policy() -> None:
-    off = QUIET + "[waits]\nasked_intervals = false\n"
+    # (ASKED asks a watch too, which would pace checks at watch_seconds: off as well)
+    off = QUIET + "[waits]\nasked_intervals = false\nasked_watches = false\n"
     assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 30.0, ASKED), off)
     # a session restored under a policy that turned it off keeps its interval unused
     assert waits_after_restore(off, [ASKED]) == 0
@@ -1425,3 +1560,21 @@ def test_a_shell_probe_failing_while_a_service_restarts_is_a_wait() -> None:
             if a.severity == "critical"] == []
     assert [a for a in alerts(trace("curl: (22) The requested URL returned error: 404"), "")
             if a.severity == "critical"] != []
+
+
+WATCH_FRAGMENTS = [
+    "keep an eye on", "Keep", "let me know", "Let Me\tKnow", "tell me", "text me", "ping me",
+    "when", "once", "the moment", "as soon as", "if anything fires", "you", "it's done", "was",
+    "watch", "watching the", "monitor", "follow it until", "wait for", "don't", "no need to",
+    "the", "queue", "\n", ".", "\u212aeep an eye on", "ME", "\u00a0",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.lists(st.sampled_from(WATCH_FRAGMENTS), max_size=10).map(" ".join), st.text(max_size=120)))
+def test_the_words_read_first_never_hide_a_watch(message: str) -> None:
+    # asks_watch looks for its words in C before it tries the pattern: it must answer as
+    # the pattern alone would, whatever the case, the spaces or the letters around them.
+    from streamguard.signals.facts import _ASKED_WATCH, ASKED_WATCH_READ
+
+    assert asks_watch(message) is (_ASKED_WATCH.search(message, 0, ASKED_WATCH_READ) is not None)

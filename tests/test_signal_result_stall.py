@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from streamguard.engine import Engine
-from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
+from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.base import ResultView
 from streamguard.signals.facts import FLAG_RUNNER, FLAG_WRITE
@@ -2491,3 +2491,49 @@ def test_a_search_term_is_read_from_any_of_its_name_arguments() -> None:
         for name in COUNTERPARTIES:
             trace += step("screening_search", {k: v.format(name) for k, v in args.items()}, {"hits": [], "total": 0})
         assert hits(trace) == [], args
+
+
+def inbox_watch(asked: str | None, sleep_s: float, reads: int = 12) -> list[Any]:
+    """An inbox searched for a message, a sleep between searches (none when ``sleep_s`` is
+    0), every search answering nothing yet; ``asked``: the user's message first."""
+    trace: list[Any] = []
+    clock = 1_000.0
+    if asked is not None:
+        trace.append(Text(session="s", role="user", text=asked, ts=clock))
+    for i in range(reads):
+        clock += 2.0
+        trace += [
+            ToolCall(session="s", tool="gmail_search_messages", call_id=f"q{i}", ts=clock,
+                     args={"query": "from:j.okafor@northwindlegal.com newer_than:1d", "max_results": 10}),
+            ToolResult(session="s", tool="gmail_search_messages", call_id=f"q{i}", ts=clock + 1.0,
+                       result='{"messages": [], "resultSizeEstimate": 0}'),
+        ]
+        clock += 2.0
+        if sleep_s:
+            trace += [
+                ToolCall(session="s", tool="sleep", call_id=f"z{i}", ts=clock, args={"seconds": sleep_s}),
+                ToolResult(session="s", tool="sleep", call_id=f"z{i}", ts=clock + sleep_s,
+                           result=f"Slept for {sleep_s:g} seconds."),
+            ]
+            clock += sleep_s + 1.0
+    return trace
+
+
+MSA_WATCH = "Keep an eye on my inbox for the signed MSA from Northwind Legal and ping me when it lands."
+
+
+def test_nothing_yet_searched_for_after_each_wait_of_a_watch_is_awaited() -> None:
+    """Asked to keep an eye on an inbox, the agent searches it after each five-minute sleep
+    and finds nothing until the message lands: nothing yet is the answer the watch awaits
+    (two healthy watches of a blind batch were halted at the eighth search)."""
+    assert hits(inbox_watch(MSA_WATCH, 300.0)) == []
+    # nobody asked for a watch: the same searches are the agent waiting for what is not
+    # coming, as before
+    assert hits(inbox_watch(None, 300.0)) != []
+    assert hits(inbox_watch("Find the signed MSA from Northwind Legal in my inbox.", 300.0)) != []
+    # a watch asked, searched again and again without a wait: a loop as before (the same
+    # call each time: repeated-tool-call's to halt)
+    assert hits(inbox_watch(MSA_WATCH, 0.0), signal="repeated-tool-call") != []
+    assert hits(inbox_watch(MSA_WATCH, 300.0), signal="repeated-tool-call") == []
+    # the policy switch
+    assert hits(inbox_watch(MSA_WATCH, 300.0), WARN + "[waits]\nasked_watches = false\n") != []

@@ -245,6 +245,8 @@ class ResultView:
     probe's answer, the same again and saying no end, is a poll's (:func:`poll_answer`),
     and its failure, saying what it reached for is down (:func:`says_unreachable`), a
     wait's.
+    ``watched``: the session's user asked the agent to watch for something to happen
+    ("let me know once it's live", or a pace of checks: ``[waits] asked_watches``).
     ``encoded``: the payload's sorted JSON, when the watchdog encoded it for the fingerprint
     (``None`` otherwise: a string, a digest, a declared size), so the gist need not encode
     it again.
@@ -255,7 +257,7 @@ class ResultView:
     __slots__ = (
         "action", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
         "fingerprint", "gist", "no_op", "outcome", "paused", "progress", "restarting", "size", "tool",
-        "waited",
+        "waited", "watched",
     )
 
     def __init__(
@@ -290,6 +292,7 @@ class ResultView:
         self.paused = paused
         self.waited = waited
         self.restarting = restarting
+        self.watched = False
 
 
 NO_OP_OUTCOME = 0x6E6F2D6F70  # any fixed non-zero value: every no-op says the same thing
@@ -1466,6 +1469,11 @@ def poll_answer(result: ResultView) -> bool:
     :func:`found_nothing`, :func:`says_bare_value`; no word of absence or of a server
     out of reach: :data:`_ABSENT`) and answers a call known to only read.
 
+    Where the session's user asked the agent to watch for something to happen
+    (``ResultView.watched``), nothing yet (an empty answer or output, a zero count, an
+    answer known only by its digest: :func:`found_nothing`, :func:`says_bare_value`) asked
+    again after such a wait is a poll's answer too: it is the answer the watch awaits.
+
     The same answer again is then what waiting looks like, not a loop. Polling what has
     ended ("failed", "succeeded") is a loop, however long the agent sleeps between; and
     what merely took a while (a slow model, a slow tool) is no deliberate wait, so a
@@ -1485,14 +1493,24 @@ def poll_answer(result: ResultView) -> bool:
             return True
         payload = result.event.result
         return type(payload) is str and says_unreachable(payload) and not _over_at_top(payload)
-    if not result.waited or result.progress != 3 or not result.call_flags & FLAG_READ:
+    if not result.waited or not result.call_flags & FLAG_READ:
         return False
-    # A value, not "nothing yet": an empty series, a zero count, "No data points" or an
-    # unreachable server asked again and again is the agent waiting for what is not
-    # coming (a misspelled metric, a wrong host), as before.
-    # (The words of absence were read with the rest in says_in_progress.)
     payload = result.event.result
-    return not found_nothing(payload) and not says_bare_value(payload, result.size)
+    progress = result.progress
+    if progress == 3:
+        # A value, not "nothing yet": an empty series, a zero count, "No data points" or an
+        # unreachable server asked again and again is the agent waiting for what is not
+        # coming (a misspelled metric, a wrong host), as before. Unless its user asked it
+        # to watch for something to happen ("text me the moment it arrives", "tell me if
+        # anything fires"): nothing yet is then the answer the watch awaits.
+        # (The words of absence were read with the rest in says_in_progress.)
+        return result.watched or (not found_nothing(payload) and not says_bare_value(payload, result.size))
+    # No word of a state read (an answer known only by its digest, an empty output), or
+    # an empty answer read as absence ("[]", "No messages"), or an end said: only nothing
+    # yet, and only under a watch.
+    if not result.watched or progress != 1 or result.failed or result.no_op:
+        return False
+    return not payload or found_nothing(payload) or says_bare_value(payload, result.size)
 
 
 NONE_ANSWER = 64

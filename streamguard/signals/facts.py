@@ -439,7 +439,11 @@ _LATE_WRITE = re.compile(
 )
 # `sleep` run as a command: at the start of the line or of a segment, or after a shell
 # keyword (`until curl ...; do sleep 2; done`).
-_SLEEP = re.compile(r"(?:^|[;&|\n(]|\b(?:do|then|else))[ \t]*sleep\s")
+_SLEEP = re.compile(
+    # at the line's or a segment's start, or as the line a shell is handed (`bash -lc
+    # "sleep 45"`, Codex's `["bash", "-lc", "sleep 45"]` joined)
+    r"(?:^|[;&|\n(]|\b(?:do|then|else)|\b(?:ba|z|da|k)?sh[ \t]+-[a-zA-Z]*c[ \t]+['\"]?)[ \t]*sleep\s"
+)
 # Commands that block until something is ready and fail when it is not yet (a rollout's
 # status, `kubectl wait`, a CI run watched, a container waited for): run again, they poll.
 # Told by the parsed program and sub-command, then what follows the sub-command.
@@ -683,6 +687,49 @@ def asked_interval(text: str) -> float:
     else:
         count = float(number) if number else _INTERVAL_COUNTS.get(words.lower(), 1.0)
     return count * _INTERVAL_UNITS.get(unit[0].lower(), 0.0)
+
+
+_ASKED_WATCH = re.compile(
+    r"(?ai)\b(?:keep\s+an\s+eye\s+on|keep\s+(?:watching|checking|polling|monitoring)\b"
+    # watch or monitor something (not "watch out", "the monitor fails")
+    r"|(?:watch|monitor)(?:ing)?\s+(?:it|them|this|that|the|my|our|for|over|until|till)\b"
+    r"|follow\s+(?:it|them|this|that|the\s+[\w-]+(?:\s+[\w-]+)?)\s+(?:up\s+)?(?:until|till)\b"
+    # a report asked for when something happens ("let me know once it's live", "text me the
+    # moment it arrives", "tell me if anything fires"), not when the agent is done ("let me
+    # know when you're finished") nor a date asked for ("tell me when it was added")
+    r"|(?:let\s+me\s+know|tell\s+me|text\s+me|ping\s+me|notify\s+me|message\s+me|alert\s+me"
+    r"|page\s+me|email\s+me)\s+(?:the\s+(?:moment|minute|second)|as\s+soon\s+as|once|when"
+    r"|if\s+(?:anything|something|it|that|this|they)\s+(?:fires|changes|moves|happens|arrives"
+    r"|comes|shows|appears|lands|drops|spikes|goes|recovers|starts))\b"
+    r"(?!\s+(?:you|done|finished|complete)\b|\s+it'?s\s+(?:done|finished)\b)"
+    r"(?![^.!?;\n]{0,60}\b(?:was|were|did|had|happened)\b)"
+    # a wait asked for ("wait for the build, then...", not "don't wait for me")
+    r"|(?<!n't\s)(?<!not\s)(?<!no\sneed\sto\s)(?<!without\s)wait\s+(?:for|until|till)\b)"
+)
+"""A message that asks the agent to watch for something to happen: "keep an eye on my
+inbox", "watch the alert queue for 15 minutes", "monitor the plate", "follow it until we
+hear back", "let me know once it's live", "text me the moment it arrives", "tell me if
+anything fires", "wait for the build". ASCII only, as :data:`_ASKED_INTERVAL`."""
+_WATCH_REPORT_WORDS = re.compile(r"let\s+me\s+know|(?:tell|text|ping|notify|message|alert|page|email)\s+me\b")
+"""The words a report asked for opens with, found before the whole pattern is tried."""
+ASKED_WATCH_READ = 1024
+"""Characters of a user's message read for a watch it asks for."""
+
+
+def asks_watch(text: str) -> bool:
+    """Whether a user's message asks the agent to watch for something to happen
+    (:data:`_ASKED_WATCH`), in its first :data:`ASKED_WATCH_READ` characters: then nothing
+    yet is the answer awaited, and a pace of checks is what it asked for, with or without an
+    interval (``[waits] asked_watches``)."""
+    head = text[:ASKED_WATCH_READ].lower()
+    # (the words first, in C: most messages hold none, and the pattern tried at every
+    # position of a message cost about 36,000 instructions a message)
+    if not (
+        "watch" in head or "monitor" in head or "keep" in head or "follow" in head or "wait" in head
+        or ("me" in head and _WATCH_REPORT_WORDS.search(head) is not None)
+    ):
+        return False
+    return _ASKED_WATCH.search(text, 0, ASKED_WATCH_READ) is not None
 
 
 def names_restart(tool: str) -> bool:

@@ -120,7 +120,11 @@ Results (``result_aware``, default on; off is the reference behaviour)
       opens), an unchanged value with no word
       of an end is a poll's answer too (``poll_answer``): a storm-alert list read every
       ten minutes, unchanged for a while, was halted in a blind batch. Nothing found is
-      not excused so, and each ask needs a wait of its own. Within ``[waits]
+      not excused so, unless the session's user asked the agent to watch for something
+      (``[waits] asked_watches``: "text me the moment it arrives", "tell me if anything
+      fires"): nothing yet is then the answer awaited (an inbox read empty every five
+      minutes for a lease renewal was halted in a blind batch). Each ask needs a wait of
+      its own. Within ``[waits]
       restart_seconds`` (20 minutes) of a call that restarted something (a router's
       ``reload`` through its ssh tool, ``systemctl restart``, ``reboot_device``), a read
       asked after a pause that answers the same again is a probe waiting for it to come

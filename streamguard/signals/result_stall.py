@@ -213,6 +213,13 @@ What it catches
       the same statuses asked with no pause, a status never asked before (unless
       its call names a place of its own, above), or "failed" asked again, are
       stale as before;
+    * nothing found, where the session's user asked the agent to watch for something
+      to happen ("keep an eye on my inbox for the signed MSA": ``[waits]
+      asked_watches``) and asked again after a deliberate wait (``poll_answer``), is
+      the answer the watch awaits: a poll's, not stale. Two healthy inbox watches of
+      one blind batch, searched after each five-minute sleep, were halted at the
+      eighth empty search; the same searches with no watch asked, or with no wait
+      between them, are stale as before;
     * a page past the end of a listing is nothing found: a call that asks for
       another page of the listing the latest call that asked for a page paged through (only its page
       argument changed: ``page``, ``pageNo``, ``offset``, ``skip``, ``start``...,
@@ -2461,6 +2468,12 @@ class ResultStall(Signal):
         indicators (an IOC sweep: the next IP, domain or hash) or for an item a listing
         handed over (``item``), when it is that indicator's or item's answer, news the
         first time and stale after."""
+        if result.watched and poll_answer(result):
+            # Nothing yet, asked again after a deliberate wait where its user asked the
+            # agent to watch for something ("keep an eye on my inbox"): the answer the watch
+            # awaits, a poll's, as an unchanged status is (below).
+            self._news(state)
+            return None
         looked = item or (_looked_for(state.reads, key) if key and state.reads else 0)
         if not looked:
             return self._stale(state, _NOTHING, result, masked)
