@@ -552,6 +552,13 @@ def test_a_command_line_under_a_windows_style_key_is_read() -> None:
         # not a sleep: a word of a search, an option's value
         ("grep -c sleep /var/log/syslog", False, False),
         ("bash -lc 'grep -rn sleep src/'", False, False),
+        # a shell that is not the line's own: the sleep is the container's, or quoted text
+        ("docker run -d --name keep alpine sh -c 'sleep 3600'", False, False),
+        ("kubectl exec db-0 -- sh -c 'sleep 2; psql -Atc \"select count(*) from jobs\"'", False, False),
+        ("ps aux | grep 'bash -c sleep 45'", False, False),
+        ("git commit -m 'fix: bash -c sleep handling'", False, False),
+        ("echo 'sh -c \"sleep 5\"' >> notes.md", False, False),
+        ("./deploy.sh -c sleep 10", False, False),
     ],
 )
 def test_a_read_after_a_wait_of_its_own(command: str, waits_first: bool, wait: bool) -> None:

@@ -457,6 +457,10 @@ def test_nothing_yet_is_the_answer_a_watch_awaits() -> None:
     # a zero count, and an answer known only by its digest, say nothing yet too
     assert loop_alerts(asked_watch(["0 alerts"] * 12, 300.0, WATCHED)) == []
     assert loop_alerts(digest_poll(300.0, WATCHED)) == []
+    # nothing listed beside the request echoed (a venue, a day, a cursor, a time)
+    no_slot = '{"venue": "Carbone", "day": "2025-12-06", "slots": [], "checked_at": "2025-12-05T15:00:29Z"}'
+    assert loop_alerts(asked_watch([no_slot] * 12, 600.0, WATCHED)) == []
+    assert HALTED in loop_alerts(asked_watch([no_slot] * 12, 600.0, None))
 
 
 def test_nothing_yet_with_no_watch_asked_is_still_a_loop() -> None:
@@ -480,6 +484,11 @@ def test_an_end_said_under_a_watch_is_still_a_loop() -> None:
     # What the watch waited for has ended: polling it is a loop however it is paced.
     assert HALTED in loop_alerts(asked_watch([FAILED] * 12, 300.0, WATCHED))
     assert HALTED in loop_alerts(asked_watch(['{"status": "succeeded"}'] * 12, 300.0, WATCHED))
+    # ...beside an empty list, or as a bare value: an end said is no nothing yet
+    for ended in ('{"status": "failed", "items": []}', '{"status": "succeeded", "artifacts": []}',
+                  '{"state": "cancelled", "jobs": []}', '{"done": true}', '{"completed": true}',
+                  "Error: 0 rows"):
+        assert any(severity == "critical" for _, severity in loop_alerts(asked_watch([ended] * 12, 300.0, WATCHED))), ended
     # ...and so is a failed read
     trace = asked_watch(["x"] * 12, 300.0, WATCHED)
     failing = [
@@ -567,14 +576,35 @@ def test_a_watch_asked_is_session_state_and_survives_a_snapshot() -> None:
     ("Don't wait for me, just push the fix.", False),
     ("There is no need to wait for approval.", False),
     ("Fix the flaky test in tests/test_sync.py.", False),
+    ("Please keep an eye on the deploy.", True),
+    ("I'm in meetings all morning, just keep an eye out for his answer.", True),
+    ("Can you keep checking Resy for a table for 2 and grab one the second it opens?", True),
+    ("Why do you keep checking the same file?", False),
+    ("I need you to keep an eye on it.", True),
+    # curly apostrophes, as phones and macOS type them
+    ("Don’t wait for me, just push the fix.", False),
+    ("Let me know when it’s done.", False),
+    # denied, described, past, or a report of the agent's own work
+    ("dont wait for me", False),
+    ("Never wait for CI on this repo.", False),
+    ("You don't need to wait for the build.", False),
+    ("No need to keep an eye on it.", False),
+    ("Stop monitoring the old cluster.", False),
+    ("Let me know when your changes are pushed.", False),
+    ("Let me know when it's ready for review.", False),
+    ("Let me know when it is done.", False),
+    ("I was monitoring the logs and saw a spike.", False),
+    ("I've been watching the dashboard all morning.", False),
+    ("Tell me when it broke.", False),
+    ("Why does the worker keep polling the queue?", False),
+    ("The test should wait for the server to start.", False),
 ])
 def test_the_watch_a_user_asks_for(message: str, asks: bool) -> None:
     assert asks_watch(message) is asks
 
 
 def test_asked_intervals_is_policy() -> None:
-    # (ASKED asks a watch too, which would pace checks at watch_seconds: off as well)
-    off = QUIET + "[waits]\nasked_intervals = false\nasked_watches = false\n"
+    off = QUIET + "[waits]\nasked_intervals = false\n"
     assert ("repeated-tool-call", "critical") in loop_alerts(asked_watch([QUEUED] * 12, 30.0, ASKED), off)
     # a session restored under a policy that turned it off keeps its interval unused
     assert waits_after_restore(off, [ASKED]) == 0

@@ -1506,11 +1506,24 @@ def poll_answer(result: ResultView) -> bool:
         # (The words of absence were read with the rest in says_in_progress.)
         return result.watched or (not found_nothing(payload) and not says_bare_value(payload, result.size))
     # No word of a state read (an answer known only by its digest, an empty output), or
-    # an empty answer read as absence ("[]", "No messages"), or an end said: only nothing
-    # yet, and only under a watch.
+    # an empty answer read as absence ("[]", {"messages": []}), or an end said: only
+    # nothing yet, and only under a watch. Prose ("No new messages.") is not read so.
     if not result.watched or progress != 1 or result.failed or result.no_op:
         return False
-    return not payload or found_nothing(payload) or says_bare_value(payload, result.size)
+    if not payload:
+        return True
+    if not (found_nothing(payload) or empty_page(payload) or says_bare_value(payload, result.size)):
+        # (empty_page: nothing listed beside the request echoed, {"venue": "Carbone",
+        # "day": "2025-12-06", "slots": [], "checked_at": "..."})
+        return False
+    # ...and saying no end beside the empty list: not {"status": "failed", "items": []},
+    # {"done": true}, "Error: 0 rows" (both tests read at most NONE_ANSWER or 1 KiB)
+    if type(payload) is not str:
+        try:
+            payload = _json_encode(payload).decode("utf-8", "replace")
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return False
+    return _FINISHED_FOLDED.search(fold_case(payload[:PROGRESS_TEXT_LIMIT])) is None
 
 
 NONE_ANSWER = 64
@@ -1648,6 +1661,51 @@ def _counts_a_hit(stats: dict[Any, Any]) -> bool:
 def _hit_count(key: Any, value: Any) -> bool:
     """A non-zero number under a name of what was found (``"total_matches": 1234``)."""
     return type(key) is str and type(value) in (int, float) and bool(value) and _HIT_COUNT.search(key) is not None
+
+
+_PAGE_STRINGS = 3
+"""Short strings an empty page may hold in each object (its status, its query echoed)."""
+
+
+def empty_page(payload: Any, depth: int = 0) -> bool:
+    """Whether a structured answer (a JSON value, or JSON text) is a page with nothing on
+    it: its lists all empty (at least one; objects nested at most two deep), its other
+    values numbers, booleans or nulls and at most three short strings in each object
+    (``{"people": [],
+    "pagination": {"page": 7, "total_pages": 6}}``, ``{"code": 200, "msg": "success",
+    "data": {"total": 1843, "pageNo": 20, "list": []}}``)."""
+    if depth == 0 and type(payload) is str:
+        if len(payload) > 1024 or payload[:1] not in ("{", "["):
+            return False
+        try:
+            payload = _json_decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+    return _empty_page(payload, 0) > 0
+
+
+def _empty_page(value: Any, depth: int) -> int:
+    """Empty lists found (-1: something on the page)."""
+    kind = type(value)
+    if kind is list:
+        return 1 if not value else -1
+    if kind is not dict or depth > 2 or len(value) > 12:
+        return -1
+    empties = strings = 0
+    for item in value.values():
+        kind = type(item)
+        if kind is list or kind is dict:
+            found = _empty_page(item, depth + 1)
+            if found < 0:
+                return -1
+            empties += found
+        elif kind is str:
+            strings += 1
+            if strings > _PAGE_STRINGS or len(item) > 64:
+                return -1
+        elif item is not None and kind is not int and kind is not float and kind is not bool:
+            return -1
+    return empties
 
 
 def found_nothing(payload: Any, depth: int = 0) -> bool:

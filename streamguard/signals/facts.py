@@ -440,9 +440,12 @@ _LATE_WRITE = re.compile(
 # `sleep` run as a command: at the start of the line or of a segment, or after a shell
 # keyword (`until curl ...; do sleep 2; done`).
 _SLEEP = re.compile(
-    # at the line's or a segment's start, or as the line a shell is handed (`bash -lc
-    # "sleep 45"`, Codex's `["bash", "-lc", "sleep 45"]` joined)
-    r"(?:^|[;&|\n(]|\b(?:do|then|else)|\b(?:ba|z|da|k)?sh[ \t]+-[a-zA-Z]*c[ \t]+['\"]?)[ \t]*sleep\s"
+    # at the line's or a segment's start, or as the line a shell at a segment's start is
+    # handed (`bash -lc "sleep 45"`, Codex's `["bash", "-lc", "sleep 45"]` joined; not
+    # `docker run ... sh -c 'sleep 3600'`, `kubectl exec db -- sh -c 'sleep 2; psql ...'`,
+    # whose sleep is the container's)
+    r"(?:^|[;&|\n(]|\b(?:do|then|else))[ \t]*"
+    r"(?:(?:\S*/)?(?:ba|z|da)?sh[ \t]+-[a-zA-Z]*c[ \t]+['\"]?[ \t]*)?sleep\s"
 )
 # Commands that block until something is ready and fail when it is not yet (a rollout's
 # status, `kubectl wait`, a CI run watched, a container waited for): run again, they poll.
@@ -689,22 +692,36 @@ def asked_interval(text: str) -> float:
     return count * _INTERVAL_UNITS.get(unit[0].lower(), 0.0)
 
 
+_NOT_ASKED = (
+    # a watch denied, described or past: "don't wait for me", "no need to keep an eye on
+    # it", "stop monitoring the old cluster", "the test should wait for the server", "I was
+    # monitoring the logs" (each a fixed-width look behind; apostrophes straight or curly)
+    r"(?<!n't\s)(?<!n’t\s)(?<!dont\s)(?<!not\s)(?<!never\s)(?<!stop\s)(?<!need\sto\s)(?<!without\s)"
+    r"(?<!should\s)(?<!will\s)(?<!would\s)(?<!must\s)(?<!was\s)(?<!were\s)(?<!been\s)"
+)
 _ASKED_WATCH = re.compile(
-    r"(?ai)\b(?:keep\s+an\s+eye\s+on|keep\s+(?:watching|checking|polling|monitoring)\b"
+    r"(?ai)\b" + _NOT_ASKED + r"(?:"
+    # keep an eye on it (or out for it), keep watching (asked: at a clause's start, after
+    # "and", "please", "to", "just", "can you"; not "why does the worker keep polling")
+    r"(?:(?<=^)|(?<=[.!?;:,(\n]\s)|(?<=[.!?;:,(\n])|(?<=\band\s)|(?<=\bplease\s)|(?<=\bto\s)|(?<=\bjust\s)"
+    r"|(?<=\bcan\syou\s)|(?<=\bcould\syou\s)|(?<=\bwould\syou\s)|(?<=\bwill\syou\s))"
+    r"keep\s+(?:an\s+eye\s+(?:on|out)|watching|checking|polling|monitoring)\b"
     # watch or monitor something (not "watch out", "the monitor fails")
     r"|(?:watch|monitor)(?:ing)?\s+(?:it|them|this|that|the|my|our|for|over|until|till)\b"
     r"|follow\s+(?:it|them|this|that|the\s+[\w-]+(?:\s+[\w-]+)?)\s+(?:up\s+)?(?:until|till)\b"
     # a report asked for when something happens ("let me know once it's live", "text me the
     # moment it arrives", "tell me if anything fires"), not when the agent is done ("let me
-    # know when you're finished") nor a date asked for ("tell me when it was added")
+    # know when you're finished", "when it's ready for review") nor a date asked for ("tell
+    # me when it was added")
     r"|(?:let\s+me\s+know|tell\s+me|text\s+me|ping\s+me|notify\s+me|message\s+me|alert\s+me"
     r"|page\s+me|email\s+me)\s+(?:the\s+(?:moment|minute|second)|as\s+soon\s+as|once|when"
     r"|if\s+(?:anything|something|it|that|this|they)\s+(?:fires|changes|moves|happens|arrives"
     r"|comes|shows|appears|lands|drops|spikes|goes|recovers|starts))\b"
-    r"(?!\s+(?:you|done|finished|complete)\b|\s+it'?s\s+(?:done|finished)\b)"
-    r"(?![^.!?;\n]{0,60}\b(?:was|were|did|had|happened)\b)"
+    r"(?!\s+(?:you|your|done|finished|complete|completed|ready)\b"
+    r"|\s+(?:it|that|this)(?:['’]?s|\s+is)\s+(?:done|finished|complete|completed|ready)\b)"
+    r"(?![^.!?;\n]{0,60}\b(?:was|were|did|had|happened|broke|began|started|changed|stopped|went)\b)"
     # a wait asked for ("wait for the build, then...", not "don't wait for me")
-    r"|(?<!n't\s)(?<!not\s)(?<!no\sneed\sto\s)(?<!without\s)wait\s+(?:for|until|till)\b)"
+    r"|wait\s+(?:for|until|till)\b)"
 )
 """A message that asks the agent to watch for something to happen: "keep an eye on my
 inbox", "watch the alert queue for 15 minutes", "monitor the plate", "follow it until we

@@ -349,6 +349,7 @@ from .base import (
     Signal,
     SignalConfig,
     answer_gist,
+    empty_page,
     find_entry,
     found_nothing,
     has_response_reference,
@@ -1538,8 +1539,6 @@ PAGE_KEYS = frozenset(_PAGE_KEY_ORDER)
 """Argument names under which a call asks for one page of a listing (its number or offset)."""
 _PAGE_LIMIT = 1 << 62
 """Largest page or offset kept (state holds 64-bit integers; a bigger one is no page)."""
-_PAGE_STRINGS = 3
-
 
 def page_number(args: dict[Any, Any]) -> int | None:
     """The page (or offset) a call asks for, when it names one by a :data:`PAGE_KEYS`
@@ -1584,46 +1583,6 @@ def _page_base(tool: str, canonical: bytes) -> int:
     # tens of milliseconds a call.)
     return zlib.crc32(canonical[PAGE_SPAN:], zlib.crc32(head, zlib.crc32(tool.encode("utf-8", "surrogatepass")))) or 1
 
-
-def empty_page(payload: Any, depth: int = 0) -> bool:
-    """Whether a structured answer (a JSON value, or JSON text) is a page with nothing on
-    it: its lists all empty (at least one; objects nested at most two deep), its other
-    values numbers, booleans or nulls and at most three short strings in each object
-    (``{"people": [],
-    "pagination": {"page": 7, "total_pages": 6}}``, ``{"code": 200, "msg": "success",
-    "data": {"total": 1843, "pageNo": 20, "list": []}}``)."""
-    if depth == 0 and type(payload) is str:
-        if len(payload) > 1024 or payload[:1] not in ("{", "["):
-            return False
-        try:
-            payload = _json_decoder.decode(payload)
-        except (msgspec.DecodeError, RecursionError):
-            return False
-    return _empty_page(payload, 0) > 0
-
-
-def _empty_page(value: Any, depth: int) -> int:
-    """Empty lists found (-1: something on the page)."""
-    kind = type(value)
-    if kind is list:
-        return 1 if not value else -1
-    if kind is not dict or depth > 2 or len(value) > 12:
-        return -1
-    empties = strings = 0
-    for item in value.values():
-        kind = type(item)
-        if kind is list or kind is dict:
-            found = _empty_page(item, depth + 1)
-            if found < 0:
-                return -1
-            empties += found
-        elif kind is str:
-            strings += 1
-            if strings > _PAGE_STRINGS or len(item) > 64:
-                return -1
-        elif item is not None and kind is not int and kind is not float and kind is not bool:
-            return -1
-    return empties
 
 def _encodable(text: str) -> bool:
     try:
