@@ -139,7 +139,8 @@ class WaitsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
     an eye on my inbox and text me the moment it arrives", "tell me if anything fires",
     "let me know once it's live": ``asks_watch`` in signals/facts.py; a pace asked, as
     ``asked_intervals`` reads it, is one too) is read: from then on, nothing yet (an empty
-    answer, a zero count, an answer known only by its digest) asked again after a deliberate
+    list or object, a command's empty output, a zero count, a short answer known only by its
+    digest) asked again after a deliberate
     wait is a poll's answer, not a loop (and, when ``watch_seconds`` is set, a watch asked
     without a pace paces deliberate waits at it). ``false`` judges such sessions as any,
     restored ones too."""

@@ -559,6 +559,14 @@ def test_a_command_line_under_a_windows_style_key_is_read() -> None:
         ("git commit -m 'fix: bash -c sleep handling'", False, False),
         ("echo 'sh -c \"sleep 5\"' >> notes.md", False, False),
         ("./deploy.sh -c sleep 10", False, False),
+        # a shell behind a wrapper, with options before -c or -- after it
+        ("/usr/bin/env bash -c 'sleep 5'", False, True),
+        ("sudo bash -c 'sleep 5'", False, True),
+        ("timeout 60 bash -c 'sleep 5'", False, True),
+        ("bash --login -c -- 'sleep 5'", False, True),
+        ("ksh -c 'sleep 5; cat status.txt'", True, False),
+        # sent to the background: no wait of the line's own
+        ("nohup bash -c 'sleep 5' &", False, False),
     ],
 )
 def test_a_read_after_a_wait_of_its_own(command: str, waits_first: bool, wait: bool) -> None:

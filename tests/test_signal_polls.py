@@ -438,11 +438,13 @@ NOTHING_YET = '{"messages": [], "resultSizeEstimate": 0}'
 HALTED = ("repeated-tool-call", "critical")
 
 
-def digest_poll(gap: float, asked: str | None) -> list[Any]:
-    """A read asked again and again whose answer the runtime sends only as a digest."""
+def digest_poll(gap: float, asked: str | None, size: int | None = 41) -> list[Any]:
+    """A read asked again and again whose answer the runtime sends only as a digest (of
+    ``size`` bytes)."""
     trace = asked_watch(["x"] * 12, gap, asked)
     return [
-        ToolResult(session="p", tool=e.tool, call_id=e.call_id, ts=e.ts, result_digest="sha256:83eb4e9f698e7b64")
+        ToolResult(session="p", tool=e.tool, call_id=e.call_id, ts=e.ts,
+                   result_digest="sha256:83eb4e9f698e7b64", result_bytes=size)
         if isinstance(e, ToolResult) else e
         for e in trace
     ]
@@ -454,9 +456,12 @@ def test_nothing_yet_is_the_answer_a_watch_awaits() -> None:
     assert loop_alerts(asked_watch([NOTHING_YET] * 12, 300.0, WATCHED)) == []
     # ...and at the pace its user asked (a pace asked is a watch asked)
     assert loop_alerts(asked_watch([NOTHING_YET] * 12, 30.0, ASKED)) == []
-    # a zero count, and an answer known only by its digest, say nothing yet too
+    # a zero count, and a short answer known only by its digest, say nothing yet too
     assert loop_alerts(asked_watch(["0 alerts"] * 12, 300.0, WATCHED)) == []
     assert loop_alerts(digest_poll(300.0, WATCHED)) == []
+    # ...and keys of an end that say no end
+    for quiet in ('{"completed": false, "items": []}', '{"alerts": [], "failed_checks": 0}'):
+        assert loop_alerts(asked_watch([quiet] * 12, 300.0, WATCHED)) == [], quiet
     # nothing listed beside the request echoed (a venue, a day, a cursor, a time)
     no_slot = '{"venue": "Carbone", "day": "2025-12-06", "slots": [], "checked_at": "2025-12-05T15:00:29Z"}'
     assert loop_alerts(asked_watch([no_slot] * 12, 600.0, WATCHED)) == []
@@ -469,6 +474,8 @@ def test_nothing_yet_with_no_watch_asked_is_still_a_loop() -> None:
     assert HALTED in loop_alerts(asked_watch([NOTHING_YET] * 12, 300.0, None))
     assert HALTED in loop_alerts(asked_watch([NOTHING_YET] * 12, 300.0, "Find the lease renewal in my inbox."))
     assert HALTED in loop_alerts(digest_poll(300.0, None))
+    # a long answer known only by its digest may say anything: judged as before
+    assert HALTED in loop_alerts(digest_poll(300.0, WATCHED, size=48_000))
 
 
 def test_a_watch_read_without_a_deliberate_wait_is_still_a_loop() -> None:
@@ -598,6 +605,24 @@ def test_a_watch_asked_is_session_state_and_survives_a_snapshot() -> None:
     ("Tell me when it broke.", False),
     ("Why does the worker keep polling the queue?", False),
     ("The test should wait for the server to start.", False),
+    # a denial, a description or the user's own watch anywhere in the clause before
+    ("You don't have to wait for the build.", False),
+    ("Don't just keep checking, fix the config.", False),
+    ("No need to monitor or wait for anything.", False),
+    ("Don't  wait for me.", False),
+    ("I'm monitoring the logs myself; fix the parser.", False),
+    ("I'll watch the deploy myself and ping you.", False),
+    ("The script seems to wait for input and hangs.", False),
+    # ...but not in the clause before it
+    ("Please don't restart it, just keep an eye on it.", True),
+    # "keep ..." after a bullet, quotes, dashes, "then", "also", or a no-break space
+    ("Deploy it, then keep an eye on the error rate.", True),
+    ("Thanks.  Keep an eye on it.", True),
+    ("- keep an eye on the queue", True),
+    ('"Keep an eye on it"', True),
+    ("Thanks — keep an eye on it", True),
+    ("Also keep an eye on the queue.", True),
+    ("Keep\u00a0an eye on it.", True),
 ])
 def test_the_watch_a_user_asks_for(message: str, asks: bool) -> None:
     assert asks_watch(message) is asks
@@ -1596,7 +1621,8 @@ WATCH_FRAGMENTS = [
     "keep an eye on", "Keep", "let me know", "Let Me\tKnow", "tell me", "text me", "ping me",
     "when", "once", "the moment", "as soon as", "if anything fires", "you", "it's done", "was",
     "watch", "watching the", "monitor", "follow it until", "wait for", "don't", "no need to",
-    "the", "queue", "\n", ".", "\u212aeep an eye on", "ME", "\u00a0",
+    "the", "queue", "\n", ".", "\u212aeep an eye on", "ME", "\u00a0", "can you", "could you",
+    "out", "checking", "please", "and", "to", "just", ",", "I'm", "myself", "—", "-", '"',
 ]
 
 
@@ -1604,7 +1630,7 @@ WATCH_FRAGMENTS = [
 @given(st.one_of(st.lists(st.sampled_from(WATCH_FRAGMENTS), max_size=10).map(" ".join), st.text(max_size=120)))
 def test_the_words_read_first_never_hide_a_watch(message: str) -> None:
     # asks_watch looks for its words in C before it tries the pattern: it must answer as
-    # the pattern alone would, whatever the case, the spaces or the letters around them.
-    from streamguard.signals.facts import _ASKED_WATCH, ASKED_WATCH_READ
+    # the reading alone would, whatever the case, the spaces or the letters around them.
+    from streamguard.signals.facts import asked_watch_in
 
-    assert asks_watch(message) is (_ASKED_WATCH.search(message, 0, ASKED_WATCH_READ) is not None)
+    assert asks_watch(message) is asked_watch_in(message)

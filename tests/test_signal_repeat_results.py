@@ -286,3 +286,25 @@ def test_what_an_earlier_run_reported_is_not_carried_into_the_next() -> None:
     for i in range(3):
         trace += [call("bash", command="pytest -q"), res(failing.format(30 + i), "bash")]
     assert positions(trace) == []
+
+
+def test_a_failure_between_identical_answers_starts_their_run_again() -> None:
+    """A flaky test re-run on purpose to see how often it fails: pass, pass, fail, pass,
+    pass, pass, fail, pass. No four identical answers come in a row, so no halt; the
+    fourth identical answer after the last failure trips, as four in a row do."""
+    passed = "1 passed, 311 deselected in 1.9s"
+
+    def reruns(outcomes: str) -> list[Any]:
+        trace: list[Any] = []
+        for outcome in outcomes:
+            trace.append(call("bash", command="pytest -k test_webhook_signature_retry -q"))
+            if outcome == "P":
+                trace.append(res(passed, "bash"))
+            else:
+                trace.append(res("F\n1 failed in 2.1s", "bash", error="exit code 1"))
+        return trace
+
+    assert positions(reruns("PPFPPPFP")) == []
+    assert positions(reruns("PPPFPP")) == []
+    # the fourth pass after the last failure: event 14 (call/result pairs)
+    assert positions(reruns("PPFPPPP")) == [14]

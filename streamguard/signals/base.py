@@ -1470,8 +1470,10 @@ def poll_answer(result: ResultView) -> bool:
     out of reach: :data:`_ABSENT`) and answers a call known to only read.
 
     Where the session's user asked the agent to watch for something to happen
-    (``ResultView.watched``), nothing yet (an empty answer or output, a zero count, an
-    answer known only by its digest: :func:`found_nothing`, :func:`says_bare_value`) asked
+    (``ResultView.watched``), nothing yet (an empty list or object, a command's empty output,
+    a zero count, nothing listed beside the request echoed, a short answer known only by its
+    digest: :func:`found_nothing`, :func:`empty_page`, :func:`says_bare_value`; no word of an
+    end beside it) asked
     again after such a wait is a poll's answer too: it is the answer the watch awaits.
 
     The same answer again is then what waiting looks like, not a loop. Polling what has
@@ -1511,7 +1513,9 @@ def poll_answer(result: ResultView) -> bool:
     if not result.watched or progress != 1 or result.failed or result.no_op:
         return False
     if not payload:
-        return True
+        # nothing at all (a command's empty output), or a digest of a short answer: a long
+        # one known only by its digest may say anything
+        return result.size <= NONE_ANSWER
     if not (found_nothing(payload) or empty_page(payload) or says_bare_value(payload, result.size)):
         # (empty_page: nothing listed beside the request echoed, {"venue": "Carbone",
         # "day": "2025-12-06", "slots": [], "checked_at": "..."})
@@ -1523,7 +1527,13 @@ def poll_answer(result: ResultView) -> bool:
             payload = _json_encode(payload).decode("utf-8", "replace")
         except (TypeError, ValueError, OverflowError, RecursionError):
             return False
-    return _FINISHED_FOLDED.search(fold_case(payload[:PROGRESS_TEXT_LIMIT])) is None
+    text = payload[:PROGRESS_TEXT_LIMIT]
+    folded = fold_case(text)
+    if '":' in text:
+        # keys of an end that say no end ("failed_checks": 0, "completed": false), read
+        # without them as says_in_progress reads them
+        text, folded = _replaced(_COUNT_KEY_FOLDED, text, folded, False)
+    return _FINISHED_FOLDED.search(folded) is None
 
 
 NONE_ANSWER = 64
@@ -1663,6 +1673,22 @@ def _hit_count(key: Any, value: Any) -> bool:
     return type(key) is str and type(value) in (int, float) and bool(value) and _HIT_COUNT.search(key) is not None
 
 
+_NOT_JSON = object()
+
+
+def _json_value(payload: Any) -> Any:
+    """A structured answer as its JSON value: itself, or decoded from JSON text of at most
+    1 KiB that opens like an object or an array; :data:`_NOT_JSON` for any other text."""
+    if type(payload) is not str:
+        return payload
+    if len(payload) > 1024 or payload[:1] not in ("{", "["):
+        return _NOT_JSON
+    try:
+        return _json_decode(payload)
+    except (msgspec.DecodeError, RecursionError):
+        return _NOT_JSON
+
+
 _PAGE_STRINGS = 3
 """Short strings an empty page may hold in each object (its status, its query echoed)."""
 
@@ -1674,12 +1700,9 @@ def empty_page(payload: Any, depth: int = 0) -> bool:
     (``{"people": [],
     "pagination": {"page": 7, "total_pages": 6}}``, ``{"code": 200, "msg": "success",
     "data": {"total": 1843, "pageNo": 20, "list": []}}``)."""
-    if depth == 0 and type(payload) is str:
-        if len(payload) > 1024 or payload[:1] not in ("{", "["):
-            return False
-        try:
-            payload = _json_decode(payload)
-        except (msgspec.DecodeError, RecursionError):
+    if depth == 0:
+        payload = _json_value(payload)
+        if payload is _NOT_JSON:
             return False
     return _empty_page(payload, 0) > 0
 
@@ -1725,13 +1748,9 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     ``"response_time": 1.67``: :data:`_REQUEST_IDS`, :data:`_REQUEST_NUMBERS`). A
     count, any other string (an id, a name, a cursor to the next page) or any non-empty
     container is a hit: a customer found with no open tickets found something."""
-    if type(payload) is str:
-        if len(payload) > 1024 or payload[:1] not in ("{", "["):
-            return False
-        try:
-            payload = _json_decode(payload)
-        except (msgspec.DecodeError, RecursionError):
-            return False
+    payload = _json_value(payload)
+    if payload is _NOT_JSON:
+        return False
     if type(payload) is list:
         return not payload
     if type(payload) is not dict or len(payload) > 8:

@@ -310,7 +310,7 @@ _WRAPPER_VALUE_FLAGS = {
     # `grep -rl x src | xargs -r sed -i ...`: the program is sed (a write)
     "xargs": frozenset({"-I", "-n", "-P", "-d", "-E", "-L", "-s", "-a"}),
 }
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 # `conda run -n env CMD` runs CMD; these of its options take a value.
 _ENV_RUNNERS = frozenset({"conda", "mamba", "micromamba"})
 _ENV_RUN_VALUE_FLAGS = frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})
@@ -445,7 +445,9 @@ _SLEEP = re.compile(
     # `docker run ... sh -c 'sleep 3600'`, `kubectl exec db -- sh -c 'sleep 2; psql ...'`,
     # whose sleep is the container's)
     r"(?:^|[;&|\n(]|\b(?:do|then|else))[ \t]*"
-    r"(?:(?:\S*/)?(?:ba|z|da)?sh[ \t]+-[a-zA-Z]*c[ \t]+['\"]?[ \t]*)?sleep\s"
+    # (behind `sudo`, `env`, `timeout 60`, with options before `-c` and `--` after it)
+    r"(?:(?:(?:\S*/)?(?:sudo|env|command|exec|timeout[ \t]+\S+)(?:[ \t]+-\S+)*[ \t]+)*"
+    r"(?:\S*/)?(?:ba|z|da|k)?sh(?:[ \t]+-[-\w]+)*?[ \t]+-[a-zA-Z]*c(?:[ \t]+--)?[ \t]+['\"]?[ \t]*)?sleep\s"
 )
 # Commands that block until something is ready and fail when it is not yet (a rollout's
 # status, `kubectl wait`, a CI run watched, a container waited for): run again, they poll.
@@ -692,22 +694,15 @@ def asked_interval(text: str) -> float:
     return count * _INTERVAL_UNITS.get(unit[0].lower(), 0.0)
 
 
-_NOT_ASKED = (
-    # a watch denied, described or past: "don't wait for me", "no need to keep an eye on
-    # it", "stop monitoring the old cluster", "the test should wait for the server", "I was
-    # monitoring the logs" (each a fixed-width look behind; apostrophes straight or curly)
-    r"(?<!n't\s)(?<!n’t\s)(?<!dont\s)(?<!not\s)(?<!never\s)(?<!stop\s)(?<!need\sto\s)(?<!without\s)"
-    r"(?<!should\s)(?<!will\s)(?<!would\s)(?<!must\s)(?<!was\s)(?<!were\s)(?<!been\s)"
-)
 _ASKED_WATCH = re.compile(
-    r"(?ai)\b" + _NOT_ASKED + r"(?:"
-    # keep an eye on it (or out for it), keep watching (asked: at a clause's start, after
-    # "and", "please", "to", "just", "can you"; not "why does the worker keep polling")
-    r"(?:(?<=^)|(?<=[.!?;:,(\n]\s)|(?<=[.!?;:,(\n])|(?<=\band\s)|(?<=\bplease\s)|(?<=\bto\s)|(?<=\bjust\s)"
-    r"|(?<=\bcan\syou\s)|(?<=\bcould\syou\s)|(?<=\bwould\syou\s)|(?<=\bwill\syou\s))"
-    r"keep\s+(?:an\s+eye\s+(?:on|out)|watching|checking|polling|monitoring)\b"
-    # watch or monitor something (not "watch out", "the monitor fails")
-    r"|(?:watch|monitor)(?:ing)?\s+(?:it|them|this|that|the|my|our|for|over|until|till)\b"
+    r"(?ai)\b(?:"
+    # keep an eye on it (or out for it), keep watching (where it stands is read after the
+    # match: _KEEP_ASKED)
+    r"(?P<keep>keep)\s+(?:an\s+eye\s+(?:on|out)|watching|checking|polling|monitoring)\b"
+    # watch or monitor something (not "watch out", "the monitor fails", "fix the monitor for
+    # disk latency")
+    r"|(?<!the\s)(?<!a\s)(?<!an\s)(?<!my\s)(?<!our\s)(?<!your\s)(?<!this\s)"
+    r"(?:watch|monitor)(?:ing)?\s+(?:it|them|this|that|the|my|our|for|over|until|till)\b"
     r"|follow\s+(?:it|them|this|that|the\s+[\w-]+(?:\s+[\w-]+)?)\s+(?:up\s+)?(?:until|till)\b"
     # a report asked for when something happens ("let me know once it's live", "text me the
     # moment it arrives", "tell me if anything fires"), not when the agent is done ("let me
@@ -720,13 +715,32 @@ _ASKED_WATCH = re.compile(
     r"(?!\s+(?:you|your|done|finished|complete|completed|ready)\b"
     r"|\s+(?:it|that|this)(?:['’]?s|\s+is)\s+(?:done|finished|complete|completed|ready)\b)"
     r"(?![^.!?;\n]{0,60}\b(?:was|were|did|had|happened|broke|began|started|changed|stopped|went)\b)"
-    # a wait asked for ("wait for the build, then...", not "don't wait for me")
+    # a wait asked for ("wait for the build, then...")
     r"|wait\s+(?:for|until|till)\b)"
 )
 """A message that asks the agent to watch for something to happen: "keep an eye on my
 inbox", "watch the alert queue for 15 minutes", "monitor the plate", "follow it until we
 hear back", "let me know once it's live", "text me the moment it arrives", "tell me if
-anything fires", "wait for the build". ASCII only, as :data:`_ASKED_INTERVAL`."""
+anything fires", "wait for the build". ASCII only, as :data:`_ASKED_INTERVAL`; each match
+is then read in its clause (:func:`asks_watch`)."""
+_CLAUSE_END = re.compile(r"[.!?;:,\n—–]")
+_WATCH_DENIED = re.compile(
+    # in the clause before the words: denied, described or dated ("don't just keep checking",
+    # "no need to monitor", "I'm monitoring the logs", "I'll watch the deploy", "the script
+    # seems to wait for input", "the test should wait for the server", "I was monitoring")
+    r"(?ai)(?:n['’]t|\b(?:dont|not|never|no\s+need|stop|without|i['’]m|i\s+am|i['’]ll|i\s+will"
+    r"|we['’]re|we\s+are|we['’]ll|we\s+will|seems?\s+to|should|would|must|was|were|been))\b"
+)
+_WATCH_BY_OTHERS = re.compile(r"(?ai)\b(?:myself|ourselves)\b")
+"""After the words, in the clause: the user keeps the watch ("I'll watch the deploy myself")."""
+_KEEP_ASKED = re.compile(
+    r"(?ai)(?:^|\b(?:and|please|to|just|then|also|now|so|can\s+you|could\s+you|would\s+you"
+    r"|will\s+you))$"
+)
+"""What may stand before "keep an eye on", "keep checking" in its clause (after bullets,
+quotes and dashes): nothing, or a word that asks ("can you keep checking Resy"; not "why
+does the worker keep polling", a complaint or a question)."""
+_CLAUSE_TRIM = " \t\r\n-*•\"'“”‘’—–()"
 _WATCH_REPORT_WORDS = re.compile(r"let\s+me\s+know|(?:tell|text|ping|notify|message|alert|page|email)\s+me\b")
 """The words a report asked for opens with, found before the whole pattern is tried."""
 ASKED_WATCH_READ = 1024
@@ -735,9 +749,8 @@ ASKED_WATCH_READ = 1024
 
 def asks_watch(text: str) -> bool:
     """Whether a user's message asks the agent to watch for something to happen
-    (:data:`_ASKED_WATCH`), in its first :data:`ASKED_WATCH_READ` characters: then nothing
-    yet is the answer awaited, and a pace of checks is what it asked for, with or without an
-    interval (``[waits] asked_watches``)."""
+    (:func:`asked_watch_in`), in its first :data:`ASKED_WATCH_READ` characters: then nothing
+    yet is the answer awaited (``[waits] asked_watches``)."""
     head = text[:ASKED_WATCH_READ].lower()
     # (the words first, in C: most messages hold none, and the pattern tried at every
     # position of a message cost about 36,000 instructions a message)
@@ -746,7 +759,31 @@ def asks_watch(text: str) -> bool:
         or ("me" in head and _WATCH_REPORT_WORDS.search(head) is not None)
     ):
         return False
-    return _ASKED_WATCH.search(text, 0, ASKED_WATCH_READ) is not None
+    return asked_watch_in(text)
+
+
+def asked_watch_in(text: str) -> bool:
+    """:func:`asks_watch` without its first look for the words: a match of
+    :data:`_ASKED_WATCH` whose clause (between ``.!?;:,``, dashes and line ends) neither denies,
+    describes nor dates it before the words (:data:`_WATCH_DENIED`) nor leaves it to the
+    user after them (:data:`_WATCH_BY_OTHERS`), and where "keep ..." stands where it is
+    asked (:data:`_KEEP_ASKED`)."""
+    text = text[:ASKED_WATCH_READ].replace("\u00a0", " ")  # a phone's no-break space
+    for match in _ASKED_WATCH.finditer(text):
+        start, end = match.start(), match.end()
+        clause_start = max(text.rfind(mark, 0, start) for mark in ".!?;:,\n—–") + 1
+        following = _CLAUSE_END.search(text, end)
+        clause_end = following.start() if following is not None else len(text)
+        if _WATCH_DENIED.search(text, clause_start, start) is not None:
+            continue
+        if _WATCH_BY_OTHERS.search(text, end, clause_end) is not None:
+            continue
+        if match.group("keep") is not None:
+            before = text[clause_start:start].strip(_CLAUSE_TRIM)
+            if before and _KEEP_ASKED.search(before) is None:
+                continue
+        return True
+    return False
 
 
 def names_restart(tool: str) -> bool:

@@ -68,7 +68,11 @@ Results (``result_aware``, default on; off is the reference behaviour)
       it measured, which is news).
     * *Identical call, failing*: an unchanged failing call is ``failure-loop``'s
       (one rule for "same call, same error"), so a run with failed results
-      does not trip here.
+      does not trip here. A failure between two identical answers ends their run
+      (identical answers are counted in a row): a flaky test re-run on purpose to
+      see how often it fails (pass, pass, fail, pass, pass, pass, fail...) was
+      halted at its fourth pass in two blind batches, the failures between not
+      counted; the fourth identical answer after the last failure trips.
     * Calls that write (an identical edit re-sent) are never a poll: their
       result changes because of them. For the same reason an identical write
       re-applied counts its successes as identical answers, whatever they say
@@ -380,6 +384,12 @@ class RepeatedToolCall(Signal):
             return None
         if result.failed:
             state.failed += 1
+            if state.frozen:
+                # The answers changed: a failure came between them (a flaky test re-run to
+                # see how often it fails: pass, pass, fail, pass...). The run of identical
+                # answers starts again after it.
+                state.frozen = 0
+                state.outcome = 0
             return None  # an unchanged failing call is failure-loop's to report
         outcome = result.outcome
         if not outcome:
