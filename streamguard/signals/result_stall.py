@@ -1540,6 +1540,7 @@ PAGE_KEYS = frozenset(_PAGE_KEY_ORDER)
 _PAGE_LIMIT = 1 << 62
 """Largest page or offset kept (state holds 64-bit integers; a bigger one is no page)."""
 
+
 def page_number(args: dict[Any, Any]) -> int | None:
     """The page (or offset) a call asks for, when it names one by a :data:`PAGE_KEYS`
     argument holding a number (or a decimal string)."""
