@@ -288,7 +288,9 @@ class ResultView:
         self.outcome = outcome_of(event, failed, fingerprint) if outcome is None else outcome
         self.gist = 0  # computed on first use: answer_gist
         self.encoded: bytes | None = None  # the payload's sorted JSON, when the watchdog made it
-        self.progress = 0  # on first use: says_in_progress (1 no, 2 under way, 3 a value, no end)
+        # on first use: says_in_progress (1 an end, or nothing read; 2 under way; 3 a value,
+        # no end; 4 nothing yet, no end: NOTHING_YET)
+        self.progress = 0
         self.paused = paused
         self.waited = waited
         self.restarting = restarting
@@ -1321,6 +1323,11 @@ def _items_listed(items: list[Any]) -> bool:
     return any(type(item) is not dict or not _over_at_top(item) for item in items)
 
 
+NOTHING_YET = 4
+"""``ResultView.progress`` of an answer that says nothing yet and no end (``[]``, ``{"messages":
+[]}``, "No data points"): read by :func:`poll_answer` under a watch."""
+
+
 def says_in_progress(result: ResultView) -> bool:
     """Whether a successful answer is a status saying the work it reports on is still
     under way (``{"status": "processing"}``, ``State: RUNNING``, "the export is still
@@ -1429,9 +1436,10 @@ def says_in_progress(result: ResultView) -> bool:
                         and _QUEUE_NEVER.search(text, queue.end()) is None
                     )
                 # 3: no end said, and no "nothing yet" ({"series": []}, "No data points", a
-                # 503: _ABSENT), which poll_answer reads as a value being watched
+                # 503: _ABSENT), which poll_answer reads as a value being watched; 4: nothing
+                # yet, no end said (the keys of an end that say no end read as none, above)
                 progress = (
-                    2 if found else 1 if "[]" in text or "{}" in text or _ABSENT_FOLDED.search(folded)
+                    2 if found else NOTHING_YET if "[]" in text or "{}" in text or _ABSENT_FOLDED.search(folded)
                     else 3
                 )
     result.progress = progress
@@ -1491,7 +1499,7 @@ def poll_answer(result: ResultView) -> bool:
         # poll's answer when it says no end (ping's "100% packet loss") or that what it
         # reached for is down (curl's "Connection refused" as its output); not a job's
         # "failed", nothing found, or an answer too long to read
-        if result.progress != 1:
+        if result.progress != 1 and result.progress != NOTHING_YET:
             return True
         payload = result.event.result
         return type(payload) is str and says_unreachable(payload) and not _over_at_top(payload)
@@ -1507,33 +1515,20 @@ def poll_answer(result: ResultView) -> bool:
         # anything fires"): nothing yet is then the answer the watch awaits.
         # (The words of absence were read with the rest in says_in_progress.)
         return result.watched or (not found_nothing(payload) and not says_bare_value(payload, result.size))
-    # No word of a state read (an answer known only by its digest, an empty output), or
-    # an empty answer read as absence ("[]", {"messages": []}), or an end said: only
-    # nothing yet, and only under a watch. Prose ("No new messages.") is not read so.
-    if not result.watched or progress != 1 or result.failed or result.no_op:
+    # Nothing yet, and only under a watch: no text at all (a command's empty output, a
+    # short answer's digest: a long one known only by its digest may say anything), or an
+    # empty answer with no end said beside it (not {"status": "failed", "items": []},
+    # {"done": true}: says_in_progress read them as ends). Prose ("No new messages.") is
+    # not read so: words of absence say an outage too ("unavailable", a 503).
+    if not result.watched or result.failed or result.no_op:
         return False
-    if not payload:
-        # nothing at all (a command's empty output), or a digest of a short answer: a long
-        # one known only by its digest may say anything
-        return result.size <= NONE_ANSWER
-    if not (found_nothing(payload) or empty_page(payload) or says_bare_value(payload, result.size)):
+    if progress == 1:
+        return not payload and result.size <= NONE_ANSWER
+    return progress == NOTHING_YET and (
         # (empty_page: nothing listed beside the request echoed, {"venue": "Carbone",
         # "day": "2025-12-06", "slots": [], "checked_at": "..."})
-        return False
-    # ...and saying no end beside the empty list: not {"status": "failed", "items": []},
-    # {"done": true}, "Error: 0 rows" (both tests read at most NONE_ANSWER or 1 KiB)
-    if type(payload) is not str:
-        try:
-            payload = _json_encode(payload).decode("utf-8", "replace")
-        except (TypeError, ValueError, OverflowError, RecursionError):
-            return False
-    text = payload[:PROGRESS_TEXT_LIMIT]
-    folded = fold_case(text)
-    if '":' in text:
-        # keys of an end that say no end ("failed_checks": 0, "completed": false), read
-        # without them as says_in_progress reads them
-        text, folded = _replaced(_COUNT_KEY_FOLDED, text, folded, False)
-    return _FINISHED_FOLDED.search(folded) is None
+        found_nothing(payload) or empty_page(payload) or says_bare_value(payload, result.size)
+    )
 
 
 NONE_ANSWER = 64

@@ -694,6 +694,8 @@ def asked_interval(text: str) -> float:
     return count * _INTERVAL_UNITS.get(unit[0].lower(), 0.0)
 
 
+_REPORT_ME = r"let\s+me\s+know|(?:tell|text|ping|notify|message|alert|page|email)\s+me"
+"""The words a report asked of the agent opens with ("let me know", "text me")."""
 _ASKED_WATCH = re.compile(
     r"(?ai)\b(?:"
     # keep an eye on it (or out for it), keep watching (where it stands is read after the
@@ -708,8 +710,7 @@ _ASKED_WATCH = re.compile(
     # moment it arrives", "tell me if anything fires"), not when the agent is done ("let me
     # know when you're finished", "when it's ready for review") nor a date asked for ("tell
     # me when it was added")
-    r"|(?:let\s+me\s+know|tell\s+me|text\s+me|ping\s+me|notify\s+me|message\s+me|alert\s+me"
-    r"|page\s+me|email\s+me)\s+(?:the\s+(?:moment|minute|second)|as\s+soon\s+as|once|when"
+    rf"|(?:{_REPORT_ME})\s+(?:the\s+(?:moment|minute|second)|as\s+soon\s+as|once|when"
     r"|if\s+(?:anything|something|it|that|this|they)\s+(?:fires|changes|moves|happens|arrives"
     r"|comes|shows|appears|lands|drops|spikes|goes|recovers|starts))\b"
     r"(?!\s+(?:you|your|done|finished|complete|completed|ready)\b"
@@ -723,7 +724,9 @@ inbox", "watch the alert queue for 15 minutes", "monitor the plate", "follow it 
 hear back", "let me know once it's live", "text me the moment it arrives", "tell me if
 anything fires", "wait for the build". ASCII only, as :data:`_ASKED_INTERVAL`; each match
 is then read in its clause (:func:`asks_watch`)."""
-_CLAUSE_END = re.compile(r"[.!?;:,\n—–]")
+_CLAUSE_MARKS = ".!?;:,\n—–"
+"""What ends a clause a watch is read in (its sentence's marks, a comma, a dash)."""
+_CLAUSE_END = re.compile(f"[{_CLAUSE_MARKS}]")
 _WATCH_DENIED = re.compile(
     # in the clause before the words: denied, described or dated ("don't just keep checking",
     # "no need to monitor", "I'm monitoring the logs", "I'll watch the deploy", "the script
@@ -741,7 +744,7 @@ _KEEP_ASKED = re.compile(
 quotes and dashes): nothing, or a word that asks ("can you keep checking Resy"; not "why
 does the worker keep polling", a complaint or a question)."""
 _CLAUSE_TRIM = " \t\r\n-*•\"'“”‘’—–()"
-_WATCH_REPORT_WORDS = re.compile(r"let\s+me\s+know|(?:tell|text|ping|notify|message|alert|page|email)\s+me\b")
+_WATCH_REPORT_WORDS = re.compile(_REPORT_ME + r"\b")
 """The words a report asked for opens with, found before the whole pattern is tried."""
 ASKED_WATCH_READ = 1024
 """Characters of a user's message read for a watch it asks for."""
@@ -771,7 +774,7 @@ def asked_watch_in(text: str) -> bool:
     text = text[:ASKED_WATCH_READ].replace("\u00a0", " ")  # a phone's no-break space
     for match in _ASKED_WATCH.finditer(text):
         start, end = match.start(), match.end()
-        clause_start = max(text.rfind(mark, 0, start) for mark in ".!?;:,\n—–") + 1
+        clause_start = max(text.rfind(mark, 0, start) for mark in _CLAUSE_MARKS) + 1
         following = _CLAUSE_END.search(text, end)
         clause_end = following.start() if following is not None else len(text)
         if _WATCH_DENIED.search(text, clause_start, start) is not None:
