@@ -116,9 +116,34 @@ def test_an_identical_write_re_applied_trips_at_its_fourth_success() -> None:
     assert [a.signal for a in got] == ["repeated-tool-call"]
     assert got[0].detail["rule"] == "same_result"
     assert got[0].detail["count"] == 4
+    assert got[0].detail["write"] is True
     assert positions(edit_pairs(4)) == [8]  # the fourth result, one call before the blind rule
     # a write tool named as one (no kind on the event) is a write too
     assert positions(edit_pairs(4, tool="str_replace", kind=None)) == [8]
+
+
+def test_a_record_created_again_and_again_trips_whatever_its_name_begins_with() -> None:
+    """The same showing booked again and again, each answer a new id: a write re-applied.
+    ``showings_create`` opens with ``show``, a read's glob, but not with the word: it
+    was taken for a read, and twenty-two duplicate bookings went unreported."""
+    trace: list[Any] = []
+    args = {"unit": "7B", "date": "2025-11-15", "time": "11:00"}
+    for i in range(4):
+        trace += [
+            call("showings_create", **args),
+            res({"showing_id": f"SHW-{62402 + i}", "status": "requested"}, "showings_create"),
+        ]
+    got = run(trace)
+    assert [a.signal for a in got] == ["repeated-tool-call"]
+    assert got[0].detail["rule"] == "same_result"
+    assert got[0].detail["write"] is True
+    assert "succeeded 4 times" in got[0].reason
+    assert positions(trace) == [8]
+    # a read of it answered anew each time is a poll, as before
+    reads = []
+    for i in range(5):
+        reads += [call("show_unit", unit="7B"), res({"viewers": i}, "show_unit")]
+    assert positions(reads) == []
 
 
 def test_a_command_runners_write_with_changing_output_keeps_the_call_rule() -> None:

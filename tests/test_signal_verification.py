@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from streamguard.canonical import canonicalize, stable_hash
 from streamguard.events import ToolCall, ToolResult
 from streamguard.signals.base import CallView, Finding, ResultView, SignalConfig
+from streamguard.signals.facts import ToolGlobs, tool_glob_matcher
 from streamguard.signals.verification import (
     FINDING_IDS,
     MAX_INFLIGHT,
@@ -149,7 +150,51 @@ def test_ambiguous_names_never_classify_as_write() -> None:
     assert cfg.classify("set_status") == "read"
     assert cfg.classify("set_replicas") == "write"
     cfg = Config(user_input_tools=["x*"], verify_tools=["x*"], read_tools=["x*"], write_tools=["x*"])
-    assert cfg.classify("xy") == "user_input"
+    assert cfg.classify("x_y") == "user_input"
+
+
+@pytest.mark.parametrize(
+    ("tool", "kind"),
+    [
+        # a verb's glob names the tools that open with the verb, in any style
+        ("show_unit", "read"), ("showUnit", "read"), ("ShowUnit", "read"), ("show", "read"),
+        ("show-unit", "read"), ("show2", "read"), ("list_units", "resolve"),
+        ("inspect_pod", "read"), ("mcp__crm__listContacts", "resolve"),
+        # not those whose first word is a longer one, the noun the verb begins
+        ("showings_create", None), ("listing_update", None), ("inspections_get", None),
+        ("statuspage_update_incident", None), ("testbook_add_entry", None),
+        # a namespaced name is then tried by its own part
+        ("inspections.create", "write"), ("reader.start_run", "write"),
+    ],
+)
+def test_a_word_glob_names_tools_opening_with_that_word(tool: str, kind: str | None) -> None:
+    assert Config().classify(tool) == kind
+
+
+_WORD = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
+
+
+@given(word=_WORD, rest=_WORD, separator=st.sampled_from(["_", "-", ".", "2", ""]))
+def test_a_word_glob_matches_the_word_and_not_a_longer_one(word: str, rest: str, separator: str) -> None:
+    match = tool_glob_matcher([word + "*"])
+    assert match is not None
+    assert match(word) and match(word.upper())
+    assert match(word + rest.capitalize())  # camelCase: a new word begins
+    assert match(word + separator + rest) is (separator != "")  # glued in lower case: one word
+    # the same, whatever case the name is written in where the word is
+    assert match(word.capitalize() + separator + rest) is (separator != "")
+
+
+def test_waits_and_polls_named_by_a_word_are_not_its_nouns() -> None:
+    waits = ToolGlobs(["wait*", "poll*"])
+    assert waits("wait_for_job") and waits("waitForJob") and waits("mcp__ci__poll")
+    assert not waits("waitlist_add") and not waits("polling_station_find")
+
+
+def test_other_globs_keep_fnmatch_prefixes() -> None:
+    cfg = Config(read_tools=["show?*", "*status*"], resolve_tools=[], verify_tools=[], write_tools=[])
+    assert cfg.classify("showings_create") == "read"  # the plain prefix, written as one
+    assert cfg.classify("statuspage") == "read"
 
 
 def test_write_globs_that_name_a_replacement_come_first() -> None:

@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
@@ -462,6 +463,40 @@ _BLOCKING_AFTER: dict[tuple[str, str], tuple[re.Pattern[str], str] | None] = {
 
 
 _NAMESPACE = re.compile(r"\.|/|:|__")
+_WORD_GLOB = re.compile(r"[A-Za-z]+\*")
+
+
+def tool_glob_matcher(patterns: list[str] | tuple[str, ...]) -> Callable[[str], bool] | None:
+    """One tool name against a glob list (:mod:`fnmatch` syntax, case-insensitive), or
+    ``None`` for an empty list. A glob that is a word and a star (``show*``, ``list*``,
+    ``wait*``) names tools whose name *opens with that word*: ``show``, ``show_unit``,
+    ``showUnit``, ``show-unit`` and ``show2``, not ``showings_create``, ``listing_update``,
+    ``inspections.create``, ``reader.start_run`` or ``waitlist_add``, whose first word is
+    another one (a noun the verb begins). Read by the letters of the name as given: after
+    the word comes its end, a character that is no lower-case letter, or nothing. A name
+    glued in lower case (``getuser``) is no match for ``get*``; ``get?*`` is the plain
+    prefix. Every other glob is :mod:`fnmatch`'s."""
+    if not patterns:
+        return None
+    words = tuple(p[:-1].lower() for p in patterns if _WORD_GLOB.fullmatch(p))
+    rest = [p for p in patterns if not _WORD_GLOB.fullmatch(p)]
+    other = re.compile("|".join(fnmatch.translate(p.lower()) for p in rest)).match if rest else None
+
+    def match(name: str) -> bool:
+        lowered = name.lower()
+        if other is not None and other(lowered):
+            return True
+        if words:
+            # (a lower-casing that changes the length, "İ", is read on the lower-cased name)
+            letters = name if len(name) == len(lowered) else lowered
+            for word in words:
+                if lowered.startswith(word) and (
+                    len(lowered) == len(word) or not letters[len(word)].islower()
+                ):
+                    return True
+        return False
+
+    return match
 
 
 class ToolGlobs:
@@ -472,8 +507,7 @@ class ToolGlobs:
     ``wait_for_job``), for the waits."""
 
     def __init__(self, patterns: list[str] | tuple[str, ...], styled: bool = False) -> None:
-        joined = "|".join(fnmatch.translate(p.lower()) for p in patterns)
-        self._match = re.compile(joined).match if patterns else None
+        self._match = tool_glob_matcher(patterns)
         self._cache: dict[str, bool] = {}
         self._styled = styled
 
@@ -486,7 +520,7 @@ class ToolGlobs:
         if match is not None:
             last = _NAMESPACE.split(tool)[-1]  # `mcp__shell`: also tried as `shell`
             names = (tool, last) if last and last != tool else (tool,)
-            result = any(match(name.lower()) for name in names) or (
+            result = any(match(name) for name in names) or (
                 # in another style, by its words in snake case: `mcp__ops__waitForJob`
                 self._styled and any(match("_".join(name_words(name))) for name in names)
             )

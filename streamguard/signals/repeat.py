@@ -78,7 +78,12 @@ Results (``result_aware``, default on; off is the reference behaviour)
       re-applied counts its successes as identical answers, whatever they say
       (the file a re-applied insert grows, a new message id for the same
       message sent again): its fourth success trips, one call before the
-      blind rule. In the real-session benchmark this halts a loop of one
+      blind rule, reported as the same change made again (not "the same
+      result"). Which calls write is the watchdog's reading (the event's kind,
+      the verification globs, the words of the tool's name); a read's glob such
+      as ``show*`` names only tools that open with its word, so
+      ``showings_create``, one showing booked twenty-two times over in a blind
+      batch, is a write made again and no look. In the real-session benchmark this halts a loop of one
       SWE-agent edit re-applied four times at its fourth application rather
       than at a later run's fifth call (11 calls before the budget ran out
       instead of 0) and four other loops of re-applied edits one call sooner;
@@ -159,8 +164,6 @@ Known false positives
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from sys import intern
 from typing import Annotated, Any
 
@@ -177,7 +180,7 @@ from .base import (
     poll_answer,
     steady_answer,
 )
-from .facts import FLAG_RUNNER
+from .facts import FLAG_ASK, FLAG_RUNNER, tool_glob_matcher
 
 SIGNAL_ID = "repeated-tool-call"
 EMPTY_OUTPUT = 0x454D505459
@@ -277,9 +280,7 @@ class RepeatedToolCall(Signal):
         self.polling_warn_after: int = cfg.polling_warn_after
         # Results are read (paired with their calls, fingerprinted) only when result-aware.
         self.needs_pairing = self.needs_fingerprint = self.result_aware
-        patterns = list(cfg.polling_tools)
-        joined = "|".join(fnmatch.translate(p.lower()) for p in patterns)
-        self._polling = re.compile(joined).match if patterns else None
+        self._polling = tool_glob_matcher(cfg.polling_tools)
         self._polling_cache: dict[str, bool] = {}
         # One-entry cache of the last anchor parsed back from its text: a sweep
         # compares every call with the previous one, which was just canonicalised.
@@ -293,7 +294,7 @@ class RepeatedToolCall(Signal):
         """Whether ``tool`` is in ``polling_tools`` (case-insensitive glob)."""
         cached = self._polling_cache.get(tool)
         if cached is None:
-            cached = bool(self._polling and self._polling(tool.lower()))
+            cached = self._polling is not None and self._polling(tool)
             if len(self._polling_cache) >= 512:  # bounded: tool names are untrusted
                 self._polling_cache.clear()
             self._polling_cache[tool] = cached
@@ -483,18 +484,36 @@ class RepeatedToolCall(Signal):
     def _same_result_finding(self, state: Any, result: ResultView) -> Finding:
         tool = result.tool or "unnamed tool"
         count = state.frozen
-        reason = (
-            f"{tool} was called with equivalent arguments and returned the same result "
-            f"{count} times in a row: the agent keeps asking a question it already has the "
-            "answer to. Under enforce the halting controller stops the session; look at what "
-            "it was trying to do, then `streamguard reset` the session."
-        )
-        guidance = (
-            f"You have made the same {tool} call {count} times in a row and got the same "
-            "answer every time. Another identical call will return it again. Use the answer "
-            "you have, change the arguments or the tool, or stop and explain where you are "
-            "blocked."
-        )
+        made = bool(state.write and not result.call_flags & (FLAG_RUNNER | FLAG_ASK))
+        if made:
+            # A write re-applied: its answers differ by what each application made (a new
+            # id, a longer file), so "the same answer" would misreport it.
+            reason = (
+                f"{tool} was called with equivalent arguments and succeeded {count} times in "
+                "a row: the agent keeps making the same change again (each answer differs "
+                "only by what the call itself made, such as a new id). Under enforce the "
+                "halting controller stops the session; look for duplicates it made, then "
+                "`streamguard reset` the session."
+            )
+            guidance = (
+                f"You have made the same {tool} call {count} times in a row and it succeeded "
+                "every time, so the change is made, more than once. Do not send it again: "
+                "read back what exists, remove the duplicates if they harm, and tell the user "
+                "where things stand."
+            )
+        else:
+            reason = (
+                f"{tool} was called with equivalent arguments and returned the same result "
+                f"{count} times in a row: the agent keeps asking a question it already has "
+                "the answer to. Under enforce the halting controller stops the session; look "
+                "at what it was trying to do, then `streamguard reset` the session."
+            )
+            guidance = (
+                f"You have made the same {tool} call {count} times in a row and got the same "
+                "answer every time. Another identical call will return it again. Use the "
+                "answer you have, change the arguments or the tool, or stop and explain where "
+                "you are blocked."
+            )
         return Finding(
             signal=SIGNAL_ID,
             severity="critical",
@@ -502,7 +521,8 @@ class RepeatedToolCall(Signal):
             reason=reason,
             guidance=guidance,
             detail={"tool": tool, "count": count, "threshold": self.same_result_threshold,
-                    "calls": state.run, "rule": "same_result"},
+                    "calls": state.run, "rule": "same_result",
+                    "write": made},
         )
 
     def preview_state(self, state: Any) -> Struct:

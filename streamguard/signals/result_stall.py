@@ -322,7 +322,6 @@ Known false positives
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import struct
 import zlib
@@ -374,6 +373,7 @@ from .facts import (
     FLAG_WRITE,
     command_text,
     name_words,
+    tool_glob_matcher,
 )
 from .repeat import DEFAULT_POLLING_TOOLS
 
@@ -1894,9 +1894,7 @@ class ResultStall(Signal):
         # result, cached per process so a payload seen again costs one lookup.
         self._codes: dict[Any, tuple[int, int, bytes, bool]] = {}
         self.futile_writes = cfg.futile_writes
-        steady = list(cfg.steady_checks)
-        joined = "|".join(fnmatch.translate(p.lower()) for p in steady)
-        self._steady = re.compile(joined).match if steady else None
+        self._steady = tool_glob_matcher(cfg.steady_checks)
         self._steady_cache: dict[str, bool] = {}
         self._query_codes: dict[int, int] = {}  # call key -> its search's words (_query_words)
         self._listings: dict[int, bytes] = {}  # answer outcome -> listed_values of it
@@ -2567,7 +2565,7 @@ class ResultStall(Signal):
         """Whether ``tool``'s answer is expected to survive writes (``steady_checks``)."""
         cached = self._steady_cache.get(tool)
         if cached is None:
-            cached = bool(self._steady and self._steady(tool.lower()))
+            cached = self._steady is not None and self._steady(tool)
             if len(self._steady_cache) >= 512:  # bounded: tool names are untrusted
                 self._steady_cache.clear()
             self._steady_cache[tool] = cached

@@ -83,7 +83,6 @@ command); final answers that honestly say the change is unchecked.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable
 from enum import IntEnum
@@ -93,6 +92,7 @@ from msgspec import Struct, field
 
 from ..events import FinalAnswer, Scope, Severity
 from .base import CallView, Finding, ResultView, Signal, SignalConfig
+from .facts import tool_glob_matcher
 
 SIGNAL_ID = "verification"
 WRITE_WITHOUT_TARGET = "write-without-target"
@@ -189,8 +189,10 @@ class VerificationConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True,
     user_input_tools: list[str] = field(default_factory=lambda: list(DEFAULT_USER_INPUT_TOOLS))
 
     def _compile(self) -> None:
-        def matcher(patterns: list[str]) -> Callable[[str], re.Match[str] | None]:
-            return re.compile("|".join(fnmatch.translate(p.lower()) for p in patterns)).match
+        def matcher(patterns: list[str]) -> Callable[[str], bool]:
+            match = tool_glob_matcher(patterns)
+            assert match is not None  # (only non-empty lists are compiled)
+            return match
 
         matchers = []
         # An editor named by the search that finds what it replaces (Mistral Vibe's
@@ -226,10 +228,10 @@ class VerificationConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True,
             return cache[tool]
         except KeyError:
             pass
-        kind = self._match(tool.lower())
+        kind = self._match(tool)
         if kind is None:
-            short = re.split(r"\.|/|:|__", tool.lower())[-1]
-            if short and short != tool.lower():
+            short = re.split(r"\.|/|:|__", tool)[-1]
+            if short and short != tool:
                 kind = self._match(short)
         if len(cache) >= _CACHE_MAX:  # bounded: tool names come from untrusted input
             cache.clear()
