@@ -29,6 +29,7 @@ from streamguard.signals.facts import (
     context_items,
     names_write,
     operation_facts,
+    request_facts,
     runner_facts,
     script_report,
     shell_facts,
@@ -1942,6 +1943,50 @@ def test_an_operation_is_no_write_for_a_search_a_look_or_a_dry_run() -> None:
     assert argument_facts("crm_records", {"action": "records", "operation": "update"}, looked).write
     searched = CallFacts("", False, True)
     assert argument_facts("search_traces", {"operation": "update"}, searched) is searched
+
+
+def test_a_request_told_to_change_something_is_a_write() -> None:
+    created = request_facts("stripe_api", {"method": "POST", "path": "/v1/webhook_endpoints"})
+    assert created is not None and created.write
+    for method in ("put", "PATCH", "Delete"):
+        made = request_facts("http_request", {"method": method, "url": "https://api.example.com/v2/items/7"})
+        assert made is not None and made.write
+    mutation = request_facts("shopify_graphql", {"query": "  mutation($in: ProductInput!) { productCreate }"})
+    assert mutation is not None and mutation.write
+    # a look: a GET, a query, a search or a token asked by POST, no path at all, a dry run
+    assert request_facts("stripe_api", {"method": "GET", "path": "/v1/webhook_endpoints"}) is None
+    assert request_facts("shopify_graphql", {"query": "{ productVariants(first: 1) { nodes { id } } }"}) is None
+    assert request_facts("es", {"method": "POST", "path": "/logs-*/_search"}) is None
+    assert request_facts("gh", {"method": "POST", "url": "https://api.github.com/graphql"}) is None
+    assert request_facts("idp", {"method": "POST", "url": "https://idp.example.com/oauth/token"}) is None
+    assert request_facts("x", {"method": "POST"}) is None
+    assert request_facts("x", {"method": "DELETE", "path": "/v1/items/7", "dry_run": True}) is None
+    # the call reads its arguments so, unless its name already says what it does
+    searched = CallFacts("", False, True)
+    assert argument_facts("search_api", {"method": "POST", "path": "/v1/items"}, searched) is searched
+
+
+def test_a_webhook_created_again_at_every_lap_is_a_loop() -> None:
+    """Create, then list with the wrong key (nothing listed), create again: a new id each
+    time. Read as a look, the create's new ids moved every lap and it ran for ever."""
+    calls = Calls()
+    trace: list[Any] = []
+    for i in range(8):
+        trace += calls.pair("stripe_api", {"method": "POST", "path": "/v1/webhook_endpoints",
+                                           "params": {"url": "https://hooks.example.com/payouts"}},
+                            {"id": f"we_{1000 + i}", "object": "webhook_endpoint", "status": "enabled"})
+        trace += calls.pair("stripe_api", {"method": "GET", "path": "/v1/webhook_endpoints", "api_key": "test"},
+                            {"object": "list", "data": [], "has_more": False})
+    assert "alternating-tool-cycle" in criticals(trace)
+    # a page of items each created once, read back after each, is work
+    work = Calls()
+    sweep: list[Any] = []
+    for i in range(8):
+        sweep += work.pair("stripe_api", {"method": "POST", "path": "/v1/products", "params": {"name": f"plan {i}"}},
+                           {"id": f"prod_{i}", "object": "product"})
+        sweep += work.pair("stripe_api", {"method": "GET", "path": f"/v1/products/prod_{i}"},
+                           {"id": f"prod_{i}", "object": "product", "active": True})
+    assert criticals(sweep) == []
 
 
 _PROMPT = "root@e84bc8ce87e6:/app/netmon# "

@@ -1528,6 +1528,12 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
     ):
         return operation_facts(tool, args) or facts
     if (
+        ("method" in args or "query" in args) and not facts.write and not facts.search
+    ):
+        requested = request_facts(tool, args)
+        if requested is not None:
+            return requested
+    if (
         facts.write and ("keys" in args or "key" in args) and navigation_keys(args)
         and not _KEY_TOOL_WORDS.isdisjoint(name_words(tool))
     ):
@@ -1535,6 +1541,42 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
         # key answered by the next part of a page is paging, by the same screen a loop
         return CallFacts(tool, False, False, read=True)
     return facts
+
+
+_HTTP_WRITES = frozenset({"post", "put", "patch", "delete"})
+_REQUEST_TARGET_KEYS = ("path", "url", "endpoint", "resource")
+_REQUEST_LOOKS = frozenset({
+    "search", "query", "graphql", "count", "msearch", "lookup", "find", "explain", "validate",
+    "preview", "estimate", "simulate", "render", "token", "oauth", "login", "auth",
+})
+"""Words of a request's path that say a ``POST`` asks rather than changes: a search or a
+query sent in a body (``POST /index/_search``, ``POST /graphql``), a dry run, a token."""
+
+
+def request_facts(tool: str, args: dict[Any, Any]) -> CallFacts | None:
+    """The facts of a write when a tool that sends requests of any kind is told to change
+    something by its arguments: a GraphQL ``mutation`` (``shopify_graphql(query="mutation
+    ...")``), or an HTTP method that changes (``POST``, ``PUT``, ``PATCH``, ``DELETE``) sent
+    to a path (``stripe_api(method="POST", path="/v1/webhook_endpoints")``). Its name says
+    neither, and a webhook created again at every lap of a create-then-list cycle, each time
+    under a new id, was read as a look. ``None`` for a ``GET``, for a request without a path
+    or an address, for a path with a word of a look (:data:`_REQUEST_LOOKS`: a search sent
+    as ``POST``), and for a dry run."""
+    query = args.get("query")
+    if type(query) is str and query.lstrip()[:8] == "mutation":
+        return CallFacts(tool, True, False)
+    method = args.get("method")
+    if type(method) is not str or method.lower() not in _HTTP_WRITES:
+        return None
+    for key in _REQUEST_TARGET_KEYS:
+        target = args.get(key)
+        if type(target) is str and target:
+            if not _REQUEST_LOOKS.isdisjoint(name_words(target.split("?", 1)[0])) or any(
+                args.get(flag) is True for flag in _DRY_RUN_KEYS
+            ):
+                return None
+            return CallFacts(tool, True, False)
+    return None
 
 
 def sleep_facts(args: Any) -> CallFacts | None:
