@@ -1797,7 +1797,14 @@ def test_home_assistant_intents_are_commands_but_those_that_get(tool: str, write
      ("mcp__netmiko__send_command", False), ("netmiko_send_command", False),
      ("mcp__postman__send_request", False), ("mcp__bigquery__submit_query", False),
      ("send_friend_request", True), ("submit_order", True),
-     ("tmux_send_keys", True), ("send_message", True)],
+     ("tmux_send_keys", True), ("send_message", True),
+     # the acts of operations desks
+     ("bms_ack_alarm", True), ("acknowledge_alert", True), ("escalate_ticket", True),
+     ("dispatch_vendor", True), ("delegate_task", True), ("rebook_passenger", True),
+     ("kyc_request_documents", True), ("mcp__crm__label_issue", True),
+     # request, label and flag as nouns: what a look reads
+     ("request_status", False), ("get_request", False), ("pull_request_details", False),
+     ("feature_flag_get", False), ("label_list", False)],
 )
 def test_an_mcp_tool_is_named_by_its_own_name_and_a_command_sent_is_no_message(
     tool: str, write: bool

@@ -73,6 +73,10 @@ UNDER_WAY = [
     {"carrier": "FedEx", "status": "in_transit", "eta": "today"},
     # a booking the property confirms by hand (Amadeus)
     {"data": {"id": "XD_8944", "status": "ON_REQUEST", "providerConfirmationId": None}},
+    # a review or a check another party runs; data moved while it runs
+    {"entry_number": "EJ3-0412876-5", "status": "UNDER_REVIEW", "pga_holds": [], "last_update": "2025-12-01T15:00:21Z"},
+    {"document": "lease.pdf", "state": "in_review"}, '{"scan": "s-4", "status": "scanning"}',
+    {"export": "x-2", "status": "Validating"}, "Index status: indexing", {"sync": "s-1", "state": "syncing"},
     # parts done beside a status under way: a CI run whose lint job completed
     {"status": "in_progress", "jobs": [{"name": "lint", "status": "completed", "conclusion": "success"},
                                        {"name": "test", "status": "in_progress", "conclusion": ""}]},

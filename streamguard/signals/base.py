@@ -994,6 +994,10 @@ _PROGRESS_WORDS = (
     # the agent itself must give (awaiting_input, "awaiting your reply")
     r"|awaiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*"
     r"|authori[sz]ing|updating|progressing|not[ _-]?(?:yet[ _-]?)?ready"
+    # a review or a check another party runs (a customs entry UNDER_REVIEW, a document
+    # "in review"; an export "validating"), and work that moves data while it runs
+    r"|under[ _-]?review|in[ _-]?review|reviewing|validating|verifying|scanning|analy[sz]ing"
+    r"|syncing|uploading|exporting|importing|indexing|transferring|migrating|restoring"
     r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
     # a booking a property confirms by hand (Amadeus' hotel booking "ON_REQUEST")
     r"|on[ _-]request"
@@ -1174,10 +1178,14 @@ _COUNT_KEY_FOLDED = re.compile(
 # over the words that cannot start there (words of one letter keep their order)
 _PROGRESS_FOLDED_WORDS = (
     r"p(?:ending\w*|rocessing|rovisioning|rogressing|dng)|q(?:ueued|ueue?ing)"
-    r"|i(?:n[ _-]?progress|n[ _-]?queue|nitiali[sz]ing|n[ _-]?transit)|r(?:unning)|e(?:xecuting)"
-    r"|c(?:reating)|s(?:tarting|cheduled)|d(?:eploying)|b(?:uilding)|w(?:aiting)"
-    r"|a(?:waiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*|uthori[sz]ing|csp)"
-    r"|u(?:pdating)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)"
+    r"|i(?:n[ _-]?progress|n[ _-]?queue|nitiali[sz]ing|n[ _-]?transit|n[ _-]?review|mporting"
+    r"|ndexing)|r(?:unning|eviewing|estoring)|e(?:xecuting|xporting)"
+    r"|c(?:reating)|s(?:tarting|cheduled|canning|yncing)|d(?:eploying)|b(?:uilding)|w(?:aiting)"
+    r"|a(?:waiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*|uthori[sz]ing|csp"
+    r"|naly[sz]ing)"
+    r"|u(?:pdating|nder[ _-]?review|ploading)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)"
+    r"|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)|v(?:alidating|erifying)|t(?:ransferring)"
+    r"|m(?:igrating)"
 )
 _W = _PROGRESS_FOLDED_WORDS
 _FOLDED_VALUE = rf"\s*(?:[\"'](?:{_W})[.…!]{{0,3}}[\"']|(?:{_W})\b)"

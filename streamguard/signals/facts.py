@@ -1619,19 +1619,24 @@ def plain_facts(
 
 _READ_KINDS = frozenset({"read", "resolve", "verify"})
 _WRITE_VERBS = frozenset({
-    "add", "adjust", "append", "apply", "approve", "archive", "assign", "book", "cancel", "change",
-    "charge", "create",
-    "delete", "deploy", "disable", "discard", "draft", "drop", "edit", "enable", "grant",
-    "insert", "install",
-    "invite", "kill", "lock", "mark", "merge", "modify", "move", "patch", "pay", "place", "post",
-    "publish", "purge", "push", "put", "reboot", "refund", "register", "reject", "remove",
-    "rename", "replace", "rerun", "reschedule", "reset", "restart", "restore", "revert",
-    "revoke", "save",
-    "schedule", "send", "set",
-    "submit", "transfer", "uninstall", "unlock", "update", "upload", "upsert", "write",
+    "ack", "acknowledge", "add", "adjust", "allocate", "append", "apply", "approve", "archive",
+    "assign", "attach", "book", "cancel", "change", "charge", "create", "decline",
+    "delegate", "delete", "deploy", "deprovision", "detach", "disable", "discard", "dismiss",
+    "dispatch", "draft", "drop", "edit", "enable", "enroll", "escalate", "flag",
+    "forward", "grant", "insert", "install", "invite", "isolate", "kill",
+    "label", "lock", "mark", "merge", "modify", "move", "notify", "patch", "pay", "place", "post",
+    "provision", "publish", "purge", "push", "put", "quarantine", "reboot", "rebook", "reconcile",
+    "refund", "register", "reject", "remove", "rename", "reopen", "replace", "request",
+    "rerun", "resend", "reschedule", "reserve", "reset", "restart", "restore", "revert", "revoke",
+    "rotate", "save", "schedule", "send", "set", "snooze", "submit", "suspend",
+    "terminate", "transfer", "unenroll", "uninstall", "unlink", "unlock", "unsuspend", "update",
+    "upload", "upsert", "void", "write",
 })
 """Verbs whose act changes what is stored somewhere (:func:`names_write`)."""
-_ACT_VERBS = _WRITE_VERBS | {
+_NAMING_NOUNS = frozenset({"flag", "label", "request"})
+"""Write verbs whose noun names what a look reads as often (``feature_flag_get``,
+``label_studio_projects``, ``pull_request_details``): no act by being in a name."""
+_ACT_VERBS = (_WRITE_VERBS - _NAMING_NOUNS) | {
     "act", "build", "call", "click", "close", "compile", "copy", "do", "exec", "execute",
     "expose", "fill", "fire", "invoke", "launch", "make", "open", "order", "press", "queue",
     "refresh", "retry", "run", "scroll", "select", "start", "stop", "sync",
@@ -1690,8 +1695,8 @@ _STEP_WORDS = frozenset({"and", "then"})
 
 
 _NOUN_VERBS = frozenset({
-    "add", "book", "charge", "draft", "drop", "lock", "merge", "move", "order", "pay", "place", "post",
-    "schedule", "transfer",
+    "add", "book", "charge", "draft", "drop", "flag", "label", "lock", "merge", "move", "order",
+    "pay", "place", "post", "request", "schedule", "transfer",
 })
 """Write verbs that are as often nouns (``address_book``, ``blog_post``, ``team_schedule``,
 ``order_status``): a write only when a word follows them and none of a look."""
