@@ -1801,10 +1801,13 @@ def test_home_assistant_intents_are_commands_but_those_that_get(tool: str, write
      # the acts of operations desks
      ("bms_ack_alarm", True), ("acknowledge_alert", True), ("escalate_ticket", True),
      ("dispatch_vendor", True), ("delegate_task", True), ("rebook_passenger", True),
-     ("kyc_request_documents", True), ("mcp__crm__label_issue", True),
-     # request, label and flag as nouns: what a look reads
+     ("request_documents", True), ("request_approval", True), ("reconcile_transactions", True),
+     ("fleet_request_refresh", True),
+     # a request as a noun, or a fetch: what a look reads
      ("request_status", False), ("get_request", False), ("pull_request_details", False),
-     ("feature_flag_get", False), ("label_list", False)],
+     ("pull_request_comments", False), ("kyc_request_documents", False), ("request_url", False),
+     ("feature_flag_evaluate", False), ("label_studio_projects", False),
+     ("forward_geocode_tool", False), ("port_forward", False), ("terminate", False)],
 )
 def test_an_mcp_tool_is_named_by_its_own_name_and_a_command_sent_is_no_message(
     tool: str, write: bool
@@ -1968,6 +1971,18 @@ def test_a_request_told_to_change_something_is_a_write() -> None:
     assert request_facts("idp", {"method": "POST", "url": "https://idp.example.com/oauth/token"}) is None
     assert request_facts("x", {"method": "POST"}) is None
     assert request_facts("x", {"method": "DELETE", "path": "/v1/items/7", "dry_run": True}) is None
+    # a GraphQL mutation by its shape, not the word: a query about a mutation reads
+    assert request_facts("clinvar", {"query": "mutation BRCA1 c.68_69delAG"}) is None
+    assert request_facts("clinvar", {"query": "mutations in TP53"}) is None
+    commented = request_facts("gql", {"query": "# make it\nmutation CreateX { x { id } }"})
+    assert commented is not None and commented.write
+    # the path's words, not the host's; a change named beside a look's; any DELETE
+    for method, target in (("POST", "https://acme.us.auth0.com/api/v2/users"),
+                           ("POST", "https://api.render.com/v1/services"),
+                           ("POST", "/orders/_delete_by_query"),
+                           ("DELETE", "/1/indexes/products_search")):
+        made = request_facts("http_request", {"method": method, "url": target})
+        assert made is not None and made.write, target
     # the call reads its arguments so, unless its name already says what it does
     searched = CallFacts("", False, True)
     assert argument_facts("search_api", {"method": "POST", "path": "/v1/items"}, searched) is searched
@@ -2151,6 +2166,18 @@ def test_a_cli_sweep_over_objects_by_id_and_dry_runs_that_would_succeed_are_no_s
     assert "result-stall" in criticals(loop)
 
 
+def test_a_splash_screen_waited_through_by_openai_computer_use_is_no_loop() -> None:
+    """OpenAI's computer-use actions sent as the arguments ({"type": "wait"}) were read as no
+    action at all: five waits while a slow application started were five identical calls,
+    halted by the blind rule."""
+    calls = Calls()
+    trace: list[Any] = calls.pair("computer", {"type": "double_click", "x": 62, "y": 214}, None)
+    for _ in range(6):
+        trace += calls.pair("computer", {"type": "wait"}, None)
+    trace += calls.pair("computer", {"type": "screenshot"}, None)
+    assert criticals(trace) == []
+
+
 def test_the_second_reading_of_keys_operations_and_intents() -> None:
     """What a review of the rules above found, each now read as it is."""
     # an operation on a tool whose name holds a look as a thing is a write...
@@ -2165,6 +2192,10 @@ def test_the_second_reading_of_keys_operations_and_intents() -> None:
     # OpenAI's keypress nests its keys in the action
     assert not runner_facts({"action": {"type": "keypress", "keys": ["PAGEDOWN"]}}).write
     assert runner_facts({"action": {"type": "keypress", "keys": ["ENTER"]}}).write
+    # ... or sends its action object as the arguments: read the same
+    assert runner_facts({"type": "wait"}).wait and not runner_facts({"type": "screenshot"}).write
+    assert runner_facts({"type": "double_click", "x": 62, "y": 214}).write
+    assert not runner_facts({"type": "keypress", "keys": ["PAGEDOWN"]}).write
     # a `key` argument of a tool that sends no keys is no key
     written = CallFacts("kv_set", True, False)
     assert argument_facts("kv_set", {"key": "next", "value": "c_17"}, written).write

@@ -1127,6 +1127,42 @@ def test_an_openhands_observation_closed_by_its_completed_line_is_read_as_its_ou
     assert "failure-loop" in signals(rerun)
 
 
+def test_a_codex_exec_command_report_is_read_as_its_output_and_exit_code() -> None:
+    """Codex CLI's ``exec_command`` answers open with a chunk id new for every call. Read as
+    sent, no two answers were alike: ``git commit`` answered "nothing to commit, working tree
+    clean" lap after lap (add and commit, status, add and commit) was never halted."""
+    from streamguard.signals.facts import unified_exec_report
+
+    def report(chunk: str, code: str, output: str) -> str:
+        return (f"Chunk ID: {chunk}\nWall time: 0.1500 seconds\nProcess exited with code {code}\n"
+                f"Original token count: 16\nOutput:\n{output}")
+
+    assert unified_exec_report(report("cc6926", "1", "nothing to commit")) == ("nothing to commit", "exit code 1")
+    assert unified_exec_report(report("007296", "0", "a4d91c0 feat")) == ("a4d91c0 feat", None)
+    running = "Chunk ID: 9f3a1c\nWall time: 10.0021 seconds\nProcess running with session ID 3\nOutput:\nListening"
+    assert unified_exec_report(running) == ("Listening", None)
+    recorded = "Command: /bin/zsh -lc 'ls'\n" + report("36c2f2", "0", "a\nb")
+    assert unified_exec_report(recorded) == ("a\nb", None)
+    for other in ("Chunk ID: 1\nOutput:\nx", "Chunk ID: a b\nWall time: 1 seconds\nOutput:\nx",
+                  "Chunk ID: " + "f" * 40 + "\nWall time: 1 seconds\nOutput:\nx"):
+        assert unified_exec_report(other) is None, other
+
+    clean = "On branch feat/read-timeout\nnothing to commit, working tree clean"
+    laps: list[Any] = []
+    for n in range(8):
+        laps += [sh("git add -A && git commit -m 'feat: read timeout'", "exec_command"),
+                 out(report(f"{n:06x}", "1", clean), "exec_command"),
+                 sh("git status", "exec_command"),
+                 out(report(f"{n + 100:06x}", "0", clean), "exec_command")]
+    assert "alternating-tool-cycle" in [a.signal for a in alerts(laps) if a.severity == "critical"]
+    # a log followed while it grows is news at every read, whatever the chunk ids
+    follow: list[Any] = []
+    for n in range(8):
+        follow += [sh("sleep 30; tail -n 1 build.log", "exec_command"),
+                   out(report(f"{n:06x}", "0", f"[{n + 1}/40] compiling crate {n}"), "exec_command")]
+    assert [a.signal for a in alerts(follow) if a.severity == "critical"] == []
+
+
 def test_a_codex_text_report_is_read_as_its_output_and_exit_code() -> None:
     """Codex CLI shows the model `Exit code: N / Wall time: T seconds / Output:` before a
     command's output. Read as sent, the wall time made every answer new and hid the figures

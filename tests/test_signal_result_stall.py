@@ -238,6 +238,34 @@ def test_reworded_searches_answered_empty_with_a_new_receipt_each_time_stall() -
     assert hits(found) == []
 
 
+def test_an_empty_answer_naming_what_the_search_was_given_found_nothing() -> None:
+    """A catalogue search that names back the supplier it was asked about, and a document
+    search naming the repository it searched: nothing found, whatever else they echo. Read
+    as hits, 27 reworded searches for a memo that does not exist were never halted."""
+    assert found_nothing({"supplier": "SNDSRC", "query": "HP220", "total": 0, "hits": []}, 0, ("SNDSRC", "HP220"))
+    assert not found_nothing({"supplier": "SNDSRC", "query": "HP220", "total": 0, "hits": []})
+    # a name the search was not given is what it found: a customer with no open tickets
+    assert not found_nothing({"customer": "Ada", "tickets": []}, 0, ("cus_b",))
+    assert found_nothing({"data": [], "meta": {"page": {}, "status": "done", "elapsed": 130}})
+    hunt: list[Any] = []
+    for i in range(12):
+        hunt += step("records.search_documents", {"query": f"Greenline memo {word(i)}", "repository": "edms"},
+                     {"total": 0, "results": [], "searched": "edms", "took_ms": 100 + i})
+    assert hits(hunt) == [9]  # the first look in the repository is news, the next eight stale
+    # a recall swept store by store, nothing found in most: each store's answer is news
+    sweep: list[Any] = []
+    for i in range(14):
+        sweep += step("inventory_lot_search", {"store": f"0{310 + 5 * i}", "ndc": "58160082311"},
+                      {"store": f"0{310 + 5 * i}", "matches": []})
+    assert hits(sweep) == []
+    # the same searches finding a document are answers
+    found: list[Any] = []
+    for i in range(12):
+        found += step("records.search_documents", {"query": f"Greenline memo {word(i)}", "repository": "edms"},
+                      {"total": 1, "results": [{"doc": f"D-{i}"}], "searched": "edms", "took_ms": 100 + i})
+    assert hits(found) == []
+
+
 def test_reworded_scored_searches_with_a_new_best_score_each_time_stall() -> None:
     """A semantic search that states its cut-off and the best score it saw below it (a
     new one for every wording) found nothing all the same: the clause hunted under

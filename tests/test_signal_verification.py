@@ -163,6 +163,7 @@ def test_ambiguous_names_never_classify_as_write() -> None:
         # not those whose first word is a longer one, the noun the verb begins
         ("showings_create", None), ("listing_update", None), ("inspections_get", None),
         ("statuspage_update_incident", None), ("testbook_add_entry", None),
+        ("LIST_UNITS", "resolve"), ("LISTING_UPDATE", None), ("healthcheck", "verify"),
         # a namespaced name is then tried by its own part
         ("inspections.create", "write"), ("reader.start_run", "write"),
     ],
@@ -179,6 +180,10 @@ def test_a_word_glob_matches_the_word_and_not_a_longer_one(word: str, rest: str,
     match = tool_glob_matcher([word + "*"])
     assert match is not None
     assert match(word) and match(word.upper())
+    assert match(word.upper() + "_" + rest.upper())  # in capitals, a separator ends the word
+    assert not match(word.upper() + rest.upper())  # and glued, it is one word
+    # a capital that grows when lowered ("İ") begins a word as any capital does
+    assert match(word + "İ" + rest) and not match("İ" + word)
     assert match(word + rest.capitalize())  # camelCase: a new word begins
     assert match(word + separator + rest) is (separator != "")  # glued in lower case: one word
     # the same, whatever case the name is written in where the word is

@@ -1578,7 +1578,7 @@ _WINDOW_FIELDS = frozenset({
 ``to_date``): when it looked, not what it found (:func:`found_nothing`)."""
 _REQUEST_NUMBERS = frozenset({
     "took", "took_ms", "response_time", "responsetime", "response_time_ms", "search_time_ms",
-    "query_time_ms", "processing_time_ms",
+    "query_time_ms", "processing_time_ms", "elapsed", "elapsed_ms",
 })
 """Numbers an answer states of its own request, how long it took (Tavily's
 ``response_time``, Elasticsearch's ``took``): no count of what it found. Not a
@@ -1734,7 +1734,7 @@ def _empty_page(value: Any, depth: int) -> int:
     return empties
 
 
-def found_nothing(payload: Any, depth: int = 0) -> bool:
+def found_nothing(payload: Any, depth: int = 0, echoed: tuple[str, ...] = ()) -> bool:
     """Whether a search's structured answer (a JSON value, or JSON text) found nothing:
     an empty array or object, or an object whose containers are all empty (at least one:
     the results) and whose other fields are nulls, zeros or false and at most three
@@ -1748,9 +1748,12 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
     cut-off and the best score below it (``"threshold"``, ``"max_score_seen"``:
     :data:`_SCORE_FIELDS`), and what it says of
     its own request, its id and how long it took (``"request_id": "..."``,
-    ``"response_time": 1.67``: :data:`_REQUEST_IDS`, :data:`_REQUEST_NUMBERS`). A
-    count, any other string (an id, a name, a cursor to the next page) or any non-empty
-    container is a hit: a customer found with no open tickets found something."""
+    ``"response_time": 1.67``: :data:`_REQUEST_IDS`, :data:`_REQUEST_NUMBERS`), and, under
+    any name, a string the search was given (``echoed``: the call's own argument values,
+    ``{"supplier": "SNDSRC", "query": "HP220", "total": 0, "hits": []}`` for
+    ``supplier="SNDSRC"``). A count, any other string (an id, a name, a cursor to the next
+    page) or any non-empty container is a hit: a customer found with no open tickets found
+    something."""
     payload = _json_value(payload)
     if payload is _NOT_JSON:
         return False
@@ -1772,7 +1775,7 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
                 return False
             empties += 1
         elif kind is dict:
-            if value and (depth or not found_nothing(value, 1)):
+            if value and (depth or not found_nothing(value, 1, echoed)):
                 return False  # one level of wrapping ({"data": {"items": []}}) at most
             empties += 1
         elif kind is str:
@@ -1785,7 +1788,7 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
                 # (an echoed query under any name: `cqlQuery`, `searchQuery`), or the
                 # request's own receipt (Tavily's `request_id`)
                 name.replace("-", "_") in _REQUEST_IDS and len(value) <= 128
-            ):
+            ) and value not in echoed:
                 return False
             strings += 1
         elif value is not None and value is not False and value != 0 and not (
@@ -1798,6 +1801,38 @@ def found_nothing(payload: Any, depth: int = 0) -> bool:
         ):
             return False
     return empties > 0 and strings <= 3
+
+
+def named_back(payload: Any, given: tuple[str, ...]) -> tuple[str, ...]:
+    """The strings of a structured answer (its top level and the objects in it) that its
+    search was given (``given``), in order, each once: where an empty answer says it looked
+    (``{"store": "0315", "matches": []}``). Read only for an answer :func:`found_nothing`
+    takes as nothing found with ``given``, an object of at most 8 fields."""
+    payload = _json_value(payload)
+    named: list[str] = []
+    if type(payload) is dict:
+        for key, value in payload.items():
+            inner = value.items() if type(value) is dict else ((key, value),)
+            for name, item in inner:
+                if (
+                    type(item) is str and item in given and item not in named
+                    and not _says_of_itself(name)  # (the query echoed: no place)
+                ):
+                    named.append(item)
+    return tuple(sorted(named))
+
+
+def _says_of_itself(key: Any) -> bool:
+    """Whether a string field of a search's answer is named as one of what it says of
+    itself: its query echoed, a status, a time, the kind of answer, its request's id
+    (:func:`found_nothing` reads them as no hit by their names)."""
+    if type(key) is not str:
+        return False
+    name = key.lower()
+    return (
+        name in _NOTHING_TEXT_FIELDS or name.endswith(("query", "_type"))
+        or name.replace("-", "_") in _REQUEST_IDS
+    )
 
 
 def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:

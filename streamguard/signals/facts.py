@@ -473,8 +473,9 @@ def tool_glob_matcher(patterns: list[str] | tuple[str, ...]) -> Callable[[str], 
     ``showUnit``, ``show-unit`` and ``show2``, not ``showings_create``, ``listing_update``,
     ``inspections.create``, ``reader.start_run`` or ``waitlist_add``, whose first word is
     another one (a noun the verb begins). Read by the letters of the name as given: after
-    the word comes its end, a character that is no lower-case letter, or nothing. A name
-    glued in lower case (``getuser``) is no match for ``get*``; ``get?*`` is the plain
+    the word comes nothing, a character that is no letter, or a capital after a small
+    letter (``SHOW_UNIT`` matches, ``SHOWINGS_CREATE`` does not). A name glued in one case
+    (``getuser``, ``writefile``) is one word, no match for ``get*``; ``get?*`` is the plain
     prefix. Every other glob is :mod:`fnmatch`'s."""
     if not patterns:
         return None
@@ -483,16 +484,17 @@ def tool_glob_matcher(patterns: list[str] | tuple[str, ...]) -> Callable[[str], 
     other = re.compile("|".join(fnmatch.translate(p.lower()) for p in rest)).match if rest else None
 
     def match(name: str) -> bool:
-        lowered = name.lower()
-        if other is not None and other(lowered):
+        if other is not None and other(name.lower()):
             return True
-        if words:
-            # (a lower-casing that changes the length, "İ", is read on the lower-cased name)
-            letters = name if len(name) == len(lowered) else lowered
-            for word in words:
-                if lowered.startswith(word) and (
-                    len(lowered) == len(word) or not letters[len(word)].islower()
-                ):
+        for word in words:
+            size = len(word)
+            if name[:size].lower() == word:
+                if len(name) == size:
+                    return True
+                # the word ends where a letter does not follow, or where a capital follows
+                # a small letter (`showUnit`; not `SHOWINGS`, one word in capitals)
+                after = name[size]
+                if not after.isalpha() or (after.isupper() and name[size - 1].islower()):
                     return True
         return False
 
@@ -1139,9 +1141,14 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
             return pressed
         if command is None:
             action = args.get("action")
+            acted = args  # (where the keys of a keypress are)
             if type(action) is dict:
                 # OpenAI's computer-use shape: {"action": {"type": "keypress", "keys": [...]}}
+                acted = action
                 action = action.get("type")
+            elif action is None:
+                # ... or its action object sent as the arguments: {"type": "wait"}
+                action = args.get("type")
             if type(action) is str and action in COMPUTER_ACTIONS:
                 # A computer-use tool: what it does is its action; everything but a
                 # look at the screen, a wait, a scroll or a key that moves the view
@@ -1150,7 +1157,7 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
                     action in ("key", "keypress")
                     # (OpenAI's shape nests the keys in the action: {"type": "keypress",
                     # "keys": ["PAGEDOWN"]})
-                    and navigation_keys(args["action"] if type(args["action"]) is dict else args)
+                    and navigation_keys(acted)
                 )
                 return CallFacts(action, write, False, action == "wait")
         elif isinstance(command, str) and command in EDITOR_COMMANDS:
@@ -1549,32 +1556,45 @@ _REQUEST_LOOKS = frozenset({
     "search", "query", "graphql", "count", "msearch", "lookup", "find", "explain", "validate",
     "preview", "estimate", "simulate", "render", "token", "oauth", "login", "auth",
 })
-"""Words of a request's path that say a ``POST`` asks rather than changes: a search or a
-query sent in a body (``POST /index/_search``, ``POST /graphql``), a dry run, a token."""
+"""Words of a ``POST``'s path that say it asks rather than changes: a search or a query sent
+in a body (``POST /index/_search``, ``POST /graphql``), a dry run, a token."""
+_REQUEST_CHANGES = frozenset({"delete", "update", "create", "insert", "upsert", "remove", "bulk"})
+"""Words of a ``POST``'s path that say it changes, beside a look's (``_delete_by_query``)."""
+_PATH_WORD = re.compile(r"[a-z]+")
+_GRAPHQL_MUTATION = re.compile(r"\s*(?:#[^\n]*\n\s*)*mutation\b\s*[_A-Za-z0-9]*\s*[({@]")
+"""A GraphQL document that opens with a mutation (after comments), named or not."""
+REQUEST_PATH_LIMIT = 1_024
+"""Characters of a request's path read for its words."""
 
 
 def request_facts(tool: str, args: dict[Any, Any]) -> CallFacts | None:
     """The facts of a write when a tool that sends requests of any kind is told to change
-    something by its arguments: a GraphQL ``mutation`` (``shopify_graphql(query="mutation
-    ...")``), or an HTTP method that changes (``POST``, ``PUT``, ``PATCH``, ``DELETE``) sent
-    to a path (``stripe_api(method="POST", path="/v1/webhook_endpoints")``). Its name says
-    neither, and a webhook created again at every lap of a create-then-list cycle, each time
-    under a new id, was read as a look. ``None`` for a ``GET``, for a request without a path
-    or an address, for a path with a word of a look (:data:`_REQUEST_LOOKS`: a search sent
-    as ``POST``), and for a dry run."""
+    something by its arguments: a GraphQL mutation (``shopify_graphql(query="mutation
+    ($input: ProductInput!) {...}")``), or an HTTP method that changes (``POST``, ``PUT``,
+    ``PATCH``, ``DELETE``) sent to a path or an address (``stripe_api(method="POST",
+    path="/v1/webhook_endpoints")``). Its name says neither, and a webhook created again at
+    every lap of a create-then-list cycle, each time under a new id, was read as a look.
+    ``None`` for a ``GET``, for a request without a path or an address, for a dry run, and
+    for a ``POST`` whose path (not its host) has a word of a look (:data:`_REQUEST_LOOKS`:
+    a search sent as ``POST``) and none of a change (``_delete_by_query`` changes)."""
     query = args.get("query")
-    if type(query) is str and query.lstrip()[:8] == "mutation":
+    if type(query) is str and _GRAPHQL_MUTATION.match(query) is not None:
         return CallFacts(tool, True, False)
     method = args.get("method")
-    if type(method) is not str or method.lower() not in _HTTP_WRITES:
+    if type(method) is not str or len(method) > 8 or (method := method.lower()) not in _HTTP_WRITES:
         return None
     for key in _REQUEST_TARGET_KEYS:
         target = args.get(key)
         if type(target) is str and target:
-            if not _REQUEST_LOOKS.isdisjoint(name_words(target.split("?", 1)[0])) or any(
-                args.get(flag) is True for flag in _DRY_RUN_KEYS
-            ):
+            if any(args.get(flag) is True for flag in _DRY_RUN_KEYS):
                 return None
+            if method == "post":
+                path = target[:REQUEST_PATH_LIMIT].split("?", 1)[0].split("#", 1)[0]
+                if "://" in path:
+                    path = path.split("://", 1)[1].partition("/")[2]  # (not the host's words)
+                words = set(_PATH_WORD.findall(path.lower()))
+                if not _REQUEST_LOOKS.isdisjoint(words) and _REQUEST_CHANGES.isdisjoint(words):
+                    return None
             return CallFacts(tool, True, False)
     return None
 
@@ -1622,20 +1642,21 @@ _WRITE_VERBS = frozenset({
     "ack", "acknowledge", "add", "adjust", "allocate", "append", "apply", "approve", "archive",
     "assign", "attach", "book", "cancel", "change", "charge", "create", "decline",
     "delegate", "delete", "deploy", "deprovision", "detach", "disable", "discard", "dismiss",
-    "dispatch", "draft", "drop", "edit", "enable", "enroll", "escalate", "flag",
-    "forward", "grant", "insert", "install", "invite", "isolate", "kill",
-    "label", "lock", "mark", "merge", "modify", "move", "notify", "patch", "pay", "place", "post",
+    "dispatch", "draft", "drop", "edit", "enable", "enroll", "escalate", "grant", "insert", "install", "invite", "isolate", "kill",
+    "lock", "mark", "merge", "modify", "move", "notify", "patch", "pay", "place", "post",
     "provision", "publish", "purge", "push", "put", "quarantine", "reboot", "rebook", "reconcile",
     "refund", "register", "reject", "remove", "rename", "reopen", "replace", "request",
     "rerun", "resend", "reschedule", "reserve", "reset", "restart", "restore", "revert", "revoke",
     "rotate", "save", "schedule", "send", "set", "snooze", "submit", "suspend",
-    "terminate", "transfer", "unenroll", "uninstall", "unlink", "unlock", "unsuspend", "update",
+    "transfer", "unenroll", "uninstall", "unlink", "unlock", "unsuspend", "update",
     "upload", "upsert", "void", "write",
 })
 """Verbs whose act changes what is stored somewhere (:func:`names_write`)."""
-_NAMING_NOUNS = frozenset({"flag", "label", "request"})
-"""Write verbs whose noun names what a look reads as often (``feature_flag_get``,
-``label_studio_projects``, ``pull_request_details``): no act by being in a name."""
+_NAMING_NOUNS = frozenset({"request"})
+"""Write verbs whose noun names what a look reads as often (``pull_request_details``,
+``get_request``): no act by being in a name, and a write only as its first word
+(``request_documents``; not ``pull_request_comments``) or before an act
+(``fleet_request_refresh``)."""
 _ACT_VERBS = (_WRITE_VERBS - _NAMING_NOUNS) | {
     "act", "build", "call", "click", "close", "compile", "copy", "do", "exec", "execute",
     "expose", "fill", "fire", "invoke", "launch", "make", "open", "order", "press", "queue",
@@ -1695,8 +1716,8 @@ _STEP_WORDS = frozenset({"and", "then"})
 
 
 _NOUN_VERBS = frozenset({
-    "add", "book", "charge", "draft", "drop", "flag", "label", "lock", "merge", "move", "order",
-    "pay", "place", "post", "request", "schedule", "transfer",
+    "add", "book", "charge", "draft", "drop", "lock", "merge", "move", "order", "pay", "place",
+    "post", "request", "schedule", "transfer",
 })
 """Write verbs that are as often nouns (``address_book``, ``blog_post``, ``team_schedule``,
 ``order_status``): a write only when a word follows them and none of a look."""
@@ -1713,10 +1734,12 @@ _LOOK_WORDS = frozenset({
 _CALLS_NOT_CHANGES = {
     "send": frozenset({"command", "commands", "request", "http"}),
     "submit": frozenset({"query", "search"}),
+    "request": frozenset({"url", "uri", "http", "https", "page", "get", "api", "endpoint", "data"}),
 }
 """What a write verb sends when it sends a call rather than a change: a command to a
 device's command line (netmiko's ``send_command``, whose answer is the command's output),
-an HTTP request (Postman's ``send_request``), a query (``submit_query``). What such a
+an HTTP request (Postman's ``send_request``, a fetch tool's ``request_url``), a query
+(``submit_query``). What such a
 call does is not in the tool's name, so it is named neither a write nor a read: a
 router's ``show bgp summary`` is no write, nor is a car's ``lock`` (``tesla_send_command``)
 named one. (Keys typed into a terminal, ``tmux_send_keys``, stay writes, as a browser's or
@@ -1732,7 +1755,7 @@ _NOT_METHOD_VERBS = _NOUN_VERBS | {"change", "set"}
 ``sql_result_set``, ``google_maps_place_photos``): no method after a resource's path."""
 _PATH_WORDS_NOT_RESOURCES = (
     _ACT_VERBS | _LOOK_WORDS | _BATCH_WORDS | {"progress"}
-    | frozenset().union(*_CALLS_NOT_CHANGES.values())
+    | _CALLS_NOT_CHANGES["send"] | _CALLS_NOT_CHANGES["submit"]
 )
 """Words that make no resource's path: an act, a look, a call sent (``router_command_send``)."""
 _WORDS_OF_A_READING = _LOOK_WORDS | {"progress", "events", "time", "date", "count", "rate", "level"}
@@ -1804,6 +1827,10 @@ def names_write(tool: str) -> bool:
     verb = words[at]
     if verb not in _WRITE_VERBS or (verb == "mark" and words[at + 1 : at + 2] == ["price"]):
         return False  # (a market's mark price is no mark: `futures_mark_price`)
+    if at and verb in _NAMING_NOUNS and (at + 1 == len(words) or words[at + 1] not in _ACT_VERBS):
+        # a noun after another word (`pull_request_comments`), unless an act follows it
+        # (`fleet_request_refresh`: a refresh requested)
+        return False
     if at + 1 < len(words) and words[at + 1] in _CALLS_NOT_CHANGES.get(verb, ()):
         return False  # a command, a request, a query sent (`netmiko_send_command`)
     if verb in _NOUN_VERBS:
@@ -2022,6 +2049,30 @@ def exit_report(text: str) -> tuple[str, str | None] | None:
     return text[match.end():], (f"exit code {code}" if code != 0 else None)
 
 
+UNIFIED_HEAD = "Chunk ID: "
+"""How Codex CLI opens its report of an ``exec_command`` (:func:`unified_exec_report`)."""
+_UNIFIED_REPORT = re.compile(
+    r"(?:Command: [^\n]{0,4096}\n)?Chunk ID: [0-9A-Za-z]{1,32}\nWall time: [0-9.]{1,20} seconds\n"
+    r"(?:Process exited with code (-?[0-9]{1,9})\n|Process running with session ID [0-9]{1,20}\n)?"
+    r"(?:Original token count: [0-9]{1,12}\n)?Output:\n?"
+)
+
+
+def unified_exec_report(text: str) -> tuple[str, str | None] | None:
+    """Codex CLI's report of an ``exec_command`` (its unified exec: ``Chunk ID: 9f3a1c\nWall
+    time: 0.1500 seconds\nProcess exited with code 1\nOriginal token count: 16\nOutput:\n...``,
+    ``Process running with session ID 3`` while the command runs on; a recording may put
+    ``Command: ...`` first), read as what it says: its output, and a failure ``exit code N``
+    when the code is not 0. ``None`` when the text does not open so. Read as sent, the chunk
+    id, new for every call, made every answer new: ``git commit`` answered "nothing to
+    commit, working tree clean" eight laps in a row was never one answer."""
+    match = _UNIFIED_REPORT.match(text)
+    if match is None:
+        return None
+    code = match[1]
+    return text[match.end():], (f"exit code {code}" if code is not None and code != "0" else None)
+
+
 SCRIPT_HEAD = "The script ran"
 """How Magentic-One's and AutoGen's terminal agents open their report of a script run
 (:func:`script_report`)."""
@@ -2160,7 +2211,7 @@ def terminal_screen(text: str) -> tuple[str, str | None] | None:
 
 RUNNER_ANSWER_HEADS = (
     TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD, EXIT_HEAD, CELL_ERROR_HEAD,
-    SCRIPT_HEAD, SILENT_RUN, OBSERVATION_LINE, *SCREEN_HEADS,
+    SCRIPT_HEAD, UNIFIED_HEAD, SILENT_RUN, OBSERVATION_LINE, *SCREEN_HEADS,
 )
 """How a runner's answer wrapped by its runtime opens when it is text (:func:`runner_answer`)."""
 
@@ -2259,7 +2310,8 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
     (:func:`returncode_report`), Cline's and Roo Code's run report (:func:`run_report`),
     a run recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object
     or as its JSON text (:func:`runner_envelope`), or as its text report
-    (:func:`exit_report`), a terminal agent's report of a script (:func:`script_report`),
+    (:func:`exit_report`), or its report of an ``exec_command``
+    (:func:`unified_exec_report`), a terminal agent's report of a script (:func:`script_report`),
     SWE-agent's words for no output (:func:`silent_run`),
     with ``cell`` (the runner runs a notebook's cells:
     :data:`CELL_TOOLS`) a cell's traceback (:func:`cell_error`), and, with
@@ -2272,7 +2324,8 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
     if type(payload) is str:
         answer: tuple[str, str | None] | None
         if payload.startswith(TRANSCRIPT_HEAD):
-            answer = shell_transcript(payload)
+            # (a recording of Codex's exec_command may open with the command too)
+            answer = shell_transcript(payload) or unified_exec_report(payload)
         elif payload.startswith(OBSERVATION_HEAD):
             answer = returncode_report(payload)
         elif payload.startswith(RUN_HEAD):
@@ -2283,6 +2336,8 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
             answer = cell_error(payload)
         elif payload.startswith(SCRIPT_HEAD):
             answer = script_report(payload)
+        elif payload.startswith(UNIFIED_HEAD):
+            answer = unified_exec_report(payload)
         elif payload.startswith((SILENT_RUN, OBSERVATION_LINE)):
             answer = silent_run(payload)
         elif payload.startswith(SCREEN_HEADS):

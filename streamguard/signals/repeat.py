@@ -188,7 +188,7 @@ EMPTY_OUTPUT = 0x454D505459
 ARGS_LIMIT = 200
 """Bytes of arguments quoted in alert text."""
 DEFAULT_POLLING_TOOLS = ("*status*", "wait*", "poll*", "get_job*", "check_job*", "*progress*",
-                         "watch*", "tail_log*", "health*")
+                         "watch*", "tail_log*", "health*", "healthcheck*")
 ANCHOR_TEXT_LIMIT = 512
 """Largest anchor text kept for the path suffix comparison (bytes of canonical JSON).
 

@@ -26,9 +26,10 @@ What it catches
     payload that is JSON text (how MCP servers and many frameworks deliver
     API answers: pages of a list, one route on several dates). One exception: a
     search's structured answer that found nothing (``[]``, ``{"query": "blue
-    shoe", "results": []}``: ``found_nothing``) is read like a search's empty
-    output, since an API that echoes the query would make every rewording
-    look new; so would one that stamps its own request on the answer (a
+    shoe", "results": []}``: ``found_nothing``; the strings the search was given,
+    named back under any name, ``"supplier": "SNDSRC"``, are no hit either) is read
+    like a search's empty output, since an API that echoes the query would make every
+    rewording look new; so would one that stamps its own request on the answer (a
     ``request_id``, when it was made, how long it took: twenty flight searches
     reworded for a route nobody flies, each "no offers" under a new
     ``offer_request_id``, between the airport lookups, are halted at the session's twelfth
@@ -354,6 +355,7 @@ from .base import (
     has_response_reference,
     is_write_acknowledgement,
     mask_run_duration,
+    named_back,
     poll_answer,
     reports_failure,
     says_bare_value,
@@ -1594,6 +1596,8 @@ def _encodable(text: str) -> bool:
 
 
 ECHO_FIELDS, ECHO_VALUES = 8, 4
+GIVEN_MAX = 64
+"""Longest argument string of a search kept as what it was given (``ResultStallState.given``)."""
 """Top-level argument fields read for what an error may echo, and values kept of them."""
 ECHO_MIN, ECHO_MAX = 6, 256
 """A string argument of this many characters, found in the call's error, is masked
@@ -1818,6 +1822,12 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """The newest call's argument strings and numbers its answer may echo (see ``ECHO_MIN``)."""
     echo_key: int = 0
     """That call's key."""
+    given: tuple[str, ...] = ()
+    """The newest search's short argument strings (at most ``ECHO_FIELDS``, of at most
+    ``GIVEN_MAX`` characters): an answer naming them names what it was asked, no hit
+    (``found_nothing``)."""
+    given_key: int = 0
+    """That search's key."""
     sample: str = ""
     """The latest stale template, cut to 160 bytes (alert text)."""
     reads: bytearray = bytearray()
@@ -2009,6 +2019,12 @@ class ResultStall(Signal):
         echo: list[str] = []
         # The values themselves when there are few (the usual call): no islice object.
         values = args.values() if len(args) <= ECHO_FIELDS else islice(args.values(), ECHO_FIELDS)
+        if call.search:
+            # What a search was given, which its empty answer may name ("supplier": "SNDSRC").
+            given = tuple(v for v in values if type(v) is str and 0 < len(v) <= GIVEN_MAX)
+            if given or state.given:
+                state.given, state.given_key = given, call.key
+            values = args.values() if len(args) <= ECHO_FIELDS else islice(args.values(), ECHO_FIELDS)
         for value in values:
             if (
                 type(value) is str and ECHO_MIN <= len(value) <= ECHO_MAX
@@ -2134,10 +2150,24 @@ class ResultStall(Signal):
             # and strings are its data (prices, ids, names, pages), not noise to mask.
             code = (outcome & _M32) or 1
             cached = (code, code, _STRUCTURED, False)
-            if flags & FLAG_SEARCH and found_nothing(result.event.result):
-                # {"query": "blue shoe", "results": []}: the echoed query differs on every
-                # rewording, the answer does not; like an empty output, nothing found.
-                cached = _FOUND_NOTHING
+            if flags & FLAG_SEARCH:
+                if found_nothing(result.event.result):
+                    # {"query": "blue shoe", "results": []}: the echoed query differs on
+                    # every rewording, the answer does not; like an empty output, nothing
+                    # found.
+                    cached = _FOUND_NOTHING
+                elif key and key == state.given_key and found_nothing(
+                    result.event.result, 0, state.given
+                ):
+                    # {"store": "0315", "matches": []}: nothing found where the search was
+                    # told to look. Nothing found in the same place again is stale (a memo
+                    # hunted under twenty rewordings in one repository); in a place not
+                    # looked in before, news (a recall swept store by store).
+                    places = "\x1f".join(named_back(result.event.result, state.given)).encode(
+                        "utf-8", "surrogatepass"
+                    )[:TEXT_LIMIT]
+                    code = zlib.crc32(b"(nothing found in)" + places) or 1
+                    cached = (code, code, b"(nothing found in) " + places, False)
         if state.page_step and key and (key & _M32 or 1) == state.page_step:
             state.page_step = 0
             if not result.failed and empty_page(result.event.result):

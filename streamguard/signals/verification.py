@@ -144,7 +144,7 @@ DEFAULT_READ_TOOLS = (
 )
 DEFAULT_VERIFY_TOOLS = (
     "verify*", "validate*", "check_*", "test*", "run_tests*", "wait_and_verify", "health*",
-    "probe*",
+    "healthcheck*", "probe*",
 )
 DEFAULT_WRITE_TOOLS = (
     "write*", "edit*", "create*", "update*", "delete*", "remove*", "rm", "mv", "move*",
