@@ -1802,7 +1802,8 @@ def test_home_assistant_intents_are_commands_but_those_that_get(tool: str, write
      ("bms_ack_alarm", True), ("acknowledge_alert", True), ("escalate_ticket", True),
      ("dispatch_vendor", True), ("delegate_task", True), ("rebook_passenger", True),
      ("request_documents", True), ("request_approval", True), ("reconcile_transactions", True),
-     ("fleet_request_refresh", True),
+     ("fleet_request_refresh", True), ("terminate_instances", True), ("ec2_terminate_instances", True),
+     ("terminate", False),
      # a request as a noun, or a fetch: what a look reads
      ("request_status", False), ("get_request", False), ("pull_request_details", False),
      ("pull_request_comments", False), ("kyc_request_documents", False), ("request_url", False),

@@ -77,6 +77,8 @@ UNDER_WAY = [
     {"entry_number": "EJ3-0412876-5", "status": "UNDER_REVIEW", "pga_holds": [], "last_update": "2025-12-01T15:00:21Z"},
     {"document": "lease.pdf", "state": "in_review"}, '{"scan": "s-4", "status": "scanning"}',
     {"export": "x-2", "status": "Validating"}, "Index status: indexing", {"sync": "s-1", "state": "syncing"},
+    # a status printed alone (`aws rds describe-db-instances --query ... --output text`)
+    "creating\n", "PENDING", '"IN_PROGRESS"', "  provisioning...  ",
     # parts done beside a status under way: a CI run whose lint job completed
     {"status": "in_progress", "jobs": [{"name": "lint", "status": "completed", "conclusion": "success"},
                                        {"name": "test", "status": "in_progress", "conclusion": ""}]},
@@ -124,6 +126,8 @@ UNDER_WAY = [
     {"scanId": "scn_4b", "state": "queuing", "started": None}, {"scanId": "scn_4b", "state": "executing"},
 ]
 NOT_UNDER_WAY = [
+    # a status alone that says an end, or more than a status
+    "created\n", "FAILED", "pending approval was rejected: the batch failed",
     '{"status": "failed", "reason": "OOM"}',
     {"status": "running", "last_error": "disk full"},
     '{"state": "processing", "completed": true}',

@@ -13,7 +13,7 @@ from streamguard.engine import Engine
 from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.base import ResultView
-from streamguard.signals.facts import FLAG_RUNNER, FLAG_WRITE
+from streamguard.signals.facts import FLAG_RUNNER, FLAG_WRITE, request_facts
 from streamguard.signals.result_stall import (
     _SSH_HOST,
     LISTED,
@@ -258,6 +258,16 @@ def test_an_empty_answer_naming_what_the_search_was_given_found_nothing() -> Non
         sweep += step("inventory_lot_search", {"store": f"0{310 + 5 * i}", "ndc": "58160082311"},
                       {"store": f"0{310 + 5 * i}", "matches": []})
     assert hits(sweep) == []
+    # so is a window or a filter the search was given: each date asked is another place
+    for field, values in (("date", [f"2025-03-{d:02d}" for d in range(1, 15)]),
+                          ("status", [f"state_{word(i)}" for i in range(14)])):
+        dated: list[Any] = []
+        for value in values:
+            dated += step("search_availability", {"venue": "V-118", field: value},
+                          {"venue": "V-118", field: value, "slots": []})
+        assert hits(dated) == [], field
+    # a crafted query cannot make the mutation test slow (it reads the head only)
+    assert request_facts("graphql", {"query": "mutation" + " " * 200_000 + "x"}) is None
     # the same searches finding a document are answers
     found: list[Any] = []
     for i in range(12):
@@ -479,6 +489,9 @@ def test_the_echo_survives_a_snapshot_and_never_breaks_one() -> None:
     engine.process(ToolCall(session="s", tool="run_sql", args={"query": "SELECT \ud800 FROM t",
                                                               "note": "naïve ümlaut"}))
     assert engine.snapshot("s")  # a lone surrogate is not kept (it could not be encoded)
+    # nor among what a search was given
+    engine.process(ToolCall(session="s", tool="search_docs", args={"query": "x\ud800y", "store": "0315"}))
+    assert engine.snapshot("s")
     # Restored between a call and its failure, the echo is still masked: the trip comes
     # at the same call as without the restart.
     trace: list[Any] = []

@@ -1032,6 +1032,11 @@ _IN_PROGRESS = re.compile(
     # cluster's {"running": 3} pods is where they stay) and not zero (nothing under way).
     r'|(?i:"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9])'
 )
+BARE_STATUS_LIMIT = 48
+"""Longest answer read as a status printed alone (:data:`_BARE_UNDER_WAY`)."""
+_BARE_UNDER_WAY = re.compile(rf"\s*[\"']?(?:{_PROGRESS_WORDS})[\"']?[.…]{{0,3}}\s*")
+"""An answer that is a word of work under way and nothing else (``creating``, ``PENDING``,
+``"IN_PROGRESS"``), read over folded text."""
 _STATUS_LINE_UNDER_WAY = re.compile(r"(?m)^[ \t]*(?:in_progress|queued|pending|requested)(?:[ \t]|$)")
 """A line that opens with an API's status token of work under way (lower case, as a
 script prints a field: ``in_progress null``), not prose ("Running 12 tests", "waiting for
@@ -1417,6 +1422,10 @@ def says_in_progress(result: ResultView) -> bool:
             done = len(_DONE_FOLDED.findall(folded))
             under_way = _IN_PROGRESS_FOLDED.search(folded) is not None
             done_parts = len(_DONE_VALUE_FOLDED.findall(folded)) if done else 0
+            if not under_way and len(text) <= BARE_STATUS_LIMIT and _BARE_UNDER_WAY.fullmatch(folded):
+                # A status printed alone (`aws rds describe-db-instances --query
+                # '...DBInstanceStatus' --output text` answering "creating"): its value.
+                under_way = True
             if not under_way and "\n" in text and _STATUS_LINE_UNDER_WAY.search(text) is not None:
                 # Lines that each open with a status, as `gh ... --jq` prints them: the
                 # run's own "in_progress", then its steps' "completed success Checkout".
@@ -1805,9 +1814,11 @@ def found_nothing(payload: Any, depth: int = 0, echoed: tuple[str, ...] = ()) ->
 
 def named_back(payload: Any, given: tuple[str, ...]) -> tuple[str, ...]:
     """The strings of a structured answer (its top level and the objects in it) that its
-    search was given (``given``), in order, each once: where an empty answer says it looked
-    (``{"store": "0315", "matches": []}``). Read only for an answer :func:`found_nothing`
-    takes as nothing found with ``given``, an object of at most 8 fields."""
+    search was given (``given``), each once, sorted, but the query it echoes: where an
+    empty answer says it looked (``{"store": "0315", "matches": []}``; the window and the
+    filters it was given, ``"date": "2025-03-04"``, ``"status": "shipped"``, are part of
+    where). Read only for an answer :func:`found_nothing` takes as nothing found with
+    ``given``, an object of at most 8 fields."""
     payload = _json_value(payload)
     named: list[str] = []
     if type(payload) is dict:
@@ -1816,23 +1827,26 @@ def named_back(payload: Any, given: tuple[str, ...]) -> tuple[str, ...]:
             for name, item in inner:
                 if (
                     type(item) is str and item in given and item not in named
-                    and not _says_of_itself(name)  # (the query echoed: no place)
+                    and not _names_the_query(name)  # (the query echoed: no place)
                 ):
                     named.append(item)
     return tuple(sorted(named))
 
 
-def _says_of_itself(key: Any) -> bool:
-    """Whether a string field of a search's answer is named as one of what it says of
-    itself: its query echoed, a status, a time, the kind of answer, its request's id
-    (:func:`found_nothing` reads them as no hit by their names)."""
+_QUERY_FIELDS = frozenset({
+    "q", "query", "search", "search_query", "searchquery", "term", "terms", "keyword",
+    "keywords", "text", "input", "question",
+})
+"""The names under which a search's answer echoes what it looked for (:func:`named_back`)."""
+
+
+def _names_the_query(key: Any) -> bool:
+    """Whether a string field of a search's answer is named as its query echoed (any name
+    that ends in ``query``: ``skuQuery``, ``cql_query``)."""
     if type(key) is not str:
         return False
     name = key.lower()
-    return (
-        name in _NOTHING_TEXT_FIELDS or name.endswith(("query", "_type"))
-        or name.replace("-", "_") in _REQUEST_IDS
-    )
+    return name in _QUERY_FIELDS or name.endswith("query")
 
 
 def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:

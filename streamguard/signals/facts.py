@@ -1561,8 +1561,12 @@ in a body (``POST /index/_search``, ``POST /graphql``), a dry run, a token."""
 _REQUEST_CHANGES = frozenset({"delete", "update", "create", "insert", "upsert", "remove", "bulk"})
 """Words of a ``POST``'s path that say it changes, beside a look's (``_delete_by_query``)."""
 _PATH_WORD = re.compile(r"[a-z]+")
-_GRAPHQL_MUTATION = re.compile(r"\s*(?:#[^\n]*\n\s*)*mutation\b\s*[_A-Za-z0-9]*\s*[({@]")
-"""A GraphQL document that opens with a mutation (after comments), named or not."""
+_GRAPHQL_MUTATION = re.compile(r"\s*(?:#[^\n]*\n\s*)*mutation(?:\s+[_A-Za-z][_A-Za-z0-9]*)?\s*[({@]")
+"""A GraphQL document that opens with a mutation (after comments), named or not. (The name
+needs the space before it: two optional runs of spaces side by side would try every split
+of a long run of spaces.)"""
+MUTATION_HEAD = 4_096
+"""Characters of a ``query`` argument read for a mutation."""
 REQUEST_PATH_LIMIT = 1_024
 """Characters of a request's path read for its words."""
 
@@ -1578,7 +1582,7 @@ def request_facts(tool: str, args: dict[Any, Any]) -> CallFacts | None:
     for a ``POST`` whose path (not its host) has a word of a look (:data:`_REQUEST_LOOKS`:
     a search sent as ``POST``) and none of a change (``_delete_by_query`` changes)."""
     query = args.get("query")
-    if type(query) is str and _GRAPHQL_MUTATION.match(query) is not None:
+    if type(query) is str and _GRAPHQL_MUTATION.match(query[:MUTATION_HEAD]) is not None:
         return CallFacts(tool, True, False)
     method = args.get("method")
     if type(method) is not str or len(method) > 8 or (method := method.lower()) not in _HTTP_WRITES:
@@ -1648,7 +1652,7 @@ _WRITE_VERBS = frozenset({
     "refund", "register", "reject", "remove", "rename", "reopen", "replace", "request",
     "rerun", "resend", "reschedule", "reserve", "reset", "restart", "restore", "revert", "revoke",
     "rotate", "save", "schedule", "send", "set", "snooze", "submit", "suspend",
-    "transfer", "unenroll", "uninstall", "unlink", "unlock", "unsuspend", "update",
+    "terminate", "transfer", "unenroll", "uninstall", "unlink", "unlock", "unsuspend", "update",
     "upload", "upsert", "void", "write",
 })
 """Verbs whose act changes what is stored somewhere (:func:`names_write`)."""
@@ -1717,7 +1721,7 @@ _STEP_WORDS = frozenset({"and", "then"})
 
 _NOUN_VERBS = frozenset({
     "add", "book", "charge", "draft", "drop", "lock", "merge", "move", "order", "pay", "place",
-    "post", "request", "schedule", "transfer",
+    "post", "request", "schedule", "terminate", "transfer",
 })
 """Write verbs that are as often nouns (``address_book``, ``blog_post``, ``team_schedule``,
 ``order_status``): a write only when a word follows them and none of a look."""

@@ -1596,9 +1596,9 @@ def _encodable(text: str) -> bool:
 
 
 ECHO_FIELDS, ECHO_VALUES = 8, 4
+"""Top-level argument fields read for what an error may echo, and values kept of them."""
 GIVEN_MAX = 64
 """Longest argument string of a search kept as what it was given (``ResultStallState.given``)."""
-"""Top-level argument fields read for what an error may echo, and values kept of them."""
 ECHO_MIN, ECHO_MAX = 6, 256
 """A string argument of this many characters, found in the call's error, is masked
 there: a failure that repeats its question says nothing new. (Numbers need no echo:
@@ -2021,7 +2021,10 @@ class ResultStall(Signal):
         values = args.values() if len(args) <= ECHO_FIELDS else islice(args.values(), ECHO_FIELDS)
         if call.search:
             # What a search was given, which its empty answer may name ("supplier": "SNDSRC").
-            given = tuple(v for v in values if type(v) is str and 0 < len(v) <= GIVEN_MAX)
+            given = tuple(
+                v for v in values if type(v) is str and 0 < len(v) <= GIVEN_MAX
+                and (v.isascii() or _encodable(v))  # (a lone surrogate: no snapshot)
+            )
             if given or state.given:
                 state.given, state.given_key = given, call.key
             values = args.values() if len(args) <= ECHO_FIELDS else islice(args.values(), ECHO_FIELDS)
