@@ -1688,9 +1688,11 @@ def _hit_count(key: Any, value: Any) -> bool:
 _NOT_JSON = object()
 
 
-def _json_value(payload: Any) -> Any:
+def json_value(payload: Any) -> Any:
     """A structured answer as its JSON value: itself, or decoded from JSON text of at most
-    1 KiB that opens like an object or an array; :data:`_NOT_JSON` for any other text."""
+    1 KiB that opens like an object or an array; :data:`_NOT_JSON` for any other text (which
+    the readings of structured answers below take as no structure). Readers that ask
+    several of them decode once with it."""
     if type(payload) is not str:
         return payload
     if len(payload) > 1024 or payload[:1] not in ("{", "["):
@@ -1713,7 +1715,7 @@ def empty_page(payload: Any, depth: int = 0) -> bool:
     "pagination": {"page": 7, "total_pages": 6}}``, ``{"code": 200, "msg": "success",
     "data": {"total": 1843, "pageNo": 20, "list": []}}``)."""
     if depth == 0:
-        payload = _json_value(payload)
+        payload = json_value(payload)
         if payload is _NOT_JSON:
             return False
     return _empty_page(payload, 0) > 0
@@ -1763,7 +1765,7 @@ def found_nothing(payload: Any, depth: int = 0, echoed: tuple[str, ...] = ()) ->
     ``supplier="SNDSRC"``). A count, any other string (an id, a name, a cursor to the next
     page) or any non-empty container is a hit: a customer found with no open tickets found
     something."""
-    payload = _json_value(payload)
+    payload = json_value(payload)
     if payload is _NOT_JSON:
         return False
     if type(payload) is list:
@@ -1819,7 +1821,7 @@ def named_back(payload: Any, given: tuple[str, ...]) -> tuple[str, ...]:
     filters it was given, ``"date": "2025-03-04"``, ``"status": "shipped"``, are part of
     where). Read only for an answer :func:`found_nothing` takes as nothing found with
     ``given``, an object of at most 8 fields."""
-    payload = _json_value(payload)
+    payload = json_value(payload)
     named: list[str] = []
     if type(payload) is dict:
         for key, value in payload.items():

@@ -354,6 +354,7 @@ from .base import (
     found_nothing,
     has_response_reference,
     is_write_acknowledgement,
+    json_value,
     mask_run_duration,
     named_back,
     poll_answer,
@@ -2017,8 +2018,9 @@ class ResultStall(Signal):
                 state.echo = ()
             return finding
         echo: list[str] = []
-        # The values themselves when there are few (the usual call): no islice object.
-        values = args.values() if len(args) <= ECHO_FIELDS else islice(args.values(), ECHO_FIELDS)
+        # The values themselves when there are few (the usual call): nothing copied. (A
+        # tuple otherwise: a search reads them twice.)
+        values = args.values() if len(args) <= ECHO_FIELDS else tuple(islice(args.values(), ECHO_FIELDS))
         if call.search:
             # What a search was given, which its empty answer may name ("supplier": "SNDSRC").
             given = tuple(
@@ -2027,7 +2029,6 @@ class ResultStall(Signal):
             )
             if given or state.given:
                 state.given, state.given_key = given, call.key
-            values = args.values() if len(args) <= ECHO_FIELDS else islice(args.values(), ECHO_FIELDS)
         for value in values:
             if (
                 type(value) is str and ECHO_MIN <= len(value) <= ECHO_MAX
@@ -2154,19 +2155,19 @@ class ResultStall(Signal):
             code = (outcome & _M32) or 1
             cached = (code, code, _STRUCTURED, False)
             if flags & FLAG_SEARCH:
-                if found_nothing(result.event.result):
+                # (JSON text decoded once for the readings below)
+                answer = json_value(result.event.result)
+                if found_nothing(answer):
                     # {"query": "blue shoe", "results": []}: the echoed query differs on
                     # every rewording, the answer does not; like an empty output, nothing
                     # found.
                     cached = _FOUND_NOTHING
-                elif key and key == state.given_key and found_nothing(
-                    result.event.result, 0, state.given
-                ):
+                elif key and key == state.given_key and found_nothing(answer, 0, state.given):
                     # {"store": "0315", "matches": []}: nothing found where the search was
                     # told to look. Nothing found in the same place again is stale (a memo
                     # hunted under twenty rewordings in one repository); in a place not
                     # looked in before, news (a recall swept store by store).
-                    places = "\x1f".join(named_back(result.event.result, state.given)).encode(
+                    places = "\x1f".join(named_back(answer, state.given)).encode(
                         "utf-8", "surrogatepass"
                     )[:TEXT_LIMIT]
                     code = zlib.crc32(b"(nothing found in)" + places) or 1
