@@ -88,6 +88,8 @@ from .signals.base import (
     Finding,
     ResultView,
     Signal,
+    add_request,
+    asked_between,
     outcome_of,
     overrides,
     paused_between,
@@ -224,7 +226,8 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # wait, and the user's messages. A status that says the work is still under way,
     # asked again after a pause, is a poll (signals/base.py, says_in_progress). The bits
     # from WAITS_SHIFT up count the deliberate waits among them (a wait call, a long poll
-    # that waited, minutes of quiet), those from ACTS_SHIFT up the acts (a write, a call
+    # that waited, minutes of quiet), those from REQUESTS_SHIFT to WAITS_SHIFT the user's
+    # requests in new words (ResultView.asked), those from ACTS_SHIFT up the acts (a write, a call
     # not known to only read, a failed answer): after a wait and no act, an answer that
     # says nothing of an end is a poll's too (poll_answer).
     pauses: int = 0
@@ -889,9 +892,11 @@ class Watchdog:
                 # A read asked after a wait of its own (`sleep 120; status`, each time with
                 # another sleep: another call) follows a deliberate wait all the same.
                 view.paused = view.waited = paused = flags & FLAG_WAITS_FIRST != 0
+                view.asked = False
             else:
                 view.paused = paused = paused_between(before, pauses)
                 view.waited = waited_between(before, pauses)
+                view.asked = asked_between(before, pauses)
             restarted = state.restarted
             now = ctx.ts
             within = (
@@ -916,7 +921,7 @@ class Watchdog:
         else:
             view.call_key = view.call_flags = 0
             view.action = tool
-            view.paused = view.waited = view.restarting = False
+            view.paused = view.waited = view.restarting = view.asked = False
         view.watched = state.watching and self._asked_watches
         view.event = event
         view.tool = tool
@@ -963,6 +968,9 @@ class Watchdog:
         state.prompt_ts = ts
         if said != state.prompt:
             state.prompt = said
+            if event.role == "user":
+                # the user asking for something in new words (ResultView.asked)
+                state.pauses = add_request(state.pauses)
             return
         if ts is None or last is None or ts - last < SCHEDULE_GAP:
             return

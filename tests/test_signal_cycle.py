@@ -589,6 +589,49 @@ def test_the_same_message_within_minutes_is_no_scheduled_request(message: str) -
     assert _alerts(_playbook(["Run the checks."] + [message] * 5, every=30.0)) == [SIGNAL]
 
 
+def _switch_laps(user_says: list[str | None], every: float = 600.0) -> list[Any]:
+    """Open the settings page, click the maintenance switch, save, look at the shop: one
+    lap per entry, the switch on after one lap, off after the next, a lap every ``every``
+    seconds. A message is the user's, said before its lap (``None``: no message)."""
+    trace: list[Any] = []
+    for n, message in enumerate(user_says):
+        at = n * every
+        if message is not None:
+            trace.append(Text(session="y", role="user", text=message, ts=at))
+        on = n % 2 == 0
+        state = "checked" if on else "unchecked"
+        for i, (tool, args, answer) in enumerate((
+            ("browser_navigate", {"url": "https://admin.example/settings"}, f"switch [{'checked' if not on else 'unchecked'}]"),
+            ("browser_click", {"element": "Maintenance mode switch"}, f"switch [{state}] Unsaved changes"),
+            ("browser_click", {"element": "Save changes"}, f"switch [{state}] Saved at {n}:00"),
+            ("browser_navigate", {"url": "https://shop.example/"}, "We'll be right back" if on else "New arrivals"),
+        )):
+            cid = f"c{n}{i}"
+            trace += [ToolCall(session="y", tool=tool, args=args, call_id=cid, ts=at + 5 * i + 1),
+                      ToolResult(session="y", tool=tool, call_id=cid, result=answer, ts=at + 5 * i + 3)]
+    return trace
+
+
+def test_a_switch_turned_on_and_off_at_each_new_request_of_the_user_is_no_loop() -> None:
+    """The user asks, in new words each time, for the shop's maintenance mode on, then
+    off, then on again: each lap answers the way the one before last did, which alone
+    reads as a flip-flop, but the user asked for it."""
+    asked = ["Turn on maintenance mode, we're migrating the catalog.",
+             "Step 1 done, turn it off for the lunch traffic.", "Back on please, starting step 2.",
+             "All done! Switch it off.", "One more import, on again.", "Finished, off for good."]
+    assert _alerts(_switch_laps(asked)) == []
+
+
+@pytest.mark.parametrize("user_says", [
+    # the agent flipping the switch on its own, lap after lap
+    ["Turn on maintenance mode, we're migrating the catalog."] + [None] * 5,
+    # the same words again within minutes, a harness's nudge: no new request
+    ["Turn on maintenance mode."] + ["Please continue."] * 5,
+], ids=["on-its-own", "nudged"])
+def test_a_switch_flipped_back_and_forth_without_new_requests_is_a_loop(user_says: list[str | None]) -> None:
+    assert _alerts(_switch_laps(user_says, every=60.0)) == [SIGNAL]
+
+
 def _owner_laps(payloads: list[Any], result_bytes: list[int | None]) -> list[Any]:
     trace: list[Any] = []
     for n, (payload, size) in enumerate(zip(payloads, result_bytes, strict=True)):

@@ -19,9 +19,12 @@ from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.base import (
     ACTS_SHIFT,
-    PAUSES_MASK,
+    REQUESTS_MASK,
+    REQUESTS_SHIFT,
     WAITS_SHIFT,
     ResultView,
+    add_request,
+    asked_between,
     paused_between,
     poll_answer,
     says_bare_value,
@@ -726,11 +729,12 @@ def test_the_pause_count_is_session_state_and_survives_a_snapshot() -> None:
                   ToolCall(session="p", tool="read", args={}, ts=20.0),
                   ToolCall(session="p", tool="read", args={"a": 1}, ts=21.0)):
         engine.process(event)
-    # the user's message, the wait, 18 s of quiet; one of them a deliberate wait
-    assert engine.sessions["p"].pauses == 3 + (1 << WAITS_SHIFT)
+    # the user's message (a request), the wait, 18 s of quiet; one of them a deliberate wait
+    expected = 3 + (1 << REQUESTS_SHIFT) + (1 << WAITS_SHIFT)
+    assert engine.sessions["p"].pauses == expected
     data = engine.snapshot("p")
     assert data is not None
-    assert Engine(parse_policy_set(QUIET)).restore("p", data).pauses == 3 + (1 << WAITS_SHIFT)
+    assert Engine(parse_policy_set(QUIET)).restore("p", data).pauses == expected
 
 
 def test_one_pause_does_not_make_a_burst_a_poll() -> None:
@@ -926,31 +930,43 @@ def test_only_a_call_known_to_read_answers_a_poll_after_a_wait() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["pause", "wait", "act"]), max_size=40),
-       st.lists(st.sampled_from(["pause", "wait", "act"]), max_size=40),
+@given(st.lists(st.sampled_from(["pause", "wait", "act", "request"]), max_size=40),
+       st.lists(st.sampled_from(["pause", "wait", "act", "request"]), max_size=40),
        st.integers(min_value=0, max_value=(1 << 63) - 1))
 def test_the_pause_count_reads_each_counter_apart(before: list[str], since: list[str],
                                                   start: int) -> None:
-    """The pause count packs pauses, waits and acts, each wrapping within 63 bits: whether
-    the session paused, and whether it waited and did nothing else, between two readings
-    depends only on what happened between them, wherever the counters stood (a field
-    that wraps carries into the next: a wait carried into the acts is read as an act,
-    the cautious side; the pauses field wraps after 2**32 pauses, and its carry reads as
-    one wait more)."""
+    """The pause count packs pauses, the user's requests, waits and acts, each wrapping
+    within 63 bits: whether the session paused, whether its user asked for something
+    anew, and whether it waited and did nothing else, between two readings depends only
+    on what happened between them, wherever the counters stood (a field that wraps
+    carries into the next: a wait carried into the acts is read as an act, the cautious
+    side; the pauses field wraps after 2**24 pauses, and its carry reads as one request
+    more; the requests field wraps in place, and 256 requests read as none)."""
     step = {"pause": 1, "wait": 1 << WAITS_SHIFT | 1, "act": 1 << ACTS_SHIFT}
     mask = (1 << 63) - 1
+
+    def add(count: int, event: str) -> int:
+        if event == "request":  # the watchdog's user message: a pause, and a request
+            return add_request((count + 1) & mask)
+        return (count + step[event]) & mask
+
     count = start
     for event in before:
-        count = (count + step[event]) & mask
+        count = add(count, event)
     first = count
     for event in since:
-        count = (count + step[event]) & mask
+        count = add(count, event)
     assert 0 <= count <= mask
-    assert paused_between(first, count) is ("pause" in since or "wait" in since)
-    pauses_carried = (first & PAUSES_MASK) + since.count("pause") + since.count("wait") >= 1 << 32
-    carried = pauses_carried or (first >> WAITS_SHIFT & 0xFFFF) + since.count("wait") >= 1 << 16
+    paused = "pause" in since or "wait" in since or "request" in since
+    assert paused_between(first, count) is paused
+    pauses = sum(since.count(e) for e in ("pause", "wait", "request"))
+    pauses_carried = (first & (1 << REQUESTS_SHIFT) - 1) + pauses >= 1 << REQUESTS_SHIFT
+    requests_carried = pauses_carried and (first & REQUESTS_MASK) == REQUESTS_MASK
+    carried = requests_carried or (first >> WAITS_SHIFT & 0xFFFF) + since.count("wait") >= 1 << 16
     if not carried:
         assert waited_between(first, count) is ("wait" in since and "act" not in since)
+    if not pauses_carried and since.count("request") < 256:
+        assert asked_between(first, count) is ("request" in since)
 
 
 def test_a_session_of_many_acts_still_snapshots() -> None:

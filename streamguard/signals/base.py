@@ -245,6 +245,9 @@ class ResultView:
     probe's answer, the same again and saying no end, is a poll's (:func:`poll_answer`),
     and its failure, saying what it reached for is down (:func:`says_unreachable`), a
     wait's.
+    ``asked``: one of those pauses was the session's user asking for something in new
+    words (not the message before it again): what the call answers now may be what the
+    user just asked for (a switch turned back off at the user's word).
     ``watched``: the session's user asked the agent to watch for something to happen
     ("let me know once it's live", or a pace of checks: ``[waits] asked_watches``).
     ``encoded``: the payload's sorted JSON, when the watchdog encoded it for the fingerprint
@@ -255,7 +258,7 @@ class ResultView:
     """
 
     __slots__ = (
-        "action", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
+        "action", "asked", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
         "fingerprint", "gist", "no_op", "outcome", "paused", "progress", "restarting", "size", "tool",
         "waited", "watched",
     )
@@ -294,6 +297,7 @@ class ResultView:
         self.paused = paused
         self.waited = waited
         self.restarting = restarting
+        self.asked = False
         self.watched = False
 
 
@@ -605,15 +609,17 @@ ANSWERS_KEPT = 16
 """Calls whose last answer a result-aware loop detector remembers (:func:`note_answer`)."""
 ANSWERED_KEPT = 16
 """Calls whose pause count at their last answer the watchdog keeps (``ResultView.paused``)."""
-WAITS_SHIFT, ACTS_SHIFT = 32, 48
+REQUESTS_SHIFT, WAITS_SHIFT, ACTS_SHIFT = 24, 32, 48
 PAUSES_MASK = (1 << WAITS_SHIFT) - 1
+REQUESTS_MASK = 0xFF << REQUESTS_SHIFT
 COUNT_MASK = (1 << 63) - 1
-"""A session's pause count packs three counters that are only ever compared for change:
-pauses (bits 0-31), deliberate waits (32-47) and acts (48-62). The count is masked to 63
-bits where waits and acts are added (a snapshot holds a signed 64-bit integer), so it
-never grows past them; a field that fills carries into the next (65,536 waits read as an
-act: the cautious side), and the acts field wraps (32,768 acts between two answers of one
-call read as none)."""
+"""A session's pause count packs four counters that are only ever compared for change:
+pauses (bits 0-23), the user's requests in new words among them (24-31), deliberate
+waits (32-47) and acts (48-62). The count is masked to 63 bits where waits and acts are
+added (a snapshot holds a signed 64-bit integer), so it never grows past them; a field
+that fills carries into the next (16,777,216 pauses read as a request, 65,536 waits as
+an act: the cautious side), the requests field wraps in place (:func:`add_request`) and
+the acts field wraps (32,768 acts between two answers of one call read as none)."""
 WAITED = 1 << WAITS_SHIFT | 1
 """What a deliberate wait adds to a session's pause count: one pause, and one wait
 (``ResultView.waited``)."""
@@ -621,6 +627,19 @@ ACTED = 1 << ACTS_SHIFT
 """What an act adds to it (a write, a call of a tool not known to only read, a failed
 answer): no pause; doing something and then waiting for its effect is no poll
 (``ResultView.waited``)."""
+
+
+def add_request(pauses: int) -> int:
+    """``pauses`` with one more of the user's requests in new words (the message's pause
+    is counted apart), the requests field wrapping in place: 256 requests between two
+    answers of one call read as none, and never as a wait."""
+    return pauses & ~REQUESTS_MASK | (pauses + (1 << REQUESTS_SHIFT)) & REQUESTS_MASK
+
+
+def asked_between(before: int, now: int) -> bool:
+    """Whether the session's user asked for something in new words between two readings
+    of its pause count (``ResultView.asked``): the requests field changed."""
+    return (before ^ now) & REQUESTS_MASK != 0
 
 
 def paused_between(before: int, now: int) -> bool:
@@ -1868,7 +1887,10 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
     answer or a failure is an answer too, so a page that stops coming back ends the change.
     By the gist, a poll's answer (:func:`poll_answer`: a status under way asked again
     after a pause, a value watched between deliberate waits) counts as new, and exactly
-    it counts as a change: a poll waiting for a job is no loop.
+    it counts as a change: a poll waiting for a job is no loop; so does an answer back
+    to the one before last when the user asked for something in new words since the
+    call was last answered (``ResultView.asked``: a switch turned off again at the
+    user's word).
     Shared by the result-aware loop detectors: a loop's claim is that its calls' answers
     do not change.
     """
@@ -1912,10 +1934,12 @@ def note_answer(state: Any, result: ResultView, gist: bool = False) -> None:
             answers[key] = packed & ~_ANSWER_WAS_NEW  # the same again: not news
         return
     new = _ANSWER_WAS_NEW if packed >> 41 != outcome & 0xFFFF else 0
-    if not new and gist and poll_answer(result):
-        # Back to the answer before last, asked after a pause while the work is under
-        # way (a background run's output, "running", its latest lines alike once their
-        # digits are out): a poll's answer, new as any poll's is.
+    if not new and gist and (result.asked or poll_answer(result)):
+        # Back to the answer before last, after the user asked for something in new
+        # words (a switch turned on, off and on again, each time at the user's word:
+        # the user's request, not the agent's flip-flop), or asked after a pause while
+        # the work is under way (a background run's output, "running", its latest lines
+        # alike once their digits are out): a poll's answer, new as any poll's is.
         new = _ANSWER_WAS_NEW
     answers[key] = (last & 0xFFFF) << 41 | new | outcome << 8 | min((packed & 0xFF) + 1, 0xFF)
 

@@ -108,6 +108,11 @@ The same request again
     across the replies. (One healthy overnight monitor of the twenty-third batch was
     halted at its third scheduled run before this.)
 
+    A request in new words (``ResultView.asked``) restarts nothing, but an answer back
+    to the one before last after it is news (``note_answer``): a shop's maintenance mode
+    turned on, off and on again, each time at its user's word, is the user's doing; the
+    same flips with no request between them are the agent's flip-flop and trip.
+
 Known false positives
     A polling loop written by hand as alternating calls whose answers do not
     change and do not say the work is under way, or polled with no pause
