@@ -306,6 +306,36 @@ def test_pause_seconds_is_policy_and_zero_leaves_only_waits() -> None:
         parse_policy_set('[waits]\npause_seconds = -1\n')
 
 
+def room(status: str) -> str:
+    """A housekeeping system's room status: a code, no word of work under way or ended."""
+    return json.dumps({"room": "512", "status": status, "attendant": "M. Ortega"})
+
+
+def stamped(answers: list[str]) -> list[str]:
+    """Each answer stamped with the time it was read, two minutes apart."""
+    return [a[:-1] + f', "as_of": "2025-12-08T17:{2 * n:02d}:40Z"}}' for n, a in enumerate(answers)]
+
+
+def test_a_status_that_moved_and_holds_again_for_a_while_is_a_poll() -> None:
+    # A room polled every two minutes until it is ready: dirty, then cleaning in progress
+    # for six checks, then clean, then inspected. The codes say nothing of work under way,
+    # but the answer moved on its own once: the next stage lasting a few checks is waiting.
+    answers = stamped([room("VD")] * 4 + [room("CIP")] * 6 + [room("VC")] * 3 + [room("VI")])
+    assert loop_alerts(status_poll(answers, gap=118.0, tool="hk_get_room_status")) == []
+
+
+@pytest.mark.parametrize(("answers", "gap"), [
+    ([room("VD")] * 8, 118.0),  # never moved: the same answer again, as before
+    ([room("VD")] * 3 + [room("CIP")] * 6, 1.0),  # moved, then asked without a pause
+    ([room("VD")] * 3 + ['{"room": "512", "status": "failed"}'] * 6, 118.0),  # moved to an end
+    ([room("VD")] * 3 + ['{"rooms": []}'] * 6, 118.0),  # moved to nothing
+    ([room("VD"), room("CIP")] * 2 + [room("CIP")] * 5, 118.0),  # moved, but never held
+], ids=["never-moved", "no-pause", "ended", "nothing", "never-held"])
+def test_a_poll_that_moved_is_still_a_loop_where_its_answer_says_so(answers: list[str], gap: float) -> None:
+    got = loop_alerts(status_poll(stamped(answers), gap=gap, tool="hk_get_room_status"))
+    assert ("repeated-tool-call", "critical") in got
+
+
 QUEUED = "PARTITION AVAIL NODES FREE\nregular   up    1024  0\n"
 """A cluster's free nodes while a large job waits for them: a value, no word of a state."""
 

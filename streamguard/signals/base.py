@@ -1567,6 +1567,23 @@ def poll_answer(result: ResultView) -> bool:
     )
 
 
+def moved_poll_answer(result: ResultView) -> bool:
+    """Whether ``result`` answers a poll whose answers already moved on their own (a room
+    "VD", "VD", then "CIP": ``repeated-tool-call``'s reading of its run), the same again:
+    asked after a pause (``ResultView.paused``), answering a call known to only read,
+    saying a value (not nothing: :func:`found_nothing`, :func:`says_bare_value`) and no
+    word of an end (:func:`says_in_progress`). What moved once moves again; a stage of a
+    process that lasts a few checks is waiting, as a deliberate wait's unchanged value
+    is (:func:`poll_answer`). What ended ("failed" after "pending") is no poll."""
+    if not result.paused or not result.call_flags & FLAG_READ or result.failed:
+        return False
+    says_in_progress(result)  # reads the answer once, into result.progress
+    if result.progress != 3:
+        return False
+    payload = result.event.result
+    return not found_nothing(payload) and not says_bare_value(payload, result.size)
+
+
 NONE_ANSWER = 64
 """Longest answer (characters of text, bytes of a structured payload) read for whether it
 says "none" (:func:`says_bare_value`)."""

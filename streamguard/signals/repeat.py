@@ -139,6 +139,14 @@ Results (``result_aware``, default on; off is the reference behaviour)
       asked after a pause that answers the same again is a probe waiting for it to come
       back (``ResultView.restarting``): two healthy sessions of one blind batch, a switch
       and a router pinged every minute while they rebooted, were halted at the fifth ping.
+      And once the run's answer has moved on its own (the same answer at least twice,
+      then another: a room ``VD``, ``VD``, then ``CIP``), the same answer again asked
+      after a pause is a poll's when it says a value and no word of an end to a call
+      known to only read (``moved_poll_answer``): what moved once moves again, and a
+      stage that lasts a few checks is waiting. A hotel's room polled every two minutes
+      through dirty, cleaning, clean and inspected was halted at the fourth "cleaning in
+      progress" (a code, ``CIP``, no word of work under way). What moved to an end
+      ("failed" after "pending"), to nothing, or is asked without a pause trips as before.
     * Unknown results keep the blind rule: ``threshold`` calls in a row. An
       empty payload is unknown (a runtime that does not capture results sends
       none), except the empty output of a command runner's call (``""``
@@ -177,6 +185,7 @@ from .base import (
     ResultView,
     Signal,
     SignalConfig,
+    moved_poll_answer,
     poll_answer,
     steady_answer,
 )
@@ -235,6 +244,9 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     """Consecutive results of the run equal to ``outcome``, ending at the latest."""
     changes: int = 0
     """Times a result of the run differed from the one before it."""
+    moved: bool = False
+    """The run's answer changed after it had stayed the same (a room "VD" twice, then
+    "CIP"): what the run polls moves on its own."""
     polled: bool = False
     """The polling warning was raised for this run."""
     write: bool = False
@@ -336,6 +348,8 @@ class RepeatedToolCall(Signal):
                 state.frozen = 0
             if state.changes:
                 state.changes = 0
+            if state.moved:
+                state.moved = False
             if state.polled:
                 state.polled = False
             # An identical question to the user re-asked is read like a write re-applied:
@@ -416,13 +430,17 @@ class RepeatedToolCall(Signal):
         else:
             if last:
                 state.changes += 1
+                if state.frozen >= 2 and not state.moved:
+                    state.moved = True
             state.outcome = outcome
             state.frozen = 1
         if state.frozen < self.same_result_threshold or state.latched or (
             state.wait and not _waits_on_nothing(result)
         ):
             return None  # a wait answered the same again: still waiting (see on_call)
-        if not state.write and poll_answer(result):
+        if not state.write and (
+            poll_answer(result) or (state.moved and moved_poll_answer(result))
+        ):
             # "processing" for the fourth time, asked again after a pause: the job is
             # still running and the agent waits for it (see on_call). Not "failed" for
             # the fourth time, nor "pending" asked again without a pause: every answer
