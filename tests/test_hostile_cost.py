@@ -377,6 +377,9 @@ STATUS_TOKENS = [
     "InvalidationBatch", "invalidation_id", "TooManyInvalidationsInProgress", "invalidate", "<status>", "</status>", "\\\"", "…", "..",
     "!", " ", "  ", "\n", "\t", ":", "=", '"', "'", ",", "[", "]", "{", "}", ";", ".", "_", "-",
     "x", "a", "é", "ΣΑ", "12", "7", "Pending", "PHASE", "Init:3", "ContainerCreating",
+    "downloading", "INSTALLING", "Copying", "replicating", "transcoding", "rendering",
+    "extracting", "state", "ACTIVATING", "deactivating", "stopping", "Deleting", "terminating",
+    "upgrading", "rebooting",
 ]
 
 

@@ -80,6 +80,12 @@ UNDER_WAY = [
     {"entry_number": "EJ3-0412876-5", "status": "UNDER_REVIEW", "pga_holds": [], "last_update": "2025-12-01T15:00:21Z"},
     {"document": "lease.pdf", "state": "in_review"}, '{"scan": "s-4", "status": "scanning"}',
     {"export": "x-2", "status": "Validating"}, "Index status: indexing", {"sync": "s-1", "state": "syncing"},
+    # a download, an install, a copy or a transcode under way
+    {"ingest_id": "ing_44", "state": "downloading", "bytes_received": None},
+    {"FleetId": "fleet-2010", "Status": "DOWNLOADING"}, {"app": "Slack", "install_state": "installing"},
+    {"job": "t-9", "status": "transcoding"}, "replicating",
+    # a resource between two states
+    {"FleetId": "fleet-2010", "Status": "ACTIVATING"}, {"InstanceId": "i-0a1", "State": {"Name": "stopping"}},
     # a status printed alone (`aws rds describe-db-instances --query ... --output text`)
     "creating\n", "PENDING", '"IN_PROGRESS"', "  provisioning...  ",
     # parts done beside a status under way: a CI run whose lint job completed
@@ -88,6 +94,8 @@ UNDER_WAY = [
     # counts named by words of an end: how many, not that it ended
     {"column_id": "col_lev", "status": "running", "cells_complete": 0, "cells_total": 22},
     {"status": "running", "failed": 0, "succeeded": 3, "active": 2},
+    # the parts done, listed under a word of an end
+    {"order_id": "SCR-a81f22", "status": "in_progress", "completed_checks": ["credit"]},
     '{"state": "RUNNING", "errors": 0}',
     # a value that names the step under way; a time of an end not come yet
     {"id": "dep-d0r8", "status": "build_in_progress", "finishedAt": None},
@@ -431,6 +439,11 @@ def test_wait_seconds_is_policy_and_zero_leaves_only_wait_calls() -> None:
     ("Poll it again once a minute goes by", 0.0),
     ("Check once an hour is up", 0.0),
     ("Check the sensor once a second, please", 1.0),
+    # a probe named by how it is sent; an address or a version inside the sentence
+    ("Hit https://app.example.io/healthz every 15s for the next 10 minutes.", 15.0),
+    ("curl the endpoint every 30 seconds", 30.0),
+    ("Recheck v1.2.3 every minute until it is published.", 60.0),
+    ("Hit the gym. Every morning I check my mail.", 0.0),
 ])
 def test_the_interval_a_user_asks_checks_at(message: str, seconds: float) -> None:
     assert asked_interval(message) == seconds
@@ -615,6 +628,11 @@ def test_a_watch_asked_is_session_state_and_survives_a_snapshot() -> None:
     ("Submit the payroll and watch it until it's funded.", True),
     ("Wait for the build to go green, then deploy.", True),
     ("Let me know as soon as it clears.", True),
+    # what is watched for told apart first
+    ("Hit /healthz for 10 minutes and tell me if anything other than ok/4.2.0 shows up.", True),
+    ("Tell me if anything else fires.", True),
+    ("Tell me if anything but a 200 comes back.", True),
+    ("Tell me if anything else was changed yesterday.", False),
     ("Let me know when you're done.", False),
     ("Tell me when you have finished the migration.", False),
     ("Let me know when it's done.", False),

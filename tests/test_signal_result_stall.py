@@ -846,6 +846,29 @@ def test_a_cloud_cli_sweep_over_regions_is_one_answer_per_region() -> None:
         bare)]) == []
 
 
+def test_a_cluster_cli_sweep_over_namespaces_named_short_is_one_answer_per_namespace() -> None:
+    """`kubectl get secret registry-pull -n <ns>` read back in twenty namespaces, each
+    answering the same fingerprint: `-n` names the place for kubectl, helm and oc, as
+    `--namespace` does. The same namespace asked again and again is stale, and `-n` of
+    another program (`head -n 20`) names no place."""
+    answer = "4f1e9a0c7b22d1e3 secret fingerprint\n"
+    namespaces = [f"team-{word(i)}" for i in range(20)]
+    sweep = [event for ns in namespaces for event in step(
+        "Bash", {"command": f"kubectl get secret registry-pull -n {ns} -o jsonpath='{{.data}}' | sha256sum"},
+        answer)]
+    assert hits(sweep) == []
+    helm = [event for ns in namespaces for event in step(
+        "Bash", {"command": f"helm get manifest app -n {ns} | pluto detect -"}, "There were no resources found.")]
+    assert hits(helm) == []
+    again = [event for i in range(12) for event in step(
+        "Bash", {"command": f"kubectl get secret registry-pull -n team-a -o jsonpath='{{.data}}' --v={i}"},
+        answer)]
+    assert hits(again) != []
+    heads = [event for i in range(12) for event in step(
+        "Bash", {"command": f"tail -c 100 build.log | head -n {i + 5}"}, answer)]
+    assert hits(heads) != []
+
+
 def test_a_search_that_rewrites_what_it_finds_says_nothing_new_when_silent() -> None:
     """`grep -rl x src | xargs -r sed -i ...` for twenty renamed imports prints nothing:
     the line searches, but it also writes, and a write that answers nothing is news (as
@@ -2313,6 +2336,33 @@ def test_listed_items_that_lack_what_was_asked_are_each_ones_answer() -> None:
     assert critical(told[2:]) == ["result-stall"]
 
 
+def shell_buckets(names: list[str], listed: list[str] | None, error: str) -> list[Any]:
+    """The buckets listed by the AWS CLI through a shell (one name a line), then each
+    one's lifecycle configuration read by a command naming it."""
+    trace: list[Any] = []
+    if listed is not None:
+        trace += step("Bash", {"command": "aws s3api list-buckets --query 'Buckets[].Name' --output text"
+                                          " | tr '\\t' '\\n'"}, "\n".join(listed) + "\n")
+    for bucket in names:
+        trace += step("Bash", {"command": f"aws s3api get-bucket-lifecycle-configuration --bucket {bucket}"},
+                      error=f"Exit code 254\n\n{error}")
+    return trace
+
+
+def test_a_shell_sweep_of_listed_items_that_lack_what_was_asked_is_each_ones_answer() -> None:
+    """The same sweep through a shell: the listing is the command's output of bare names,
+    and each read names its bucket in its command. Guessed buckets, a listed one asked
+    again and again, and an outage answering every bucket alike stay stale."""
+    names = [f"acme-{word(i)}-data" for i in range(16)]
+    missing = ("An error occurred (NoSuchLifecycleConfiguration) when calling the "
+               "GetBucketLifecycleConfiguration operation: The lifecycle configuration does not exist")
+    assert critical(shell_buckets(names, names, missing)) == []
+    assert critical(shell_buckets(names, None, missing)) == ["result-stall"]
+    assert hits(shell_buckets(names[:1] * 12, names, missing), STALL_ONLY) == [10]
+    outage = "An error occurred (SlowDown) when calling the operation: Please reduce your request rate. (503)"
+    assert hits(shell_buckets(names, names, outage)) == [10]
+
+
 def test_what_a_listing_lists_is_read_within_bounds() -> None:
     """listed_values reads strings of a list of three or more at the top, or under the
     top-level object (two lists at most), and the first strings of each element object;
@@ -2325,7 +2375,13 @@ def test_what_a_listing_lists_is_read_within_bounds() -> None:
     assert listed_values(["alpha", "beta"]) == b""  # two things are no listing
     assert listed_values({"items": ["alpha", "beta", "gamma"], "next": "x"}) == codes("alpha", "beta", "gamma")
     assert listed_values('{"items": ["alpha", "beta", "gamma"]}') == codes("alpha", "beta", "gamma")
-    assert listed_values("alpha\nbeta\ngamma") == b""  # text is no listing here
+    # a command's output of bare names, one a line or tab-separated, is a listing; text
+    # with a space in it (a sentence, a table, a log) is not
+    assert listed_values("alpha\nbeta\ngamma\n") == codes("alpha", "beta", "gamma")
+    assert listed_values("alpha\tbeta\tgamma") == codes("alpha", "beta", "gamma")
+    assert listed_values("alpha\nbeta") == b""
+    assert listed_values("alpha\nbeta gamma\ndelta") == b""
+    assert listed_values("NAME READY\nweb-1 1/1\nweb-2 1/1") == b""
     assert listed_values('["alpha", "beta", "gamma"') == b""  # nor JSON text cut short
     row = {f"f{i}": f"value-{i}" for i in range(LISTED_FIELDS + 3)}
     assert listed_values([row] * 3) == codes(*[f"value-{i}" for i in range(LISTED_FIELDS)])  # once each

@@ -1017,6 +1017,12 @@ _PROGRESS_WORDS = (
     # "in review"; an export "validating"), and work that moves data while it runs
     r"|under[ _-]?review|in[ _-]?review|reviewing|validating|verifying|scanning|analy[sz]ing"
     r"|syncing|uploading|exporting|importing|indexing|transferring|migrating|restoring"
+    # (a download, an install or a transcode under way: an ingest "downloading" while
+    # its upstream is slow)
+    r"|downloading|installing|copying|replicating|transcoding|rendering|extracting"
+    # a resource between two states (a fleet ACTIVATING, an instance stopping, a volume
+    # deleting, a node upgrading)
+    r"|activating|deactivating|stopping|deleting|terminating|upgrading|rebooting"
     r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
     # a booking a property confirms by hand (Amadeus' hotel booking "ON_REQUEST")
     r"|on[ _-]request"
@@ -1108,7 +1114,7 @@ _END_AWAITED = re.compile(
 42 completes"): no word of an end (:func:`says_in_progress`). Not an end said ("changed to
 SUCCEEDED", "unable to complete")."""
 _COUNT_KEY = re.compile(
-    rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\")"
+    rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[)"
     rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|\"\")"
     # when something will expire, not that it did: an invitation's or a token's
     # "expires_at": "2025-12-09T14:00:00Z", "expiresIn": 3600
@@ -1116,9 +1122,10 @@ _COUNT_KEY = re.compile(
     # and when it is expected to end: AWS' "EstimatedCompletionTime", "expected_finish_at"
     r"|\"(?i:estimated|expected|projected)[_-]?(?i:complet|finish)\w{0,20}\"\s*:"
 )
-"""A key named by a word of an end that says no end: of work done, a count or nothing yet
-(``"cells_complete": 0``, ``"succeeded": 3``, ``"finishedAt": null``, ``"completed":
-false``, ``"completed_at": ""``); of failures, zero or nothing (``"failed": 0``,
+"""A key named by a word of an end that says no end: of work done, a count, nothing yet
+or a list of the parts done (``"cells_complete": 0``, ``"succeeded": 3``, ``"finishedAt":
+null``, ``"completed": false``, ``"completed_at": ""``, ``"completed_checks": ["credit"]``
+beside ``"status": "in_progress"``); of failures, zero or nothing (``"failed": 0``,
 ``"error": null``, ``"error": ""``,
 ``"error_code": null``: an API's envelope saying no error); and when something will
 expire (``"expires_at"``, ``"expiresIn"``) or is expected to end
@@ -1190,8 +1197,8 @@ _COUNT_KEY_FOLDED = re.compile(
     # asked first, so a quote that opens no key is passed over in one scan
     # (and the two that name a word anywhere in the key ask first for their values)
     r"\"(?=[^\"]{0,100}\"\s*:)(?:"
-    r"(?=[^\"]{0,89}\"\s*:\s*(?:\d|null\b|false\b|\"\"))"
-    rf"[^\"]{{0,40}}(?:{_DONE_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\")"
+    r"(?=[^\"]{0,89}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[))"
+    rf"[^\"]{{0,40}}(?:{_DONE_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[)"
     r"|(?=[^\"]{0,89}\"\s*:\s*(?:0|null\b|\"\"))"
     rf"[^\"]{{0,40}}(?:{_FAILED_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|\"\")"
     r"|(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
@@ -1203,12 +1210,16 @@ _COUNT_KEY_FOLDED = re.compile(
 _PROGRESS_FOLDED_WORDS = (
     r"p(?:ending\w*|rocessing|rovisioning|rogressing|dng)|q(?:ueued|ueue?ing)"
     r"|i(?:n[ _-]?progress|n[ _-]?queue|nitiali[sz]ing|n[ _-]?transit|n[ _-]?review|mporting"
-    r"|ndexing)|r(?:unning|eviewing|estoring)|e(?:xecuting|xporting)"
-    r"|c(?:reating)|s(?:tarting|cheduled|canning|yncing)|d(?:eploying)|b(?:uilding)|w(?:aiting)"
+    r"|ndexing|nstalling)|r(?:unning|eviewing|estoring|eplicating|endering|ebooting)"
+    r"|e(?:xecuting|xporting|xtracting)"
+    r"|c(?:reating|opying)|s(?:tarting|cheduled|canning|yncing|topping)"
+    r"|d(?:eploying|ownloading|eactivating|eleting)"
+    r"|b(?:uilding)|w(?:aiting)"
     r"|a(?:waiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*|uthori[sz]ing|csp"
-    r"|naly[sz]ing)"
-    r"|u(?:pdating|nder[ _-]?review|ploading)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)"
-    r"|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)|v(?:alidating|erifying)|t(?:ransferring)"
+    r"|naly[sz]ing|ctivating)"
+    r"|u(?:pdating|nder[ _-]?review|ploading|pgrading)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)"
+    r"|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)|v(?:alidating|erifying)"
+    r"|t(?:ransferring|ranscoding|erminating)"
     r"|m(?:igrating)"
 )
 _W = _PROGRESS_FOLDED_WORDS

@@ -110,13 +110,17 @@ What it catches
     * a name a listing handed over is no guess: the values a read's answer lists
       (``listed_values``: the strings of a list of three or more, at the top of a
       structured answer or JSON text or under its top-level object, and the first
-      ``LISTED_FIELDS`` strings of each element object; each value once, the newest
+      ``LISTED_FIELDS`` strings of each element object; or a command's output of three
+      or more bare words and nothing else, one a line or tab-separated, as ``aws ...
+      --output text`` or ``ls`` prints names; each value once, the newest
       listing's first ``LISTED`` remembered) make a later search whose query or name
       argument (``_LISTED_TERM_KEYS``, never its scope) is one of them that item's (kept
       per call, ``terms``): any answer that is no error and tells of no outage is its
       answer ("no hits" too); and a read naming one (an argument string of six characters
       or more, as its echo is kept: the newest call's, so of parallel reads only the last
-      one's) answered that what was asked of the item is not there (``_says_absent``:
+      one's; or a shell command naming one among its words, ``aws s3api
+      get-bucket-lifecycle-configuration --bucket <listed>``) answered that what was
+      asked of the item is not there (``_says_absent``:
       ``NoSuchLifecycleConfiguration``, ``ResourceNotFoundException``, ``404 Not Found``,
       "could not find", as a failure or told in an answer of at most ``MISSING_ANSWER``
       bytes; not the host, a file, a module, a token, credentials, a table or the route
@@ -641,6 +645,9 @@ _TARGETS = re.compile(
 value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), a tenant or a shard
 named as a setting (``tenant=acme``), a data file named bare (``events.parquet``) or
 Terraform's workspace and variables file, in a command line."""
+_KUBE_NAMESPACE = re.compile(r"(?<![\w-])-n(?:=|[ \t]+)[^\s'\"|;&)-][^\s'\"|;&)]*")
+"""``kubectl``'s, ``helm``'s and ``oc``'s namespace in its short form (``-n team-alpha``),
+read only in a command line of one of them (``head -n 20`` names no place)."""
 _MASK_NUMBERS = str.maketrans("0123456789", "##########")
 _SSH_HOST = re.compile(
     # `ssh` as the command of a segment, its options (those that take a value skipped with
@@ -780,6 +787,12 @@ def read_names(call: CallView) -> str:
                 targets += _SSH_HOST.findall(head)
             if head.find("gh ") >= 0:
                 targets += [" ".join(found) for found in _GH_OBJECT.findall(head)]
+            if head.find(" -n") >= 0 and (
+                head.find("kubectl") >= 0 or head.find("helm") >= 0 or head.find("oc ") >= 0
+            ):
+                # a cluster CLI's namespace in its short form (`kubectl get secret x -n
+                # team-alpha`): one secret checked in twenty namespaces is twenty places
+                targets += _KUBE_NAMESPACE.findall(head)
             if targets:
                 names = "\0".join(targets)
                 if "://" in names:
@@ -1205,7 +1218,7 @@ def listed_values(payload: Any) -> bytes:
     one's answer, not one more guess that does not exist."""
     if type(payload) is str:
         if payload[:1] not in ("{", "[") or len(payload) > JSON_TEXT_LIMIT:
-            return b""
+            return _listed_words(payload)
         try:
             payload = _json_decoder.decode(payload)
         except (msgspec.DecodeError, RecursionError):
@@ -1223,6 +1236,26 @@ def listed_values(payload: Any) -> bytes:
                     break
     elif type(payload) is list and len(payload) >= 3:
         _listed_in(payload, set(), out)
+    return bytes(out)
+
+
+LISTED_TEXT_LIMIT = 16384
+"""Longest command output read as a listing of names (:func:`_listed_words`)."""
+
+
+def _listed_words(text: str) -> bytes:
+    """The names a command's output lists: at least three words and nothing else,
+    separated only by line ends and tabs (``aws s3api list-buckets --query
+    'Buckets[].Name' --output text``, ``ls``, ``kubectl get pods -o name``); ``b""`` for
+    any output with a space in it (a sentence, a table, a log), or longer than
+    :data:`LISTED_TEXT_LIMIT`."""
+    if " " in text or len(text) > LISTED_TEXT_LIMIT or ("\n" not in text and "\t" not in text):
+        return b""
+    words = text.split()
+    if len(words) < 3:
+        return b""
+    out = bytearray()
+    _listed_in(words, set(), out)
     return bytes(out)
 
 
@@ -1322,6 +1355,26 @@ def _term_of(terms: bytearray, key: int) -> int:
     """The listed term the search ``key`` looked up (``ResultStallState.terms``), 0 for none."""
     at = find_entry(terms, ((key & _M32) or 1).to_bytes(4, "little"), 8)
     return int.from_bytes(terms[at + 4 : at + 8], "little") if at >= 0 else 0
+
+
+LISTED_WORDS_READ = 512
+"""Characters of a command read for a name a listing handed over (:func:`_listed_word`)."""
+
+
+def _listed_word(listed: bytearray, args: Any) -> int:
+    """The :func:`listed_code` of the first word of a command runner's command (its first
+    :data:`LISTED_WORDS_READ` characters, quotes stripped) that a listing answer of the
+    session listed, 0 for none."""
+    command = command_text(args)
+    if not command:
+        return 0
+    for word in command[:LISTED_WORDS_READ].split():
+        word = word.strip("\"'`,;()")
+        if 3 <= len(word) <= LISTED_CHARS and not word.startswith("-"):
+            code = listed_code(word)
+            if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
+                return code
+    return 0
 
 
 def _listed_item(listed: bytearray, values: tuple[str, ...]) -> int:
@@ -1959,6 +2012,16 @@ class ResultStall(Signal):
                     terms += _pack_read((call.key & _M32) or 1, term)
             else:
                 names = read_names(call)
+                if listed and call.runner:
+                    # A command naming a name a listing handed over (the next bucket of
+                    # `aws s3api list-buckets`), for its answer saying the item lacks what
+                    # was asked: kept as a search's term is, read only for that.
+                    named = _listed_word(listed, call.args)
+                    if named:
+                        terms = state.terms
+                        if len(terms) >= READS * 8:
+                            del terms[:8]
+                        terms += _pack_read((call.key & _M32) or 1, named)
         elif call.runner:
             # A command that writes its output into a file (`curl ... > genomes/batch_07.fa;
             # tail -1 genomes/batch_07.fa`): what it prints is that file's, so twelve
@@ -2130,7 +2193,9 @@ class ResultStall(Signal):
         # over: read only where its answer says the item lacks what was asked (below).
         offered: tuple[str, ...] = ()
         # The listed item a search looked up (on_call), for its answer saying it is not there.
-        term_item = _term_of(state.terms, key) if state.terms and flags & FLAG_SEARCH else 0
+        term_item = (
+            _term_of(state.terms, key) if state.terms and flags & (FLAG_SEARCH | FLAG_RUNNER) else 0
+        )
         if key and key == state.echo_key and state.echo:
             if state.listed and not flags & (FLAG_SEARCH | FLAG_WRITE):
                 offered = state.echo
@@ -2322,7 +2387,13 @@ class ResultStall(Signal):
             if not state.answered:
                 state.answered = True
         item = 0
-        if term_item:
+        if term_item and not flags & FLAG_SEARCH:
+            # A command naming an item a listing handed over, answered that the item lacks
+            # what was asked (the next bucket: "NoSuchLifecycleConfiguration"): that item's
+            # answer. Any other answer is read as before.
+            if _says_absent(result):
+                item = term_item
+        elif term_item:
             # A search for a name a listing handed over: its answer is that name's, "no
             # hits" included, unless it is an error or an outage told as output (a rate
             # limit answers every name alike); an absence in words is the name's too.
@@ -2480,8 +2551,8 @@ class ResultStall(Signal):
     def _note_listing(self, state: Any, payload: Any, outcome: int) -> None:
         """Remember the values a read's answer lists (:func:`listed_values`, cached per
         answer in the process), the oldest going past ``LISTED``."""
-        if type(payload) is str and payload[:1] not in ("{", "["):
-            return  # (most text answers: no JSON, nothing listed)
+        if type(payload) is str and payload[:1] not in ("{", "[") and " " in payload:
+            return  # (most text answers: no JSON and no bare list of names, nothing listed)
         found = self._listings.get(outcome)
         if found is None:
             found = listed_values(payload)
