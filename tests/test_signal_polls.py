@@ -304,6 +304,29 @@ def test_a_poll_that_never_moves_is_warned_after_polling_warn_after() -> None:
     assert "still under way" in got[0].reason
 
 
+def test_a_poll_that_never_moves_trips_at_polling_halt_after() -> None:
+    # Still "pending" at the twenty-fifth answer in a row, asked after pauses: what the
+    # poll waits for has not moved in twenty-five checks.
+    got = [(a.severity, a.detail["rule"], a.detail["count"])
+           for a in alerts(status_poll([PENDING] * 30, gap=20.0)) if a.signal == "repeated-tool-call"]
+    assert got == [("warn", "polling", 20), ("critical", "stuck_poll", 25)]
+    # one answer that moves starts the count again
+    moved = [PENDING] * 20 + ['{"booking_id": "BK-88", "status": "pending_review"}'] * 20
+    assert [a.severity for a in alerts(status_poll(moved, gap=20.0))
+            if a.signal == "repeated-tool-call"] == ["warn"]
+    off = QUIET + "[signals.repeated-tool-call]\npolling_halt_after = 0\n"
+    assert [a.severity for a in alerts(status_poll([PENDING] * 30, gap=20.0), off)
+            if a.signal == "repeated-tool-call"] == ["warn"]
+
+
+def test_a_poll_the_user_asked_to_watch_never_trips_for_not_moving() -> None:
+    # "Keep an eye on the booking": the user asked to wait for it, however long.
+    trace = status_poll([PENDING] * 40, gap=20.0)
+    trace.insert(1, Text(session="p", role="user", text="Keep an eye on the booking and tell me once it clears.",
+                         ts=999.0))
+    assert [a.severity for a in alerts(trace) if a.signal == "repeated-tool-call"] == ["warn"]
+
+
 def test_pause_seconds_is_policy_and_zero_leaves_only_waits() -> None:
     no_clock = QUIET + "[waits]\npause_seconds = 0\n"
     assert ("repeated-tool-call", "critical") in loop_alerts(status_poll([PENDING] * 8, 16.0), no_clock)
