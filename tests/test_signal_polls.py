@@ -319,6 +319,40 @@ def test_a_poll_that_never_moves_trips_at_polling_halt_after() -> None:
             if a.signal == "repeated-tool-call"] == ["warn"]
 
 
+def paced_poll(answers: list[Any], wait: float = 60.0) -> list[Any]:
+    """A wait call, then the status, once per answer: the poll paced by waits of its own."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1_000.0
+    for n, answer in enumerate(answers):
+        trace += [ToolCall(session="p", tool="sleep", args={"seconds": wait}, call_id=f"w{n}", ts=clock),
+                  ToolResult(session="p", tool="sleep", call_id=f"w{n}", result="slept", ts=clock + wait)]
+        clock += wait + 1
+        trace += [ToolCall(session="p", tool="get_booking_status", args={"booking_id": "BK-88"},
+                           call_id=f"c{n}", ts=clock),
+                  ToolResult(session="p", tool="get_booking_status", call_id=f"c{n}", result=answer,
+                             ts=clock + 1)]
+        clock += 2
+    return trace
+
+
+def test_a_poll_paced_by_waits_of_its_own_trips_when_it_never_moves() -> None:
+    # sleep, the status, sleep, the status...: each ask starts a run of its own, but the
+    # poll is followed across the waits, and its twenty-fifth identical answer trips.
+    got = [(a.severity, a.detail["rule"], a.detail["count"])
+           for a in alerts(paced_poll([PENDING] * 30)) if a.signal == "repeated-tool-call"]
+    assert ("critical", "stuck_poll", 25) in got
+    # a poll that moves, or another read between, starts the count again
+    moved = [PENDING] * 20 + ['{"booking_id": "BK-88", "status": "pending_review"}'] * 20
+    assert all(a.severity != "critical" for a in alerts(paced_poll(moved)))
+    mixed = paced_poll([PENDING] * 20)
+    mixed += [ToolCall(session="p", tool="get_booking", args={"booking_id": "BK-88"}, call_id="x", ts=9e5),
+              ToolResult(session="p", tool="get_booking", call_id="x", result="{}", ts=9e5 + 1)]
+    mixed += [e for e in paced_poll([PENDING] * 20) if not isinstance(e, TurnStart)]
+    for n, event in enumerate(mixed):  # keep the clock moving forward
+        event.ts = 1_000.0 + 30.0 * n
+    assert all(a.severity != "critical" for a in alerts(mixed))
+
+
 def test_a_poll_the_user_asked_to_watch_never_trips_for_not_moving() -> None:
     # "Keep an eye on the booking": the user asked to wait for it, however long.
     trace = status_poll([PENDING] * 40, gap=20.0)
@@ -353,6 +387,9 @@ def test_a_status_that_moved_and_holds_again_for_a_while_is_a_poll() -> None:
     # but the answer moved on its own once: the next stage lasting a few checks is waiting.
     answers = stamped([room("VD")] * 4 + [room("CIP")] * 6 + [room("VC")] * 3 + [room("VI")])
     assert loop_alerts(status_poll(answers, gap=118.0, tool="hk_get_room_status")) == []
+    # or moved at every check before it held: tables copied one after another
+    tables = stamped([room(code) for code in ("i", "d", "s", "r")] + [room("r-d")] * 6)
+    assert loop_alerts(status_poll(tables, gap=60.0, tool="hk_get_room_status")) == []
 
 
 @pytest.mark.parametrize(("answers", "gap"), [
@@ -360,7 +397,7 @@ def test_a_status_that_moved_and_holds_again_for_a_while_is_a_poll() -> None:
     ([room("VD")] * 3 + [room("CIP")] * 6, 1.0),  # moved, then asked without a pause
     ([room("VD")] * 3 + ['{"room": "512", "status": "failed"}'] * 6, 118.0),  # moved to an end
     ([room("VD")] * 3 + ['{"rooms": []}'] * 6, 118.0),  # moved to nothing
-    ([room("VD"), room("CIP")] * 2 + [room("CIP")] * 5, 118.0),  # moved, but never held
+    ([room("VD")] + [room("CIP")] * 6, 118.0),  # moved once, but never held before
 ], ids=["never-moved", "no-pause", "ended", "nothing", "never-held"])
 def test_a_poll_that_moved_is_still_a_loop_where_its_answer_says_so(answers: list[str], gap: float) -> None:
     got = loop_alerts(status_poll(stamped(answers), gap=gap, tool="hk_get_room_status"))

@@ -122,7 +122,10 @@ Results (``result_aware``, default on; off is the reference behaviour)
       for: the user asked to wait). In the blind batches 183–262 this halts 23 loops that
       were only warned (polls of 26 to 48 identical answers) and adds one false critical,
       a 64-node job pending for resources read every minute for 33 minutes; no other of
-      the 3,360 healthy sessions had more than 21 such answers in a row. A booking polled every sixteen seconds while its payment
+      the 3,360 healthy sessions had more than 21 such answers in a row. A poll paced by
+      wait calls of its own (a wait, the status, a wait...), whose asks each start a run,
+      is followed across the waits (``poll_key``, ``poll_count``) and trips the same way:
+      six more loops, no healthy session. A booking polled every sixteen seconds while its payment
       authorises, or a refund checked again each time the customer asks, is
       waiting; so is a bill "Awaiting Payment" checked each time its customer reports
       from the bank app (tau2-bench's telecom bills; halted at the fourth check before
@@ -254,6 +257,16 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     """Consecutive results of the run equal to ``outcome``, ending at the latest."""
     changes: int = 0
     """Times a result of the run differed from the one before it."""
+    poll_key: int = 0
+    """Call key of the latest call that is no wait: a read asked again between waits
+    (``sleep 60``, the status, ``sleep 60``, the status) is followed across them."""
+    poll_count: int = 0
+    """That call's poll answers in a row, the same each time (``poll_answer``), waits
+    between them not counted: a poll that never moves, however it paces itself."""
+    poll_report: int = 0
+    """What the latest of them said apart from when it was given (``steady_answer``)."""
+    paced: bool = False
+    """A wait came since that call was first asked: it is followed across waits."""
     moved: bool = False
     """The run's answer changed after it had stayed the same (a room "VD" twice, then
     "CIP"): what the run polls moves on its own."""
@@ -333,6 +346,15 @@ class RepeatedToolCall(Signal):
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
             return None
+        if call.wait:
+            if state.poll_key and not state.paced:
+                state.paced = True  # a wait after a read: the read may be a paced poll
+        elif call.key != state.poll_key:
+            state.poll_key = call.key
+            if state.poll_count:
+                state.poll_count = 0
+            if state.paced:
+                state.paced = False
         if state.run and (
             call.key == state.key
             # _equivalent's first test inline: most calls are another tool's, or their
@@ -406,6 +428,11 @@ class RepeatedToolCall(Signal):
         if not self.result_aware or not state.run:
             return None
         key = result.call_key
+        if state.paced and key and key == state.poll_key and not state.latched and self.polling_halt_after:
+            # The poll followed across the waits that pace it (its run was broken by them).
+            finding = self._paced_poll(state, result)
+            if finding is not None:
+                return finding
         if not key or (key != state.key and key != state.last_key):
             return None
         if result.failed:
@@ -441,7 +468,10 @@ class RepeatedToolCall(Signal):
         else:
             if last:
                 state.changes += 1
-                if state.frozen >= 2 and not state.moved:
+                if (state.frozen >= 2 or state.changes >= 3) and not state.moved:
+                    # (held, then moved; or moved again and again: a replication's table
+                    # states, copying one after another. One change alone may be the
+                    # answer's own clock, read the first time it is compared.)
                     state.moved = True
             state.outcome = outcome
             state.frozen = 1
@@ -562,6 +592,26 @@ class RepeatedToolCall(Signal):
                     "calls": state.run, "rule": "same_result",
                     "write": made},
         )
+
+    def _paced_poll(self, state: Any, result: ResultView) -> Finding | None:
+        """A read asked again between waits (`sleep 60`, the status, `sleep 60`...): the
+        same answer under way at the ``polling_halt_after``-th time in a row trips, as in
+        a run; anything else starts the count again."""
+        if result.failed or state.write or not result.outcome or not poll_answer(result):
+            if state.poll_count:
+                state.poll_count = 0
+            return None
+        report = steady_answer(result) or result.outcome & 0xFFFFFFFF
+        if state.poll_count and report == state.poll_report:
+            state.poll_count += 1
+        else:
+            state.poll_count, state.poll_report = 1, report
+        if state.poll_count < self.polling_halt_after or result.watched:
+            return None
+        state.latched = True
+        state.reported = result.call_key
+        state.frozen = state.poll_count
+        return self._stuck_poll_finding(state, result)
 
     def _stuck_poll_finding(self, state: Any, result: ResultView) -> Finding:
         tool = result.tool or "unnamed tool"
