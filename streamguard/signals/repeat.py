@@ -258,15 +258,14 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     changes: int = 0
     """Times a result of the run differed from the one before it."""
     poll_key: int = 0
-    """Call key of the latest call that is no wait: a read asked again between waits
-    (``sleep 60``, the status, ``sleep 60``, the status) is followed across them."""
+    """Call key of the read a wait came after (0: none since the last other call): a read
+    asked again between waits (``sleep 60``, the status, ``sleep 60``, the status) is
+    followed across them."""
     poll_count: int = 0
     """That call's poll answers in a row, the same each time (``poll_answer``), waits
     between them not counted: a poll that never moves, however it paces itself."""
     poll_report: int = 0
     """What the latest of them said apart from when it was given (``steady_answer``)."""
-    paced: bool = False
-    """A wait came since that call was first asked: it is followed across waits."""
     moved: bool = False
     """The run's answer changed after it had stayed the same (a room "VD" twice, then
     "CIP"): what the run polls moves on its own."""
@@ -347,14 +346,13 @@ class RepeatedToolCall(Signal):
         if self.exempt and call.tool in self.exempt:
             return None
         if call.wait:
-            if state.poll_key and not state.paced:
-                state.paced = True  # a wait after a read: the read may be a paced poll
-        elif call.key != state.poll_key:
-            state.poll_key = call.key
+            if not state.poll_key and state.run and not state.wait and self.polling_halt_after:
+                # a wait after a read: the read may be a poll paced by waits
+                state.poll_key = state.last_key
+        elif state.poll_key and call.key != state.poll_key:
+            state.poll_key = 0  # another call: no paced poll of it
             if state.poll_count:
                 state.poll_count = 0
-            if state.paced:
-                state.paced = False
         if state.run and (
             call.key == state.key
             # _equivalent's first test inline: most calls are another tool's, or their
@@ -428,7 +426,7 @@ class RepeatedToolCall(Signal):
         if not self.result_aware or not state.run:
             return None
         key = result.call_key
-        if state.paced and key and key == state.poll_key and not state.latched and self.polling_halt_after:
+        if key and key == state.poll_key and not state.latched:
             # The poll followed across the waits that pace it (its run was broken by them).
             finding = self._paced_poll(state, result)
             if finding is not None:
