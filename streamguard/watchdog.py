@@ -171,6 +171,9 @@ SCHEDULE_GAP = 600.0
 """Seconds between two identical messages to the agent for the second to be a scheduled
 request repeated (``Watchdog._prompt``): schedules run every ten minutes or less often
 (``*/10`` in cron); a harness's nudge comes within a minute or two."""
+REQUESTS_KEPT = 4
+"""The user's messages a new one is compared with to tell a request in new words from a
+nudge sent again (``SessionState.asks``)."""
 _TOOL_HOOKS_MAX = 512
 
 FEEDBACK_HEADER = (
@@ -237,6 +240,10 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # that count laps start again from it.
     prompt: int = 0
     prompt_ts: float | None = None
+    # CRC-32s of the user's last REQUESTS_KEPT messages (as `prompt` reads them): a user
+    # message none of them matches is a request in new words (ResultView.asked); a nudge
+    # sent again, or two taking turns, is none, whatever system notes come between.
+    asks: tuple[int, ...] = ()
     # The time and call key of the session's last restart that went through (a device's
     # `reload`, `systemctl restart`, `reboot_device`, answered without a failure): for
     # [waits] restart_seconds after it, a probe asked again after a pause that answers
@@ -966,11 +973,12 @@ class Watchdog:
         # (``ts``: the event's time, else its record's, as the engine passes it)
         last = state.prompt_ts
         state.prompt_ts = ts
+        if event.role == "user" and said not in state.asks:
+            # the user asking for something in new words (ResultView.asked)
+            state.pauses = add_request(state.pauses)
+            state.asks = (*state.asks[1 - REQUESTS_KEPT :], said)
         if said != state.prompt:
             state.prompt = said
-            if event.role == "user":
-                # the user asking for something in new words (ResultView.asked)
-                state.pauses = add_request(state.pauses)
             return
         if ts is None or last is None or ts - last < SCHEDULE_GAP:
             return

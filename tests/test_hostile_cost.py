@@ -454,7 +454,7 @@ def test_each_folded_pattern_matches_as_its_definition_does_on_every_pair_of_wor
     for before in (39, 40, 41):
         for after in (39, 40, 41):
             for word in ("fail", "complete", "expires", "noerror"):
-                for value in ("0", "null", '""', "1", "0.5"):
+                for value in ("0", "null", '""', "1", "0.5", '["x"]', "[]"):
                     texts.append('"' + "a" * before + word + "a" * after + '": ' + value)
     for text in texts:
         folded = fold_case(text)

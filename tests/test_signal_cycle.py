@@ -627,9 +627,21 @@ def test_a_switch_turned_on_and_off_at_each_new_request_of_the_user_is_no_loop()
     ["Turn on maintenance mode, we're migrating the catalog."] + [None] * 5,
     # the same words again within minutes, a harness's nudge: no new request
     ["Turn on maintenance mode."] + ["Please continue."] * 5,
-], ids=["on-its-own", "nudged"])
+    # two nudges taking turns are no new request either
+    ["Turn on maintenance mode."] + ["Please continue.", "Keep going."] * 3,
+], ids=["on-its-own", "nudged", "nudges-in-turn"])
 def test_a_switch_flipped_back_and_forth_without_new_requests_is_a_loop(user_says: list[str | None]) -> None:
     assert _alerts(_switch_laps(user_says, every=60.0)) == [SIGNAL]
+
+
+def test_a_nudge_is_no_new_request_whatever_system_notes_come_between() -> None:
+    trace = _switch_laps(["Turn on maintenance mode."] + ["Please continue."] * 5, every=60.0)
+    noted: list[Any] = []
+    for event in trace:
+        if isinstance(event, Text) and event.text == "Please continue.":
+            noted.append(Text(session="y", role="system", text="Reminder: stay on task.", ts=event.ts))
+        noted.append(event)
+    assert _alerts(noted) == [SIGNAL]
 
 
 def _owner_laps(payloads: list[Any], result_bytes: list[int | None]) -> list[Any]:

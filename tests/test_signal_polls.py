@@ -319,18 +319,19 @@ def test_a_poll_that_never_moves_trips_at_polling_halt_after() -> None:
             if a.signal == "repeated-tool-call"] == ["warn"]
 
 
-def paced_poll(answers: list[Any], wait: float = 60.0) -> list[Any]:
-    """A wait call, then the status, once per answer: the poll paced by waits of its own."""
+def paced_poll(answers: list[Any], wait: float = 60.0, tool: str = "get_booking_status",
+               answer_after_wait: bool = False) -> list[Any]:
+    """A wait call, then the status, once per answer: the poll paced by waits of its own
+    (``answer_after_wait``: the status asked, then the wait, then the status answered)."""
     trace: list[Any] = [TurnStart(session="p")]
     clock = 1_000.0
     for n, answer in enumerate(answers):
-        trace += [ToolCall(session="p", tool="sleep", args={"seconds": wait}, call_id=f"w{n}", ts=clock),
-                  ToolResult(session="p", tool="sleep", call_id=f"w{n}", result="slept", ts=clock + wait)]
+        sleep = [ToolCall(session="p", tool="sleep", args={"seconds": wait}, call_id=f"w{n}", ts=clock),
+                 ToolResult(session="p", tool="sleep", call_id=f"w{n}", result="slept", ts=clock + wait)]
         clock += wait + 1
-        trace += [ToolCall(session="p", tool="get_booking_status", args={"booking_id": "BK-88"},
-                           call_id=f"c{n}", ts=clock),
-                  ToolResult(session="p", tool="get_booking_status", call_id=f"c{n}", result=answer,
-                             ts=clock + 1)]
+        ask = ToolCall(session="p", tool=tool, args={"booking_id": "BK-88"}, call_id=f"c{n}", ts=clock)
+        told = ToolResult(session="p", tool=tool, call_id=f"c{n}", result=answer, ts=clock + 1)
+        trace += [ask, *sleep, told] if answer_after_wait else [*sleep, ask, told]
         clock += 2
     return trace
 
@@ -339,8 +340,23 @@ def test_a_poll_paced_by_waits_of_its_own_trips_when_it_never_moves() -> None:
     # sleep, the status, sleep, the status...: each ask starts a run of its own, but the
     # poll is followed across the waits, and its twenty-fifth identical answer trips.
     got = [(a.severity, a.detail["rule"], a.detail["count"])
-           for a in alerts(paced_poll([PENDING] * 30)) if a.signal == "repeated-tool-call"]
-    assert ("critical", "stuck_poll", 25) in got
+           for a in alerts(paced_poll([PENDING] * 40)) if a.signal == "repeated-tool-call"
+           and a.severity == "critical"]
+    assert got == [("critical", "stuck_poll", 25)]  # once: the same poll asked again is latched
+    # the status asked before its wait is answered (both calls sent together): the same
+    assert [a.detail["count"] for a in alerts(paced_poll([PENDING] * 40, answer_after_wait=True))
+            if a.severity == "critical"] == [25]
+    # a value read between waits (an address while DNS propagates) is no work under way
+    dig = "198.51.100.7"
+    assert all(a.severity != "critical" for a in alerts(paced_poll([dig] * 40)))
+    # a write answered "queued" again and again is no poll followed across waits
+    assert all(a.detail.get("rule") != "stuck_poll"
+               for a in alerts(paced_poll([PENDING] * 40, tool="submit_job")))
+    # a watch the user asked for: the user asked to wait for it
+    watched = paced_poll([PENDING] * 40)
+    watched.insert(1, Text(session="p", role="user", text="Keep an eye on the booking, tell me once it clears.",
+                           ts=999.0))
+    assert all(a.severity != "critical" for a in alerts(watched))
     # a poll that moves, or another read between, starts the count again
     moved = [PENDING] * 20 + ['{"booking_id": "BK-88", "status": "pending_review"}'] * 20
     assert all(a.severity != "critical" for a in alerts(paced_poll(moved)))
@@ -351,6 +367,27 @@ def test_a_poll_paced_by_waits_of_its_own_trips_when_it_never_moves() -> None:
     for n, event in enumerate(mixed):  # keep the clock moving forward
         event.ts = 1_000.0 + 30.0 * n
     assert all(a.severity != "critical" for a in alerts(mixed))
+
+
+def test_a_scheduled_request_again_starts_a_paced_poll_over() -> None:
+    # The same request from a scheduler every half hour, one status read for it each time
+    # after a first tick that slept and read again: no poll of 25 answers in a row.
+    trace: list[Any] = [TurnStart(session="p")]
+    for tick in range(30):
+        at = 1_000.0 + 1_800.0 * tick
+        trace.append(Text(session="p", role="user", text="Scheduled run: check booking BK-88.", ts=at))
+        if tick == 0:
+            trace += [ToolCall(session="p", tool="get_booking_status", args={"booking_id": "BK-88"},
+                               call_id="first", ts=at + 1),
+                      ToolResult(session="p", tool="get_booking_status", call_id="first", result=PENDING,
+                                 ts=at + 2),
+                      ToolCall(session="p", tool="sleep", args={"seconds": 60}, call_id="w", ts=at + 3),
+                      ToolResult(session="p", tool="sleep", call_id="w", result="slept", ts=at + 63)]
+        trace += [ToolCall(session="p", tool="get_booking_status", args={"booking_id": "BK-88"},
+                           call_id=f"c{tick}", ts=at + 70),
+                  ToolResult(session="p", tool="get_booking_status", call_id=f"c{tick}", result=PENDING,
+                             ts=at + 71)]
+    assert all(a.severity != "critical" for a in alerts(trace))
 
 
 def test_a_poll_the_user_asked_to_watch_never_trips_for_not_moving() -> None:
@@ -504,6 +541,15 @@ def test_wait_seconds_is_policy_and_zero_leaves_only_wait_calls() -> None:
     ("curl the endpoint every 30 seconds", 30.0),
     ("Recheck v1.2.3 every minute until it is published.", 60.0),
     ("Hit the gym. Every morning I check my mail.", 0.0),
+    ("Please curl it every minute.", 60.0),
+    ("Deploy it, then hit /healthz every 10 s.", 10.0),
+    # a probe word that is a noun, a past or a description of a schedule
+    ("The health probe fails every 30 seconds according to the logs, investigate.", 0.0),
+    ("We hit 500 errors every 5 minutes on api.example.com after the deploy.", 0.0),
+    ("The bot hit the rate limit every few minutes yesterday.", 0.0),
+    ("Set up a GitHub Action that runs the scan every hour.", 0.0),
+    ("The scheduler should fetch new jobs every 2 minutes, please implement that", 0.0),
+    ("Our fetch loop retries every 2 seconds - can you make it back off instead?", 0.0),
 ])
 def test_the_interval_a_user_asks_checks_at(message: str, seconds: float) -> None:
     assert asked_interval(message) == seconds
@@ -690,9 +736,13 @@ def test_a_watch_asked_is_session_state_and_survives_a_snapshot() -> None:
     ("Let me know as soon as it clears.", True),
     # what is watched for told apart first
     ("Hit /healthz for 10 minutes and tell me if anything other than ok/4.2.0 shows up.", True),
-    ("Tell me if anything else fires.", True),
-    ("Tell me if anything but a 200 comes back.", True),
-    ("Tell me if anything else was changed yesterday.", False),
+    ("Tell me if anything besides the canary fires.", True),
+    ("Tell me if anything except a 200 comes back.", True),
+    # a sign-off, not a watch
+    ("Let me know if anything else comes up.", False),
+    ("let me know if anything else comes to mind", False),
+    ("Let me know if anything but the README changes.", False),
+    ("Tell me if anything other than that was changed yesterday.", False),
     ("Let me know when you're done.", False),
     ("Tell me when you have finished the migration.", False),
     ("Let me know when it's done.", False),

@@ -867,6 +867,16 @@ def test_a_cluster_cli_sweep_over_namespaces_named_short_is_one_answer_per_names
     heads = [event for i in range(12) for event in step(
         "Bash", {"command": f"tail -c 100 build.log | head -n {i + 5}"}, answer)]
     assert hits(heads) != []
+    # nor after kubectl's own segment, nor on a line that only mentions a word with "oc "
+    for command in ("kubectl logs deploy/web --since=1h | head -n {n}", "ls doc | head -n {n}",
+                    "kubectl get pods -o name; echo -n run{n}"):
+        piped = [event for i in range(12) for event in step(
+            "Bash", {"command": command.format(n=i + 5)}, answer)]
+        assert hits(piped) != [], command
+    # a namespace quoted is one too
+    quoted = [event for ns in namespaces for event in step(
+        "Bash", {"command": f'kubectl get secret registry-pull -n "{ns}" -o name'}, answer)]
+    assert hits(quoted) == []
 
 
 def test_a_search_that_rewrites_what_it_finds_says_nothing_new_when_silent() -> None:
@@ -2314,6 +2324,17 @@ def buckets(names: list[str], listed: list[str] | None, error: str) -> list[Any]
     return trace
 
 
+def test_a_resource_type_the_cluster_lacks_answers_every_listed_namespace_alike() -> None:
+    """`the server could not find the requested resource` says the cluster has no such
+    kind of resource: every namespace answers it alike, so a sweep of them is no news."""
+    namespaces = [f"team-{word(i)}" for i in range(16)]
+    trace = step("Bash", {"command": "kubectl get ns -o name"}, "\n".join(namespaces) + "\n")
+    for ns in namespaces:
+        trace += step("Bash", {"command": f"kubectl get widgets.example.io -A --context {ns}"},
+                      error="Error from server (NotFound): the server could not find the requested resource")
+    assert hits(trace, STALL_ONLY) != []
+
+
 def test_listed_items_that_lack_what_was_asked_are_each_ones_answer() -> None:
     """Sixteen buckets of an account read for their lifecycle configuration, each failing
     "NoSuchLifecycleConfiguration": each bucket's answer, since the listing named them.
@@ -2361,6 +2382,18 @@ def test_a_shell_sweep_of_listed_items_that_lack_what_was_asked_is_each_ones_ans
     assert hits(shell_buckets(names[:1] * 12, names, missing), STALL_ONLY) == [10]
     outage = "An error occurred (SlowDown) when calling the operation: Please reduce your request rate. (503)"
     assert hits(shell_buckets(names, names, outage)) == [10]
+    # the bucket is found among the command's words whatever stands before it (another
+    # listed name, `--bucket=`, an `s3://` address, quotes)
+    regions = "us-east-1\neu-west-1\nap-south-1\n"
+    for form in ("aws s3api get-bucket-lifecycle-configuration --region us-east-1 --bucket {b}",
+                 "aws s3api get-bucket-lifecycle-configuration --bucket={b}",
+                 "aws s3 ls s3://{b}/logs/",
+                 "aws s3api get-bucket-lifecycle-configuration --bucket '{b}'"):
+        trace = step("Bash", {"command": "aws ec2 describe-regions --output text"}, regions)
+        trace += step("Bash", {"command": "aws s3api list-buckets --output text"}, "\n".join(names) + "\n")
+        for bucket in names:
+            trace += step("Bash", {"command": form.format(b=bucket)}, error=f"Exit code 254\n\n{missing}")
+        assert critical(trace) == [], form
 
 
 def test_what_a_listing_lists_is_read_within_bounds() -> None:

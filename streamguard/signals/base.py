@@ -1022,7 +1022,7 @@ _PROGRESS_WORDS = (
     r"|downloading|installing|copying|replicating|transcoding|rendering|extracting"
     # a resource between two states (a fleet ACTIVATING, an instance stopping, a volume
     # deleting, a node upgrading)
-    r"|activating|deactivating|stopping|deleting|terminating|upgrading|rebooting"
+    r"|activating|deactivating|stopping|deleting|upgrading|rebooting"
     r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
     # a booking a property confirms by hand (Amadeus' hotel booking "ON_REQUEST")
     r"|on[ _-]request"
@@ -1219,7 +1219,7 @@ _PROGRESS_FOLDED_WORDS = (
     r"|naly[sz]ing|ctivating)"
     r"|u(?:pdating|nder[ _-]?review|ploading|pgrading)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)"
     r"|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)|v(?:alidating|erifying)"
-    r"|t(?:ransferring|ranscoding|erminating)"
+    r"|t(?:ransferring|ranscoding)"
     r"|m(?:igrating)"
 )
 _W = _PROGRESS_FOLDED_WORDS

@@ -670,9 +670,14 @@ RESTART_COMMAND_READ = 256
 
 _CHECK_WORDS = (
     r"(?:(?:re-?)?check|watch|monitor|poll|refresh|re-?read|read|look|ping|query|sample|report"
-    r"|update me|tell me|let me know|keep an eye"
-    # a probe named by how it is sent ("hit /healthz every 15s", "curl it every minute")
-    r"|hit|curl|probe|reload|fetch|scan)"
+    r"|update me|tell me|let me know|keep an eye)"
+)
+_PROBE_ASKED = (
+    # a probe named by how it is sent, asked for: opening a sentence or a clause, or after a
+    # word that asks ("Hit /healthz every 15s", "please curl it every minute"; not "the
+    # health probe fails every 30 seconds", "we hit 500 errors every 5 minutes")
+    r"(?:(?<![^.!?;:,\n])|(?<=[.!?;:,\n] )|(?<=\bplease )|(?<=\band )|(?<=\bthen )|(?<=\bjust ))"
+    r"(?:hit|curl|probe|reload|fetch|scan)"
 )
 _INTERVAL = (
     # a number and its unit ("every 30 seconds", "every 2 min"), a few of them ("every few
@@ -695,7 +700,8 @@ _ASKED_INTERVAL = re.compile(
     # or the interval opening a sentence or a clause, then the word ("Every 2 min, read
     # the queue"; not "the cron job runs every minute to check the disk")
     # (a dot inside a word, an address's or a version's, ends no sentence)
-    rf"(?ai)\b{_CHECK_WORDS}\b(?:(?!\b(?:why|how|what|whether|which|that|when|where|if)\b)"
+    rf"(?ai)(?:\b{_CHECK_WORDS}|{_PROBE_ASKED})\b"
+    rf"(?:(?!\b(?:why|how|what|whether|which|that|when|where|if)\b)"
     rf"(?:[^.!?;\n]|\.(?=\S))){{0,60}}?\b{_INTERVAL}"
     rf"|(?:^|[.!?;\n]\s*+|,\s*+)(?:and\s+)?{_INTERVAL}[^.!?;\n]{{0,30}}?\b{_CHECK_WORDS}\b"
 )
@@ -750,10 +756,10 @@ _ASKED_WATCH = re.compile(
     # know when you're finished", "when it's ready for review") nor a date asked for ("tell
     # me when it was added")
     rf"|(?:{_REPORT_ME})\s+(?:the\s+(?:moment|minute|second)|as\s+soon\s+as|once|when"
-    # (what is watched for may be told apart first: "if anything other than ok shows up",
-    # "if anything else fires")
+    # (what is watched for may be told apart first: "if anything other than ok shows up";
+    # not "if anything else comes up", a sign-off)
     r"|if\s+(?:anything|something|it|that|this|they)"
-    r"(?:\s+(?:else|new|(?:other\s+than|besides|but|except)(?:\s+\S{1,40}){1,3}?))?"
+    r"(?:\s+(?:other\s+than|besides|except)(?:\s+\S{1,40}){1,3}?)?"
     r"\s+(?:fires|changes|moves|happens|arrives"
     r"|comes|shows|appears|lands|drops|spikes|goes|recovers|starts))\b"
     r"(?!\s+(?:you|your|done|finished|complete|completed|ready)\b"

@@ -124,8 +124,9 @@ Results (``result_aware``, default on; off is the reference behaviour)
       a 64-node job pending for resources read every minute for 33 minutes; no other of
       the 3,360 healthy sessions had more than 21 such answers in a row. A poll paced by
       wait calls of its own (a wait, the status, a wait...), whose asks each start a run,
-      is followed across the waits (``poll_key``, ``poll_count``) and trips the same way:
-      six more loops, no healthy session. A booking polled every sixteen seconds while its payment
+      is followed across the waits (``poll_key``, ``poll_count``) and trips the same way,
+      once: three more loops, no healthy session. Only answers that say the work is under
+      way count (not a value read between waits). A booking polled every sixteen seconds while its payment
       authorises, or a refund checked again each time the customer asks, is
       waiting; so is a bill "Awaiting Payment" checked each time its customer reports
       from the bank app (tau2-bench's telecom bills; halted at the fourth check before
@@ -198,7 +199,7 @@ from .base import (
     poll_answer,
     steady_answer,
 )
-from .facts import FLAG_ASK, FLAG_RUNNER, tool_glob_matcher
+from .facts import FLAG_ASK, FLAG_RUNNER, FLAG_WRITE, tool_glob_matcher
 
 SIGNAL_ID = "repeated-tool-call"
 EMPTY_OUTPUT = 0x454D505459
@@ -341,6 +342,8 @@ class RepeatedToolCall(Signal):
         # The next call starts a run.
         if state.run:
             state.run = 0
+        if state.poll_key:
+            state.poll_key = state.poll_count = 0
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
@@ -426,7 +429,7 @@ class RepeatedToolCall(Signal):
         if not self.result_aware or not state.run:
             return None
         key = result.call_key
-        if key and key == state.poll_key and not state.latched:
+        if key and key == state.poll_key and not state.latched and state.reported != key:
             # The poll followed across the waits that pace it (its run was broken by them).
             finding = self._paced_poll(state, result)
             if finding is not None:
@@ -487,14 +490,14 @@ class RepeatedToolCall(Signal):
             if not state.progress:
                 state.progress = True
             halt = self.polling_halt_after
-            if halt and state.frozen >= halt and not result.watched:
+            if halt and state.frozen >= halt and not result.watched and result.progress == 2:
                 # Still "queued" at the twenty-fifth check in a row: what the poll waits
                 # for has not moved in all that time (a job that will never start, a
                 # hook that never completes). Not under a watch the user asked for: the
                 # user asked to wait for it.
                 state.latched = True
                 state.reported = state.key
-                return self._stuck_poll_finding(state, result)
+                return self._stuck_poll_finding(state, result, state.frozen)
             return None
         if state.progress:
             state.progress = False
@@ -595,7 +598,12 @@ class RepeatedToolCall(Signal):
         """A read asked again between waits (`sleep 60`, the status, `sleep 60`...): the
         same answer under way at the ``polling_halt_after``-th time in a row trips, as in
         a run; anything else starts the count again."""
-        if result.failed or state.write or not result.outcome or not poll_answer(result):
+        if (
+            result.failed or result.call_flags & (FLAG_WRITE | FLAG_ASK) or not result.outcome
+            or not poll_answer(result) or result.progress != 2
+        ):
+            # (the answered call's own nature: the run in progress may be another call's;
+            # and only work said to be under way, not a value read between waits)
             if state.poll_count:
                 state.poll_count = 0
             return None
@@ -606,14 +614,13 @@ class RepeatedToolCall(Signal):
             state.poll_count, state.poll_report = 1, report
         if state.poll_count < self.polling_halt_after or result.watched:
             return None
-        state.latched = True
-        state.reported = result.call_key
-        state.frozen = state.poll_count
-        return self._stuck_poll_finding(state, result)
+        count = state.poll_count
+        state.reported = result.call_key  # the same poll asked again starts latched
+        state.poll_key = state.poll_count = 0
+        return self._stuck_poll_finding(state, result, count)
 
-    def _stuck_poll_finding(self, state: Any, result: ResultView) -> Finding:
+    def _stuck_poll_finding(self, state: Any, result: ResultView, count: int) -> Finding:
         tool = result.tool or "unnamed tool"
-        count = state.frozen
         return Finding(
             signal=SIGNAL_ID,
             severity="critical",

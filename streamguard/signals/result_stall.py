@@ -645,9 +645,13 @@ _TARGETS = re.compile(
 value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), a tenant or a shard
 named as a setting (``tenant=acme``), a data file named bare (``events.parquet``) or
 Terraform's workspace and variables file, in a command line."""
-_KUBE_NAMESPACE = re.compile(r"(?<![\w-])-n(?:=|[ \t]+)[^\s'\"|;&)-][^\s'\"|;&)]*")
-"""``kubectl``'s, ``helm``'s and ``oc``'s namespace in its short form (``-n team-alpha``),
-read only in a command line of one of them (``head -n 20`` names no place)."""
+_KUBE_SEGMENT = re.compile(r"(?:^|(?<=[|;&(`]))[ \t]*(?:sudo[ \t]+)?(?:kubectl|helm|oc)[ \t][^|;&()`]*")
+"""A segment of a command line run by ``kubectl``, ``helm`` or ``oc`` (up to the next pipe,
+``;``, ``&`` or parenthesis)."""
+_KUBE_NAMESPACE = re.compile(r"(?<![\w-])-n(?:=|[ \t]+)[\"']?[^\s'\"|;&)-][^\s'\"|;&)]*")
+"""``kubectl``'s, ``helm``'s and ``oc``'s namespace in its short form (``-n team-alpha``,
+``-n "team-alpha"``), read only in a segment run by one of them (:data:`_KUBE_SEGMENT`:
+``head -n 20`` names no place, nor does it after ``kubectl logs web |``)."""
 _MASK_NUMBERS = str.maketrans("0123456789", "##########")
 _SSH_HOST = re.compile(
     # `ssh` as the command of a segment, its options (those that take a value skipped with
@@ -791,8 +795,10 @@ def read_names(call: CallView) -> str:
                 head.find("kubectl") >= 0 or head.find("helm") >= 0 or head.find("oc ") >= 0
             ):
                 # a cluster CLI's namespace in its short form (`kubectl get secret x -n
-                # team-alpha`): one secret checked in twenty namespaces is twenty places
-                targets += _KUBE_NAMESPACE.findall(head)
+                # team-alpha`): one secret checked in twenty namespaces is twenty places.
+                # Only in that program's own segment (not `kubectl logs web | head -n 5`).
+                for segment in _KUBE_SEGMENT.findall(head):
+                    targets += _KUBE_NAMESPACE.findall(segment)
             if targets:
                 names = "\0".join(targets)
                 if "://" in names:
@@ -1298,6 +1304,8 @@ _ABSENT_ELSEWHERE = re.compile(
     r"|secret|column|field|relation|table|schema|parameter|certificate|role|region|function)\b"
     r"[^.\n]{0,40}?\b(?:not[ _-]?found|does not exist|doesn't exist)\b"
     r"|(?:Module|File|Class|Cluster|Token|Credentials?|Endpoint|Host|Function|Table)NotFound"
+    # a cluster that lacks the resource type itself, answered alike in every namespace
+    r"|could not find the requested resource"
 ).search
 """An absence that is not the item's: the host, a file, the tool, the route or the page the
 call went through (``no such host``, ``Tool 'x' not found``, ``404 page not found``)."""
@@ -1361,20 +1369,26 @@ LISTED_WORDS_READ = 512
 """Characters of a command read for a name a listing handed over (:func:`_listed_word`)."""
 
 
+_COMMAND_WORDS = re.compile(r"[^\s=/\"'`,;()|&<>]+")
+"""The words of a command line a listed name may be among (``--bucket=b``, ``s3://b/key``,
+``"b"``: split at spaces, ``=``, slashes, quotes and the shell's punctuation)."""
+
+
 def _listed_word(listed: bytearray, args: Any) -> int:
-    """The :func:`listed_code` of the first word of a command runner's command (its first
-    :data:`LISTED_WORDS_READ` characters, quotes stripped) that a listing answer of the
-    session listed, 0 for none."""
+    """The listed names a command runner's command names (its first
+    :data:`LISTED_WORDS_READ` characters), as one code (0 for none): every word a listing
+    answer of the session listed, mixed in order, so a bucket named after a listed region
+    (``--region us-east-1 --bucket b``) is still that bucket's."""
     command = command_text(args)
     if not command:
         return 0
-    for word in command[:LISTED_WORDS_READ].split():
-        word = word.strip("\"'`,;()")
-        if 3 <= len(word) <= LISTED_CHARS and not word.startswith("-"):
+    mixed = 0
+    for word in _COMMAND_WORDS.findall(command, 0, LISTED_WORDS_READ):
+        if 3 <= len(word) <= LISTED_CHARS and word[0] != "-":
             code = listed_code(word)
             if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
-                return code
-    return 0
+                mixed = _mixed(mixed, code) if mixed else code
+    return mixed
 
 
 def _listed_item(listed: bytearray, values: tuple[str, ...]) -> int:
