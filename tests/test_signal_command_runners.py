@@ -134,6 +134,10 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("prettier --write --check src", "prettier", False, False),
         ("git commit -m 'do not --fixup'", "git commit", True, False),
         ("pytest --fixtures", "pytest", False, False),
+        # a search that picks a file's line of a sums list for a check: the check's answer
+        ("grep ' a_R1.fastq.gz$' md5sums.txt | md5sum -c -", "grep", False, False),
+        ("grep a.iso SHA256SUMS | sha256sum --check", "grep", False, False),
+        ("rg x src | sha256sum", "rg", False, True),
     ],
 )
 def test_shell_facts(command: str, action: str, write: bool, search: bool) -> None:

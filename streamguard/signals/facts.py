@@ -357,6 +357,10 @@ _WRITE_SUBCOMMANDS = {
 }
 _WRITE_SUBCOMMANDS["mvnw"] = _WRITE_SUBCOMMANDS["mvn"]  # `./mvnw install` builds as `mvn` does
 _WRITE_SUBCOMMANDS["gradlew"] = _WRITE_SUBCOMMANDS["gradle"]
+_CHECKSUM_PROGRAMS = frozenset({"md5sum", "sha1sum", "sha256sum", "sha512sum", "sha224sum",
+                                "sha384sum", "b2sum", "shasum", "cksum"})
+"""Programs that check files against a list of sums (with ``-c``): after a search that picks
+the line of the list, the line checks that file."""
 _SEARCH_PROGRAMS = frozenset({
     "grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "search_dir",
     "search_file", "find_file", "which", "whereis",
@@ -1386,6 +1390,11 @@ def shell_facts(text: str) -> CallFacts:
             write = True
         if program in _SEARCH_PROGRAMS or (program == "git" and sub == "grep"):
             search = search or not action  # the searched-for segment leads the line
+        elif search and program in _CHECKSUM_PROGRAMS and ("-c" in tokens or "--check" in tokens):
+            # `grep ' a.fastq.gz$' md5sums.txt | md5sum -c -`: what the line answers is the
+            # check of the file the search picked out ("a.fastq.gz: OK"), not a search's
+            # hits; thirty files checked one by one are thirty answers
+            search = False
         if program in _PRELUDE or (program in _ENV_RUNNERS and sub in _ENV_PRELUDE_SUBCOMMANDS):
             fallback = fallback or (f"{program} {sub}" if sub else program)
             if program not in _PRELUDE or (program in _SHELL_CHANGES and (len(tokens) > 1 or program != "export")):
