@@ -314,6 +314,11 @@ def test_a_poll_that_never_moves_trips_at_polling_halt_after() -> None:
     moved = [PENDING] * 20 + ['{"booking_id": "BK-88", "status": "pending_review"}'] * 20
     assert [a.severity for a in alerts(status_poll(moved, gap=20.0))
             if a.signal == "repeated-tool-call"] == ["warn"]
+    # only an answer that says the work is under way: an address read every few minutes
+    # while DNS propagates is a value, never a stuck poll
+    dig = [a for a in alerts(status_poll(["198.51.100.7"] * 30, gap=150.0, tool="dig_lookup"))
+           if a.signal == "repeated-tool-call"]
+    assert all(a.detail.get("rule") != "stuck_poll" for a in dig)
     off = QUIET + "[signals.repeated-tool-call]\npolling_halt_after = 0\n"
     assert [a.severity for a in alerts(status_poll([PENDING] * 30, gap=20.0), off)
             if a.signal == "repeated-tool-call"] == ["warn"]
@@ -343,15 +348,28 @@ def test_a_poll_paced_by_waits_of_its_own_trips_when_it_never_moves() -> None:
            for a in alerts(paced_poll([PENDING] * 40)) if a.signal == "repeated-tool-call"
            and a.severity == "critical"]
     assert got == [("critical", "stuck_poll", 25)]  # once: the same poll asked again is latched
-    # the status asked before its wait is answered (both calls sent together): the same
-    assert [a.detail["count"] for a in alerts(paced_poll([PENDING] * 40, answer_after_wait=True))
+    # the status asked before its wait is answered (both calls sent together): the same,
+    # once however long it goes on
+    assert [a.detail["count"] for a in alerts(paced_poll([PENDING] * 60, answer_after_wait=True))
             if a.severity == "critical"] == [25]
+    # and asked on without waits after it trips: the same run, latched
+    more = paced_poll([PENDING] * 26)
+    clock = more[-1].ts
+    for n in range(6):
+        clock += 60.0
+        more += [ToolCall(session="p", tool="get_booking_status", args={"booking_id": "BK-88"},
+                          call_id=f"m{n}", ts=clock),
+                 ToolResult(session="p", tool="get_booking_status", call_id=f"m{n}", result=PENDING,
+                            ts=clock + 1)]
+    assert [a.detail.get("rule") for a in alerts(more) if a.severity == "critical"] == ["stuck_poll"]
     # a value read between waits (an address while DNS propagates) is no work under way
     dig = "198.51.100.7"
     assert all(a.severity != "critical" for a in alerts(paced_poll([dig] * 40)))
-    # a write answered "queued" again and again is no poll followed across waits
-    assert all(a.detail.get("rule") != "stuck_poll"
-               for a in alerts(paced_poll([PENDING] * 40, tool="submit_job")))
+    # a write answered "queued" again and again is no poll followed across waits, in
+    # either order of the calls
+    for after in (False, True):
+        assert all(a.detail.get("rule") != "stuck_poll"
+                   for a in alerts(paced_poll([PENDING] * 40, tool="submit_job", answer_after_wait=after)))
     # a watch the user asked for: the user asked to wait for it
     watched = paced_poll([PENDING] * 40)
     watched.insert(1, Text(session="p", role="user", text="Keep an eye on the booking, tell me once it clears.",
@@ -542,6 +560,11 @@ def test_wait_seconds_is_policy_and_zero_leaves_only_wait_calls() -> None:
     ("Recheck v1.2.3 every minute until it is published.", 60.0),
     ("Hit the gym. Every morning I check my mail.", 0.0),
     ("Please curl it every minute.", 60.0),
+    ("  Hit /healthz every 10s.", 10.0),
+    ("- hit /healthz every 10s", 10.0),
+    ("1. curl https://x.example.io/ready every 30 seconds", 30.0),
+    ("Can you hit /ready every 10s?", 10.0),
+    ("Done.  Hit it every 10 s", 10.0),
     ("Deploy it, then hit /healthz every 10 s.", 10.0),
     # a probe word that is a noun, a past or a description of a schedule
     ("The health probe fails every 30 seconds according to the logs, investigate.", 0.0),

@@ -873,10 +873,14 @@ def test_a_cluster_cli_sweep_over_namespaces_named_short_is_one_answer_per_names
         piped = [event for i in range(12) for event in step(
             "Bash", {"command": command.format(n=i + 5)}, answer)]
         assert hits(piped) != [], command
-    # a namespace quoted is one too
-    quoted = [event for ns in namespaces for event in step(
-        "Bash", {"command": f'kubectl get secret registry-pull -n "{ns}" -o name'}, answer)]
-    assert hits(quoted) == []
+    # a namespace quoted is one too, and so is kubectl's after what runs it
+    for form in ('kubectl get secret registry-pull -n "{ns}" -o name',
+                 "sudo -E kubectl get secret registry-pull -n {ns}",
+                 "KUBECONFIG=/etc/kube/prod timeout 20 /usr/local/bin/kubectl get secret x -n {ns}",
+                 "microk8s kubectl get secret x -n {ns}",
+                 "echo checking\nkubectl get secret x -n {ns}"):
+        swept = [event for ns in namespaces for event in step("Bash", {"command": form.format(ns=ns)}, answer)]
+        assert hits(swept) == [], form
 
 
 def test_a_search_that_rewrites_what_it_finds_says_nothing_new_when_silent() -> None:

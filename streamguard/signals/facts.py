@@ -677,10 +677,13 @@ _CHECK_WORDS = (
     r"|update me|tell me|let me know|keep an eye)"
 )
 _PROBE_ASKED = (
-    # a probe named by how it is sent, asked for: opening a sentence or a clause, or after a
-    # word that asks ("Hit /healthz every 15s", "please curl it every minute"; not "the
-    # health probe fails every 30 seconds", "we hit 500 errors every 5 minutes")
-    r"(?:(?<![^.!?;:,\n])|(?<=[.!?;:,\n] )|(?<=\bplease )|(?<=\band )|(?<=\bthen )|(?<=\bjust ))"
+    # a probe named by how it is sent, asked for: opening the message, a sentence, a line
+    # (after a bullet or a number) or a clause, or after a word that asks ("Hit /healthz
+    # every 15s", "- curl it every minute", "please curl it every minute", "can you hit it
+    # every 10s"; not "the health probe fails every 30 seconds", "we hit 500 errors every 5
+    # minutes", "Outage report: probe fails every 30 seconds")
+    r"(?:(?:^|[.!?;,(\n])[ \t]*(?:[-*\u2022]|\d{1,3}[.)])?[ \t]*"
+    r"|\b(?:please|and|then|just|also|can\s+you|could\s+you|would\s+you)\s+)"
     r"(?:hit|curl|probe|reload|fetch|scan)"
 )
 _INTERVAL = (

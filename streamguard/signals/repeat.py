@@ -616,6 +616,8 @@ class RepeatedToolCall(Signal):
             return None
         count = state.poll_count
         state.reported = result.call_key  # the same poll asked again starts latched
+        if result.call_key == state.key or result.call_key == state.last_key:
+            state.latched = True  # and so is the run it is part of, asked on without a wait
         state.poll_key = state.poll_count = 0
         return self._stuck_poll_finding(state, result, count)
 

@@ -645,9 +645,12 @@ _TARGETS = re.compile(
 value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), a tenant or a shard
 named as a setting (``tenant=acme``), a data file named bare (``events.parquet``) or
 Terraform's workspace and variables file, in a command line."""
-_KUBE_SEGMENT = re.compile(r"(?:^|(?<=[|;&(`]))[ \t]*(?:sudo[ \t]+)?(?:kubectl|helm|oc)[ \t][^|;&()`]*")
-"""A segment of a command line run by ``kubectl``, ``helm`` or ``oc`` (up to the next pipe,
-``;``, ``&`` or parenthesis)."""
+_KUBE_SEGMENT = re.compile(
+    r"(?:^|(?<=[|;&(`\n]))[^|;&()`\n]*?(?<![\w.-])((?:kubectl|helm|oc)[ \t][^|;&()`\n]*)"
+)
+"""What a segment of a command line (up to the next pipe, ``;``, ``&``, parenthesis or line
+end) gives ``kubectl``, ``helm`` or ``oc`` when one of them runs it, from the program on
+(after ``sudo -E``, ``timeout 20``, ``KUBECONFIG=... ``, a path or ``microk8s``)."""
 _KUBE_NAMESPACE = re.compile(r"(?<![\w-])-n(?:=|[ \t]+)[\"']?[^\s'\"|;&)-][^\s'\"|;&)]*")
 """``kubectl``'s, ``helm``'s and ``oc``'s namespace in its short form (``-n team-alpha``,
 ``-n "team-alpha"``), read only in a segment run by one of them (:data:`_KUBE_SEGMENT`:
