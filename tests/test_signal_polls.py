@@ -387,6 +387,27 @@ def test_a_poll_paced_by_waits_of_its_own_trips_when_it_never_moves() -> None:
     assert all(a.severity != "critical" for a in alerts(mixed))
 
 
+def test_a_wait_that_fails_the_same_way_again_and_again_trips_at_polling_halt_after() -> None:
+    # `kubectl rollout status --timeout=60s` timing out on the same old replicas, re-sent:
+    # the twenty-fifth identical failure in a row trips; failures that move do not.
+    def rollout(errors: list[str]) -> list[Any]:
+        trace: list[Any] = [TurnStart(session="p")]
+        clock = 1_000.0
+        for n, error in enumerate(errors):
+            trace += [ToolCall(session="p", tool="bash", call_id=f"r{n}", ts=clock,
+                               args={"command": "kubectl rollout status deploy/api -n prod --timeout=60s"}),
+                      ToolResult(session="p", tool="bash", call_id=f"r{n}", error=error, ts=clock + 60)]
+            clock += 62
+        return trace
+
+    stuck = "error: timed out waiting for the condition: 1 old replicas are pending termination"
+    got = [(a.detail.get("rule"), a.detail.get("count")) for a in alerts(rollout([stuck] * 30))
+           if a.severity == "critical"]
+    assert got == [("stuck_poll", 25)]
+    moving = [f"error: timed out waiting for the condition: {n % 3 + 1} old replicas pending" for n in range(30)]
+    assert all(a.severity != "critical" for a in alerts(rollout(moving)))
+
+
 def test_a_scheduled_request_again_starts_a_paced_poll_over() -> None:
     # The same request from a scheduler every half hour, one status read for it each time
     # after a first tick that slept and read again: no poll of 25 answers in a row.

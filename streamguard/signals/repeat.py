@@ -126,7 +126,10 @@ Results (``result_aware``, default on; off is the reference behaviour)
       wait calls of its own (a wait, the status, a wait...), whose asks each start a run,
       is followed across the waits (``poll_key``, ``poll_count``) and trips the same way,
       once: three more loops, no healthy session. Only answers that say the work is under
-      way count (not a value read between waits). A booking polled every sixteen seconds while its payment
+      way count (not a value read between waits). A wait that fails the same way again and
+      again (``kubectl rollout status --timeout=60s`` timing out on the same replicas; the
+      failure signals do not read waits) trips at its ``polling_halt_after``-th identical
+      failure in a row: one more loop, no healthy session. A booking polled every sixteen seconds while its payment
       authorises, or a refund checked again each time the customer asks, is
       waiting; so is a bill "Awaiting Payment" checked each time its customer reports
       from the bank app (tau2-bench's telecom bills; halted at the fourth check before
@@ -438,6 +441,21 @@ class RepeatedToolCall(Signal):
             return None
         if result.failed:
             state.failed += 1
+            if state.wait and self.polling_halt_after and not state.write:
+                # A wait that fails the same way again and again (`kubectl rollout status
+                # --timeout=60s` timing out on the same replicas): the failure signals do not
+                # read waits, so it is counted here, and what it waits for has not moved at
+                # the polling_halt_after-th identical failure in a row.
+                outcome = result.outcome & 0xFFFFFFFF
+                if outcome and outcome == state.outcome:
+                    state.frozen += 1
+                else:
+                    state.outcome, state.frozen = outcome, 1
+                if state.frozen >= self.polling_halt_after and not state.latched and not result.watched:
+                    state.latched = True
+                    state.reported = state.key
+                    return self._stuck_poll_finding(state, result, state.frozen)
+                return None
             if state.frozen:
                 # The answers changed: a failure came between them (a flaky test re-run to
                 # see how often it fails: pass, pass, fail, pass...). The run of identical
@@ -623,13 +641,17 @@ class RepeatedToolCall(Signal):
 
     def _stuck_poll_finding(self, state: Any, result: ResultView, count: int) -> Finding:
         tool = result.tool or "unnamed tool"
+        answered = (
+            "failed the same way each time" if result.failed
+            else "answered the same each time that the work is still under way"
+        )
         return Finding(
             signal=SIGNAL_ID,
             severity="critical",
             scope="session",
             reason=(
                 f"{tool} was asked the same thing {count} times in a row, after pauses, and "
-                "answered the same each time that the work is still under way: what the agent "
+                f"{answered}: what the agent "
                 f"waits for has not moved in {count} checks. Under enforce the halting "
                 "controller stops the session; look at why it does not move (a job that cannot "
                 "start, a step that never completes), then `streamguard reset` the session."
