@@ -973,16 +973,11 @@ class Watchdog:
         # (``ts``: the event's time, else its record's, as the engine passes it)
         last = state.prompt_ts
         state.prompt_ts = ts
-        if event.role == "user":
-            if state.asks and ts is not None and last is not None and ts - last >= SCHEDULE_GAP:
-                # minutes of quiet since the last message: what the user says now is said
-                # anew, even in words said before (a switch asked on, then off, each hour)
-                state.asks = ()
-            if said not in state.asks:
-                # the user asking for something in new words (ResultView.asked); not a nudge
-                # sent again, nor two taking turns, whatever system notes come between
-                state.pauses = add_request(state.pauses)
-                state.asks = (*state.asks[1 - REQUESTS_KEPT :], said)
+        if event.role == "user" and said not in state.asks:
+            # the user asking for something in new words (ResultView.asked); not a nudge
+            # sent again, nor two taking turns, whatever system notes come between
+            state.pauses = add_request(state.pauses)
+            state.asks = (*state.asks[1 - REQUESTS_KEPT :], said)
         if said != state.prompt:
             state.prompt = said
             return

@@ -458,13 +458,19 @@ def test_a_wait_that_never_ends_still_gets_the_polling_warning() -> None:
     """A wait is read by neither the loop nor the failure signals: a `wait_for_approval`
     denied again and again, the same answer every time, gets the polling warning,
     although `wait*` is also in `polling_tools` (which spares status reads, and waits
-    whose answer moves, the warning)."""
+    whose answer moves, the warning); and at the twenty-fifth identical failure in a row
+    (`polling_halt_after`) it trips: what it waits for has not moved in all that time."""
     trace: list[Any] = []
-    for _ in range(25):
+    for _ in range(24):
         trace += [ToolCall(session="r", tool="wait_for_approval", args={"request_id": "r1"}),
                   ToolResult(session="r", tool="wait_for_approval", error="approval request r1 was rejected")]
     got = alerts(trace, WARN)
     assert [(a.signal, a.severity) for a in got] == [("repeated-tool-call", "warn")]
+    trace += [ToolCall(session="r", tool="wait_for_approval", args={"request_id": "r1"}),
+              ToolResult(session="r", tool="wait_for_approval", error="approval request r1 was rejected")]
+    got = alerts(trace, WARN)
+    assert [(a.signal, a.severity, a.detail.get("rule")) for a in got] == [
+        ("repeated-tool-call", "warn", "polling"), ("repeated-tool-call", "critical", "stuck_poll")]
 
 
 

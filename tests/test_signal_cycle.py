@@ -634,13 +634,6 @@ def test_a_switch_flipped_back_and_forth_without_new_requests_is_a_loop(user_say
     assert _alerts(_switch_laps(user_says, every=60.0)) == [SIGNAL]
 
 
-def test_the_same_words_asked_again_after_a_while_are_a_request_again() -> None:
-    """The user asking for the switch on, then off, in the same two sentences each time,
-    twenty minutes apart: each is said anew, not a nudge."""
-    asked = ["Turn on maintenance mode.", "Turn off maintenance mode."] * 3
-    assert _alerts(_switch_laps(asked, every=1200.0)) == []
-
-
 def test_a_nudge_is_no_new_request_whatever_system_notes_come_between() -> None:
     trace = _switch_laps(["Turn on maintenance mode."] + ["Please continue."] * 5, every=60.0)
     noted: list[Any] = []

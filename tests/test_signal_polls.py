@@ -406,6 +406,18 @@ def test_a_wait_that_fails_the_same_way_again_and_again_trips_at_polling_halt_af
     assert got == [("stuck_poll", 25)]
     moving = [f"error: timed out waiting for the condition: {n % 3 + 1} old replicas pending" for n in range(30)]
     assert all(a.severity != "critical" for a in alerts(rollout(moving)))
+    # a wait that succeeds between its failures (a probe flapping) starts the count again
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1_000.0
+    for n in range(60):
+        failed = n % 2 == 0
+        trace += [ToolCall(session="p", tool="bash", call_id=f"f{n}", ts=clock,
+                           args={"command": "kubectl rollout status deploy/api -n prod --timeout=60s"}),
+                  ToolResult(session="p", tool="bash", call_id=f"f{n}", ts=clock + 60,
+                             error=stuck if failed else None,
+                             result=None if failed else 'deployment "api" successfully rolled out')]
+        clock += 62
+    assert all(a.severity != "critical" for a in alerts(trace))
 
 
 def test_a_scheduled_request_again_starts_a_paced_poll_over() -> None:

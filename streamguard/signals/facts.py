@@ -677,14 +677,17 @@ _CHECK_WORDS = (
     r"|update me|tell me|let me know|keep an eye)"
 )
 _PROBE_ASKED = (
-    # a probe named by how it is sent, asked for: opening the message, a sentence, a line
-    # (after a bullet or a number) or a clause, or after a word that asks ("Hit /healthz
-    # every 15s", "- curl it every minute", "please curl it every minute", "can you hit it
-    # every 10s"; not "the health probe fails every 30 seconds", "we hit 500 errors every 5
-    # minutes", "Outage report: probe fails every 30 seconds")
-    r"(?:(?:^|[.!?;,(\n])[ \t]*(?:[-*\u2022]|\d{1,3}[.)])?[ \t]*"
-    r"|\b(?:please|and|then|just|also|can\s+you|could\s+you|would\s+you)\s+)"
-    r"(?:hit|curl|probe|reload|fetch|scan)"
+    # a probe named by how it is sent, asked for: opening the message, a sentence or a line
+    # (after a bullet or a number), or after a word that asks ("Hit /healthz every 15s",
+    # "- curl it every minute", "please curl it every minute", "can you hit it every
+    # 10s"; not "the health probe fails every 30 seconds", "we also hit 429s every 30
+    # seconds", "- scan results arrive every 10 minutes")
+    r"(?:(?:^|[.!?;\n])[ \t]*+(?:(?:[-*\u2022]|\d{1,3}[.)])[ \t]*+)?"
+    r"|\b(?:please|then|can\s+you|could\s+you|would\s+you)\s+)"
+    # and what it is sent to: an address, a path, a host or "it", "the ..." (not "probe
+    # fails", "scan results arrive", "hit 429s")
+    r"(?:hit|curl|probe|reload|fetch|scan)[ \t]++(?:-[^\s-]\S{0,40}[ \t]++){0,4}+"
+    r"(?:https?://|/|(?:it|them|the|that|this)\b|[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}\b)"
 )
 _INTERVAL = (
     # a number and its unit ("every 30 seconds", "every 2 min"), a few of them ("every few

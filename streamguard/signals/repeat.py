@@ -103,7 +103,8 @@ Results (``result_aware``, default on; off is the reference behaviour)
       like. They get the polling warning after ``polling_warn_after`` calls,
       failing or not (the failure signals do not read waits), even a tool in
       ``polling_tools`` when its answer never changed (a ``wait_for_approval``
-      denied again and again has nothing else to report it), never a halt
+      denied again and again has nothing else to report it), never a halt but at the
+      ``polling_halt_after``-th identical failure in a row (below)
       (under ``result_aware = false``, the reference rule, they count like any
       call). Except a wait answered that nothing is running (OpenHands' empty command
       answered ``ERROR: No previous running command``, :data:`NOTHING_RUNNING`): there
@@ -270,6 +271,11 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     between them not counted: a poll that never moves, however it paces itself."""
     poll_report: int = 0
     """What the latest of them said apart from when it was given (``steady_answer``)."""
+    fail_code: int = 0
+    """32 bits of the latest failure of a run of waits (``failure_outcome``)."""
+    fail_run: int = 0
+    """That run's failures in a row equal to ``fail_code``: a wait that fails the same way
+    again and again (reset by a success)."""
     moved: bool = False
     """The run's answer changed after it had stayed the same (a room "VD" twice, then
     "CIP"): what the run polls moves on its own."""
@@ -387,6 +393,8 @@ class RepeatedToolCall(Signal):
                 state.changes = 0
             if state.moved:
                 state.moved = False
+            if state.fail_run:
+                state.fail_run = state.fail_code = 0
             if state.polled:
                 state.polled = False
             # An identical question to the user re-asked is read like a write re-applied:
@@ -416,7 +424,8 @@ class RepeatedToolCall(Signal):
         if self.result_aware:
             if (state.wait or state.progress) and not state.write:
                 # A wait is a poll whatever it answers, failures included (the failure
-                # signals do not read waits): one polling warning if it goes on and on.
+                # signals do not read waits): one polling warning if it goes on and on, and a
+                # halt at the polling_halt_after-th identical failure in a row (on_result).
                 # So is a status read whose answer says the work is still under way.
                 return self._polling_finding(state, call)
             if state.failed:
@@ -444,18 +453,18 @@ class RepeatedToolCall(Signal):
             if state.wait and self.polling_halt_after and not state.write:
                 # A wait that fails the same way again and again (`kubectl rollout status
                 # --timeout=60s` timing out on the same replicas): the failure signals do not
-                # read waits, so it is counted here, and what it waits for has not moved at
-                # the polling_halt_after-th identical failure in a row.
-                outcome = result.outcome & 0xFFFFFFFF
-                if outcome and outcome == state.outcome:
-                    state.frozen += 1
+                # read waits, so it is counted here, apart from the run's answers, and what
+                # it waits for has not moved at the polling_halt_after-th identical failure
+                # in a row (a success between starts the count again).
+                code = result.outcome & 0xFFFFFFFF
+                if code and code == state.fail_code:
+                    state.fail_run += 1
                 else:
-                    state.outcome, state.frozen = outcome, 1
-                if state.frozen >= self.polling_halt_after and not state.latched and not result.watched:
+                    state.fail_code, state.fail_run = code, 1
+                if state.fail_run >= self.polling_halt_after and not state.latched and not result.watched:
                     state.latched = True
                     state.reported = state.key
-                    return self._stuck_poll_finding(state, result, state.frozen)
-                return None
+                    return self._stuck_poll_finding(state, result, state.fail_run)
             if state.frozen:
                 # The answers changed: a failure came between them (a flaky test re-run to
                 # see how often it fails: pass, pass, fail, pass...). The run of identical
@@ -463,6 +472,8 @@ class RepeatedToolCall(Signal):
                 state.frozen = 0
                 state.outcome = 0
             return None  # an unchanged failing call is failure-loop's to report
+        if state.fail_run:
+            state.fail_run = 0  # a success between a wait's failures: they start again
         outcome = result.outcome
         if not outcome:
             if result.event.result != "" or not result.call_flags & FLAG_RUNNER:
