@@ -246,8 +246,9 @@ class ResultView:
     and its failure, saying what it reached for is down (:func:`says_unreachable`), a
     wait's.
     ``asked``: one of those pauses was the session's user asking for something in new
-    words (not the message before it again): what the call answers now may be what the
-    user just asked for (a switch turned back off at the user's word).
+    words (none of the user's last four messages again: ``SessionState.asks``): what the
+    call answers now may be what the user just asked for (a switch turned back off at the
+    user's word).
     ``watched``: the session's user asked the agent to watch for something to happen
     ("let me know once it's live", or a pace of checks: ``[waits] asked_watches``).
     ``encoded``: the payload's sorted JSON, when the watchdog encoded it for the fingerprint

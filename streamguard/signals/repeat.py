@@ -201,6 +201,7 @@ from .base import (
     SignalConfig,
     moved_poll_answer,
     poll_answer,
+    says_in_progress,
     steady_answer,
 )
 from .facts import FLAG_ASK, FLAG_RUNNER, FLAG_WRITE, tool_glob_matcher
@@ -267,8 +268,9 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     asked again between waits (``sleep 60``, the status, ``sleep 60``, the status) is
     followed across them."""
     poll_count: int = 0
-    """That call's poll answers in a row, the same each time (``poll_answer``), waits
-    between them not counted: a poll that never moves, however it paces itself."""
+    """That call's answers in a row saying its work is under way, asked after a pause
+    (``says_in_progress``), the same each time, waits between them not counted: a poll
+    that never moves, however it paces itself."""
     poll_report: int = 0
     """What the latest of them said apart from when it was given (``steady_answer``)."""
     fail_code: int = 0
@@ -462,9 +464,7 @@ class RepeatedToolCall(Signal):
                 else:
                     state.fail_code, state.fail_run = code, 1
                 if state.fail_run >= self.polling_halt_after and not state.latched and not result.watched:
-                    state.latched = True
-                    state.reported = state.key
-                    return self._stuck_poll_finding(state, result, state.fail_run)
+                    return self._stuck_poll(state, result, state.fail_run)
             if state.frozen:
                 # The answers changed: a failure came between them (a flaky test re-run to
                 # see how often it fails: pass, pass, fail, pass...). The run of identical
@@ -524,9 +524,7 @@ class RepeatedToolCall(Signal):
                 # for has not moved in all that time (a job that will never start, a
                 # hook that never completes). Not under a watch the user asked for: the
                 # user asked to wait for it.
-                state.latched = True
-                state.reported = state.key
-                return self._stuck_poll_finding(state, result, state.frozen)
+                return self._stuck_poll(state, result, state.frozen)
             return None
         if state.progress:
             state.progress = False
@@ -629,10 +627,11 @@ class RepeatedToolCall(Signal):
         a run; anything else starts the count again."""
         if (
             result.failed or result.call_flags & (FLAG_WRITE | FLAG_ASK) or not result.outcome
-            or not poll_answer(result) or result.progress != 2
+            or not result.paused or not says_in_progress(result)
         ):
             # (the answered call's own nature: the run in progress may be another call's;
-            # and only work said to be under way, not a value read between waits)
+            # and only work said to be under way, asked after a pause: not a value read
+            # between waits)
             if state.poll_count:
                 state.poll_count = 0
             return None
@@ -644,13 +643,17 @@ class RepeatedToolCall(Signal):
         if state.poll_count < self.polling_halt_after or result.watched:
             return None
         count = state.poll_count
-        state.reported = result.call_key  # the same poll asked again starts latched
-        if result.call_key == state.key or result.call_key == state.last_key:
-            state.latched = True  # and so is the run it is part of, asked on without a wait
         state.poll_key = state.poll_count = 0
-        return self._stuck_poll_finding(state, result, count)
+        return self._stuck_poll(state, result, count)
 
-    def _stuck_poll_finding(self, state: Any, result: ResultView, count: int) -> Finding:
+    def _stuck_poll(self, state: Any, result: ResultView, count: int) -> Finding:
+        """Trip on a poll that has not moved in ``count`` checks: the same poll asked again
+        starts latched (``reported``), and so does the run it is part of, asked on without
+        a wait."""
+        key = result.call_key
+        state.reported = key
+        if key == state.key or key == state.last_key:
+            state.latched = True
         tool = result.tool or "unnamed tool"
         answered = (
             "failed the same way each time" if result.failed

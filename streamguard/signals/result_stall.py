@@ -1362,6 +1362,14 @@ def _short_text(result: ResultView) -> str:
     return encoded.decode("utf-8", "replace")
 
 
+def _note_term(terms: bytearray, key: int, term: int) -> None:
+    """Remember that the call ``key`` names the listed item ``term``
+    (``ResultStallState.terms``: the last ``READS`` such calls)."""
+    if len(terms) >= READS * 8:
+        del terms[:8]
+    terms += _pack_read((key & _M32) or 1, term)
+
+
 def _term_of(terms: bytearray, key: int) -> int:
     """The listed term the search ``key`` looked up (``ResultStallState.terms``), 0 for none."""
     at = find_entry(terms, ((key & _M32) or 1).to_bytes(4, "little"), 8)
@@ -2023,10 +2031,7 @@ class ResultStall(Signal):
                 if term:
                     # A name a listing handed over, looked up (the next counterparty of
                     # an onboarding batch screened): its "no hits" is its own answer.
-                    terms = state.terms
-                    if len(terms) >= READS * 8:
-                        del terms[:8]
-                    terms += _pack_read((call.key & _M32) or 1, term)
+                    _note_term(state.terms, call.key, term)
             else:
                 names = read_names(call)
                 if listed and call.runner:
@@ -2035,10 +2040,7 @@ class ResultStall(Signal):
                     # was asked: kept as a search's term is, read only for that.
                     named = _listed_word(listed, call.args)
                     if named:
-                        terms = state.terms
-                        if len(terms) >= READS * 8:
-                            del terms[:8]
-                        terms += _pack_read((call.key & _M32) or 1, named)
+                        _note_term(state.terms, call.key, named)
         elif call.runner:
             # A command that writes its output into a file (`curl ... > genomes/batch_07.fa;
             # tail -1 genomes/batch_07.fa`): what it prints is that file's, so twelve
