@@ -50,6 +50,7 @@ from aiokafka.partitioner import murmur2
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..kafka.changelog import iter_to_end
+from ..kafka.checkpoint import within
 from ..kafka.health import HealthServer
 from ..kafka.lifecycle import serve
 from ..kafka.topics import StartupError
@@ -179,10 +180,25 @@ def dead_letter_headers(
     return headers
 
 
+_HEADER_ENCODINGS: dict[bytes, otlp.Encoding] = {b"otlp_proto": "otlp_proto", b"otlp_json": "otlp_json"}
+
+
+def _header_encoding(record: Any) -> otlp.Encoding | None:
+    """The encoding a record's ``otlp.encoding`` header names (None: no such header,
+    or a value that names none: the configured encoding then)."""
+    for name, value in record.headers or ():
+        if name == otlp.ENCODING_HEADER:
+            return _HEADER_ENCODINGS.get(value or b"")
+    return None
+
+
 class Bridge:
     """One member of the bridge's consumer group. See the module docstring.
 
-    ``clock`` is the processing-time clock the reorder windows and TTLs run on;
+    ``clock`` is the wall clock of sessions' activity and TTLs (snapshots carry it
+    from one process to the next); ``ticker`` the monotonic clock the reorder
+    windows' deadlines are counted on (default: ``time.monotonic`` with the real
+    wall clock, else ``clock`` itself, so that a test's clock drives both);
     ``fault`` is a test hook (see :data:`FAULT_POINTS`).
     """
 
@@ -191,10 +207,12 @@ class Bridge:
         config: BridgeConfig,
         *,
         clock: Callable[[], float] = time.time,
+        ticker: Callable[[], float] | None = None,
         fault: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
+        self.ticker = ticker or (time.monotonic if clock is time.time else clock)
         self.mapping: MappingConfig = config.mapping()
         self.span_filter = span_filter(self.mapping)
         self.traces = TraceSessions(config.max_trace_sessions)
@@ -310,7 +328,8 @@ class Bridge:
                 from .receiver import OtlpReceiver
 
                 self.receiver = OtlpReceiver(
-                    self._producer, cfg, self.metrics, host=cfg.otlp_http_host, port=cfg.otlp_http_port
+                    self._producer, cfg, self.metrics, host=cfg.otlp_http_host, port=cfg.otlp_http_port,
+                    wanted=self.span_filter,
                 )
                 self.http_port = await self.receiver.start()
         except BaseException:
@@ -375,17 +394,17 @@ class Bridge:
                         if records and tp in consumer.assignment():
                             consumer.seek(tp, records[0].offset)
                     continue
-                now = self.clock()
+                now = (self.clock(), self.ticker())
                 for tp, records in batch.items():
                     if records:
                         await self._process(tp, records, now)
-                await self._release(self.clock())
+                await self._release(self.ticker())
                 await self._send_batches()
                 if time.monotonic() >= self._next_checkpoint:
                     await self.checkpoint()
                     self._next_checkpoint = time.monotonic() + interval
 
-    async def _process(self, tp: TopicPartition, records: list[Any], now: float) -> None:
+    async def _process(self, tp: TopicPartition, records: list[Any], now: tuple[float, float]) -> None:
         cfg = self.config
         if tp.topic == cfg.sessions_topic and tp.partition not in self.windows:
             # Restoring (or no longer ours): never let the position run past
@@ -410,22 +429,34 @@ class Bridge:
 
     # ------------------------------------------------------------ stage 1: map
 
-    def map_payload(self, topic: str, value: bytes) -> SessionBatch:
+    def map_payload(self, topic: str, value: bytes, encoding: otlp.Encoding | None = None) -> SessionBatch:
         """Decode and map one OTLP payload into its sessions-topic records (raises
-        :class:`~.otlp.OtlpError`)."""
+        :class:`~.otlp.OtlpError`). ``encoding``: the one its record's header names
+        (the receiver's records say what their Content-Type said), else the configured one."""
         cfg = self.config
         if len(value) > cfg.max_payload_bytes:
             raise otlp.OtlpError("too_large", f"{len(value)} bytes, over max_payload_bytes")
+        configured = encoding or cfg.otlp_encoding
         if topic == cfg.logs_topic:
-            result = log_session_records(otlp.decode_logs(value, cfg.otlp_encoding), self.mapping)
+            result = log_session_records(otlp.decode_logs(value, configured), self.mapping)
             kind = "log"
         else:
-            encoding = otlp.sniff(value) if cfg.otlp_encoding == "auto" else cfg.otlp_encoding
-            if encoding == "otlp_json":
+            chosen = otlp.sniff(value) if configured == "auto" else configured
+            if chosen == "otlp_json":
                 # straight from the decoded JSON, without span records (the same result)
-                result = json_span_session_records(value, self.mapping, self.span_filter, self.traces)
+                try:
+                    result = json_span_session_records(value, self.mapping, self.span_filter, self.traces)
+                except otlp.OtlpError as json_error:
+                    # a protobuf payload that starts like JSON (see otlp.sniff)
+                    if configured != "auto" or not otlp.may_be_proto(value):
+                        raise
+                    try:
+                        spans = otlp.decode_spans(value, "otlp_proto", self.span_filter)
+                    except otlp.OtlpError:
+                        raise json_error from None
+                    result = span_session_records(spans, self.mapping, self.traces)
             else:
-                spans = otlp.decode_spans(value, encoding, self.span_filter)
+                spans = otlp.decode_spans(value, chosen, self.span_filter)
                 result = span_session_records(spans, self.mapping, self.traces)
             kind = "span"
         items = self.metrics.items
@@ -440,7 +471,7 @@ class Bridge:
             await self._dead_letter(tp, record, "null_value", "a record without a value")
             return
         try:
-            result = self.map_payload(tp.topic, record.value)
+            result = self.map_payload(tp.topic, record.value, _header_encoding(record))
         except otlp.OtlpError as exc:
             await self._dead_letter(tp, record, exc.reason, str(exc))
             return
@@ -451,7 +482,8 @@ class Bridge:
 
     # ---------------------------------------------------------- stage 2: order
 
-    async def _order(self, tp: TopicPartition, record: Any, now: float) -> None:
+    async def _order(self, tp: TopicPartition, record: Any, now: tuple[float, float]) -> None:
+        """``now``: the wall clock and the ticker's reading."""
         window = self.windows.get(tp.partition)
         if window is None:
             return  # not assigned any more
@@ -463,13 +495,13 @@ class Bridge:
         except (ValueError, msgspec.DecodeError) as exc:
             await self._dead_letter(tp, record, "malformed_session_record", repr(exc))
             return
-        early = window.add_entries(session, entries, record.offset, now)
+        early = window.add_entries(session, entries, record.offset, now[0], now[1])
         if early:
             await self._produce_released(early)
 
-    async def _release(self, now: float) -> None:
+    async def _release(self, tick: float) -> None:
         for window in self.windows.values():
-            released = window.release(now)
+            released = window.release(tick)
             if released:
                 await self._produce_released(released)
             self._account(window)
@@ -630,7 +662,19 @@ class Bridge:
         async with self.lock:
             self.generation += 1
             if self._consumer is not None and self._producer is not None and self.fatal is None:
-                await self.checkpoint()
+                try:
+                    await within(
+                        self.checkpoint(),
+                        self.config.rebalance_timeout_ms / 1000 * 0.8,
+                        "the checkpoint on revocation did not finish (rebalance_timeout_ms)",
+                    )
+                except BaseException as exc:
+                    # aiokafka logs and swallows a listener's exception and goes on with
+                    # the rebalance: fail the loop instead, and give up the partitions
+                    # below all the same, so that nothing is produced or snapshotted
+                    # for sessions another member now owns.
+                    self.fatal = self.fatal or exc
+                    log.error("checkpoint on revocation failed: %r", exc)
             # Pending events are dropped here on purpose: their records are not
             # committed, so whoever owns the partition next derives them again.
             for tp in revoked:

@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Literal
+import re
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 import msgspec
 from msgspec import Struct
 
 from ..events import MAX_NESTING
+
+_T = TypeVar("_T")
 
 Encoding = Literal["otlp_proto", "otlp_json", "auto"]
 OtlpErrorReason = Literal["malformed_otlp", "too_deep", "too_large", "unsupported_encoding"]
@@ -610,37 +614,67 @@ def _logs_from_proto(data: bytes, wanted: AttributeFilter | None) -> list[LogRec
 # ------------------------------------------------------------------------ public
 
 
+ENCODING_HEADER = "otlp.encoding"
+"""The header the OTLP/HTTP receiver puts on each record it forwards: the encoding
+its Content-Type named (``otlp_proto`` or ``otlp_json``), which the bridge follows."""
+
+_JSON_SPACE = re.compile(rb"[ \t\r\n]*")
+
+
 def sniff(data: bytes) -> Literal["otlp_proto", "otlp_json"]:
-    """Which encoding ``data`` is: a JSON object starts with ``{``; a protobuf
-    ``TracesData``/``LogsData`` with field 1's tag byte (0x0A) or is empty."""
-    head = data[:64].lstrip()
-    return "otlp_json" if head[:1] == b"{" else "otlp_proto"
+    """Which encoding ``data`` most likely is: a JSON object starts with ``{`` after
+    any JSON whitespace; a protobuf ``TracesData``/``LogsData`` with field 1's tag byte
+    (0x0A) or is empty. 0x0A is also a line feed: a protobuf payload whose first
+    resource is 123 bytes long starts ``\n{``, as JSON may; :func:`may_be_proto` says
+    when the other reading must be tried before the payload is refused."""
+    start = _JSON_SPACE.match(data).end()  # type: ignore[union-attr]  # matches ""
+    return "otlp_json" if data[start : start + 1] == b"{" else "otlp_proto"
+
+
+def may_be_proto(data: bytes) -> bool:
+    """Whether ``data``, sniffed as JSON, may be protobuf all the same (it starts with
+    field 1's tag byte)."""
+    return data[:1] == b"\n"
 
 
 def decode_spans(
     data: bytes, encoding: Encoding = "auto", wanted: AttributeFilter | None = None
 ) -> list[SpanRecord]:
     """Every span of one ``TracesData`` / ``ExportTraceServiceRequest`` payload, with
-    the attributes ``wanted`` lets through (None: all of them)."""
-    if encoding == "auto":
-        encoding = sniff(data)
-    try:
-        if encoding == "otlp_json":
-            return _spans_from_json(data, wanted)
-        return _spans_from_proto(data, wanted)
-    except RecursionError:
-        raise OtlpError("too_deep", "the payload is nested too deep") from None
+    the attributes ``wanted`` lets through (None: all of them). With ``"auto"``, a
+    payload sniffed as JSON that JSON cannot read but protobuf can is read as protobuf."""
+    return _decode(data, encoding, wanted, _spans_from_json, _spans_from_proto)
 
 
 def decode_logs(
     data: bytes, encoding: Encoding = "auto", wanted: AttributeFilter | None = None
 ) -> list[LogRecordView]:
-    """Every log record of one ``LogsData`` / ``ExportLogsServiceRequest`` payload."""
-    if encoding == "auto":
+    """Every log record of one ``LogsData`` / ``ExportLogsServiceRequest`` payload
+    (``"auto"`` as :func:`decode_spans`)."""
+    return _decode(data, encoding, wanted, _logs_from_json, _logs_from_proto)
+
+
+def _decode(
+    data: bytes,
+    encoding: Encoding,
+    wanted: AttributeFilter | None,
+    from_json: Callable[[bytes, AttributeFilter | None], list[_T]],
+    from_proto: Callable[[bytes, AttributeFilter | None], list[_T]],
+) -> list[_T]:
+    sniffed = encoding == "auto"
+    if sniffed:
         encoding = sniff(data)
     try:
-        if encoding == "otlp_json":
-            return _logs_from_json(data, wanted)
-        return _logs_from_proto(data, wanted)
+        if encoding != "otlp_json":
+            return from_proto(data, wanted)
+        try:
+            return from_json(data, wanted)
+        except OtlpError as json_error:
+            if not (sniffed and may_be_proto(data)):
+                raise
+            try:
+                return from_proto(data, wanted)
+            except OtlpError:
+                raise json_error from None  # the likelier reading's error
     except RecursionError:
         raise OtlpError("too_deep", "the payload is nested too deep") from None

@@ -182,9 +182,13 @@ class OtlpReceiver(HttpListener):
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        wanted: otlp.AttributeFilter | None = None,
     ) -> None:
         super().__init__(host, port)
         self.producer = producer
+        # The bridge's span filter: spans are checked as the bridge will read them, so
+        # an attribute the mapping never reads (nested too deep, say) refuses no batch.
+        self.wanted = wanted
         self.config = config
         self.metrics = metrics
         self.budget = BodyBudget(BUFFERED_BODIES * config.max_payload_bytes)
@@ -248,7 +252,7 @@ class OtlpReceiver(HttpListener):
             elif encoding not in ("identity", ""):
                 raise HttpError(415, f"unsupported Content-Encoding {encoding[:40]!r}")
             rejected, message = self._check(kind, body, json)
-            await self._forward(kind, body)
+            await self._forward(kind, body, json)
         except HttpError as exc:
             await self._respond(
                 writer, path, exc.status, error_status(exc.status, str(exc), json=json),
@@ -312,21 +316,24 @@ class OtlpReceiver(HttpListener):
         encoding: otlp.Encoding = "otlp_json" if json else "otlp_proto"
         try:
             if kind == "traces":
-                spans = otlp.decode_spans(body, encoding)
+                spans = otlp.decode_spans(body, encoding, self.wanted)
                 rejected = sum(1 for s in spans if not s.span_id)
                 noun = "spans without a span id"
             else:
-                otlp.decode_logs(body, encoding)
+                otlp.decode_logs(body, encoding)  # the bridge reads logs unfiltered too
                 rejected = 0
                 noun = "log records"
         except otlp.OtlpError as exc:
             raise HttpError(400, f"{exc.reason}: {exc}") from None
         return rejected, f"{rejected} {noun}" if rejected else ""
 
-    async def _forward(self, kind: str, body: bytes) -> None:
+    async def _forward(self, kind: str, body: bytes, json: bool) -> None:
         topic = self.config.spans_topic if kind == "traces" else self.config.logs_topic
+        # The encoding goes with the body: the bridge reads it as its Content-Type said,
+        # whatever --otlp-encoding says and however the body starts.
+        encoding = [(otlp.ENCODING_HEADER, b"otlp_json" if json else b"otlp_proto")]
         try:
-            future = await self.producer.send(topic, value=body)
+            future = await self.producer.send(topic, value=body, headers=encoding)
             await asyncio.wait_for(future, self.config.send_timeout_ms / 1000)
         except Exception as exc:
             log.warning("OTLP/HTTP body not acknowledged by the broker: %r", exc)

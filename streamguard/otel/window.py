@@ -10,7 +10,8 @@ holds the sessions of one partition of the bridge's session topic:
   happened earlier. The clock is an argument: this module reads none;
 * a record whose key (trace and span id, or a log record's digest) the session
   already holds, pending or among its last ``max_seen`` released ones, is a
-  duplicate: dropped and counted;
+  duplicate: dropped and counted; so is a record at an input offset the session
+  had wholly released when its state was snapshotted (read again after a restart);
 * released events get the session's next ``seq`` (1, 2, 3...: dense, as the
   processor's replay mark wants). An event that happened before one already
   released is *late*: it is released all the same, with the next ``seq``, and
@@ -22,11 +23,17 @@ holds the sessions of one partition of the bridge's session topic:
 
 What survives a restart is :meth:`ReorderWindow.snapshot` of each changed
 session (its next ``seq``, its last released position, the keys it remembers,
-its last activity), written by the bridge to a compacted changelog after the
+its last activity, and the input offset up to which its records were wholly
+released), written by the bridge to a compacted changelog after the
 events it released are acknowledged and before the input offsets are
 committed. Pending events are not snapshotted: their input records are not
 committed yet (:meth:`ReorderWindow.low_offset`), so they are read again and
-re-derived.
+re-derived. The commit stops at the lowest record any session still holds, so
+after a restart one session's records may be read again far behind what it
+released: more keys than ``max_seen`` remembers. The offset mark, not the keys,
+keeps those from being released twice with new ``seq``s. It is an offset of the
+sessions topic: a sessions topic deleted and made anew needs the bridge's
+changelog deleted with it.
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from itertools import islice
 
 import msgspec
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+"""2 added the released-through offset; a version-1 snapshot is still read (no mark)."""
 
 Item = tuple[int, int, str, int, bytes, int]
 """One pending event: ``(time_ns, rank, key, index, data, offset)``, where ``data``
@@ -68,10 +76,17 @@ class WindowStats:
 
 
 class SessionWindow:
-    __slots__ = ("last_active", "last_rank", "last_time", "next_seq", "pending", "pending_keys", "seen")
+    __slots__ = (
+        "done_offset", "last_active", "last_offset", "last_rank", "last_time", "next_seq", "pending",
+        "pending_keys", "seen",
+    )
 
     def __init__(self) -> None:
         self.next_seq = 1
+        # The highest input offset of a record of this session, and the offset up to
+        # which its records were wholly released when it was restored (-1: none).
+        self.last_offset = -1
+        self.done_offset = -1
         self.last_time = -1
         self.last_rank = -1
         # key -> events of it released; a record read again after a restart
@@ -161,10 +176,17 @@ class ReorderWindow:
         entries: list[tuple[str, list[tuple[int, int, bytes]]]],
         offset: int,
         now: float,
+        tick: float | None = None,
     ) -> list[Released]:
         """:meth:`add` for each ``(key, items)`` of one sessions-topic record, in
-        order (the same outcome), with the session looked up once."""
-        sessions = self.sessions
+        order (the same outcome), with the session looked up once.
+
+        ``now`` is the wall clock (a session's last activity, which snapshots carry
+        from one process to the next); ``tick``, when given, a monotonic clock the
+        record's deadline is counted on, as :meth:`release` must then be called: a
+        wall clock stepped back would hold every later deadline behind the earlier
+        ones, and the whole partition with them."""
+        sessions, stats = self.sessions, self.stats
         state = sessions.get(session)
         if state is None:
             state = sessions[session] = SessionWindow()
@@ -172,7 +194,14 @@ class ReorderWindow:
         else:
             sessions.move_to_end(session)
         state.last_active = now
-        stats, offsets, deadline = self.stats, self._offsets, now + self.window_s
+        if offset <= state.done_offset:
+            # read again after a restart: every event of it was released before
+            stats.duplicates += len(entries)
+            return []
+        if offset > state.last_offset:
+            state.last_offset = offset
+        offsets = self._offsets
+        deadline = (now if tick is None else tick) + self.window_s
         pending, pending_keys, seen = state.pending, state.pending_keys, state.seen
         out: list[Released] = []
         # One due entry for the record (its entries share the deadline: its latest
@@ -233,7 +262,9 @@ class ReorderWindow:
     # ----------------------------------------------------------------- output
 
     def release(self, now: float) -> list[Released]:
-        """Everything due at ``now``, each session's events in event-time order."""
+        """Everything due at ``now`` (on the clock the deadlines were counted on: the
+        ``tick`` given to :meth:`add_entries`, else its ``now``), each session's
+        events in event-time order."""
         due = self._due
         if not due or due[0][0] > now:
             return []
@@ -368,6 +399,8 @@ class ReorderWindow:
         state = self.sessions.get(session)
         if state is None:
             return None
+        # every record before the earliest one still held was wholly released
+        done = min(item[5] for item in state.pending) - 1 if state.pending else state.last_offset
         return msgspec.msgpack.encode(
             [
                 SNAPSHOT_VERSION,
@@ -376,6 +409,7 @@ class ReorderWindow:
                 state.last_rank,
                 list(state.seen.items()),
                 state.last_active,
+                max(done, state.done_offset),
             ]
         )
 
@@ -395,11 +429,18 @@ class ReorderWindow:
             self.sessions.pop(session, None)
             return
         try:
-            version, next_seq, last_time, last_rank, seen, last_active = _decode_snapshot(value)
-        except msgspec.ValidationError as exc:
-            raise ValueError(f"unknown bridge snapshot for session {session!r}: {exc}") from None
+            version, next_seq, last_time, last_rank, seen, last_active, done_offset = _decode_snapshot(value)
+        except msgspec.ValidationError:
+            try:
+                version, next_seq, last_time, last_rank, seen, last_active = _decode_snapshot_v1(value)
+            except msgspec.ValidationError as exc:
+                raise ValueError(f"unknown bridge snapshot for session {session!r}: {exc}") from None
+            if version != 1:
+                raise ValueError(f"unknown bridge snapshot for session {session!r}: version {version}") from None
+            version, done_offset = SNAPSHOT_VERSION, -1
         if (
             version != SNAPSHOT_VERSION
+            or done_offset < -1
             or next_seq < 1
             or last_time < -1
             or last_rank < -1
@@ -413,9 +454,12 @@ class ReorderWindow:
         state.last_rank = last_rank
         state.seen = OrderedDict(seen[-self.max_seen :])
         state.last_active = last_active
+        state.done_offset = state.last_offset = done_offset
         self.sessions[session] = state
         self.sessions.move_to_end(session)
 
 
-_decode_snapshot = msgspec.msgpack.Decoder(tuple[int, int, int, int, list[tuple[str, int]], float]).decode
+_decode_snapshot = msgspec.msgpack.Decoder(tuple[int, int, int, int, list[tuple[str, int]], float, int]).decode
 """A snapshot as :meth:`ReorderWindow.snapshot` writes it, types checked in C."""
+_decode_snapshot_v1 = msgspec.msgpack.Decoder(tuple[int, int, int, int, list[tuple[str, int]], float]).decode
+"""A snapshot of version 1, without the released-through offset."""

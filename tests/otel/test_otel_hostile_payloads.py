@@ -215,3 +215,59 @@ def test_a_full_window_forgets_only_what_it_must() -> None:
     assert [s for s in ("s1", "s2", "s3", "s4", "s5", "s6") if s in window.sessions] == ["s6"]
     assert "busy" in window.sessions  # pending events are never forgotten
     assert window.stats.evicted == 6
+
+
+def _proto_with_first_resource_of(size: int) -> bytes:
+    """A protobuf TracesData whose first ResourceSpans is ``size`` bytes long."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+    from opentelemetry.proto.trace.v1 import trace_pb2
+
+    for pad in range(200):
+        data = trace_pb2.TracesData()
+        spans = data.resource_spans.add().scope_spans.add()
+        span = spans.spans.add(
+            trace_id=bytes(range(16)), span_id=bytes(range(8)),
+            start_time_unix_nano=T0, end_time_unix_nano=T0 + 1000,
+        )
+        for key, value in (("gen_ai.tool.name", "read"), ("gen_ai.tool.call.id", "c" * (1 + pad))):
+            span.attributes.add(key=key, value=AnyValue(string_value=value))
+        if data.resource_spans[0].ByteSize() == size:
+            return data.SerializeToString()
+    raise AssertionError(f"no payload with a first resource of {size} bytes")
+
+
+def test_a_protobuf_payload_that_starts_like_json_is_read_as_protobuf() -> None:
+    """Field 1's tag byte is a line feed, and a first resource of 123 bytes has the
+    length byte ``{``: the payload starts as JSON may. JSON cannot read it; protobuf
+    can, and the bridge maps it whichever way the spans topic is read."""
+    from streamguard.otel.bridge import Bridge
+    from streamguard.otel.config import BridgeConfig
+
+    data = _proto_with_first_resource_of(123)
+    assert data[:2] == b"\n{" and otlp.sniff(data) == "otlp_json"
+    assert len(otlp.decode_spans(data, "auto")) == 1
+    bridge = Bridge(BridgeConfig.build({}))
+    assert bridge.map_payload(bridge.config.spans_topic, data).mapped == 1
+    # told it is JSON, it is not read as anything else
+    with pytest.raises(OtlpError):
+        otlp.decode_spans(data, "otlp_json")
+
+
+def test_json_after_any_run_of_whitespace_is_json() -> None:
+    data = b"\n" + b" " * 100 + payload([json_span(1, tool_attrs("c1"))])
+    assert otlp.sniff(data) == "otlp_json"
+    assert sessions_of(stage1(data)) == {"c1": 2}
+
+
+def test_a_record_header_names_the_encoding_over_the_configured_one() -> None:
+    """The receiver forwards each body with the encoding its Content-Type named: a
+    bridge configured for protobuf reads a JSON body the receiver took."""
+    from streamguard.otel.bridge import Bridge
+    from streamguard.otel.config import BridgeConfig
+
+    bridge = Bridge(BridgeConfig.build({"otlp_encoding": "otlp_proto"}))
+    topic = bridge.config.spans_topic
+    data = payload([json_span(1, tool_attrs("c1"))])
+    with pytest.raises(OtlpError):
+        bridge.map_payload(topic, data)
+    assert bridge.map_payload(topic, data, "otlp_json").mapped == 1

@@ -35,9 +35,13 @@ class AcknowledgingProducer:
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, bytes]] = []
+        self.headers: list[list[tuple[str, bytes]]] = []
 
-    async def send(self, topic: str, value: bytes) -> asyncio.Future[None]:
+    async def send(
+        self, topic: str, value: bytes, headers: list[tuple[str, bytes]] | None = None
+    ) -> asyncio.Future[None]:
         self.sent.append((topic, value))
+        self.headers.append(list(headers or ()))
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
         return done
@@ -305,3 +309,71 @@ async def test_request_bodies_held_at_once_are_bounded(receiver: OtlpReceiver) -
         writer.close()
     await asyncio.wait_for(until(lambda: receiver.budget.held == 0), 10)
     assert status_of(await exchange(receiver, request)) == 200
+
+
+def length_request(body: bytes, content_type: str) -> bytes:
+    return (
+        "POST /v1/traces HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+@pytest.mark.parametrize(
+    ("content_type", "encoding"),
+    [("application/x-protobuf", b"otlp_proto"), ("application/json", b"otlp_json")],
+)
+async def test_each_forwarded_body_says_the_encoding_its_content_type_named(
+    receiver: OtlpReceiver, content_type: str, encoding: bytes
+) -> None:
+    proto = spans_proto(sdk_loop_spans())
+    body = proto if encoding == b"otlp_proto" else b"\n" * 80 + otlp_json_of(proto)
+    answer = await exchange(receiver, length_request(body, content_type))
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    producer = receiver.producer
+    assert isinstance(producer, AcknowledgingProducer)
+    # the bridge follows the header, whatever its --otlp-encoding and however the body starts
+    assert producer.headers == [[(otlp.ENCODING_HEADER, encoding)]]
+
+
+def otlp_json_of(proto: bytes) -> bytes:
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    return MessageToJson(ExportTraceServiceRequest.FromString(proto)).encode()
+
+
+async def test_an_attribute_the_bridge_never_reads_refuses_no_batch() -> None:
+    """Spans are checked as the bridge reads them: an attribute outside its filter,
+    nested past the bound, is not converted, so the batch is taken (a 400 would make
+    the SDK drop every span of it, other sessions' too)."""
+    import json
+
+    from streamguard.otel.mapping import MappingConfig, span_filter
+
+    deep: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(70):
+        deep = {"arrayValue": {"values": [deep]}}
+    span = {
+        "traceId": "01" * 16, "spanId": "02" * 8, "name": "execute_tool grep",
+        "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+        "attributes": [
+            {"key": "gen_ai.conversation.id", "value": {"stringValue": "c1"}},
+            {"key": "http.request.body", "value": deep},
+        ],
+    }
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+    config = BridgeConfig.build({"max_payload_bytes": LIMIT})
+    unfiltered = OtlpReceiver(AcknowledgingProducer(), config, BridgeMetrics())
+    filtered = OtlpReceiver(
+        AcknowledgingProducer(), config, BridgeMetrics(), wanted=span_filter(MappingConfig())
+    )
+    for server in (unfiltered, filtered):
+        await server.start()
+    try:
+        refused = await exchange(unfiltered, length_request(body, "application/json"))
+        taken = await exchange(filtered, length_request(body, "application/json"))
+    finally:
+        for server in (unfiltered, filtered):
+            await server.close()
+    assert refused.startswith(b"HTTP/1.1 400")  # the check without the filter: what was wrong
+    assert taken.startswith(b"HTTP/1.1 200"), taken[:200]

@@ -209,7 +209,11 @@ def _snapshot(*fields: object) -> bytes:
 FORGED_SNAPSHOTS = {
     "not a list": msgspec.msgpack.encode({"next_seq": 5}),
     "empty": _snapshot(),
-    "an unknown version": _snapshot(2, 5, 100, 1, [], 0.0),
+    "an unknown version": _snapshot(3, 5, 100, 1, [], 0.0, 7),
+    "version 2 without its offset": _snapshot(2, 5, 100, 1, [], 0.0),
+    "version 1 with an offset": _snapshot(1, 5, 100, 1, [], 0.0, 7),
+    "an offset below the start": _snapshot(2, 5, 100, 1, [], 0.0, -2),
+    "an offset not a number": _snapshot(2, 5, 100, 1, [], 0.0, "7"),
     "a field short": _snapshot(1, 5, 100, 1, []),
     "a field more": _snapshot(1, 5, 100, 1, [], 0.0, "x"),
     "seq null": _snapshot(1, None, 100, 1, [], 0.0),
@@ -253,15 +257,19 @@ _ANY_MSGPACK = st.recursive(
 _NUMBER = st.integers(-(2**63), 2**63 - 1)
 
 
-# any value at all; values of the snapshot's own shape (version 1, six fields) with any
-# field forged, where a check that is missing shows; and values of its types with any
-# numbers, some of which are installed
+# any value at all; values of the snapshot's own shapes (version 1, six fields; version
+# 2, seven) with any field forged, where a check that is missing shows; and values of
+# their types with any numbers, some of which are installed
 @given(
     _ANY_MSGPACK
     | st.tuples(st.just(1), *[_ANY_MSGPACK] * 5).map(list)
+    | st.tuples(st.just(2), *[_ANY_MSGPACK] * 6).map(list)
     | st.tuples(st.just(1), _NUMBER, _NUMBER, st.integers(-3, 5),
                 st.lists(st.tuples(st.text(max_size=4), _NUMBER), max_size=4),
                 st.floats()).map(list)
+    | st.tuples(st.just(2), _NUMBER, _NUMBER, st.integers(-3, 5),
+                st.lists(st.tuples(st.text(max_size=4), _NUMBER), max_size=4),
+                st.floats(), st.integers(-3, 2**63 - 1)).map(list)
 )
 @settings(max_examples=300, deadline=None)
 def test_restore_of_any_msgpack_value_installs_a_valid_state_or_refuses(value: object) -> None:
@@ -273,6 +281,7 @@ def test_restore_of_any_msgpack_value_installs_a_valid_state_or_refuses(value: o
         return
     state = w.sessions["s"]
     assert state.next_seq >= 1 and state.last_time >= -1 and state.last_rank >= -1
+    assert state.done_offset >= -1
     assert all(n >= 1 for n in state.seen.values())
     INSTALLED.append(1)
 
@@ -285,3 +294,53 @@ def test_some_generated_snapshots_are_installed() -> None:
     INSTALLED.clear()
     test_restore_of_any_msgpack_value_installs_a_valid_state_or_refuses()
     assert INSTALLED
+
+
+def _tool_span(i: int) -> list[tuple[int, int, bytes]]:
+    t = 1_000_000 + i * 1_000
+    return [
+        (t, 1, msgspec.json.encode({"type": "tool_call", "session": "S", "tool": "t", "args": {"n": i}})),
+        (t + 1, 2, msgspec.json.encode({"type": "tool_result", "session": "S", "tool": "t", "n": i})),
+    ]
+
+
+def test_records_read_again_far_behind_the_commit_are_not_released_twice() -> None:
+    """The commit stops at the lowest record any session holds: a session that
+    released more keys than it remembers above another's pending record reads them
+    all again after a restart. Its offset mark drops them; seq goes on densely."""
+    def feed(w: ReorderWindow) -> list:
+        out = w.add("T", "t:0", [(10**15, 3, ev("later"))], 0, now=0.0)  # held: the commit stops here
+        for i in range(1, 801):  # forced out by the bound, far past max_seen keys
+            out += w.add("S", f"trace:{i}", _tool_span(i), i, now=0.5)
+        return out
+
+    w = ReorderWindow(window_s=2.0, max_pending_per_session=1000, max_seen=256)
+    first = feed(w)
+    assert w.low_offset() == 0 and len(first) == 600
+    snapshot = w.snapshot("S")
+    restarted = ReorderWindow(window_s=2.0, max_pending_per_session=1000, max_seen=256)
+    restarted.restore("S", snapshot)
+    again = [r for r in feed(restarted) + restarted.flush() if r.session == "S"]
+    bodies = {r.data.rsplit(b',"seq"', 1)[0] for r in first}
+    assert not [r for r in again if r.data.rsplit(b',"seq"', 1)[0] in bodies]
+    assert [r.seq for r in again] == list(range(601, 1601))  # the 1,000 still pending, once
+
+
+def test_a_snapshot_of_the_first_version_is_still_restored() -> None:
+    w = ReorderWindow(window_s=0.0)
+    w.restore("s", msgspec.msgpack.encode([1, 5, 100, 1, [["k", 1]], 0.0]))
+    assert w.sessions["s"].next_seq == 5 and w.sessions["s"].done_offset == -1
+    w.add("s", "k", [(200, 1, ev("again"))], offset=3, now=0.0)  # remembered by key
+    w.add("s", "k2", [(200, 1, ev("new"))], offset=4, now=0.0)
+    assert [(r.seq, names([r])) for r in w.release(0.0)] == [(5, ["new"])]
+
+
+def test_deadlines_counted_on_a_ticker_survive_a_wall_clock_stepped_back() -> None:
+    """The wall clock stamps activity; deadlines run on the monotonic ticker, so a
+    wall clock set back an hour holds no session behind another's deadline."""
+    w = ReorderWindow(window_s=2.0)
+    w.add_entries("A", [("a:1", [(1, 1, ev("a1"))])], 0, now=1_000_003.0, tick=50.0)
+    w.add_entries("B", [("b:1", [(3, 1, ev("b1"))])], 1, now=996_403.5, tick=50.5)  # wall stepped back
+    assert names(w.release(52.6)) == ["a1", "b1"]
+    assert w.low_offset() is None
+    assert w.sessions["B"].last_active == 996_403.5
