@@ -341,6 +341,22 @@ def test_oversized_dead_letters_are_cut_and_say_so() -> None:
     assert headers["dlq.key-truncated-from"] == b"5000" and len(letter["key"]) == 1024
 
 
+@pytest.mark.parametrize("limit", [4096, 8192, 20 * 1024, 64 * 1024])
+def test_a_dead_letter_fits_the_output_limit_whatever_the_limit(limit: int) -> None:
+    """A broker sized to --max-output-bytes refuses anything bigger for good, and a
+    refused dead letter would stall the partition: key, copied headers, error and
+    value each get a share of the limit."""
+    processor, producer = _processor(max_output_bytes=limit)
+    headers = [(f"h{i}", b"x" * 1000) for i in range(16)]
+    _run(processor, [_record(b"{" + b"x" * 100_000, b"k" * 2000, headers=headers)])
+    (letter,) = _dead_letters(producer)
+    size = len(letter["key"] or b"") + len(letter["value"] or b"") + sum(
+        len(name) + len(value or b"") + 10 for name, value in letter["headers"]
+    )
+    assert size + 128 <= limit
+    assert letter["value"] and dict(letter["headers"])["dlq.value-truncated-from"] == b"100001"
+
+
 def test_an_output_too_large_is_produced_as_a_stub() -> None:
     processor, _ = _processor(max_output_bytes=8192)
     alert = Alert(
@@ -428,3 +444,43 @@ def test_a_timeout_says_what_did_not_happen() -> None:
             await within(never(), 0.01, "the brokers did not acknowledge 3 records")
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)], ids=["home-first", "home-last"])
+def test_two_snapshots_of_one_session_install_the_home_one_alone(order: tuple[int, int]) -> None:
+    """A session with snapshots on two changelog partitions (the partition count was
+    changed, or a record was forged) is restored once, from its home partition, in
+    whichever order the partitions are restored: listed on two partitions it would
+    lose its halt, see its own events dead-lettered and crash the sweep."""
+    from streamguard.kafka.changelog import encode_entry
+
+    processor, producer = _processor(partitions=2)
+    session = next(f"s{i}" for i in range(100) if processor._home(f"s{i}".encode()) == 0)
+    live = Engine(Policy(mode="enforce"))
+    for _ in range(6):
+        live.process(ToolCall(session=session, tool="ls", args={}), 100.0)
+    assert live.sessions[session].halted_by
+    stale = Engine(Policy(mode="enforce"))
+    stale.process(ToolCall(session=session, tool="ls", args={}), 1.0)
+    changelog = {
+        0: {session: encode_entry(5, -1, 100.0, live.snapshot(session))},
+        1: {session: encode_entry(0, -1, 1.0, stale.snapshot(session))},
+    }
+    for number in order:
+        part = processor.sessions.partitions[number]
+        part.status = PartitionStatus.RESTORING
+        processor.rebalancer._install(part, changelog[number])
+        part.status = PartitionStatus.ACTIVE
+
+    assert processor.engine.sessions[session].halted_by == live.sessions[session].halted_by
+    assert processor.sessions.meta[session].partition == 0
+    assert session in processor.sessions.partitions[0].active
+    assert session not in processor.sessions.partitions[1].sessions()
+    assert processor.metrics.registry.get_sample_value(
+        "streamguard_events_skipped_total", {"reason": "duplicate_snapshot"}
+    ) == 1
+    sent = len(producer.sent)
+    _run(processor, [_record(encode(ToolCall(session=session, tool="ls", args={})), session.encode(), offset=6)])
+    assert not [s for s in producer.sent[sent:] if dict(s["headers"]).get("dlq.reason")]
+    processor.sessions.sweep(10**12, 1.0, 1.0, 1000)  # both TTLs past: nothing left to trip on
+    assert session not in processor.sessions.meta

@@ -62,11 +62,25 @@ def test_client_properties_reach_the_clients_that_take_them():
         ("metadata_max_age=5", "did you mean 'metadata_max_age_ms'?"),
         ("no-equals", "is not KEY=VALUE"),
         ("acks=1", "set by streamguard itself"),
+        # keywords streamguard passes itself: the client would get them twice
+        ("linger_ms=10", "use --linger-ms"),
+        ("auto_offset_reset=latest", "set by streamguard itself"),
+        ("max_batch_size=1000", "set by streamguard itself"),
+        ("fetch_max_wait_ms=10", "use --fetch-max-wait-ms"),
+        # a value of the wrong type would reach the client and fail there
+        ("metadata_max_age_ms=abc", "expected a number"),
+        ("check_crcs=3", "expected true or false"),
     ],
 )
 def test_bad_client_properties_are_refused_at_start(item, message):
     with pytest.raises(ConfigError, match=message):
         ProcessorConfig.from_env_and_args([], env={"STREAMGUARD_CLIENT_PROPERTIES": item})
+
+
+def test_timeouts_past_the_protocols_int32_are_refused_at_start():
+    with pytest.raises(ConfigError, match="--session-timeout-ms / STREAMGUARD_SESSION_TIMEOUT_MS"):
+        build(session_timeout_ms=2**31)
+    assert build(session_timeout_ms=2**31 - 1).session_timeout_ms == 2**31 - 1
 
 
 def test_compression_goes_to_producers_and_needs_its_codec():

@@ -251,3 +251,82 @@ async def test_a_circuit_opening_halts_a_session_whose_tenant_was_named_after_it
     await processor.apply_circuit(circuit, None)
     assert processor.engine.sessions["s1"].halted_by == ("fleet",)
     assert [getattr(output, "session", None) for output in emitted] == ["s1"]
+
+
+async def test_a_circuit_closed_while_a_partition_was_restoring_releases_its_sessions_once_active() -> None:
+    """apply_circuit passes over partitions being restored; the restored session is
+    released when its partition is applied to again, with its receipt, not left
+    halted for good (a halted agent sends nothing that could release it)."""
+    import json
+    from types import SimpleNamespace
+
+    from aiokafka.structs import TopicPartition
+
+    from streamguard.fleet_windows import CircuitRecord
+    from streamguard.kafka.config import ProcessorConfig
+    from streamguard.kafka.processor import Processor
+    from streamguard.policy import parse_policy_set
+
+    policy = parse_policy_set(
+        '[[fleet]]\nname = "spend"\nby = "tenant"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n'
+    )
+    opened = CircuitRecord(scope="spend:tenant=acme", rule="spend", by="tenant", value="acme",
+                           state="open", generation=1, reason="spend above 1")
+    closed = CircuitRecord(scope="spend:tenant=acme", rule="spend", by="tenant", value="acme",
+                           state="closed", generation=1, reason="closed by an operator")
+
+    async def no_send() -> None:
+        return None
+
+    before = Processor(ProcessorConfig(), policy=policy, clock=lambda: 1000.0)
+    before.partition_count = 1
+    part = before.sessions.add_partition(0, PartitionStatus.ACTIVE)
+    before._send_outbox = no_send  # type: ignore[method-assign]
+    before._process_events(part, TopicPartition("agent.events", 0), [SimpleNamespace(
+        offset=0, key=b"s1", timestamp=1_000_000, headers=[], value=json.dumps(
+            {"type": "tool_call", "session": "s1", "tenant": "acme", "tool": "t", "args": {}}).encode())])
+    await before.apply_circuit(opened, None)
+    assert before.engine.sessions["s1"].halted_by == ("fleet",)
+    snapshot = before.snapshot_record("s1", 0)[2]
+    assert snapshot is not None
+
+    after = Processor(ProcessorConfig(), policy=policy, clock=lambda: 2000.0)
+    after.partition_count = 1
+    after._send_outbox = no_send  # type: ignore[method-assign]
+    emitted: list[Any] = []
+    after.outbox.emit = lambda output, ts: emitted.append(output)  # type: ignore[method-assign]
+    after.circuits = SimpleNamespace(  # type: ignore[assignment]
+        open={}, circuits={closed.scope: closed}, open_for=lambda scopes: None)
+    restoring = after.sessions.add_partition(0, PartitionStatus.RESTORING)
+    await after.apply_circuit(closed, opened)  # the close arrives mid-restore: nothing held yet
+    after.rebalancer._install(restoring, {"s1": snapshot})
+    assert after.engine.sessions["s1"].halted_by == ("fleet",)
+    restoring.status = PartitionStatus.ACTIVE
+    after.partition_active(restoring)
+    assert after.engine.sessions["s1"].halted_by == ()
+    assert "s1" not in after.sessions.halted
+    assert [type(output).__name__ for output in emitted] == ["GuardrailReset"]
+    after.partition_active(restoring)  # a second pass finds nothing to release
+    assert len(emitted) == 1
+
+
+def test_sessions_that_all_get_halted_are_bounded_too() -> None:
+    """Five identical calls halt a new session: a writer making halted sessions at
+    line rate must not grow memory past the bound. Halts go for room only when no
+    other session is left to evict, the least recently active first, counted."""
+    from streamguard.events import ToolCall
+
+    engine = Engine(PolicySet())
+    evicted: list[str] = []
+    table = SessionTable(engine, lambda session, part: None, evicted.append, max_per_partition=10)
+    part = OwnedPartition(0, PartitionStatus.ACTIVE)
+    table.partitions[0] = part
+    for i in range(200):
+        session = f"h{i}"
+        for _ in range(5):
+            engine.process(ToolCall(session=session, tool="read_file", args={"path": "a"}))
+        table.touch(part, session, table.meta.get(session), float(i))
+        assert engine.is_halted(session)
+        assert len(part.sessions()) <= 10 and len(engine.sessions) <= 10
+    assert set(table.meta) == {f"h{i}" for i in range(190, 200)}
+    assert evicted == ["halted_capacity"] * 190

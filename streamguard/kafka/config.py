@@ -30,7 +30,9 @@ LogFormat = Literal["text", "json"]
 
 Port = Annotated[int, Meta(ge=0, le=65535)]
 PositiveInt = Annotated[int, Meta(ge=1)]
-Millis = Annotated[int, Meta(ge=1)]
+# The group protocol carries session, rebalance and poll timeouts as Int32: a larger
+# value would pass here and fail inside the client after the join, naming no field.
+Millis = Annotated[int, Meta(ge=1, le=2**31 - 1)]
 Seconds = Annotated[float, Meta(gt=0)]
 TopicName = Annotated[str, Meta(min_length=1, max_length=249, pattern=r"^[A-Za-z0-9._-]+$")]
 
@@ -308,6 +310,12 @@ class KafkaSettings(Struct, kw_only=True, forbid_unknown_fields=True):
                     f"({_MANAGED[key]})"
                 )
             value = _property_value(raw.strip())
+            expected = _client_defaults().get(key)
+            if expected is not None and not _fits(value, expected):
+                raise ConfigError(
+                    f"invalid {d('client_properties')}: {key}={raw.strip()!r}: "
+                    f"expected {'true or false' if expected is bool else 'a number'}"
+                )
             if len(kinds) == 3:
                 out["common"][key] = value
             else:
@@ -571,6 +579,12 @@ _MANAGED = {
     "key_deserializer": "",
     "value_deserializer": "",
     "loop": "",
+    # set explicitly where streamguard builds a client: given here too, the client
+    # would be handed the keyword twice and fail at start-up with a traceback
+    "linger_ms": "use --linger-ms",
+    "fetch_max_wait_ms": "use --fetch-max-wait-ms",
+    "max_batch_size": "streamguard sizes its produce batches for its checkpoints",
+    "auto_offset_reset": "state topics are read from their start, inputs from the committed offsets",
 }
 
 
@@ -590,6 +604,28 @@ def _client_parameters() -> dict[str, set[str]]:
         "consumer": names(AIOKafkaConsumer),
         "admin": names(AIOKafkaAdminClient),
     }
+
+
+def _client_defaults() -> dict[str, type]:
+    """The type of each aiokafka client option whose default is a number or a flag
+    (the value a property must then have): an ``int``, ``float`` or ``bool``."""
+    import inspect
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    found: dict[str, type] = {}
+    for cls in (AIOKafkaProducer, AIOKafkaConsumer, AIOKafkaAdminClient):
+        for param in inspect.signature(cls).parameters.values():
+            if type(param.default) in (int, float, bool):
+                found.setdefault(param.name, type(param.default))
+    return found
+
+
+def _fits(value: Any, expected: type) -> bool:
+    if expected is bool:
+        return isinstance(value, bool)
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _property_value(raw: str) -> Any:

@@ -238,7 +238,7 @@ class Metrics:
         )
         self.evictions = Counter(
             "streamguard_sessions_evicted_total",
-            "Sessions evicted, by kind (idle or halted: after their TTL; capacity: past --max-sessions-per-partition).",
+            "Sessions evicted, by kind (idle or halted: after their TTL; capacity: past --max-sessions-per-partition; halted_capacity: a halted session past it, when nothing else was left to evict).",
             ["kind"],
             registry=r,
         )

@@ -46,6 +46,9 @@ MAX_ERROR_HEADER = 1000
 # What a dead letter copies of a hostile record's key and headers.
 MAX_DEAD_LETTER_KEY = 1024
 MAX_COPIED_HEADER_BYTES = 16 * 1024
+# A record's framing and a header's (lengths as varints, attributes, timestamps), at most.
+_RECORD_OVERHEAD = 128
+_HEADER_OVERHEAD = 10
 # Text fields of an output cut down to a stub (reason, guidance, feedback text).
 STUB_TEXT_BYTES = 2048
 # Queued records after which the processor sends mid-batch.
@@ -143,7 +146,8 @@ class Outbox:
         """The headers of ``record`` that may be copied onto what streamguard writes:
         none in streamguard's own namespaces, and a bounded amount in all."""
         copied: Headers = []
-        budget = MAX_COPIED_HEADER_BYTES
+        # an eighth of an output at most: a dead letter must fit --max-output-bytes
+        budget = min(MAX_COPIED_HEADER_BYTES, self.config.max_output_bytes // 8)
         for name, value in record.headers or ():
             if name.startswith(OWNED_HEADER_PREFIXES):
                 self.metrics.security_events.labels("forged_header").inc()
@@ -160,25 +164,33 @@ class Outbox:
         self, tp: TopicPartition, record: Any, reason: DeadLetterReason, error: str
     ) -> None:
         """Queue ``record`` for the dead-letter topic with its reason and provenance."""
+        limit = self.config.max_output_bytes
+        # Each part bounded to a share of the limit, so that the whole dead letter fits
+        # it whatever the limit (4 KiB at least): copied headers and key an eighth each,
+        # the error an eighth, the value what is left, half the limit at most.
+        eighth = limit // 8
         headers = self.copied_headers(record)
         headers += [
             ("dlq.reason", reason.encode()),
-            ("dlq.error", error[:MAX_ERROR_HEADER].encode("utf-8", "replace")),
+            ("dlq.error", error[: min(MAX_ERROR_HEADER, eighth)].encode("utf-8", "replace")),
             ("dlq.source.topic", tp.topic.encode()),
             ("dlq.source.partition", str(tp.partition).encode()),
             ("dlq.source.offset", str(record.offset).encode()),
             ("dlq.source.timestamp", str(record.timestamp).encode()),
         ]
         key, value = record.key, record.value
-        limit = self.config.max_output_bytes
-        if key is not None and len(key) > MAX_DEAD_LETTER_KEY:
+        key_limit = min(MAX_DEAD_LETTER_KEY, eighth)
+        if key is not None and len(key) > key_limit:
             headers.append(("dlq.key-truncated-from", str(len(key)).encode()))
-            key = key[:MAX_DEAD_LETTER_KEY]
-        if value is not None and len(value) > limit - MAX_COPIED_HEADER_BYTES - 4096:
-            # Too big to produce again with our headers: keep the start, say so.
-            self.metrics.outputs_truncated.labels("dead_letter").inc()
-            headers.append(("dlq.value-truncated-from", str(len(value)).encode()))
-            value = value[: limit // 2]
+            key = key[:key_limit]
+        if value is not None:
+            used = sum(len(name) + len(v or b"") + _HEADER_OVERHEAD for name, v in headers)
+            room = limit - used - (len(key) if key else 0) - _RECORD_OVERHEAD
+            if len(value) > room:
+                # Too big to produce again with our headers: keep the start, say so.
+                self.metrics.outputs_truncated.labels("dead_letter").inc()
+                headers.append(("dlq.value-truncated-from", str(len(value)).encode()))
+                value = value[: max(0, min(limit // 2, room - 64))]
         self.metrics.dead_letters.labels(reason).inc()
         self.queued.append(OutputRecord(self.config.dlq_topic, key, value, None, headers, None))
 

@@ -874,6 +874,13 @@ class Processor:
             f"{circuit.scope}`)" + (" or its cool-down ends." if circuit.until is not None else ".")
         )
 
+    @staticmethod
+    def _closed_reason(circuit: CircuitRecord) -> str:
+        return (
+            f"The fleet circuit of scope {circuit.scope} closed ({circuit.reason}); the "
+            "session may run again."
+        )
+
     def _count_fleet_trips(self, circuit: CircuitRecord, outputs: list[Output]) -> None:
         if outputs:
             self.metrics.fleet_trips.labels(
@@ -898,10 +905,7 @@ class Processor:
             engine = self.engine
             checkpointer = self.checkpointer
             partitions = self.sessions.partitions
-            reason = self._circuit_reason(circuit) if is_open else (
-                f"The fleet circuit of scope {circuit.scope} closed ({circuit.reason}); the "
-                "session may run again."
-            )
+            reason = self._circuit_reason(circuit) if is_open else self._closed_reason(circuit)
             affected = 0
             scope = circuit.scope
             table = self.sessions
@@ -954,6 +958,40 @@ class Processor:
                     "halted" if is_open else "released",
                 )
             await self._send_outbox()
+
+    def partition_active(self, part: OwnedPartition) -> None:
+        """A partition's sessions are applied to again (restored, or kept through a
+        rebalance): release those halted by a fleet circuit that closed meanwhile.
+        :meth:`apply_circuit` passes over partitions that are restoring or suspended,
+        and nothing else lifts a fleet halt: a halted agent sends no event that could.
+        (A circuit that opened meanwhile needs no such pass: each session's next event
+        meets it.) Caller holds the lock."""
+        circuits = self.circuits
+        if circuits is None or self.facts is None:
+            return
+        engine, table = self.engine, self.sessions
+        now = self.clock()
+        for session in [s for s in part.sessions() if s in table.halted]:
+            state = engine.sessions.get(session)
+            if state is None or FLEET_GUARDRAIL not in state.halted_by:
+                continue
+            scope = state.fleet_scope
+            circuit = circuits.circuits.get(scope) if scope is not None else None
+            if circuit is None or circuit.state == "open":
+                continue
+            if session in self.checkpointer.unstaged:
+                self.checkpointer.before_change(session)
+            outputs = engine.fleet_release(
+                session, circuit.scope, circuit.generation, self._closed_reason(circuit), now
+            )
+            if not outputs:
+                continue
+            if not state.halted_by:
+                table.halted.discard(session)
+            self.checkpointer.changed(session, part.number)
+            for output in outputs:
+                self.outbox.emit(output, None)
+            log.info("session %r released: the circuit of scope %s closed meanwhile", session, circuit.scope)
 
     def _invalid_circuit(self, tp: TopicPartition, record: Any, error: str) -> None:
         log.error("unreadable circuit record %s[%d]@%d: %s", tp.topic, tp.partition, record.offset, error)

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import IllegalStateError, KafkaError
+from aiokafka.partitioner import murmur2
 
 from ..engine import Engine
 from .changelog import ChangelogEntry, ChangelogError, decode_entry, read_partitions
@@ -42,6 +43,7 @@ class RebalanceHost(Protocol):
     fatal: BaseException | None
     stopping: asyncio.Event
     clock: Callable[[], float]
+    partition_count: int
 
     @property
     def consumer(self) -> AIOKafkaConsumer | None: ...
@@ -49,6 +51,7 @@ class RebalanceHost(Protocol):
     def restorer(self) -> AIOKafkaConsumer | None: ...
     async def checkpoint(self) -> None: ...
     def resume_active(self, tps: Iterable[TopicPartition]) -> None: ...
+    def partition_active(self, part: OwnedPartition) -> None: ...
 
 
 class Listener(ConsumerRebalanceListener):
@@ -177,6 +180,7 @@ class Rebalancer:
                 part = partitions[number]
                 if part.changelog_mark is not None and ends.get(number) == part.changelog_mark:
                     part.status = PartitionStatus.ACTIVE
+                    self.host.partition_active(part)
                 else:
                     log.info("partition %d changed hands meanwhile: reloading it", number)
                     self.drop_partition(number)
@@ -244,6 +248,7 @@ class Rebalancer:
                             continue  # dropped (or replaced) while we were reading
                         installed = self._install(part, loaded[number].entries)
                         part.status = PartitionStatus.ACTIVE
+                        host.partition_active(part)
                         host.resume_active(self.tps(number))
                         log.info(
                             "restored partition %d: %d sessions from %d changelog records",
@@ -260,9 +265,28 @@ class Rebalancer:
 
     def _install(self, part: OwnedPartition, entries: dict[str, bytes]) -> int:
         decoded: list[tuple[str, ChangelogEntry]] = []
+        meta = self.sessions.meta
         for session, value in entries.items():
             try:
                 entry = decode_entry(value)
+                held = meta.get(session)
+                if held is not None and held.partition != part.number:
+                    # Two snapshots of one session on two changelog partitions (the
+                    # topics' partition count was changed, or a record was forged). One
+                    # state per session: the one on its home partition, where its events
+                    # arrive. Installing both would list it on two partitions.
+                    self.metrics.skipped.labels("duplicate_snapshot").inc()
+                    if self._home(session) != part.number:
+                        log.warning(
+                            "session %r: a second snapshot, on changelog partition %d, skipped: "
+                            "it is held on partition %d", session, part.number, held.partition,
+                        )
+                        continue
+                    log.warning(
+                        "session %r: the snapshot on its home partition %d replaces the one "
+                        "installed from partition %d", session, part.number, held.partition,
+                    )
+                    self.sessions.drop_session(session)
                 self.engine.restore(session, entry.state)
             except (ChangelogError, msgspec.DecodeError, ValueError) as exc:
                 log.error(
@@ -274,6 +298,12 @@ class Rebalancer:
         installed = self.sessions.install(part, decoded, self.host.clock())
         self.metrics.restored_sessions.inc(installed)
         return installed
+
+    def _home(self, session: str) -> int:
+        """The session's home partition (the partitioner's murmur2), -1 when the
+        partition count is not known."""
+        count = self.host.partition_count
+        return (murmur2(session.encode()) & 0x7FFFFFFF) % count if count > 0 else -1
 
     async def cancel(self) -> None:
         task, self.restore_task = self.restore_task, None

@@ -50,6 +50,7 @@ SkipReason = Literal[
     "already_applied",
     "already_processed",
     "unrestorable_snapshot",
+    "duplicate_snapshot",
     "seq_not_newer",
 ]
 SecurityKind = Literal[

@@ -26,7 +26,7 @@ import msgspec
 from ..engine import Engine
 from .changelog import ChangelogEntry
 
-EvictionKind = Literal["idle", "halted", "capacity"]
+EvictionKind = Literal["idle", "halted", "capacity", "halted_capacity"]
 
 
 class PartitionStatus(enum.Enum):
@@ -204,11 +204,13 @@ class SessionTable:
 
     def _make_room(self, part: OwnedPartition, limit: int) -> None:
         """Evict the least recently active sessions of ``part`` past ``limit``. Halted
-        sessions are never evicted for room (their halt must hold until their own TTL):
-        met at the head of the idle order, they are parked, as the sweep would park
-        them, so each is passed over once. The newest session is never evicted. A
-        stream of new session ids at line rate is then bounded in memory, not just
-        in time (the idle TTL is hours)."""
+        sessions are evicted for room only when nothing else is left to evict (their
+        halt should hold until their own TTL): met at the head of the idle order, they
+        are parked, as the sweep would park them, so each is passed over once. The
+        newest session is never evicted. A stream of new session ids at line rate is
+        then bounded in memory, not just in time (the idle TTL is hours), even when
+        every one of them gets itself halted (five identical calls do it): past the
+        bound, the least recently active halt goes, counted as ``halted_capacity``."""
         active, parked = part.active, part.parked
         while len(active) + len(parked) > limit and len(active) > 1:
             session = next(iter(active))
@@ -218,6 +220,8 @@ class SessionTable:
                 self.meta[session].parked = True
             else:
                 self._evict(part, session, "capacity")
+        while len(active) + len(parked) > limit and parked:
+            self._evict(part, next(iter(parked)), "halted_capacity")
 
     def _evict(self, part: OwnedPartition, session: str, kind: EvictionKind) -> None:
         self.engine.evict(session)

@@ -303,9 +303,12 @@ class Bridge:
             self.metrics_port = await self.health.start()
         try:
             await prepare_bridge_topics(cfg)
+            options = cfg.producer_options()
+            # a dead letter copies a payload of up to max_payload_bytes: never below that
+            request_size = max(options.pop("max_request_size", 0), cfg.max_payload_bytes + 65536)
             self._producer = AIOKafkaProducer(
-                **cfg.producer_options(), acks="all", enable_idempotence=False, linger_ms=cfg.linger_ms,
-                max_batch_size=512 * 1024, max_request_size=cfg.max_payload_bytes + 65536,
+                **options, acks="all", enable_idempotence=False, linger_ms=cfg.linger_ms,
+                max_batch_size=512 * 1024, max_request_size=request_size,
             )
             await self._producer.start()
             self._restorer = AIOKafkaConsumer(
