@@ -906,6 +906,7 @@ def _cmd_reset(args: argparse.Namespace) -> int:
     import getpass
 
     from .client import InvalidReset, make_reset
+    from .events import MAX_USD
 
     if args.scope is not None:
         if args.session is not None or args.guardrail is not None or args.add_budget is not None:
@@ -918,8 +919,11 @@ def _cmd_reset(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
 
     if args.add_budget is not None:
-        if not args.add_budget > 0:
-            print("streamguard reset: --add-budget must be a positive amount of USD", file=sys.stderr)
+        if not 0 < args.add_budget <= MAX_USD:  # NaN and infinity too: they encode as null
+            print(
+                f"streamguard reset: --add-budget must be a positive amount of USD, at most {MAX_USD:g}",
+                file=sys.stderr,
+            )
             return EXIT_CONFIG
         if args.guardrail == "watchdog":
             print(
@@ -928,8 +932,8 @@ def _cmd_reset(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_CONFIG
-    if args.timeout <= 0:
-        print("streamguard reset: --timeout must be positive", file=sys.stderr)
+    if not 0 < args.timeout < float("inf"):  # NaN too: a wait that never ends
+        print("streamguard reset: --timeout must be a positive number of seconds", file=sys.stderr)
         return EXIT_CONFIG
     by = args.by
     if by is None:
@@ -1055,8 +1059,8 @@ def _cmd_reset_scope(args: argparse.Namespace) -> int:
         print(f"streamguard reset: {args.scope!r} is not a scope: rule:agent=NAME or rule:tenant=NAME",
               file=sys.stderr)
         return EXIT_CONFIG
-    if args.timeout <= 0:
-        print("streamguard reset: --timeout must be positive", file=sys.stderr)
+    if not 0 < args.timeout < float("inf"):  # NaN too: a wait that never ends
+        print("streamguard reset: --timeout must be a positive number of seconds", file=sys.stderr)
         return EXIT_CONFIG
     by = args.by
     if by is None:

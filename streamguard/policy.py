@@ -357,6 +357,11 @@ def load_policy_set(path: str | Path | None) -> PolicySet:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(f"{source}: cannot read policy file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PolicyError(
+            f"{source}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "TOML files are UTF-8"
+        ) from None
     return parse_policy_set(text, source)
 
 

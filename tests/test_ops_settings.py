@@ -183,3 +183,12 @@ def test_metrics_include_process_python_and_build_info_without_created_series():
     assert "python_info" in names and "python_gc_collections_total" in names
     assert 'streamguard_build_info{implementation="' in text
     assert not any(name.endswith("_created") for name in names)
+
+
+def test_gssapi_without_its_package_is_refused_at_start(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gssapi" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"--sasl-mechanism / STREAMGUARD_SASL_MECHANISM: GSSAPI .* `gssapi` package"):
+        build(security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI").validate()

@@ -173,3 +173,20 @@ def test_the_default_ignore_fields_are_the_runtimes_narration():
     assert repeats(own, "Bash", bash) == []
     assert parse_policy_set(warn).base.arguments.fields_for("Bash") == ("description",)
     assert parse_policy_set(warn).base.arguments.fields_for("submit_label") == ()
+
+
+def test_a_policy_file_that_is_not_utf8_is_a_policy_error(tmp_path: Path) -> None:
+    """A Latin-1 accent in a comment: a message naming the file and the byte (exit 2
+    from every command), never a traceback."""
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b'# caf\xe9 policy\nmode = "warn"\n')
+    with pytest.raises(PolicyError, match=r"latin1\.toml: not UTF-8 text \(byte 0xe9 at offset 5\)"):
+        load_policy_set(path)
+
+
+def test_the_shipped_example_policy_checks_clean() -> None:
+    """What users copy first must not carry a bound that can never fire."""
+    from streamguard.cli import policy_warnings
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "policy.toml"
+    assert policy_warnings(load_policy_set(path)) == []

@@ -330,3 +330,53 @@ def test_sessions_that_all_get_halted_are_bounded_too() -> None:
         assert len(part.sessions()) <= 10 and len(engine.sessions) <= 10
     assert set(table.meta) == {f"h{i}" for i in range(190, 200)}
     assert evicted == ["halted_capacity"] * 190
+
+
+async def test_the_circuit_gauge_stays_up_while_any_scope_sharing_its_label_is_open() -> None:
+    """Scopes past the label bound share scope="other": one of them closing must not
+    clear the gauge (and the alert built on it) while another is still open."""
+    from streamguard.fleet_windows import CircuitRecord
+    from streamguard.kafka.config import ProcessorConfig
+    from streamguard.kafka.processor import Processor
+
+    processor = Processor(ProcessorConfig.build({"metrics_max_agents": 1}))
+
+    def circuit(value: str, state: str) -> CircuitRecord:
+        return CircuitRecord(scope=f"agent-spend:agent={value}", rule="agent-spend", by="agent",
+                             value=value, state=state, generation=1, opened_at=1.0)
+
+    def gauge(scope: str) -> float | None:
+        return processor.metrics.registry.get_sample_value(
+            "streamguard_fleet_circuit_open", {"rule": "agent-spend", "scope": scope})
+
+    for value in ("a1", "a2", "a3"):
+        await processor.apply_circuit(circuit(value, "open"), None)
+    assert gauge("a1") == 1 and gauge("other") == 2
+    await processor.apply_circuit(circuit("a3", "closed"), None)
+    assert gauge("other") == 1  # a2 is still open
+    await processor.apply_circuit(circuit("a2", "closed"), None)
+    await processor.apply_circuit(circuit("a1", "closed"), None)
+    assert gauge("other") == 0 and gauge("a1") == 0
+
+
+async def test_a_revoked_fleet_stage_stops_exporting_its_scopes_window_values() -> None:
+    """The scopes' next owner exports them; a value left behind would stand beside its
+    own, and the dashboard takes the max over instances."""
+    from streamguard.fleet_windows import new_scope, scope_key
+    from streamguard.kafka.config import ProcessorConfig
+    from streamguard.kafka.fleet_stage import FleetStage
+    from streamguard.kafka.metrics import Metrics
+    from streamguard.policy import parse_policy_set
+
+    rules = parse_policy_set(
+        '[[fleet]]\nname="agent-spend"\n[[fleet.limits]]\nmetric="sessions_started"\nabove=100\n'
+    ).fleet
+    metrics = Metrics()
+    stage = FleetStage(ProcessorConfig(), rules, metrics)
+    state = new_scope(scope_key(rules[0], "billing"), rules[0])
+    stage.scopes[0] = {state.scope: state}
+    stage._gauge(state)
+    labels = {"rule": "agent-spend", "scope": "billing", "metric": "sessions_started"}
+    assert metrics.registry.get_sample_value("streamguard_fleet_window_value", labels) == 0
+    await stage.on_revoked()
+    assert metrics.registry.get_sample_value("streamguard_fleet_window_value", labels) is None

@@ -229,7 +229,17 @@ class KafkaSettings(Struct, kw_only=True, forbid_unknown_fields=True):
                     "`module:name` of a token provider)"
                 )
             self.token_provider()  # importable and built now, not at the first connection
-        elif self.security_protocol.startswith("SASL") and self.sasl_mechanism != "GSSAPI":
+        elif self.security_protocol.startswith("SASL") and self.sasl_mechanism == "GSSAPI":
+            import importlib.util
+
+            # aiokafka asserts this at the first connection, with a traceback
+            if importlib.util.find_spec("gssapi") is None:
+                raise ConfigError(
+                    f"invalid {d('sasl_mechanism')}: GSSAPI (Kerberos) needs the `gssapi` "
+                    "package (`pip install gssapi`, which builds against the system's "
+                    "Kerberos libraries)"
+                )
+        elif self.security_protocol.startswith("SASL"):
             for name in ("sasl_username", "sasl_password"):
                 if not getattr(self, name):
                     raise ConfigError(

@@ -426,6 +426,9 @@ class FleetStage:
                     self.on_failure(exc)
                     raise
             # Eager rebalances revoke everything; the states are small: reload on assignment.
+            # The window values go with them: the scopes' next owner exports them now, and
+            # a value left here would stand beside its own (the dashboard takes the max).
+            self.metrics.fleet_window.clear()
             self.scopes = {}
             self.positions = {}
             self.committed = {}
@@ -458,6 +461,7 @@ class FleetStage:
                         continue
                     scopes[scope] = state
                     self.touched[scope] = self.clock()  # idle from here, as far as we know
+                    self._gauge(state)
                     installed += 1
                 self.scopes[partition] = scopes
             self.restoring = set()

@@ -341,7 +341,7 @@ class Metrics:
         )
         self.fleet_circuit_open = Gauge(
             "streamguard_fleet_circuit_open",
-            "1 while a fleet scope's circuit is open, as this instance's copy of the circuits table has it.",
+            "1 while a fleet scope's circuit is open, as this instance's copy of the circuits table has it (scopes past the label bound share scope=\"other\": the number of them open).",
             ["rule", "scope"],
             registry=r,
         )

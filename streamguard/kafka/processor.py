@@ -185,6 +185,8 @@ class Processor:
         )
         self.fleet_stage: FleetStage | None = None
         self.circuits: CircuitTable | None = None
+        # (rule, scope label) -> the scopes whose circuit is open, for the gauge
+        self._open_under_label: dict[tuple[str, str], set[str]] = {}
 
         # engine counters already exported (seq replays and jumps are counted
         # there, once per event; the processor adds the difference per batch)
@@ -892,9 +894,16 @@ class Processor:
         of the scope held here."""
         metrics = self.metrics
         is_open = circuit.state == "open"
-        metrics.fleet_circuit_open.labels(circuit.rule, metrics.scope_label(circuit.value)).set(
-            1.0 if is_open else 0.0
-        )
+        # Scopes past the label bound share the label `other`: the gauge counts the open
+        # circuits under each label, so one of them closing cannot zero it while another
+        # is still open.
+        label = (circuit.rule, metrics.scope_label(circuit.value))
+        open_here = self._open_under_label.setdefault(label, set())
+        if is_open:
+            open_here.add(circuit.scope)
+        else:
+            open_here.discard(circuit.scope)
+        metrics.fleet_circuit_open.labels(*label).set(float(len(open_here)))
         if is_open and circuit.opened_at is not None:
             metrics.fleet_apply_delay.observe(max(0.0, self.clock() - circuit.opened_at))
         facts = self.facts

@@ -344,6 +344,10 @@ async def test_a_missing_topic_is_named(topics, capsys) -> None:
         (["tail", "-n", "0"], "--max-events"),
         (["reset", "s", "--guardrail", "watchdog", "--add-budget", "5"], "--add-budget"),
         (["reset", "s", "--guardrail", "cost_ceiling", "--add-budget", "-1"], "positive"),
+        # infinity would be sent as a bare reset (JSON has no infinity); NaN would wait forever
+        (["reset", "s", "--guardrail", "cost_ceiling", "--add-budget", "inf"], "at most"),
+        (["reset", "s", "--guardrail", "cost_ceiling", "--add-budget", "nan"], "positive"),
+        (["reset", "s", "--guardrail", "watchdog", "--timeout", "nan", "--wait"], "--timeout"),
         (["reset", "x" * 300, "--guardrail", "all"], "invalid reset"),
         (["emit", "-", "--rate", "0"], "--rate"),
     ],
