@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -664,3 +665,169 @@ def test_no_value_of_the_wrong_type_escapes_as_another_exception(pattern: str, t
                     encode(event)
             assert all(failure.path == str(target) for failure in failures)
     assert variants > 50
+
+
+# --------------------------------------------------------------------------- the contract's bounds
+
+
+def _round_trips(sessions: list[ImportedSession]) -> list[ToolCall | ToolResult | Text | Usage]:
+    events = [event for session in sessions for event in session.events]
+    for event in events:
+        assert decode_agent_event(encode(event)) == event
+    return events  # type: ignore[return-value]
+
+
+def test_what_no_contract_field_can_carry_is_brought_inside_it(tmp_path: Path):
+    """Millisecond stamps, a 300-character tool name, counts and costs no call has,
+    arguments nested past 64 levels: every event written decodes, so that `replay`
+    and the processor take what `import` wrote."""
+    deep: object = "x"
+    for _ in range(70):
+        deep = {"a": deep}
+    messages = [
+        {"role": "user", "content": "go", "timestamp": 1_735_689_600_123},
+        {"role": "assistant", "content": "", "timestamp": 1_735_689_601_000,
+         "tool_calls": [{"id": "c1", "type": "function",
+                         "function": {"name": "t" * 300, "arguments": json.dumps(deep)}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok", "timestamp": 1_735_689_602_000},
+        {"role": "assistant", "content": "done", "timestamp": "9999-12-31T00:00:00Z"},
+    ]
+    events = _round_trips(read_sessions("openai-chat", write_json(tmp_path / "ms.json", messages)))
+    assert [e.ts for e in events if isinstance(e, ToolCall | ToolResult)] == [1_735_689_601.0, 1_735_689_602.0]
+    [call] = [e for e in events if isinstance(e, ToolCall)]
+    assert call.tool.startswith("t" * 200) and len(call.tool) <= 256
+    assert isinstance(call.args, str) and "nested deeper" in call.args
+    assert [e.ts for e in events if isinstance(e, Text) and e.text == "done"] == [None]
+
+
+def test_text_no_utf8_can_carry_and_file_names_that_are_not_utf8_are_imported(tmp_path: Path):
+    lines = (FIXTURES / "claude-code" / "session.jsonl").read_text().splitlines()
+    surrogate = tmp_path / "s.jsonl"
+    surrogate.write_text("\n".join(line.replace("I'll run the build.", "I'll run \\ud800 the build.") for line in lines) + "\n")
+    events = _round_trips(read_sessions("claude-code", surrogate))
+    assert "I'll run ? the build." in [e.text for e in events if isinstance(e, Text)]
+    folder = tmp_path / "chats"
+    folder.mkdir()
+    name = os.fsencode(folder) + b"/chat\xff.json"
+    with open(name, "wb") as handle:
+        handle.write(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]).encode())
+    [session] = list(iter_sessions(None, [folder]))
+    _round_trips([session])
+    assert session.session == "chat?"
+
+
+def test_a_file_gets_the_same_ids_from_any_working_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    run = tmp_path / "20240825_SWE-agent_gpt-4o" / "trajs"
+    shutil.copytree(FIXTURES / "swe-agent" / "20240101_SWE-agent_test-model", run)
+    traj = next(p for p in run.rglob("*.traj"))
+    hand = tmp_path / "Hand-Crafted"
+    hand.mkdir()
+    log = shutil.copy(next((FIXTURES / "who-and-when").rglob("*.json")), hand / "4.json")
+    seen = []
+    for folder in (tmp_path, traj.parent, hand):
+        monkeypatch.chdir(folder)
+        seen.append([
+            (s.session, s.agent)
+            for path in (traj, Path(log))
+            for s in read_sessions(None, os.path.relpath(path, folder))
+        ])
+    assert seen[0] == seen[1] == seen[2]
+    assert seen[0][0][1] == "swe-agent/gpt-4o" and seen[0][1][0] == "Hand-Crafted/4"
+
+
+def test_mini_swe_agent_reads_the_recorded_return_code_before_the_text(tmp_path: Path):
+    """An output that mentions a timeout, or holds a <returncode> of its own, is what
+    the command printed: the recorded fields say how it ended."""
+    source = FIXTURES / "mini-swe-agent" / "run-a" / "acme__widgets-9" / "acme__widgets-9.traj.json"
+    document = json.loads(source.read_text())
+    tool = next(m for m in document["messages"] if m["role"] == "tool")
+    tool["content"] = "1 passed (retry: request has timed out once, then ok)\n[exit code 0]"
+    tool["extra"] = {"returncode": 0, "raw_output": "1 passed (retry: request has timed out once, then ok)\n"}
+    [first, *_] = results(read_sessions("mini-swe-agent", write_json(tmp_path / "a.traj.json", document))[0])
+    assert (first.error, first.result) == (None, "1 passed (retry: request has timed out once, then ok)\n")
+    tool["content"] = "<returncode>3</returncode><output>a test printed this</output>"
+    tool["extra"] = {"returncode": 0, "raw_output": "<returncode>3</returncode>"}
+    [first, *_] = results(read_sessions("mini-swe-agent", write_json(tmp_path / "b.traj.json", document))[0])
+    assert first.error is None
+
+
+def test_mini_swe_agent_output_openers_without_a_closer_are_the_output():
+    """Each opener with no closer after it once cost a scan to the end (quadratic: a
+    240 KB file took half a minute); the search now stops at the last closer."""
+    from streamguard.importers.mini_swe_agent import harness_reply
+
+    text = "<returncode>0</returncode>" + "<output>" * 20_000
+    assert harness_reply(text) == ("<output>" * 20_000, None)
+    closed = "<returncode>2</returncode><output>\nout</output>" + "<output>" * 20_000
+    assert harness_reply(closed) == ("out", "exit code 2")
+
+
+def test_a_bare_tool_call_id_answers_its_call_not_one_call_per_character(tmp_path: Path):
+    document = json.loads((FIXTURES / "swe-agent" / "run-1x-fc" / "acme__widgets-11.traj").read_text())
+    first = next(m for m in document["history"] if m.get("tool_call_ids"))
+    [call_id] = first["tool_call_ids"]
+    first["tool_call_ids"] = call_id
+    session = read_sessions("swe-agent", write_json(tmp_path / "run" / "x.traj", document))[0]
+    expected = only("swe-agent", "swe-agent/run-1x-fc/acme__widgets-11.traj")
+    assert [(r.tool, r.call_id) for r in results(session)] == [(r.tool, r.call_id) for r in results(expected)]
+    first["tool_call_ids"] = {"id": call_id}
+    with pytest.raises(ImportFailure, match="tool_call_ids must be a list"):
+        read_sessions("swe-agent", write_json(tmp_path / "run" / "y.traj", document))
+
+
+def test_claude_code_values_of_the_wrong_type_fail_the_file_and_echoes_in_blocks_are_dropped(tmp_path: Path):
+    lines = (FIXTURES / "claude-code" / "session.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assistant = next(i for i, r in enumerate(records) if r.get("type") == "assistant")
+
+    def write(name: str, changed: list[dict]) -> Path:
+        path = tmp_path / name
+        path.write_text("\n".join(json.dumps(r) for r in changed) + "\n")
+        return path
+
+    listed = [dict(r) for r in records]
+    listed[assistant]["type"] = ["assistant"]
+    with pytest.raises(ImportFailure, match=rf"record {assistant + 1} \(line\): type must be a string"):
+        read_sessions("claude-code", write("listed.jsonl", listed))
+    stamped = [dict(r) for r in records]
+    stamped[assistant]["timestamp"] = {"a": 1}
+    with pytest.raises(ImportFailure, match="timestamp must be a string"):
+        read_sessions("claude-code", write("stamped.jsonl", stamped))
+    echo = dict(records[0], uuid="echo-1", type="user", message={
+        "role": "user", "content": [{"type": "text", "text": "<bash-input>git status</bash-input>"}]})
+    session = read_sessions("claude-code", write("echo.jsonl", [*records, echo]))[0]
+    assert not [t for t in texts(session, "user") if "bash-input" in t]
+
+
+def test_a_folder_read_with_a_named_format_skips_its_other_files_and_pipes(tmp_path: Path):
+    """A tau2 run folder holds a results.json with no messages: skipped there as it is
+    when formats are detected. A named pipe would block the read for good."""
+    shutil.copy(FIXTURES / "openai-chat" / "plain.json", tmp_path / "plain.json")
+    (tmp_path / "results.json").write_text(json.dumps({"info": {}, "tasks": []}))
+    os.mkfifo(tmp_path / "pipe.json")
+    skipped: list[str] = []
+    sessions = list(iter_sessions("openai-chat", [tmp_path], on_skip=skipped.append))
+    assert [s.session for s in sessions] == ["plain"]
+    assert [Path(p).name for p in skipped] == ["results.json"]
+    with pytest.raises(ImportFailure):  # named on its own, a file of another shape still fails
+        read_sessions("openai-chat", tmp_path / "results.json")
+
+
+def test_a_folder_that_cannot_be_listed_is_reported_and_the_rest_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "locked").mkdir()
+    shutil.copy(FIXTURES / "openai-chat" / "plain.json", tmp_path / "ok" / "plain.json")
+    real = os.scandir
+
+    def scandir(path: str | os.PathLike[str] = ".") -> object:
+        if os.fspath(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    failures: list[ImportFailure] = []
+    sessions = list(iter_sessions(None, [tmp_path], on_error=failures.append))
+    assert [s.session for s in sessions] == ["plain"]
+    assert [str(f) for f in failures] == [f"{tmp_path / 'locked'}: cannot list folder: Permission denied"]

@@ -22,7 +22,7 @@ import msgspec
 
 from ..events import encode
 from . import claude_code, mini_swe_agent, openai_chat, swe_agent, who_and_when
-from ._common import MAX_PAYLOAD_BYTES, ImportedSession, ImportFailure, RecordError
+from ._common import MAX_PAYLOAD_BYTES, ImportedSession, ImportFailure, RecordError, conform
 
 __all__ = [
     "FORMATS",
@@ -129,7 +129,9 @@ def _parse_file(path: str, format: str | None, skip_unrecognised: bool) -> list[
             data = raw
         else:
             data = _decode_json(path, raw)
-        return FORMATS[format].parse(path, data)
+            if skip_unrecognised and not FORMATS[format].sniff(path, data):
+                return None  # in a folder, a file not of the format (a run's summary) is skipped
+        return [conform(session) for session in FORMATS[format].parse(path, data)]
     except RecordError as exc:
         raise ImportFailure(path, exc.message, exc.record, exc.where) from None
     except (TypeError, ValueError, KeyError, AttributeError, IndexError, ArithmeticError,
@@ -141,10 +143,14 @@ def _parse_file(path: str, format: str | None, skip_unrecognised: bool) -> list[
         ) from None
 
 
-def discover(paths: Iterable[str | os.PathLike[str]], format: str | None = None) -> Iterator[str]:
+def discover(
+    paths: Iterable[str | os.PathLike[str]],
+    format: str | None = None,
+    on_unreadable: Callable[[OSError], None] | None = None,
+) -> Iterator[str]:
     """Files to import: each file path as given, and, under each directory, every
-    file whose name ends like a session file of ``format`` (any format when None),
-    in sorted order."""
+    regular file whose name ends like a session file of ``format`` (any format when
+    None), in sorted order. A folder that cannot be listed goes to ``on_unreadable``."""
     suffixes = FORMATS[format].SUFFIXES if format is not None else _KNOWN_SUFFIXES
     for given in paths:
         path = os.fspath(given)
@@ -152,10 +158,18 @@ def discover(paths: Iterable[str | os.PathLike[str]], format: str | None = None)
             yield path
             continue
         found: list[str] = []
-        for root, dirs, files in os.walk(path):
+        unreadable: list[OSError] = []
+        for root, dirs, files in os.walk(path, onerror=unreadable.append):
             dirs.sort()
-            found.extend(os.path.join(root, name) for name in files if name.endswith(suffixes))
+            found.extend(
+                os.path.join(root, name) for name in files
+                # regular files only: a named pipe would block the read for good
+                if name.endswith(suffixes) and os.path.isfile(os.path.join(root, name))
+            )
         yield from sorted(found)
+        if unreadable and on_unreadable is not None:
+            for error in unreadable:
+                on_unreadable(error)
 
 
 def iter_sessions(
@@ -173,6 +187,13 @@ def iter_sessions(
     treated as a failure; a file named explicitly must be recognised.
     """
     for path, explicit in _discover_marked(paths, format):
+        if isinstance(path, OSError):
+            # a folder that cannot be listed: a failure to report, not a silent gap
+            failure = ImportFailure(path.filename or "?", f"cannot list folder: {path.strerror or path}")
+            if on_error is None:
+                raise failure
+            on_error(failure)
+            continue
         try:
             sessions = _parse_file(path, format, skip_unrecognised=not explicit)
         except ImportFailure as failure:
@@ -187,13 +208,19 @@ def iter_sessions(
         yield from sessions
 
 
-def _discover_marked(paths: Iterable[str | os.PathLike[str]], format: str | None) -> Iterator[tuple[str, bool]]:
-    """``(path, named explicitly)`` for every file :func:`discover` finds."""
+def _discover_marked(
+    paths: Iterable[str | os.PathLike[str]], format: str | None
+) -> Iterator[tuple[str | OSError, bool]]:
+    """``(path, named explicitly)`` for every file :func:`discover` finds, and
+    ``(error, False)`` for every folder it cannot list."""
     for given in paths:
         path = os.fspath(given)
         if os.path.isdir(path):
-            for found in discover([path], format):
+            unreadable: list[OSError] = []
+            for found in discover([path], format, unreadable.append):
                 yield found, False
+            for error in unreadable:
+                yield error, False
         else:
             yield path, True
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -18,6 +19,10 @@ from typing import Any
 import msgspec
 
 from ..events import (
+    MAX_COUNT,
+    MAX_NAME_CHARS,
+    MAX_TS,
+    MAX_USD,
     AgentEvent,
     FinalAnswer,
     Text,
@@ -27,6 +32,9 @@ from ..events import (
     TurnEnd,
     TurnStart,
     Usage,
+    check_nesting,
+    decode_agent_event,
+    encode,
 )
 
 #: Tool results, texts and string arguments longer than this (UTF-8 bytes) are cut,
@@ -112,16 +120,21 @@ def parse_ts(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
-        return float(value) if value >= 0 else None
+        if not (value >= 0 and math.isfinite(value)):
+            return None
+        return seconds(float(value))  # harnesses write milliseconds too
     if isinstance(value, str) and value:
         try:
             when = datetime.fromisoformat(value)
-        except ValueError:
+        except (ValueError, OverflowError):
             return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
-        seconds = when.timestamp()
-        return seconds if seconds >= 0 else None
+        try:
+            stamp = when.timestamp()
+        except (ValueError, OverflowError):
+            return None
+        return stamp if 0 <= stamp <= MAX_TS else None
     return None
 
 
@@ -204,8 +217,9 @@ _GENERIC_DIRS = frozenset({"trajs", "trajectories", "results", "runs", "logs", "
 
 def run_label(path: str, instance: str | None = None) -> str | None:
     """The name of the run folder holding ``path``: the nearest parent that is not
-    the instance's own folder nor a generic one (``trajs``, ``results``...)."""
-    for parent in PurePath(path).parents:
+    the instance's own folder nor a generic one (``trajs``, ``results``...). Read from
+    the absolute path: the same file gives the same label from any working folder."""
+    for parent in PurePath(os.path.abspath(path)).parents:
         name = parent.name
         if not name or name in (".", ".."):
             return None
@@ -350,3 +364,121 @@ def exception_name(text: str) -> str | None:
     if not match:
         return None
     return match.group(1).rsplit(".", 1)[-1]
+
+
+# ------------------------------------------------------------------ conformance
+#
+# Recorded sessions carry what their harness wrote: millisecond timestamps, model
+# names of any length, token counts no real call has, a file name that is not UTF-8,
+# a lone surrogate a JSON parser let through. Every event leaves an importer inside
+# the contract's bounds (events.py), so that what `import` writes, `replay` and the
+# processor accept; what cannot be brought inside is named as the file's failure.
+
+_NAME_FIELDS = ("session", "agent", "tool", "call_id", "model", "result_digest")
+_COUNT_FIELDS = ("input_tokens", "output_tokens", "context_window", "chars", "result_bytes")
+_TEXT_FIELDS = ("text", "error")
+_FREE_FIELDS = ("args", "result")
+_TOO_DEEP = "[a value nested deeper than the contract's 64 levels, left out]"
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate (which UTF-8 cannot carry) as ``?``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def name_id(raw: str) -> str:
+    """A contract name (1–256 chars, UTF-8): long ones keep a prefix and a hash of the whole."""
+    return session_id(clean_text(raw))
+
+
+def _clean_value(value: Any, budget: list[int]) -> Any:
+    """A JSON value with its strings (keys too) cleaned, walked at most ``budget`` nodes."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise RecordError(None, "a value too large to check")
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [_clean_value(item, budget) for item in value]
+    if isinstance(value, dict):
+        return {clean_text(str(k)): _clean_value(v, budget) for k, v in value.items()}
+    return value
+
+
+def seconds(value: float) -> float | None:
+    """Unix seconds from a stamp in seconds, milliseconds, microseconds or nanoseconds
+    (harnesses write all four); None for a time no unit brings within the contract."""
+    for divisor in (1.0, 1e3, 1e6, 1e9):
+        scaled = value / divisor
+        if scaled <= MAX_TS:
+            return scaled
+    return None
+
+
+def conform(session: ImportedSession) -> ImportedSession:
+    """The session with every event inside the contract's bounds (see above).
+
+    Raises :class:`RecordError` (no record number: the file's failure) for an event
+    that still does not decode after that, which is a fault of the importer."""
+    name = name_id(session.session)
+    agent = name_id(session.agent) if session.agent else session.agent
+    events: list[AgentEvent] = []
+    for index, event in enumerate(session.events, start=1):
+        changes: dict[str, Any] = {}
+        if event.session != name:
+            changes["session"] = name
+        if event.agent != agent:
+            changes["agent"] = agent
+        for field in _NAME_FIELDS[2:]:
+            value = getattr(event, field, None)
+            if isinstance(value, str) and len(value) > MAX_NAME_CHARS:
+                changes[field] = name_id(value)
+        for field in _COUNT_FIELDS:
+            value = getattr(event, field, None)
+            if isinstance(value, int) and value > MAX_COUNT:
+                changes[field] = None  # no call has that many: a broken counter
+        cost = getattr(event, "cost_usd", None)
+        if isinstance(cost, float) and cost > MAX_USD:
+            changes["cost_usd"] = None
+        if event.ts is not None and event.ts > MAX_TS:
+            changes["ts"] = None  # parse_ts reads the units; this is a stamp from elsewhere
+        for field in _FREE_FIELDS:
+            value = getattr(event, field, None)
+            if value is not None and _too_deep(value):
+                changes[field] = _TOO_DEEP
+        if changes:
+            event = msgspec.structs.replace(event, **changes)
+        try:
+            encoded = encode(event)
+        except UnicodeEncodeError:
+            fixed: dict[str, Any] = {}
+            for field in (*_NAME_FIELDS, *_TEXT_FIELDS):
+                value = getattr(event, field, None)
+                if isinstance(value, str):
+                    fixed[field] = clean_text(value)
+            for field in _FREE_FIELDS:
+                value = getattr(event, field, None)
+                if value is not None:
+                    fixed[field] = _clean_value(value, [1_000_000])
+            event = msgspec.structs.replace(event, **fixed)
+            encoded = encode(event)
+        try:
+            decode_agent_event(encoded)
+        except (msgspec.DecodeError, ValueError) as exc:
+            raise RecordError(
+                None, f"event {index} of session {name!r} is outside the contract: {exc}"
+            ) from None
+        events.append(event)
+    return msgspec.structs.replace(session, session=name, agent=agent, events=events)
+
+
+def _too_deep(value: Any) -> bool:
+    try:
+        check_nesting(ToolResult(session="s", tool="t", result=value))
+    except msgspec.ValidationError:
+        return True
+    return False

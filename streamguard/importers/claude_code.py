@@ -142,10 +142,17 @@ def parse(path: str, data: bytes) -> list[ImportedSession]:
     last_word_api_error = False
     for number, record in records:
         kind = record.get("type")
+        if kind is not None and not isinstance(kind, str):
+            # a record whose kind cannot be read: dropping it would lose its calls and
+            # leave their results without a tool
+            raise RecordError(number, f"type must be a string, not {type(kind).__name__}", "line")
         if record.get("isSidechain") and not subagent:
             extra["sidechain_records_dropped"] += 1
             continue
-        ts = parse_ts(record.get("timestamp"))
+        stamp = record.get("timestamp")
+        if stamp is not None and not isinstance(stamp, str | int | float):
+            raise RecordError(number, f"timestamp must be a string, not {type(stamp).__name__}", "line")
+        ts = parse_ts(stamp)
         if kind == "summary":
             if isinstance(record.get("summary"), str):
                 extra.setdefault("title", record["summary"])
@@ -198,8 +205,10 @@ def parse(path: str, data: bytes) -> list[ImportedSession]:
                 builder.result(builder.tool_of_call.get(key, "unknown") if key else "unknown", text, call_id=key, error=error, ts=ts)
                 last_word_interrupt = False
             elif block.get("type") == "text" and isinstance(block.get("text"), str):
+                if block["text"].lstrip().startswith(_LOCAL_COMMAND_PREFIXES):
+                    continue  # a shell or slash-command echo, dropped as in a string content
                 interrupt = block["text"].lstrip().startswith(INTERRUPT_MARKER)
-                if not interrupt and not block["text"].lstrip().startswith(_LOCAL_COMMAND_PREFIXES):
+                if not interrupt:
                     builder.turn_start(ts)
                 builder.text(block["text"], role="user", ts=ts)
                 last_word_interrupt = interrupt

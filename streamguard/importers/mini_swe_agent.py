@@ -84,7 +84,10 @@ def harness_reply(text: str) -> tuple[str, str | None] | None:
         if _TIMEOUT.search(text):
             return text, "timed out"
         return None
-    output_match = _OUTPUT.search(text, code.end())
+    # bounded by the last closing tag: from an opener with no closing after it the lazy
+    # match would scan to the end, and many such openers made the search quadratic
+    close = text.rfind("</output>")
+    output_match = _OUTPUT.search(text, code.end(), close + 9) if close >= code.end() else None
     output = output_match.group(1) if output_match else text[code.end() :]
     closed = text.rfind("</exception>", 0, code.start())
     exception = _EXCEPTION.search(text, 0, closed + 12) if closed >= 0 else None
@@ -202,7 +205,8 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
                 continue
             reply = None
             if pending_text_call is not None and not extra.get("interrupt_type"):
-                reply = harness_reply(text) or _structured_reply(extra)
+                # the recorded fields first: the text is only what the model was shown
+                reply = _structured_reply(extra) or harness_reply(text)
                 if reply is None and number == last_conversation and exit_status == "Submitted":
                     reply = (text, None)  # 1.x: the submission answers the submitting command
             if reply is not None and pending_text_call is not None:
@@ -251,7 +255,7 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
         elif role == "tool":
             call_id = message.get("tool_call_id")
             key = str(call_id) if call_id is not None else None
-            reply = harness_reply(text) or _structured_reply(extra)
+            reply = _structured_reply(extra) or harness_reply(text)
             output, error = reply if reply is not None else (text, None)
             tool = builder.tool_of_call.get(key, "bash") if key else "bash"
             builder.result(tool, output, call_id=key, error=error, ts=ts)

@@ -267,6 +267,9 @@ def _map_history(builder: SessionBuilder, history: list[Any]) -> int:
                     dropped += 1
         elif role == "tool":
             ids = message.get("tool_call_ids") or ([message["tool_call_id"]] if message.get("tool_call_id") else [])
+            if isinstance(ids, str):
+                ids = [ids]  # one id written bare: not its characters one by one
+            ids = require_list(ids, number, "history", "tool_call_ids")
             text = block_text(message.get("content"))
             error = observation_error(_OBSERVATION_HEADER.sub("", text, count=1))
             for call_id in ids or [None]:

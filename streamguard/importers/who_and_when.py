@@ -34,6 +34,7 @@ CaptainAgent (roles user/assistant with ``name``):
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import PurePath
 from typing import Any
@@ -92,7 +93,7 @@ def parse(path: str, data: Any) -> list[ImportedSession]:
             raise RecordError(number, "role must be a string", "history")
         if not isinstance(message.get("content"), str):
             raise RecordError(number, "content must be a string", "history")
-    p = PurePath(path)
+    p = PurePath(os.path.abspath(path))  # the same id from any working folder
     name = f"{p.parent.name}/{p.stem}" if p.parent.name else p.stem
     extra: dict[str, Any] = {
         k: doc[k]
