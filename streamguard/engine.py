@@ -151,6 +151,14 @@ class Engine:
             return []
         return self.watchdog_for(state.agent).fleet_release(state, scope, generation, reason, ts)
 
+    def fleet_handover(self, session: str, scope: str, to_scope: str, reason: str) -> bool:
+        """Keep a held session's fleet halt under another open circuit that covers it
+        (``scope``'s closed); False when the session holds no halt of ``scope``."""
+        state = self.sessions.get(session)
+        if state is None:
+            return False
+        return self.watchdog_for(state.agent).fleet_handover(state, scope, to_scope, reason)
+
     def would_trip(self, event: ToolCall) -> list[str]:
         """Preview: which preview-capable signals this call would trip. Mutates nothing."""
         state = self.sessions.get(event.session)

@@ -1281,6 +1281,16 @@ class Watchdog:
         )
         return [trip]
 
+    def fleet_handover(self, state: SessionState, scope: str, to_scope: str, reason: str) -> bool:
+        """The circuit of ``scope`` closed while another open circuit, ``to_scope``,
+        covers the session too: the fleet halt stays and is now that circuit's (its
+        close lifts it). Nothing is emitted: the session was halted and stays halted."""
+        if FLEET_GUARDRAIL not in state.halted_by or state.fleet_scope != scope:
+            return False
+        state.fleet_scope = to_scope
+        state.halt_reason = reason
+        return True
+
     def fleet_release(
         self, state: SessionState, scope: str, generation: int, reason: str, ts: float | None
     ) -> list[Output]:

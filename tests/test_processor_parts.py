@@ -380,3 +380,66 @@ async def test_a_revoked_fleet_stage_stops_exporting_its_scopes_window_values() 
     assert metrics.registry.get_sample_value("streamguard_fleet_window_value", labels) == 0
     await stage.on_revoked()
     assert metrics.registry.get_sample_value("streamguard_fleet_window_value", labels) is None
+
+
+async def test_a_session_under_two_open_circuits_stays_halted_until_both_close() -> None:
+    """An agent's rule and its tenant's: the circuit that halted the session closes
+    while the other is still open. The halt stays, now the other's, with nothing
+    emitted; its close releases the session with its receipt."""
+    import json
+    from types import SimpleNamespace
+
+    from aiokafka.structs import TopicPartition
+
+    from streamguard.fleet_windows import CircuitRecord
+    from streamguard.kafka.config import ProcessorConfig
+    from streamguard.kafka.processor import Processor
+    from streamguard.policy import parse_policy_set
+
+    policy = parse_policy_set(
+        '[[fleet]]\nname = "aspend"\nby = "agent"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n'
+        '[[fleet]]\nname = "tspend"\nby = "tenant"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n'
+    )
+    processor = Processor(ProcessorConfig(), policy=policy, clock=lambda: 1000.0)
+    processor.partition_count = 1
+    part = processor.sessions.add_partition(0, PartitionStatus.ACTIVE)
+
+    async def no_send() -> None:
+        return None
+
+    processor._send_outbox = no_send  # type: ignore[method-assign]
+    emitted: list[Any] = []
+    processor.outbox.emit = lambda output, ts: emitted.append(output)  # type: ignore[method-assign]
+    table: dict[str, CircuitRecord] = {}
+    open_: dict[str, CircuitRecord] = {}
+    processor.circuits = SimpleNamespace(  # type: ignore[assignment]
+        open=open_, circuits=table,
+        open_for=lambda scopes: next((open_[s] for s in scopes if s in open_), None))
+    processor._process_events(part, TopicPartition("agent.events", 0), [SimpleNamespace(
+        offset=0, key=b"s1", timestamp=1_000_000, headers=[], value=json.dumps(
+            {"type": "turn_start", "session": "s1", "agent": "bot", "tenant": "acme"}).encode())])
+
+    async def apply(scope: str, state: str) -> None:
+        rule, _, rest = scope.partition(":")
+        by, _, value = rest.partition("=")
+        circuit = CircuitRecord(scope=scope, rule=rule, by=by, value=value, state=state,
+                                generation=1, reason="x")
+        table[scope] = circuit
+        if state == "open":
+            open_[scope] = circuit
+        else:
+            open_.pop(scope, None)
+        await processor.apply_circuit(circuit, None)
+
+    def kinds() -> list[str]:
+        return [type(output).__name__ for output in emitted]
+
+    await apply("aspend:agent=bot", "open")
+    await apply("tspend:tenant=acme", "open")
+    assert processor.engine.sessions["s1"].halted_by == ("fleet",) and kinds() == ["GuardrailTrip"]
+    await apply("aspend:agent=bot", "closed")
+    state = processor.engine.sessions["s1"]
+    assert state.halted_by == ("fleet",) and state.fleet_scope == "tspend:tenant=acme"
+    assert kinds() == ["GuardrailTrip"] and "s1" in processor.sessions.halted
+    await apply("tspend:tenant=acme", "closed")
+    assert processor.engine.sessions["s1"].halted_by == () and kinds() == ["GuardrailTrip", "GuardrailReset"]

@@ -948,7 +948,9 @@ class Processor:
                     outputs = engine.fleet_halt(session, circuit.scope, circuit.generation, reason, now)
                     self._count_fleet_trips(circuit, outputs)
                 else:
-                    outputs = engine.fleet_release(session, circuit.scope, circuit.generation, reason, now)
+                    outputs, handed_over = self._lift_fleet_halt(session, state, circuit, now)
+                    if handed_over:
+                        checkpointer.changed(session, meta.partition)
                     if not state.halted_by:
                         self.sessions.halted.discard(session)
                 if outputs:
@@ -990,9 +992,9 @@ class Processor:
                 continue
             if session in self.checkpointer.unstaged:
                 self.checkpointer.before_change(session)
-            outputs = engine.fleet_release(
-                session, circuit.scope, circuit.generation, self._closed_reason(circuit), now
-            )
+            outputs, handed_over = self._lift_fleet_halt(session, state, circuit, now)
+            if handed_over:
+                self.checkpointer.changed(session, part.number)
             if not outputs:
                 continue
             if not state.halted_by:
@@ -1001,6 +1003,24 @@ class Processor:
             for output in outputs:
                 self.outbox.emit(output, None)
             log.info("session %r released: the circuit of scope %s closed meanwhile", session, circuit.scope)
+
+    def _lift_fleet_halt(
+        self, session: str, state: Any, circuit: CircuitRecord, now: float
+    ) -> tuple[list[Output], bool]:
+        """The circuit that halted ``session`` closed: release it, unless another open
+        circuit covers it too (an agent's rule and its tenant's): then the halt stays,
+        now that circuit's, and its close lifts it. ``(outputs, handed over)``."""
+        circuits, facts = self.circuits, self.facts
+        other = circuits.open_for(facts.scopes(state)) if circuits is not None and facts is not None else None
+        if other is not None and other.scope != circuit.scope:
+            handed = self.engine.fleet_handover(
+                session, circuit.scope, other.scope, self._circuit_reason(other)
+            )
+            return [], handed
+        outputs = self.engine.fleet_release(
+            session, circuit.scope, circuit.generation, self._closed_reason(circuit), now
+        )
+        return outputs, False
 
     def _invalid_circuit(self, tp: TopicPartition, record: Any, error: str) -> None:
         log.error("unreadable circuit record %s[%d]@%d: %s", tp.topic, tp.partition, record.offset, error)
