@@ -171,6 +171,9 @@ class Fact(Struct, array_like=True, kw_only=True, gc=False):
     usd: FactUsd = 0.0
     tokens: FactCount = 0
     by: Annotated[str, Meta(max_length=MAX_NAME_CHARS)] | None = None
+    # The first event time of the session state the fact is of (0: not known): a
+    # session evicted and seen again is a new state, its index and spend from 0.
+    born: FactTs = 0.0
 
 
 MAX_FACTS_PER_RECORD = 4096
@@ -225,6 +228,7 @@ class SessionMark(Struct, array_like=True, gc=False):
     cum_tokens: int
     last_ts: float
     flags: int
+    born: float = 0.0  # the session state's first event time (Fact.born)
 
 
 class Bucket(Struct, array_like=True, gc=False):
@@ -381,12 +385,18 @@ def apply_fact(
         return Applied(counted=True, clamped=clamped, decisions=close(state, fact.by, now))
     sessions = state.sessions
     mark = sessions.get(fact.session)
+    if mark is not None and fact.born != mark.born:
+        if fact.born < mark.born:  # a replay of the state before the one counted now
+            return Applied(counted=False, skip="duplicate", clamped=clamped)
+        # the session was evicted and came back: a new state, counted from 0
+        del sessions[fact.session]
+        mark = None
     if mark is not None and fact.index <= mark.index:
         return Applied(counted=False, skip="duplicate", clamped=clamped)
     if mark is None:
         usd, tokens = min(fact.usd, fact.cum_usd), min(fact.tokens, fact.cum_tokens)
         new_flags = fact.flags
-        mark = SessionMark(fact.index, fact.cum_usd, fact.cum_tokens, ts, fact.flags)
+        mark = SessionMark(fact.index, fact.cum_usd, fact.cum_tokens, ts, fact.flags, fact.born)
         if len(sessions) >= MAX_SESSIONS:
             del sessions[next(iter(sessions))]  # the least recently updated
     else:

@@ -347,3 +347,50 @@ def test_fact_and_circuit_round_trip() -> None:
         decode_circuit(forged)
     closed = close(state, "ops", NOW)
     assert closed and circuit_record(state).state == "closed"
+
+
+def test_a_session_evicted_and_seen_again_is_counted_afresh_and_its_old_facts_stay_duplicates() -> None:
+    """The session stage forgets an idle session; when it comes back its state, index
+    and spend start from 0. Its facts name the new state's first event time, so they
+    are told from a replay of the old state's, which stay duplicates."""
+    rule = FleetRule(name="daily", window_s=86400, limits=[FleetLimit(metric="spend_usd", above=200, action="halt")])
+    rule.validate()
+    state = new_scope("daily:agent=bot", rule)
+    now = 1_000_000.0
+
+    def fact(index: int, cum: float, usd: float, ts: float, born: float) -> Fact:
+        return Fact(kind="session", scope=state.scope, session="s1", index=index, ts=ts,
+                    flags=STARTED if index == 1 else 0, cum_usd=cum, usd=usd, born=born)
+
+    first = [fact(1, 0.0, 0.0, now + 1, now + 1), fact(20, 80.0, 80.0, now + 20, now + 1),
+             fact(40, 150.0, 70.0, now + 40, now + 1)]
+    for f in first:
+        assert apply_fact(state, rule, f, f.ts, 300).counted
+    later = now + 7 * 3600
+    second = [fact(1, 0.0, 0.0, later + 1, later + 1), fact(15, 60.0, 60.0, later + 15, later + 1),
+              fact(39, 150.0, 90.0, later + 39, later + 1)]
+    for f in second:
+        assert apply_fact(state, rule, f, f.ts, 300).counted
+    assert window_totals(state, rule).spend_usd == 300.0
+    assert window_totals(state, rule).sessions_started == 2  # each state starts once
+    assert state.circuit.state == "open"
+    for f in first:  # a replay of the first state's facts changes nothing
+        assert apply_fact(state, rule, f, later + 60, 300).skip == "duplicate"
+    assert window_totals(state, rule).spend_usd == 300.0
+
+
+def test_a_session_state_is_born_at_its_first_event_and_again_after_eviction() -> None:
+    from streamguard.engine import Engine
+    from streamguard.events import TurnStart
+    from streamguard.policy import PolicySet
+
+    engine = Engine(PolicySet())
+    engine.process(TurnStart(session="s1"), 100.0)
+    engine.process(TurnStart(session="s1"), 200.0)
+    assert engine.sessions["s1"].born == 100.0
+    restored = Engine(PolicySet())
+    restored.restore("s1", engine.snapshot("s1") or b"")
+    assert restored.sessions["s1"].born == 100.0  # a restart is the same state
+    engine.evict("s1")
+    engine.process(TurnStart(session="s1"), 30_000.0)
+    assert engine.sessions["s1"].born == 30_000.0

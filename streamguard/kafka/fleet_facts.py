@@ -153,6 +153,7 @@ class FactPublisher:
                 cum_tokens=state.spend_tokens,
                 usd=usd,
                 tokens=tokens,
+                born=max(0.0, state.born or 0.0),
             )
             for scope in scopes
         ]
