@@ -367,15 +367,16 @@ def apply_fact(
 ) -> Applied:
     """Fold one fact into its scope; ``now`` is the stage's processing clock.
 
-    A fact's event time later than ``now + max_skew_s`` is clamped to it, as
-    the session stage clamps record timestamps: one forged fact cannot slide
-    every window of its scope far ahead.
+    A fact's event time later than ``now`` is read as ``now``: the window never
+    runs ahead of the stage's clock, so one forged fact cannot slide it forward
+    (nor, when the window is shorter than the clock-skew allowance, empty it).
+    Times past ``now + max_skew_s``, beyond any clock's honest error, are counted
+    as clamped.
     """
-    horizon = now + max_skew_s
     ts = fact.ts
-    clamped = ts > horizon
-    if clamped:
-        ts = horizon
+    clamped = ts > now + max_skew_s
+    if ts > now:
+        ts = now
     if fact.kind == "close":
         # A close is an operator's reset, forwarded again after a crash: by its time,
         # a replayed one is told from a new one and closes nothing twice.

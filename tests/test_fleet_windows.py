@@ -276,9 +276,24 @@ def test_a_forged_future_time_is_clamped() -> None:
     r = rule()
     state = new_scope(SCOPE, r)
     applied = apply_fact(state, r, fact("s", 1, 1, 1, ts=NOW + 86400 * 30), NOW, SKEW)
-    assert applied.clamped and state.watermark == NOW + SKEW
+    assert applied.clamped and state.watermark == NOW
     # ...so an honest fact of now is still inside the window.
     assert apply_fact(state, r, fact("t", 1, 1, 1, ts=NOW), NOW, SKEW).counted
+    # a clock a little ahead is read as now, and not reported as forged
+    ahead = apply_fact(state, r, fact("u", 1, 1, 1, ts=NOW + 10), NOW, SKEW)
+    assert ahead.counted and not ahead.clamped and state.watermark == NOW
+
+
+def test_a_future_fact_cannot_empty_a_window_shorter_than_the_skew_allowance() -> None:
+    short = FleetRule(name="burst", window_s=120, limits=[FleetLimit(metric="spend_usd", above=100, action="halt")])
+    short.validate()
+    state = new_scope("burst:agent=bot", short)
+    apply_fact(state, short, fact("forged", 1, 1, 1, ts=NOW + 86400), NOW, SKEW)
+    for n in range(10):  # ten sessions spend $50 each over the next three minutes
+        at = NOW + 18 * n
+        apply_fact(state, short, Fact(kind="session", scope=state.scope, session=f"s{n}", index=1,
+                                      ts=at, cum_usd=50.0, usd=50.0), at, SKEW)
+    assert window_totals(state, short).spend_usd > 100 and state.circuit.state == "open"
 
 
 def test_session_marks_are_bounded() -> None:

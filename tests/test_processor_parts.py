@@ -443,3 +443,38 @@ async def test_a_session_under_two_open_circuits_stays_halted_until_both_close()
     assert kinds() == ["GuardrailTrip"] and "s1" in processor.sessions.halted
     await apply("tspend:tenant=acme", "closed")
     assert processor.engine.sessions["s1"].halted_by == () and kinds() == ["GuardrailTrip", "GuardrailReset"]
+
+
+def test_a_back_dated_usage_event_does_not_carry_its_batchs_spend_out_of_the_window() -> None:
+    """Spend is published once per checkpoint, dated by the batch's latest usage
+    event: one late (or forged) event dated two hours back must not date the batch."""
+    import json
+    from types import SimpleNamespace
+
+    from aiokafka.structs import TopicPartition
+
+    from streamguard.fleet_windows import Fact
+    from streamguard.kafka.config import ProcessorConfig
+    from streamguard.kafka.processor import Processor
+    from streamguard.policy import parse_policy_set
+
+    policy = parse_policy_set(
+        '[[fleet]]\nname = "spend"\n[[fleet.limits]]\nmetric = "spend_usd"\nabove = 200\n'
+    )
+    now = 1_700_000_000.0
+    processor = Processor(ProcessorConfig(), policy=policy, clock=lambda: now)
+    processor.partition_count = 1
+    part = processor.sessions.add_partition(0, PartitionStatus.ACTIVE)
+    sent: list[Fact] = []
+    assert processor.facts is not None
+    processor.facts._send = lambda scope, facts: sent.extend(facts)  # type: ignore[method-assign]
+    events = [{"type": "turn_start", "ts": now}, *[{"type": "usage", "cost_usd": 50.0, "ts": now}] * 6,
+              {"type": "usage", "cost_usd": 0.0, "ts": now - 7200}]
+    processor._process_events(part, TopicPartition("agent.events", 0), [
+        SimpleNamespace(offset=n, key=b"s1", timestamp=int(now * 1000), headers=[],
+                        value=json.dumps({"session": "s1", "agent": "bot", **event}).encode())
+        for n, event in enumerate(events)
+    ])
+    processor.facts.flush(processor.engine, lambda session: None)
+    spend = [fact for fact in sent if fact.usd > 0]
+    assert [(fact.usd, fact.ts) for fact in spend] == [(300.0, now)]

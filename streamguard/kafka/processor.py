@@ -670,9 +670,13 @@ class Processor:
                     meta.events_offset = offset
                     if fleet_pending is not None and state is not None:
                         if type(event) is Usage:  # spend, published at the next checkpoint
-                            fleet_pending[session] = (
-                                event.ts if event.ts is not None else record_ts / 1000.0
-                            )
+                            usage_ts = event.ts if event.ts is not None else record_ts / 1000.0
+                            # dated by the batch's latest usage: one back-dated event
+                            # must not carry the batch's spend out of the window
+                            previous = fleet_pending.get(session)
+                            if previous is not None and previous > usage_ts:
+                                usage_ts = previous
+                            fleet_pending[session] = usage_ts
                         if outputs:
                             facts.after_event(  # type: ignore[union-attr]  # set with fleet_pending
                                 state, outputs, event.ts or record_ts / 1000.0, False
@@ -769,7 +773,7 @@ class Processor:
         if facts is not None and state is not None:
             ts = event.ts if event.ts is not None else record_ts / 1000.0
             if isinstance(event, Usage):
-                facts.pending[session] = ts
+                facts.pending[session] = max(ts, facts.pending.get(session, ts))
             facts.after_event(state, outputs, ts, started)
             if self.circuits is not None and self.circuits.open:
                 tripped = self._fleet_gate(state, record_ts / 1000.0)
