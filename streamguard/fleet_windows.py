@@ -252,6 +252,9 @@ class Circuit(Struct, kw_only=True, omit_defaults=True):
     closed_by: str | None = None
 
 
+CLOSES_KEPT = 16
+
+
 class ScopeState(Struct, kw_only=True, omit_defaults=True):
     """One scope's windows, marks, latches and circuit (snapshotted by the fleet stage)."""
 
@@ -263,7 +266,11 @@ class ScopeState(Struct, kw_only=True, omit_defaults=True):
     fired: list[str] = []  # keys of limits above their bound (latched)
     crossings: int = 0  # limits fired so far: numbers the alerts (deterministic ids)
     circuit: Circuit = msgspec.field(default_factory=Circuit)
-    last_close: float = 0.0  # event time of the last operator close applied
+    last_close: float = 0.0  # event time of the latest operator close applied
+    # The last CLOSES_KEPT closes applied, as (time, by): a close forwarded again after a
+    # crash is one of them. Told by identity, not by order: another operator's close
+    # from a clock running behind the first one's is a new close.
+    closes: list[tuple[float, str]] = []
     offset: int = -1  # the last facts-topic offset applied (kept by the shell)
 
 
@@ -380,9 +387,12 @@ def apply_fact(
     if fact.kind == "close":
         # A close is an operator's reset, forwarded again after a crash: by its time,
         # a replayed one is told from a new one and closes nothing twice.
-        if ts <= state.last_close:
+        identity = (ts, fact.by or "")
+        if identity in state.closes or (not state.closes and ts <= state.last_close):
+            # (no closes listed: a state from before the list, read by order as then)
             return Applied(counted=False, skip="duplicate", clamped=clamped)
-        state.last_close = ts
+        state.closes = [*state.closes[-(CLOSES_KEPT - 1) :], identity]
+        state.last_close = max(state.last_close, ts)
         return Applied(counted=True, clamped=clamped, decisions=close(state, fact.by, now))
     sessions = state.sessions
     mark = sessions.get(fact.session)

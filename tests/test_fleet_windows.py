@@ -409,3 +409,21 @@ def test_a_session_state_is_born_at_its_first_event_and_again_after_eviction() -
     engine.evict("s1")
     engine.process(TurnStart(session="s1"), 30_000.0)
     assert engine.sessions["s1"].born == 30_000.0
+
+
+def test_a_close_from_a_clock_running_behind_an_earlier_ones_still_closes() -> None:
+    """Alice's clock is two minutes fast; the circuit reopens; Bob closes it 55 s
+    later by the true time. His close is a new one, not a replay of hers."""
+    r = rule(FleetLimit(metric="spend_usd", above=1, action="halt"))
+    state = new_scope(SCOPE, r)
+    apply_fact(state, r, fact("s", 1, 2, 2), NOW, SKEW)
+    alice = Fact(kind="close", scope=SCOPE, ts=NOW + 120, by="alice")
+    assert apply_fact(state, r, alice, NOW + 200, SKEW).counted
+    apply_fact(state, r, fact("s", 2, 4, 2, ts=NOW + 201), NOW + 201, SKEW)
+    assert state.circuit.state == "open" and state.circuit.generation == 2
+    bob = Fact(kind="close", scope=SCOPE, ts=NOW + 65, by="bob")
+    assert apply_fact(state, r, bob, NOW + 256, SKEW).counted
+    assert state.circuit.state == "closed"
+    assert apply_fact(state, r, bob, NOW + 300, SKEW).skip == "duplicate"  # forwarded again
+    restored = decode_scope(encode_scope(state))
+    assert apply_fact(restored, r, alice, NOW + 300, SKEW).skip == "duplicate"
