@@ -31,6 +31,7 @@ from .mapping import (
     _CACHE_KEYS,
     _OUTPUT_KEYS,
     CHARS_PER_TOKEN,
+    REDACTED,
     TEXT_FINISH_REASONS,
     MappingConfig,
     TraceSessions,
@@ -80,7 +81,7 @@ def span_session_records(
         traces.learn_all(trace_ids, found)
     # A trace's session as this payload names it first; the memory only for traces it
     # does not name (an earlier claim, by another producer, does not outrank a sibling).
-    named = _sessions_named(trace_ids, found) if uses_trace and None in found else {}
+    named = _sessions_named(trace_ids, found) if None in found else {}
     grouped: dict[str, SessionEntries] = {}
     ignored: dict[str, int] = {}
     mapped = 0
@@ -124,11 +125,15 @@ def span_entry(
         ignored["not_genai"] = ignored.get("not_genai", 0) + 1
         return None
     if session is None:
-        if uses_trace:
-            learned = named.get(span.trace_id)
-            if learned is None and traces is not None:
-                learned = traces.get(span.trace_id)
-            session = learned if learned is not None else (span.trace_id or None)
+        # a sibling's session joins it whatever the keys; the trace id itself is a
+        # session only when `trace` is one of them
+        learned = named.get(span.trace_id)
+        if learned is None and traces is not None:
+            learned = traces.get(span.trace_id)
+        if learned is not None:
+            session = learned
+        elif uses_trace:
+            session = span.trace_id or None
         if session is None:
             ignored["no_session"] = ignored.get("no_session", 0) + 1
             return None
@@ -178,7 +183,7 @@ def _tool_items(
             return None
         args = {"otel.span_id": span.span_id}
     elif (
-        type(args) is not str or not 0 < len(args) <= short
+        type(args) is not str or not 0 < len(args) <= short or args == REDACTED
         or (len(args) > MAX_NESTING and args.count("[") + args.count("{") > MAX_NESTING)
     ):
         return None
@@ -187,7 +192,7 @@ def _tool_items(
         if "output.value" in attrs:
             return None
     elif (
-        type(result) is not str or not 0 < len(result) <= short
+        type(result) is not str or not 0 < len(result) <= short or result == REDACTED
         or (len(result) > MAX_NESTING and result.count("[") + result.count("{") > MAX_NESTING)
     ):
         return None

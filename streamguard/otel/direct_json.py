@@ -37,6 +37,7 @@ from ..events import MAX_COUNT, MAX_NAME_CHARS, MAX_NESTING, MAX_TS
 from .direct import SessionBatch, span_entry, span_session_records
 from .mapping import (
     CHARS_PER_TOKEN,
+    REDACTED,
     SPAN_ATTRIBUTE_PREFIXES,
     SPAN_ATTRIBUTES,
     TEXT_FINISH_REASONS,
@@ -248,11 +249,15 @@ def _fast_items(
         args: Any = slots[ARGS]
         if args is None:
             args = {"otel.span_id": span.span_id}
-        elif not 0 < len(args) <= short or (len(args) > MAX_NESTING and args.count("[") + args.count("{") > MAX_NESTING):
+        elif (
+            not 0 < len(args) <= short or args == REDACTED
+            or (len(args) > MAX_NESTING and args.count("[") + args.count("{") > MAX_NESTING)
+        ):
             return None
         result = slots[RESULT]
         if result is not None and (
-            not 0 < len(result) <= short or (len(result) > MAX_NESTING and result.count("[") + result.count("{") > MAX_NESTING)
+            not 0 < len(result) <= short or result == REDACTED
+            or (len(result) > MAX_NESTING and result.count("[") + result.count("{") > MAX_NESTING)
         ):
             return None
         call = _encode(_Call(tool, args, call_id, session, agent, start_ns / 1e9, trace_id))
@@ -304,7 +309,7 @@ def json_span_session_records(
     mapped = len(found) - len(work)  # the spans written at once, before the first other
     if not work:
         return SessionBatch(grouped_records(grouped), mapped, {})
-    named = _sessions_named(trace_ids, found) if uses_trace and None in found else {}
+    named = _sessions_named(trace_ids, found) if None in found else {}
     ignored: dict[str, int] = {}
     for item, session in zip(work, found[mapped:], strict=True):
         if isinstance(item, SpanRecord):

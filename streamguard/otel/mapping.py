@@ -71,6 +71,10 @@ AGENT_OPERATIONS = frozenset({"invoke_agent"})
 # Finish reasons that mean the model answered in text (not with tool calls).
 TEXT_FINISH_REASONS = frozenset({"stop", "end_turn", "length", "max_tokens", "stop_sequence"})
 CHARS_PER_TOKEN = 4
+REDACTED = "__REDACTED__"
+"""What OpenInference writes in place of content its configuration hides
+(``OPENINFERENCE_HIDE_INPUTS`` / ``_OUTPUTS``...): read as content not captured,
+never as an argument or an answer that every call shares."""
 
 IgnoredReason = Literal[
     "not_genai", "no_session", "no_span_id", "no_tool_name", "unknown_log_event", "mapping_error"
@@ -250,19 +254,34 @@ def _may_be_deep(value: Any) -> bool:
     return isinstance(value, (list, dict))
 
 
+_DIGEST_NOTE_BYTES = 64
+"""Room kept for the digest a cut content carries (`` [cut from N bytes, blake2b X]``)."""
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` within ``limit`` UTF-8 bytes: as it is when it fits, else its two ends
+    around ``…`` and a digest of the whole, so that two contents that differ only in
+    the middle (a large file written again with one function changed) stay two."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text
+    note = f" [cut from {len(raw)} bytes, blake2b {blake2b(raw, digest_size=8).hexdigest()}]"
+    return truncate_middle(text, max(limit - _DIGEST_NOTE_BYTES, 3)) + note
+
+
 def _content(value: Any, limit: int) -> Any:
     """Captured content, bounded: strings cut in the middle, containers re-encoded if big."""
     if isinstance(value, str):
-        return truncate_middle(value, limit) if len(value) > limit // 4 else value
+        return _cut(value, limit) if len(value) > limit // 4 else value
     if isinstance(value, bytes):
-        return truncate_middle(value.decode("utf-8", "replace"), limit)
+        return _cut(value.decode("utf-8", "replace"), limit)
     if isinstance(value, (list, dict)):
         try:
             encoded = _encode(value)
         except (TypeError, ValueError, OverflowError):
             return None
         if len(encoded) > limit:
-            return truncate_middle(encoded.decode(), limit)
+            return _cut(encoded.decode(), limit)
     return value
 
 
@@ -422,13 +441,13 @@ def span_session(
         if traces is not None:
             traces.learn(span.trace_id, session)
         return session
-    if not uses_trace:
-        return None
+    # a sibling's session joins it whatever the keys; the trace id itself is a session
+    # only when `trace` is one of them
     if traces is not None:
         learned = traces.get(span.trace_id)
         if learned is not None:
             return learned
-    return span.trace_id or None
+    return (span.trace_id or None) if uses_trace else None
 
 
 def _agent(attrs: dict[str, Any], resource: dict[str, Any]) -> str | None:
@@ -518,12 +537,16 @@ def _tool_events(
     raw_args = attrs.get(_ARGS_KEYS[0])
     if raw_args is None or raw_args == "":
         raw_args = _first(attrs, _ARGS_KEYS)
+    if raw_args == REDACTED:
+        raw_args = None  # content hidden: no argument, never "the same" one
     args: Any = (
         _bounded_content(raw_args, limit) if raw_args is not None else {"otel.span_id": span.span_id}
     )
     raw_result = attrs.get(_RESULT_KEYS[0])
     if raw_result is None or raw_result == "":
         raw_result = _first(attrs, _RESULT_KEYS)
+    if raw_result == REDACTED:
+        raw_result = None
     result = _bounded_content(raw_result, limit) if raw_result is not None else None
     turn = span.trace_id or None
     start_ns, end_ns = span.start_ns, span.end_ns
@@ -589,7 +612,7 @@ def _inference_events(
         items.append(
             (end_ns, RANK_TEXT, Text(
                 session=session, agent=agent, ts=ts, turn=turn,
-                text=truncate_middle(text, config.max_content_bytes),
+                text=_cut(text, config.max_content_bytes),
             ))
         )
     elif output_tokens and _finished_with_text(attrs):
@@ -605,6 +628,12 @@ def _inference_events(
 
 
 def _captured_output(span: SpanRecord) -> str | None:
+    """The model's captured answer (None: not captured, or hidden as redacted)."""
+    text = _captured_text(span)
+    return None if text is None or text.strip() == REDACTED else text
+
+
+def _captured_text(span: SpanRecord) -> str | None:
     attrs = span.attrs
     for key in ("gen_ai.output.messages", "gen_ai.completion"):
         value = attrs.get(key)
@@ -843,7 +872,7 @@ def map_spans(
     keys, uses_trace = _session_plan(config.session_keys)
     found = [_attribute_session(span.attrs, span.resource, keys) for span in spans]
     trace_ids = [span.trace_id for span in spans]
-    named = _sessions_named(trace_ids, found) if uses_trace and None in found else {}
+    named = _sessions_named(trace_ids, found) if None in found else {}
     if traces is not None:
         traces.learn_all(trace_ids, found)
     mapped: list[Mapped] = []
@@ -862,11 +891,14 @@ def map_spans(
             if kind is None:
                 result = "not_genai"
             else:
-                if session is None and uses_trace:
+                if session is None:
                     learned = named.get(span.trace_id)
                     if learned is None and traces is not None:
                         learned = traces.get(span.trace_id)
-                    session = learned if learned is not None else (span.trace_id or None)
+                    if learned is not None:
+                        session = learned
+                    elif uses_trace:
+                        session = span.trace_id or None
                 result = "no_session" if session is None else _mapped_alone(span, kind, session, config)
         if isinstance(result, str):
             ignored[result] = ignored.get(result, 0) + 1

@@ -30,6 +30,7 @@ CONFIGS = [
     MappingConfig(),
     MappingConfig(max_content_bytes=64),
     MappingConfig(session_keys=("session.id",)),
+    MappingConfig(session_keys=("gen_ai.conversation.id", "session.id")),  # siblings join, no trace
     MappingConfig(session_keys=("session.id", "gen_ai.conversation.id", "trace")),
     MappingConfig(session_keys=("trace",)),  # no attribute first: the reference reads all
     MappingConfig(session_keys=("gen_ai.agent.name", "trace")),  # a slot as the session
@@ -323,9 +324,9 @@ def payload_of(spans_: list[dict[str, Any]], resource: dict[str, Any] | None = N
 def common_span(draw: st.DrawFn, n: int) -> dict[str, Any]:
     """A common tool or model span with up to two near misses."""
     if draw(st.booleans()):
-        attributes = tool_attributes(
-            n, draw(st.text(min_size=1, max_size=20)), draw(st.text(min_size=1, max_size=20))
-        )
+        # now and then the content OpenInference writes when it hides it
+        content = st.text(min_size=1, max_size=20) | st.just("__REDACTED__")
+        attributes = tool_attributes(n, draw(content), draw(content))
     else:
         attributes = chat_attributes(
             draw(st.integers(0, 10_000)), draw(st.integers(0, 500)),

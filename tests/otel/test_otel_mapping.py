@@ -320,3 +320,81 @@ def test_session_records_group_a_payload_by_session_and_read_the_older_shape() -
     assert decode_session_record(single) == [("k", [(1, 2, b'{"type":"text"}')])]
     with pytest.raises(msgspec.DecodeError):
         decode_session_record(b"\x01 not a session record")
+
+
+def test_a_sibling_joins_its_trace_even_when_the_trace_is_no_session_key() -> None:
+    """Without `trace` among the keys, a span alone is no session; a span whose trace a
+    sibling named is that sibling's session, as with it."""
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1", "name": "execute_tool x",
+         "startTimeUnixNano": "1000", "endTimeUnixNano": "2000",
+         "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                        {"key": "gen_ai.tool.name", "value": {"stringValue": "x"}}]},
+        {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "2", "name": "invoke_agent",
+         "startTimeUnixNano": "500", "endTimeUnixNano": "3000",
+         "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+                        {"key": "gen_ai.conversation.id", "value": {"stringValue": "conv-9"}}]},
+        {"traceId": "0" * 31 + "2", "spanId": "0" * 15 + "3", "name": "execute_tool y",
+         "startTimeUnixNano": "1000", "endTimeUnixNano": "2000",
+         "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                        {"key": "gen_ai.tool.name", "value": {"stringValue": "y"}}]},
+    ]}]}]}
+    config = MappingConfig(session_keys=("gen_ai.conversation.id", "session.id"))
+    payload = json.dumps(doc).encode()
+    events = events_of(payload, config)
+    assert [(type(e).__name__, e.session) for e in events] == [
+        ("ToolCall", "conv-9"), ("ToolResult", "conv-9"), ("TurnEnd", "conv-9")]
+    result = map_spans(otlp.decode_spans(payload), config, TraceSessions())
+    assert result.ignored == {"no_session": 1}  # the lone span of the other trace
+
+
+def _openinference_tool(span: int, hidden: bool) -> dict[str, Any]:
+    def kv(key: str, value: str) -> dict[str, Any]:
+        return {"key": key, "value": {"stringValue": value}}
+
+    return {"traceId": "0" * 31 + "1", "spanId": f"{span:016x}", "name": "read_file",
+            "startTimeUnixNano": str(1000 * span), "endTimeUnixNano": str(1000 * span + 500),
+            "attributes": [kv("openinference.span.kind", "TOOL"), kv("tool.name", "read_file"),
+                           kv("session.id", "oi-2"),
+                           kv("input.value", "__REDACTED__" if hidden else f'{{"path": "f{span}.py"}}'),
+                           kv("output.value", "__REDACTED__" if hidden else f"text of f{span}")]}
+
+
+def test_content_openinference_hides_is_not_captured_content() -> None:
+    """OPENINFERENCE_HIDE_INPUTS/OUTPUTS write "__REDACTED__" in place of the content:
+    six reads of six files are six calls, not one call six times."""
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [_openinference_tool(n, True) for n in range(1, 7)]}]}]}
+    events = events_of(json.dumps(doc).encode())
+    calls = [e for e in events if type(e).__name__ == "ToolCall"]
+    assert len({json.dumps(c.args) for c in calls}) == 6
+    assert all("__REDACTED__" not in json.dumps(e.args if hasattr(e, "args") else getattr(e, "result", None))
+               for e in events)
+    assert not [o for o in outputs_of(events) if getattr(o, "severity", None) == "critical"]
+    llm = {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "9", "name": "llm",
+           "startTimeUnixNano": "9000", "endTimeUnixNano": "9500",
+           "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+                          {"key": "session.id", "value": {"stringValue": "oi-2"}},
+                          {"key": "output.value", "value": {"stringValue": "__REDACTED__"}}]}
+    texts = [e for e in events_of(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [llm]}]}]}).encode())
+             if type(e).__name__ == "Text"]
+    assert not [t for t in texts if t.text == "__REDACTED__"]
+
+
+def test_contents_cut_to_the_bound_stay_distinct_when_their_middles_differ() -> None:
+    """A large file written again with one function changed: its two ends are the same,
+    and without a digest of the whole the two writes were one call twice."""
+    def write(span: int, middle: str) -> dict[str, Any]:
+        content = "x" * 24_000 + middle + "y" * 24_000
+        return {"traceId": "0" * 31 + "1", "spanId": f"{span:016x}", "name": "execute_tool write_file",
+                "startTimeUnixNano": str(1000 * span), "endTimeUnixNano": str(1000 * span + 500),
+                "attributes": [
+                    {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                    {"key": "gen_ai.tool.name", "value": {"stringValue": "write_file"}},
+                    {"key": "gen_ai.conversation.id", "value": {"stringValue": "c-big"}},
+                    {"key": "gen_ai.tool.call.arguments",
+                     "value": {"stringValue": json.dumps({"path": "big.py", "content": content})}}]}
+
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [write(n, f"def f{n}(): pass") for n in range(1, 6)]}]}]}
+    calls = [e for e in events_of(json.dumps(doc).encode()) if type(e).__name__ == "ToolCall"]
+    assert len(calls) == 5 and len({c.args for c in calls}) == 5
+    assert all(len(c.args.encode()) <= CONFIG.max_content_bytes for c in calls)
