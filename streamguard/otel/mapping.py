@@ -337,6 +337,35 @@ def _indexed_keys(prefix: str, role_suffix: str, content_suffix: str) -> tuple[t
 # Built once: the look-ups of flattened message lists are on every inference span.
 _OPENLLMETRY_COMPLETIONS = _indexed_keys("gen_ai.completion.", ".role", ".content")
 _OPENINFERENCE_OUTPUTS = _indexed_keys("llm.output_messages.", ".message.role", ".message.content")
+# A message of several parts (the OpenAI Agents SDK's Responses, through OpenInference):
+# ``llm.output_messages.0.message.contents.0.message_content.text``; per message, its role
+# key and its parts' text keys.
+_OPENINFERENCE_PARTS = tuple(
+    (
+        f"llm.output_messages.{i}.message.role",
+        tuple(f"llm.output_messages.{i}.message.contents.{j}.message_content.text" for j in range(16)),
+    )
+    for i in range(16)
+)
+
+
+def _openinference_parts(attrs: dict[str, Any]) -> str | None:
+    """The assistant's text of messages flattened part by part (see above)."""
+    get = attrs.get
+    texts: list[str] = []
+    for role_key, part_keys in _OPENINFERENCE_PARTS:
+        role = get(role_key)
+        if role is None and get(part_keys[0]) is None:
+            break
+        if (role or "assistant") not in ("assistant", "model"):
+            continue
+        for key in part_keys:
+            part = get(key)
+            if part is None:
+                break
+            if isinstance(part, str) and part.strip():
+                texts.append(part)
+    return "\n".join(texts) or None
 
 
 def _indexed_text(attrs: dict[str, Any], keys: tuple[tuple[str, str], ...]) -> str | None:
@@ -476,7 +505,9 @@ _OUTPUT_KEYS = frozenset({
     "gen_ai.output.messages", "gen_ai.completion", "output.value",
     *(content for content, _ in _OPENLLMETRY_COMPLETIONS[:2]),
     *(content for content, _ in _OPENINFERENCE_OUTPUTS[:2]),
+    *(parts[0] for _, parts in _OPENINFERENCE_PARTS[:2]),
 })
+_PART_KEYS = frozenset(parts[0] for _, parts in _OPENINFERENCE_PARTS)
 _TOOL_KEYS = ("gen_ai.tool.name", "tool.name", "tool_call.function.name")
 _CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool_call.id")
 _ARGS_KEYS = ("gen_ai.tool.call.arguments", "input.value", "tool_call.function.arguments")
@@ -642,6 +673,8 @@ def _captured_text(span: SpanRecord) -> str | None:
     text = _indexed_text(attrs, _OPENLLMETRY_COMPLETIONS)
     if text is None:
         text = _indexed_text(attrs, _OPENINFERENCE_OUTPUTS)
+    if text is None and not _PART_KEYS.isdisjoint(attrs):
+        text = _openinference_parts(attrs)
     if text is not None:
         return text
     for event in span.events:

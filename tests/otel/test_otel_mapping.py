@@ -398,3 +398,26 @@ def test_contents_cut_to_the_bound_stay_distinct_when_their_middles_differ() -> 
     calls = [e for e in events_of(json.dumps(doc).encode()) if type(e).__name__ == "ToolCall"]
     assert len(calls) == 5 and len({c.args for c in calls}) == 5
     assert all(len(c.args.encode()) <= CONFIG.max_content_bytes for c in calls)
+
+
+def test_openinference_messages_of_several_parts_are_the_models_text() -> None:
+    """The OpenAI Agents SDK's Responses, through OpenInference: the text sits in the
+    parts of a message, and output.value holds the whole Response as JSON."""
+    def kv(key: str, value: Any) -> dict[str, Any]:
+        if isinstance(value, int):
+            return {"key": key, "value": {"intValue": str(value)}}
+        return {"key": key, "value": {"stringValue": value}}
+
+    parts = "llm.output_messages.0.message.contents"
+    span = {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1", "name": "response",
+            "startTimeUnixNano": "1000", "endTimeUnixNano": "2000",
+            "attributes": [kv("openinference.span.kind", "LLM"), kv("llm.model_name", "gpt-4o"),
+                           kv("session.id", "oi-3"), kv("llm.token_count.prompt", 500),
+                           kv("llm.token_count.completion", 7),
+                           kv("llm.output_messages.0.message.role", "assistant"),
+                           kv(f"{parts}.0.message_content.type", "text"),
+                           kv(f"{parts}.0.message_content.text", "The build is green now."),
+                           kv(f"{parts}.1.message_content.text", "Shall I merge?"),
+                           kv("output.value", json.dumps({"id": "resp_1", "output": [{"type": "message"}]}))]}
+    events = events_of(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode())
+    assert [e.text for e in events if type(e).__name__ == "Text"] == ["The build is green now.\nShall I merge?"]
