@@ -64,6 +64,10 @@ UNDER_WAY = [
     "State: RUNNING",
     "phase=Provisioning",
     "The export is still queued.",
+    # an API's sentence naming the work in progress (Snowflake's SQL API, code 333334)
+    {"code": "333334", "message": "Asynchronous execution in progress. Use provided query id to "
+     "perform query monitoring and management.", "statementHandle": "01b8a3f2-0305-9e4a"},
+    "Backup is still in progress",
     "Deployment status: in_progress",
     "NAME      READY   STATUS              RESTARTS   AGE\nweb-1     0/1     ContainerCreating   0   9s",
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   0/1     Pending   0          41s",
@@ -153,6 +157,8 @@ NOT_UNDER_WAY = [
     # a name with the word in it is no status
     {"service": "order-processing", "version": "1.4.2"}, {"pipeline": "nightly-building"},
     {"topic": "orders_pending", "partitions": 12}, {"title": "Re-running the suite is not needed"},
+    # a draft's label, and no work in progress
+    {"title": "Work in progress: new billing page", "state": "open"}, "No operation in progress.",
     # the answer's own status says it ended, whatever its parts say
     {"status": "done", "children": [{"status": "pending"}]},
     '{"status": "completed", "conclusion": "success", "deployments": [{"state": "waiting"}]}',

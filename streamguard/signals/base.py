@@ -1007,6 +1007,12 @@ _STATUS_ELEMENT = re.compile(r"<status>(\w{1,32})</status>")
 PROGRESS_TEXT_LIMIT = 4096
 """Longest answer (characters of text, bytes of a structured payload) read for whether it
 says the work is still under way (:func:`says_in_progress`): a status is short."""
+_PROCESS_NOUNS = (
+    r"\b(?:execution|operation|request|query|job|task|deployment|rollout|build|backup|restore"
+    r"|upgrade|migration|sync|synchronization|import|export|scan|indexing|provisioning"
+    r"|replication|installation|update|transfer|upload|download|reindex|snapshot|compaction)"
+)
+"""Work an API's sentence may say is in progress (see :data:`_IN_PROGRESS`)."""
 _PROGRESS_WORDS = (
     r"pending\w*|queued|queue?ing|in[ _-]?progress|in[ _-]?queue|running|executing|processing|provisioning"
     r"|creating|starting|initiali[sz]ing|deploying|building|waiting|scheduled"
@@ -1057,6 +1063,11 @@ _IN_PROGRESS = re.compile(
     # {"complete": 62, "in_progress": 1}, a queue's {"queued": 4}. Not "running" (a
     # cluster's {"running": 3} pods is where they stay) and not zero (nothing under way).
     r'|(?i:"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9])'
+    # An API's sentence naming the work and saying it is in progress (Snowflake's
+    # "Asynchronous execution in progress.", "Deployment in progress", "Backup is still
+    # in progress"): the work's own word first, not "work in progress" (a draft's
+    # label) nor "no operation in progress".
+    rf"|(?i:(?<!no ){_PROCESS_NOUNS}\s+(?:is\s+)?(?:still\s+)?in[ _-]progress\b)"
 )
 BARE_STATUS_LIMIT = 48
 """Longest answer read as a status printed alone (:data:`_BARE_UNDER_WAY`)."""
@@ -1239,6 +1250,7 @@ _IN_PROGRESS_FOLDED = re.compile(
     rf"|s(?:tatus|tate|tage)(?:{_FOLDED_KEY}|{_FOLDED_STEP})"
     rf"|p(?:hase(?:{_FOLDED_KEY}|{_FOLDED_STEP})|rogress{_FOLDED_KEY})"
     r'|"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9]'
+    rf"|(?<!no ){_PROCESS_NOUNS}\s+(?:is\s+)?(?:still\s+)?in[ _-]progress\b"
 )
 """:data:`_IN_PROGRESS` over folded text."""
 _FOLDED_HTTP_WORD = r"\d\d\s+(?:service|not|bad|gateway|internal|too|forbidden|unauthorized)\b"
