@@ -92,6 +92,7 @@ from .signals.base import (
     asked_between,
     outcome_of,
     overrides,
+    paced_between,
     paused_between,
     previews,
     says_unreachable,
@@ -904,11 +905,12 @@ class Watchdog:
             if before is None:
                 # A read asked after a wait of its own (`sleep 120; status`, each time with
                 # another sleep: another call) follows a deliberate wait all the same.
-                view.paused = view.waited = paused = flags & FLAG_WAITS_FIRST != 0
+                view.paused = view.waited = view.paced = paused = flags & FLAG_WAITS_FIRST != 0
                 view.asked = False
             else:
                 view.paused = paused = paused_between(before, pauses)
                 view.waited = waited_between(before, pauses)
+                view.paced = paced_between(before, pauses)
                 view.asked = asked_between(before, pauses)
             restarted = state.restarted
             now = ctx.ts
@@ -934,7 +936,7 @@ class Watchdog:
         else:
             view.call_key = view.call_flags = 0
             view.action = tool
-            view.paused = view.waited = view.restarting = view.asked = False
+            view.paused = view.waited = view.paced = view.restarting = view.asked = False
         view.watched = state.watching and self._asked_watches
         view.event = event
         view.tool = tool

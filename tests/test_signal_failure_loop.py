@@ -234,3 +234,32 @@ def test_across_writes_is_configurable_and_validated() -> None:
     assert "failure-loop" not in ids(off, WARN + "[signals.failure-loop]\nacross_writes = 0\n")
     with pytest.raises(PolicyError, match="across_writes"):
         parse_policy_set("[signals.failure-loop]\nacross_writes = 5\n")
+
+
+def _checked(gap: float, request: str | None) -> list[Alert]:
+    """`ls` of a file not there yet, every ``gap`` seconds, twelve times; the user's
+    request first when there is one."""
+    from streamguard.events import Text
+
+    trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
+    if request is not None:
+        trace.append(Text(session="f", role="user", text=request, ts=1000.0))
+    for n in range(12):
+        at = 1001.0 + gap * n
+        trace += [
+            ToolCall(session="f", tool="bash", args={"command": "ls -l /sftp/in/PD_20241203.txt"}, ts=at),
+            ToolResult(session="f", tool="bash", ts=at + 1,
+                       error="ls: cannot access '/sftp/in/PD_20241203.txt': No such file or directory"),
+        ]
+    engine = Engine(parse_policy_set(WARN))
+    return [o for event in trace for o in engine.process(event, event.ts) if isinstance(o, Alert)]
+
+
+def test_a_check_the_user_asked_for_at_its_pace_may_fail_the_same_way_until_it_holds() -> None:
+    """"Check every 10 minutes for up to two hours": the same "No such file" at each
+    check is what waiting for the bank's file looks like. At a pace not asked for, or
+    every 20 seconds under the same request, it is the same failure re-sent."""
+    asked = "BofA's file is late again. Please wait for it: check every 10 minutes for up to two hours."
+    assert not [a for a in _checked(600.0, asked) if a.signal == "failure-loop"]
+    assert [a for a in _checked(600.0, None) if a.signal == "failure-loop"]
+    assert [a for a in _checked(20.0, asked) if a.signal == "failure-loop"]

@@ -249,6 +249,9 @@ class ResultView:
     words (none of the user's last four messages again: ``SessionState.asks``): what the
     call answers now may be what the user just asked for (a switch turned back off at the
     user's word).
+    ``paced``: one of those pauses was a deliberate wait, whatever else came between
+    (a failed answer is an act: the same failure checked again at the pace the user
+    asked for has ``paced`` and not ``waited``).
     ``watched``: the session's user asked the agent to watch for something to happen
     ("let me know once it's live", or a pace of checks: ``[waits] asked_watches``).
     ``encoded``: the payload's sorted JSON, when the watchdog encoded it for the fingerprint
@@ -260,8 +263,8 @@ class ResultView:
 
     __slots__ = (
         "action", "asked", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
-        "fingerprint", "gist", "no_op", "outcome", "paused", "progress", "restarting", "size", "tool",
-        "waited", "watched",
+        "fingerprint", "gist", "no_op", "outcome", "paced", "paused", "progress", "restarting", "size",
+        "tool", "waited", "watched",
     )
 
     def __init__(
@@ -297,6 +300,7 @@ class ResultView:
         self.progress = 0
         self.paused = paused
         self.waited = waited
+        self.paced = waited
         self.restarting = restarting
         self.asked = False
         self.watched = False
@@ -647,6 +651,12 @@ def paused_between(before: int, now: int) -> bool:
     """Whether the session paused between two readings of its pause count
     (``ResultView.paused``): its pauses field changed."""
     return (before ^ now) & PAUSES_MASK != 0
+
+
+def paced_between(before: int, now: int) -> bool:
+    """Whether the session waited on purpose between two readings of its pause count,
+    whatever else it did (``ResultView.paced``): the waits field changed."""
+    return (before ^ now) >> WAITS_SHIFT & 0xFFFF != 0
 
 
 def waited_between(before: int, now: int) -> bool:

@@ -57,6 +57,14 @@ Severity: critical, session scope
     its outcome has happened since: the loop is proven, not inferred, like
     ``repeated-tool-call``'s. Under enforce it halts the session.
 
+A check the user asked for
+    A failure of a call checked again after a deliberate wait at the pace the
+    session's user asked for ("check every 10 minutes for up to two hours":
+    ``ResultView.watched`` and ``paced``) is not counted: the same "No such file"
+    at each check is what waiting for a bank's late file looks like. In a blind
+    batch such a wait was halted at its fifth check; asked at another pace, or
+    with no request, it counts as before.
+
 Known false positives
     Waiting for something outside the agent's reach by retrying a call (a
     service still starting, a lock held elsewhere): three failures in a row of
@@ -196,6 +204,12 @@ class FailureLoop(Signal):
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
         if self.exempt and result.tool in self.exempt:
+            return None
+        if result.failed and result.watched and result.paced:
+            # Checks at the pace the session's user asked for ("check every 10 minutes
+            # for up to two hours"), each after a deliberate wait of it: the same
+            # failure again ("No such file" until the bank's file lands) is what the
+            # user asked the agent to wait through, not a call re-sent blindly.
             return None
         key = result.call_key & _KEY_MASK
         if key and self.across_writes and (
