@@ -176,3 +176,40 @@ def test_redelivered_events_with_seq_change_nothing(events: list[Any], dup: Any)
         if numbered and dup.draw(st.booleans()):
             got += feed(noisy, numbered[dup.draw(st.integers(0, i))])  # a redelivery
     assert got == expected
+
+
+# Keys the detectors look for in structured payloads (MCP results, images, statuses...),
+# with values of every JSON type: a key a detector reads may hold anything.
+_READ_KEYS = st.sampled_from([
+    "type", "status", "state", "content", "text", "isError", "structuredContent", "error",
+    "data", "results", "items", "source", "media_type", "message", "path", "command",
+])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12) | st.sampled_from(["image", "text", "running", "failed", "{\"a\": 1}"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_READ_KEYS, inner, max_size=4),
+    max_leaves=24,
+)
+
+
+@st.composite
+def odd_payload_event(draw: Any) -> Any:
+    tool = draw(st.sampled_from(["bash", "computer", "read_file", "mcp__fs__read", "http_request"]))
+    if draw(st.booleans()):
+        return ToolCall(session="p", tool=tool, args=draw(_JSON), call_id=draw(st.sampled_from([None, "c1", "c2"])))
+    return ToolResult(
+        session="p", tool=tool, result=draw(_JSON), call_id=draw(st.sampled_from([None, "c1", "c2"])),
+        error=draw(st.sampled_from([None, None, "failed"])),
+        result_bytes=draw(st.sampled_from([None, None, 20_000, 3_000_000])),
+    )
+
+
+@given(events=st.lists(odd_payload_event(), max_size=30))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_any_json_in_args_and_results_is_read_without_raising(events: list[Any]) -> None:
+    """The contract admits any JSON in ``args`` and ``result``; an exception inside the
+    engine would leave the event half applied (its record dead-lettered, its effects
+    kept). A list as a block's ``type``, beside a size over 16 KB, once raised."""
+    engine = fresh()
+    for event in events:
+        engine.process(event)

@@ -132,7 +132,8 @@ def sized_without_images(
         if nodes > _WALK_NODES:
             return size
         if type(node) is dict:
-            if node.get("type") in _IMAGE_TYPES:
+            kind_of = node.get("type")
+            if type(kind_of) is str and kind_of in _IMAGE_TYPES:  # any JSON may sit there
                 images += 1
                 continue
             items: Any = node.values()
