@@ -59,6 +59,9 @@ def agent_event(draw: Any) -> Any:
             error=draw(st.sampled_from([None, None, "denied"])),
             no_op=draw(st.booleans()),
             result=draw(st.sampled_from([None, "same", {"v": 1}, {"v": 2}, "x" * 40])),
+            # one digest for several payloads: what identifies an answer, and what it
+            # says, may differ (a cache keyed by one must not serve the other)
+            result_digest=draw(st.sampled_from([None, None, None, "d41d8cd98f00"])),
         )
     if kind == "text":
         return Text(session=session, text=draw(st.sampled_from(["", "  ", "progress"])))

@@ -7,10 +7,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import pytest
 
 from streamguard.engine import Engine
-from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
+from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart, decode_agent_event
 from streamguard.policy import PolicyError, parse_policy_set
 from streamguard.signals.base import ResultView
 from streamguard.signals.facts import FLAG_RUNNER, FLAG_WRITE, request_facts
@@ -2671,3 +2672,48 @@ def test_nothing_yet_searched_for_after_each_wait_of_a_watch_is_awaited() -> Non
     assert hits(inbox_watch(MSA_WATCH, 300.0), signal="repeated-tool-call") == []
     # the policy switch
     assert hits(inbox_watch(MSA_WATCH, 300.0), WARN + "[waits]\nasked_watches = false\n") != []
+
+
+def test_another_sessions_answers_never_change_what_this_one_sees() -> None:
+    """The template cache is the process's: its key holds all a template depends on.
+    An answer identified by a digest is read by its payload and not cached (one
+    session's text once stood for another's under the same digest); a write's answer
+    is kept apart from a read's (a failure report is read as one only from a read)."""
+    def ev(**fields: Any) -> Any:
+        return decode_agent_event(msgspec.json.encode(fields))
+
+    def digested(session: str, text: str, n: int = 10) -> list[Any]:
+        out = []
+        for i in range(n):
+            plan = "".join("abcdefghij"[int(d)] for d in str(i))
+            out += [ev(type="tool_call", session=session, tool="bash",
+                       args={"command": f"DISCUSSION\nLet me try plan {plan}"}, ts=1.7e9 + 2 * i),
+                    ev(type="tool_result", session=session, tool="bash", result=text,
+                       result_digest="d41d8cd98f00", ts=1.7e9 + 2 * i + 1)]
+        return out
+
+    report = "FAIL src/a.test.ts\nTests: 1 failed, 3 passed\nStart at 10:14:07\nDuration 1.2s"
+
+    def write(session: str) -> list[Any]:
+        return [ev(type="tool_call", session=session, tool="write_file", args={"path": "a.ts", "content": "x"}, call_id="w"),
+                ev(type="tool_result", session=session, tool="write_file", call_id="w", result=report)]
+
+    def reads(session: str) -> list[Any]:
+        out = []
+        for i in range(12):
+            out += [ev(type="tool_call", session=session, tool="get_report", args={"id": i}, call_id=f"r{i}"),
+                    ev(type="tool_result", session=session, tool="get_report", call_id=f"r{i}",
+                       result=report.replace("10:14:07", f"10:{14 + i}:07"))]
+        return out
+
+    def seen(before: list[Any], events: list[Any]) -> tuple[list[Any], bytes | None]:
+        engine = Engine()
+        for event in before:
+            engine.process(event)
+        outputs = [msgspec.json.encode(o) for event in events for o in engine.process(event)]
+        return outputs, engine.snapshot(events[0].session)
+
+    shell = digested("B", "bash: DISCUSSION: command not found")
+    alone, after = seen([], shell), seen(digested("A", "card 4111-1111-1111-1111 belongs to alice", 1), shell)
+    assert alone == after and not any(b"4111" in o for o in after[0])
+    assert seen([], reads("B")) == seen(write("A"), reads("B"))

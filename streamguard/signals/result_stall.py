@@ -2193,7 +2193,7 @@ class ResultStall(Signal):
             # (the JSON the watchdog made for the fingerprint: no list in it, nothing listed)
             result.encoded is None or b"[" in result.encoded
         ):
-            self._note_listing(state, result.event.result, outcome)
+            self._note_listing(state, result.event.result, 0 if result.event.result_digest else outcome)
         # The cache key holds all the template depends on besides the payload: a failure's
         # template is the tool's ("exit code 1" from two tools is two answers), and a
         # search's answer has its digits masked where another call's keeps them.
@@ -2205,7 +2205,17 @@ class ResultStall(Signal):
         guessed = flags & _GUESSED_MASK == _RUNNER_WRITE and not result.failed
         memo = (
             (outcome, result.tool, flags & FLAG_SEARCH) if result.failed
-            else (outcome, 1) if guessed else -outcome if masks_digits else outcome
+            else (outcome, 1) if guessed
+            # a write's output is not read for a failure it reports (below): kept apart
+            else (outcome, 2, bool(masks_digits)) if flags & FLAG_WRITE
+            else -outcome if masks_digits else outcome
+        )
+        # The cache is the process's, shared by every session: its key must hold all the
+        # template depends on. An answer with both a digest and a payload is identified
+        # by the digest (the outcome) and read by its payload: not cached, or one
+        # session's text would stand for another's under the same digest.
+        cacheable = outcome and not (
+            result.event.result_digest and result.event.result not in (None, "")
         )
         echo: tuple[str, ...] = ()
         # The call's own strings (its echo), for whether it names an item a listing handed
@@ -2227,7 +2237,7 @@ class ResultStall(Signal):
                 echo = state.echo
             # The echo is for the newest call's answer: once it came, it is done with.
             state.echo = ()
-        cached = self._codes.get(memo) if outcome and not echo else None
+        cached = self._codes.get(memo) if cacheable and not echo else None
         if cached is None and outcome and not result.failed and (
             type(payload := result.event.result) is not str
             # is_json_text's first test inline: most text answers do not open like JSON.
@@ -2345,7 +2355,7 @@ class ResultStall(Signal):
                 code = zlib.crc32(masked) or 1
             light = zlib.crc32(light_bytes) or 1
             cached = (code, light, masked, reported)
-            if outcome and not echoed:
+            if cacheable and not echoed:
                 if len(self._codes) >= 4096:
                     self._codes.clear()
                 self._codes[memo] = cached
@@ -2572,12 +2582,15 @@ class ResultStall(Signal):
         answer in the process), the oldest going past ``LISTED``."""
         if type(payload) is str and payload[:1] not in ("{", "[") and " " in payload:
             return  # (most text answers: no JSON and no bare list of names, nothing listed)
-        found = self._listings.get(outcome)
+        # (outcome 0: not cached; the caller passes 0 for an answer whose outcome is a
+        # digest of its own, since its payload, not the digest, is what is listed)
+        found = self._listings.get(outcome) if outcome else None
         if found is None:
             found = listed_values(payload)
-            if len(self._listings) >= 4096:
-                self._listings.clear()
-            self._listings[outcome] = found
+            if outcome:
+                if len(self._listings) >= 4096:
+                    self._listings.clear()
+                self._listings[outcome] = found
         if found:
             kept = state.listed
             if kept.endswith(found):
