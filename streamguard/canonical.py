@@ -33,7 +33,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Mapping
 from hashlib import blake2b
-from itertools import islice
 from typing import Any
 
 import msgspec
@@ -159,9 +158,12 @@ def canonicalize(args: Any, ignore_fields: Iterable[str] | None = None) -> Canon
                 del obj[field]
     changed = False
     known = _path_key_cache.get
-    # Path keys are looked for among the first MAX_PATH_KEYS_SCANNED keys (argument
-    # objects have a handful; a crafted one with 70,000 would cost Python work per key).
-    for key, value in islice(obj.items(), MAX_PATH_KEYS_SCANNED):
+    # Path keys are looked for only in an object of at most MAX_PATH_KEYS_SCANNED keys
+    # (argument objects have a handful; a crafted one with 70,000 would cost Python work
+    # per key). Not in the first keys of a bigger one: the stored text is sorted, and a
+    # state restored from it must find the same paths (restore_canonical).
+    scanned = obj.items() if len(obj) <= MAX_PATH_KEYS_SCANNED else ()
+    for key, value in scanned:
         if not isinstance(value, str) or not isinstance(key, str):
             continue
         path_key = known(key)
@@ -246,6 +248,8 @@ def restore_canonical(text: str) -> CanonicalArgs:
         decoded = _json_decoder.decode(text)
     except msgspec.DecodeError:
         return CanonicalArgs(text, None)
+    if not isinstance(decoded, dict) or len(decoded) > MAX_PATH_KEYS_SCANNED:
+        return CanonicalArgs(text, None)  # as canonicalize: no paths in a bigger object
     paths = {k: v for k, v in decoded.items() if isinstance(v, str) and is_path_key(k)}
     return CanonicalArgs(text, paths or None)
 

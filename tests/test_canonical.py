@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamguard.canonical import (
@@ -429,3 +429,25 @@ def test_the_fingerprints_encoding_is_the_payloads_sorted_json() -> None:
     assert fingerprint_size_encoding("text")[2] is None
     assert fingerprint_size_encoding(payload, "sha256:ab")[2] is None
     assert fingerprint_size_encoding(None)[2] is None
+
+
+_PATH_VALUES = st.sampled_from(["src/main.go", "/w/src/main.go", "./a.py", "x", "", "a//b/"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    fillers=st.integers(0, 80),
+    first=st.dictionaries(st.sampled_from(["path", "dir"]), _PATH_VALUES, max_size=2),
+    last=st.dictionaries(st.sampled_from(["file", "file_path"]), _PATH_VALUES, max_size=2),
+)
+def test_a_restored_form_finds_the_paths_the_live_one_found(
+    fillers: int, first: dict[str, str], last: dict[str, str]
+) -> None:
+    """A repeat anchored before a restart is compared after it by the form rebuilt from
+    its text (sorted keys): both must see the same path keys, however many keys the
+    object has and wherever its path keys come."""
+    from streamguard.canonical import canonicalize, restore_canonical
+
+    args: dict[str, object] = {**first, **{f"k{i}": 0 for i in range(fillers)}, **last}
+    live = canonicalize(args)
+    assert restore_canonical(live.text).paths == live.paths
