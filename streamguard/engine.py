@@ -103,13 +103,17 @@ class Engine:
         single = self._single
         if state is not None and single is not None:
             watchdog = single  # no [[agents]] overrides: one watchdog for every session
+            if state.agent is None and event.agent is not None:
+                # named after its first event: one policy for all, so taken as it comes
+                state.agent = intern(event.agent)
         elif state is not None and (state.agent is not None or event.agent is None):
             # Hot path: a known session whose policy is settled (see _session).
             watchdog = self._by_agent.get(state.agent) or self.watchdog_for(state.agent)
         else:
             state, watchdog = self._session(event.session, event.agent)
-            if state.tenant is None and event.tenant is not None:
-                state.tenant = intern(event.tenant)
+        if state.tenant is None and event.tenant is not None:
+            # A session's tenant is the first one its events name, whichever path it came by.
+            state.tenant = intern(event.tenant)
         seq = event.seq
         if seq is not None:
             last = state.last_seq

@@ -119,3 +119,21 @@ def test_would_trip_for_unknown_session_creates_nothing():
     engine = Engine()
     assert engine.would_trip(call("new", "read_file")) == []
     assert "new" not in engine.sessions
+
+
+@pytest.mark.parametrize("overrides", ["", '[[agents]]\nmatch = "lab-*"\nmode = "warn"\n'])
+def test_a_session_takes_the_agent_and_tenant_its_events_name_first_whatever_the_policy(overrides: str) -> None:
+    """The first event names neither; later ones do. With [[agents]] overrides or
+    without, the session takes both (its tenant decides the fleet scopes its spend
+    counts toward; its agent is what its outputs carry)."""
+    from streamguard.events import Alert, ToolCall, TurnStart
+    from streamguard.policy import parse_policy_set
+
+    engine = Engine(parse_policy_set('mode = "warn"\n' + overrides))
+    engine.process(TurnStart(session="s"))
+    outputs = []
+    for _ in range(5):
+        outputs += engine.process(ToolCall(session="s", agent="bot", tenant="acme", tool="read_file", args={"p": 1}))
+    state = engine.sessions["s"]
+    assert (state.agent, state.tenant) == ("bot", "acme")
+    assert {o.agent for o in outputs if isinstance(o, Alert)} == {"bot"}
