@@ -157,7 +157,7 @@ class _Listener(ConsumerRebalanceListener):
         await self.subscriber._revoked(set(revoked))
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
-        self.subscriber._assigned = set(assigned)
+        await self.subscriber._assigned_now(set(assigned))
 
 
 class TripSubscriber:
@@ -247,13 +247,15 @@ class TripSubscriber:
             return
         consumer = AIOKafkaConsumer(**self._consumer_options)
         consumer.subscribe([self.topic], listener=_Listener(self))
+        # set before the group is joined: the assignment callback commits through it
+        self._consumer = consumer
         try:
             await consumer.start()
         except BaseException:
+            self._consumer = None
             with contextlib.suppress(Exception):
                 await consumer.stop()
             raise
-        self._consumer = consumer
 
     async def __aenter__(self) -> TripSubscriber:
         await self.start()
@@ -396,6 +398,25 @@ class TripSubscriber:
         if only is None:
             self._dirty = False
             self._last_commit = time.monotonic()
+
+    async def _assigned_now(self, assigned: set[TopicPartition]) -> None:
+        """Take the partitions; commit where the group has no offset yet the position the
+        reset policy gave. Otherwise a partition that carried nothing since the group
+        first joined has no commit, and a restart would apply ``latest`` to it again:
+        a trip written there while the subscriber was down would be skipped."""
+        self._assigned = assigned
+        consumer = self._consumer
+        if consumer is None or self._consumer_options.get("auto_offset_reset") != "latest":
+            return  # (from the earliest, a restart reads everything again: nothing skipped)
+        fresh: dict[TopicPartition, int] = {}
+        try:
+            quiet = [tp for tp in sorted(assigned) if await consumer.committed(tp) is None]
+            if quiet:
+                fresh = await consumer.end_offsets(quiet)
+                await consumer.commit(fresh)
+                self.stats.commits += 1
+        except (KafkaError, OSError) as exc:  # the next assignment tries again
+            log.warning("could not commit the starting offsets of %s: %r", sorted(fresh), exc)
 
     async def _revoked(self, revoked: set[TopicPartition]) -> None:
         with contextlib.suppress(KafkaError, OSError):

@@ -259,3 +259,19 @@ async def test_subscriber_selects_alerts_by_signal_and_stops_on_request(topics) 
     assert got == ["a-ignored"]
     with contextlib.suppress(Exception):
         await subscriber.close()
+
+
+async def test_a_restarted_subscriber_reads_a_trip_sent_to_a_quiet_partition_while_it_was_down(topics) -> None:
+    """With auto_offset_reset="latest", a partition that carried nothing since the group
+    first joined had no commit: a restart applied "latest" to it again and skipped a trip
+    written there meanwhile. The starting offsets are committed at assignment."""
+    options = dict(group_id=topics.group, topic=topics.alerts, auto_offset_reset="latest", **QUICK_GROUP)
+    first = TripSubscriber(topics.bootstrap, **options)
+    async with first:
+        await poll_until(lambda: bool(first._assigned), timeout=20, what="an assignment")
+        await poll_until(lambda: first.stats.commits > 0, timeout=20, what="the starting offsets committed")
+    await send_output(topics, trip("t-while-down"))
+    second = TripSubscriber(topics.bootstrap, **options)
+    async with second:
+        got = await collect(second, "t-while-down")
+    assert [o.id for o in got] == ["t-while-down"]
