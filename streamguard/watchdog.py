@@ -1404,9 +1404,16 @@ class _Ctx:
         if self.outputs is None:
             self.outputs = []
         ordinal = len(self.outputs)
-        digest = blake2b(
-            f"{state.session}\x1f{state.applied}\x1f{ordinal}".encode(), digest_size=16
-        ).hexdigest()
+        # The session's state, not only its name: a session evicted and seen again starts
+        # its count afresh, and its first trip would repeat an id its controller already
+        # handled (dropped as a duplicate). ``born`` tells the two states apart; a state
+        # from before it keeps the ids it had.
+        born = state.born
+        seed = (
+            f"{state.session}\x1f{state.applied}\x1f{ordinal}" if born is None
+            else f"{state.session}\x1f{born!r}\x1f{state.applied}\x1f{ordinal}"
+        )
+        digest = blake2b(seed.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
         event = self.event
         self.outputs.append(
             cls(

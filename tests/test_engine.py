@@ -137,3 +137,27 @@ def test_a_session_takes_the_agent_and_tenant_its_events_name_first_whatever_the
     state = engine.sessions["s"]
     assert (state.agent, state.tenant) == ("bot", "acme")
     assert {o.agent for o in outputs if isinstance(o, Alert)} == {"bot"}
+
+
+def test_a_session_evicted_and_seen_again_gets_new_output_ids() -> None:
+    """Output ids name the session's state (its first event's time), not only its
+    name and count: a nightly session evicted between runs trips at the same count
+    again, and a controller remembering the first night's id dropped the second's."""
+    from streamguard.events import GuardrailTrip, ToolCall, TurnStart
+
+    def night(engine: Engine, start: float) -> list[str]:
+        ids = []
+        engine.process(TurnStart(session="s-nightly"), start)
+        for n in range(6):
+            ids += [o.id for o in engine.process(
+                ToolCall(session="s-nightly", tool="read_file", args={"path": "a.py"}), start + n + 1)
+                if isinstance(o, GuardrailTrip)]
+        return ids
+
+    engine = Engine()
+    first = night(engine, 1_000.0)
+    engine.evict("s-nightly")
+    second = night(engine, 90_000.0)
+    assert first and second and set(first).isdisjoint(second)
+    replayed = night(Engine(), 1_000.0)
+    assert replayed == first  # the same input, the same ids
