@@ -137,6 +137,9 @@ class _CountingReader:
             yield line
 
 
+TAIL_CLOCK_SKEW_MS = 2000
+"""How far a producer's clock may run behind tail's for a record written as tail
+started to count as written after it."""
 SUMMARY_HALTED_LISTED = 100  # halted session names in a replay summary (all are counted)
 
 
@@ -820,6 +823,14 @@ def format_output(output: Any, record_ts: float | None = None) -> str:
     return f"{when} {type(output).__name__.upper():<8} {who}"  # pragma: no cover - future types
 
 
+def written_before_tail(record: Any, listed: int, floor: int, started_ms: float) -> bool:
+    """Whether ``tail`` (from the end) skips ``record``: below the end the broker listed,
+    or below the end its first fetch saw (``floor``) and stamped before tail started
+    (``started_ms``, its clock less the skew allowed)."""
+    offset = record.offset
+    return offset < listed or (offset < floor and record.timestamp < started_ms)
+
+
 def _cmd_tail(args: argparse.Namespace) -> int:
     if args.max_events is not None and args.max_events < 1:
         print("streamguard tail: --max-events must be at least 1", file=sys.stderr)
@@ -844,6 +855,7 @@ def _cmd_tail(args: argparse.Namespace) -> int:
             consumer.assign(tps)
             floors: dict[Any, int] = {}
             listed: dict[Any, int] = {}
+            started_ms = 0.0
             if args.from_beginning:
                 await consumer.seek_to_beginning(*tps)
             else:
@@ -851,8 +863,11 @@ def _cmd_tail(args: argparse.Namespace) -> int:
                 # Some brokers (Tansu 0.6, the bundled one) answer "latest" with the base
                 # offset of the last batch plus one, so the end of a multi-record batch
                 # would be printed again. As the restore path does, the high watermark
-                # of the first fetch response is taken as the real end.
+                # of the first fetch response is taken as the real end, for records
+                # written before tail started only: one written after it, before that
+                # first response, is above the answer too, and is shown.
                 listed = {tp: await consumer.position(tp) for tp in tps}
+                started_ms = time.time() * 1000 - TAIL_CLOCK_SKEW_MS
             criteria = (args.type, args.signal, args.guardrail)
             filters = (Filter(*criteria),) if any(c is not None for c in criteria) else ()
             sessions = {s.encode() for s in args.session} if args.session else None
@@ -866,7 +881,7 @@ def _cmd_tail(args: argparse.Namespace) -> int:
                 for tp, records in batch.items():
                     floor = floors.get(tp, listed.get(tp, 0))
                     for record in records:
-                        if record.offset < floor:
+                        if written_before_tail(record, listed.get(tp, 0), floor, started_ms):
                             continue  # older than tail's start (see above)
                         if sessions is not None and record.key not in sessions:
                             continue

@@ -317,3 +317,19 @@ def test_the_demo_warns_about_the_same_policy(tmp_path: Path):
         ["demo", "--policy", str(policy), "--duration", "0.1", "--quiet", "--metrics-port", "0"]
     )
     assert "streamguard demo: warning:" in proc.stderr and "max_turn_usd" in proc.stderr
+
+
+def test_tail_shows_a_record_written_after_it_started_even_below_its_first_fetchs_end() -> None:
+    """The first fetch's high watermark stands for the end (a broker that lists the end
+    of a batch wrongly); a record written after tail started, before that first answer,
+    is above where tail started and is shown."""
+    from types import SimpleNamespace
+
+    from streamguard.cli import written_before_tail
+
+    started = 1_000_000.0
+    old = SimpleNamespace(offset=11, timestamp=started - 5_000)  # the last batch's tail
+    new = SimpleNamespace(offset=12, timestamp=started + 300)  # written as tail started
+    assert written_before_tail(old, listed=10, floor=13, started_ms=started)
+    assert not written_before_tail(new, listed=10, floor=13, started_ms=started)
+    assert written_before_tail(SimpleNamespace(offset=9, timestamp=started + 300), 10, 13, started)
