@@ -220,8 +220,17 @@ class PendingReset:
             return self._outcome
         future = self._future
         if not future.done():
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(asyncio.shield(future), timeout)
+            except TimeoutError:
+                pass
+            except asyncio.CancelledError:
+                # The client closed (it cancels the future): the RuntimeError below, not
+                # a CancelledError that reads as this task's own cancellation. Unless
+                # this task is being cancelled: that goes on.
+                task = asyncio.current_task()
+                if not future.cancelled() or (task is not None and task.cancelling()):
+                    raise
         if future.cancelled():
             raise RuntimeError("the control client was closed before the reset was confirmed")
         if not future.done():

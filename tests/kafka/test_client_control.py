@@ -190,3 +190,21 @@ def test_an_invalid_reset_is_refused_before_anything_is_sent() -> None:
         make_reset("x" * 300, "all")
     with pytest.raises(InvalidReset):
         make_reset("s", "cost_ceiling", add_budget_usd=-1.0)
+
+
+async def test_a_wait_cut_by_the_client_closing_is_the_documented_error(topics) -> None:
+    """close() ends every wait with RuntimeError: a CancelledError would read as the
+    waiting task's own cancellation (except Exception and task groups mishandle it)."""
+    control = control_for(topics)
+    await control.start()
+    pending = await control.request(make_reset("s-wait-close", "watchdog", by="t"))
+
+    async def close_soon() -> None:
+        await asyncio.sleep(0.05)
+        await control.close()
+
+    closing = asyncio.create_task(close_soon())
+    with pytest.raises(RuntimeError, match="closed before the reset was confirmed"):
+        await pending.wait(30)
+    await closing
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
