@@ -823,6 +823,22 @@ def format_output(output: Any, record_ts: float | None = None) -> str:
     return f"{when} {type(output).__name__.upper():<8} {who}"  # pragma: no cover - future types
 
 
+class Pacer:
+    """At most ``rate`` sends a second: :meth:`delay` is how long to wait before the next.
+    Time spent waiting on the input is no credit: a backlog after a quiet pipe goes out
+    at the rate too, not at once."""
+
+    def __init__(self, rate: float) -> None:
+        self.interval = 1 / rate
+        self.next_at: float | None = None
+
+    def delay(self, now: float) -> float:
+        """The wait before a send wanted at ``now``; the send is then counted."""
+        at = now if self.next_at is None or self.next_at < now else self.next_at
+        self.next_at = at + self.interval
+        return at - now
+
+
 def written_before_tail(record: Any, listed: int, floor: int, started_ms: float) -> bool:
     """Whether ``tail`` (from the end) skips ``record``: below the end the broker listed,
     or below the end its first fetch saw (``floor``) and stamped before tail started
@@ -1468,7 +1484,7 @@ def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
         progress = _Progress("emit")
         try:
             await _require_topic(producer, topic, config, "--events-topic")
-            started = time.monotonic()
+            pacer = Pacer(args.rate) if args.rate else None
             sent = 0
             async for lineno, raw in lines():
                 if progress.enabled:
@@ -1479,8 +1495,8 @@ def _cmd_emit_source(args: argparse.Namespace, source: Any) -> int:
                 if checked is None:
                     continue
                 key, value = checked
-                if args.rate:
-                    delay = started + sent / args.rate - time.monotonic()
+                if pacer is not None:
+                    delay = pacer.delay(time.monotonic())
                     if delay > 0:
                         await asyncio.sleep(delay)
                 try:

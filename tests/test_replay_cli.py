@@ -333,3 +333,16 @@ def test_tail_shows_a_record_written_after_it_started_even_below_its_first_fetch
     assert written_before_tail(old, listed=10, floor=13, started_ms=started)
     assert not written_before_tail(new, listed=10, floor=13, started_ms=started)
     assert written_before_tail(SimpleNamespace(offset=9, timestamp=started + 300), 10, 13, started)
+
+
+def test_emit_paces_at_its_rate_and_earns_no_credit_while_the_input_is_quiet() -> None:
+    """One line, four seconds of nothing on the pipe, then five lines at once, at
+    --rate 1: one a second, not three in the same millisecond."""
+    from streamguard.cli import Pacer
+
+    pacer = Pacer(1.0)
+    sends = []
+    for wanted in (0.0, 4.0, 4.0, 4.0, 4.0, 4.0):
+        now = max(wanted, sends[-1] if sends else 0.0)
+        sends.append(now + pacer.delay(now))
+    assert sends == [0.0, 4.0, 5.0, 6.0, 7.0, 8.0]
