@@ -98,13 +98,21 @@ class HaltingController:
                     output.reason,
                 )
                 await self.halt(output.session, output)
-                target = RESET_TARGET.get(output.guardrail, "all")
-                log.info(
-                    "session %s stays halted until reset: streamguard reset %s --guardrail %s --wait",
-                    output.session,
-                    output.session,
-                    target,
-                )
+                if output.guardrail == "fleet":
+                    # no session reset lifts it: its scope's circuit closing does
+                    log.info(
+                        "session %s stays halted until its fleet circuit closes "
+                        "(streamguard fleet --open; streamguard reset --scope SCOPE)",
+                        output.session,
+                    )
+                else:
+                    target = RESET_TARGET.get(output.guardrail, "all")
+                    log.info(
+                        "session %s stays halted until reset: streamguard reset %s --guardrail %s --wait",
+                        output.session,
+                        output.session,
+                        target,
+                    )
             elif output.halted_turn:
                 log.warning(
                     "cutting the current turn of session %s (%s tripped by %s): %s",

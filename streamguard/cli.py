@@ -35,7 +35,7 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import __version__
@@ -823,6 +823,22 @@ def format_output(output: Any, record_ts: float | None = None) -> str:
     return f"{when} {type(output).__name__.upper():<8} {who}"  # pragma: no cover - future types
 
 
+def clearing_commands(session: str, halted_by: Iterable[str], fleet_scope: str | None) -> list[str]:
+    """The commands that lift a session's halts: one reset for its own guardrails (``all``
+    for several), and for a fleet halt the close of its scope's circuit (a session reset
+    never lifts that one)."""
+    own = [g for g in halted_by if g != "fleet"]
+    commands = []
+    if own:
+        commands.append(f"streamguard reset {session} --guardrail {own[0] if len(own) == 1 else 'all'}")
+    if "fleet" in halted_by:
+        commands.append(
+            f"streamguard reset --scope {fleet_scope}" if fleet_scope
+            else "streamguard fleet --open (close its scope's circuit: streamguard reset --scope SCOPE)"
+        )
+    return commands
+
+
 class Pacer:
     """At most ``rate`` sends a second: :meth:`delay` is how long to wait before the next.
     Time spent waiting on the input is no credit: a backlog after a quiet pipe goes out
@@ -984,6 +1000,7 @@ def _cmd_reset(args: argparse.Namespace) -> int:
         from .client import AsyncSessionControl, ResetTimedOut, TopicNotFound
 
         remains: list[str] = []  # guardrails the session stays halted by, as its snapshot says
+        fleet_scope: str | None = None
         if not args.force:
             view = await _lookup_session(config, event.session)
             # A session halted a moment ago is on the changelog at the next
@@ -1001,6 +1018,7 @@ def _cmd_reset(args: argparse.Namespace) -> int:
                 )
             targets = {"watchdog", "cost_ceiling"} if event.guardrail == "all" else {event.guardrail}
             remains = [g for g in view.halted_by if g not in targets]
+            fleet_scope = view.fleet_scope
             if not view.halted:
                 print(
                     f"streamguard reset: session {event.session!r} is not halted; the reset "
@@ -1034,8 +1052,8 @@ def _cmd_reset(args: argparse.Namespace) -> int:
                 if remains:
                     print(
                         f"streamguard reset: session {event.session!r} stays halted by "
-                        f"{', '.join(remains)} (its last snapshot); reset that guardrail too, or use "
-                        "--guardrail all",
+                        f"{', '.join(remains)} (its last snapshot); to clear it: "
+                        + "; ".join(clearing_commands(event.session, remains, fleet_scope)),
                         file=sys.stderr,
                     )
                     return EXIT_STILL_HALTED
@@ -1059,7 +1077,8 @@ def _cmd_reset(args: argparse.Namespace) -> int:
             if outcome.still_halted_by:
                 print(
                     f"streamguard reset: accepted, but session {event.session!r} "
-                    f"stays halted by {', '.join(outcome.still_halted_by)}",
+                    f"stays halted by {', '.join(outcome.still_halted_by)}; to clear it: "
+                    + "; ".join(clearing_commands(event.session, outcome.still_halted_by, fleet_scope)),
                     file=sys.stderr,
                 )
                 return EXIT_STILL_HALTED
@@ -1366,7 +1385,8 @@ def _cmd_session(args: argparse.Namespace) -> int:
             since = f" since {_timestamp(halted_since)}" if halted_since is not None else ""
             print(f"state     HALTED by {', '.join(view.halted_by)}{since} ({view.halt_signal or '-'})")
             print(f"reason    {_one_line(view.halt_reason)}")
-            print(f"clear it  streamguard reset {view.session} --guardrail {'all' if len(view.halted_by) > 1 else view.halted_by[0]}")
+            for command in clearing_commands(view.session, view.halted_by, view.fleet_scope):
+                print(f"clear it  {command}")
         else:
             print("state     active" + (f", {view.cut_streak} cut turn(s) in a row by {view.cut_by}" if view.cut_streak else ""))
         print(f"turn      {view.turn if view.turn is not None else '-'}" + (" (in progress)" if view.in_turn else ""))

@@ -346,3 +346,16 @@ def test_emit_paces_at_its_rate_and_earns_no_credit_while_the_input_is_quiet() -
         now = max(wanted, sends[-1] if sends else 0.0)
         sends.append(now + pacer.delay(now))
     assert sends == [0.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+
+
+def test_the_commands_that_clear_a_halt_name_a_fleet_halts_scope() -> None:
+    """A fleet halt is lifted by its circuit closing, never by a session reset (and
+    `--guardrail fleet` is no choice): the scope's close is what to run."""
+    from streamguard.cli import clearing_commands
+
+    assert clearing_commands("s", ["watchdog"], None) == ["streamguard reset s --guardrail watchdog"]
+    assert clearing_commands("s", ["watchdog", "cost_ceiling"], None) == ["streamguard reset s --guardrail all"]
+    assert clearing_commands("s", ["watchdog", "fleet"], "spend:tenant=acme") == [
+        "streamguard reset s --guardrail watchdog", "streamguard reset --scope spend:tenant=acme"]
+    [fleet] = clearing_commands("s", ["fleet"], None)
+    assert "--guardrail" not in fleet and "streamguard fleet --open" in fleet

@@ -59,6 +59,7 @@ class _StateFields(Struct):
     halt_reason: str | None = None
     halted_at: float | None = None
     feedback: list[tuple[str, str]] = []
+    fleet_scope: str | None = None
 
 
 _envelope_decoder = msgspec.msgpack.Decoder(_Envelope)
@@ -88,6 +89,7 @@ class SessionView(Struct, kw_only=True, omit_defaults=False):
     changelog_offset: int
     events_offset: int
     control_offset: int
+    fleet_scope: str | None = None  # the scope whose open circuit halts it (a fleet halt)
 
 
 class SnapshotUnreadable(ValueError):
@@ -129,6 +131,7 @@ def decode_view(partition: int, offset: int, value: bytes) -> SessionView:
         changelog_offset=offset,
         events_offset=entry.events_offset,
         control_offset=entry.control_offset,
+        fleet_scope=fields.fleet_scope,
     )
 
 
