@@ -263,3 +263,33 @@ def test_a_check_the_user_asked_for_at_its_pace_may_fail_the_same_way_until_it_h
     assert not [a for a in _checked(600.0, asked) if a.signal == "failure-loop"]
     assert [a for a in _checked(600.0, None) if a.signal == "failure-loop"]
     assert [a for a in _checked(20.0, asked) if a.signal == "failure-loop"]
+
+
+def _backoff(errors: list[str], sleeps: bool) -> list[Alert]:
+    trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
+    at = 1001.0
+    for n, error in enumerate(errors):
+        trace += [ToolCall(session="f", tool="qualys_fetch_scan", args={"scan_ref": "scan/1"}, ts=at),
+                  ToolResult(session="f", tool="qualys_fetch_scan", error=error, ts=at + 1)]
+        at += 2
+        if sleeps:
+            wait = 15.0 * 2 ** min(n, 3)
+            trace += [ToolCall(session="f", tool="sleep", args={"seconds": wait}, ts=at),
+                      ToolResult(session="f", tool="sleep", result=f"slept {wait:g}s", ts=at + wait)]
+            at += wait + 1
+    engine = Engine(parse_policy_set(WARN))
+    return [o for event in trace for o in engine.process(event, event.ts)
+            if isinstance(o, Alert) and o.signal == "failure-loop"]
+
+
+def test_a_retry_storm_that_backs_off_is_no_failure_loop_until_one_error_persists() -> None:
+    """A 503, a concurrency limit and a read timeout, retried after growing sleeps:
+    backing off, not re-sending blindly. The same 503 every time is still a loop, at
+    the across-writes rule's eighth; with no waits, at the fifth."""
+    storm = ["HTTP 503 Service Unavailable", "HTTP 409: This API cannot be run again until 1 currently running",
+             "HTTP 503 Service Unavailable", "HTTP 409: This API cannot be run again until 1 currently running",
+             "Read timed out (read timeout=60)", "HTTP 503 Service Unavailable"]
+    assert _backoff(storm, sleeps=True) == []
+    same = _backoff(["HTTP 503 Service Unavailable"] * 10, sleeps=True)
+    assert same and "8" in same[0].reason
+    assert _backoff(storm, sleeps=False)

@@ -1534,6 +1534,23 @@ def says_unreachable(error: object) -> bool:
     return type(error) is str and _UNREACHABLE.search(error, 0, 512) is not None
 
 
+_BUSY = re.compile(
+    r"(?i)\b429\b|too many requests|rate[ _-]?limit|throttl|try again later|temporarily"
+    r"|\bconcurren|currently running|lock wait|deadlock"
+)
+"""What a failure says when the service is busy rather than the request wrong: rate
+limits, throttling, a concurrency limit, a lock to wait for."""
+
+
+def says_transient(error: object) -> bool:
+    """Whether a failure says it may pass by itself: what it reached for is down or
+    unreachable (:func:`says_unreachable`), or busy (:data:`_BUSY`), in its first 512
+    characters."""
+    return type(error) is str and (
+        _UNREACHABLE.search(error, 0, 512) is not None or _BUSY.search(error, 0, 512) is not None
+    )
+
+
 def poll_answer(result: ResultView) -> bool:
     """Whether ``result`` is a poll's answer: the session paused since the same call was
     last answered (``ResultView.paused``), and the answer says the work is still under

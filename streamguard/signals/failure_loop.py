@@ -65,6 +65,16 @@ A check the user asked for
     batch such a wait was halted at its fifth check; asked at another pace, or
     with no request, it counts as before.
 
+A retry that backs off
+    A failure that says it may pass by itself (the service down or busy: a 503, a
+    429, a concurrency limit, a time-out: ``says_transient``), retried after a
+    deliberate wait since the call's last answer (``ResultView.paced``: a ``sleep``
+    call, a wait), is backing off, not re-sending blindly: not counted by the
+    five-failure rule. The same error again and again is still a loop, at the
+    across-writes rule's eighth. In a blind batch a Qualys fetch retried through
+    503s, 409s and a time-out after sleeps of 15 s to 2 minutes, then answered, was
+    halted at its fifth attempt.
+
 Known false positives
     Waiting for something outside the agent's reach by retrying a call (a
     service still starting, a lock held elsewhere): three failures in a row of
@@ -100,7 +110,7 @@ from typing import Annotated, Any, ClassVar, Self
 from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, ResultView, Signal, SignalConfig
+from .base import CallView, Finding, ResultView, Signal, SignalConfig, says_transient
 from .facts import FLAG_WRITE
 
 SIGNAL_ID = "failure-loop"
@@ -229,6 +239,12 @@ class FailureLoop(Signal):
                 self._clear(state)
                 return None
         if not key:
+            return None
+        if result.failed and result.paced and says_transient(result.error):
+            # A retry after a deliberate wait of a failure that may pass by itself (a
+            # 503, a rate limit, a concurrency limit, a timeout): backing off, not
+            # re-sending blindly. Not counted here; the same error again and again is
+            # still the across-writes rule's (above), at its eighth.
             return None
         failing = state.failing
         count = 0
