@@ -1879,3 +1879,28 @@ def test_the_words_read_first_never_hide_a_watch(message: str) -> None:
     from streamguard.signals.facts import asked_watch_in
 
     assert asks_watch(message) is asked_watch_in(message)
+
+
+def test_a_page_reloaded_between_the_browsers_own_waits_is_a_watch() -> None:
+    """Playwright MCP's `browser_wait_for {"time": 300}` is a wait (its name says so):
+    a sold-out event page reloaded every five minutes, as its user asked, is polled,
+    not cycled; the same two calls with no wait between trip."""
+    page = "- heading \"Japanese Breakfast\"\n- text: Sold out. No tickets available right now."
+
+    def watch(waited: bool) -> list[tuple[str, str]]:
+        trace: list[Any] = [TurnStart(session="s", ts=1000.0), Text(
+            session="s", role="user", ts=1000.0,
+            text="It's sold out. Keep checking the event page every 5 minutes and grab 2 tickets.")]
+        at = 1001.0
+        for _ in range(8):
+            trace += [ToolCall(session="s", tool="browser_navigate", args={"url": "https://tm.example/e/1"}, ts=at),
+                      ToolResult(session="s", tool="browser_navigate", result=page, ts=at + 1)]
+            second = ("browser_wait_for", {"time": 300}, "Waited for 300 seconds") if waited else (
+                "browser_snapshot", {}, page)
+            trace += [ToolCall(session="s", tool=second[0], args=second[1], ts=at + 2),
+                      ToolResult(session="s", tool=second[0], result=second[2], ts=at + (302 if waited else 3))]
+            at += 303 if waited else 4
+        return loop_alerts(trace)
+
+    assert watch(waited=True) == []
+    assert watch(waited=False)

@@ -121,9 +121,12 @@ DEFAULT_COMMAND_RUNNERS = (
     "write_stdin",
 )
 
-DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
-"""Tools whose name says they wait (``wait(seconds=120)``, ``wait_for_deployment``): a call
-of one is a wait, like ``sleep 60`` through a shell (``CallFacts.wait``)."""
+DEFAULT_WAIT_TOOLS = (
+    "wait", "wait_*", "*_wait", "*_wait_for", "*_wait_for_*", "sleep", "sleep_*", "*_sleep",
+)
+"""Tools whose name says they wait (``wait(seconds=120)``, ``wait_for_deployment``, the
+Playwright MCP server's ``browser_wait_for``, ``page_wait_for_selector``): a call of one
+is a wait, like ``sleep 60`` through a shell (``CallFacts.wait``)."""
 
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL, FLAG_ASK = 1, 2, 4, 8, 16, 32
 FLAG_LONG_POLL, FLAG_READ, FLAG_WAITS_FIRST, FLAG_RESTART = 64, 128, 256, 512
