@@ -2401,6 +2401,30 @@ def test_a_shell_sweep_of_listed_items_that_lack_what_was_asked_is_each_ones_ans
         assert critical(trace) == [], form
 
 
+def test_a_shell_sweep_of_listed_hosts_answering_alike_is_each_hosts_answer() -> None:
+    """Twenty servers listed by name, then the same hotfix asked of each through
+    PowerShell remoting, most answering the same JSON (installed): one answer per listed
+    host. The same host asked again and again, or hosts the listing never named, stay
+    stale."""
+    hosts = [f"GCU-T1-{kind}{n:02d}" for kind in ("APP", "SQL", "WEB") for n in range(1, 7)]
+    installed = '{\n    "HotFixID":  "KB5058392",\n    "InstalledOn":  "/Date(1747785600000)/"\n}\n'
+    check = ('powershell -NoProfile -c "Invoke-Command -ComputerName {h} -ScriptBlock '
+             '{{ Get-HotFix -Id KB5058392 | ConvertTo-Json }}"')
+
+    def sweep(listed: bool, asked: list[str]) -> list[Any]:
+        trace: list[Any] = []
+        if listed:
+            trace += step("run_command", {"cmd": "powershell -c \"Get-ADComputer -Filter * | Select -Expand Name\""},
+                          "\n".join(hosts) + "\n")
+        for host in asked:
+            trace += step("run_command", {"cmd": check.format(h=host)}, installed)
+        return trace
+
+    assert critical(sweep(True, hosts)) == []
+    assert critical(sweep(True, hosts[:1] * 14)) != []
+    assert critical(sweep(False, hosts)) == ["result-stall"]
+
+
 def test_what_a_listing_lists_is_read_within_bounds() -> None:
     """listed_values reads strings of a list of three or more at the top, or under the
     top-level object (two lists at most), and the first strings of each element object;

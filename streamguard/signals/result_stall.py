@@ -2041,6 +2041,11 @@ class ResultStall(Signal):
                     named = _listed_word(listed, call.args)
                     if named:
                         _note_term(state.terms, call.key, named)
+                        if not names:
+                            # And the place its answer is kept with, whatever it says (a
+                            # hotfix found installed on the next host of the list): a
+                            # sweep of the listed items, one answer each.
+                            names = f"listed:{named}"
         elif call.runner:
             # A command that writes its output into a file (`curl ... > genomes/batch_07.fa;
             # tail -1 genomes/batch_07.fa`): what it prints is that file's, so twelve
