@@ -2425,6 +2425,24 @@ def test_a_shell_sweep_of_listed_hosts_answering_alike_is_each_hosts_answer() ->
     assert critical(sweep(False, hosts)) == ["result-stall"]
 
 
+def test_a_fixer_swept_over_named_packages_answering_alike_is_each_packages_answer() -> None:
+    """`eslint . --fix` run in each of twenty packages (a write by guess), most answering
+    "0" files changed: one answer per package it names. The same package again and again
+    stays stale."""
+    packages = [f"pkg-{word(i)}" for i in range(18)]
+    fix = ("pnpm --filter @acme/{p} exec eslint . --fix --format unix 2>&1 | tail -6; "
+           "git status --short packages/{p} | wc -l")
+
+    def sweep(names: list[str]) -> list[Any]:
+        trace: list[Any] = []
+        for name in names:
+            trace += step("run_command", {"command": fix.format(p=name)}, {"stdout": "0\n", "stderr": "", "code": 0})
+        return trace
+
+    assert critical(sweep(packages)) == []
+    assert critical(sweep(packages[:1] * 14)) != []
+
+
 def test_what_a_listing_lists_is_read_within_bounds() -> None:
     """listed_values reads strings of a list of three or more at the top, or under the
     top-level object (two lists at most), and the first strings of each element object;

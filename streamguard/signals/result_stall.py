@@ -2052,7 +2052,10 @@ class ResultStall(Signal):
             # batches fetched into twelve files, each printing "HTTP 200", are twelve
             # answers; the same file written again with the same output is the same one.
             items = ""
-            names = written_names(call)
+            # else the places it names (`eslint . --fix` in packages/auth, then in
+            # packages/billing-ui...): a sweep of a fixer over twenty packages, most
+            # answering "0 changed", is one answer per package
+            names = written_names(call) or read_names(call)
         else:
             # A named write's ids (`request_on_demand_read(meter_id="MTR-4582086")`): read
             # only when it times out (on_result), a sweep's silence of each device its own.
