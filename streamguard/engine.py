@@ -75,11 +75,15 @@ class Engine:
             self._by_agent[agent] = watchdog
         return watchdog
 
-    def _session(self, session: str, agent: str | None) -> tuple[SessionState, Watchdog]:
+    def _session(
+        self, session: str, agent: str | None, ts: float | None = None
+    ) -> tuple[SessionState, Watchdog]:
         state = self.sessions.get(session)
         if state is None:
             watchdog = self.watchdog_for(agent)
             state = watchdog.new_state(session, agent)
+            # The state's first record's time, event or control alike (SessionState.born)
+            state.born = ts
             self.sessions[session] = state
             self.stats.sessions_created += 1
             return state, watchdog
@@ -110,7 +114,9 @@ class Engine:
             # Hot path: a known session whose policy is settled (see _session).
             watchdog = self._by_agent.get(state.agent) or self.watchdog_for(state.agent)
         else:
-            state, watchdog = self._session(event.session, event.agent)
+            state, watchdog = self._session(
+                event.session, event.agent, event.ts if event.ts is not None else record_ts
+            )
         if state.tenant is None and event.tenant is not None:
             # A session's tenant is the first one its events name, whichever path it came by.
             state.tenant = intern(event.tenant)
@@ -132,9 +138,9 @@ class Engine:
 
     def control(self, event: Reset, record_ts: float | None = None) -> list[Output]:
         """Apply an operator control event (trusted sources only)."""
-        state, watchdog = self._session(event.session, None)
-        self.stats.controls += 1
         ts = event.ts if event.ts is not None else record_ts
+        state, watchdog = self._session(event.session, None, ts)
+        self.stats.controls += 1
         return watchdog.reset(state, event, ts)
 
     def fleet_halt(

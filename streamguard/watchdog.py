@@ -226,9 +226,11 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     last_seq: int = -1
     applied: int = 0  # events and controls applied; keys deterministic output ids
     last_ts: float | None = None
-    # The time of the session's first event in this state: a session evicted and seen
-    # again starts a new state, and the fleet stage tells its facts from a replay of the
-    # old state's by it (fleet_windows.apply_fact). None in states from before it.
+    # The time of the first record (an event, or an operator's control) of this state,
+    # set by the engine that makes it: a session evicted and seen again starts a new
+    # state, and the fleet stage tells its facts from a replay of the old state's by it
+    # (fleet_windows.apply_fact), as output ids are. None in states from before it, or
+    # made with no time.
     born: float | None = None
     # Pauses so far: quiet gaps of [waits] pause_seconds between two events, calls that
     # wait, and the user's messages. A status that says the work is still under way,
@@ -466,8 +468,6 @@ class Watchdog:
         kind = type(event)
         quiet = False
         if ts is not None:
-            if state.applied == 1:
-                state.born = ts
             last = state.last_ts
             # The quiet before the agent's next step (not a tool's own time to answer: a
             # status that takes 12 s to come back, asked again at once, is no pause).

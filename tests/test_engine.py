@@ -161,3 +161,23 @@ def test_a_session_evicted_and_seen_again_gets_new_output_ids() -> None:
     assert first and second and set(first).isdisjoint(second)
     replayed = night(Engine(), 1_000.0)
     assert replayed == first  # the same input, the same ids
+
+
+def test_a_state_made_by_an_operators_reset_is_born_at_it() -> None:
+    """A halted session evicted while idle, reset by its operator, then back at work:
+    its new state is born at the reset, so its outputs and fleet facts are its own."""
+    from streamguard.events import GuardrailTrip, Reset, ToolCall
+
+    def life(engine: Engine, start: float) -> list[str]:
+        engine.control(Reset(session="s", guardrail="all"), start)
+        return [o.id for n in range(6) for o in engine.process(
+            ToolCall(session="s", tool="read_file", args={"path": "a.py"}), start + n + 1)
+            if isinstance(o, GuardrailTrip)]
+
+    engine = Engine()
+    first = life(engine, 1_000.0)
+    assert engine.sessions["s"].born == 1_000.0
+    engine.evict("s")
+    second = life(engine, 90_000.0)
+    assert engine.sessions["s"].born == 90_000.0
+    assert first and second and set(first).isdisjoint(second)

@@ -293,3 +293,40 @@ def test_a_retry_storm_that_backs_off_is_no_failure_loop_until_one_error_persist
     same = _backoff(["HTTP 503 Service Unavailable"] * 10, sleeps=True)
     assert same and "8" in same[0].reason
     assert _backoff(storm, sleeps=False)
+
+
+def _retried(tool: str, args: dict[str, Any], errors: list[str], request: str | None = None,
+             wait: tuple[str, dict[str, Any]] | None = ("sleep", {"seconds": 5})) -> list[str]:
+    """The same call failing with ``errors`` in turn, a wait call between attempts."""
+    from streamguard.events import Text
+
+    trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
+    if request is not None:
+        trace.append(Text(session="f", role="user", text=request, ts=1000.0))
+    at = 1001.0
+    for error in errors:
+        trace += [ToolCall(session="f", tool=tool, args=args, ts=at), ToolResult(session="f", tool=tool, error=error, ts=at + 1)]
+        at += 2
+        if wait is not None:
+            trace += [ToolCall(session="f", tool=wait[0], args=wait[1], ts=at),
+                      ToolResult(session="f", tool=wait[0], result="done", ts=at + 5)]
+            at += 6
+    engine = Engine(parse_policy_set(WARN))
+    return [o.signal for event in trace for o in engine.process(event, event.ts)
+            if isinstance(o, Alert) and o.severity == "critical"]
+
+
+def test_what_waiting_cannot_change_is_a_loop_whatever_waits_between() -> None:
+    """A module missing under a watch the user asked for, an element an overlay covers
+    (its own timeout), a selector that never appears: each retried after a wait, each
+    a failure that no wait changes."""
+    watch = "Check every 10 minutes for up to two hours and tell me when the export lands."
+    missing = [f"pid={n}\nModuleNotFoundError: No module named 'boto3'" for n in range(12)]
+    assert "failure-loop" in _retried("bash", {"command": "python scripts/check_export.py"}, missing, watch)
+    overlay = [f"locator.click: Timeout 5000ms exceeded (retry {n}): <div class=\"overlay\"> intercepts pointer events"
+               for n in range(12)]
+    assert "failure-loop" in _retried("browser_click", {"element": "Pay", "ref": "e12"}, overlay,
+                                      wait=("browser_wait_for", {"time": 2}))
+    gone = ["Timeout 30000ms exceeded waiting for selector \"#invoice-2024-03 a.download\""] * 12
+    assert "failure-loop" in _retried("page_wait_for_selector", {"selector": "#invoice-2024-03 a.download"}, gone,
+                                      wait=None)

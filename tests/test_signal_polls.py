@@ -159,6 +159,8 @@ NOT_UNDER_WAY = [
     {"topic": "orders_pending", "partitions": 12}, {"title": "Re-running the suite is not needed"},
     # a draft's label, and no work in progress
     {"title": "Work in progress: new billing page", "state": "open"}, "No operation in progress.",
+    "No backup operation in progress.", "There is no active deployment in progress.",
+    "Nothing pending. No rollout or upgrade in progress.", "Update in-progress flag cleared.",
     # the answer's own status says it ended, whatever its parts say
     {"status": "done", "children": [{"status": "pending"}]},
     '{"status": "completed", "conclusion": "success", "deployments": [{"state": "waiting"}]}',

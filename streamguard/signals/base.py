@@ -1023,6 +1023,11 @@ _PROCESS_NOUNS = (
     r"|replication|installation|update|transfer|upload|download|reindex|snapshot|compaction)"
 )
 """Work an API's sentence may say is in progress (see :data:`_IN_PROGRESS`)."""
+_IN_PROGRESS_SENTENCE = (
+    r"(?:^|[.!?\"]\s*|:\s+)(?:(?!(?:no|not|nothing|none)\b)[a-z]+\s+)?"
+    rf"{_PROCESS_NOUNS}\s+(?:is\s+)?(?:still\s+)?in[ _-]progress\b"
+    r"(?![ _-]*(?:flag|field|marker|label|state|status)\b)"
+)
 _PROGRESS_WORDS = (
     r"pending\w*|queued|queue?ing|in[ _-]?progress|in[ _-]?queue|running|executing|processing|provisioning"
     r"|creating|starting|initiali[sz]ing|deploying|building|waiting|scheduled"
@@ -1075,9 +1080,10 @@ _IN_PROGRESS = re.compile(
     r'|(?i:"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9])'
     # An API's sentence naming the work and saying it is in progress (Snowflake's
     # "Asynchronous execution in progress.", "Deployment in progress", "Backup is still
-    # in progress"): the work's own word first, not "work in progress" (a draft's
-    # label) nor "no operation in progress".
-    rf"|(?i:(?<!no ){_PROCESS_NOUNS}\s+(?:is\s+)?(?:still\s+)?in[ _-]progress\b)"
+    # in progress"): the sentence opens with the work's own word (one word before it at
+    # most, and no negation), not "work in progress" (a draft's label), "No backup
+    # operation in progress" or an "in-progress flag".
+    rf"|(?i:{_IN_PROGRESS_SENTENCE})"
 )
 BARE_STATUS_LIMIT = 48
 """Longest answer read as a status printed alone (:data:`_BARE_UNDER_WAY`)."""
@@ -1260,7 +1266,7 @@ _IN_PROGRESS_FOLDED = re.compile(
     rf"|s(?:tatus|tate|tage)(?:{_FOLDED_KEY}|{_FOLDED_STEP})"
     rf"|p(?:hase(?:{_FOLDED_KEY}|{_FOLDED_STEP})|rogress{_FOLDED_KEY})"
     r'|"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9]'
-    rf"|(?<!no ){_PROCESS_NOUNS}\s+(?:is\s+)?(?:still\s+)?in[ _-]progress\b"
+    rf"|{_IN_PROGRESS_SENTENCE}"
 )
 """:data:`_IN_PROGRESS` over folded text."""
 _FOLDED_HTTP_WORD = r"\d\d\s+(?:service|not|bad|gateway|internal|too|forbidden|unauthorized)\b"
@@ -1534,21 +1540,26 @@ def says_unreachable(error: object) -> bool:
     return type(error) is str and _UNREACHABLE.search(error, 0, 512) is not None
 
 
-_BUSY = re.compile(
-    r"(?i)\b429\b|too many requests|rate[ _-]?limit|throttl|try again later|temporarily"
-    r"|\bconcurren|currently running|lock wait|deadlock"
+_TRANSIENT = re.compile(
+    # an HTTP status of a service down or busy, as a status (not any 503 in the text:
+    # "expected 503.00", a line 429 of a traceback)
+    r"(?i)\b(?:http(?:/[\d.]+)?|status(?:[ _]?code)?|code|error)\W{0,3}(?:429|50[234])\b"
+    r"|too many requests|rate[ _-]?limit(?:ed|ing| exceeded)?\b|throttl"
+    r"|service unavailable|bad gateway|gateway time-?out|temporarily unavailable|try again later"
+    r"|connection (?:refused|reset|timed out)|(?:read|connect|request) timed out|econnrefused|etimedout"
+    r"|could not resolve host|name resolution|concurrency limit|currently running|lock wait timeout"
 )
-"""What a failure says when the service is busy rather than the request wrong: rate
-limits, throttling, a concurrency limit, a lock to wait for."""
+"""What a failure says when the service it reached is down or busy rather than the
+request wrong: a 429 or a 502 to 504 given as a status, a rate limit, a connection
+refused or reset, a read timed out, a concurrency limit, a lock to wait for. Not a
+timeout of the agent's own (a test's, a page element's), not an error that merely holds
+the number."""
 
 
 def says_transient(error: object) -> bool:
-    """Whether a failure says it may pass by itself: what it reached for is down or
-    unreachable (:func:`says_unreachable`), or busy (:data:`_BUSY`), in its first 512
-    characters."""
-    return type(error) is str and (
-        _UNREACHABLE.search(error, 0, 512) is not None or _BUSY.search(error, 0, 512) is not None
-    )
+    """Whether a failure says it may pass by itself (:data:`_TRANSIENT`, in its first
+    512 characters)."""
+    return type(error) is str and _TRANSIENT.search(error, 0, 512) is not None
 
 
 def poll_answer(result: ResultView) -> bool:

@@ -121,12 +121,11 @@ DEFAULT_COMMAND_RUNNERS = (
     "write_stdin",
 )
 
-DEFAULT_WAIT_TOOLS = (
-    "wait", "wait_*", "*_wait", "*_wait_for", "*_wait_for_*", "sleep", "sleep_*", "*_sleep",
-)
-"""Tools whose name says they wait (``wait(seconds=120)``, ``wait_for_deployment``, the
-Playwright MCP server's ``browser_wait_for``, ``page_wait_for_selector``): a call of one
-is a wait, like ``sleep 60`` through a shell (``CallFacts.wait``)."""
+DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
+"""Tools whose name says they wait (``wait(seconds=120)``, ``wait_for_deployment``): a call
+of one is a wait, like ``sleep 60`` through a shell (``CallFacts.wait``). A tool that
+waits for a condition or a time by its arguments (the Playwright MCP server's
+``browser_wait_for``) waits when it is given a time alone (:func:`argument_facts`)."""
 
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL, FLAG_ASK = 1, 2, 4, 8, 16, 32
 FLAG_LONG_POLL, FLAG_READ, FLAG_WAITS_FIRST, FLAG_RESTART = 64, 128, 256, 512
@@ -1561,6 +1560,16 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
         waited = sleep_facts(args)
         if waited is not None:
             return waited
+    if len(args) == 1 and not facts.wait:
+        # A tool named for waiting given a time alone (Playwright MCP's `browser_wait_for
+        # {"time": 300}`) waits; given a text or a selector to wait for, it checks a
+        # condition, and its failures are a check's.
+        [(key, value)] = args.items()
+        if (
+            key in _DURATION_KEYS and type(value) in (int, float) and value > 0
+            and "wait" in name_words(tool)
+        ):
+            return _WAIT_FACTS
     if (
         ("operation" in args or "op" in args) and not facts.write and not facts.search
     ):
@@ -1632,6 +1641,9 @@ def request_facts(tool: str, args: dict[Any, Any]) -> CallFacts | None:
                     return None
             return CallFacts(tool, True, False)
     return None
+
+
+_DURATION_KEYS = frozenset({"time", "seconds", "secs", "ms", "milliseconds", "duration", "delay"})
 
 
 def sleep_facts(args: Any) -> CallFacts | None:

@@ -58,16 +58,20 @@ Severity: critical, session scope
     ``repeated-tool-call``'s. Under enforce it halts the session.
 
 A check the user asked for
-    A failure of a call checked again after a deliberate wait at the pace the
-    session's user asked for ("check every 10 minutes for up to two hours":
-    ``ResultView.watched`` and ``paced``) is not counted: the same "No such file"
-    at each check is what waiting for a bank's late file looks like. In a blind
-    batch such a wait was halted at its fifth check; asked at another pace, or
-    with no request, it counts as before.
+    A failure that says what it looked for is not there (yet) — "No such file", "not
+    found", a 404 — checked again after a deliberate wait in a session whose user
+    asked the agent to watch ("check every 10 minutes for up to two hours":
+    ``ResultView.watched`` and ``paced``) is not counted: the same "No such file" at
+    each check is what waiting for a bank's late file looks like. In a blind batch
+    such a wait was halted at its fifth check. A failure no wait can change (a module
+    or a command missing) counts, watch or not, and so does any failure with no
+    request to watch.
 
 A retry that backs off
-    A failure that says it may pass by itself (the service down or busy: a 503, a
-    429, a concurrency limit, a time-out: ``says_transient``), retried after a
+    A failure that says it may pass by itself (the service it reached down or busy:
+    a 503 or a 429 given as a status, a rate limit, a connection refused, a read
+    timed out, a concurrency limit: ``says_transient``; not a timeout of the agent's
+    own, such as a page element's), retried after a
     deliberate wait since the call's last answer (``ResultView.paced``: a ``sleep``
     call, a wait), is backing off, not re-sending blindly: not counted by the
     five-failure rule. The same error again and again is still a loop, at the
@@ -105,15 +109,41 @@ an unpaired result is not counted.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, ClassVar, Self
 
 from msgspec import Meta, Struct, structs
 
 from ..canonical import truncate_middle
-from .base import CallView, Finding, ResultView, Signal, SignalConfig, says_transient
+from .base import (
+    CallView,
+    Finding,
+    ResultView,
+    Signal,
+    SignalConfig,
+    says_only_status,
+    says_transient,
+)
 from .facts import FLAG_WRITE
 
 SIGNAL_ID = "failure-loop"
+_NOT_THERE_YET = re.compile(
+    r"(?i)no such (?:file|key|object|bucket|table|resource)|does ?n[o']t exist|not (?:yet )?(?:found|available|ready)"
+    r"|cannot (?:access|find|open)|\b404\b|nosuchkey"
+)
+_WAIT_CANNOT_CHANGE = re.compile(r"(?i)command not found|no module named|not recognized as|modulenotfound|importerror")
+
+
+def _not_there_yet(result: ResultView) -> bool:
+    """Whether a failure says that what it looked for is not there, as a file or an
+    object awaited is until it lands, and not a failure no wait can change (read in the
+    output too when the error says only the exit status)."""
+    error = result.error or ""
+    head = error[:512]
+    payload = result.event.result
+    if says_only_status(error) and type(payload) is str:
+        head = payload[:512]
+    return _NOT_THERE_YET.search(head) is not None and _WAIT_CANNOT_CHANGE.search(head) is None
 MAX_CALLS = 8
 _KEY_MASK = (1 << 56) - 1
 _COUNT_MASK = 0x7F
@@ -215,11 +245,12 @@ class FailureLoop(Signal):
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
         if self.exempt and result.tool in self.exempt:
             return None
-        if result.failed and result.watched and result.paced:
-            # Checks at the pace the session's user asked for ("check every 10 minutes
-            # for up to two hours"), each after a deliberate wait of it: the same
-            # failure again ("No such file" until the bank's file lands) is what the
-            # user asked the agent to wait through, not a call re-sent blindly.
+        if result.failed and result.watched and result.paced and _not_there_yet(result):
+            # Checks the session's user asked for ("check every 10 minutes for up to two
+            # hours"), each after a deliberate wait: the same "No such file" again, until
+            # the bank's file lands, is what the user asked the agent to wait through.
+            # Only a failure saying what it looked for is not there (yet): a failure that
+            # waiting cannot change (a module missing, a command not found) is counted.
             return None
         key = result.call_key & _KEY_MASK
         if key and self.across_writes and (
