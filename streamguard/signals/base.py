@@ -1023,11 +1023,31 @@ _PROCESS_NOUNS = (
     r"|replication|installation|update|transfer|upload|download|reindex|snapshot|compaction)"
 )
 """Work an API's sentence may say is in progress (see :data:`_IN_PROGRESS`)."""
-_IN_PROGRESS_SENTENCE = (
-    r"(?:^|[.!?\"]\s*|:\s+)(?:(?!(?:no|not|nothing|none)\b)[a-z]+\s+)?"
+_PROCESS_IN_PROGRESS = re.compile(
     rf"{_PROCESS_NOUNS}\s+(?:is\s+)?(?:still\s+)?in[ _-]progress\b"
     r"(?![ _-]*(?:flag|field|marker|label|state|status)\b)"
 )
+_NEGATIONS = frozenset({"no", "not", "nothing", "none"})
+
+
+def _says_process_in_progress(folded: str) -> bool:
+    """An API's sentence naming the work and saying it is in progress (Snowflake's
+    "Asynchronous execution in progress.", "Deployment in progress", "Backup is still in
+    progress"), over folded text: the sentence opens with the work's own word, one word
+    before it at most and no negation. Not "work in progress" (a draft's label), "No
+    backup operation in progress", "- [ ] Task in progress" or an "in-progress flag".
+    Read only where the status patterns found nothing and the text says "progress"."""
+    for match in _PROCESS_IN_PROGRESS.finditer(folded):
+        start = match.start()
+        head = folded[max(0, start - 64) : start]
+        cut = max(head.rfind(mark) for mark in '.!?":')
+        if cut < 0 and start > 64:
+            continue  # no sentence opening within reach
+        words = head[cut + 1 :].split()
+        if len(words) > 1 or (words and words[0] in _NEGATIONS):
+            continue
+        return True
+    return False
 _PROGRESS_WORDS = (
     r"pending\w*|queued|queue?ing|in[ _-]?progress|in[ _-]?queue|running|executing|processing|provisioning"
     r"|creating|starting|initiali[sz]ing|deploying|building|waiting|scheduled"
@@ -1078,12 +1098,6 @@ _IN_PROGRESS = re.compile(
     # {"complete": 62, "in_progress": 1}, a queue's {"queued": 4}. Not "running" (a
     # cluster's {"running": 3} pods is where they stay) and not zero (nothing under way).
     r'|(?i:"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9])'
-    # An API's sentence naming the work and saying it is in progress (Snowflake's
-    # "Asynchronous execution in progress.", "Deployment in progress", "Backup is still
-    # in progress"): the sentence opens with the work's own word (one word before it at
-    # most, and no negation), not "work in progress" (a draft's label), "No backup
-    # operation in progress" or an "in-progress flag".
-    rf"|(?i:{_IN_PROGRESS_SENTENCE})"
 )
 BARE_STATUS_LIMIT = 48
 """Longest answer read as a status printed alone (:data:`_BARE_UNDER_WAY`)."""
@@ -1266,7 +1280,6 @@ _IN_PROGRESS_FOLDED = re.compile(
     rf"|s(?:tatus|tate|tage)(?:{_FOLDED_KEY}|{_FOLDED_STEP})"
     rf"|p(?:hase(?:{_FOLDED_KEY}|{_FOLDED_STEP})|rogress{_FOLDED_KEY})"
     r'|"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9]'
-    rf"|{_IN_PROGRESS_SENTENCE}"
 )
 """:data:`_IN_PROGRESS` over folded text."""
 _FOLDED_HTTP_WORD = r"\d\d\s+(?:service|not|bad|gateway|internal|too|forbidden|unauthorized)\b"
@@ -1479,7 +1492,9 @@ def says_in_progress(result: ResultView) -> bool:
         text, folded = _replaced(_END_AWAITED_FOLDED, text, folded, True)
         if _FAILED_FOLDED.search(folded) is None:
             done = len(_DONE_FOLDED.findall(folded))
-            under_way = _IN_PROGRESS_FOLDED.search(folded) is not None
+            under_way = _IN_PROGRESS_FOLDED.search(folded) is not None or (
+                "progress" in folded and _says_process_in_progress(folded)
+            )
             done_parts = len(_DONE_VALUE_FOLDED.findall(folded)) if done else 0
             if not under_way and len(text) <= BARE_STATUS_LIMIT and _BARE_UNDER_WAY.fullmatch(folded):
                 # A status printed alone (`aws rds describe-db-instances --query
