@@ -229,6 +229,7 @@ class SessionMark(Struct, array_like=True, gc=False):
     last_ts: float
     flags: int
     born: float = 0.0  # the session state's first event time (Fact.born)
+    older: list[float] = []  # the first event times of its states before, newest last
 
 
 class Bucket(Struct, array_like=True, gc=False):
@@ -253,6 +254,8 @@ class Circuit(Struct, kw_only=True, omit_defaults=True):
 
 
 CLOSES_KEPT = 16
+BORNS_KEPT = 4
+"""States of one session before its present one whose facts a scope still tells apart."""
 
 
 class ScopeState(Struct, kw_only=True, omit_defaults=True):
@@ -385,21 +388,26 @@ def apply_fact(
     if ts > now:
         ts = now
     if fact.kind == "close":
-        # A close is an operator's reset, forwarded again after a crash: by its time,
-        # a replayed one is told from a new one and closes nothing twice.
-        identity = (ts, fact.by or "")
-        if identity in state.closes or (not state.closes and ts <= state.last_close):
+        # A close is an operator's reset, forwarded again after a crash: by its time as
+        # stamped (not as read against this clock, which moves between the forwards)
+        # and its author, a replayed one is told from a new one and closes nothing twice.
+        stamped = min(fact.ts, now + max_skew_s)
+        identity = (stamped, fact.by or "")
+        if identity in state.closes or (not state.closes and stamped <= state.last_close):
             # (no closes listed: a state from before the list, read by order as then)
             return Applied(counted=False, skip="duplicate", clamped=clamped)
         state.closes = [*state.closes[-(CLOSES_KEPT - 1) :], identity]
-        state.last_close = max(state.last_close, ts)
+        state.last_close = max(state.last_close, stamped)
         return Applied(counted=True, clamped=clamped, decisions=close(state, fact.by, now))
     sessions = state.sessions
     mark = sessions.get(fact.session)
+    older: list[float] = []
     if mark is not None and fact.born != mark.born:
-        if fact.born < mark.born:  # a replay of the state before the one counted now
+        if fact.born in mark.older:  # a replay of a state before the one counted now
             return Applied(counted=False, skip="duplicate", clamped=clamped)
-        # the session was evicted and came back: a new state, counted from 0
+        # The session was evicted and came back: a new state, counted from 0. Told by
+        # identity, not order: its first event may be stamped before the old state's.
+        older = [*mark.older[-(BORNS_KEPT - 1) :], mark.born]
         del sessions[fact.session]
         mark = None
     if mark is not None and fact.index <= mark.index:
@@ -407,7 +415,7 @@ def apply_fact(
     if mark is None:
         usd, tokens = min(fact.usd, fact.cum_usd), min(fact.tokens, fact.cum_tokens)
         new_flags = fact.flags
-        mark = SessionMark(fact.index, fact.cum_usd, fact.cum_tokens, ts, fact.flags, fact.born)
+        mark = SessionMark(fact.index, fact.cum_usd, fact.cum_tokens, ts, fact.flags, fact.born, older)
         if len(sessions) >= MAX_SESSIONS:
             del sessions[next(iter(sessions))]  # the least recently updated
     else:

@@ -427,3 +427,37 @@ def test_a_close_from_a_clock_running_behind_an_earlier_ones_still_closes() -> N
     assert apply_fact(state, r, bob, NOW + 300, SKEW).skip == "duplicate"  # forwarded again
     restored = decode_scope(encode_scope(state))
     assert apply_fact(restored, r, alice, NOW + 300, SKEW).skip == "duplicate"
+
+
+def test_a_close_stamped_ahead_of_the_stage_is_still_told_apart_when_forwarded_again() -> None:
+    """The operator's clock runs ahead: the close is read at the stage's clock for the
+    window, but known by its own stamp, so the same close forwarded again after a crash
+    (read at another moment) closes nothing twice."""
+    r = rule(FleetLimit(metric="spend_usd", above=1, action="halt"))
+    state = new_scope(SCOPE, r)
+    apply_fact(state, r, fact("s", 1, 2, 2), NOW, SKEW)
+    alice = Fact(kind="close", scope=SCOPE, ts=NOW + 120, by="alice")
+    assert apply_fact(state, r, alice, NOW + 1, SKEW).counted
+    apply_fact(state, r, fact("s", 2, 4, 2, ts=NOW + 30), NOW + 30, SKEW)
+    assert state.circuit.state == "open" and state.circuit.generation == 2
+    assert apply_fact(state, r, alice, NOW + 60, SKEW).skip == "duplicate"
+    assert state.circuit.state == "open"
+
+
+def test_a_returning_session_stamped_before_its_old_state_is_counted_too() -> None:
+    """States are told apart by identity, not by order: a session back with a clock set
+    earlier is a new state all the same; the old state's facts stay duplicates."""
+    limit = FleetRule(name="daily", window_s=86400, limits=[FleetLimit(metric="spend_usd", above=100, action="halt")])
+    limit.validate()
+    state = new_scope("daily:agent=bot", limit)
+
+    def spend(index: int, cum: float, usd: float, born: float) -> Fact:
+        return Fact(kind="session", scope=state.scope, session="s1", index=index, ts=NOW,
+                    cum_usd=cum, usd=usd, born=born)
+
+    old = spend(3, 5.0, 5.0, NOW - 10)
+    assert apply_fact(state, limit, old, NOW, SKEW).counted
+    for index, cum, usd in ((1, 50.0, 50.0), (2, 150.0, 100.0)):
+        assert apply_fact(state, limit, spend(index, cum, usd, NOW - 20), NOW, SKEW).counted
+    assert window_totals(state, limit).spend_usd == 155.0 and state.circuit.state == "open"
+    assert apply_fact(state, limit, old, NOW, SKEW).skip == "duplicate"

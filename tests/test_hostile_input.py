@@ -347,11 +347,14 @@ def test_a_dead_letter_fits_the_output_limit_whatever_the_limit(limit: int) -> N
     refused dead letter would stall the partition: key, copied headers, error and
     value each get a share of the limit."""
     processor, producer = _processor(max_output_bytes=limit)
-    headers = [(f"h{i}", b"x" * 1000) for i in range(16)]
+    # header names of characters four bytes long each: counted in bytes, as sent
+    headers = [(f"e{i}" + "\U0001F600" * 60, b"") for i in range(16)] + [
+        (f"h{i}", b"x" * 1000) for i in range(16)
+    ]
     _run(processor, [_record(b"{" + b"x" * 100_000, b"k" * 2000, headers=headers)])
     (letter,) = _dead_letters(producer)
     size = len(letter["key"] or b"") + len(letter["value"] or b"") + sum(
-        len(name) + len(value or b"") + 10 for name, value in letter["headers"]
+        len(name.encode()) + len(value or b"") + 10 for name, value in letter["headers"]
     )
     assert size + 128 <= limit
     assert letter["value"] and dict(letter["headers"])["dlq.value-truncated-from"] == b"100001"

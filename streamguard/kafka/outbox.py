@@ -46,6 +46,11 @@ MAX_ERROR_HEADER = 1000
 # What a dead letter copies of a hostile record's key and headers.
 MAX_DEAD_LETTER_KEY = 1024
 MAX_COPIED_HEADER_BYTES = 16 * 1024
+def _cut_bytes(text: str, limit: int) -> bytes:
+    """``text`` as UTF-8, at most ``limit`` bytes (a character cut in two is dropped)."""
+    return text.encode("utf-8", "replace")[:limit].decode("utf-8", "ignore").encode()
+
+
 # A record's framing and a header's (lengths as varints, attributes, timestamps), at most.
 _RECORD_OVERHEAD = 128
 _HEADER_OVERHEAD = 10
@@ -152,7 +157,7 @@ class Outbox:
             if name.startswith(OWNED_HEADER_PREFIXES):
                 self.metrics.security_events.labels("forged_header").inc()
                 continue
-            size = len(name) + (len(value) if value else 0)
+            size = len(name.encode("utf-8", "replace")) + (len(value) if value else 0)
             if size > budget:
                 copied.append(("streamguard.headers-truncated", b"1"))
                 break
@@ -172,7 +177,7 @@ class Outbox:
         headers = self.copied_headers(record)
         headers += [
             ("dlq.reason", reason.encode()),
-            ("dlq.error", error[: min(MAX_ERROR_HEADER, eighth)].encode("utf-8", "replace")),
+            ("dlq.error", _cut_bytes(error, min(MAX_ERROR_HEADER, eighth))),
             ("dlq.source.topic", tp.topic.encode()),
             ("dlq.source.partition", str(tp.partition).encode()),
             ("dlq.source.offset", str(record.offset).encode()),
@@ -184,7 +189,9 @@ class Outbox:
             headers.append(("dlq.key-truncated-from", str(len(key)).encode()))
             key = key[:key_limit]
         if value is not None:
-            used = sum(len(name) + len(v or b"") + _HEADER_OVERHEAD for name, v in headers)
+            used = sum(
+                len(name.encode("utf-8", "replace")) + len(v or b"") + _HEADER_OVERHEAD for name, v in headers
+            )
             room = limit - used - (len(key) if key else 0) - _RECORD_OVERHEAD
             if len(value) > room:
                 # Too big to produce again with our headers: keep the start, say so.
