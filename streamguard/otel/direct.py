@@ -42,6 +42,7 @@ from .mapping import (
     _span_items,
     map_logs,
     span_kind,
+    trace_session,
 )
 from .otlp import LogRecordView, SpanRecord
 from .records import EventItems, SessionEntries, grouped_records, session_records
@@ -125,15 +126,7 @@ def span_entry(
         ignored["not_genai"] = ignored.get("not_genai", 0) + 1
         return None
     if session is None:
-        # a sibling's session joins it whatever the keys; the trace id itself is a
-        # session only when `trace` is one of them
-        learned = named.get(span.trace_id)
-        if learned is None and traces is not None:
-            learned = traces.get(span.trace_id)
-        if learned is not None:
-            session = learned
-        elif uses_trace:
-            session = span.trace_id or None
+        session = trace_session(span.trace_id, named, traces, uses_trace)
         if session is None:
             ignored["no_session"] = ignored.get("no_session", 0) + 1
             return None

@@ -460,6 +460,20 @@ def _attribute_session(
     return None
 
 
+def trace_session(
+    trace_id: str, named: dict[str, str], traces: TraceSessions | None, uses_trace: bool
+) -> str | None:
+    """The session of a span whose own attributes name none: its trace's, as the payload
+    names it (``named``), else as learned before (``traces``); a sibling's session joins
+    it whatever the keys. Else the trace id itself, only when ``trace`` is a session key."""
+    learned = named.get(trace_id)
+    if learned is None and traces is not None:
+        learned = traces.get(trace_id)
+    if learned is not None:
+        return learned
+    return (trace_id or None) if uses_trace else None
+
+
 def span_session(
     span: SpanRecord, config: MappingConfig, traces: TraceSessions | None = None
 ) -> str | None:
@@ -470,13 +484,7 @@ def span_session(
         if traces is not None:
             traces.learn(span.trace_id, session)
         return session
-    # a sibling's session joins it whatever the keys; the trace id itself is a session
-    # only when `trace` is one of them
-    if traces is not None:
-        learned = traces.get(span.trace_id)
-        if learned is not None:
-            return learned
-    return (span.trace_id or None) if uses_trace else None
+    return trace_session(span.trace_id, {}, traces, uses_trace)
 
 
 def _agent(attrs: dict[str, Any], resource: dict[str, Any]) -> str | None:
@@ -925,13 +933,7 @@ def map_spans(
                 result = "not_genai"
             else:
                 if session is None:
-                    learned = named.get(span.trace_id)
-                    if learned is None and traces is not None:
-                        learned = traces.get(span.trace_id)
-                    if learned is not None:
-                        session = learned
-                    elif uses_trace:
-                        session = span.trace_id or None
+                    session = trace_session(span.trace_id, named, traces, uses_trace)
                 result = "no_session" if session is None else _mapped_alone(span, kind, session, config)
         if isinstance(result, str):
             ignored[result] = ignored.get(result, 0) + 1
