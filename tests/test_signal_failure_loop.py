@@ -330,3 +330,24 @@ def test_what_waiting_cannot_change_is_a_loop_whatever_waits_between() -> None:
     gone = ["Timeout 30000ms exceeded waiting for selector \"#invoice-2024-03 a.download\""] * 12
     assert "failure-loop" in _retried("page_wait_for_selector", {"selector": "#invoice-2024-03 a.download"}, gone,
                                       wait=None)
+
+
+def test_a_retry_storm_backing_off_in_quiet_time_with_the_status_in_its_output_is_no_loop() -> None:
+    """A runner's "exit status 1", the 503 in what the command printed, retried after
+    growing quiet (10 s to 3 minutes, no wait call): backing off. The same retries sent
+    back to back are the same failing call re-sent."""
+    def storm(gaps: list[float]) -> list[str]:
+        trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
+        at = 1001.0
+        for n, gap in enumerate(gaps):
+            out = ("ERROR 504 Gateway Timeout: https://api.example.net/reports\n" if n == 3 else
+                   "ERROR 503 Service Unavailable: https://api.example.net/reports (upstream maintenance)\n")
+            trace += [ToolCall(session="f", tool="run_command", args={"cmd": "python -m era_tool list"}, ts=at),
+                      ToolResult(session="f", tool="run_command", error="exit status 1", result=out, ts=at + 1)]
+            at += 1 + gap
+        engine = Engine(parse_policy_set(WARN))
+        return [o.signal for event in trace for o in engine.process(event, event.ts)
+                if isinstance(o, Alert) and o.severity == "critical"]
+
+    assert "failure-loop" not in storm([10, 34, 44, 65, 108, 177])
+    assert "failure-loop" in storm([1, 1, 1, 1, 1, 1])

@@ -71,10 +71,10 @@ A retry that backs off
     A failure that says it may pass by itself (the service it reached down or busy:
     a 503 or a 429 given as a status, a rate limit, a connection refused, a read
     timed out, a concurrency limit: ``says_transient``; not a timeout of the agent's
-    own, such as a page element's), retried after a
-    deliberate wait since the call's last answer (``ResultView.paced``: a ``sleep``
-    call, a wait), is backing off, not re-sending blindly: not counted by the
-    five-failure rule. The same error again and again is still a loop, at the
+    own, such as a page element's; read in the output when the error says only the
+    exit status), retried after a pause since the call's last answer (a ``sleep``
+    call, a wait, or ``[waits] pause_seconds`` of quiet: ``ResultView.paused``), is
+    backing off, not re-sending blindly: not counted by the five-failure rule. The same error again and again is still a loop, at the
     across-writes rule's eighth. In a blind batch a Qualys fetch retried through
     503s, 409s and a time-out after sleeps of 15 s to 2 minutes, then answered, was
     halted at its fifth attempt.
@@ -134,15 +134,21 @@ _NOT_THERE_YET = re.compile(
 _WAIT_CANNOT_CHANGE = re.compile(r"(?i)command not found|no module named|not recognized as|modulenotfound|importerror")
 
 
+def _failure_text(result: ResultView) -> str:
+    """What a failure says: its error, or the output it came with when the error says
+    only the exit status (``exit status 1`` beside "ERROR 503 Service Unavailable")."""
+    error = result.error or ""
+    payload = result.event.result
+    if says_only_status(error) and type(payload) is str:
+        return payload[:512]
+    return error[:512]
+
+
 def _not_there_yet(result: ResultView) -> bool:
     """Whether a failure says that what it looked for is not there, as a file or an
     object awaited is until it lands, and not a failure no wait can change (read in the
     output too when the error says only the exit status)."""
-    error = result.error or ""
-    head = error[:512]
-    payload = result.event.result
-    if says_only_status(error) and type(payload) is str:
-        head = payload[:512]
+    head = _failure_text(result)
     return _NOT_THERE_YET.search(head) is not None and _WAIT_CANNOT_CHANGE.search(head) is None
 MAX_CALLS = 8
 _KEY_MASK = (1 << 56) - 1
@@ -271,7 +277,7 @@ class FailureLoop(Signal):
                 return None
         if not key:
             return None
-        if result.failed and result.paced and says_transient(result.error):
+        if result.failed and result.paused and says_transient(_failure_text(result)):
             # A retry after a deliberate wait of a failure that may pass by itself (a
             # 503, a rate limit, a concurrency limit, a timeout): backing off, not
             # re-sending blindly. Not counted here; the same error again and again is
