@@ -282,3 +282,21 @@ def test_one_alert_per_no_op_run_at_least_threshold(events: list[str], raw: int)
             d.turn_start()
         assert d.signal.is_latched(d.state) == (run >= threshold)
     assert len(d.findings) == expected
+
+
+def test_a_sweep_whose_no_ops_each_name_their_item_is_no_streak() -> None:
+    """An update per provider of a directory, most answering that nothing changed, each
+    answer naming its provider: the sweep converging item by item. The same refusal
+    heard again, or no-ops that say nothing, still trip at the threshold."""
+    d = driver()
+    for n in range(12):
+        assert d.result("directory_update_provider", result={"npi": f"13054012{n:02d}", "updated_fields": []},
+                        no_op=True) is None
+    d = driver()
+    found = [noop(d) for _ in range(3)]
+    assert found[:2] == [None, None] and found[2] is not None
+    d = driver()
+    d.result("update", result={"id": "a"}, no_op=True)
+    d.result("update", result={"id": "b"}, no_op=True)
+    d.result("update", result={"id": "a"}, no_op=True)  # an item again: the streak counts on
+    assert d.result("update", result={"id": "a"}, no_op=True) is not None

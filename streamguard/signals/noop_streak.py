@@ -45,9 +45,18 @@ Severity: critical, scope ``turn``
     no-op calls raise both this and ``repeated-tool-call``. Under enforce this
     one trips first and the halt is idempotent.
 
+A sweep whose no-ops name their items
+    A no-op whose answer says something the streak has not heard (a directory
+    update answering ``{"npi": "1493028645", "updated_fields": []}`` for the next
+    provider) names what it left alone: the sweep converging item by item. The
+    streak starts again at it; answers heard before in the streak, or no-ops that
+    say nothing, count on. A sweep of thirty providers' attestations, twenty of
+    them answered this way, was halted at its third in a blind batch.
+
 Known false positives
     A deliberately idempotent workflow: three converge-to-desired-state calls
-    in a row that all find nothing to do. That is why the flag is opt-in per
+    in a row that all find nothing to do, answered alike (a replay of messages
+    each answering "duplicate, no change"). That is why the flag is opt-in per
     tool — a tool whose no-ops are ordinary (deleting a file that is already
     gone during a cleanup sweep) should not set it, or can be listed in
     ``exempt_tools``.
@@ -63,9 +72,19 @@ from typing import Annotated, Any
 
 from msgspec import Meta, Struct
 
-from .base import Finding, ResultView, Signal, SignalConfig, streak_tools, tool_list_text
+from .base import (
+    Finding,
+    ResultView,
+    Signal,
+    SignalConfig,
+    fingerprint_payload,
+    streak_tools,
+    tool_list_text,
+)
 
 SIGNAL_ID = "no-op-streak"
+ANSWERS_KEPT = 8
+"""No-op answers of a streak remembered to tell a sweep's from a refusal heard again."""
 
 
 class NoOpStreakConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -82,6 +101,9 @@ class NoOpStreakState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Consecutive no-op results so far."""
     tools: tuple[str, ...] = ()
     """Distinct tool names of the streak, at most ``threshold`` of them."""
+    answers: tuple[int, ...] = ()
+    """Fingerprints of the streak's no-op answers that named something, at most
+    ``ANSWERS_KEPT`` of them (``on_result``)."""
 
 
 
@@ -111,7 +133,19 @@ class NoOpStreak(Signal):
             if state.run:
                 state.run = 0
                 state.tools = ()
+                state.answers = ()
             return None
+        answer = fingerprint_payload(result.event.result, result.event.result_digest)
+        if answer and answer not in state.answers:
+            # A no-op that says something new names what it left alone (a directory
+            # update answering {"npi": "1493028645", "updated_fields": []} for the next
+            # provider of a sweep): the sweep converging, item by item, not a refusal
+            # heard again. The streak starts again at it. Answers alike ("already
+            # recorded for this turn"), or saying nothing, count on.
+            state.answers = (*state.answers[-(ANSWERS_KEPT - 1) :], answer)
+            if state.run:
+                state.run = 0
+                state.tools = ()
         state.run += 1
         threshold = self.threshold
         if state.run > threshold:
