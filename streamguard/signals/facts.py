@@ -1561,15 +1561,15 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
         if waited is not None:
             return waited
     if len(args) == 1 and not facts.wait:
-        # A tool named for waiting given a time alone (Playwright MCP's `browser_wait_for
-        # {"time": 300}`) waits; given a text or a selector to wait for, it checks a
-        # condition, and its failures are a check's.
+        # A tool that waits for something (Playwright MCP's `browser_wait_for`) given a
+        # time alone (`{"time": 300}`) waits; given a text or a selector to wait for, it
+        # checks a condition, and its failures are a check's. (A tool named for waiting
+        # alone is the [waits] tools list's to say.)
         [(key, value)] = args.items()
-        if (
-            key in _DURATION_KEYS and type(value) in (int, float) and value > 0
-            and "wait" in name_words(tool)
-        ):
-            return _WAIT_FACTS
+        if key in _DURATION_KEYS and type(value) in (int, float) and value > 0:
+            words = name_words(tool)
+            if "wait" in words and "for" in words:
+                return _WAIT_FACTS
     if (
         ("operation" in args or "op" in args) and not facts.write and not facts.search
     ):
