@@ -212,6 +212,10 @@ def _hooks_for(
     return hooks
 
 
+RESETS_KEPT = 4
+"""Operator resets a session remembers, to skip one delivered twice (``Watchdog.reset``)."""
+
+
 class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     """Everything the watchdog remembers about one session.
 
@@ -226,6 +230,9 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     last_seq: int = -1
     applied: int = 0  # events and controls applied; keys deterministic output ids
     last_ts: float | None = None
+    # The last RESETS_KEPT operator resets applied, each (its stamp, by, guardrail,
+    # budget): the same reset delivered again is skipped (Watchdog.reset).
+    resets: tuple[tuple[float, str, str, float], ...] = ()
     # The time of the first record (an event, or an operator's control) of this state,
     # set by the engine that makes it: a session evicted and seen again starts a new
     # state, and the fleet stage tells its facts from a replay of the old state's by it
@@ -1188,7 +1195,17 @@ class Watchdog:
     # ----------------------------------------------------------------- resets
 
     def reset(self, state: SessionState, event: Reset, ts: float | None = None) -> list[Output]:
-        """Apply an operator reset (from the control source only) and acknowledge it."""
+        """Apply an operator reset (from the control source only) and acknowledge it.
+
+        A reset the operator stamped (``ts``: the command line and the client do) that
+        the session already applied is skipped: a copy of it delivered again (a reset
+        re-routed to the session's home partition, copied a second time after a crash)
+        must not raise a budget twice."""
+        if event.ts is not None:
+            identity = (event.ts, event.by or "", event.guardrail, event.additional_budget_usd or 0.0)
+            if identity in state.resets:
+                return []
+            state.resets = (*state.resets[-(RESETS_KEPT - 1) :], identity)
         state.applied += 1
         if ts is not None:
             state.last_ts = ts

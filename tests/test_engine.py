@@ -181,3 +181,22 @@ def test_a_state_made_by_an_operators_reset_is_born_at_it() -> None:
     second = life(engine, 90_000.0)
     assert engine.sessions["s"].born == 90_000.0
     assert first and second and set(first).isdisjoint(second)
+
+
+def test_the_same_stamped_reset_delivered_twice_raises_a_budget_once() -> None:
+    """A reset re-routed to its session's home partition can be copied there twice
+    (the copy acknowledged, the original's offset not yet committed, a crash): the
+    second copy, the operator's own stamp and all, is skipped. Two resets stamped
+    apart are two."""
+    from streamguard.events import GuardrailReset, Reset, Usage
+    from streamguard.policy import parse_policy_set
+
+    engine = Engine(parse_policy_set('mode = "enforce"\n[cost_ceiling]\nmax_session_usd = 1.0\n'))
+    engine.process(Usage(session="s", cost_usd=1.2), 100.0)
+    reset = Reset(session="s", guardrail="cost_ceiling", additional_budget_usd=1.0, by="oncall", ts=200.0)
+    first = engine.control(reset, 201.0)
+    again = engine.control(reset, 260.0)
+    assert [type(o) for o in first] == [GuardrailReset] and again == []
+    assert first[0].max_session_usd == 2.0
+    later = engine.control(Reset(session="s", guardrail="cost_ceiling", additional_budget_usd=1.0, by="oncall", ts=300.0))
+    assert later[0].max_session_usd == 3.0
