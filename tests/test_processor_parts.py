@@ -17,6 +17,37 @@ from streamguard.policy import PolicySet
 DAY = 86_400.0
 
 
+def _fleet_processor(policy_text: str, now: float, status: PartitionStatus = PartitionStatus.ACTIVE
+                     ) -> tuple[Any, OwnedPartition, list[Any]]:
+    """A processor owning partition 0 of one, under a policy, at a fixed clock; its outputs
+    are captured rather than sent. Returns the processor, its partition and the outputs."""
+    from streamguard.kafka.config import ProcessorConfig
+    from streamguard.kafka.processor import Processor
+    from streamguard.policy import parse_policy_set
+
+    processor = Processor(ProcessorConfig(), policy=parse_policy_set(policy_text), clock=lambda: now)
+    processor.partition_count = 1
+    part = processor.sessions.add_partition(0, status)
+
+    async def no_send() -> None:
+        return None
+
+    processor._send_outbox = no_send
+    emitted: list[Any] = []
+    processor.outbox.emit = lambda output, ts: emitted.append(output)
+    return processor, part, emitted
+
+
+def _event_records(events: list[dict[str, Any]], first_offset: int = 0) -> list[Any]:
+    """Events as the consumer hands them over: JSON values keyed by session."""
+    import json
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(offset=first_offset + n, key=event["session"].encode(), timestamp=1_000_000,
+                            headers=[], value=json.dumps(event).encode())
+            for n, event in enumerate(events)]
+
+
 def test_a_restored_last_activity_from_the_future_does_not_block_eviction() -> None:
     engine = Engine(PolicySet())
     evicted: list[str] = []
@@ -209,43 +240,24 @@ async def test_a_circuit_opening_halts_a_session_whose_tenant_was_named_after_it
     and tenant named by a later event (an [[agents]] override makes the engine take them)
     must move the session to its origin there too, or an opening circuit of that tenant
     would not visit it (it would be tripped only at its next event)."""
-    import json
-    from types import SimpleNamespace
-
     from aiokafka.structs import TopicPartition
 
     from streamguard.fleet_windows import CircuitRecord
-    from streamguard.kafka.config import ProcessorConfig
-    from streamguard.kafka.processor import Processor
-    from streamguard.policy import parse_policy_set
 
-    policy = parse_policy_set(
+    processor, part, emitted = _fleet_processor(
         '[[agents]]\nmatch = "lab-*"\nmode = "warn"\n'
-        '[[fleet]]\nname = "spend"\nby = "tenant"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n'
-    )
-    processor = Processor(ProcessorConfig(), policy=policy, clock=lambda: 1000.0)
-    processor.partition_count = 1
-    part = processor.sessions.add_partition(0, PartitionStatus.ACTIVE)
+        '[[fleet]]\nname = "spend"\nby = "tenant"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n',
+        now=1000.0)
     tp = TopicPartition("agent.events", 0)
-
-    def record(offset: int, event: dict[str, Any]) -> Any:
-        return SimpleNamespace(offset=offset, value=json.dumps(event).encode(),
-                               key=event["session"].encode(), timestamp=1_000_000, headers=[])
-
-    processor._process_events(part, tp, [record(0, {"type": "turn_start", "session": "s1"})])
-    processor._process_events(part, tp, [record(1, {
-        "type": "tool_call", "session": "s1", "agent": "coder", "tenant": "acme", "tool": "t", "args": {}})])
+    processor._process_events(part, tp, _event_records([{"type": "turn_start", "session": "s1"}]))
+    processor._process_events(part, tp, _event_records([{
+        "type": "tool_call", "session": "s1", "agent": "coder", "tenant": "acme", "tool": "t", "args": {}}],
+        first_offset=1))
     assert processor.engine.sessions["s1"].tenant == "acme"
     assert {origin: set(members) for origin, members in processor.sessions.by_origin.items()} == {
         ("coder", "acme"): {"s1"}}
+    assert emitted == []  # naming the session's tenant emits nothing by itself
 
-    emitted: list[Any] = []
-    processor.outbox.emit = lambda output, ts: emitted.append(output)  # type: ignore[method-assign]
-
-    async def no_send() -> None:
-        return None
-
-    processor._send_outbox = no_send  # type: ignore[method-assign]
     circuit = CircuitRecord(scope="spend:tenant=acme", rule="spend", by="tenant", value="acme",
                             state="open", generation=1, reason="spend above 1")
     await processor.apply_circuit(circuit, None)
@@ -257,47 +269,28 @@ async def test_a_circuit_closed_while_a_partition_was_restoring_releases_its_ses
     """apply_circuit passes over partitions being restored; the restored session is
     released when its partition is applied to again, with its receipt, not left
     halted for good (a halted agent sends nothing that could release it)."""
-    import json
     from types import SimpleNamespace
 
     from aiokafka.structs import TopicPartition
 
     from streamguard.fleet_windows import CircuitRecord
-    from streamguard.kafka.config import ProcessorConfig
-    from streamguard.kafka.processor import Processor
-    from streamguard.policy import parse_policy_set
 
-    policy = parse_policy_set(
-        '[[fleet]]\nname = "spend"\nby = "tenant"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n'
-    )
+    policy = '[[fleet]]\nname = "spend"\nby = "tenant"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n'
     opened = CircuitRecord(scope="spend:tenant=acme", rule="spend", by="tenant", value="acme",
                            state="open", generation=1, reason="spend above 1")
     closed = CircuitRecord(scope="spend:tenant=acme", rule="spend", by="tenant", value="acme",
                            state="closed", generation=1, reason="closed by an operator")
 
-    async def no_send() -> None:
-        return None
-
-    before = Processor(ProcessorConfig(), policy=policy, clock=lambda: 1000.0)
-    before.partition_count = 1
-    part = before.sessions.add_partition(0, PartitionStatus.ACTIVE)
-    before._send_outbox = no_send  # type: ignore[method-assign]
-    before._process_events(part, TopicPartition("agent.events", 0), [SimpleNamespace(
-        offset=0, key=b"s1", timestamp=1_000_000, headers=[], value=json.dumps(
-            {"type": "tool_call", "session": "s1", "tenant": "acme", "tool": "t", "args": {}}).encode())])
+    before, part, _ = _fleet_processor(policy, now=1000.0)
+    before._process_events(part, TopicPartition("agent.events", 0), _event_records(
+        [{"type": "tool_call", "session": "s1", "tenant": "acme", "tool": "t", "args": {}}]))
     await before.apply_circuit(opened, None)
     assert before.engine.sessions["s1"].halted_by == ("fleet",)
     snapshot = before.snapshot_record("s1", 0)[2]
     assert snapshot is not None
 
-    after = Processor(ProcessorConfig(), policy=policy, clock=lambda: 2000.0)
-    after.partition_count = 1
-    after._send_outbox = no_send  # type: ignore[method-assign]
-    emitted: list[Any] = []
-    after.outbox.emit = lambda output, ts: emitted.append(output)  # type: ignore[method-assign]
-    after.circuits = SimpleNamespace(  # type: ignore[assignment]
-        open={}, circuits={closed.scope: closed}, open_for=lambda scopes: None)
-    restoring = after.sessions.add_partition(0, PartitionStatus.RESTORING)
+    after, restoring, emitted = _fleet_processor(policy, now=2000.0, status=PartitionStatus.RESTORING)
+    after.circuits = SimpleNamespace(open={}, circuits={closed.scope: closed}, open_for=lambda scopes: None)
     await after.apply_circuit(closed, opened)  # the close arrives mid-restore: nothing held yet
     after.rebalancer._install(restoring, {"s1": snapshot})
     assert after.engine.sessions["s1"].halted_by == ("fleet",)
@@ -386,38 +379,23 @@ async def test_a_session_under_two_open_circuits_stays_halted_until_both_close()
     """An agent's rule and its tenant's: the circuit that halted the session closes
     while the other is still open. The halt stays, now the other's, with nothing
     emitted; its close releases the session with its receipt."""
-    import json
     from types import SimpleNamespace
 
     from aiokafka.structs import TopicPartition
 
     from streamguard.fleet_windows import CircuitRecord
-    from streamguard.kafka.config import ProcessorConfig
-    from streamguard.kafka.processor import Processor
-    from streamguard.policy import parse_policy_set
 
-    policy = parse_policy_set(
+    processor, part, emitted = _fleet_processor(
         '[[fleet]]\nname = "aspend"\nby = "agent"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n'
-        '[[fleet]]\nname = "tspend"\nby = "tenant"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n'
-    )
-    processor = Processor(ProcessorConfig(), policy=policy, clock=lambda: 1000.0)
-    processor.partition_count = 1
-    part = processor.sessions.add_partition(0, PartitionStatus.ACTIVE)
-
-    async def no_send() -> None:
-        return None
-
-    processor._send_outbox = no_send  # type: ignore[method-assign]
-    emitted: list[Any] = []
-    processor.outbox.emit = lambda output, ts: emitted.append(output)  # type: ignore[method-assign]
+        '[[fleet]]\nname = "tspend"\nby = "tenant"\n[[fleet.limits]]\nmetric = "tokens"\nabove = 1\n',
+        now=1000.0)
     table: dict[str, CircuitRecord] = {}
     open_: dict[str, CircuitRecord] = {}
-    processor.circuits = SimpleNamespace(  # type: ignore[assignment]
+    processor.circuits = SimpleNamespace(
         open=open_, circuits=table,
         open_for=lambda scopes: next((open_[s] for s in scopes if s in open_), None))
-    processor._process_events(part, TopicPartition("agent.events", 0), [SimpleNamespace(
-        offset=0, key=b"s1", timestamp=1_000_000, headers=[], value=json.dumps(
-            {"type": "turn_start", "session": "s1", "agent": "bot", "tenant": "acme"}).encode())])
+    processor._process_events(part, TopicPartition("agent.events", 0), _event_records(
+        [{"type": "turn_start", "session": "s1", "agent": "bot", "tenant": "acme"}]))
 
     async def apply(scope: str, state: str) -> None:
         rule, _, rest = scope.partition(":")
@@ -454,17 +432,10 @@ def test_a_back_dated_usage_event_does_not_carry_its_batchs_spend_out_of_the_win
     from aiokafka.structs import TopicPartition
 
     from streamguard.fleet_windows import Fact
-    from streamguard.kafka.config import ProcessorConfig
-    from streamguard.kafka.processor import Processor
-    from streamguard.policy import parse_policy_set
 
-    policy = parse_policy_set(
-        '[[fleet]]\nname = "spend"\n[[fleet.limits]]\nmetric = "spend_usd"\nabove = 200\n'
-    )
     now = 1_700_000_000.0
-    processor = Processor(ProcessorConfig(), policy=policy, clock=lambda: now)
-    processor.partition_count = 1
-    part = processor.sessions.add_partition(0, PartitionStatus.ACTIVE)
+    processor, part, _ = _fleet_processor(
+        '[[fleet]]\nname = "spend"\n[[fleet.limits]]\nmetric = "spend_usd"\nabove = 200\n', now=now)
     sent: list[Fact] = []
     assert processor.facts is not None
     processor.facts._send = lambda scope, facts: sent.extend(facts)  # type: ignore[method-assign]

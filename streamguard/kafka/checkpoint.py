@@ -54,6 +54,23 @@ async def within(awaitable: Awaitable[Any], seconds: float, what: str) -> Any:
         raise TimeoutError(f"{what} within {seconds:g} s") from None
 
 
+REVOCATION_SHARE = 0.8
+"""The share of ``rebalance_timeout_ms`` a checkpoint at a revocation may take: the rest
+is the group's, which expels a member slower than the whole."""
+
+
+async def revocation_checkpoint(
+    checkpoint: Awaitable[Any], rebalance_timeout_ms: int, what: str = "the checkpoint on revocation"
+) -> None:
+    """``checkpoint``, run as a revocation's (:data:`REVOCATION_SHARE` of the rebalance
+    timeout, else a :class:`TimeoutError` saying so). What a failure does is the
+    caller's: aiokafka logs and swallows a rebalance listener's exception."""
+    await within(
+        checkpoint, rebalance_timeout_ms / 1000 * REVOCATION_SHARE,
+        f"{what} did not finish (rebalance_timeout_ms)",
+    )
+
+
 class CheckpointPlan(NamedTuple):
     """What one checkpoint covers, fixed when it starts."""
 

@@ -59,7 +59,7 @@ from ..fleet_windows import (
     window_totals,
 )
 from .changelog import read_partitions
-from .checkpoint import within
+from .checkpoint import revocation_checkpoint, within
 from .config import ProcessorConfig
 from .metrics import Metrics
 from .outbox import Outbox, OutputRecord
@@ -417,9 +417,8 @@ class FleetStage:
             self.generation += 1
             if self._producer is not None and self._consumer is not None and self.scopes:
                 try:
-                    await within(
-                        self.checkpoint(),
-                        self.config.rebalance_timeout_ms / 1000 * 0.8,
+                    await revocation_checkpoint(
+                        self.checkpoint(), self.config.rebalance_timeout_ms,
                         "the fleet stage's checkpoint on revocation",
                     )
                 except BaseException as exc:

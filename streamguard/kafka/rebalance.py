@@ -24,12 +24,12 @@ from typing import Any, Protocol
 import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import IllegalStateError, KafkaError
-from aiokafka.partitioner import murmur2
 
 from ..engine import Engine
 from .changelog import ChangelogEntry, ChangelogError, decode_entry, read_partitions
-from .checkpoint import Checkpointer, within
+from .checkpoint import Checkpointer, revocation_checkpoint
 from .config import ProcessorConfig
+from .inspect import home_partition
 from .metrics import Metrics
 from .sessions import OwnedPartition, PartitionStatus, SessionTable
 
@@ -109,11 +109,7 @@ class Rebalancer:
             if host.fatal is not None or not self.sessions.partitions:
                 return
             try:
-                await within(
-                    host.checkpoint(),
-                    self.config.rebalance_timeout_ms / 1000 * 0.8,
-                    "the checkpoint on revocation did not finish (rebalance_timeout_ms)",
-                )
+                await revocation_checkpoint(host.checkpoint(), self.config.rebalance_timeout_ms)
             except BaseException as exc:
                 # aiokafka would log and swallow this; make the loop fail loudly instead.
                 host.fatal = exc
@@ -276,7 +272,8 @@ class Rebalancer:
                     # state per session: the one on its home partition, where its events
                     # arrive. Installing both would list it on two partitions.
                     self.metrics.skipped.labels("duplicate_snapshot").inc()
-                    if self._home(session) != part.number:
+                    count = self.host.partition_count
+                    if count <= 0 or home_partition(session, count) != part.number:
                         log.warning(
                             "session %r: a second snapshot, on changelog partition %d, skipped: "
                             "it is held on partition %d", session, part.number, held.partition,
@@ -298,12 +295,6 @@ class Rebalancer:
         installed = self.sessions.install(part, decoded, self.host.clock())
         self.metrics.restored_sessions.inc(installed)
         return installed
-
-    def _home(self, session: str) -> int:
-        """The session's home partition (the partitioner's murmur2), -1 when the
-        partition count is not known."""
-        count = self.host.partition_count
-        return (murmur2(session.encode()) & 0x7FFFFFFF) % count if count > 0 else -1
 
     async def cancel(self) -> None:
         task, self.restore_task = self.restore_task, None

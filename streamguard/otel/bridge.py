@@ -50,7 +50,7 @@ from aiokafka.partitioner import murmur2
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ..kafka.changelog import iter_to_end
-from ..kafka.checkpoint import within
+from ..kafka.checkpoint import revocation_checkpoint
 from ..kafka.health import HealthServer
 from ..kafka.lifecycle import serve
 from ..kafka.topics import StartupError
@@ -444,23 +444,13 @@ class Bridge:
             result = log_session_records(otlp.decode_logs(value, configured), self.mapping)
             kind = "log"
         else:
-            chosen = otlp.sniff(value) if configured == "auto" else configured
-            if chosen == "otlp_json":
+            mapping, wanted, traces = self.mapping, self.span_filter, self.traces
+            result = otlp.read_payload(
+                value, configured,
                 # straight from the decoded JSON, without span records (the same result)
-                try:
-                    result = json_span_session_records(value, self.mapping, self.span_filter, self.traces)
-                except otlp.OtlpError as json_error:
-                    # a protobuf payload that starts like JSON (see otlp.sniff)
-                    if configured != "auto" or not otlp.may_be_proto(value):
-                        raise
-                    try:
-                        spans = otlp.decode_spans(value, "otlp_proto", self.span_filter)
-                    except otlp.OtlpError:
-                        raise json_error from None
-                    result = span_session_records(spans, self.mapping, self.traces)
-            else:
-                spans = otlp.decode_spans(value, chosen, self.span_filter)
-                result = span_session_records(spans, self.mapping, self.traces)
+                lambda data: json_span_session_records(data, mapping, wanted, traces),
+                lambda data: span_session_records(otlp.decode_spans(data, "otlp_proto", wanted), mapping, traces),
+            )
             kind = "span"
         items = self.metrics.items
         if result.mapped:
@@ -666,11 +656,7 @@ class Bridge:
             self.generation += 1
             if self._consumer is not None and self._producer is not None and self.fatal is None:
                 try:
-                    await within(
-                        self.checkpoint(),
-                        self.config.rebalance_timeout_ms / 1000 * 0.8,
-                        "the checkpoint on revocation did not finish (rebalance_timeout_ms)",
-                    )
+                    await revocation_checkpoint(self.checkpoint(), self.config.rebalance_timeout_ms)
                 except BaseException as exc:
                     # aiokafka logs and swallows a listener's exception and goes on with
                     # the rebalance: fail the loop instead, and give up the partitions

@@ -625,13 +625,13 @@ def sniff(data: bytes) -> Literal["otlp_proto", "otlp_json"]:
     """Which encoding ``data`` most likely is: a JSON object starts with ``{`` after
     any JSON whitespace; a protobuf ``TracesData``/``LogsData`` with field 1's tag byte
     (0x0A) or is empty. 0x0A is also a line feed: a protobuf payload whose first
-    resource is 123 bytes long starts ``\n{``, as JSON may; :func:`may_be_proto` says
-    when the other reading must be tried before the payload is refused."""
+    resource is 123 bytes long starts ``\n{``, as JSON may; :func:`read_payload` then
+    tries the other reading before the payload is refused."""
     start = _JSON_SPACE.match(data).end()  # type: ignore[union-attr]  # matches ""
     return "otlp_json" if data[start : start + 1] == b"{" else "otlp_proto"
 
 
-def may_be_proto(data: bytes) -> bool:
+def _may_be_proto(data: bytes) -> bool:
     """Whether ``data``, sniffed as JSON, may be protobuf all the same (it starts with
     field 1's tag byte)."""
     return data[:1] == b"\n"
@@ -643,7 +643,9 @@ def decode_spans(
     """Every span of one ``TracesData`` / ``ExportTraceServiceRequest`` payload, with
     the attributes ``wanted`` lets through (None: all of them). With ``"auto"``, a
     payload sniffed as JSON that JSON cannot read but protobuf can is read as protobuf."""
-    return _decode(data, encoding, wanted, _spans_from_json, _spans_from_proto)
+    return read_payload(
+        data, encoding, lambda raw: _spans_from_json(raw, wanted), lambda raw: _spans_from_proto(raw, wanted)
+    )
 
 
 def decode_logs(
@@ -651,29 +653,34 @@ def decode_logs(
 ) -> list[LogRecordView]:
     """Every log record of one ``LogsData`` / ``ExportLogsServiceRequest`` payload
     (``"auto"`` as :func:`decode_spans`)."""
-    return _decode(data, encoding, wanted, _logs_from_json, _logs_from_proto)
+    return read_payload(
+        data, encoding, lambda raw: _logs_from_json(raw, wanted), lambda raw: _logs_from_proto(raw, wanted)
+    )
 
 
-def _decode(
+def read_payload(
     data: bytes,
     encoding: Encoding,
-    wanted: AttributeFilter | None,
-    from_json: Callable[[bytes, AttributeFilter | None], list[_T]],
-    from_proto: Callable[[bytes, AttributeFilter | None], list[_T]],
-) -> list[_T]:
+    from_json: Callable[[bytes], _T],
+    from_proto: Callable[[bytes], _T],
+) -> _T:
+    """``data`` read by ``from_json`` or ``from_proto`` as ``encoding`` says (``"auto"``:
+    :func:`sniff`), the one rule for every reader of a payload: sniffed as JSON, a payload
+    JSON cannot read but protobuf can is read as protobuf (the JSON error raised when
+    neither can). Raises :class:`OtlpError`."""
     sniffed = encoding == "auto"
     if sniffed:
         encoding = sniff(data)
     try:
         if encoding != "otlp_json":
-            return from_proto(data, wanted)
+            return from_proto(data)
         try:
-            return from_json(data, wanted)
+            return from_json(data)
         except OtlpError as json_error:
-            if not (sniffed and may_be_proto(data)):
+            if not (sniffed and _may_be_proto(data)):
                 raise
             try:
-                return from_proto(data, wanted)
+                return from_proto(data)
             except OtlpError:
                 raise json_error from None  # the likelier reading's error
     except RecursionError:
