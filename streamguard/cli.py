@@ -1336,6 +1336,122 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
     return _run_kafka_command("sessions", args, ("changelog_topic",), body)
 
 
+_REHOME_TOPICS = ("group_id", "events_topic", "control_topic", "changelog_topic")
+
+
+async def _require_group_stopped(config: Any, group_id: str, job: str) -> None:
+    """Refuse while the job's group has members: an instance running beside the move
+    would write snapshots of the very sessions being moved."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(**config.client_options())
+    await _start_client(admin, config)
+    try:
+        described = await admin.describe_consumer_groups([group_id])
+    finally:
+        await admin.close()
+    for response in described:
+        for group in response.groups:
+            members, state = group[5], group[2]
+            if members:
+                raise _CommandError(
+                    f"consumer group {group_id!r} has {len(members)} member(s) (state {state}): "
+                    f"stop every `{job}` of it first (an instance running meanwhile writes "
+                    "snapshots of the sessions being moved), or pass --force",
+                    EXIT_REJECTED,
+                )
+
+
+def _rehome_target(args: argparse.Namespace, config: Any) -> tuple[str, list[tuple[str, str]], str, str]:
+    """The changelog to rehome, the topics co-partitioned with it (with their flags),
+    the consumer group that must be stopped, and the job's command."""
+    import os
+
+    if not args.bridge:
+        topics = [(config.events_topic, "--events-topic"), (config.control_topic, "--control-topic")]
+        return config.changelog_topic, topics, config.group_id, "streamguard run"
+    from .otel.config import BridgeConfig
+
+    def bridge_setting(name: str, given: str | None) -> str:
+        if given is not None:
+            return given
+        default: str = getattr(BridgeConfig(), name)
+        return os.environ.get(BridgeConfig.env_name(name), default)
+
+    changelog = bridge_setting("bridge_changelog_topic", args.bridge_changelog_topic)
+    sessions = bridge_setting("sessions_topic", args.sessions_topic)
+    return changelog, [(sessions, "--sessions-topic")], bridge_setting("group_id", args.group_id), "streamguard bridge"
+
+
+def _cmd_rehome(args: argparse.Namespace) -> int:
+    if not args.bridge and (args.sessions_topic or args.bridge_changelog_topic):
+        print("streamguard rehome: --sessions-topic and --bridge-changelog-topic go with --bridge", file=sys.stderr)
+        return EXIT_CONFIG
+
+    async def body(config: Any) -> int:
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+        from .kafka.rehome import BRIDGE, PROCESSOR, apply_plan, plan_rehome, read_latest
+
+        changelog, co_partitioned, group_id, job = _rehome_target(args, config)
+        consumer = AIOKafkaConsumer(
+            **config.consumer_options(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
+        )
+        await _start_client(consumer, config)
+        try:
+            flag = "--bridge-changelog-topic" if args.bridge else "--changelog-topic"
+            partitions = await _require_topic(consumer, changelog, config, flag)
+            counts = {changelog: len(partitions)}
+            for topic, flag in co_partitioned:
+                counts[topic] = len(await _require_topic(consumer, topic, config, flag))
+            if len(set(counts.values())) != 1:
+                listed = ", ".join(f"{topic} {count}" for topic, count in counts.items())
+                raise _CommandError(
+                    f"{' and '.join(counts)} must have the same partition count ({listed}): "
+                    "raise them all to the new count first",
+                    EXIT_CONFIG,
+                )
+            if not args.force:
+                await _require_group_stopped(config, group_id, job)
+            latest = await read_latest(consumer, changelog, partitions)
+        finally:
+            await consumer.stop()
+        plan = plan_rehome(latest, len(partitions), BRIDGE if args.bridge else PROCESSOR)
+        for partition, session, reason in plan.unreadable:
+            print(
+                f"streamguard rehome: left in place, unreadable: {session!r} on "
+                f"{changelog}[{partition}]: {reason}",
+                file=sys.stderr,
+            )
+        for move in plan.moves:
+            halted = " (halted)" if move.halted else ""
+            if move.value is None:
+                line = f"{move.session}{halted} p{move.source}: dropped, p{move.target} holds a newer snapshot"
+            else:
+                line = f"{move.session}{halted} p{move.source} -> p{move.target}"
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        if plan.moves and not args.dry_run:
+            producer = AIOKafkaProducer(**config.producer_options(), acks="all", enable_idempotence=False)
+            await _start_client(producer, config)
+            try:
+                await apply_plan(producer, changelog, plan)
+            finally:
+                await producer.stop()
+        moved = plan.moved
+        verb = "would move" if args.dry_run else "moved"
+        print(
+            f"streamguard rehome: {plan.sessions} session(s) on {plan.partitions} partitions, "
+            f"{plan.at_home} at home; {verb} {len(moved)} ({sum(m.halted for m in moved)} halted), "
+            f"{'would drop' if args.dry_run else 'dropped'} {len(plan.superseded)} older copies, "
+            f"{len(plan.unreadable)} unreadable left in place",
+            file=sys.stderr,
+        )
+        return EXIT_OK
+
+    return _run_kafka_command("rehome", args, _REHOME_TOPICS, body)
+
+
 def _cmd_session(args: argparse.Namespace) -> int:
     if args.outputs < 0:
         print("streamguard session: --outputs must be 0 or more", file=sys.stderr)
@@ -1861,6 +1977,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_kafka_args(session, ("changelog_topic", "alerts_topic"))
 
+    rehome = sub.add_parser(
+        "rehome",
+        help="after raising the partition count, move each session's snapshot to its new home",
+        description=(
+            "After the partition count of the events, control and changelog topics was raised "
+            "(together, with the processors stopped), move every session snapshot that is no longer "
+            "on its session's home partition (murmur2 of the key) there, and tombstone the old copy, "
+            "so that halts survive the change; with --bridge, the same for the OpenTelemetry bridge's "
+            "changelog. Refuses while the consumer group has members. "
+            "Idempotent: run it again after an interruption. One line per moved session on stdout, "
+            "the counts on stderr."
+        ),
+    )
+    rehome.add_argument("--dry-run", action="store_true", help="show what would move; write nothing")
+    rehome.add_argument(
+        "--bridge",
+        action="store_true",
+        help=(
+            "rehome `streamguard bridge`'s changelog instead, after the count of its sessions topic and "
+            "changelog changed (the group then defaults to the bridge's, streamguard-bridge)"
+        ),
+    )
+    rehome.add_argument("--sessions-topic", help="with --bridge: the bridge's sessions topic [env STREAMGUARD_BRIDGE_SESSIONS_TOPIC]")
+    rehome.add_argument(
+        "--bridge-changelog-topic",
+        help="with --bridge: the bridge's changelog [env STREAMGUARD_BRIDGE_BRIDGE_CHANGELOG_TOPIC]",
+    )
+    rehome.add_argument(
+        "--force", action="store_true", help="run even while the consumer group has members (unsafe)"
+    )
+    _add_kafka_args(rehome, _REHOME_TOPICS)
+
     emit = sub.add_parser(
         "emit",
         help="publish a JSONL trace of agent events to the events topic",
@@ -1944,6 +2092,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_fleet(args)
         if args.command == "session":
             return _cmd_session(args)
+        if args.command == "rehome":
+            return _cmd_rehome(args)
         if args.command == "import":
             return _cmd_import(args)
         if args.command == "demo":

@@ -60,6 +60,15 @@ def decode_entry(data: bytes) -> ChangelogEntry:
     return entry
 
 
+def rehomed_entry(data: bytes) -> tuple[float, bytes]:
+    """A snapshot to write on the session's new home partition after a partition-count
+    change, with its ``last_seen``: the same state, the offsets -1 (they were the old
+    partition's; kept, the new partition's first records would look applied already).
+    Raises :class:`ChangelogError` for a record this version cannot read."""
+    entry = decode_entry(data)
+    return entry.last_seen, encode_entry(-1, -1, entry.last_seen, entry.state)
+
+
 class RestoredPartition(Struct, kw_only=True):
     """The latest record per session key of one changelog partition (tombstones dropped)."""
 

@@ -219,6 +219,12 @@ class Metrics:
             "Sessions rebuilt from the changelog.",
             registry=r,
         )
+        self.misplaced_sessions = Counter(
+            "streamguard_misplaced_sessions_total",
+            "Sessions restored from a changelog partition that is not their home partition (the partition "
+            "count changed and `streamguard rehome` was not run): their events arrive on another partition.",
+            registry=r,
+        )
         self.rebalances = Counter(
             "streamguard_rebalances_total",
             "Partition assignments received from the consumer group.",

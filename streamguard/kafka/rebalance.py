@@ -262,6 +262,8 @@ class Rebalancer:
     def _install(self, part: OwnedPartition, entries: dict[str, bytes]) -> int:
         decoded: list[tuple[str, ChangelogEntry]] = []
         meta = self.sessions.meta
+        count = self.host.partition_count
+        misplaced = 0
         for session, value in entries.items():
             try:
                 entry = decode_entry(value)
@@ -272,7 +274,6 @@ class Rebalancer:
                     # state per session: the one on its home partition, where its events
                     # arrive. Installing both would list it on two partitions.
                     self.metrics.skipped.labels("duplicate_snapshot").inc()
-                    count = self.host.partition_count
                     if count <= 0 or home_partition(session, count) != part.number:
                         log.warning(
                             "session %r: a second snapshot, on changelog partition %d, skipped: "
@@ -292,6 +293,19 @@ class Rebalancer:
                 self.metrics.skipped.labels("unrestorable_snapshot").inc()
                 continue
             decoded.append((session, entry))
+            if count > 0 and home_partition(session, count) != part.number:
+                misplaced += 1
+        if misplaced:
+            # Kept (its events may still come here: a publisher on the old count), but
+            # said: after a count change these sessions' events arrive elsewhere, where
+            # they start afresh, halts forgotten.
+            self.metrics.misplaced_sessions.inc(misplaced)
+            log.warning(
+                "partition %d: %d restored session(s) belong on other partitions of %d (the partition "
+                "count changed?); their events arrive elsewhere and start afresh there. Stop the "
+                "processors and run `streamguard rehome` (docs/kafka.md)",
+                part.number, misplaced, count,
+            )
         installed = self.sessions.install(part, decoded, self.host.clock())
         self.metrics.restored_sessions.inc(installed)
         return installed

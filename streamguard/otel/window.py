@@ -39,6 +39,7 @@ changelog deleted with it.
 from __future__ import annotations
 
 import math
+import sys
 from bisect import bisect_right
 from collections import OrderedDict, deque
 from itertools import islice
@@ -457,6 +458,21 @@ class ReorderWindow:
         state.done_offset = state.last_offset = done_offset
         self.sessions[session] = state
         self.sessions.move_to_end(session)
+
+
+def rehomed_snapshot(value: bytes) -> tuple[float, bytes]:
+    """A session's snapshot to write on its new home partition after the sessions
+    topic's partition count changed, with its last activity: the same ``seq``, position
+    and remembered keys, without the released-through offset (an offset of the old
+    partition). Raises :class:`ValueError` for a value :meth:`ReorderWindow.restore`
+    would refuse."""
+    window = ReorderWindow(max_seen=sys.maxsize)  # every remembered key kept
+    window.restore("", value)
+    state = window.sessions[""]
+    state.done_offset = state.last_offset = -1
+    snapshot = window.snapshot("")
+    assert snapshot is not None
+    return state.last_active, snapshot
 
 
 _decode_snapshot = msgspec.msgpack.Decoder(tuple[int, int, int, int, list[tuple[str, int]], float, int]).decode

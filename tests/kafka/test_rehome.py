@@ -1,0 +1,164 @@
+"""`streamguard rehome` on a real broker: after the partition count was raised, a halted
+session's snapshot is moved to its new home, and the processor holds it halted there."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamguard.events import Alert, ToolCall
+from streamguard.kafka.changelog import decode_entry
+from streamguard.kafka.inspect import home_partition
+from tests.kafka.conftest import metric_value, poll_until
+from tests.kafka.scenarios import T0, repeat_loop
+from tests.kafka.test_bridge import start_bridge  # noqa: F401 (a fixture)
+from tests.kafka.test_cli_ops import kafka_args, run_main
+
+pytestmark = pytest.mark.kafka
+
+OLD_COUNT = 2  # the topics have 4 partitions: the count was raised from 2
+
+
+def moved_by_the_change(partitions: int) -> str:
+    """A session whose home among ``partitions`` is not its home among OLD_COUNT."""
+    return next(
+        f"s-moved-{n}" for n in range(1000)
+        if home_partition(f"s-moved-{n}", partitions) != home_partition(f"s-moved-{n}", OLD_COUNT)
+    )
+
+
+async def latest_records(topics, topic: str) -> dict[int, dict[str, bytes | None]]:
+    """Each partition's latest record per key of ``topic`` (None: a tombstone)."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    from streamguard.kafka.changelog import iter_to_end
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=topics.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        out: dict[int, dict[str, bytes | None]] = {p: {} for p in range(topics.partitions)}
+        tps = [TopicPartition(topic, p) for p in range(topics.partitions)]
+        async for tp, records in iter_to_end(consumer, tps):
+            for record in records:
+                out[tp.partition][record.key.decode()] = record.value
+        return out
+    finally:
+        await consumer.stop()
+
+
+async def latest_snapshots(topics) -> dict[int, dict[str, bytes | None]]:
+    return await latest_records(topics, topics.changelog)
+
+
+def rehome_args(topics, *extra: str) -> list[str]:
+    return ["rehome", *extra, *kafka_args(topics, "events", "control", "changelog"), "--group-id", topics.group]
+
+
+async def test_a_halt_survives_a_partition_count_change_once_rehomed(topics, start_processor, capsys) -> None:
+    session = moved_by_the_change(topics.partitions)
+    home, old = home_partition(session, topics.partitions), home_partition(session, OLD_COUNT)
+    first = await start_processor()
+    await topics.send_events(repeat_loop(session))
+    await poll_until(lambda: first.processor.engine.is_halted(session), 20, "the halt")
+    await first.stop()
+    # The changelog as the old count left it: the snapshot on the session's old home.
+    [value] = [v for v in (await latest_snapshots(topics))[home].values() if v is not None]
+    await topics.send(topics.changelog, value, key=session, partition=old)
+    await topics.send(topics.changelog, None, key=session, partition=home)
+
+    # Started as it is, the processor says the session is not where its events go.
+    unaware = await start_processor()
+    assert metric_value(await unaware.metrics_text(), "streamguard_misplaced_sessions_total") == 1.0
+    # ... and the command refuses to move anything while it runs.
+    assert await run_main(rehome_args(topics)) == 3
+    assert f"consumer group {topics.group!r} has 1 member(s)" in capsys.readouterr().err
+    await unaware.stop()
+
+    assert await run_main(rehome_args(topics, "--dry-run")) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [f"{session} (halted) p{old} -> p{home}"]
+    assert "would move 1 (1 halted)" in captured.err
+    assert (await latest_snapshots(topics))[old][session] == value  # nothing written
+
+    assert await run_main(rehome_args(topics)) == 0
+    assert "moved 1 (1 halted)" in capsys.readouterr().err
+    after = await latest_snapshots(topics)
+    assert after[old][session] is None  # tombstoned where it was
+    moved = after[home][session]
+    assert moved is not None
+    entry = decode_entry(moved)
+    assert entry.state == decode_entry(value).state
+    assert (entry.events_offset, entry.control_offset) == (-1, -1)
+
+    second = await start_processor()
+    assert second.processor.engine.is_halted(session)
+    assert second.processor.sessions.meta[session].partition == home
+    assert metric_value(await second.metrics_text(), "streamguard_misplaced_sessions_total") == 0.0
+    # The halt is live at the new home: the next call is flagged, nothing dead-lettered.
+    extra = ToolCall(session=session, agent="coder", tool="ls", args={}, ts=T0 + 50)
+    await topics.send(topics.events, extra)
+    await topics.read_until(topics.alerts, lambda records: len(records) >= 3, what="the halt-ignored alert")
+    outputs = await topics.outputs()
+    assert [type(o).__name__ for o in outputs] == ["Alert", "GuardrailTrip", "Alert"]
+    assert isinstance(outputs[-1], Alert) and outputs[-1].signal == "halt-ignored"
+    assert await topics.read_all(topics.dlq) == []
+
+    # A second run finds nothing to do.
+    await second.stop()
+    assert await run_main(rehome_args(topics)) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and "moved 0 (0 halted)" in captured.err
+
+
+async def test_rehome_refuses_topics_of_different_partition_counts(topics, capsys) -> None:
+    from streamguard.kafka.topics import create_processor_topics
+
+    # a changelog of 2 partitions beside events and control of 4
+    other = topics.config(changelog_topic=f"{topics.prefix}.changelog2", events_topic=f"{topics.prefix}.ev2")
+    await create_processor_topics(other, 2)
+    code = await run_main(["rehome", *kafka_args(topics, "events", "control"), "--changelog-topic", other.changelog_topic])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "must have the same partition count" in err and f"{other.changelog_topic} 2" in err
+    assert "Traceback" not in err  # one sentence
+
+
+async def test_a_bridge_session_keeps_numbering_its_events_across_a_partition_count_change(
+    topics, start_bridge, capsys  # noqa: F811 (the fixture imported above)
+) -> None:
+    """The bridge's state of a moved session carries its ``seq``: left behind, the new
+    owner would number the session's events from 1 again, and the processor would skip
+    them as replays."""
+    from tests.kafka.test_bridge import EVENTS_PER_RUN, SWEEP, sdk_spans, spans_proto, wait_events
+
+    conversation = moved_by_the_change(topics.partitions)
+    home, old = home_partition(conversation, topics.partitions), home_partition(conversation, OLD_COUNT)
+    bridge = await start_bridge()
+    config = bridge.config
+    await topics.send(config.spans_topic, spans_proto(sdk_spans(conversation, SWEEP)), key=b"exporter-1")
+    await wait_events(topics, {conversation: EVENTS_PER_RUN})
+    bridge.request_stop()
+    await poll_until(lambda: bridge._consumer is None, 30, "bridge stopped")
+
+    changelog = config.bridge_changelog_topic
+    [value] = [v for k, v in (await latest_records(topics, changelog))[home].items() if k == conversation]
+    assert value is not None
+    await topics.send(changelog, value, key=conversation, partition=old)
+    await topics.send(changelog, None, key=conversation, partition=home)
+
+    args = [
+        "rehome", "--bridge", "--bootstrap-servers", topics.bootstrap, "--group-id", config.group_id,
+        "--sessions-topic", config.sessions_topic, "--bridge-changelog-topic", changelog,
+        # the test broker lists a stopped bridge in its group for good (it expires no
+        # member); the refusal itself is the processor test's
+        "--force",
+    ]
+    assert await run_main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [f"{conversation} p{old} -> p{home}"]
+    assert "moved 1 (0 halted)" in captured.err
+
+    again = await start_bridge()
+    await topics.send(again.config.spans_topic, spans_proto(sdk_spans(conversation, SWEEP[:1])), key=b"exporter-1")
+    found = await wait_events(topics, {conversation: EVENTS_PER_RUN + 6})
+    events = found[conversation]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))  # seq went on at the new home

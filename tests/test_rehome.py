@@ -1,0 +1,193 @@
+"""Planning `streamguard rehome`: every readable snapshot ends on its session's home
+partition, its state unchanged, the old partitions' offsets forgotten (pure)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamguard.engine import Engine
+from streamguard.kafka.changelog import decode_entry, encode_entry, rehomed_entry
+from streamguard.kafka.inspect import home_partition
+from streamguard.kafka.rehome import BRIDGE, RehomePlan, SnapshotKind, plan_rehome
+from streamguard.policy import load_policy_set
+from streamguard.replay import replay_lines
+
+
+def snapshot(session: str, *, halted: bool = False) -> bytes:
+    """A session's changelog value as the processor writes it."""
+    engine = Engine(load_policy_set(None))
+    calls = 6 if halted else 1
+    lines = [
+        json.dumps({"type": "tool_call", "session": session, "agent": "coder", "tool": "read_file",
+                    "args": {"path": "main.go"}, "ts": 1_700_000_000 + i}).encode()
+        for i in range(calls)
+    ]
+    list(replay_lines(lines, engine))
+    assert engine.is_halted(session) is halted
+    state = engine.snapshot(session)
+    assert state is not None
+    return encode_entry(41, 7, 1_700_000_100.0, state)
+
+
+def away_from_home(partitions: int, old: int, count: int) -> list[str]:
+    """Sessions whose home among ``partitions`` differs from their home among ``old``."""
+    found = []
+    n = 0
+    while len(found) < count:
+        name = f"s-{n}"
+        if home_partition(name, partitions) != home_partition(name, old):
+            found.append(name)
+        n += 1
+    return found
+
+
+def apply(latest: dict[int, dict[str, bytes]], plan: RehomePlan) -> dict[int, dict[str, bytes]]:
+    """The changelog after the plan is written (what compaction would keep)."""
+    after = {p: dict(entries) for p, entries in latest.items()}
+    for move in plan.moves:
+        if move.value is not None:
+            after.setdefault(move.target, {})[move.session] = move.value
+    for move in plan.moves:
+        after[move.source].pop(move.session, None)
+    return after
+
+
+def test_a_snapshot_away_from_home_moves_there_with_its_halt_and_without_the_old_offsets() -> None:
+    moved, stays = away_from_home(4, 2, 1)[0], next(
+        f"h-{n}" for n in range(100) if home_partition(f"h-{n}", 4) == home_partition(f"h-{n}", 2)
+    )
+    old_home = home_partition(moved, 2)
+    value = snapshot(moved, halted=True)
+    latest: dict[int, dict[str, bytes]] = {old_home: {moved: value}}
+    latest.setdefault(home_partition(stays, 4), {})[stays] = snapshot(stays)
+    plan = plan_rehome(latest, 4)
+    assert plan.sessions == 2 and plan.at_home == 1 and not plan.unreadable
+    [move] = plan.moves
+    assert (move.session, move.source, move.target, move.halted) == (moved, old_home, home_partition(moved, 4), True)
+    assert move.value is not None
+    before, after = decode_entry(value), decode_entry(move.value)
+    assert after.state == before.state and after.last_seen == before.last_seen
+    assert (after.events_offset, after.control_offset) == (-1, -1)
+    # restored, the moved state is the halted session it was
+    engine = Engine(load_policy_set(None))
+    engine.restore(moved, after.state)
+    assert engine.is_halted(moved)
+
+
+def test_a_copy_already_at_home_wins_and_the_stray_one_is_only_tombstoned() -> None:
+    session = away_from_home(4, 2, 1)[0]
+    home, old = home_partition(session, 4), home_partition(session, 2)
+    newer = snapshot(session)
+    plan = plan_rehome({old: {session: snapshot(session, halted=True)}, home: {session: newer}}, 4)
+    [move] = plan.moves
+    assert move.value is None and (move.source, move.target) == (old, home)
+    assert plan.superseded == [move] and plan.moved == []
+    assert apply({old: {session: b"x"}, home: {session: newer}}, plan) == {old: {}, home: {session: newer}}
+
+
+def test_an_unreadable_snapshot_is_left_where_it_is_and_reported() -> None:
+    session = away_from_home(4, 2, 1)[0]
+    old = home_partition(session, 2)
+    plan = plan_rehome({old: {session: b"\x93\x01\x02"}}, 4)
+    assert plan.moves == []
+    [(partition, name, reason)] = plan.unreadable
+    assert (partition, name) == (old, session) and reason
+
+
+def test_nothing_moves_when_every_snapshot_is_at_home() -> None:
+    sessions = [f"s-{n}" for n in range(20)]
+    latest: dict[int, dict[str, bytes]] = {p: {} for p in range(3)}
+    value = snapshot("s-0")
+    for s in sessions:
+        latest[home_partition(s, 3)][s] = value
+    plan = plan_rehome(latest, 3)
+    assert plan.moves == [] and plan.at_home == plan.sessions == 20
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    placement=st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 5), st.booleans()), min_size=0, max_size=40
+    ),
+    partitions=st.integers(1, 6),
+)
+def test_after_the_plan_every_session_is_once_on_its_home_and_a_second_run_moves_nothing(
+    placement: list[tuple[int, int, bool]], partitions: int
+) -> None:
+    # any placement, as count changes would leave it: a session on one or more
+    # partitions, each copy's state told apart by its bytes; some copies unreadable
+    latest: dict[int, dict[str, bytes]] = {}
+    for n, where, unreadable in placement:
+        session = f"s-{n}"
+        value = b"\xc1" if unreadable else encode_entry(where, where, float(n % 3 + where % 2), f"{session}@{where}".encode())
+        latest.setdefault(where, {})[session] = value
+    partitions = max([partitions, *(p + 1 for p in latest)])
+    plan = plan_rehome_tolerant(latest, partitions)
+    after = apply(latest, plan)
+    for session in {s for entries in latest.values() for s in entries}:
+        home = home_partition(session, partitions)
+        copies = {p: entries[session] for p, entries in latest.items() if session in entries}
+        readable = {p for p, value in copies.items() if value != b"\xc1"}
+        held = {p for p, entries in after.items() if session in entries}
+        if not readable:
+            assert held == set(copies)  # nothing it could read was touched
+            continue
+        # its readable state on its home; only unreadable strays elsewhere
+        assert after[home][session] != b"\xc1"
+        assert all(after[p][session] == b"\xc1" for p in held - {home})
+        kept = decode_entry(after[home][session])
+        if home in readable:
+            assert after[home][session] == latest[home][session]  # the copy at home wins
+        else:
+            [source] = [m.source for m in plan.moves if m.session == session and m.value is not None]
+            # the copy seen last, the lowest partition on a tie
+            assert source == max(readable, key=lambda p: (decode_entry(copies[p]).last_seen, -p))
+            assert kept.state == decode_entry(latest[source][session]).state
+            assert (kept.events_offset, kept.control_offset) == (-1, -1)
+    assert plan_rehome_tolerant(after, partitions).moves == []
+
+
+def plan_rehome_tolerant(latest: dict[int, dict[str, bytes]], partitions: int) -> RehomePlan:
+    """plan_rehome over snapshots whose state is not an engine's: no halt to read."""
+    return plan_rehome(latest, partitions, SnapshotKind("test", rehomed_entry, lambda value: False))
+
+
+def test_a_bridge_session_moves_with_its_seq_and_keys_and_without_the_old_offset() -> None:
+    from streamguard.otel.window import ReorderWindow
+
+    session = away_from_home(4, 2, 1)[0]
+    window = ReorderWindow(window_s=0.0)
+    window.add(session, "trace:span-1", [(1_000, 1, b'{"type":"text"}'), (2_000, 2, b'{"type":"text"}')], 40, 5.0)
+    window.release(5.0)
+    value = window.snapshot(session)
+    assert value is not None
+    old = home_partition(session, 2)
+    plan = plan_rehome({old: {session: value}}, 4, BRIDGE)
+    [move] = plan.moves
+    assert move.target == home_partition(session, 4) and move.value is not None and not move.halted
+    moved = ReorderWindow(window_s=0.0)
+    moved.restore(session, move.value)
+    state = moved.sessions[session]
+    assert state.next_seq == 3 and dict(state.seen) == {"trace:span-1": 2}
+    assert state.done_offset == -1  # an offset of the old partition, forgotten
+    # a record at a low offset of the new partition is new, not a replay
+    assert len(moved.add(session, "trace:span-2", [(3_000, 1, b'{"type":"text"}')], 0, 6.0)) == 0
+    assert [r.seq for r in moved.release(6.0)] == [3]
+    # the same span again is still known
+    moved.add(session, "trace:span-1", [(1_000, 1, b'{"type":"text"}')], 1, 7.0)
+    assert moved.release(7.0) == []
+
+
+def test_a_bridge_snapshot_the_bridge_would_refuse_is_left_in_place() -> None:
+    session = away_from_home(4, 2, 1)[0]
+    import msgspec
+
+    # seq 0: restored, its events would read as replays of ones the processor never saw
+    refused = msgspec.msgpack.encode([2, 0, -1, -1, [], 5.0, -1])
+    plan = plan_rehome({home_partition(session, 2): {session: refused}}, 4, BRIDGE)
+    assert plan.moves == []
+    [(_, name, reason)] = plan.unreadable
+    assert name == session and "out of range" in reason
