@@ -676,20 +676,22 @@ def _add_kafka_args(parser: argparse.ArgumentParser, topics: Sequence[str]) -> N
     )
 
 
-def _kafka_config(args: argparse.Namespace, topics: Sequence[str]) -> Any:
-    """Connection and topic settings from flags over environment over defaults."""
+def _kafka_config(args: argparse.Namespace, topics: Sequence[str], settings: Any = None) -> Any:
+    """Connection and topic settings from flags over environment over defaults, as
+    ``settings`` reads them (default: ``streamguard run``'s, STREAMGUARD_*)."""
     import os
 
     from .kafka.config import ProcessorConfig
 
+    cls = ProcessorConfig if settings is None else settings
     names = (*_CONNECTION_FIELDS, *topics)
     given = argparse.Namespace(**{name: getattr(args, name, None) for name in names})
     env = {}
     for name in names:
-        value = os.environ.get(ProcessorConfig.env_name(name))
+        value = os.environ.get(cls.env_name(name))
         if value is not None:
-            env[ProcessorConfig.env_name(name)] = value
-    return ProcessorConfig.from_namespace(given, env)
+            env[cls.env_name(name)] = value
+    return cls.from_namespace(given, env)
 
 
 def _kafka_reason(exc: BaseException) -> str:
@@ -711,7 +713,8 @@ async def _start_client(client: Any, config: Any) -> None:
         await client.start()
     except (KafkaError, OSError, TimeoutError) as exc:
         with contextlib.suppress(Exception):
-            await client.stop()
+            # an admin client closes; consumers and producers stop
+            await (client.stop() if hasattr(client, "stop") else client.close())
         raise _CommandError(
             f"cannot reach the Kafka cluster at {config.bootstrap_servers} ({_kafka_reason(exc)})"
         ) from None
@@ -734,7 +737,7 @@ async def _require_topic(client: Any, topic: str, config: Any, flag: str) -> set
 
 
 def _run_kafka_command(
-    command: str, args: argparse.Namespace, topics: Sequence[str], body: Any
+    command: str, args: argparse.Namespace, topics: Sequence[str], body: Any, settings: Any = None
 ) -> int:
     """Run ``body(config)`` on an event loop; map failures and Ctrl-C to exit codes."""
     import asyncio
@@ -743,7 +746,7 @@ def _run_kafka_command(
     from .kafka.config import ConfigError
 
     try:
-        config = _kafka_config(args, topics)
+        config = _kafka_config(args, topics, settings)
     except ConfigError as exc:
         print(f"streamguard {command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -1337,13 +1340,16 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
 
 
 _REHOME_TOPICS = ("group_id", "events_topic", "control_topic", "changelog_topic")
+_REHOME_BRIDGE_TOPICS = ("group_id", "sessions_topic", "bridge_changelog_topic")
 
 
-async def _require_group_stopped(config: Any, group_id: str, job: str) -> None:
+async def _require_group_stopped(config: Any, job: str) -> None:
     """Refuse while the job's group has members: an instance running beside the move
     would write snapshots of the very sessions being moved."""
     from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.errors import for_code
 
+    group_id = config.group_id
     admin = AIOKafkaAdminClient(**config.client_options())
     await _start_client(admin, config)
     try:
@@ -1352,7 +1358,13 @@ async def _require_group_stopped(config: Any, group_id: str, job: str) -> None:
         await admin.close()
     for response in described:
         for group in response.groups:
-            members, state = group[5], group[2]
+            error_code, state, members = group[0], group[2], group[5]
+            if error_code:
+                raise _CommandError(
+                    f"cannot tell whether consumer group {group_id!r} is stopped "
+                    f"({for_code(error_code).__name__}): grant Describe on the group, or pass --force",
+                    EXIT_REJECTED,
+                )
             if members:
                 raise _CommandError(
                     f"consumer group {group_id!r} has {len(members)} member(s) (state {state}): "
@@ -1362,30 +1374,57 @@ async def _require_group_stopped(config: Any, group_id: str, job: str) -> None:
                 )
 
 
-def _rehome_target(args: argparse.Namespace, config: Any) -> tuple[str, list[tuple[str, str]], str, str]:
-    """The changelog to rehome, the topics co-partitioned with it (with their flags),
-    the consumer group that must be stopped, and the job's command."""
-    import os
+async def _require_drained(config: Any, inputs: list[str], partitions: set[int], job: str) -> None:
+    """Refuse while the group has records not yet processed on a partition some session
+    moves away from: such a record would find its session's state gone (dead-lettered as
+    not on its home partition, or, for the bridge, numbered from 1 again). Records on the
+    other partitions are safe: they stay with their state."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    if not args.bridge:
-        topics = [(config.events_topic, "--events-topic"), (config.control_topic, "--control-topic")]
-        return config.changelog_topic, topics, config.group_id, "streamguard run"
-    from .otel.config import BridgeConfig
-
-    def bridge_setting(name: str, given: str | None) -> str:
-        if given is not None:
-            return given
-        default: str = getattr(BridgeConfig(), name)
-        return os.environ.get(BridgeConfig.env_name(name), default)
-
-    changelog = bridge_setting("bridge_changelog_topic", args.bridge_changelog_topic)
-    sessions = bridge_setting("sessions_topic", args.sessions_topic)
-    return changelog, [(sessions, "--sessions-topic")], bridge_setting("group_id", args.group_id), "streamguard bridge"
+    if not partitions:
+        return
+    tps = [TopicPartition(topic, p) for topic in inputs for p in sorted(partitions)]
+    # A consumer of the group that never subscribes asks the coordinator for the group's
+    # offsets of exactly these partitions, and never joins it.
+    consumer = AIOKafkaConsumer(
+        **{**config.consumer_options(), "group_id": config.group_id}, enable_auto_commit=False
+    )
+    await _start_client(consumer, config)
+    try:
+        committed = {tp: await consumer.committed(tp) for tp in tps}
+        begins = await consumer.beginning_offsets(tps)
+        ends = await consumer.end_offsets(tps)
+    finally:
+        await consumer.stop()
+    behind = {}
+    for tp in tps:
+        mark = committed[tp]
+        done = mark if mark is not None and mark >= 0 else begins[tp]
+        if ends[tp] > done:
+            behind[tp] = ends[tp] - done
+    if behind:
+        shown = ", ".join(f"{tp.topic}[{tp.partition}] {lag}" for tp, lag in sorted(behind.items())[:8])
+        more = f" and {len(behind) - 8} more" if len(behind) > 8 else ""
+        raise _CommandError(
+            f"consumer group {config.group_id!r} has records not yet processed on partitions sessions "
+            f"move away from ({shown}{more}): with the publishers stopped, run `{job}` until its lag "
+            "is 0, stop it, and run this again (such a record would find its session's state gone), "
+            "or pass --force",
+            EXIT_REJECTED,
+        )
 
 
 def _cmd_rehome(args: argparse.Namespace) -> int:
-    if not args.bridge and (args.sessions_topic or args.bridge_changelog_topic):
-        print("streamguard rehome: --sessions-topic and --bridge-changelog-topic go with --bridge", file=sys.stderr)
+    processor_only = [f for f in ("events_topic", "control_topic", "changelog_topic") if getattr(args, f, None)]
+    bridge_only = [f for f in ("sessions_topic", "bridge_changelog_topic") if getattr(args, f, None)]
+    wrong = bridge_only if not args.bridge else processor_only
+    if wrong:
+        flags = ", ".join("--" + f.replace("_", "-") for f in wrong)
+        print(
+            f"streamguard rehome: {flags} {'go' if len(wrong) > 1 else 'goes'} "
+            f"{'with' if not args.bridge else 'without'} --bridge",
+            file=sys.stderr,
+        )
         return EXIT_CONFIG
 
     async def body(config: Any) -> int:
@@ -1393,7 +1432,12 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
 
         from .kafka.rehome import BRIDGE, PROCESSOR, apply_plan, plan_rehome, read_latest
 
-        changelog, co_partitioned, group_id, job = _rehome_target(args, config)
+        if args.bridge:
+            changelog, job = config.bridge_changelog_topic, "streamguard bridge"
+            inputs = [(config.sessions_topic, "--sessions-topic")]
+        else:
+            changelog, job = config.changelog_topic, "streamguard run"
+            inputs = [(config.events_topic, "--events-topic"), (config.control_topic, "--control-topic")]
         consumer = AIOKafkaConsumer(
             **config.consumer_options(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
         )
@@ -1402,7 +1446,7 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
             flag = "--bridge-changelog-topic" if args.bridge else "--changelog-topic"
             partitions = await _require_topic(consumer, changelog, config, flag)
             counts = {changelog: len(partitions)}
-            for topic, flag in co_partitioned:
+            for topic, flag in inputs:
                 counts[topic] = len(await _require_topic(consumer, topic, config, flag))
             if len(set(counts.values())) != 1:
                 listed = ", ".join(f"{topic} {count}" for topic, count in counts.items())
@@ -1412,11 +1456,13 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
                     EXIT_CONFIG,
                 )
             if not args.force:
-                await _require_group_stopped(config, group_id, job)
+                await _require_group_stopped(config, job)
             latest = await read_latest(consumer, changelog, partitions)
         finally:
             await consumer.stop()
         plan = plan_rehome(latest, len(partitions), BRIDGE if args.bridge else PROCESSOR)
+        if not args.force:
+            await _require_drained(config, [topic for topic, _ in inputs], {m.source for m in plan.moves}, job)
         for partition, session, reason in plan.unreadable:
             print(
                 f"streamguard rehome: left in place, unreadable: {session!r} on "
@@ -1427,6 +1473,15 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
             halted = " (halted)" if move.halted else ""
             if move.value is None:
                 line = f"{move.session}{halted} p{move.source}: dropped, p{move.target} holds a newer snapshot"
+                if move.halted:
+                    print(
+                        f"streamguard rehome: {move.session!r}: the halted copy on p{move.source} is dropped "
+                        f"for the newer one on p{move.target}, which a processor wrote after the change "
+                        "(see `streamguard session` for whether it is halted)",
+                        file=sys.stderr,
+                    )
+            elif move.merged:
+                line = f"{move.session}{halted} p{move.source} -> p{move.target}, merged with the copy there"
             else:
                 line = f"{move.session}{halted} p{move.source} -> p{move.target}"
             sys.stdout.write(line + "\n")
@@ -1449,6 +1504,10 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
         )
         return EXIT_OK
 
+    if args.bridge:
+        from .otel.config import BridgeConfig
+
+        return _run_kafka_command("rehome", args, _REHOME_BRIDGE_TOPICS, body, BridgeConfig)
     return _run_kafka_command("rehome", args, _REHOME_TOPICS, body)
 
 
@@ -1996,13 +2055,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help=(
             "rehome `streamguard bridge`'s changelog instead, after the count of its sessions topic and "
-            "changelog changed (the group then defaults to the bridge's, streamguard-bridge)"
+            "changelog changed; every setting is then read as the bridge reads it (STREAMGUARD_BRIDGE_* "
+            "environment, the group streamguard-bridge by default)"
         ),
     )
-    rehome.add_argument("--sessions-topic", help="with --bridge: the bridge's sessions topic [env STREAMGUARD_BRIDGE_SESSIONS_TOPIC]")
+    rehome.add_argument(
+        "--sessions-topic",
+        help="with --bridge: the bridge's sessions topic [env STREAMGUARD_BRIDGE_SESSIONS_TOPIC; "
+        "default streamguard.otel.sessions]",
+    )
     rehome.add_argument(
         "--bridge-changelog-topic",
-        help="with --bridge: the bridge's changelog [env STREAMGUARD_BRIDGE_BRIDGE_CHANGELOG_TOPIC]",
+        help="with --bridge: the bridge's changelog [env STREAMGUARD_BRIDGE_BRIDGE_CHANGELOG_TOPIC; "
+        "default streamguard.otel.changelog]",
     )
     rehome.add_argument(
         "--force", action="store_true", help="run even while the consumer group has members (unsafe)"

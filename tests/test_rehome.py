@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -191,3 +192,62 @@ def test_a_bridge_snapshot_the_bridge_would_refuse_is_left_in_place() -> None:
     assert plan.moves == []
     [(_, name, reason)] = plan.unreadable
     assert name == session and "out of range" in reason
+
+
+def test_a_bridge_copy_at_home_is_merged_with_the_stray_so_the_seq_goes_on() -> None:
+    from streamguard.otel.window import ReorderWindow
+
+    session = away_from_home(4, 2, 1)[0]
+    old, home = home_partition(session, 2), home_partition(session, 4)
+
+    def state(keys: list[str], offset: int, now: float) -> bytes:
+        window = ReorderWindow(window_s=0.0)
+        for n, key in enumerate(keys):
+            window.add(session, key, [(1_000 * (n + 1), 1, b'{"type":"text"}')], offset + n, now)
+        window.release(now)
+        value = window.snapshot(session)
+        assert value is not None
+        return value
+
+    stray = state([f"old-{n}" for n in range(29)], 500, 10.0)  # next seq 30
+    at_home = state(["new-0", "new-1", "new-2"], 7, 20.0)  # numbered from 1 again: next seq 4
+    plan = plan_rehome({old: {session: stray}, home: {session: at_home}}, 4, BRIDGE)
+    [move] = plan.moves
+    assert move.merged and move.value is not None and (move.source, move.target) == (old, home)
+    merged = ReorderWindow(window_s=0.0)
+    merged.restore(session, move.value)
+    kept = merged.sessions[session]
+    assert kept.next_seq == 30
+    assert set(kept.seen) == {*(f"old-{n}" for n in range(29)), "new-0", "new-1", "new-2"}
+    assert kept.done_offset == 9  # the home partition's, not the old one's
+    assert kept.last_active == 20.0
+
+
+def test_a_processor_copy_at_home_whose_state_cannot_be_read_is_replaced_by_the_stray() -> None:
+    session = away_from_home(4, 2, 1)[0]
+    old, home = home_partition(session, 2), home_partition(session, 4)
+    broken = encode_entry(3, -1, 1.0, b"not a snapshot")  # the envelope reads, the state does not
+    plan = plan_rehome({old: {session: snapshot(session, halted=True)}, home: {session: broken}}, 4)
+    [move] = plan.moves
+    assert move.value is not None and move.halted and not move.merged
+
+
+async def test_no_tombstone_is_sent_when_a_moved_copy_is_not_acknowledged() -> None:
+    import asyncio
+
+    from streamguard.kafka.rehome import apply_plan
+
+    session = away_from_home(4, 2, 1)[0]
+    plan = plan_rehome({home_partition(session, 2): {session: snapshot(session)}}, 4)
+    sent: list[tuple[bytes | None, int]] = []
+
+    class Producer:
+        async def send(self, topic: str, value: bytes | None, *, key: bytes, partition: int) -> asyncio.Future[None]:
+            sent.append((value, partition))
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_exception(OSError("broker gone"))
+            return done
+
+    with pytest.raises(OSError, match="broker gone"):
+        await apply_plan(Producer(), "changelog", plan)  # type: ignore[arg-type]
+    assert sent == [(plan.moves[0].value, home_partition(session, 4))]  # no tombstone followed

@@ -20,7 +20,8 @@ changelog, and for each snapshot away from its home partition:
 * or, when its home partition already holds a readable snapshot of the session
   (written by a processor that ran after the change), **drops** it with a
   tombstone: the home one is newer, and it is the one the processor would keep
-  (``duplicate_snapshot``). An unreadable copy at home is replaced.
+  (``duplicate_snapshot``). An unreadable copy at home is replaced. (The bridge's
+  states are merged instead: see :data:`BRIDGE`.)
 
 The moves are written and acknowledged before any tombstone, so a run stopped
 half-way leaves at worst both copies, and running it again finishes the job
@@ -49,11 +50,13 @@ class SnapshotKind(Struct, frozen=True):
     """How one changelog's snapshots are read for a move. ``rehomed`` returns the
     snapshot's last activity and the value to write at its new home, or raises
     ValueError for a value that job would not restore; ``halted`` says whether it
-    holds a halt (shown to the operator)."""
+    holds a halt (shown to the operator); ``merge``, when given, makes one value of a
+    copy at home and a stray one (else the copy at home wins)."""
 
     name: str
     rehomed: Callable[[bytes], tuple[float, bytes]]
     halted: Callable[[bytes], bool]
+    merge: Callable[[bytes, bytes], bytes] | None = None
 
 
 def _processor_halted(value: bytes) -> bool:
@@ -66,13 +69,23 @@ def _bridge_rehomed(value: bytes) -> tuple[float, bytes]:
     return rehomed_snapshot(value)
 
 
+def _bridge_merged(home: bytes, stray: bytes) -> bytes:
+    from ..otel.window import merged_snapshot
+
+    return merged_snapshot(home, stray)
+
+
 PROCESSOR = SnapshotKind("processor", rehomed_entry, _processor_halted)
-"""``streamguard run``'s changelog: the session snapshots of :mod:`.changelog`."""
-BRIDGE = SnapshotKind("bridge", _bridge_rehomed, lambda value: False)
+"""``streamguard run``'s changelog: the session snapshots of :mod:`.changelog`. A copy
+at home was written by a processor after the change, from the session's events there:
+it is the newer state and wins (as the processor's own restore would have it)."""
+BRIDGE = SnapshotKind("bridge", _bridge_rehomed, lambda value: False, _bridge_merged)
 """``streamguard bridge``'s changelog: each session's ``seq`` counter and remembered
 keys (:mod:`streamguard.otel.window`). Moving them keeps a moved session's ``seq``
 going up; left behind, its new owner would number its events from 1 again, and the
-processor would skip them as replays until they passed the old numbers."""
+processor would skip them as replays until they passed the old numbers. A copy at
+home (a bridge ran after the change) did just that: the two are merged, the ``seq``
+going on from the higher."""
 
 
 class Move(Struct, frozen=True, kw_only=True):
@@ -85,6 +98,8 @@ class Move(Struct, frozen=True, kw_only=True):
     """The snapshot to write on ``target`` (None: the target holds a newer one, or
     another copy is moved there; only the tombstone on ``source`` is written)."""
     halted: bool
+    merged: bool = False
+    """``value`` merges this copy with the one already on ``target``."""
 
 
 class RehomePlan(Struct, kw_only=True):
@@ -113,15 +128,16 @@ def plan_rehome(
     partition's latest snapshot of it) with a readable snapshot has exactly one, on its
     home partition among ``partitions``. Deterministic: sessions and partitions sorted.
 
-    A session with copies on several partitions and none readable at home (more than
-    one count change, or a run interrupted) gets the copy it saw last (the greatest
-    last activity; on a tie the lowest partition); the other copies are tombstoned."""
+    A session with copies on several partitions (more than one count change, or a run
+    interrupted) moves the stray copy it saw last (the greatest last activity; on a tie
+    the lowest partition), merged with a readable copy at home where ``kind`` merges,
+    dropped for it where not; the other copies are tombstoned."""
     if partitions < 1:
         raise ValueError("partitions must be at least 1")
     copies: dict[str, dict[int, bytes]] = {}
     for source, entries in latest.items():
-        for session, value in entries.items():
-            copies.setdefault(session, {})[source] = value
+        for session, snapshot in entries.items():
+            copies.setdefault(session, {})[source] = snapshot
     plan = RehomePlan(partitions=partitions, sessions=len(copies))
     for session in sorted(copies):
         held = copies[session]
@@ -132,36 +148,43 @@ def plan_rehome(
         for source in sorted(held):
             if source == target:
                 continue
-            value = held[source]
             try:
-                last_seen, moved = kind.rehomed(value)
-                halted = kind.halted(value)
+                last_seen, moved, halted = _read(kind, held[source])
             except (ChangelogError, SnapshotUnreadable, ValueError) as exc:
                 plan.unreadable.append((source, session, str(exc)))
                 continue
             strays.append((source, last_seen, moved, halted))
         if not strays:
             continue
-        winner = None if _readable(held.get(target), kind) else max(strays, key=lambda s: (s[1], -s[0]))
+        at_home = held.get(target)
+        if at_home is not None:
+            try:
+                _read(kind, at_home)
+            except (ChangelogError, SnapshotUnreadable, ValueError):
+                at_home = None  # a copy at home the job could not restore: a stray replaces it
+        winner = max(strays, key=lambda s: (s[1], -s[0]))
         for stray in strays:
             source, _, moved, halted = stray
+            value: bytes | None = None
+            merged = False
+            if stray is winner:
+                if at_home is None:
+                    value = moved
+                elif kind.merge is not None:
+                    value, merged = kind.merge(at_home, moved), True
             plan.moves.append(
                 Move(
-                    session=session, source=source, target=target,
-                    value=moved if stray is winner else None, halted=halted,
+                    session=session, source=source, target=target, value=value, halted=halted, merged=merged,
                 )
             )
     return plan
 
 
-def _readable(value: bytes | None, kind: SnapshotKind) -> bool:
-    if value is None:
-        return False
-    try:
-        kind.rehomed(value)
-    except (ChangelogError, ValueError):
-        return False  # a copy at home the job could not restore: the stray one replaces it
-    return True
+def _read(kind: SnapshotKind, value: bytes) -> tuple[float, bytes, bool]:
+    """A snapshot's last activity, its value for a new home, and whether it is halted;
+    raises for a value the job would not restore (the same test at home and away)."""
+    last_seen, moved = kind.rehomed(value)
+    return last_seen, moved, kind.halted(value)
 
 
 async def read_latest(consumer: AIOKafkaConsumer, topic: str, partitions: set[int]) -> dict[int, dict[str, bytes]]:

@@ -475,6 +475,31 @@ def rehomed_snapshot(value: bytes) -> tuple[float, bytes]:
     return state.last_active, snapshot
 
 
+def merged_snapshot(home: bytes, stray: bytes) -> bytes:
+    """One snapshot of a session from the one on its home partition and one left on its
+    old partition by a partition-count change: a bridge that ran at the new home after
+    the change numbered the session from 1 again, so the ``seq`` goes on from the higher
+    of the two, the keys of both are remembered (the stray's as the older), the later
+    position and activity are kept, and the released-through offset is the home's (an
+    offset of that partition). Raises :class:`ValueError` as :func:`rehomed_snapshot`."""
+    window = ReorderWindow(max_seen=sys.maxsize)
+    window.restore("home", home)
+    window.restore("stray", stray)
+    at_home, away = window.sessions["home"], window.sessions["stray"]
+    at_home.next_seq = max(at_home.next_seq, away.next_seq)
+    at_home.last_time, at_home.last_rank = max(
+        (at_home.last_time, at_home.last_rank), (away.last_time, away.last_rank)
+    )
+    at_home.last_active = max(at_home.last_active, away.last_active)
+    seen = OrderedDict(away.seen)
+    for key, count in at_home.seen.items():
+        seen[key] = max(count, seen.pop(key, 0))
+    at_home.seen = seen
+    snapshot = window.snapshot("home")
+    assert snapshot is not None
+    return snapshot
+
+
 _decode_snapshot = msgspec.msgpack.Decoder(tuple[int, int, int, int, list[tuple[str, int]], float, int]).decode
 """A snapshot as :meth:`ReorderWindow.snapshot` writes it, types checked in C."""
 _decode_snapshot_v1 = msgspec.msgpack.Decoder(tuple[int, int, int, int, list[tuple[str, int]], float]).decode

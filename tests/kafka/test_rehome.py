@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streamguard.events import Alert, ToolCall
-from streamguard.kafka.changelog import decode_entry
+from streamguard.kafka.changelog import decode_entry, encode_entry
 from streamguard.kafka.inspect import home_partition
 from tests.kafka.conftest import metric_value, poll_until
 from tests.kafka.scenarios import T0, repeat_loop
@@ -60,8 +60,11 @@ async def test_a_halt_survives_a_partition_count_change_once_rehomed(topics, sta
     await topics.send_events(repeat_loop(session))
     await poll_until(lambda: first.processor.engine.is_halted(session), 20, "the halt")
     await first.stop()
-    # The changelog as the old count left it: the snapshot on the session's old home.
-    [value] = [v for v in (await latest_snapshots(topics))[home].values() if v is not None]
+    # The changelog as the old count left it: the snapshot on the session's old home,
+    # its offsets those of that partition (further on than the new home's records).
+    [written] = [v for v in (await latest_snapshots(topics))[home].values() if v is not None]
+    entry = decode_entry(written)
+    value = encode_entry(1000, 1000, entry.last_seen, entry.state)
     await topics.send(topics.changelog, value, key=session, partition=old)
     await topics.send(topics.changelog, None, key=session, partition=home)
 
@@ -123,7 +126,7 @@ async def test_rehome_refuses_topics_of_different_partition_counts(topics, capsy
 
 
 async def test_a_bridge_session_keeps_numbering_its_events_across_a_partition_count_change(
-    topics, start_bridge, capsys  # noqa: F811 (the fixture imported above)
+    topics, start_bridge, capsys, monkeypatch  # noqa: F811 (the fixture imported above)
 ) -> None:
     """The bridge's state of a moved session carries its ``seq``: left behind, the new
     owner would number the session's events from 1 again, and the processor would skip
@@ -145,14 +148,16 @@ async def test_a_bridge_session_keeps_numbering_its_events_across_a_partition_co
     await topics.send(changelog, value, key=conversation, partition=old)
     await topics.send(changelog, None, key=conversation, partition=home)
 
-    args = [
-        "rehome", "--bridge", "--bootstrap-servers", topics.bootstrap, "--group-id", config.group_id,
-        "--sessions-topic", config.sessions_topic, "--bridge-changelog-topic", changelog,
-        # the test broker lists a stopped bridge in its group for good (it expires no
-        # member); the refusal itself is the processor test's
-        "--force",
-    ]
-    assert await run_main(args) == 0
+    # every setting as the bridge itself reads it, from its own environment
+    for name, setting in (
+        ("BOOTSTRAP_SERVERS", topics.bootstrap), ("GROUP_ID", config.group_id),
+        ("SESSIONS_TOPIC", config.sessions_topic), ("BRIDGE_CHANGELOG_TOPIC", changelog),
+    ):
+        monkeypatch.setenv(f"STREAMGUARD_BRIDGE_{name}", setting)
+    monkeypatch.setenv("STREAMGUARD_BOOTSTRAP_SERVERS", "127.0.0.1:9")  # the processor's: not read
+    # the test broker lists a stopped bridge in its group for good (it expires no
+    # member); the refusal itself is the processor test's
+    assert await run_main(["rehome", "--bridge", "--force"]) == 0
     captured = capsys.readouterr()
     assert captured.out.splitlines() == [f"{conversation} p{old} -> p{home}"]
     assert "moved 1 (0 halted)" in captured.err
@@ -162,3 +167,22 @@ async def test_a_bridge_session_keeps_numbering_its_events_across_a_partition_co
     found = await wait_events(topics, {conversation: EVENTS_PER_RUN + 6})
     events = found[conversation]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))  # seq went on at the new home
+
+
+async def test_rehome_refuses_while_records_wait_on_a_partition_sessions_move_away_from(topics, capsys) -> None:
+    from tests.test_rehome import snapshot
+
+    session = moved_by_the_change(topics.partitions)
+    old = home_partition(session, OLD_COUNT)
+    await topics.send(topics.changelog, snapshot(session), key=session, partition=old)
+    # a record of the session written before the change, never processed
+    call = ToolCall(session=session, agent="coder", tool="ls", args={}, ts=T0)
+    await topics.send(topics.events, call, partition=old)
+
+    assert await run_main(rehome_args(topics)) == 3
+    err = capsys.readouterr().err
+    assert f"records not yet processed on partitions sessions move away from ({topics.events}[{old}] 1)" in err
+    assert (await latest_snapshots(topics))[old][session] is not None  # nothing moved
+
+    assert await run_main(rehome_args(topics, "--force")) == 0
+    assert "moved 1 (0 halted)" in capsys.readouterr().err
