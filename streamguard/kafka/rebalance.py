@@ -54,6 +54,10 @@ class RebalanceHost(Protocol):
     def partition_active(self, part: OwnedPartition) -> None: ...
 
 
+class PartitionCountChanged(RuntimeError):
+    """The events topic's partition count is not the one the processor started with."""
+
+
 class Listener(ConsumerRebalanceListener):
     def __init__(self, rebalancer: Rebalancer) -> None:
         self.rebalancer = rebalancer
@@ -147,6 +151,7 @@ class Rebalancer:
     async def _assign(self, assigned: set[TopicPartition]) -> None:
         """The assignment, under the lock: drop, keep or restore each partition."""
         cfg = self.config
+        self._check_partition_count()
         partitions = self.sessions.partitions
         events = {tp.partition for tp in assigned if tp.topic == cfg.events_topic}
         control = {tp.partition for tp in assigned if tp.topic == cfg.control_topic}
@@ -201,6 +206,24 @@ class Rebalancer:
         log.info("assigned partitions %s (restoring %s)", sorted(events), restoring or "none")
         if restoring and (self.restore_task is None or self.restore_task.done()):
             self.restore_task = asyncio.create_task(self._restore_worker())
+
+    def _check_partition_count(self) -> None:
+        """Stop when the events topic's partition count changed since start-up. Every key's
+        home partition moved with it, and whether the control and changelog topics were
+        raised alike is checked only at start-up: going on would dead-letter records on
+        their new homes, or co-partition nothing. A restart reads the new count (and
+        refuses to start until the three topics agree)."""
+        consumer, known = self.host.consumer, self.host.partition_count
+        if consumer is None or known <= 0:
+            return
+        now = consumer.partitions_for_topic(self.config.events_topic)
+        if now and len(now) != known:
+            raise PartitionCountChanged(
+                f"the partition count of {self.config.events_topic!r} changed from {known} to {len(now)} "
+                "while running: stopping so that a restart reads it. Raise the control and changelog "
+                "topics to the same count, and run `streamguard rehome` with the processors stopped "
+                "to keep the state of the sessions that moved (docs/kafka.md#changing-the-partition-count)"
+            )
 
     def drop_partition(self, number: int) -> None:
         """Forget a partition that left: its sessions, positions and lag series."""

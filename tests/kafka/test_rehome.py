@@ -28,21 +28,10 @@ def moved_by_the_change(partitions: int) -> str:
 
 async def latest_records(topics, topic: str) -> dict[int, dict[str, bytes | None]]:
     """Each partition's latest record per key of ``topic`` (None: a tombstone)."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-
-    from streamguard.kafka.changelog import iter_to_end
-
-    consumer = AIOKafkaConsumer(bootstrap_servers=topics.bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        out: dict[int, dict[str, bytes | None]] = {p: {} for p in range(topics.partitions)}
-        tps = [TopicPartition(topic, p) for p in range(topics.partitions)]
-        async for tp, records in iter_to_end(consumer, tps):
-            for record in records:
-                out[tp.partition][record.key.decode()] = record.value
-        return out
-    finally:
-        await consumer.stop()
+    out: dict[int, dict[str, bytes | None]] = {p: {} for p in range(topics.partitions)}
+    for record in sorted(await topics.read_all(topic), key=lambda r: (r.partition, r.offset)):
+        out[record.partition][record.key.decode()] = record.value
+    return out
 
 
 async def latest_snapshots(topics) -> dict[int, dict[str, bytes | None]]:
@@ -186,3 +175,29 @@ async def test_rehome_refuses_while_records_wait_on_a_partition_sessions_move_aw
 
     assert await run_main(rehome_args(topics, "--force")) == 0
     assert "moved 1 (0 halted)" in capsys.readouterr().err
+
+
+async def test_a_processor_stops_when_the_partition_count_changes_under_it(
+    topics, start_processor, monkeypatch
+) -> None:
+    """Raised while it runs: every key's home moved, and the other topics' counts are
+    checked only at start-up. It stops with the reason, and a restart reads the count."""
+    from streamguard.kafka import processor as processor_module
+    from streamguard.kafka.rebalance import PartitionCountChanged
+
+    real = processor_module.prepare_topics
+
+    async def counted_before_the_change(*args, **kwargs) -> int:
+        await real(*args, **kwargs)
+        return OLD_COUNT  # what the topics had when it started; they have 4 now
+
+    monkeypatch.setattr(processor_module, "prepare_topics", counted_before_the_change)
+    running = await start_processor(ready=False)
+    exc = await running.crashed()
+    assert isinstance(exc, PartitionCountChanged)
+    assert f"changed from {OLD_COUNT} to {topics.partitions} while running" in str(exc)
+    assert "streamguard rehome" in str(exc)
+
+    monkeypatch.setattr(processor_module, "prepare_topics", real)
+    again = await start_processor()  # restarted, it reads the count and runs
+    assert again.processor.partition_count == topics.partitions
