@@ -35,7 +35,7 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any
 
 from . import __version__
@@ -1399,9 +1399,16 @@ async def _require_drained(config: Any, inputs: list[str], partitions: set[int],
     behind = {}
     for tp in tps:
         mark = committed[tp]
-        done = mark if mark is not None and mark >= 0 else begins[tp]
+        # none committed, or one below what retention left: the job starts at the log start
+        done = max(mark, begins[tp]) if mark is not None and mark >= 0 else begins[tp]
         if ends[tp] > done:
             behind[tp] = ends[tp] - done
+        elif done > ends[tp]:
+            print(
+                f"streamguard rehome: the group's offset {done} on {tp.topic}[{tp.partition}] is beyond "
+                f"its end ({ends[tp]}; was the topic made anew?): the job will read it from the start",
+                file=sys.stderr,
+            )
     if behind:
         shown = ", ".join(f"{tp.topic}[{tp.partition}] {lag}" for tp, lag in sorted(behind.items())[:8])
         more = f" and {len(behind) - 8} more" if len(behind) > 8 else ""
@@ -1412,6 +1419,16 @@ async def _require_drained(config: Any, inputs: list[str], partitions: set[int],
             "or pass --force",
             EXIT_REJECTED,
         )
+
+
+async def _refusal_unless_dry_run(args: argparse.Namespace, check: Awaitable[None]) -> None:
+    """A check's refusal; with --dry-run, said and gone on (the plan is still shown)."""
+    try:
+        await check
+    except _CommandError as exc:
+        if not args.dry_run:
+            raise
+        print(f"streamguard rehome: (dry run) a real run would refuse: {exc}", file=sys.stderr)
 
 
 def _cmd_rehome(args: argparse.Namespace) -> int:
@@ -1456,13 +1473,16 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
                     EXIT_CONFIG,
                 )
             if not args.force:
-                await _require_group_stopped(config, job)
+                await _refusal_unless_dry_run(args, _require_group_stopped(config, job))
             latest = await read_latest(consumer, changelog, partitions)
         finally:
             await consumer.stop()
         plan = plan_rehome(latest, len(partitions), BRIDGE if args.bridge else PROCESSOR)
         if not args.force:
-            await _require_drained(config, [topic for topic, _ in inputs], {m.source for m in plan.moves}, job)
+            sources = {m.source for m in plan.moves}
+            await _refusal_unless_dry_run(
+                args, _require_drained(config, [topic for topic, _ in inputs], sources, job)
+            )
         for partition, session, reason in plan.unreadable:
             print(
                 f"streamguard rehome: left in place, unreadable: {session!r} on "
@@ -1472,16 +1492,24 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
         for move in plan.moves:
             halted = " (halted)" if move.halted else ""
             if move.value is None:
-                line = f"{move.session}{halted} p{move.source}: dropped, p{move.target} holds a newer snapshot"
+                line = (
+                    f"{move.session}{halted} p{move.source}: dropped, p{move.target} holds a newer snapshot"
+                    if move.kept == move.target
+                    else f"{move.session}{halted} p{move.source}: dropped, the copy on p{move.kept} moves"
+                )
                 if move.halted:
+                    kept = (
+                        f"the newer one on p{move.target}, which a processor wrote after the change"
+                        if move.kept == move.target
+                        else f"the copy seen last, moved from p{move.kept}"
+                    )
                     print(
                         f"streamguard rehome: {move.session!r}: the halted copy on p{move.source} is dropped "
-                        f"for the newer one on p{move.target}, which a processor wrote after the change "
-                        "(see `streamguard session` for whether it is halted)",
+                        f"for {kept} (see `streamguard session` for whether that one is halted)",
                         file=sys.stderr,
                     )
             elif move.merged:
-                line = f"{move.session}{halted} p{move.source} -> p{move.target}, merged with the copy there"
+                line = f"{move.session}{halted} p{move.source} -> p{move.target}, merged with its other copies"
             else:
                 line = f"{move.session}{halted} p{move.source} -> p{move.target}"
             sys.stdout.write(line + "\n")

@@ -251,3 +251,81 @@ async def test_no_tombstone_is_sent_when_a_moved_copy_is_not_acknowledged() -> N
     with pytest.raises(OSError, match="broker gone"):
         await apply_plan(Producer(), "changelog", plan)  # type: ignore[arg-type]
     assert sent == [(plan.moves[0].value, home_partition(session, 4))]  # no tombstone followed
+
+
+@pytest.mark.parametrize(
+    ("listed", "assigned", "changed_to"),
+    [
+        ({0, 1, 2, 3}, {0, 1}, "4"),  # this member's metadata already lists the new count
+        ({0, 1}, {1, 3}, "at least 4"),  # the leader saw it first and handed out partition 3
+        (None, {2}, "at least 3"),  # no metadata at all, a partition beyond the count
+    ],
+)
+def test_a_changed_partition_count_is_seen_by_either_sign(
+    listed: set[int] | None, assigned: set[int], changed_to: str
+) -> None:
+    from types import SimpleNamespace
+
+    from streamguard.kafka.config import ProcessorConfig
+    from streamguard.kafka.rebalance import Rebalancer
+    from streamguard.kafka.topics import PartitionCountChanged
+
+    consumer = SimpleNamespace(partitions_for_topic=lambda topic: listed)
+    host = SimpleNamespace(partition_count=2, consumer=consumer)
+    rebalancer = Rebalancer(ProcessorConfig(), None, None, None, None, host)  # type: ignore[arg-type]
+    with pytest.raises(PartitionCountChanged, match=f"changed from 2 to {changed_to} while running"):
+        rebalancer._check_partition_count(assigned)
+    # started with the count the metadata lists and the assignment fits: nothing to say
+    count = max(len(listed or ()), max(assigned) + 1)
+    host.partition_count = count
+    consumer.partitions_for_topic = lambda topic: set(range(count))
+    rebalancer._check_partition_count(assigned)
+
+
+def test_every_bridge_copy_of_a_session_is_folded_in_so_no_seq_goes_back() -> None:
+    """Two count changes (2, then 3, then 4) left two stray states: the newer one was
+    numbered from 1 again after the first change. The seq goes on from the higher."""
+    from streamguard.otel.window import ReorderWindow
+
+    session = next(
+        f"s-{n}" for n in range(10_000)
+        if len({home_partition(f"s-{n}", count) for count in (2, 3, 4)}) == 3
+    )
+    first, second, home = (home_partition(session, count) for count in (2, 3, 4))
+
+    def state(count: int, now: float) -> bytes:
+        window = ReorderWindow(window_s=0.0)
+        for n in range(count):
+            window.add(session, f"{now}-{n}", [(1_000 * (n + 1), 1, b'{"type":"text"}')], n, now)
+        window.release(now)
+        value = window.snapshot(session)
+        assert value is not None
+        return value
+
+    older, newer = state(29, 10.0), state(3, 20.0)  # next seq 30, then 4
+    plan = plan_rehome({first: {session: older}, second: {session: newer}}, 4, BRIDGE)
+    assert {m.source for m in plan.moves} == {first, second}
+    [moved] = plan.moved
+    assert moved.merged and moved.source == second and moved.target == home  # the newer one carries it
+    folded = ReorderWindow(window_s=0.0)
+    folded.restore(session, moved.value)  # type: ignore[arg-type]
+    assert folded.sessions[session].next_seq == 30
+    assert folded.sessions[session].done_offset == -1  # no copy was at home: no offset to keep
+    assert list(folded.sessions[session].seen)[-3:] == ["20.0-0", "20.0-1", "20.0-2"]  # the newest last
+
+
+def test_among_processor_strays_the_one_seen_last_moves_and_the_others_name_it() -> None:
+    session = next(
+        f"s-{n}" for n in range(10_000)
+        if len({home_partition(f"s-{n}", count) for count in (2, 3, 4)}) == 3
+    )
+    first, second, home = (home_partition(session, count) for count in (2, 3, 4))
+    state = decode_entry(snapshot(session, halted=True)).state
+    older = encode_entry(5, -1, 100.0, state)
+    newer = encode_entry(9, -1, 200.0, state)
+    plan = plan_rehome({first: {session: older}, second: {session: newer}}, 4)
+    by_source = {m.source: m for m in plan.moves}
+    assert by_source[second].value is not None and by_source[first].value is None
+    assert by_source[first].kept == by_source[second].kept == second
+    assert decode_entry(by_source[second].value).last_seen == 200.0  # type: ignore[arg-type]
+    assert all(m.target == home for m in plan.moves)

@@ -20,7 +20,7 @@ from typing import Protocol
 from aiokafka.errors import KafkaConnectionError
 
 from ..events import MAX_INT_DIGITS
-from .topics import StartupError
+from .topics import PartitionCountChanged, StartupError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -74,6 +74,10 @@ async def serve(job: Job, bootstrap_servers: str, log: logging.Logger) -> None:
         raise SystemExit(1) from None
     except StartupError as exc:
         log.error("cannot start: %s", exc)
+        raise SystemExit(1) from None
+    except PartitionCountChanged as exc:
+        # Said once, in one line: the job already logged how it stopped.
+        log.error("stopped: %s", exc)
         raise SystemExit(1) from None
     finally:
         for signum in installed:

@@ -32,6 +32,7 @@ from .config import ProcessorConfig
 from .inspect import home_partition
 from .metrics import Metrics
 from .sessions import OwnedPartition, PartitionStatus, SessionTable
+from .topics import PartitionCountChanged
 
 log = logging.getLogger("streamguard.kafka")
 
@@ -52,10 +53,6 @@ class RebalanceHost(Protocol):
     async def checkpoint(self) -> None: ...
     def resume_active(self, tps: Iterable[TopicPartition]) -> None: ...
     def partition_active(self, part: OwnedPartition) -> None: ...
-
-
-class PartitionCountChanged(RuntimeError):
-    """The events topic's partition count is not the one the processor started with."""
 
 
 class Listener(ConsumerRebalanceListener):
@@ -151,9 +148,9 @@ class Rebalancer:
     async def _assign(self, assigned: set[TopicPartition]) -> None:
         """The assignment, under the lock: drop, keep or restore each partition."""
         cfg = self.config
-        self._check_partition_count()
         partitions = self.sessions.partitions
         events = {tp.partition for tp in assigned if tp.topic == cfg.events_topic}
+        self._check_partition_count(events)
         control = {tp.partition for tp in assigned if tp.topic == cfg.control_topic}
         if events != control:
             log.error(
@@ -207,23 +204,33 @@ class Rebalancer:
         if restoring and (self.restore_task is None or self.restore_task.done()):
             self.restore_task = asyncio.create_task(self._restore_worker())
 
-    def _check_partition_count(self) -> None:
+    def _check_partition_count(self, events: set[int]) -> None:
         """Stop when the events topic's partition count changed since start-up. Every key's
         home partition moved with it, and whether the control and changelog topics were
         raised alike is checked only at start-up: going on would dead-letter records on
         their new homes, or co-partition nothing. A restart reads the new count (and
-        refuses to start until the three topics agree)."""
-        consumer, known = self.host.consumer, self.host.partition_count
-        if consumer is None or known <= 0:
+        refuses to start until the three topics agree).
+
+        Two signs, either enough: a partition at or beyond the count is assigned (the
+        group's leader saw the new count before this member's metadata did), or this
+        member's metadata lists another count."""
+        known = self.host.partition_count
+        if known <= 0:
             return
-        now = consumer.partitions_for_topic(self.config.events_topic)
-        if now and len(now) != known:
-            raise PartitionCountChanged(
-                f"the partition count of {self.config.events_topic!r} changed from {known} to {len(now)} "
-                "while running: stopping so that a restart reads it. Raise the control and changelog "
-                "topics to the same count, and run `streamguard rehome` with the processors stopped "
-                "to keep the state of the sessions that moved (docs/kafka.md#changing-the-partition-count)"
-            )
+        consumer = self.host.consumer
+        listed = consumer.partitions_for_topic(self.config.events_topic) if consumer is not None else None
+        if listed and len(listed) != known:
+            now = f"{len(listed)}"
+        elif events and max(events) >= known:
+            now = f"at least {max(events) + 1}"
+        else:
+            return
+        raise PartitionCountChanged(
+            f"the partition count of {self.config.events_topic!r} changed from {known} to {now} "
+            "while running: stopping so that a restart reads it. Raise the control and changelog "
+            "topics to the same count, and run `streamguard rehome` with the processors stopped "
+            "to keep the state of the sessions that moved (docs/kafka.md#changing-the-partition-count)"
+        )
 
     def drop_partition(self, number: int) -> None:
         """Forget a partition that left: its sessions, positions and lag series."""

@@ -99,7 +99,11 @@ class Move(Struct, frozen=True, kw_only=True):
     another copy is moved there; only the tombstone on ``source`` is written)."""
     halted: bool
     merged: bool = False
-    """``value`` merges this copy with the one already on ``target``."""
+    """``value`` merges this copy with others (the one already on ``target``, or other
+    strays)."""
+    kept: int = -1
+    """The partition whose copy the session keeps: ``target`` when the copy there wins,
+    else the source of the copy that moves."""
 
 
 class RehomePlan(Struct, kw_only=True):
@@ -129,9 +133,10 @@ def plan_rehome(
     home partition among ``partitions``. Deterministic: sessions and partitions sorted.
 
     A session with copies on several partitions (more than one count change, or a run
-    interrupted) moves the stray copy it saw last (the greatest last activity; on a tie
-    the lowest partition), merged with a readable copy at home where ``kind`` merges,
-    dropped for it where not; the other copies are tombstoned."""
+    interrupted): where ``kind`` merges, every readable copy is folded into one, the
+    newest (a readable copy at home, else the stray seen last) as the base; where not,
+    a readable copy at home wins, else the stray seen last (the greatest last activity;
+    on a tie the lowest partition) moves. The other strays are tombstoned."""
     if partitions < 1:
         raise ValueError("partitions must be at least 1")
     copies: dict[str, dict[int, bytes]] = {}
@@ -162,19 +167,25 @@ def plan_rehome(
                 _read(kind, at_home)
             except (ChangelogError, SnapshotUnreadable, ValueError):
                 at_home = None  # a copy at home the job could not restore: a stray replaces it
-        winner = max(strays, key=lambda s: (s[1], -s[0]))
+        newest_first = sorted(strays, key=lambda s: (s[1], -s[0]), reverse=True)
+        winner = newest_first[0]
+        value: bytes | None = None
+        merged = False
+        if kind.merge is not None:
+            # every copy folded into one, the newest as the base (its keys the newest)
+            base = at_home
+            for stray in newest_first:
+                base = stray[2] if base is None else kind.merge(base, stray[2])
+            value, merged = base, at_home is not None or len(strays) > 1
+        elif at_home is None:
+            value = winner[2]
+        kept = target if at_home is not None and kind.merge is None else winner[0]
         for stray in strays:
-            source, _, moved, halted = stray
-            value: bytes | None = None
-            merged = False
-            if stray is winner:
-                if at_home is None:
-                    value = moved
-                elif kind.merge is not None:
-                    value, merged = kind.merge(at_home, moved), True
+            source, _, _, halted = stray
             plan.moves.append(
                 Move(
-                    session=session, source=source, target=target, value=value, halted=halted, merged=merged,
+                    session=session, source=source, target=target, halted=halted, kept=kept,
+                    value=value if stray is winner else None, merged=merged and stray is winner,
                 )
             )
     return plan

@@ -27,6 +27,10 @@ class StartupError(RuntimeError):
     """The cluster is not in a state the processor can run against (missing or mismatched topics)."""
 
 
+class PartitionCountChanged(RuntimeError):
+    """The events topic's partition count is not the one the processor started with."""
+
+
 def co_partitioned(config: ProcessorConfig) -> list[str]:
     """The topics whose partition *p* belongs together: events, control, changelog."""
     return [config.events_topic, config.control_topic, config.changelog_topic]

@@ -154,7 +154,10 @@ class Topics:
             await asyncio.wait_for(collect(), timeout)
             return records
         finally:
-            await consumer.stop()
+            # Bounded: aiokafka 0.14's fetcher can hang in stop() after a fetch was
+            # cancelled (the timeout above), and a hung helper would hang the suite.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(consumer.stop(), 10)
 
     async def read_until(
         self,

@@ -183,7 +183,7 @@ async def test_a_processor_stops_when_the_partition_count_changes_under_it(
     """Raised while it runs: every key's home moved, and the other topics' counts are
     checked only at start-up. It stops with the reason, and a restart reads the count."""
     from streamguard.kafka import processor as processor_module
-    from streamguard.kafka.rebalance import PartitionCountChanged
+    from streamguard.kafka.topics import PartitionCountChanged
 
     real = processor_module.prepare_topics
 
