@@ -53,6 +53,7 @@ from ..engine import Engine
 from ..events import MAX_NAME_CHARS, Output, Reset, ScopeReset, Usage, decode_agent_record
 from ..fleet_windows import FLEET_GUARDRAIL, CircuitRecord
 from ..policy import Policy, PolicySet, load_policy_set
+from ..watchdog import SessionState
 from . import routing
 from .changelog import encode_entry
 from .checkpoint import ENCODE_SLICE, ChangelogRecord, Checkpointer, CheckpointPlan, within
@@ -946,17 +947,13 @@ class Processor:
                         continue
                 elif state.fleet_scope != scope:
                     continue
+                if not is_open:
+                    affected += self._release_fleet_halt(session, state, circuit, meta.partition, now)
+                    continue
                 if session in checkpointer.unstaged:
                     checkpointer.before_change(session)
-                if is_open:
-                    outputs = engine.fleet_halt(session, circuit.scope, circuit.generation, reason, now)
-                    self._count_fleet_trips(circuit, outputs)
-                else:
-                    outputs, handed_over = self._lift_fleet_halt(session, state, circuit, now)
-                    if handed_over:
-                        checkpointer.changed(session, meta.partition)
-                    if not state.halted_by:
-                        self.sessions.halted.discard(session)
+                outputs = engine.fleet_halt(session, circuit.scope, circuit.generation, reason, now)
+                self._count_fleet_trips(circuit, outputs)
                 if outputs:
                     affected += 1
                     if state.halted_by:
@@ -994,22 +991,29 @@ class Processor:
             circuit = circuits.circuits.get(scope) if scope is not None else None
             if circuit is None or circuit.state == "open":
                 continue
-            if session in self.checkpointer.unstaged:
-                self.checkpointer.before_change(session)
-            outputs, handed_over = self._lift_fleet_halt(session, state, circuit, now)
-            if handed_over:
-                self.checkpointer.changed(session, part.number)
-            if not outputs:
-                continue
-            if not state.halted_by:
-                table.halted.discard(session)
-            self.checkpointer.changed(session, part.number)
-            for output in outputs:
-                self.outbox.emit(output, None)
-            log.info("session %r released: the circuit of scope %s closed meanwhile", session, circuit.scope)
+            if self._release_fleet_halt(session, state, circuit, part.number, now):
+                log.info("session %r released: the circuit of scope %s closed meanwhile", session, circuit.scope)
+
+    def _release_fleet_halt(
+        self, session: str, state: SessionState, circuit: CircuitRecord, partition: int, now: float
+    ) -> bool:
+        """Lift a closed circuit's halt from one held session (or hand it to another open
+        circuit covering it), with the snapshot and the outputs that follow; whether it
+        said anything. Caller holds the lock."""
+        checkpointer = self.checkpointer
+        if session in checkpointer.unstaged:
+            checkpointer.before_change(session)
+        outputs, handed_over = self._lift_fleet_halt(session, state, circuit, now)
+        if handed_over or outputs:
+            checkpointer.changed(session, partition)
+        if not state.halted_by:
+            self.sessions.halted.discard(session)
+        for output in outputs:
+            self.outbox.emit(output, None)
+        return bool(outputs)
 
     def _lift_fleet_halt(
-        self, session: str, state: Any, circuit: CircuitRecord, now: float
+        self, session: str, state: SessionState, circuit: CircuitRecord, now: float
     ) -> tuple[list[Output], bool]:
         """The circuit that halted ``session`` closed: release it, unless another open
         circuit covers it too (an agent's rule and its tenant's): then the halt stays,
