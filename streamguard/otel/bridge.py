@@ -52,6 +52,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from ..kafka.changelog import iter_to_end
 from ..kafka.checkpoint import revocation_checkpoint
 from ..kafka.health import HealthServer
+from ..kafka.inspect import home_partition
 from ..kafka.lifecycle import serve
 from ..kafka.topics import StartupError
 from . import otlp
@@ -123,6 +124,13 @@ class BridgeMetrics:
             "streamguard_bridge_sessions_forgotten_total",
             "Sessions whose state was dropped, by reason (expired, evicted).",
             ["reason"],
+            registry=r,
+        )
+        self.misplaced = Counter(
+            "streamguard_bridge_misplaced_sessions_total",
+            "Session states restored from a changelog partition that is not their home (the sessions "
+            "topic's partition count changed and `streamguard rehome --bridge` was not run): where their "
+            "events now arrive they are numbered from 1 again.",
             registry=r,
         )
         self.pending = Gauge(
@@ -523,6 +531,25 @@ class Bridge:
 
     # ---------------------------------------------------------------- output
 
+    def _follow_partition_counts(self) -> None:
+        """Hash keys over a topic's partition count as the producer's metadata now lists it
+        (refreshed every ``metadata.max.age.ms``), as any publisher with the default
+        partitioner does: a count raised while the bridge runs must not leave it writing
+        sessions to their old partitions, where the processor dead-letters them."""
+        producer = self._producer
+        if producer is None or not self._partition_counts:
+            return
+        cluster = producer.client.cluster
+        for topic, count in list(self._partition_counts.items()):
+            listed = cluster.partitions_for_topic(topic)
+            if listed and len(listed) != count:
+                log.warning(
+                    "topic %r has %d partitions now (%d before): keys are hashed over the new count",
+                    topic, len(listed), count,
+                )
+                self._partition_counts[topic] = len(listed)
+                self._partitions = {key: p for key, p in self._partitions.items() if key[0] != topic}
+
     async def _partition_count(self, topic: str) -> int:
         count = self._partition_counts.get(topic)
         if count is None:
@@ -619,6 +646,7 @@ class Bridge:
             window.sweep(self.clock())
             self._account(window)
         await self._send_batches()
+        self._follow_partition_counts()  # for the records of the next interval
         await self._acknowledge()
         self._fault("outputs_acked")
         for partition, window in self.windows.items():
@@ -759,9 +787,22 @@ class Bridge:
                 except (ValueError, msgspec.DecodeError) as exc:
                     log.error("bridge changelog %d@%d unreadable: %r", tp.partition, record.offset, exc)
             self.restore_records += len(records)
+        consumer = self._consumer
+        listed = consumer.partitions_for_topic(cfg.sessions_topic) if consumer is not None else None
+        count = len(listed) if listed else 0
         for partition, window in windows.items():
             window.take_changed()
             log.info("restored %d session states of partition %d", len(window.sessions), partition)
+            misplaced = sum(home_partition(s, count) != partition for s in window.sessions) if count else 0
+            if misplaced:
+                # Kept, but said: their events arrive on another partition now.
+                self.metrics.misplaced.inc(misplaced)
+                log.warning(
+                    "partition %d: %d restored session state(s) belong on other partitions of %d (the "
+                    "partition count changed?); their events are numbered from 1 again where they now "
+                    "arrive. Stop the bridges and run `streamguard rehome --bridge` (docs/otel.md)",
+                    partition, misplaced, count,
+                )
         return windows
 
 
