@@ -1339,17 +1339,18 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
     return _run_kafka_command("sessions", args, ("changelog_topic",), body)
 
 
-_REHOME_TOPICS = ("group_id", "events_topic", "control_topic", "changelog_topic")
+_REHOME_TOPICS = (
+    "group_id", "events_topic", "control_topic", "changelog_topic", "fleet_facts_topic", "fleet_state_topic",
+)
 _REHOME_BRIDGE_TOPICS = ("group_id", "sessions_topic", "bridge_changelog_topic")
 
 
-async def _require_group_stopped(config: Any, job: str) -> None:
+async def _require_group_stopped(config: Any, group_id: str, job: str) -> None:
     """Refuse while the job's group has members: an instance running beside the move
     would write snapshots of the very sessions being moved."""
     from aiokafka.admin import AIOKafkaAdminClient
     from aiokafka.errors import for_code
 
-    group_id = config.group_id
     admin = AIOKafkaAdminClient(**config.client_options())
     await _start_client(admin, config)
     try:
@@ -1374,7 +1375,9 @@ async def _require_group_stopped(config: Any, job: str) -> None:
                 )
 
 
-async def _require_drained(config: Any, inputs: list[str], partitions: set[int], job: str) -> None:
+async def _require_drained(
+    config: Any, group_id: str, inputs: list[str], partitions: set[int], job: str
+) -> None:
     """Refuse while the group has records not yet processed on a partition some session
     moves away from: such a record would find its session's state gone (dead-lettered as
     not on its home partition, or, for the bridge, numbered from 1 again). Records on the
@@ -1386,9 +1389,7 @@ async def _require_drained(config: Any, inputs: list[str], partitions: set[int],
     tps = [TopicPartition(topic, p) for topic in inputs for p in sorted(partitions)]
     # A consumer of the group that never subscribes asks the coordinator for the group's
     # offsets of exactly these partitions, and never joins it.
-    consumer = AIOKafkaConsumer(
-        **{**config.consumer_options(), "group_id": config.group_id}, enable_auto_commit=False
-    )
+    consumer = AIOKafkaConsumer(**{**config.consumer_options(), "group_id": group_id}, enable_auto_commit=False)
     await _start_client(consumer, config)
     try:
         committed = {tp: await consumer.committed(tp) for tp in tps}
@@ -1413,7 +1414,7 @@ async def _require_drained(config: Any, inputs: list[str], partitions: set[int],
         shown = ", ".join(f"{tp.topic}[{tp.partition}] {lag}" for tp, lag in sorted(behind.items())[:8])
         more = f" and {len(behind) - 8} more" if len(behind) > 8 else ""
         raise _CommandError(
-            f"consumer group {config.group_id!r} has records not yet processed on partitions sessions "
+            f"consumer group {group_id!r} has records not yet processed on partitions sessions "
             f"move away from ({shown}{more}): with the publishers stopped, run `{job}` until its lag "
             "is 0, stop it, and run this again (such a record would find its session's state gone), "
             "or pass --force",
@@ -1432,14 +1433,20 @@ async def _refusal_unless_dry_run(args: argparse.Namespace, check: Awaitable[Non
 
 
 def _cmd_rehome(args: argparse.Namespace) -> int:
-    processor_only = [f for f in ("events_topic", "control_topic", "changelog_topic") if getattr(args, f, None)]
-    bridge_only = [f for f in ("sessions_topic", "bridge_changelog_topic") if getattr(args, f, None)]
-    wrong = bridge_only if not args.bridge else processor_only
+    if args.bridge and args.fleet:
+        print("streamguard rehome: --bridge or --fleet, not both", file=sys.stderr)
+        return EXIT_CONFIG
+    mode = "--bridge" if args.bridge else "--fleet" if args.fleet else None
+    own = {
+        None: ("events_topic", "control_topic", "changelog_topic"),
+        "--bridge": ("sessions_topic", "bridge_changelog_topic"),
+        "--fleet": ("fleet_facts_topic", "fleet_state_topic"),
+    }
+    wrong = [f for m, fields in own.items() if m != mode for f in fields if getattr(args, f, None)]
     if wrong:
         flags = ", ".join("--" + f.replace("_", "-") for f in wrong)
         print(
-            f"streamguard rehome: {flags} {'go' if len(wrong) > 1 else 'goes'} "
-            f"{'with' if not args.bridge else 'without'} --bridge",
+            f"streamguard rehome: {flags} not with {mode or 'the processor changelog (no --bridge or --fleet)'}",
             file=sys.stderr,
         )
         return EXIT_CONFIG
@@ -1447,24 +1454,29 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
     async def body(config: Any) -> int:
         from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-        from .kafka.rehome import BRIDGE, PROCESSOR, apply_plan, plan_rehome, read_latest
+        from .kafka.rehome import BRIDGE, FLEET, PROCESSOR, apply_plan, plan_rehome, read_latest
 
         if args.bridge:
-            changelog, job = config.bridge_changelog_topic, "streamguard bridge"
+            changelog, flag, kind = config.bridge_changelog_topic, "--bridge-changelog-topic", BRIDGE
+            group_id, job = config.group_id, "streamguard bridge"
             inputs = [(config.sessions_topic, "--sessions-topic")]
+        elif args.fleet:
+            changelog, flag, kind = config.fleet_state_topic, "--fleet-state-topic", FLEET
+            group_id, job = config.fleet_group_id, "streamguard run"
+            inputs = [(config.fleet_facts_topic, "--fleet-facts-topic")]
         else:
-            changelog, job = config.changelog_topic, "streamguard run"
+            changelog, flag, kind = config.changelog_topic, "--changelog-topic", PROCESSOR
+            group_id, job = config.group_id, "streamguard run"
             inputs = [(config.events_topic, "--events-topic"), (config.control_topic, "--control-topic")]
         consumer = AIOKafkaConsumer(
             **config.consumer_options(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
         )
         await _start_client(consumer, config)
         try:
-            flag = "--bridge-changelog-topic" if args.bridge else "--changelog-topic"
             partitions = await _require_topic(consumer, changelog, config, flag)
             counts = {changelog: len(partitions)}
-            for topic, flag in inputs:
-                counts[topic] = len(await _require_topic(consumer, topic, config, flag))
+            for topic, topic_flag in inputs:
+                counts[topic] = len(await _require_topic(consumer, topic, config, topic_flag))
             if len(set(counts.values())) != 1:
                 listed = ", ".join(f"{topic} {count}" for topic, count in counts.items())
                 raise _CommandError(
@@ -1473,15 +1485,15 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
                     EXIT_CONFIG,
                 )
             if not args.force:
-                await _refusal_unless_dry_run(args, _require_group_stopped(config, job))
+                await _refusal_unless_dry_run(args, _require_group_stopped(config, group_id, job))
             latest = await read_latest(consumer, changelog, partitions)
         finally:
             await consumer.stop()
-        plan = plan_rehome(latest, len(partitions), BRIDGE if args.bridge else PROCESSOR)
+        plan = plan_rehome(latest, len(partitions), kind)
         if not args.force:
             sources = {m.source for m in plan.moves}
             await _refusal_unless_dry_run(
-                args, _require_drained(config, [topic for topic, _ in inputs], sources, job)
+                args, _require_drained(config, group_id, [topic for topic, _ in inputs], sources, job)
             )
         for partition, session, reason in plan.unreadable:
             print(
@@ -1490,7 +1502,7 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         for move in plan.moves:
-            halted = " (halted)" if move.halted else ""
+            halted = (" (circuit open)" if args.fleet else " (halted)") if move.halted else ""
             if move.value is None:
                 line = (
                     f"{move.session}{halted} p{move.source}: dropped, p{move.target} holds a newer snapshot"
@@ -1524,8 +1536,10 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
         moved = plan.moved
         verb = "would move" if args.dry_run else "moved"
         print(
-            f"streamguard rehome: {plan.sessions} session(s) on {plan.partitions} partitions, "
-            f"{plan.at_home} at home; {verb} {len(moved)} ({sum(m.halted for m in moved)} halted), "
+            f"streamguard rehome: {plan.sessions} {'scope' if args.fleet else 'session'}(s) on "
+            f"{plan.partitions} partitions, "
+            f"{plan.at_home} at home; {verb} {len(moved)} ({sum(m.halted for m in moved)} "
+            f"{'with an open circuit' if args.fleet else 'halted'}), "
             f"{'would drop' if args.dry_run else 'dropped'} {len(plan.superseded)} older copies, "
             f"{len(plan.unreadable)} unreadable left in place",
             file=sys.stderr,
@@ -2085,6 +2099,14 @@ def build_parser() -> argparse.ArgumentParser:
             "rehome `streamguard bridge`'s changelog instead, after the count of its sessions topic and "
             "changelog changed; every setting is then read as the bridge reads it (STREAMGUARD_BRIDGE_* "
             "environment, the group streamguard-bridge by default)"
+        ),
+    )
+    rehome.add_argument(
+        "--fleet",
+        action="store_true",
+        help=(
+            "rehome the fleet stage's state topic instead ([[fleet]] scopes), after the count of the "
+            "fleet facts and state topics changed (the group is the processors' --group-id plus .fleet)"
         ),
     )
     rehome.add_argument(

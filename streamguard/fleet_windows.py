@@ -633,3 +633,14 @@ def encode_scope(state: ScopeState) -> bytes:
 
 def decode_scope(data: bytes) -> ScopeState:
     return _state_decoder.decode(data)
+
+
+def rehomed_scope(data: bytes) -> tuple[float, bytes]:
+    """A scope's snapshot to write on its new home partition after the facts topic's
+    partition count changed, with its latest event time: the same windows, marks and
+    circuit, without the facts offset (an offset of the old partition; kept, the new
+    partition's first facts would look applied already). Raises ValueError (a msgspec
+    DecodeError) for a value the fleet stage could not restore."""
+    state = decode_scope(data)
+    state.offset = -1
+    return state.watermark, encode_scope(state)

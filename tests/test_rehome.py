@@ -329,3 +329,23 @@ def test_among_processor_strays_the_one_seen_last_moves_and_the_others_name_it()
     assert by_source[first].kept == by_source[second].kept == second
     assert decode_entry(by_source[second].value).last_seen == 200.0  # type: ignore[arg-type]
     assert all(m.target == home for m in plan.moves)
+
+
+def test_a_fleet_scope_moves_with_its_windows_and_circuit_and_without_the_facts_offset() -> None:
+    from streamguard.fleet_windows import Circuit, ScopeState, decode_scope, encode_scope
+    from streamguard.kafka.rehome import FLEET
+
+    scope = next(
+        f"spend:agent=bot-{n}" for n in range(1000)
+        if home_partition(f"spend:agent=bot-{n}", 4) != home_partition(f"spend:agent=bot-{n}", 2)
+    )
+    state = ScopeState(
+        scope=scope, rule="spend", watermark=1_700_000_500.0, crossings=2,
+        circuit=Circuit(state="open"), offset=812,
+    )
+    plan = plan_rehome({home_partition(scope, 2): {scope: encode_scope(state)}}, 4, FLEET)
+    [move] = plan.moves
+    assert move.target == home_partition(scope, 4) and move.halted  # its circuit is open
+    moved = decode_scope(move.value)  # type: ignore[arg-type]
+    assert moved.offset == -1
+    assert (moved.crossings, moved.circuit.state, moved.watermark) == (2, "open", 1_700_000_500.0)

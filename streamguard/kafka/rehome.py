@@ -29,7 +29,9 @@ half-way leaves at worst both copies, and running it again finishes the job
 cannot read is left where it is and reported (the processor skips it too).
 
 ``streamguard rehome --bridge`` does the same for ``streamguard bridge``'s changelog
-after the count of its sessions topic and changelog changed (:data:`BRIDGE`).
+after the count of its sessions topic and changelog changed (:data:`BRIDGE`), and
+``--fleet`` for the fleet stage's state after the count of the fleet facts and state
+topics changed (:data:`FLEET`).
 
 :func:`plan_rehome` is the decision, pure; :func:`read_latest` and
 :func:`apply_plan` are the reading and the writing.
@@ -75,6 +77,18 @@ def _bridge_merged(home: bytes, stray: bytes) -> bytes:
     return merged_snapshot(home, stray)
 
 
+def _fleet_rehomed(value: bytes) -> tuple[float, bytes]:
+    from ..fleet_windows import rehomed_scope
+
+    return rehomed_scope(value)
+
+
+def _fleet_circuit_open(value: bytes) -> bool:
+    from ..fleet_windows import decode_scope
+
+    return decode_scope(value).circuit.state == "open"
+
+
 PROCESSOR = SnapshotKind("processor", rehomed_entry, _processor_halted)
 """``streamguard run``'s changelog: the session snapshots of :mod:`.changelog`. A copy
 at home was written by a processor after the change, from the session's events there:
@@ -86,6 +100,13 @@ going up; left behind, its new owner would number its events from 1 again, and t
 processor would skip them as replays until they passed the old numbers. A copy at
 home (a bridge ran after the change) did just that: the two are merged, the ``seq``
 going on from the higher."""
+FLEET = SnapshotKind("fleet", _fleet_rehomed, _fleet_circuit_open)
+"""The fleet stage's state topic: each ``[[fleet]]`` scope's windows, session marks and
+circuit (:mod:`streamguard.fleet_windows`), keyed by scope like the facts. Left behind,
+a moved scope's windows would start empty where its facts now arrive (spend counted
+from zero, an open circuit forgotten by the stage). A copy at home started afresh
+after the change; it wins, as the stage's own restore would keep it. ``halted`` here
+means the scope's circuit is open."""
 
 
 class Move(Struct, frozen=True, kw_only=True):
@@ -223,4 +244,4 @@ async def apply_plan(producer: AIOKafkaProducer, topic: str, plan: RehomePlan) -
         await sent
 
 
-__all__ = ["BRIDGE", "PROCESSOR", "Move", "RehomePlan", "SnapshotKind", "apply_plan", "plan_rehome", "read_latest"]
+__all__ = ["BRIDGE", "FLEET", "PROCESSOR", "Move", "RehomePlan", "SnapshotKind", "apply_plan", "plan_rehome", "read_latest"]

@@ -201,3 +201,32 @@ async def test_a_processor_stops_when_the_partition_count_changes_under_it(
     monkeypatch.setattr(processor_module, "prepare_topics", real)
     again = await start_processor()  # restarted, it reads the count and runs
     assert again.processor.partition_count == topics.partitions
+
+
+async def test_rehome_fleet_moves_a_scope_state_to_the_home_of_its_facts(topics, capsys) -> None:
+    from streamguard.fleet_windows import Circuit, ScopeState, decode_scope, encode_scope
+
+    scope = next(
+        f"spend:agent=bot-{n}" for n in range(1000)
+        if home_partition(f"spend:agent=bot-{n}", topics.partitions) != home_partition(f"spend:agent=bot-{n}", OLD_COUNT)
+    )
+    old, home = home_partition(scope, OLD_COUNT), home_partition(scope, topics.partitions)
+    state = ScopeState(scope=scope, rule="spend", circuit=Circuit(state="open"), offset=40)
+    await topics.send(topics.fleet_state, encode_scope(state), key=scope, partition=old)
+
+    args = [
+        "rehome", "--fleet", "--bootstrap-servers", topics.bootstrap, "--group-id", topics.group,
+        "--fleet-facts-topic", topics.fleet_facts, "--fleet-state-topic", topics.fleet_state,
+    ]
+    assert await run_main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [f"{scope} (circuit open) p{old} -> p{home}"]
+    assert "1 scope(s) on 4 partitions" in captured.err and "moved 1 (1 with an open circuit)" in captured.err
+    after = await latest_records(topics, topics.fleet_state)
+    assert after[old][scope] is None
+    moved = decode_scope(after[home][scope])  # type: ignore[arg-type]
+    assert moved.offset == -1 and moved.circuit.state == "open"
+
+    # flags of another changelog are refused, not ignored
+    code = await run_main(["rehome", "--fleet", *kafka_args(topics, "changelog")])
+    assert code == 2 and "--changelog-topic not with --fleet" in capsys.readouterr().err
