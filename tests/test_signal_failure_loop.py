@@ -295,6 +295,21 @@ def test_a_retry_storm_that_backs_off_is_no_failure_loop_until_one_error_persist
     assert _backoff(storm, sleeps=False)
 
 
+def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() -> None:
+    """Google's APIs answer "429 RESOURCE_EXHAUSTED: ..." (the status first, no word
+    before it) or "Quota exceeded for quota metric ...": retried after growing sleeps,
+    backing off; the same answer to the eighth is still a loop. A status first is read
+    only first: "line 429" or "expected 503.00" elsewhere in an error is no status."""
+    spent = ["429 RESOURCE_EXHAUSTED: Exhausted property tokens per hour.",
+             "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute'"] * 3
+    assert _backoff(spent, sleeps=True) == []
+    same = _backoff(["429 RESOURCE_EXHAUSTED: Exhausted property tokens per hour."] * 10, sleeps=True)
+    assert same and "8" in same[0].reason
+    assert _backoff(spent, sleeps=False)
+    not_a_status = ["AssertionError: expected 503.00 to equal 502.00", "SyntaxError at line 429 of report.py"] * 3
+    assert _backoff(not_a_status, sleeps=True)
+
+
 def _retried(tool: str, args: dict[str, Any], errors: list[str], request: str | None = None,
              wait: tuple[str, dict[str, Any]] | None = ("sleep", {"seconds": 5})) -> list[str]:
     """The same call failing with ``errors`` in turn, a wait call between attempts."""

@@ -1559,16 +1559,19 @@ _TRANSIENT = re.compile(
     # an HTTP status of a service down or busy, as a status (not any 503 in the text:
     # "expected 503.00", a line 429 of a traceback)
     r"(?i)\b(?:http(?:/[\d.]+)?|status(?:[ _]?code)?|code|error)\W{0,3}(?:429|50[234])\b"
-    r"|too many requests|rate[ _-]?limit(?:ed|ing| exceeded)?\b|throttl"
+    # or leading the error, as APIs put their status first ("429 RESOURCE_EXHAUSTED: ...")
+    r"|^\W{0,3}(?:429|50[234])\b"
+    r"|too many requests|rate[ _-]?limit(?:ed|ing| exceeded)?\b|throttl|resource[ _]exhausted|quota exceeded"
     r"|service unavailable|bad gateway|gateway time-?out|temporarily unavailable|try again later"
     r"|connection (?:refused|reset|timed out)|(?:read|connect|request) timed out|econnrefused|etimedout"
     r"|could not resolve host|name resolution|concurrency limit|currently running|lock wait timeout"
 )
 """What a failure says when the service it reached is down or busy rather than the
-request wrong: a 429 or a 502 to 504 given as a status, a rate limit, a connection
-refused or reset, a read timed out, a concurrency limit, a lock to wait for. Not a
-timeout of the agent's own (a test's, a page element's), not an error that merely holds
-the number."""
+request wrong: a 429 or a 502 to 504 given as a status (after a word that says so, or
+first in the error), a rate limit or a quota spent (gRPC's ``RESOURCE_EXHAUSTED``), a
+connection refused or reset, a read timed out, a concurrency limit, a lock to wait for.
+Not a timeout of the agent's own (a test's, a page element's), not an error that merely
+holds the number."""
 
 
 def says_transient(error: object) -> bool:

@@ -69,15 +69,18 @@ A check the user asked for
 
 A retry that backs off
     A failure that says it may pass by itself (the service it reached down or busy:
-    a 503 or a 429 given as a status, a rate limit, a connection refused, a read
-    timed out, a concurrency limit: ``says_transient``; not a timeout of the agent's
+    a 503 or a 429 given as a status, a rate limit or a quota spent ("429
+    RESOURCE_EXHAUSTED"), a connection refused, a read timed out, a concurrency
+    limit: ``says_transient``; not a timeout of the agent's
     own, such as a page element's; read in the output when the error says only the
     exit status), retried after a pause since the call's last answer (a ``sleep``
     call, a wait, or ``[waits] pause_seconds`` of quiet: ``ResultView.paused``), is
     backing off, not re-sending blindly: not counted by the five-failure rule. The same error again and again is still a loop, at the
     across-writes rule's eighth. In a blind batch a Qualys fetch retried through
     503s, 409s and a time-out after sleeps of 15 s to 2 minutes, then answered, was
-    halted at its fifth attempt.
+    halted at its fifth attempt, and in another a GA4 report retried through "429
+    RESOURCE_EXHAUSTED" after 30 s to 4 minutes, then answered (the status first in
+    the error was not read as one until then).
 
 Known false positives
     Waiting for something outside the agent's reach by retrying a call (a
