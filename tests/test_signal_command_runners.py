@@ -187,6 +187,29 @@ def test_code_writes_err_towards_write(code: str, write: bool) -> None:
     assert runner_facts({"code": code}).write is write
 
 
+@pytest.mark.parametrize(
+    ("code", "wait", "waits_first", "write"),
+    [
+        # only a sleep: a wait
+        ("import time; time.sleep(20)", True, False, False),
+        # a sleep, then a read: a read asked after a deliberate wait, as `sleep 120; status`
+        ("import time; time.sleep(180)\nst = emr.describe_step(ClusterId='j-1', StepId='s-1')['Step']\nprint(st)",
+         False, True, False),
+        ("await asyncio.sleep(30); print(client.get_job('j-7').status)", False, True, False),
+        # a sleep, then a write or a loop: judged as any other code
+        ("import time; time.sleep(5)\nopen('out.txt', 'w').write(x)", False, False, True),
+        ("import time; time.sleep(5)\nwhile True:\n    print(poll())", False, False, False),
+        # a sleep later in the code is no wait first
+        ("st = get_status()\nimport time; time.sleep(60)\nprint(st)", False, False, False),
+    ],
+)
+def test_code_that_sleeps_first_and_then_only_reads_is_a_read_after_a_wait(
+    code: str, wait: bool, waits_first: bool, write: bool
+) -> None:
+    facts = runner_facts({"code": code}, code_tool=True)
+    assert (facts.wait, facts.waits_first, facts.write) == (wait, waits_first, write)
+
+
 def test_runner_globs_are_case_insensitive_and_namespaced() -> None:
     runners = CommandRunners()
     for name in ("bash", "Bash", "execute_bash", "run_command", "str_replace_editor", "mcp__shell",

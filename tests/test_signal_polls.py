@@ -857,6 +857,11 @@ def test_a_watch_asked_is_session_state_and_survives_a_snapshot() -> None:
     ("Thanks — keep an eye on it", True),
     ("Also keep an eye on the queue.", True),
     ("Keep\u00a0an eye on it.", True),
+    # a watch for a span, whatever is watched; a report of anything new
+    ("Push the APK, then watch Crashlytics for the rc2 build for the next 30 minutes.", True),
+    ("Tell me if anything new shows up.", True),
+    ("I watched Crashlytics for the next 30 minutes yesterday.", False),
+    ("The monitor for disk latency for the next 3 days is broken.", False),
 ])
 def test_the_watch_a_user_asks_for(message: str, asks: bool) -> None:
     assert asks_watch(message) is asks
@@ -1906,3 +1911,22 @@ def test_a_page_reloaded_between_the_browsers_own_waits_is_a_watch() -> None:
 
     assert watch(waited=True) == []
     assert watch(waited=False)
+
+
+ENVELOPE_SENT = {
+    "envelopeId": "8f3c", "status": "sent",
+    "recipients": {"signers": [{"name": "Dana", "status": "completed"}, {"name": "Marcus", "status": "sent"}]},
+}
+
+
+def test_a_whole_whose_own_status_waits_is_watched_whatever_its_parts_say() -> None:
+    """An envelope "sent" while one of its two signers has "completed": checked every ten
+    minutes, it is a value being watched, not an end polled again. A whole whose own
+    status is over ("completed"), or no waiting word ("closed"), is judged as before."""
+    assert loop_alerts(status_poll([ENVELOPE_SENT] * 8, gap=600.0, tool="docusign_get_envelope")) == []
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        status_poll([ENVELOPE_SENT] * 8, gap=3.0, tool="docusign_get_envelope"))
+    for status in ("completed", "closed"):
+        ended = {**ENVELOPE_SENT, "status": status}
+        assert ("repeated-tool-call", "critical") in loop_alerts(
+            status_poll([ended] * 8, gap=600.0, tool="docusign_get_envelope"))

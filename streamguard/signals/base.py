@@ -1360,6 +1360,30 @@ def _over_at_top(payload: Any) -> bool:
     return False
 
 
+_AWAITING = frozenset(
+    ("sent", "delivered", "open", "opened", "active", "awaiting", "waiting", "partial", "partially_signed",
+     "partially_completed", "partially_approved", "in_review", "under_review", "pending_approval")
+)
+"""A whole's own status that says it waits on others: an envelope "sent" (its signers have
+not all signed), a review "open", an approval "partially_approved"."""
+
+
+def _open_at_top(payload: Any) -> bool:
+    """Whether a structured answer's own status (a top-level ``status``, ``state``...)
+    says it waits on its parts (:data:`_AWAITING`): ``{"status": "sent", "signers":
+    [{"status": "completed"}, {"status": "sent"}]}`` is not over, whatever its parts say
+    (the mirror of :func:`_over_at_top`). An own status that is no such word
+    ("closed") is judged as before."""
+    payload = _top_object(payload)
+    if payload is None:
+        return False
+    for key in _TOP_STATUS_KEYS:
+        value = payload.get(key)
+        if type(value) is str and value.strip().lower().replace(" ", "_").replace("-", "_") in _AWAITING:
+            return True
+    return False
+
+
 def _a_listing(payload: Any) -> bool:
     """Whether a structured answer is a listing of items (a list of two objects or more,
     or an object that holds one) with no status of its own: no top-level ``status``,
@@ -1512,9 +1536,11 @@ def says_in_progress(result: ResultView) -> bool:
                 # "completed" while its tests' is "in_progress")
                 progress = 2
             elif done:
-                if _a_listing(payload):
-                    # a listing whose items' statuses are theirs: a value being watched
-                    # (poll_answer), not an end
+                if _a_listing(payload) or _open_at_top(payload):
+                    # a listing whose items' statuses are theirs, or a whole whose own
+                    # status says no end while parts of it ended (an envelope "sent" with
+                    # one signer "completed"): a value being watched (poll_answer), not
+                    # an end
                     progress = 3
                 # else over, and it went well
             else:

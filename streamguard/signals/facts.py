@@ -67,7 +67,11 @@ shell (``{"language": "sh", "code": "sleep 90; squeue -j 4418027"}``, as AutoGen
 executors send it; Python code is free code), or the program and its argument list of
 the exec shape (``{"program": "sleep", "arguments": ["90"]}``). Free code that only
 sleeps (``import time; time.sleep(20)``, ``await asyncio.sleep(5)``) is a wait: an agent
-whose only tool runs code waits that way between polls.
+whose only tool runs code waits that way between polls. Free code that opens with a
+sleep and then only reads, with no loop (``time.sleep(180)``, then ``describe_step(...)``),
+is a read asked after a deliberate wait (``waits_first``), as a shell's ``sleep 120; ray
+job status`` is: in a blind batch an EMR step polled so every three minutes, eleven times
+"RUNNING", was halted at its fourth.
 
 Shell heuristic for writes: any segment of the command line (split at ``&&``,
 ``||``, ``;``, ``|`` and newlines) that runs a program which changes files or
@@ -762,6 +766,10 @@ _ASKED_WATCH = re.compile(
     # disk latency")
     r"|(?<!the\s)(?<!a\s)(?<!an\s)(?<!my\s)(?<!our\s)(?<!your\s)(?<!this\s)"
     r"(?:watch|monitor)(?:ing)?\s+(?:it|them|this|that|the|my|our|for|over|until|till)\b"
+    # or anything watched for a span ("watch Crashlytics for the rc2 build for the next 30
+    # minutes")
+    r"|(?<!the\s)(?<!a\s)(?<!an\s)(?<!my\s)(?<!our\s)(?<!your\s)(?<!this\s)"
+    r"(?:watch|monitor)(?:ing)?\s+(?:[\w.-]+\s+){1,8}?for\s+the\s+next\s+\d"
     r"|follow\s+(?:it|them|this|that|the\s+[\w-]+(?:\s+[\w-]+)?)\s+(?:up\s+)?(?:until|till)\b"
     # a report asked for when something happens ("let me know once it's live", "text me the
     # moment it arrives", "tell me if anything fires"), not when the agent is done ("let me
@@ -771,7 +779,7 @@ _ASKED_WATCH = re.compile(
     # (what is watched for may be told apart first: "if anything other than ok shows up";
     # not "if anything else comes up", a sign-off)
     r"|if\s+(?:anything|something|it|that|this|they)"
-    r"(?:\s+(?:other\s+than|besides|except)(?:\s+\S{1,40}){1,3}?)?"
+    r"(?:\s+(?:other\s+than|besides|except)(?:\s+\S{1,40}){1,3}?|\s+(?:new|unusual|odd|bad|wrong|weird))?"
     r"\s+(?:fires|changes|moves|happens|arrives"
     r"|comes|shows|appears|lands|drops|spikes|goes|recovers|starts))\b"
     r"(?!\s+(?:you|your|done|finished|complete|completed|ready)\b"
@@ -781,7 +789,8 @@ _ASKED_WATCH = re.compile(
     r"|wait\s+(?:for|until|till)\b)"
 )
 """A message that asks the agent to watch for something to happen: "keep an eye on my
-inbox", "watch the alert queue for 15 minutes", "monitor the plate", "follow it until we
+inbox", "watch the alert queue for 15 minutes", "watch Crashlytics for the next 30
+minutes", "monitor the plate", "follow it until we
 hear back", "let me know once it's live", "text me the moment it arrives", "tell me if
 anything fires", "wait for the build". ASCII only, as :data:`_ASKED_INTERVAL`; each match
 is then read in its clause (:func:`asks_watch`)."""
@@ -1097,12 +1106,31 @@ _CODE_SLEEP = re.compile(
 """Code that does nothing but sleep (its imports and one sleep call)."""
 
 
+_CODE_SLEEP_FIRST = re.compile(
+    r"(?:\s*(?:import (?:time|asyncio)|from (?:time|asyncio) import sleep)\s*[;\n])*"
+    r"\s*(?:await )?(?:time\.|asyncio\.)?sleep\(\s*\d{1,6}(?:\.\d{1,3})?\s*\)\s*[;\n]"
+)
+"""Code that opens with a sleep (after its imports), then goes on."""
+_CODE_LOOP = re.compile(r"^[ \t]*(?:while|for|async for)\b", re.MULTILINE)
+
+
 def code_facts(code: str) -> CallFacts:
     """Facts of free code handed to an interpreter tool: no readable action; a write
     unless the code plainly only reads (nothing that could change a file or run one); a
-    wait when all it does is sleep."""
-    if "sleep" in code and len(code) <= 160 and _CODE_SLEEP.fullmatch(code):
-        return CallFacts("", False, False, True)
+    wait when all it does is sleep; a read asked after a deliberate wait
+    (``waits_first``) when it opens with a sleep and then only reads, with no loop
+    (``time.sleep(180)`` then ``describe_step(...)``: an agent whose only tool runs code
+    paces its polls so, as a shell's ``sleep 120; ray job status`` does)."""
+    if "sleep" in code:
+        if len(code) <= 160 and _CODE_SLEEP.fullmatch(code):
+            return CallFacts("", False, False, True)
+        first = _CODE_SLEEP_FIRST.match(code)
+        if first is not None:
+            rest = code[first.end() : first.end() + 4096]
+            if rest.strip() and _CODE_WRITES.search(rest) is None and _CODE_LOOP.search(rest) is None:
+                looked = CallFacts("", False, False)
+                looked.waits_first = True
+                return looked
     return CallFacts("", bool(_CODE_WRITES.search(code[:4096])), False)
 
 
