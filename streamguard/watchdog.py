@@ -132,6 +132,7 @@ from .signals.facts import (
     handed_ids,
     id_text,
     is_code_tool,
+    listens_bounded,
     mcp_answer,
     name_words,
     names_no_act,
@@ -670,9 +671,9 @@ class Watchdog:
                 and self._restarts(tool, args, runner, read)
             ):
                 flags |= FLAG_RESTART
-            if (
-                type(args) is dict and not wait and not LONG_POLL_KEYS.isdisjoint(args)
-                and asks_to_wait(args)
+            if not wait and (
+                (type(args) is dict and not LONG_POLL_KEYS.isdisjoint(args) and asks_to_wait(args))
+                or (runner and (line := command_text(args)) is not None and listens_bounded(line))
             ):
                 flags |= FLAG_LONG_POLL
             pending.append((call_id or "", intern(tool), key, flags, action))

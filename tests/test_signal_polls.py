@@ -1930,3 +1930,31 @@ def test_a_whole_whose_own_status_waits_is_watched_whatever_its_parts_say() -> N
         ended = {**ENVELOPE_SENT, "status": status}
         assert ("repeated-tool-call", "critical") in loop_alerts(
             status_poll([ended] * 8, gap=600.0, tool="docusign_get_envelope"))
+
+
+def test_a_bounded_capture_watched_at_the_users_request_waits_for_what_comes() -> None:
+    """`timeout 120 candump ...` listens for two minutes and answers nothing until the
+    frame comes: under a watch the user asked for, each empty capture is the wait going
+    on (the tool waited, as a long poll does). Unasked, the same empty captures are a
+    loop; and `timeout` before a command that is no listener asks for no wait."""
+    from streamguard.signals.facts import listens_bounded
+
+    def captures(request: str | None) -> list[Any]:
+        trace: list[Any] = [TurnStart(session="c", ts=1_000.0)]
+        if request:
+            trace.append(Text(session="c", role="user", text=request, ts=1_000.0))
+        at = 1_001.0
+        for n in range(10):
+            trace += [ToolCall(session="c", tool="shell", args={"cmd": "timeout 120 candump -ta can0,3A1:7FF | tail -n 5"},
+                               call_id=f"k{n}", ts=at),
+                      ToolResult(session="c", tool="shell", call_id=f"k{n}", result="", ts=at + 120.0)]
+            at += 121.5
+        return trace
+
+    asked = "Please keep capturing can0 in 2-minute windows and tell me when one shows up. Don't stop until you catch one."
+    assert loop_alerts(captures(asked)) == []
+    assert ("repeated-tool-call", "critical") in loop_alerts(captures(None))
+    assert listens_bounded("timeout 60 tail -f /var/log/app.log")
+    assert listens_bounded("sudo timeout -s INT 300 tcpdump -i eth0 port 53")
+    assert not listens_bounded("timeout 600 make -j8")
+    assert not listens_bounded("candump can0")  # unbounded: it never answers

@@ -156,6 +156,25 @@ before an instant status check. Exact names: ``timeout`` is not among them (a co
 runner's ``timeout=120`` bounds a command, it asks for no wait)."""
 
 
+_BOUNDED_LISTEN = re.compile(
+    r"\A\s*(?:sudo\s+)?timeout\s+(?:-{1,2}[\w-]+(?:[ =][^\s-]\S*)?\s+)*\d+(?:\.\d+)?[smhd]?\s+(?:sudo\s+)?"
+    r"(?:candump|tcpdump|tshark|dumpcap|mosquitto_sub|kcat|kafkacat|kafka-console-consumer(?:\.sh)?"
+    r"|inotifywait|journalctl|tail|kubectl|nc|ncat|socat|redis-cli|websocat|cat|minicom|picocom"
+    r"|dmesg|udevadm|evtest|btmon|stdbuf)\b"
+)
+"""A command line that listens for what comes, for a bounded time (``timeout 120 candump
+can0,3A1:7FF``, ``timeout 60 tail -f app.log``, ``timeout 300 mosquitto_sub -t alarms``):
+a long poll through a shell. A ``timeout`` before anything else bounds a command and asks
+for no wait (``timeout 600 make``)."""
+
+
+def listens_bounded(command: str) -> bool:
+    """Whether a command line listens for news for a bounded time (:data:`_BOUNDED_LISTEN`):
+    when its answer comes back after ``[waits] pause_seconds``, it waited on the agent's
+    behalf, as a call with ``wait_seconds=30`` does (``FLAG_LONG_POLL``)."""
+    return "timeout" in command[:64] and _BOUNDED_LISTEN.match(command, 0, 512) is not None
+
+
 def asks_to_wait(args: dict[Any, Any]) -> bool:
     """Whether a call's arguments ask its tool to wait (a long poll): one of
     :data:`LONG_POLL_KEYS` with a positive number of time (``wait_seconds=30``, ``"30"``),
