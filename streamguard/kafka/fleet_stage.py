@@ -61,6 +61,7 @@ from ..fleet_windows import (
 from .changelog import read_partitions
 from .checkpoint import revocation_checkpoint, within
 from .config import ProcessorConfig
+from .inspect import home_partition
 from .metrics import Metrics
 from .outbox import Outbox, OutputRecord
 from .rebalance import rewind
@@ -447,7 +448,10 @@ class FleetStage:
             except BaseException as exc:
                 self.on_failure(exc)
                 raise
-            installed = 0
+            installed = misplaced = 0
+            consumer = self._consumer
+            listed = consumer.partitions_for_topic(self.config.fleet_facts_topic) if consumer is not None else None
+            count = len(listed) if listed else 0
             for partition in partitions:
                 scopes: dict[str, ScopeState] = {}
                 for scope, value in loaded[partition].entries.items():
@@ -459,10 +463,19 @@ class FleetStage:
                     if state.scope != scope:
                         continue
                     scopes[scope] = state
+                    if count and home_partition(scope, count) != partition:
+                        misplaced += 1  # its facts arrive elsewhere now
                     self.touched[scope] = self.clock()  # idle from here, as far as we know
                     self._gauge(state)
                     installed += 1
                 self.scopes[partition] = scopes
+            if misplaced:
+                log.warning(
+                    "fleet stage: %d restored scope state(s) belong on other partitions of %d (the "
+                    "partition count changed?); their facts arrive elsewhere, where their windows "
+                    "start empty. Stop the processors and run `streamguard rehome --fleet` (docs/fleet.md)",
+                    misplaced, count,
+                )
             self.restoring = set()
             self.assigned_once = True
             log.info("fleet stage: assigned fact partitions %s, %d scopes restored", partitions, installed)

@@ -203,8 +203,11 @@ async def test_a_processor_stops_when_the_partition_count_changes_under_it(
     assert again.processor.partition_count == topics.partitions
 
 
-async def test_rehome_fleet_moves_a_scope_state_to_the_home_of_its_facts(topics, capsys) -> None:
+async def test_rehome_fleet_moves_a_scope_state_to_the_home_of_its_facts(
+    topics, capsys, caplog, start_processor, tmp_path
+) -> None:
     from streamguard.fleet_windows import Circuit, ScopeState, decode_scope, encode_scope
+    from tests.kafka.test_fleet import policy_file
 
     scope = next(
         f"spend:agent=bot-{n}" for n in range(1000)
@@ -214,8 +217,18 @@ async def test_rehome_fleet_moves_a_scope_state_to_the_home_of_its_facts(topics,
     state = ScopeState(scope=scope, rule="spend", circuit=Circuit(state="open"), offset=40)
     await topics.send(topics.fleet_state, encode_scope(state), key=scope, partition=old)
 
+    # Started as it is, the fleet stage says the scope's state is not where its facts go.
+    running = await start_processor(policy=policy_file(tmp_path, 10.0))
+    await poll_until(
+        lambda: running.processor.fleet_stage is not None and running.processor.fleet_stage.assigned_once,
+        30, "the fleet stage assigned",
+    )
+    assert "1 restored scope state(s) belong on other partitions of 4" in caplog.text
+    await running.stop()
+
     args = [
-        "rehome", "--fleet", "--bootstrap-servers", topics.bootstrap, "--group-id", topics.group,
+        # (--force: the test broker may keep the stopped fleet stage listed in its group)
+        "rehome", "--fleet", "--force", "--bootstrap-servers", topics.bootstrap, "--group-id", topics.group,
         "--fleet-facts-topic", topics.fleet_facts, "--fleet-state-topic", topics.fleet_state,
     ]
     assert await run_main(args) == 0
