@@ -201,6 +201,12 @@ def test_code_writes_err_towards_write(code: str, write: bool) -> None:
         ("import time; time.sleep(5)\nwhile True:\n    print(poll())", False, False, False),
         # a sleep later in the code is no wait first
         ("st = get_status()\nimport time; time.sleep(60)\nprint(st)", False, False, False),
+        # a pause of a second or two is no check scheduled; a call that acts after the
+        # sleep is no read (the write pattern does not know every client's verbs)
+        ("import time; time.sleep(2)\nprint(client.get_job('j-7').status)", False, False, False),
+        ("import time; time.sleep(30)\nr = requests.post(URL + '/jobs/7/retry')\nprint(r.json())",
+         False, False, False),
+        ("import time; time.sleep(30)\ncur.execute(\"UPDATE jobs SET state='x'\")", False, False, False),
     ],
 )
 def test_code_that_sleeps_first_and_then_only_reads_is_a_read_after_a_wait(
@@ -1226,3 +1232,14 @@ def test_a_codex_text_report_is_read_as_its_output_and_exit_code() -> None:
         sh("go test ./ledger -run TestRound", "shell"),
         out(f"Exit code: 1\nWall time: 0.{n + 2} seconds\nOutput:\n--- FAIL: TestRound\nFAIL\n", "shell"))]
     assert "failure-loop" in signals(rerun)
+
+
+def test_reading_code_that_sleeps_first_takes_no_time_however_it_is_shaped() -> None:
+    """Blank lines and imports before the sleep are read once each (a pattern that could
+    split them two ways took minutes on 100 KB)."""
+    import time
+
+    started = time.process_time()
+    runner_facts({"code": "import time" + " \n" * 50_000 + "sleep"}, code_tool=True)
+    runner_facts({"code": "import time\n\n\n" * 18 + "# sleep"}, code_tool=True)
+    assert time.process_time() - started < 0.5

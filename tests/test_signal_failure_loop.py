@@ -310,6 +310,33 @@ def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() ->
     assert _backoff(not_a_status, sleeps=True)
 
 
+@pytest.mark.parametrize(("error", "busy"), [
+    ("429 RESOURCE_EXHAUSTED: Exhausted property tokens per hour.", True),
+    ("503 Service Unavailable", True),
+    ("502 Bad Gateway", True),
+    ("504 Gateway Timeout", True),
+    ("429 Too Many Requests", True),
+    ("RESOURCE_EXHAUSTED: Quota exceeded for project", True),
+    ("Quota exceeded for quota metric 'Queries' and limit 'Queries per minute'", True),
+    ("HTTP 503", True),
+    ("Disk quota exceeded", False),
+    ("Resource exhausted: OOM when allocating tensor with shape [4096,4096]", False),
+    ("RESOURCE_EXHAUSTED: received message larger than max (8388608 vs. 4194304)", False),
+    ("✖ 502 problems (502 errors, 0 warnings)", False),
+    ("AssertionError: 503.00 != 502.00", False),
+    ("504 rows failed validation", False),
+])
+def test_what_says_a_service_is_busy(error: str, busy: bool) -> None:
+    """Each form a busy service is told by, and what only looks like one; retried after
+    growing sleeps the same way each time, a busy service is backed off from until the
+    eighth, anything else is a loop at the fifth."""
+    from streamguard.signals.base import says_transient
+
+    assert says_transient(error) is busy
+    found = _backoff([error] * 6, sleeps=True)
+    assert (found == []) is busy
+
+
 def _retried(tool: str, args: dict[str, Any], errors: list[str], request: str | None = None,
              wait: tuple[str, dict[str, Any]] | None = ("sleep", {"seconds": 5})) -> list[str]:
     """The same call failing with ``errors`` in turn, a wait call between attempts."""

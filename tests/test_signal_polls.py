@@ -862,6 +862,7 @@ def test_a_watch_asked_is_session_state_and_survives_a_snapshot() -> None:
     ("Tell me if anything new shows up.", True),
     ("I watched Crashlytics for the next 30 minutes yesterday.", False),
     ("The monitor for disk latency for the next 3 days is broken.", False),
+    ("Write a script to monitor CPU for the next 10 minutes and save it to cpu.py.", False),
 ])
 def test_the_watch_a_user_asks_for(message: str, asks: bool) -> None:
     assert asks_watch(message) is asks
@@ -1926,10 +1927,20 @@ def test_a_whole_whose_own_status_waits_is_watched_whatever_its_parts_say() -> N
     assert loop_alerts(status_poll([ENVELOPE_SENT] * 8, gap=600.0, tool="docusign_get_envelope")) == []
     assert ("repeated-tool-call", "critical") in loop_alerts(
         status_poll([ENVELOPE_SENT] * 8, gap=3.0, tool="docusign_get_envelope"))
-    for status in ("completed", "closed"):
+    for status in ("completed", "closed", "active", "open", "delivered"):
         ended = {**ENVELOPE_SENT, "status": status}
         assert ("repeated-tool-call", "critical") in loop_alerts(
-            status_poll([ended] * 8, gap=600.0, tool="docusign_get_envelope"))
+            status_poll([ended] * 8, gap=600.0, tool="docusign_get_envelope")), status
+    # nor when the whole says an end beside its waiting status
+    concluded = {**ENVELOPE_SENT, "conclusion": "success"}
+    assert ("repeated-tool-call", "critical") in loop_alerts(
+        status_poll([concluded] * 8, gap=600.0, tool="docusign_get_envelope"))
+
+
+@pytest.mark.parametrize("status", sorted(__import__("streamguard.signals.base", fromlist=["_AWAITING"])._AWAITING))
+def test_every_waiting_status_of_a_whole_governs_its_parts(status: str) -> None:
+    waiting = {**ENVELOPE_SENT, "status": status}
+    assert loop_alerts(status_poll([waiting] * 8, gap=600.0, tool="docusign_get_envelope")) == [], status
 
 
 def test_a_bounded_capture_watched_at_the_users_request_waits_for_what_comes() -> None:
@@ -1954,7 +1965,23 @@ def test_a_bounded_capture_watched_at_the_users_request_waits_for_what_comes() -
     asked = "Please keep capturing can0 in 2-minute windows and tell me when one shows up. Don't stop until you catch one."
     assert loop_alerts(captures(asked)) == []
     assert ("repeated-tool-call", "critical") in loop_alerts(captures(None))
-    assert listens_bounded("timeout 60 tail -f /var/log/app.log")
-    assert listens_bounded("sudo timeout -s INT 300 tcpdump -i eth0 port 53")
-    assert not listens_bounded("timeout 600 make -j8")
-    assert not listens_bounded("candump can0")  # unbounded: it never answers
+    for line in ("timeout 60 tail -f /var/log/app.log", "sudo timeout -s INT 300 tcpdump -i eth0 port 53",
+                 "timeout 120 kubectl logs -f deploy/api", "timeout 30 kubectl get pods -w",
+                 "timeout 60 cat /dev/ttyUSB0", "timeout 300 redis-cli SUBSCRIBE alarms"):
+        assert listens_bounded(line), line
+    # a program that answers at once, bounded: no wait however slow; unbounded: no answer
+    for line in ("timeout 600 make -j8", "timeout 5 tail -n 20 app.log | grep -c ERROR",
+                 "timeout 30 kubectl get pods | wc -l", "timeout 10 cat /sys/class/thermal/temp",
+                 "timeout 600 stdbuf -oL make", "timeout 300 kubectl apply -f x", "candump can0"):
+        assert not listens_bounded(line), line
+
+
+def test_a_bounded_listen_with_many_options_is_read_in_no_time() -> None:
+    import time
+
+    from streamguard.signals.facts import listens_bounded
+
+    started = time.process_time()
+    assert not listens_bounded("timeout " + "--x " * 200 + "z")
+    assert not listens_bounded("timeout " + "-a=b " * 150 + "9 make")
+    assert time.process_time() - started < 0.5

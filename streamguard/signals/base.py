@@ -1361,11 +1361,13 @@ def _over_at_top(payload: Any) -> bool:
 
 
 _AWAITING = frozenset(
-    ("sent", "delivered", "open", "opened", "active", "awaiting", "waiting", "partial", "partially_signed",
-     "partially_completed", "partially_approved", "in_review", "under_review", "pending_approval")
+    ("sent", "awaiting", "waiting", "partial", "partially_signed",
+     "partially_approved", "in_review", "under_review", "pending_approval")
 )
 """A whole's own status that says it waits on others: an envelope "sent" (its signers have
-not all signed), a review "open", an approval "partially_approved"."""
+not all signed), a review "under_review", an approval "partially_approved". Not "open" or
+"active": many resources rest there when their work is done (a service "ACTIVE" after
+its deployment "COMPLETED"); not "delivered", read as an end (:func:`_delivered_at_top`)."""
 
 
 def _open_at_top(payload: Any) -> bool:
@@ -1375,7 +1377,7 @@ def _open_at_top(payload: Any) -> bool:
     (the mirror of :func:`_over_at_top`). An own status that is no such word
     ("closed") is judged as before."""
     payload = _top_object(payload)
-    if payload is None:
+    if payload is None or _over_at_top(payload):
         return False
     for key in _TOP_STATUS_KEYS:
         value = payload.get(key)
@@ -1585,9 +1587,15 @@ _TRANSIENT = re.compile(
     # an HTTP status of a service down or busy, as a status (not any 503 in the text:
     # "expected 503.00", a line 429 of a traceback)
     r"(?i)\b(?:http(?:/[\d.]+)?|status(?:[ _]?code)?|code|error)\W{0,3}(?:429|50[234])\b"
-    # or leading the error, as APIs put their status first ("429 RESOURCE_EXHAUSTED: ...")
-    r"|^\W{0,3}(?:429|50[234])\b"
-    r"|too many requests|rate[ _-]?limit(?:ed|ing| exceeded)?\b|throttl|resource[ _]exhausted|quota exceeded"
+    # or leading the error, as APIs put their status first ("429 RESOURCE_EXHAUSTED: ...",
+    # "503 Service Unavailable"), its name beside it (not "502 problems", "503.00 != 502")
+    r"|^\W{0,3}(?:429|50[234])(?![.\d])[\s:-]+(?=resource[ _]exhausted|too many|service|bad gateway"
+    r"|gateway|unavailable|rate|slow ?down|throttl|try again|quota)"
+    r"|too many requests|rate[ _-]?limit(?:ed|ing| exceeded)?\b|throttl"
+    # a quota spent (gRPC's RESOURCE_EXHAUSTED), not a memory or a message size exhausted,
+    # nor a disk's quota
+    r"|resource[ _]exhausted(?![\s:]*(?:oom|out of memory|received message|message larger))"
+    r"|(?<!disk )quota exceeded"
     r"|service unavailable|bad gateway|gateway time-?out|temporarily unavailable|try again later"
     r"|connection (?:refused|reset|timed out)|(?:read|connect|request) timed out|econnrefused|etimedout"
     r"|could not resolve host|name resolution|concurrency limit|currently running|lock wait timeout"

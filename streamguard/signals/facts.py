@@ -157,22 +157,51 @@ runner's ``timeout=120`` bounds a command, it asks for no wait)."""
 
 
 _BOUNDED_LISTEN = re.compile(
-    r"\A\s*(?:sudo\s+)?timeout\s+(?:-{1,2}[\w-]+(?:[ =][^\s-]\S*)?\s+)*\d+(?:\.\d+)?[smhd]?\s+(?:sudo\s+)?"
-    r"(?:candump|tcpdump|tshark|dumpcap|mosquitto_sub|kcat|kafkacat|kafka-console-consumer(?:\.sh)?"
-    r"|inotifywait|journalctl|tail|kubectl|nc|ncat|socat|redis-cli|websocat|cat|minicom|picocom"
-    r"|dmesg|udevadm|evtest|btmon|stdbuf)\b"
+    # `timeout`, its options (each one `-x` or `--x`, a value after a space or `=`), a
+    # duration, then the program: possessive, so no option list can be split two ways
+    r"\A\s*+(?:sudo\s++)?timeout\s++(?:-[\w-]++(?:[ =][^\s-]\S*+)?+\s++)*+\d++(?:\.\d++)?+[smhd]?\s++"
+    r"(?:sudo\s++)?(?P<program>[\w.-]++)(?P<rest>[^\n]{0,400})"
 )
-"""A command line that listens for what comes, for a bounded time (``timeout 120 candump
-can0,3A1:7FF``, ``timeout 60 tail -f app.log``, ``timeout 300 mosquitto_sub -t alarms``):
-a long poll through a shell. A ``timeout`` before anything else bounds a command and asks
-for no wait (``timeout 600 make``)."""
+_LISTENERS = frozenset({
+    "candump", "tcpdump", "tshark", "dumpcap", "mosquitto_sub", "kafka-console-consumer",
+    "kafka-console-consumer.sh", "inotifywait", "btmon", "evtest", "websocat", "minicom", "picocom",
+})
+"""Programs that only listen for what comes until they are stopped."""
+_FOLLOWING = re.compile(
+    r"(?:^|\s)(?:-[a-zA-Z]*[fFw][a-zA-Z]*|--follow|--watch)\b"
+)
+_LISTENING_FORMS = {
+    # a program that listens only in one of its forms, and the form
+    "tail": _FOLLOWING, "journalctl": _FOLLOWING, "dmesg": _FOLLOWING,
+    "kubectl": re.compile(r"\b(?:logs\b.*(?:\s-f\b|--follow)|get\b.*(?:\s-w\b|--watch)|wait\b)"),
+    "cat": re.compile(r"^\s+/dev/"),
+    "redis-cli": re.compile(r"(?i)\b(?:p?subscribe|monitor|blpop|brpop|xread)\b"),
+    "udevadm": re.compile(r"\bmonitor\b"),
+    "nc": re.compile(r"(?:^|\s)-[a-zA-Z]*l"), "ncat": re.compile(r"(?:^|\s)-[a-zA-Z]*l"),
+    "kcat": re.compile(r"(?:^|\s)-C\b"), "kafkacat": re.compile(r"(?:^|\s)-C\b"),
+}
+"""Programs that listen in one form only (``tail -f``, ``kubectl logs -f``, ``kubectl get
+-w``, ``cat /dev/ttyUSB0``, ``redis-cli SUBSCRIBE``, ``nc -l``, ``kcat -C``): in any other
+form they answer at once, and a slow answer is no wait."""
 
 
 def listens_bounded(command: str) -> bool:
-    """Whether a command line listens for news for a bounded time (:data:`_BOUNDED_LISTEN`):
-    when its answer comes back after ``[waits] pause_seconds``, it waited on the agent's
-    behalf, as a call with ``wait_seconds=30`` does (``FLAG_LONG_POLL``)."""
-    return "timeout" in command[:64] and _BOUNDED_LISTEN.match(command, 0, 512) is not None
+    """Whether a command line listens for what comes, for a bounded time (``timeout 120
+    candump can0,3A1:7FF``, ``timeout 60 tail -f app.log``, ``timeout 300 mosquitto_sub -t
+    alarms``): a long poll through a shell. When its answer comes back after ``[waits]
+    pause_seconds``, it waited on the agent's behalf, as a call with ``wait_seconds=30``
+    does (``FLAG_LONG_POLL``). A ``timeout`` before a program that answers at once (``timeout
+    600 make``, ``timeout 5 tail -n 20 app.log``) bounds a command and asks for no wait."""
+    if "timeout" not in command[:64]:
+        return False
+    found = _BOUNDED_LISTEN.match(command, 0, 512)
+    if found is None:
+        return False
+    program = found["program"]
+    if program in _LISTENERS:
+        return True
+    form = _LISTENING_FORMS.get(program)
+    return form is not None and form.search(found["rest"]) is not None
 
 
 def asks_to_wait(args: dict[Any, Any]) -> bool:
@@ -787,8 +816,10 @@ _ASKED_WATCH = re.compile(
     r"(?:watch|monitor)(?:ing)?\s+(?:it|them|this|that|the|my|our|for|over|until|till)\b"
     # or anything watched for a span ("watch Crashlytics for the rc2 build for the next 30
     # minutes")
+    # ("monitor" is left out of this form: "write a script to monitor CPU for the next 10
+    # minutes" asks for a monitor, not a watch)
     r"|(?<!the\s)(?<!a\s)(?<!an\s)(?<!my\s)(?<!our\s)(?<!your\s)(?<!this\s)"
-    r"(?:watch|monitor)(?:ing)?\s+(?:[\w.-]+\s+){1,8}?for\s+the\s+next\s+\d"
+    r"watch(?:ing)?\s+(?:[\w.-]+\s+){1,8}?for\s+the\s+next\s+\d"
     r"|follow\s+(?:it|them|this|that|the\s+[\w-]+(?:\s+[\w-]+)?)\s+(?:up\s+)?(?:until|till)\b"
     # a report asked for when something happens ("let me know once it's live", "text me the
     # moment it arrives", "tell me if anything fires"), not when the agent is done ("let me
@@ -1126,27 +1157,43 @@ _CODE_SLEEP = re.compile(
 
 
 _CODE_SLEEP_FIRST = re.compile(
-    r"(?:\s*(?:import (?:time|asyncio)|from (?:time|asyncio) import sleep)\s*[;\n])*"
-    r"\s*(?:await )?(?:time\.|asyncio\.)?sleep\(\s*\d{1,6}(?:\.\d{1,3})?\s*\)\s*[;\n]"
+    # possessive: no run of blank lines or imports can be split two ways
+    r"(?:[ \t\n]*+(?:import (?:time|asyncio)|from (?:time|asyncio) import sleep)[ \t]*+[;\n])*+"
+    r"[ \t\n]*+(?:await )?+(?:time\.|asyncio\.)?+sleep\([ \t]*+(?P<seconds>\d{1,6})(?:\.\d{1,3})?+[ \t]*+\)[ \t]*+[;\n]"
 )
-"""Code that opens with a sleep (after its imports), then goes on."""
-_CODE_LOOP = re.compile(r"^[ \t]*(?:while|for|async for)\b", re.MULTILINE)
+"""Code that opens with a sleep (after its imports), then goes on (read in its first
+1,024 characters)."""
+_CODE_LOOP = re.compile(r"^[ \t]*+(?:while|for|async for)\b", re.MULTILINE)
+_CODE_ACTS = re.compile(
+    r"\.(?:post|put|patch|delete\w*|remove\w*|execute\w*|executemany|create\w*|cancel\w*|terminate\w*"
+    r"|commit|rollback|send\w*|update\w*|insert\w*|upload\w*|start\w*|stop\w*|restart\w*|run\w*"
+    r"|submit\w*|add\w*|set\w*|put_\w+|invoke\w*|publish\w*|trigger\w*|retry\w*|reboot\w*|kill\w*)\s*\("
+)
+"""A method call that acts (``requests.post(...)``, ``s3.delete_object(...)``, ``cur.execute(...)``,
+``emr.add_job_flow_steps(...)``): code that makes one after its sleep is no read."""
+PACED_SLEEP_SECONDS = 10
+"""Shortest sleep before a read that paces a poll: a second or two is a pause between
+retries, not a check scheduled."""
 
 
 def code_facts(code: str) -> CallFacts:
     """Facts of free code handed to an interpreter tool: no readable action; a write
     unless the code plainly only reads (nothing that could change a file or run one); a
     wait when all it does is sleep; a read asked after a deliberate wait
-    (``waits_first``) when it opens with a sleep and then only reads, with no loop
+    (``waits_first``) when it opens with a sleep of :data:`PACED_SLEEP_SECONDS` or more and
+    then only reads: no write, no method call that acts (:data:`_CODE_ACTS`), no loop
     (``time.sleep(180)`` then ``describe_step(...)``: an agent whose only tool runs code
     paces its polls so, as a shell's ``sleep 120; ray job status`` does)."""
     if "sleep" in code:
         if len(code) <= 160 and _CODE_SLEEP.fullmatch(code):
             return CallFacts("", False, False, True)
-        first = _CODE_SLEEP_FIRST.match(code)
-        if first is not None:
+        first = _CODE_SLEEP_FIRST.match(code, 0, 1024)
+        if first is not None and int(first["seconds"]) >= PACED_SLEEP_SECONDS:
             rest = code[first.end() : first.end() + 4096]
-            if rest.strip() and _CODE_WRITES.search(rest) is None and _CODE_LOOP.search(rest) is None:
+            if (
+                rest.strip() and _CODE_WRITES.search(rest) is None and _CODE_ACTS.search(rest) is None
+                and _CODE_LOOP.search(rest) is None
+            ):
                 looked = CallFacts("", False, False)
                 looked.waits_first = True
                 return looked
