@@ -325,6 +325,12 @@ def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() ->
     ("✖ 502 problems (502 errors, 0 warnings)", False),
     ("AssertionError: 503.00 != 502.00", False),
     ("504 rows failed validation", False),
+    # a leading status beside a word that only begins like a busy service's
+    ("503 service-account key invalid", False),
+    ("502 gateway_id not found", False),
+    ("429 quota_project_id must be set", False),
+    ("504 rated capacity must be set", False),
+    ("503 unavailable_zones must be a list", False),
 ])
 def test_what_says_a_service_is_busy(error: str, busy: bool) -> None:
     """Each form a busy service is told by, and what only looks like one; retried after

@@ -1967,12 +1967,19 @@ def test_a_bounded_capture_watched_at_the_users_request_waits_for_what_comes() -
     assert ("repeated-tool-call", "critical") in loop_alerts(captures(None))
     for line in ("timeout 60 tail -f /var/log/app.log", "sudo timeout -s INT 300 tcpdump -i eth0 port 53",
                  "timeout 120 kubectl logs -f deploy/api", "timeout 30 kubectl get pods -w",
-                 "timeout 60 cat /dev/ttyUSB0", "timeout 300 redis-cli SUBSCRIBE alarms"):
+                 "timeout 60 cat /dev/ttyUSB0", "timeout --foreground 60 tail -f a", "timeout -v 60 candump can0",
+                 "timeout 60 /usr/bin/tail -f a", "timeout 60 tail -n 5 -f a", "timeout 60 tail -F a",
+                 "timeout 30 kubectl wait --for=condition=ready pod/x", "timeout --kill-after=5 60 journalctl -fu api",
+                 "timeout 60 tail --follow=name a", "timeout 60 nc -lk 9000"):
         assert listens_bounded(line), line
     # a program that answers at once, bounded: no wait however slow; unbounded: no answer
     for line in ("timeout 600 make -j8", "timeout 5 tail -n 20 app.log | grep -c ERROR",
                  "timeout 30 kubectl get pods | wc -l", "timeout 10 cat /sys/class/thermal/temp",
-                 "timeout 600 stdbuf -oL make", "timeout 300 kubectl apply -f x", "candump can0"):
+                 "timeout 600 stdbuf -oL make", "timeout 300 kubectl apply -f x", "candump can0",
+                 "timeout 60 journalctl -F _SYSTEMD_UNIT", "timeout 60 dmesg -f kern", "timeout 60 tail --follow=false a",
+                 "timeout 60 kubectl describe pod wait-job", "timeout 60 kubectl logs job/x --tail=50 | grep -f p",
+                 "timeout 60 journalctl -u x --no-pager", "timeout 9 nc -zv host 80", "timeout 60 tcpdump -r cap.pcap",
+                 "timeout 5 cat /dev/null"):
         assert not listens_bounded(line), line
 
 
@@ -1984,4 +1991,6 @@ def test_a_bounded_listen_with_many_options_is_read_in_no_time() -> None:
     started = time.process_time()
     assert not listens_bounded("timeout " + "--x " * 200 + "z")
     assert not listens_bounded("timeout " + "-a=b " * 150 + "9 make")
+    listens_bounded("timeout 60 tail -" + "f" * 30_000 + "1")  # (read in its first 400 characters)
+    assert not listens_bounded("timeout 60 kubectl " + "logs get " * 5_000)
     assert time.process_time() - started < 0.5

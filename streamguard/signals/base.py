@@ -1589,8 +1589,8 @@ _TRANSIENT = re.compile(
     r"(?i)\b(?:http(?:/[\d.]+)?|status(?:[ _]?code)?|code|error)\W{0,3}(?:429|50[234])\b"
     # or leading the error, as APIs put their status first ("429 RESOURCE_EXHAUSTED: ...",
     # "503 Service Unavailable"), its name beside it (not "502 problems", "503.00 != 502")
-    r"|^\W{0,3}(?:429|50[234])(?![.\d])[\s:-]+(?=resource[ _]exhausted|too many|service|bad gateway"
-    r"|gateway|unavailable|rate|slow ?down|throttl|try again|quota)"
+    r"|^\W{0,3}(?:429|50[234])(?![.\d])[\s:-]+(?=(?:resource[ _]exhausted|too many|service|bad gateway"
+    r"|gateway|unavailable|rate|slow ?down|throttl(?:e|ed|es|ing)|try again|quota)(?![\w-]))"
     r"|too many requests|rate[ _-]?limit(?:ed|ing| exceeded)?\b|throttl"
     # a quota spent (gRPC's RESOURCE_EXHAUSTED), not a memory or a message size exhausted,
     # nor a disk's quota

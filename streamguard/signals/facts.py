@@ -157,32 +157,64 @@ runner's ``timeout=120`` bounds a command, it asks for no wait)."""
 
 
 _BOUNDED_LISTEN = re.compile(
-    # `timeout`, its options (each one `-x` or `--x`, a value after a space or `=`), a
-    # duration, then the program: possessive, so no option list can be split two ways
-    r"\A\s*+(?:sudo\s++)?timeout\s++(?:-[\w-]++(?:[ =][^\s-]\S*+)?+\s++)*+\d++(?:\.\d++)?+[smhd]?\s++"
-    r"(?:sudo\s++)?(?P<program>[\w.-]++)(?P<rest>[^\n]{0,400})"
+    # `timeout`, its options (a value after `-k`, `-s`, `--kill-after`, `--signal`; any
+    # other option alone), a duration, then the program, its directory aside: possessive,
+    # so no option list can be split two ways
+    r"\A\s*+(?:sudo\s++)?timeout\s++"
+    r"(?:(?:-[ks]|--kill-after|--signal)(?:=|\s++)\S++\s++|-[\w-]++\s++)*+"
+    r"\d++(?:\.\d++)?+[smhd]?\s++(?:sudo\s++)?(?:[\w.-]*+/)*+(?P<program>[\w.-]++)(?P<rest>[^\n]{0,400})"
 )
 _LISTENERS = frozenset({
     "candump", "tcpdump", "tshark", "dumpcap", "mosquitto_sub", "kafka-console-consumer",
     "kafka-console-consumer.sh", "inotifywait", "btmon", "evtest", "websocat", "minicom", "picocom",
 })
-"""Programs that only listen for what comes until they are stopped."""
-_FOLLOWING = re.compile(
-    r"(?:^|\s)(?:-[a-zA-Z]*[fFw][a-zA-Z]*|--follow|--watch)\b"
-)
-_LISTENING_FORMS = {
-    # a program that listens only in one of its forms, and the form
-    "tail": _FOLLOWING, "journalctl": _FOLLOWING, "dmesg": _FOLLOWING,
-    "kubectl": re.compile(r"\b(?:logs\b.*(?:\s-f\b|--follow)|get\b.*(?:\s-w\b|--watch)|wait\b)"),
-    "cat": re.compile(r"^\s+/dev/"),
-    "redis-cli": re.compile(r"(?i)\b(?:p?subscribe|monitor|blpop|brpop|xread)\b"),
-    "udevadm": re.compile(r"\bmonitor\b"),
-    "nc": re.compile(r"(?:^|\s)-[a-zA-Z]*l"), "ncat": re.compile(r"(?:^|\s)-[a-zA-Z]*l"),
-    "kcat": re.compile(r"(?:^|\s)-C\b"), "kafkacat": re.compile(r"(?:^|\s)-C\b"),
+"""Programs that listen for what comes until they are stopped (but a capture read from a
+file, ``tcpdump -r``, answers at once)."""
+_FILE_READ = re.compile(r"(?:^|\s)-r(?:\s|$)")
+
+
+def _flag(letters: str, long: str) -> re.Pattern[str]:
+    """An option of one of ``letters``, alone or among short options (``-n5 -f``, ``-fu
+    api``), or ``--long`` (``=false`` turns it off)."""
+    return re.compile(
+        # (not possessive: the letter sought may be the last of the run; the text read is
+        # at most 400 characters, so a long run costs little)
+        rf"(?:^|\s)(?:-[a-zA-Z]*[{letters}][a-zA-Z]*(?![\w=])|--{long}(?:=(?!false\b)\w++)?+(?![\w=-]))"
+    )
+
+
+_LISTENING_FORMS: dict[str, Any] = {
+    # a program that listens only in one of its forms, and the form, read up to the first
+    # pipe or list separator (`kubectl logs x --tail=50 | grep -f p` does not follow)
+    "tail": _flag("fF", "follow"),
+    "journalctl": _flag("f", "follow"),
+    "dmesg": _flag("wW", "follow"),
+    "cat": re.compile(r"\A\s++/dev/(?!null\b|zero\b|u?random\b)"),
+    "udevadm": re.compile(r"\A\s++monitor\b"),
+    "nc": re.compile(r"(?:^|\s)-[a-zA-Z]*l"),
+    "ncat": re.compile(r"(?:^|\s)-[a-zA-Z]*l"),
+    "kcat": re.compile(r"(?:^|\s)-C\b"),
+    "kafkacat": re.compile(r"(?:^|\s)-C\b"),
 }
-"""Programs that listen in one form only (``tail -f``, ``kubectl logs -f``, ``kubectl get
--w``, ``cat /dev/ttyUSB0``, ``redis-cli SUBSCRIBE``, ``nc -l``, ``kcat -C``): in any other
-form they answer at once, and a slow answer is no wait."""
+"""Programs that listen in one form only (``tail -f``, ``journalctl -f``, ``dmesg -w``, ``cat
+/dev/ttyUSB0``, ``nc -l``, ``kcat -C``; ``kubectl logs -f``, ``kubectl get -w`` and
+``kubectl wait`` below): in any other form they answer at once, and a slow answer is no
+wait."""
+_KUBECTL_FOLLOW = _flag("f", "follow")
+_KUBECTL_WATCH = _flag("w", "watch")
+_SEGMENT_END = re.compile(r"[|;&]")
+
+
+def _kubectl_listens(rest: str) -> bool:
+    words = rest.split()
+    verb = next((w for w in words if not w.startswith("-")), "")
+    if verb == "wait":
+        return True
+    if verb == "logs":
+        return _KUBECTL_FOLLOW.search(rest) is not None
+    if verb == "get":
+        return _KUBECTL_WATCH.search(rest) is not None
+    return False
 
 
 def listens_bounded(command: str) -> bool:
@@ -197,11 +229,16 @@ def listens_bounded(command: str) -> bool:
     found = _BOUNDED_LISTEN.match(command, 0, 512)
     if found is None:
         return False
-    program = found["program"]
+    program, rest = found["program"], found["rest"]
+    end = _SEGMENT_END.search(rest)
+    if end is not None:
+        rest = rest[: end.start()]
     if program in _LISTENERS:
-        return True
+        return _FILE_READ.search(rest) is None
+    if program == "kubectl":
+        return _kubectl_listens(rest)
     form = _LISTENING_FORMS.get(program)
-    return form is not None and form.search(found["rest"]) is not None
+    return form is not None and form.search(rest) is not None
 
 
 def asks_to_wait(args: dict[Any, Any]) -> bool:
