@@ -1994,3 +1994,31 @@ def test_a_bounded_listen_with_many_options_is_read_in_no_time() -> None:
     listens_bounded("timeout 60 tail -" + "f" * 30_000 + "1")  # (read in its first 400 characters)
     assert not listens_bounded("timeout 60 kubectl " + "logs get " * 5_000)
     assert time.process_time() - started < 0.5
+
+
+def test_a_count_of_failures_is_the_value_a_watch_reads() -> None:
+    """"Watch Crashlytics for the next 30 minutes, tell me if anything new shows up": after
+    the first crash came, `"crashEvents": 1` read every three minutes is the count watched,
+    nothing new yet. Unasked, the same count again is judged as before; and a status that
+    says the work failed is an end, watched or not."""
+    watch = "Watch Crashlytics for the rc2 build for the next 30 minutes. Tell me if anything new shows up."
+
+    def crash_watch(answer: dict[str, Any], request: str | None) -> list[Any]:
+        trace: list[Any] = [TurnStart(session="w", ts=1_000.0)]
+        if request:
+            trace.append(Text(session="w", role="user", text=request, ts=1_000.0))
+        at = 1_001.0
+        for n in range(8):
+            trace += [ToolCall(session="w", tool="crashlytics_query", args={"versionName": "3.8.0-rc2"},
+                               call_id=f"q{n}", ts=at),
+                      ToolResult(session="w", tool="crashlytics_query", call_id=f"q{n}", result=answer, ts=at + 2)]
+            at += 190.0
+        return trace
+
+    counted = {"versionName": "3.8.0-rc2", "window": "since_release", "newIssues": 1, "crashEvents": 1}
+    assert loop_alerts(crash_watch(counted, watch)) == []
+    assert ("repeated-tool-call", "critical") in loop_alerts(crash_watch(counted, None))
+    failed = {**counted, "status": "failed"}
+    assert ("repeated-tool-call", "critical") in loop_alerts(crash_watch(failed, watch))
+    nested = {**counted, "latest": {"error": "NullPointerException"}}
+    assert ("repeated-tool-call", "critical") in loop_alerts(crash_watch(nested, watch))

@@ -1326,6 +1326,30 @@ def _top_object(payload: Any) -> dict[str, Any] | None:
     return payload if type(payload) is dict else None
 
 
+def _failures_only_counted(payload: Any) -> bool:
+    """Whether a structured answer's words of a failure or an end are all keys of its
+    top-level object that count (``{"newIssues": 1, "crashEvents": 1}``): a metric's values,
+    not a status. Any such word elsewhere (a status "failed", a message, a nested object,
+    a key whose value is no number) and it is not."""
+    top = _top_object(payload)
+    if top is None or len(top) > 64:
+        return False
+    counted = False
+    for key, value in top.items():
+        if type(key) is not str:
+            return False
+        if _FINISHED_FOLDED.search(fold_case(key)) is not None:
+            if type(value) is not int or value < 0:
+                return False
+            counted = True
+        elif type(value) is str:
+            if _FINISHED_FOLDED.search(fold_case(value[:256])) is not None:
+                return False
+        elif type(value) is not int and type(value) is not float and value is not None:
+            return False  # a nested part or a flag: read as before
+    return counted
+
+
 def _delivered_at_top(payload: Any) -> bool:
     """Whether a structured answer's own status (a top-level ``status`` or ``state``, or
     one level down under a single key, ``{"shipment": {"status": "Delivered"}}``) is
@@ -1665,6 +1689,11 @@ def poll_answer(result: ResultView) -> bool:
         # anything fires"): nothing yet is then the answer the watch awaits.
         # (The words of absence were read with the rest in says_in_progress.)
         return result.watched or (not found_nothing(payload) and not says_bare_value(payload, result.size))
+    if progress == 1 and result.watched and not result.failed and _failures_only_counted(payload):
+        # Under a watch the user asked for, a count of failures is the value watched
+        # ("crashEvents": 1 in a crash watch, read every three minutes after the first
+        # crash came): the same count again is nothing new yet, not an end polled again.
+        return True
     # Nothing yet, and only under a watch: no text at all (a command's empty output, a
     # short answer's digest: a long one known only by its digest may say anything), or an
     # empty answer with no end said beside it (not {"status": "failed", "items": []},
