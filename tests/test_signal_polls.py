@@ -1943,6 +1943,22 @@ def test_every_waiting_status_of_a_whole_governs_its_parts(status: str) -> None:
     assert loop_alerts(status_poll([waiting] * 8, gap=600.0, tool="docusign_get_envelope")) == [], status
 
 
+def watched_reads(tool: str, args: dict[str, Any], answer: Any, request: str | None, *,
+                  calls: int, answered_after: float, gap: float) -> list[Any]:
+    """The same read ``calls`` times, each answered ``answered_after`` seconds after it is
+    sent and the next sent ``gap`` seconds after that; ``request``, the user's message
+    first (None: none)."""
+    trace: list[Any] = [TurnStart(session="w", ts=1_000.0)]
+    if request:
+        trace.append(Text(session="w", role="user", text=request, ts=1_000.0))
+    at = 1_001.0
+    for n in range(calls):
+        trace += [ToolCall(session="w", tool=tool, args=args, call_id=f"r{n}", ts=at),
+                  ToolResult(session="w", tool=tool, call_id=f"r{n}", result=answer, ts=at + answered_after)]
+        at += answered_after + gap
+    return trace
+
+
 def test_a_bounded_capture_watched_at_the_users_request_waits_for_what_comes() -> None:
     """`timeout 120 candump ...` listens for two minutes and answers nothing until the
     frame comes: under a watch the user asked for, each empty capture is the wait going
@@ -1951,16 +1967,8 @@ def test_a_bounded_capture_watched_at_the_users_request_waits_for_what_comes() -
     from streamguard.signals.facts import listens_bounded
 
     def captures(request: str | None) -> list[Any]:
-        trace: list[Any] = [TurnStart(session="c", ts=1_000.0)]
-        if request:
-            trace.append(Text(session="c", role="user", text=request, ts=1_000.0))
-        at = 1_001.0
-        for n in range(10):
-            trace += [ToolCall(session="c", tool="shell", args={"cmd": "timeout 120 candump -ta can0,3A1:7FF | tail -n 5"},
-                               call_id=f"k{n}", ts=at),
-                      ToolResult(session="c", tool="shell", call_id=f"k{n}", result="", ts=at + 120.0)]
-            at += 121.5
-        return trace
+        return watched_reads("shell", {"cmd": "timeout 120 candump -ta can0,3A1:7FF | tail -n 5"}, "", request,
+                             calls=10, answered_after=120.0, gap=1.5)
 
     asked = "Please keep capturing can0 in 2-minute windows and tell me when one shows up. Don't stop until you catch one."
     assert loop_alerts(captures(asked)) == []
@@ -2004,16 +2012,8 @@ def test_a_count_of_failures_is_the_value_a_watch_reads() -> None:
     watch = "Watch Crashlytics for the rc2 build for the next 30 minutes. Tell me if anything new shows up."
 
     def crash_watch(answer: dict[str, Any], request: str | None) -> list[Any]:
-        trace: list[Any] = [TurnStart(session="w", ts=1_000.0)]
-        if request:
-            trace.append(Text(session="w", role="user", text=request, ts=1_000.0))
-        at = 1_001.0
-        for n in range(8):
-            trace += [ToolCall(session="w", tool="crashlytics_query", args={"versionName": "3.8.0-rc2"},
-                               call_id=f"q{n}", ts=at),
-                      ToolResult(session="w", tool="crashlytics_query", call_id=f"q{n}", result=answer, ts=at + 2)]
-            at += 190.0
-        return trace
+        return watched_reads("crashlytics_query", {"versionName": "3.8.0-rc2"}, answer, request,
+                             calls=8, answered_after=2.0, gap=188.0)
 
     counted = {"versionName": "3.8.0-rc2", "window": "since_release", "newIssues": 1, "crashEvents": 1}
     assert loop_alerts(crash_watch(counted, watch)) == []
