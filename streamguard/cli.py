@@ -1244,9 +1244,11 @@ def _cmd_fleet(args: argparse.Namespace) -> int:
     return _run_kafka_command("fleet", args, ("fleet_state_topic", "fleet_circuits_topic"), body)
 
 
-async def _changelog_reader(config: Any) -> tuple[Any, set[int]]:
-    """A started group-less consumer and the changelog's partitions (it joins no group:
-    the processors never notice it)."""
+async def _changelog_reader(
+    config: Any, topic: str | None = None, flag: str = "--changelog-topic"
+) -> tuple[Any, set[int]]:
+    """A started group-less consumer and the partitions of a changelog (``topic``, the
+    processors' by default; it joins no group: the jobs never notice it)."""
     from aiokafka import AIOKafkaConsumer
 
     consumer = AIOKafkaConsumer(
@@ -1254,7 +1256,7 @@ async def _changelog_reader(config: Any) -> tuple[Any, set[int]]:
     )
     await _start_client(consumer, config)
     try:
-        partitions = await _require_topic(consumer, config.changelog_topic, config, "--changelog-topic")
+        partitions = await _require_topic(consumer, topic or config.changelog_topic, config, flag)
     except BaseException:
         await consumer.stop()
         raise
@@ -1452,7 +1454,7 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
 
     async def body(config: Any) -> int:
-        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+        from aiokafka import AIOKafkaProducer
 
         from .kafka.rehome import BRIDGE, FLEET, PROCESSOR, apply_plan, plan_rehome, read_latest
 
@@ -1468,12 +1470,8 @@ def _cmd_rehome(args: argparse.Namespace) -> int:
             changelog, flag, kind = config.changelog_topic, "--changelog-topic", PROCESSOR
             group_id, job = config.group_id, "streamguard run"
             inputs = [(config.events_topic, "--events-topic"), (config.control_topic, "--control-topic")]
-        consumer = AIOKafkaConsumer(
-            **config.consumer_options(), group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
-        )
-        await _start_client(consumer, config)
+        consumer, partitions = await _changelog_reader(config, changelog, flag)
         try:
-            partitions = await _require_topic(consumer, changelog, config, flag)
             counts = {changelog: len(partitions)}
             for topic, topic_flag in inputs:
                 counts[topic] = len(await _require_topic(consumer, topic, config, topic_flag))

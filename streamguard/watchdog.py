@@ -132,7 +132,6 @@ from .signals.facts import (
     handed_ids,
     id_text,
     is_code_tool,
-    listens_bounded,
     mcp_answer,
     name_words,
     names_no_act,
@@ -673,7 +672,7 @@ class Watchdog:
                 flags |= FLAG_RESTART
             if not wait and (
                 (type(args) is dict and not LONG_POLL_KEYS.isdisjoint(args) and asks_to_wait(args))
-                or (runner and (line := command_text(args)) is not None and listens_bounded(line))
+                or facts.listens
             ):
                 flags |= FLAG_LONG_POLL
             pending.append((call_id or "", intern(tool), key, flags, action))

@@ -22,6 +22,7 @@ from streamguard.fleet_windows import (
     Fact,
     FleetLimit,
     FleetRule,
+    ScopeState,
     apply_fact,
     circuit_record,
     close,
@@ -411,16 +412,23 @@ def test_a_session_state_is_born_at_its_first_event_and_again_after_eviction() -
     assert engine.sessions["s1"].born == 30_000.0
 
 
-def test_a_close_from_a_clock_running_behind_an_earlier_ones_still_closes() -> None:
-    """Alice's clock is two minutes fast; the circuit reopens; Bob closes it 55 s
-    later by the true time. His close is a new one, not a replay of hers."""
+def _closed_by_alice_then_reopened(read_at: float, reopened_at: float) -> tuple[FleetRule, ScopeState, Fact]:
+    """A scope whose circuit opened, was closed by Alice's close (stamped two minutes
+    after NOW, read by the stage at ``read_at``) and opened again at ``reopened_at``."""
     r = rule(FleetLimit(metric="spend_usd", above=1, action="halt"))
     state = new_scope(SCOPE, r)
     apply_fact(state, r, fact("s", 1, 2, 2), NOW, SKEW)
     alice = Fact(kind="close", scope=SCOPE, ts=NOW + 120, by="alice")
-    assert apply_fact(state, r, alice, NOW + 200, SKEW).counted
-    apply_fact(state, r, fact("s", 2, 4, 2, ts=NOW + 201), NOW + 201, SKEW)
+    assert apply_fact(state, r, alice, read_at, SKEW).counted
+    apply_fact(state, r, fact("s", 2, 4, 2, ts=reopened_at), reopened_at, SKEW)
     assert state.circuit.state == "open" and state.circuit.generation == 2
+    return r, state, alice
+
+
+def test_a_close_from_a_clock_running_behind_an_earlier_ones_still_closes() -> None:
+    """Alice's clock is two minutes fast; the circuit reopens; Bob closes it 55 s
+    later by the true time. His close is a new one, not a replay of hers."""
+    r, state, alice = _closed_by_alice_then_reopened(read_at=NOW + 200, reopened_at=NOW + 201)
     bob = Fact(kind="close", scope=SCOPE, ts=NOW + 65, by="bob")
     assert apply_fact(state, r, bob, NOW + 256, SKEW).counted
     assert state.circuit.state == "closed"
@@ -433,13 +441,7 @@ def test_a_close_stamped_ahead_of_the_stage_is_still_told_apart_when_forwarded_a
     """The operator's clock runs ahead: the close is read at the stage's clock for the
     window, but known by its own stamp, so the same close forwarded again after a crash
     (read at another moment) closes nothing twice."""
-    r = rule(FleetLimit(metric="spend_usd", above=1, action="halt"))
-    state = new_scope(SCOPE, r)
-    apply_fact(state, r, fact("s", 1, 2, 2), NOW, SKEW)
-    alice = Fact(kind="close", scope=SCOPE, ts=NOW + 120, by="alice")
-    assert apply_fact(state, r, alice, NOW + 1, SKEW).counted
-    apply_fact(state, r, fact("s", 2, 4, 2, ts=NOW + 30), NOW + 30, SKEW)
-    assert state.circuit.state == "open" and state.circuit.generation == 2
+    r, state, alice = _closed_by_alice_then_reopened(read_at=NOW + 1, reopened_at=NOW + 30)
     assert apply_fact(state, r, alice, NOW + 60, SKEW).skip == "duplicate"
     assert state.circuit.state == "open"
 

@@ -1154,7 +1154,7 @@ class CallFacts:
     done something.
     """
 
-    __slots__ = ("action", "ask", "read", "search", "shell", "wait", "waits_first", "write")
+    __slots__ = ("action", "ask", "listens", "read", "search", "shell", "wait", "waits_first", "write")
 
     def __init__(
         self, action: str, write: bool, search: bool, wait: bool = False, shell: bool = False,
@@ -1168,6 +1168,8 @@ class CallFacts:
         self.shell = shell
         self.read = read
         self.waits_first = False
+        # a command line that listens for what comes, for a bounded time (listens_bounded)
+        self.listens = False
 
 
 _CODE_KEYS = ("code", "script", "source", "cell_source")
@@ -1338,7 +1340,9 @@ def _runner_facts(args: object, code_tool: bool) -> CallFacts:
         return CallFacts("", False, False, text is not None)
     if code_tool:
         return code_facts(text)
-    return shell_facts(text)
+    facts = shell_facts(text)
+    facts.listens = listens_bounded(text)
+    return facts
 
 
 _SQL_KEYS = ("sql", "query", "statement")
