@@ -554,6 +554,45 @@ def test_a_write_answered_alike_every_lap_leaves_its_reads_to_count() -> None:
     assert _alerts(pager) == []
 
 
+def _upload_through_incident(errors: list[str], backoff: float) -> list[Any]:
+    """An upload refused with each of ``errors`` in turn, the status page read after each
+    refusal, ``backoff`` seconds (doubling) before the next try."""
+    trace: list[Any] = []
+    clock, wait = 1_000.0, backoff
+    upload = {"file": "exports/look_06.jpg", "folder": "lookbook/spring", "public_id": "look_06"}
+    status = '{"status": {"indicator": "minor", "description": "Partially Degraded Service"}}'
+    for n, error in enumerate(errors):
+        trace += [ToolCall(session="y", tool="cloudinary_upload", args=upload, call_id=f"u{n}", ts=clock),
+                  ToolResult(session="y", tool="cloudinary_upload", call_id=f"u{n}", error=error, ts=clock + 1)]
+        trace += [ToolCall(session="y", tool="http_get", args={"url": "https://status.example.com/api"},
+                           call_id=f"s{n}", ts=clock + 2),
+                  ToolResult(session="y", tool="http_get", call_id=f"s{n}", result=status, ts=clock + 3)]
+        clock += 3 + wait
+        wait *= 2
+    return trace
+
+
+TRANSIENT = ["502 Bad Gateway: upstream connect error", "504 Gateway Timeout",
+             "503 Service Unavailable: please retry", "502 Bad Gateway: upstream reset"]
+
+
+def test_a_write_refused_by_a_service_down_and_retried_after_back_off_is_no_lap() -> None:
+    """An upload retried through an incident with a growing back-off, the status page
+    read between: the upload made nothing, so its changing refusals are the service's
+    news, not new things the laps made."""
+    assert _alerts(_upload_through_incident(TRANSIENT, backoff=16.0)) == []
+
+
+def test_a_write_refused_again_without_back_off_or_for_its_own_fault_is_a_lap() -> None:
+    # the same refusals retried at once: the agent is not waiting for the service
+    assert _alerts(_upload_through_incident(TRANSIENT, backoff=0.5)) == [SIGNAL]
+    # refusals of the request itself, however paced and however worded: a wait changes
+    # nothing, and a write answered differently each lap moves its reads itself
+    own = ["Invalid preset 'lookbook'", "Unknown folder 'lookbook/spring'",
+           "Upload preset must be signed", "Invalid public_id 'look_06'"]
+    assert _alerts(_upload_through_incident(own, backoff=16.0)) == [SIGNAL]
+
+
 def _playbook(user_says: list[str], every: float = 1800.0) -> list[Any]:
     """The user's message, then the same four checks answered the same way; a run
     every ``every`` seconds."""

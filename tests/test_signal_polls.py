@@ -139,6 +139,11 @@ UNDER_WAY = [
     '"EstimatedCompletionTime": "2025-12-11T19:35:05Z"}]}',
     # a data-quality scan's states (Soda Cloud's "queuing", "executing")
     {"scanId": "scn_4b", "state": "queuing", "started": None}, {"scanId": "scn_4b", "state": "executing"},
+    # a flag named by work under way, true (a podcast host transcoding an upload)
+    {"id": "1877420", "audio_processing": True, "duration": None, "media_url": None},
+    '{"upload": "u-7", "isPending": true}', {"index": "docs", "reindexing": True},
+    # a failover is no failure: a standby promoted while the incident is open
+    {"incident": "db-1", "status": "in_progress", "update": "database failover in progress"},
 ]
 NOT_UNDER_WAY = [
     # a status alone that says an end, or more than a status
@@ -195,6 +200,9 @@ NOT_UNDER_WAY = [
     # that only opens with the word
     {"quiz_id": 9, "submissions": {"complete": 64, "in_progress": 0, "not_started": 0}},
     {"nodes": 3, "running": 3}, {"pending_invites": 2, "members": 40},
+    # a flag that is false, negated, or says where a service stays
+    {"id": "1877420", "audio_processing": False}, {"not_pending": True}, {"nonprocessing": True},
+    {"service": "api", "running": True}, {"status": "in_progress", "failover_failed": True},
     {"status": "failed", "queued": 3},
     # ...but that it expired does
     {"status": "pending", "expired_at": "2025-12-01T00:00:00Z"}, {"status": "pending", "note": "invitation expired"},
@@ -691,6 +699,28 @@ def test_nothing_yet_is_the_answer_a_watch_awaits() -> None:
     no_slot = '{"venue": "Carbone", "day": "2025-12-06", "slots": [], "checked_at": "2025-12-05T15:00:29Z"}'
     assert loop_alerts(asked_watch([no_slot] * 12, 600.0, WATCHED)) == []
     assert HALTED in loop_alerts(asked_watch([no_slot] * 12, 600.0, None))
+
+
+OUTAGE = {
+    "status": {"indicator": "major", "description": "Major System Outage"},
+    "components": [{"name": "Weekly Claims", "status": "major_outage"}],
+    "incidents": [{"name": "eServices unavailable", "update": "We are investigating."}],
+}
+
+
+def test_an_outage_its_user_asked_to_watch_is_the_value_watched() -> None:
+    # "Watch it and file as soon as it's back": a status page read every five minutes
+    # that says the service is still down is what the watch waits on, though it speaks
+    # of the service as unavailable.
+    asked = "The claims site is down. Can you watch it and file my claim as soon as it's back?"
+    assert loop_alerts(asked_watch([OUTAGE] * 12, 300.0, asked)) == []
+    # Nobody asked for the watch: the same reads are judged as before.
+    assert HALTED in loop_alerts(asked_watch([OUTAGE] * 12, 300.0, None))
+    # Asked, but read as fast as the agent can: no deliberate wait.
+    assert HALTED in loop_alerts(asked_watch([OUTAGE] * 12, 2.0, asked))
+    # Prose that says the service is unavailable stays unread so: it may be the 503 of
+    # a server that will not come back.
+    assert HALTED in loop_alerts(asked_watch(["Service unavailable."] * 12, 300.0, asked))
 
 
 def test_nothing_yet_with_no_watch_asked_is_still_a_loop() -> None:

@@ -1071,6 +1071,11 @@ _PROGRESS_WORDS = (
     # ISO 20022 payment statuses: pending, accepted with settlement in process
     r"|pdng|acsp"
 )
+_FLAG_UNDER_WAY = (
+    r"(?:in[ _-]?progress|pending|queued|processing|uploading|transcoding|rendering|building"
+    r"|indexing|syncing|provisioning)"
+)
+"""The words a boolean flag is named by when what it names is under way while it is true."""
 _IN_PROGRESS = re.compile(
     # a field's value ("status": "processing", State: RUNNING, {"s": "RUNNING"}) or a
     # sentence that says it is not over (the export is still processing; "nginx is
@@ -1098,6 +1103,11 @@ _IN_PROGRESS = re.compile(
     # {"complete": 62, "in_progress": 1}, a queue's {"queued": 4}. Not "running" (a
     # cluster's {"running": 3} pods is where they stay) and not zero (nothing under way).
     r'|(?i:"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9])'
+    # A flag that says what it names is under way, true: a podcast host's
+    # {"audio_processing": true} while the upload is transcoded, {"isPending": true}. Not
+    # a negated name ("not_pending") and not "running" (a service's {"running": true} is
+    # where it stays).
+    rf'|(?i:"(?:(?!non|not|no[_-])[a-z]{{1,16}}[_-]?)?{_FLAG_UNDER_WAY}"\s*:\s*true\b)'
 )
 BARE_STATUS_LIMIT = 48
 """Longest answer read as a status printed alone (:data:`_BARE_UNDER_WAY`)."""
@@ -1136,7 +1146,7 @@ _FAILED_WORDS = (
     # (not DNS's rcode NOERROR, which says none; not a CDN's cache invalidation, which is
     # no failure: "InvalidationBatch", "invalidation_id", "invalidates"; a session
     # "invalidated" is one)
-    r"fail|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
+    r"fail(?![ _-]?(?:over|back))|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid(?!at(?:ion|ing|e(?!d)))"
     r"|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
@@ -1217,7 +1227,7 @@ def fold_case(text: str) -> str:
 
 _FAILED_FOLDED_WORDS = (
     r"a(?:bort)|b(?:ackoff)|c(?:ancel|rash)|d(?:enied|egraded|ead\b(?<!\wdead))"
-    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail)|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
+    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail(?![ _-]?(?:over|back)))|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
     r"|n(?:ot[ _-]found)|r(?:eject|efused)|s(?:topped)|t(?:erminat|imed?[ _-]?out)|u(?:nhealthy)"
 )
 _DONE_FOLDED_WORDS = r"s(?:ucce)|c(?:omplet)|d(?:one\b)|f(?:inish)"
@@ -1280,6 +1290,7 @@ _IN_PROGRESS_FOLDED = re.compile(
     rf"|s(?:tatus|tate|tage)(?:{_FOLDED_KEY}|{_FOLDED_STEP})"
     rf"|p(?:hase(?:{_FOLDED_KEY}|{_FOLDED_STEP})|rogress{_FOLDED_KEY})"
     r'|"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9]'
+    rf'|"(?:(?!non|not|no[_-])[a-z]{{1,16}}[_-]?)?{_FLAG_UNDER_WAY}"\s*:\s*true\b'
 )
 """:data:`_IN_PROGRESS` over folded text."""
 _FOLDED_HTTP_WORD = r"\d\d\s+(?:service|not|bad|gateway|internal|too|forbidden|unauthorized)\b"
@@ -1707,6 +1718,7 @@ def poll_answer(result: ResultView) -> bool:
         # (empty_page: nothing listed beside the request echoed, {"venue": "Carbone",
         # "day": "2025-12-06", "slots": [], "checked_at": "..."})
         found_nothing(payload) or empty_page(payload) or says_bare_value(payload, result.size)
+        or type(json_value(payload)) is dict
     )
 
 

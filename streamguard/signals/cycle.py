@@ -88,7 +88,12 @@ Result-aware (``result_aware``, default on; not in the reference)
     same comment posted again, the same message sent) count its reads' moving
     answers when that write's own answer moves too (a new comment id each
     time: it created a new thing): the comment list grows because of the posts
-    themselves. A write answered alike every time (a keystroke sent to a pager,
+    themselves, unless the write was refused by a service down or busy (a 502, a
+    429: ``says_transient``) after a pause (``refused``): it made nothing, and its
+    changing refusals are the service's news (an upload retried with a growing
+    back-off through an incident, the status page read between tries, was halted
+    at its third lap in a blind batch; refused at once, or for its own fault, the
+    lap trips as before). A write answered alike every time (a keystroke sent to a pager,
     a heartbeat) leaves its lap's reads to count, and a computer-use scroll is no
     named write, so scroll → screenshot stays paging. A computer-use act's answer (a
     click's or a keystroke's screenshot, new every time) moves a lap only when nothing
@@ -154,6 +159,7 @@ from .base import (
     answer_just_changed,
     note_answer,
     push_own_ring,
+    says_transient,
 )
 from .facts import COMPUTER_ACTS, FLAG_ASK
 
@@ -191,7 +197,7 @@ def _lap_moves(state: Any, block: list[int]) -> bool:
     for key in set(block):
         screen = bool(screens) and key in screens
         if answer_just_changed(state, key):
-            if writes and key in writes:
+            if writes and key in writes and key not in state.refused:
                 return False
             if screen:
                 screen_moved = True
@@ -229,6 +235,10 @@ class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=T
     writes: tuple[int, ...] = ()
     """Keys of the recent calls that wrote through a named write tool (at most
     ``max_period``): a lap that re-sends one of them moves its other answers itself."""
+    refused: tuple[int, ...] = ()
+    """Keys of the recent named writes whose latest answer was a failure that says the
+    service was down or busy, after a pause (at most ``max_period``): they made nothing,
+    so their changing failures move a lap."""
     screens: tuple[int, ...] = ()
     """Keys of the recent computer-use acts (a click, a keystroke; at most ``max_period``):
     their answers are screenshots, news only where nothing else answers."""
@@ -277,6 +287,19 @@ class AlternatingToolCycle(Signal):
             # the answer, is no news; a page further down or a bisection step is.
             # ("processing" again after a pause is news too: the job is still running and
             # the agent waits for it; see note_answer.)
+            key = result.call_key
+            if state.writes and key in state.writes:
+                # A write refused by a service down or busy (a 502, a 429), sent again
+                # after a back-off, made nothing: its changing failures are the service's
+                # news, not new things its laps made (an upload retried through an
+                # incident, the status page read between tries, was halted at its third
+                # lap). Any other answer of it ends that.
+                refused = state.refused
+                if result.failed and result.paused and says_transient(result.error):
+                    if key not in refused:
+                        state.refused = (*refused[1 - self.max_period :], key)
+                elif key in refused:
+                    state.refused = tuple(k for k in refused if k != key)
             note_answer(state, result, gist=True)
         return None
 
