@@ -366,3 +366,64 @@ def test_a_text_agents_actions_and_answers_that_only_name_a_screenshot_are_count
     d.usage(model="gpt-4o", input_tokens=20_000)
     run = {"screenshot_dir": "/tmp/shots", "results": {f"test_{i}": "passed" for i in range(20_000)}}
     assert d.result("run_suite", result=run).signal == "context-budget"
+
+
+def test_a_runtime_that_keeps_results_out_of_the_context_is_measured_so():
+    """Pages of 296 KB declared, each followed by a measure that grew by a few hundred
+    tokens: the runtime sends the model a cut of each, and counting the whole of the next
+    pages cut a healthy paging turn at its fourth page."""
+    d = driver()
+    d.usage(model="gpt-4.1-mini", input_tokens=6_000, context_window=200_000)
+    d.result("esummary", result_bytes=296_000)
+    d.usage(input_tokens=6_700)
+    assert 20 <= d.state.kept < 1000
+    for _ in range(8):
+        assert d.result("esummary", result_bytes=296_000) is None
+    # the reason names the share it counted when it does cut
+    for _ in range(200):
+        finding = d.result("esummary", result_bytes=296_000)
+        if finding is not None and finding.signal == "context-budget":
+            break
+    assert finding is not None and finding.signal == "context-budget"
+    assert "counted at" in finding.reason and finding.detail["kept_share"] < 1
+
+
+def test_a_measure_that_shows_the_results_whole_counts_them_whole_again():
+    d = driver()
+    d.usage(input_tokens=6_000, context_window=200_000)
+    d.result("read", result_bytes=300_000)
+    d.usage(input_tokens=6_500)
+    assert d.state.kept < 1000
+    d.result("read", result_bytes=60_000)
+    d.usage(input_tokens=6_500 + 20_000)  # the 60 KB arrived whole
+    assert d.state.kept == 1000
+    d.turn_start()
+    assert d.result("read", result_bytes=3 * 180_000).signal == "context-budget"
+
+
+def test_a_small_tail_or_a_measure_that_did_not_grow_teaches_nothing():
+    d = driver()
+    d.usage(input_tokens=6_000, context_window=200_000)
+    d.result("read", result_bytes=20_000)  # too small to tell the results from the rest
+    d.usage(input_tokens=6_100)
+    assert d.state.kept == 1000
+    d.result("read", result_bytes=300_000)
+    d.usage(input_tokens=6_100)  # the same figure again, or a compaction
+    assert d.state.kept == 1000
+    d.result("read", result_bytes=300_000)
+    d.usage(input_tokens=3_000)
+    assert d.state.kept == 1000
+
+
+def test_the_share_survives_a_snapshot():
+    import msgspec
+
+    from streamguard.signals.context_budget import ContextBudgetState
+
+    d = driver()
+    d.usage(input_tokens=6_000, context_window=200_000)
+    d.result("read", result_bytes=300_000)
+    d.usage(input_tokens=6_500)
+    encoded = msgspec.msgpack.encode(d.state)
+    assert msgspec.msgpack.decode(encoded, type=ContextBudgetState).kept == d.state.kept
+    assert b"kept" not in msgspec.msgpack.encode(ContextBudgetState())

@@ -81,11 +81,29 @@ A window contradicted by its own measure
     event names a window, or a model, that holds what it measured. The
     cost-ceiling guardrails are unaffected.
 
+Results the runtime cuts, measured
+    Many runtimes send the model only part of a large result (a shell's output cut
+    at 30,000 characters, a page of records summarised) while the event declares
+    the whole (``result_bytes``). The provider's next measure shows it: after a tail
+    of at least 32 KiB (``CALIBRATE_BYTES``; less would be lost in the prompt's and
+    the agent's own growth), the measure's growth over the tail's bytes at 3 a token
+    is the share the model was sent. From then on the session's results are counted
+    at **twice** that share (at least 2 %, at most all of them; ``kept`` in the
+    state and in the alert's detail), whole again as soon as a measure shows them
+    whole. A measure that did not grow (a compaction, the last figure sent again)
+    teaches nothing. Two healthy paging sessions of a blind batch, pages of 296 KB
+    declared and a few hundred tokens measured after each, were cut at their fourth
+    page; one of them is no longer (the other is cut at its first page, before any
+    measure).
+
 Known false positives
     Payload bytes over-estimate tokens for prose-heavy results, so the cut can
     come slightly early there; that is the intended direction of error. A runtime
     that keeps only part of a large result (a truncated tool output counted by its
-    full ``result_bytes``) is cut early for the same reason.
+    full ``result_bytes``) is cut early for the same reason until its first
+    measure after a large tail (above). A runtime that cuts one tool's results and
+    sends another's whole is counted at the share its last measure showed, doubled:
+    a whole result after a cut one can be under-counted until the next measure.
 """
 
 from __future__ import annotations
@@ -222,6 +240,14 @@ CONTRADICTED = -1
 holds: the figure is wrong, and the estimate stands down until a usage event names a
 window (or a model) that holds its input."""
 BYTES_PER_TOKEN = 3
+KEPT_WHOLE = 1000
+"""``ContextBudgetState.kept`` (per mille) of a runtime that sends its results whole."""
+KEPT_FLOOR = 20
+"""The least share (per mille) of the results' bytes counted after a measure showed less."""
+CALIBRATE_BYTES = 32_768
+"""Bytes of results since the last measure from which the next measure tells how much of
+them the model was sent (fewer: the rest of a measure's growth, the agent's own text and
+the prompt, would dwarf them)."""
 
 Fraction = Annotated[float, Meta(gt=0, le=1)]
 
@@ -304,6 +330,10 @@ class ContextBudgetConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True
 class ContextBudgetState(Struct, tag=CUT, gc=False, omit_defaults=True):
     measured: int = 0
     pending_bytes: int = 0
+    kept: int = KEPT_WHOLE
+    """Per mille of the results' bytes counted: what the last measure after a large tail
+    showed the model was sent (doubled), for a runtime that keeps results out of the
+    context or cuts them."""
     window: int = 0  # 0: not known yet (the assumed window applies); -1: CONTRADICTED
     threshold: float = 0.0  # 0: not known yet (the default applies)
     model: str | None = None
@@ -363,6 +393,18 @@ class ContextBudget(Signal):
             state.window = event.context_window
         measured = event.input_tokens
         if measured is not None:
+            pending = state.pending_bytes
+            if pending >= CALIBRATE_BYTES and measured > state.measured:
+                # The provider measured what the model was sent after this tail of
+                # results: a runtime that keeps them out of the context, or cuts them
+                # (a 296 KB page of records declared, 2,600 tokens more measured), shows it
+                # here. Counted from now on at twice the share it showed (an over-count
+                # costs an early compaction, an under-count the overflow), whole again
+                # as soon as a measure shows them whole. Not from a measure that did not
+                # grow: the context shrank (a compaction) or the figure is the last one
+                # sent again; either says nothing of the results.
+                grown = (measured - state.measured) * self.bytes_per_token
+                state.kept = max(KEPT_FLOOR, min(KEPT_WHOLE, 2 * KEPT_WHOLE * grown // pending))
             state.measured = measured
             state.pending_bytes = 0
         window = state.window
@@ -420,7 +462,7 @@ class ContextBudget(Signal):
         window = state.window or self.config.assumed_window
         if window < 0:
             return None  # CONTRADICTED: no window to measure against
-        used = state.measured + state.pending_bytes // self.bytes_per_token
+        used = state.measured + state.pending_bytes * state.kept // (KEPT_WHOLE * self.bytes_per_token)
         utilization = used / window
         if utilization >= self.hard:
             state.cut_latched = True
@@ -446,6 +488,7 @@ class ContextBudget(Signal):
             "estimated_tokens": used,
             "measured_tokens": state.measured,
             "unmeasured_bytes": state.pending_bytes,
+            "kept_share": state.kept / KEPT_WHOLE,
             "window": window,
             "window_assumed": assumed,
             "model": state.model,
@@ -459,7 +502,7 @@ class ContextBudget(Signal):
                 reason=(
                     f"estimated context use {utilization:.0%} of {window_text} "
                     f"({state.measured:,} measured tokens plus {state.pending_bytes:,} unmeasured "
-                    f"bytes of tool results) reached the {self.hard:.0%} ceiling; the turn is cut so "
+                    f"bytes of tool results{self._kept_text(state)}) reached the {self.hard:.0%} ceiling; the turn is cut so "
                     f"compaction can run first in the next turn. No reset is needed."
                 ),
                 guidance=(
@@ -488,6 +531,12 @@ class ContextBudget(Signal):
             detail=detail,
             guardrail="context_budget",
         )
+
+    @staticmethod
+    def _kept_text(state: ContextBudgetState) -> str:
+        if state.kept >= KEPT_WHOLE:
+            return ""
+        return f", counted at {state.kept / KEPT_WHOLE:.0%}: the share the last measure showed the model was sent, doubled"
 
     def is_latched(self, state: ContextBudgetState) -> bool:
         return state.cut_latched
