@@ -1739,6 +1739,11 @@ def test_a_failing_probe_after_a_restart_is_a_wait_not_a_failure_loop() -> None:
     assert [a for a in alerts(restarted, "") if a.severity == "critical"] == []
     alone = restart_then_probes(None, [None] * 10, failed=True)
     assert [a for a in alerts(alone, "") if a.severity == "critical"] != []
+    # an upgrade that reloads the box (IOS-XE's install mode activating an image)
+    upgrade = ToolCall(session="r", tool="ssh_exec", call_id="boot", ts=1_000.0, args={
+        "host": "ar01", "command": "install add file flash:cat9k_iosxe.17.12.04.SPA.bin activate commit"})
+    upgraded = restart_then_probes(upgrade, [None] * 10, failed=True)
+    assert [a for a in alerts(upgraded, "") if a.severity == "critical"] == []
 
 
 def test_a_probe_that_never_comes_back_trips_after_restart_seconds() -> None:
@@ -1832,6 +1837,12 @@ def test_what_names_a_restart(tool: str, restarts: bool) -> None:
     ("kubectl -n prod rollout restart deploy/web", True), ("request system reboot", True),
     ("execute reboot", True), ("/system reboot", True), ("request restart system", True),
     ("aws ec2 reboot-instances --instance-ids i-1", True), ("az vm restart -g rg -n vm", True),
+    # a network OS upgrade that reloads the box
+    ("install add file flash:cat9k_iosxe.17.12.04.SPA.bin activate commit prompt-level none", True),
+    ("install activate", True), ("install all nxos bootflash:nxos64-cs.10.3.4a.M.bin", True),
+    ("request system software add /var/tmp/junos-21.4R3.tgz no-validate reboot", True),
+    ("install add file flash:x.bin", False), ("show install summary", False),
+    ("request system software add /var/tmp/junos.tgz", False), ("pip install allure", False),
     ('git commit -m "restart"', False), ("grep -r reload src/", False), ("echo restart", False),
     ("kubectl rollout status deploy/web", False), ("show version", False),
     # the word as an option, a property read, a reload cancelled

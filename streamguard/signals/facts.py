@@ -751,12 +751,19 @@ _RESTART_COMMAND = re.compile(
     r"|\brequest\s+system\s+reboot\b|\bexecute\s+reboot\b|/system\s+reboot\b"
     r"|\brequest\s+restart\s+system\b|\baws\s+ec2\s+reboot-instances\b|\baz\s+vm\s+restart\b"
     r"|\bgcloud\s+compute\s+instances\s+reset\b"
+    # a network OS upgrade that reloads the box: IOS-XE's install mode activating an image
+    # (`install add file flash:x.bin activate commit`, `install activate`), NX-OS's
+    # `install all`, Junos' software add with its reboot
+    r"|\binstall\s+(?:add\s+file\s+\S+\s+)?activate\b|\binstall\s+all\b"
+    r"|\brequest\s+system\s+software\s+add\b[^;&|\n]{0,200}?\sreboot\b"
 )
 """A command line that restarts something: a device's own ``reload`` or ``reboot`` (an
 ssh tool's command, a shell's, ``ssh host reboot``), ``shutdown -r``, a service manager's
 restart or reload (``systemctl restart nginx``, ``docker compose restart``, ``kubectl
 rollout restart``, ``nginx -s reload``), a network system's (``request system reboot``,
-``execute reboot``) or a cloud's (``aws ec2 reboot-instances``, ``az vm restart``). Not the
+``execute reboot``), a network OS upgrade that reloads the box (IOS-XE's ``install add file
+... activate``, NX-OS's ``install all``, Junos' ``request system software add ... reboot``)
+or a cloud's (``aws ec2 reboot-instances``, ``az vm restart``). Not the
 word as an option (``docker run --restart=always``, ``pm2 start --restart-delay=3000``),
 a property read (``systemctl show -p Restart``) or ``reload cancel``."""
 RESTART_COMMAND_READ = 256
@@ -958,7 +965,8 @@ def commands_restart(command: str) -> bool:
     head = command[:RESTART_COMMAND_READ].lower()
     # (the words first, in C: most command lines hold none, and the search is the cost)
     if not ("reboot" in head or "restart" in head or "reload" in head or "shutdown" in head
-            or "kickstart" in head or "graceful" in head or "instances reset" in head):
+            or "kickstart" in head or "graceful" in head or "instances reset" in head
+            or "activate" in head or "install all" in head):
         return False
     return _RESTART_COMMAND.search(head) is not None
 
