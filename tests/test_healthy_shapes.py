@@ -972,6 +972,52 @@ def test_compose_and_containers_are_read_by_what_they_run(line: str, action: str
     assert (facts.action, facts.write) == (action, write)
 
 
+@pytest.mark.parametrize(("line", "action", "write"), [
+    # Git LFS, as git's sub-command or its own program: its sub-command is the act
+    ("cd ~/mossgrove && git lfs track '*.psd'", "git-lfs track", True),
+    ("git -C repo lfs migrate import --include='*.wav'", "git-lfs migrate", True),
+    ("git-lfs untrack '*.tmp'", "git-lfs untrack", True),
+    ("git lfs ls-files | wc -l", "git-lfs ls-files", False),
+    ("git lfs fsck", "git-lfs fsck", False),
+    ("git lfs", "git-lfs", False),
+    ("git log --oneline", "git log", False),
+])
+def test_git_lfs_is_read_by_its_own_sub_command(line: str, action: str, write: bool) -> None:
+    facts = shell_facts(line)
+    assert (facts.action, facts.write) == (action, write)
+
+
+@pytest.mark.parametrize(("output", "action", "acknowledges"), [
+    ('Tracking "*.wav"', "git-lfs track", True), ("pod/web-1 labeled", "kubectl label", True),
+    ("deployment.apps/web scaled", "kubectl scale", True), ('pod "x" deleted', "kubectl delete", True),
+    # it did nothing, or something went wrong
+    ('"*.psd" already supported', "git-lfs track", False), ("deployment.apps/web unchanged", "kubectl apply", False),
+    ("Tracking failed: not a git repository", "git-lfs track", False),
+    # no word of the act, more than one line, a sub-command too short to say
+    ("c0f3a19 Track art", "git commit", False), ('Tracking "*.wav"\nTracking "*.png"', "git-lfs track", False),
+    ("added 1 package", "npm i", False), ("Retracking x", "git-lfs track", False),
+])
+def test_a_one_line_output_naming_its_act_acknowledges_a_write(output: str, action: str, acknowledges: bool) -> None:
+    from streamguard.signals.base import _reports_its_act
+
+    assert _reports_its_act(output, action) is acknowledges
+
+
+def test_a_sweep_of_writes_each_acknowledged_by_its_act_is_work() -> None:
+    """Binary types put under Git LFS one extension at a time, each answered `Tracking
+    "*.wav"`: distinct writes, each acknowledged by the act its sub-command names. The
+    same write re-sent and answered alike is still no news; nor is "already supported"."""
+    c = Calls()
+    sweep: list[Any] = []
+    for ext in ["wav", "png", "tga", "ogg", "exr", "ttf", "mp4", "aif", "spp", "sbsar", "mov", "hdr", "uasset"]:
+        sweep += c.pair("bash", {"command": f"cd ~/mossgrove && git lfs track '*.{ext}'"}, f'Tracking "*.{ext}"')
+    assert criticals(sweep) == []
+    again: list[Any] = []
+    for _ in range(13):
+        again += c.pair("bash", {"command": "cd ~/mossgrove && git lfs track '*.wav'"}, 'Tracking "*.wav"')
+    assert criticals(again) != []
+
+
 def test_a_compose_health_poll_after_sleeps_is_a_poll() -> None:
     """`sleep 5; docker compose ps db` while a database loads its seed: a read after a wait
     of its own. `docker compose` was a write whatever its sub-command, so the poll was no

@@ -354,9 +354,11 @@ ACK_BYTES = 200
 def is_write_acknowledgement(result: ResultView) -> bool:
     """Whether a result is a write tool's bare acknowledgement ("File written
     successfully.", ``{"ok": true}``: a success of at most :data:`ACK_BYTES` from a write
-    that is no command runner's, or a computer-use tool's click or keystroke: "clicked").
-    It says only that the write worked: readers of repeated answers take it as no
-    evidence. A command's output says what happened."""
+    that is no command runner's, or a computer-use tool's click or keystroke: "clicked";
+    a command's when it is a database client's command tags or one line naming the act
+    its sub-command did, :func:`_reports_its_act`). It says only that the write worked:
+    readers of repeated answers take it as no evidence. A command's other output says
+    what happened."""
     flags = result.call_flags
     if not flags & FLAG_WRITE or result.failed:
         return False
@@ -376,13 +378,41 @@ def is_write_acknowledgement(result: ResultView) -> bool:
     action = result.action
     if not flags & FLAG_RUNNER or action in COMPUTER_ACTIONS or action.startswith(SQL_ACTION):
         return True
-    return type(payload) is str and _command_tags(payload)
+    return type(payload) is str and (_command_tags(payload) or _reports_its_act(payload, action))
 
 
 TAGS_TEXT_LIMIT = 1024
 FILE_WRITE_RESULT_LIMIT = 1024
 """Longest Roo Code file-write report read as an acknowledgement (a report with its
 problems listed is longer, and is an answer)."""
+
+
+_NOTHING_DONE = re.compile(
+    r"(?i)\b(?:already|unchanged|no[ _-]?op|nothing|no changes?|not|up[ _-]to[ _-]date|skipp)"
+    r"|error|fail|warn|denied|invalid|refus|cannot|can't|unable"
+)
+"""Words of a one-line output that say its act did nothing, or went wrong."""
+
+
+def _reports_its_act(text: str, action: str) -> bool:
+    """Whether a command's output is one short line naming the act its sub-command did
+    (``git lfs track '*.wav'`` answering ``Tracking "*.wav"``, ``kubectl label pod web-1
+    tier=fe`` answering ``pod/web-1 labeled``, ``kubectl scale`` answering ``...
+    scaled``): the first five letters of the sub-command (of at least four) begin a word
+    of it, and no word says the act did nothing or went wrong (:data:`_NOTHING_DONE`:
+    ``"*.psd" already supported``, ``unchanged``). Such a line acknowledges a write as
+    "File written." does; a longer output says what happened."""
+    sub = action.rpartition(" ")[2]
+    if len(sub) < 4 or not sub.isalpha() or len(text) > ACK_BYTES or "\n" in text.rstrip("\n"):
+        return False
+    low = text.lower()
+    stem = sub[:5].lower()
+    at = low.find(stem)
+    while at >= 0:
+        if at == 0 or not low[at - 1].isalnum():
+            return _NOTHING_DONE.search(text) is None
+        at = low.find(stem, at + 1)
+    return False
 
 
 def _command_tags(text: str) -> bool:

@@ -382,7 +382,7 @@ _SUBCOMMAND_PROGRAMS = frozenset({
     "git", "docker", "podman", "kubectl", "npm", "yarn", "pnpm", "cargo", "go", "pip", "pip3",
     "poetry", "mvn", "gradle", "./gradlew", "gradlew", "./mvnw", "mvnw", "helm", "apt",
     "apt-get", "conda", "mamba", "micromamba", "uv", "dotnet", "bundle", "systemctl", "gh",
-    "terraform", "make", "docker-compose",
+    "terraform", "make", "docker-compose", "git-lfs",
     "rustup", "brew", "composer", "dnf", "yum", "django-admin", "manage.py", "tox", "nox",
 })
 # Segments that only set the stage; the action is the next segment.
@@ -446,6 +446,12 @@ _WRITE_SUBCOMMANDS = {
                           "set", "replace", "annotate", "label"}),
     "helm": frozenset({"install", "upgrade", "uninstall", "rollback"}),
 }
+# Git LFS, as git's sub-command: its own sub-command is what the line does (`git lfs
+# track '*.psd'` edits .gitattributes; `ls-files`, `status`, `env`, `fsck` only look).
+_WRITE_SUBCOMMANDS["git-lfs"] = frozenset({
+    "track", "untrack", "migrate", "install", "uninstall", "pull", "fetch", "checkout", "prune",
+    "push", "lock", "unlock",
+})
 _WRITE_SUBCOMMANDS["mvnw"] = _WRITE_SUBCOMMANDS["mvn"]  # `./mvnw install` builds as `mvn` does
 _WRITE_SUBCOMMANDS["gradlew"] = _WRITE_SUBCOMMANDS["gradle"]
 _CHECKSUM_PROGRAMS = frozenset({"md5sum", "sha1sum", "sha256sum", "sha512sum", "sha224sum",
@@ -530,6 +536,7 @@ _LATE_WRITE = re.compile(
             for program, subs in _WRITE_SUBCOMMANDS.items()
         ]
         + [rf"docker[ \t]+compose[ \t]+(?:{'|'.join(sorted(_WRITE_SUBCOMMANDS['docker-compose']))})"]
+        + [rf"git[ \t]+lfs[ \t]+(?:{'|'.join(sorted(_WRITE_SUBCOMMANDS['git-lfs']))})"]
     )
     + r")\b"
 )
@@ -1058,6 +1065,13 @@ def _segment_action(tokens: list[str]) -> tuple[str, str]:
             # Compose as a plugin: its own sub-command is what the line does.
             program, rest = "docker-compose", rest[at + 1 :]
             at = _word_at(rest, _VALUE_FLAGS["docker-compose"])
+            if at < 0:
+                return program, ""
+            sub = rest[at].lower().rstrip("'\"")
+        elif sub == "lfs" and program == "git":
+            # Git LFS as git's sub-command: its own sub-command is what the line does.
+            program, rest = "git-lfs", rest[at + 1 :]
+            at = _word_at(rest, ())
             if at < 0:
                 return program, ""
             sub = rest[at].lower().rstrip("'\"")

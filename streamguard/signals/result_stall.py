@@ -68,7 +68,12 @@ What it catches
       text): that is stale, since the write is remembered by its acknowledgement
       mixed with its call's key (one more memory entry per distinct write). A
       command's output, or an editor showing the file after its edit, is read
-      like any answer;
+      like any answer, but for one short line that names the act its
+      sub-command did and says nothing of it having done nothing or failed
+      (``git lfs track '*.wav'`` answering ``Tracking "*.wav"``, ``kubectl label``
+      answering ``pod/web-1 labeled``; not ``"*.psd" already supported``): a
+      blind batch's sweep of thirteen extensions put under Git LFS, answers
+      alike once quoted text is masked, was halted at its fifteenth call;
     * the answer to a call that reads what it names is kept with those names
       (``read_names``: for a command runner, the paths, the URLs' scheme,
       host and path (the path's numbers masked), the places of cloud and cluster
