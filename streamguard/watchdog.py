@@ -102,6 +102,7 @@ from .signals.facts import (
     CELL_ERROR_HEAD,
     CELL_TOOLS,
     FLAG_ASK,
+    FLAG_AWAITS_OWN,
     FLAG_LONG_POLL,
     FLAG_READ,
     FLAG_RESTART,
@@ -151,6 +152,10 @@ MAX_PENDING = 8
 """Calls remembered while they await their result (oldest dropped)."""
 MADE_KEPT = 16
 """Distinct named writes remembered, for whether a write is made again (SessionState.made)."""
+SUBMITTED_KEPT = 8
+"""Ids the session's acts handed back, remembered (SessionState.submitted)."""
+SUBMITTED_MIN = 8
+"""Fewest characters of an id remembered so (a short number would be found anywhere)."""
 MAX_KEYED_ARGS = 64
 """Arguments of one call read for ids a write handed back (as the canonical form reads paths)."""
 _FACTS_CACHE_MAX = 512
@@ -291,6 +296,12 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # The ids a named write made again handed back (facts.handed_ids), until the agent's
     # next write: a call naming one of them is keyed by which one (_keyed_args).
     handed: tuple[str, ...] = ()
+    # The ids the session's acts handed back (calls not known to only read, no command
+    # runner's: facts.handed_ids, those of at least SUBMITTED_MIN characters), newest
+    # last, at most SUBMITTED_KEPT: a read naming one
+    # reads what the session itself submitted (a job, a render), and its empty answer is
+    # nothing yet from that work (FLAG_AWAITS_OWN).
+    submitted: tuple[str, ...] = ()
     # The last call sent, when it was a named write made before (its key among `made`):
     # (call id, key, the id-like values it sent). Its answer hands ids back only if no
     # other call was sent after it.
@@ -660,6 +671,14 @@ class Watchdog:
                 flags |= FLAG_READ
             if waits_first:
                 flags |= FLAG_WAITS_FIRST
+            if read and state.submitted:
+                # (a few substring tests of the call's canonical text, only in a session
+                # whose writes handed ids back)
+                text = canonical.text
+                for submitted in state.submitted:
+                    if submitted in text:
+                        flags |= FLAG_AWAITS_OWN
+                        break
             if (
                 # A restart: its successful answer starts the restart wait (_result). (The
                 # usual call, a tool known not to restart and no command line, is decided
@@ -890,6 +909,16 @@ class Watchdog:
                 # other arguments each time: its ids are its own).
                 state.handed = handed_ids(event.result, last_write[2])
                 state.last_write = None
+            if not flags & (FLAG_READ | FLAG_RUNNER | FLAG_WAIT) and not failed and event.result:
+                # The answer of a call that acts (not known to only read; no command
+                # runner's, whose output names anything) handing ids back (a job submitted,
+                # a render queued: `{"prompt_id": "5a319e01-..."}`): what the session
+                # itself set going, which a read naming it may find not done yet
+                # (FLAG_AWAITS_OWN).
+                handed = [i for i in handed_ids(event.result, ()) if len(i) >= SUBMITTED_MIN]
+                if handed:
+                    kept = [i for i in state.submitted if i not in handed]
+                    state.submitted = (*kept, *handed)[-SUBMITTED_KEPT:]
             # A read after a wait of its own that fails (`sleep 3 && curl` while a server
             # starts) fails until what it waits for is ready: a wait's failure.
             wait = flags & FLAG_WAIT != 0 or (failed and flags & FLAG_WAITS_FIRST != 0)
@@ -1189,6 +1218,7 @@ class Watchdog:
             state.signals[i] = self.signals[i].new_state()
         state.history.clear()
         state.handed = ()
+        state.submitted = ()
         state.last_write = None
         state.made.clear()
 

@@ -2063,3 +2063,50 @@ def test_a_count_of_failures_is_the_value_a_watch_reads() -> None:
     assert ("repeated-tool-call", "critical") in loop_alerts(crash_watch(failed, watch))
     nested = {**counted, "latest": {"error": "NullPointerException"}}
     assert ("repeated-tool-call", "critical") in loop_alerts(crash_watch(nested, watch))
+
+
+RENDER_ID = "5a319e01-aed2-7278-0642-0c9d9b393b6f"
+
+
+def own_render(empties: int, gap: float, handed: bool = True) -> list[Any]:
+    """A render queued (its answer hands its id back, or not), then its history read by
+    that id every ``gap`` seconds: ``{}`` ``empties`` times, then the finished render."""
+    trace: list[Any] = [TurnStart(session="p")]
+    clock = 1_000.0
+    queued = {"prompt_id": RENDER_ID, "number": 312} if handed else {"number": 312}
+    trace += [ToolCall(session="p", tool="http_post", call_id="q", ts=clock,
+                       args={"url": "http://comfy.internal:8188/prompt", "json": {"prompt": "lead"}}),
+              ToolResult(session="p", tool="http_post", call_id="q", result=queued, ts=clock + 1)]
+    clock += 5.0
+    answers: list[Any] = [{}] * empties + [{RENDER_ID: {"status": {"completed": True}}}]
+    for n, answer in enumerate(answers):
+        trace += [ToolCall(session="p", tool="http_get", call_id=f"h{n}", ts=clock,
+                           args={"url": f"http://comfy.internal:8188/history/{RENDER_ID}"}),
+                  ToolResult(session="p", tool="http_get", call_id=f"h{n}", result=answer, ts=clock + 1)]
+        clock += 1 + gap
+    return trace
+
+
+def test_nothing_yet_from_what_the_session_set_going_is_work_under_way() -> None:
+    """A render queued, its history read by the id the queueing handed back: `{}` until
+    it is done is the render under way, as "pending" would say."""
+    assert loop_alerts(own_render(8, gap=15.0)) == []
+
+
+def test_nothing_yet_from_what_the_session_did_not_set_going_is_judged_as_before() -> None:
+    # the id came from nowhere the session made: an empty answer asked again and again
+    assert HALTED in loop_alerts(own_render(8, gap=15.0, handed=False))
+    # asked as fast as the agent can: no pause, no poll
+    assert HALTED in loop_alerts(own_render(8, gap=0.5))
+
+
+def test_what_the_session_set_going_and_never_comes_is_halted_at_polling_halt_after() -> None:
+    engine = Engine(parse_policy_set(""))
+    reads, halted_at = 0, None
+    for event in own_render(40, gap=15.0):
+        reads += isinstance(event, ToolCall) and event.tool == "http_get"
+        for out in engine.process(event):
+            if isinstance(out, Alert) and out.severity == "critical" and halted_at is None:
+                halted_at = (out.signal, reads)
+    # still nothing at the twenty-fifth read in a row: what it waits for is not coming
+    assert halted_at == ("repeated-tool-call", 25)

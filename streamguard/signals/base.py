@@ -58,6 +58,7 @@ from ..events import FinalAnswer, Scope, Severity, Text, ToolCall, Usage
 from .facts import (
     COMPUTER_ACTIONS,
     DEFAULT_WAIT_TOOLS,
+    FLAG_AWAITS_OWN,
     FLAG_READ,
     FLAG_RUNNER,
     FLAG_WRITE,
@@ -1626,6 +1627,16 @@ def says_in_progress(result: ResultView) -> bool:
                     2 if found else NOTHING_YET if "[]" in text or "{}" in text or _ABSENT_FOLDED.search(folded)
                     else 3
                 )
+    if (
+        result.call_flags & FLAG_AWAITS_OWN and not result.failed and not result.no_op
+        and (progress == NOTHING_YET or (progress == 1 and payload in ("", [], {})))
+        and (payload in ("", [], {}) or found_nothing(payload) or empty_page(payload))
+    ):
+        # Nothing yet from what the session itself set going: a render's history asked by
+        # the id its queueing handed back answers {} until the render is done (ComfyUI),
+        # a batch's output list stays empty while it runs. That is work under way, as
+        # "pending" would say.
+        progress = 2
     result.progress = progress
     return progress == 2
 

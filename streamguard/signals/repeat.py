@@ -163,8 +163,12 @@ Results (``result_aware``, default on; off is the reference behaviour)
       ("failed" after "pending"), to nothing, or is asked without a pause trips as before.
     * Unknown results keep the blind rule: ``threshold`` calls in a row. An
       empty payload is unknown (a runtime that does not capture results sends
-      none), except the empty output of a command runner's call (``""``
-      sent as the result of ``bash``): a program that printed nothing has
+      none), except an empty answer to a read by an id the session's own act
+      handed back (``FLAG_AWAITS_OWN``: a render's history read by the id its
+      queueing returned, ``{}`` until it is done; work under way, read as
+      ``says_in_progress`` reads "pending": a blind batch's render poll every
+      16 s was halted at its fifth read) and the empty output of a command
+      runner's call (``""`` sent as the result of ``bash``): a program that printed nothing has
       answered, and the same command printing nothing four times is four
       identical pairs. In the real-session benchmark this halts one loop (a
       script re-run 24 times, silent every time) one call sooner, and no
@@ -204,7 +208,7 @@ from .base import (
     says_in_progress,
     steady_answer,
 )
-from .facts import FLAG_ASK, FLAG_RUNNER, FLAG_WRITE, tool_glob_matcher
+from .facts import FLAG_ASK, FLAG_AWAITS_OWN, FLAG_RUNNER, FLAG_WRITE, tool_glob_matcher
 
 SIGNAL_ID = "repeated-tool-call"
 EMPTY_OUTPUT = 0x454D505459
@@ -476,9 +480,14 @@ class RepeatedToolCall(Signal):
             state.fail_run = 0  # a success between a wait's failures: they start again
         outcome = result.outcome
         if not outcome:
-            if result.event.result != "" or not result.call_flags & FLAG_RUNNER:
+            if result.call_flags & FLAG_AWAITS_OWN and result.event.result in ({}, [], ""):
+                # Asked by the id the session's own write handed back: an empty answer is
+                # an answer (nothing yet from that work), not a runtime that sends none.
+                outcome = EMPTY_OUTPUT
+            elif result.event.result != "" or not result.call_flags & FLAG_RUNNER:
                 return None  # unknown: no evidence either way
-            outcome = EMPTY_OUTPUT  # a command that printed nothing said so
+            else:
+                outcome = EMPTY_OUTPUT  # a command that printed nothing said so
         last = state.outcome
         if outcome != last and last and not state.write:
             # A changed answer that says the same apart from when it was given ("checked_at"
