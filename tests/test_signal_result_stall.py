@@ -2759,3 +2759,96 @@ def test_another_sessions_answers_never_change_what_this_one_sees() -> None:
     alone, after = seen([], shell), seen(digested("A", "card 4111-1111-1111-1111 belongs to alice", 1), shell)
     assert alone == after and not any(b"4111" in o for o in after[0])
     assert seen([], reads("B")) == seen(write("A"), reads("B"))
+
+
+def written(tool: str, args: dict[str, Any], result: Any) -> list[Any]:
+    """A call the runtime sends as a write (``kind: "write"``) and its answer."""
+    return [ToolCall(session="s", tool=tool, args=args, kind="write"),
+            ToolResult(session="s", tool=tool, result=result)]
+
+
+def test_a_check_that_says_the_work_set_going_is_under_way_is_no_futile_write() -> None:
+    """A tuning run started per function, its execution read after a sleep until it
+    succeeds, then the function updated: "RUNNING" after each start is work under way,
+    no verdict a write failed to move. The same checks answering an error each time are
+    as futile as before."""
+    def tuning(answer: str) -> list[Any]:
+        trace: list[Any] = []
+        arn = "arn:aws:states:us-east-1:2209:execution:tuner"
+        for i in range(6):
+            fn = f"fn-{word(i)}"
+            trace += step("bash", {"command": f"aws lambda get-function-configuration --function-name {fn}"},
+                          "2048\t30\tx86_64\n")
+            trace += written("bash", {"command": "aws stepfunctions start-execution --state-machine-arn "
+                                                 f"arn:aws:states:us-east-1:2209:stateMachine:tuner --input {fn}"},
+                             f"{arn}:{fn}-{i}\n")
+            for _ in range(2):
+                trace += step("bash", {"command": f"sleep 30; aws stepfunctions describe-execution --execution-arn "
+                                                  f"{arn}:{fn}-{i} --query status --output text"}, answer)
+            trace += step("bash", {"command": f"sleep 30; aws stepfunctions describe-execution --execution-arn "
+                                              f"{arn}:{fn}-{i} --query status --output text"}, "SUCCEEDED\n")
+            trace += written("bash", {"command": f"aws lambda update-function-configuration --function-name {fn} "
+                                                 "--memory-size 1024"}, f"{fn}\t1024\tInProgress\n")
+        return trace
+    assert hits(tuning("RUNNING\n")) == []
+    assert hits(tuning("THROTTLED\n")) != []
+
+
+def test_a_sweep_of_metrics_selected_by_name_and_value_pairs_is_one_answer_each() -> None:
+    """Bucket sizes read for fourteen buckets, each selected by a CloudWatch dimension
+    (`{"Name": "BucketName", "Value": ...}`), several of the same size: each bucket's
+    answer is its own."""
+    sizes = [989550000000.0, 219900000000.0, 3738300000000.0]
+    def metric(bucket: str, i: int) -> list[Any]:
+        return step("cloudwatch_get_metric_statistics",
+                    {"Namespace": "AWS/S3", "MetricName": "BucketSizeBytes",
+                     "Dimensions": [{"Name": "BucketName", "Value": bucket},
+                                    {"Name": "StorageType", "Value": "StandardStorage"}]},
+                    {"Datapoints": [{"Timestamp": "2024-10-06T00:00:00Z", "Average": sizes[i % 3]}]})
+    sweep: list[Any] = []
+    for i in range(14):
+        sweep += metric(f"acme-{word(i)}-exports", i)
+    assert hits(sweep) == []
+    # one bucket asked under reworded metric names, the same answer each time: the same
+    # place, the same answer
+    hunt: list[Any] = []
+    for i in range(14):
+        hunt += step("cloudwatch_get_metric_statistics",
+                     {"Namespace": "AWS/S3", "MetricName": f"BucketSize{word(i)}",
+                      "Dimensions": [{"Name": "BucketName", "Value": "acme-tmp-exports"}]},
+                     {"Datapoints": [{"Timestamp": "2024-10-06T00:00:00Z", "Average": 989550000000.0}]})
+    assert hits(hunt) != []
+
+
+def test_a_sweep_through_a_structured_filter_is_one_answer_per_account() -> None:
+    """Untagged spend read per linked account through Cost Explorer's filter object,
+    most accounts answering $0: each account's answer is its own."""
+    def cost(account: str, amount: str) -> list[Any]:
+        return step("ce_get_cost_and_usage", {
+            "TimePeriod": {"Start": "2024-11-01", "End": "2024-12-01"}, "Granularity": "MONTHLY",
+            "Filter": {"And": [{"Dimensions": {"Key": "LINKED_ACCOUNT", "Values": [account]}},
+                               {"Tags": {"Key": "team", "MatchOptions": ["ABSENT"]}}]}},
+            {"ResultsByTime": [{"Total": {"UnblendedCost": {"Amount": amount, "Unit": "USD"}}}]})
+    sweep: list[Any] = []
+    for i in range(14):
+        sweep += cost(f"8178762{55759 + 7919 * i}", "0.0000000000" if i % 4 else "246.4603221706")
+    assert hits(sweep) == []
+    # a term looked for in the filter is no account: reworded, it is the same hunt
+    hunt: list[Any] = []
+    for i in range(14):
+        hunt += step("ce_get_cost_and_usage", {"Filter": {"Tags": {"Key": "ProjectCode",
+                                                                     "Values": [f"proj {word(i)}"]}}},
+                     {"ResultsByTime": [{"Total": {"UnblendedCost": {"Amount": "0", "Unit": "USD"}}}]})
+    assert hits(hunt) != []
+
+
+def test_a_command_naming_an_aws_resource_reads_that_resource() -> None:
+    """CloudTrail searched for the last attachment of each of fourteen volumes, each
+    answering a date or nothing: each volume's answer is its own."""
+    trace: list[Any] = []
+    for i in range(14):
+        volume = f"vol-0{hashlib.sha1(str(i).encode()).hexdigest()[:16]}"
+        trace += step("bash", {"command": "aws cloudtrail lookup-events --region eu-west-1 --lookup-attributes "
+                                          f"AttributeKey=ResourceName,AttributeValue={volume} --query 'Events[0].EventTime'"},
+                      f"2024-10-{1 + i % 3:02d}T17:32:54+00:00\n")
+    assert hits(trace) == []

@@ -82,7 +82,8 @@ What it catches
       ``ssh`` and the object a ``gh run view <id>`` reads, in the first
       ``TARGET_SPAN`` characters of its command, ``cat
       a/Dockerfile``, ``curl https://eu.example.net/...``, ``aws ec2
-      describe-instances --region eu-west-1``, ``ssh api-03 "zgrep ..."``; the
+      describe-instances --region eu-west-1``, ``ssh api-03 "zgrep ..."``, an AWS
+      resource's id or ARN, ``AttributeValue=vol-0617ec31494da09c7``; the
       tables a SQL query reads (``sql_tables``: its ``sql``, ``query`` or
       ``statement`` argument, ``SELECT ... FROM t``), even through a tool named
       as a search; else, or when the command names none, its path-shaped
@@ -90,7 +91,13 @@ What it catches
       ids, ``account_code``, ``entity_id``, ``issueKey``; values shaped as ids
       under other names, ``workCenter="CNC-06"``, ``isin="XS2574039921"``, not
       under names of text, windows of time, paths or commands; the identifiers a
-      structured filter selects, ``query="child.name=lnx-epic-app07^..."``);
+      structured filter selects, ``query="child.name=lnx-epic-app07^..."``, or, as
+      an object, the ids and account numbers among its values, Cost Explorer's
+      ``Filter: {"And": [{"Dimensions": {"Key": "LINKED_ACCOUNT", "Values":
+      ["817876255759"]}}]}``; name and value pairs, CloudWatch's ``Dimensions:
+      [{"Name": "BucketName", "Value": "acme-logs"}]``: a blind batch's sweeps of
+      bucket sizes, of untagged spend per account and of CloudTrail's last
+      attachment per volume, answers alike between items, were halted as stalls);
       never a write, and of a search only the tables its SQL reads and the ids its
       arguments name (``list_annotations(build_number=18899)``: a flaky test's failure
       found again in build after build is each build's answer; a reworded search's
@@ -370,6 +377,7 @@ from .base import (
     reports_failure,
     says_bare_value,
     says_ended,
+    says_in_progress,
     says_only_status,
     squeeze_marks,
     stamped_code,
@@ -645,11 +653,18 @@ _TARGETS = re.compile(
     # `plan -var-file=tenants/acme.tfvars`): which tenant's stack a plan is of.
     r"|(?<![\w-])-var-file(?:=|[ \t]+)[^\s'\"|;&)]+"
     r"|\bworkspace[ \t]+(?:select|new)[ \t]+[^\s'\"|;&)-][^\s'\"|;&)]*"
+    # An AWS resource named by its id or its ARN (`--lookup-attributes
+    # AttributeKey=ResourceName,AttributeValue=vol-0617ec31494da09c7`, `--execution-arn
+    # arn:aws:states:...`): which volume, instance or execution the answer is of.
+    r"|(?<![\w-])(?:vol|i|snap|ami|sg|subnet|vpc|eni|igw|rtb|nat|eipalloc|fs|tgw|vpce|acl|pcx|lt)"
+    r"-[0-9a-f]{8,17}(?![\w-])"
+    r"|(?<![\w:/-])arn:aws[\w-]*:[^\s'\"|;&),]{3,512}"
 )
 """A URL's scheme, host and path, a path with at least one slash, a place flag and its
 value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), a tenant or a shard
-named as a setting (``tenant=acme``), a data file named bare (``events.parquet``) or
-Terraform's workspace and variables file, in a command line."""
+named as a setting (``tenant=acme``), a data file named bare (``events.parquet``),
+Terraform's workspace and variables file, or an AWS resource's id or ARN, in a command
+line."""
 _KUBE_SEGMENT = re.compile(
     r"(?:^|(?<=[|;&(`\n]))[^|;&()`\n]*?(?<![\w.-])((?:kubectl|helm|oc)[ \t][^|;&()`\n]*)"
 )
@@ -1024,6 +1039,11 @@ def _ids(args: Any, search: bool = False, nested: bool = True) -> str:
                 for field, selected in _EQUALITY.findall(value, 0, TARGET_SPAN)
                 if _is_id_value(selected)
             )
+        elif type(value) in (dict, list) and value:
+            # A filter given as an object (Cost Explorer's `{"And": [{"Dimensions": {"Key":
+            # "LINKED_ACCOUNT", "Values": ["817876255759"]}}, ...]}`): the identifiers among
+            # its values, an account number among them, select what is read.
+            found.extend(f"{key}~{leaf}" for leaf in _filter_ids(value))
     if nested:
         looked = 0
         for key, value in args.items():
@@ -1036,7 +1056,59 @@ def _ids(args: Any, search: bool = False, nested: bool = True) -> str:
                 looked += 1
                 if looked == NESTED_OBJECTS:
                     break
+            elif type(value) is list and value and len(value) <= NESTED_OBJECTS and type(key) is str:
+                # Name and value pairs (CloudWatch's `Dimensions: [{"Name": "BucketName",
+                # "Value": "acme-logs"}]`, a tag's `Key` and `Value`): each selects what
+                # the call reads, as a filter's equality does.
+                for pair in value:
+                    selected = _selected_pair(pair)
+                    if selected:
+                        found.append(f"{key}:{selected}")
     return "\0".join(found)
+
+
+FILTER_NODES = 24
+"""Values of a structured filter walked for the identifiers it selects (:func:`_filter_ids`)."""
+_ACCOUNT_NUMBER = re.compile(r"\d{6,20}")
+
+
+def _filter_ids(value: object) -> list[str]:
+    """The identifiers a filter given as an object selects: its string values shaped as ids
+    (:func:`_is_id_value`) or numbers of 6 to 20 digits (an account, a customer), and its
+    integers from 100,000, in the order met, at most six levels deep and
+    :data:`FILTER_NODES` values read. Words (a term looked for, ``ABSENT``) are not."""
+    found: list[str] = []
+    stack: list[tuple[object, int]] = [(value, 0)]
+    read = 0
+    while stack and read < FILTER_NODES:
+        node, depth = stack.pop()
+        read += 1
+        if isinstance(node, str):
+            if node and (_is_id_value(node) or _ACCOUNT_NUMBER.fullmatch(node)):
+                found.append(node)
+        elif type(node) is int:
+            if 100_000 <= node < _INT64:
+                found.append(str(node))
+        elif depth < 6 and isinstance(node, (dict, list)):
+            children = list(islice(node.values() if isinstance(node, dict) else node, FILTER_NODES))
+            stack.extend((child, depth + 1) for child in reversed(children))
+    return found
+
+
+def _selected_pair(pair: object) -> str:
+    """``Name=Value`` of one name and value pair (``{"Name": "BucketName", "Value":
+    "acme-logs"}``; ``Key`` for ``Name``, lower-case names too), the value a short string
+    with no space; "" for anything else."""
+    if type(pair) is not dict or len(pair) != 2:
+        return ""
+    name = pair.get("Name", pair.get("name", pair.get("Key", pair.get("key"))))
+    value = pair.get("Value", pair.get("value"))
+    if (
+        type(name) is not str or type(value) is not str or not 0 < len(value) <= 64
+        or not 0 < len(name) <= 64 or " " in value
+    ):
+        return ""
+    return f"{name}={value}"
 
 
 _RUNNER_WRITE = FLAG_RUNNER | FLAG_WRITE
@@ -2702,6 +2774,11 @@ class ResultStall(Signal):
         if before != code:
             state.futile = 0
             state.futile_latched = False
+            return None
+        if says_in_progress(result):
+            # "RUNNING" after each run started (a tuning run per function, its execution
+            # read after a sleep): the write set work going that is still under way, no
+            # verdict the write failed to move. Neither futile nor news.
             return None
         state.futile += 1
         if state.futile < self.futile_writes or state.latched or state.futile_latched:
