@@ -144,6 +144,13 @@ class WaitsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
     wait is a poll's answer, not a loop (and, when ``watch_seconds`` is set, a watch asked
     without a pace paces deliberate waits at it). ``false`` judges such sessions as any,
     restored ones too."""
+    asked_repetitions: bool = True
+    """Whether a user's message asking for something to be done a number of times ("run it
+    15 times and tell me the failure rate", "repeat the request twenty times":
+    ``asked_repetitions`` in signals/facts.py) is read: from then on, the same call made up
+    to that many times in a row is what the user asked for, not a loop
+    (``repeated-tool-call`` and ``failure-loop`` wait past it). ``false`` judges such runs
+    as any."""
     watch_seconds: Annotated[float, Meta(ge=0, le=86400)] = 0.0
     """The interval a watch asked without one is taken at (``asked_watches``): a quiet of
     half of it (and of ``pause_seconds``) before the agent's next step is a deliberate wait.

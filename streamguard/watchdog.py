@@ -124,6 +124,7 @@ from .signals.facts import (
     ToolGlobs,
     argument_facts,
     asked_interval,
+    asked_repetitions,
     asks_to_wait,
     asks_watch,
     call_args,
@@ -278,6 +279,9 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # answer awaited ([waits] asked_watches), and without an asked interval, quiet of half
     # of [waits] watch_seconds is a deliberate wait.
     watching: bool = False
+    # How many times the session's user last asked for something to be done ("run it 15
+    # times": facts.asked_repetitions); 0 when not asked.
+    asked_runs: int = 0
     # The pause count at the last answer of each of the last ANSWERED_KEPT calls (by key):
     # whether the session paused since a call was last answered (ResultView.paused).
     answered: dict[int, int] = {}
@@ -404,6 +408,7 @@ class Watchdog:
         # Whether the interval a user asks checks at paces deliberate waits.
         self._asked_intervals = self.policy.waits.asked_intervals
         self._asked_watches = self.policy.waits.asked_watches
+        self._asked_repetitions = self.policy.waits.asked_repetitions
         self._watch_seconds = self.policy.waits.watch_seconds
         # Plain tools' write facts use the verification signal's name classification.
         self._classify = self.policy.verification.classify
@@ -530,6 +535,10 @@ class Watchdog:
                 if role == "user":
                     # the agent waited for its user: a pause (see SessionState)
                     state.pauses = (state.pauses + 1) & COUNT_MASK
+                    if self._asked_repetitions and type(event.text) is str:
+                        runs = asked_repetitions(event.text)
+                        if runs:
+                            state.asked_runs = runs
                     if (self._asked_intervals or self._asked_watches) and type(event.text) is str:
                         asked = asked_interval(event.text)
                         if asked and self._asked_intervals:
@@ -609,6 +618,7 @@ class Watchdog:
         view.call_id = call_id = event.call_id
         view.canonical = canonical
         view.key = key
+        view.asked_runs = state.asked_runs
         view.history = history
         view.kind = kind
         view.action = action = facts.action
@@ -974,6 +984,7 @@ class Watchdog:
             view.action = tool
             view.paused = view.waited = view.paced = view.restarting = view.asked = False
         view.watched = state.watching and self._asked_watches
+        view.asked_runs = state.asked_runs
         view.event = event
         view.tool = tool
         view.call_id = event.call_id

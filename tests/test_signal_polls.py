@@ -8,6 +8,7 @@ no pause, or a status that says the work has ended, is judged as before.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 import pytest
@@ -2110,3 +2111,50 @@ def test_what_the_session_set_going_and_never_comes_is_halted_at_polling_halt_af
                 halted_at = (out.signal, reads)
     # still nothing at the twenty-fifth read in a row: what it waits for is not coming
     assert halted_at == ("repeated-tool-call", 25)
+
+
+@pytest.mark.parametrize(("text", "count"), [
+    ("test_localization_startup has been flaky in CI. Run it 15 times locally and tell me the failure rate.", 15),
+    ("Repeat the request twenty times and give me the p95.", 20),
+    ("run 25 iterations of the benchmark", 25), ("Ping the router 10 more times.", 10), ("run it 3x", 3),
+    # denied, told, or fewer than three
+    ("Don't run it 15 times, once is enough.", 0), ("I ran it 15 times already.", 0),
+    ("The build failed 3 times today.", 0), ("Run the test twice.", 0), ("Call me in 5 minutes.", 0),
+    ("", 0), ("run " + "x " * 600 + "15 times", 0),
+])
+def test_what_count_of_runs_a_message_asks_for(text: str, count: int) -> None:
+    from streamguard.signals.facts import asked_repetitions
+
+    assert asked_repetitions(text) == count
+
+
+def asked_runs(asked: str | None, runs: int, failing: Collection[int] = ()) -> list[Any]:
+    """The user asks (or not), then the same test run ``runs`` times, failing at ``failing``."""
+    trace: list[Any] = [TurnStart(session="p")]
+    if asked is not None:
+        trace.append(Text(session="p", role="user", text=asked))
+    for n in range(runs):
+        trace.append(ToolCall(session="p", tool="shell", call_id=f"r{n}",
+                              args={"command": "launch_test test/test_startup.py 2>&1 | tail -3"}))
+        trace.append(ToolResult(session="p", tool="shell", call_id=f"r{n}",
+                                result="test_pose_published ... FAIL" if n in failing else "test_pose_published ... ok",
+                                error="exit status 1" if n in failing else None))
+    return trace
+
+
+def test_the_runs_its_user_asked_for_are_no_loop() -> None:
+    asked = "It has been flaky in CI. Run it 15 times locally and tell me the failure rate."
+    assert loop_alerts(asked_runs(asked, 15, failing={4, 9})) == []
+    # ...failing every time, too: the count asked for, not a failure loop
+    assert [a for a in alerts(asked_runs(asked, 15, failing=set(range(15))), "") if a.severity == "critical"] == []
+    # past the count asked for, the same call again is a loop as before
+    assert HALTED in loop_alerts(asked_runs(asked, 24))
+    # nobody asked: the fourth identical answer trips as before
+    assert HALTED in loop_alerts(asked_runs(None, 15))
+    assert HALTED in loop_alerts(asked_runs("Find out why it is flaky in CI.", 15))
+
+
+def test_asked_repetitions_is_policy() -> None:
+    asked = "Run it 15 times locally and tell me the failure rate."
+    off = QUIET + "[waits]\nasked_repetitions = false\n"
+    assert HALTED in loop_alerts(asked_runs(asked, 15), off)

@@ -2852,3 +2852,24 @@ def test_a_command_naming_an_aws_resource_reads_that_resource() -> None:
                                           f"AttributeKey=ResourceName,AttributeValue={volume} --query 'Events[0].EventTime'"},
                       f"2024-10-{1 + i % 3:02d}T17:32:54+00:00\n")
     assert hits(trace) == []
+
+
+def _grasps(listed: bool, answer: dict[str, Any]) -> list[Any]:
+    """Grasp candidates generated (their ids listed, or not), then a plan asked for each."""
+    ids = [f"g{n:02d}" for n in range(16)]
+    trace = step("grasp_generate", {"object": "tote_6428", "slot": "C4", "n": 16},
+                 {"candidates": 16, "ids": ids if listed else []})
+    for grasp in ids:
+        trace += step("plan_to_grasp", {"grasp_id": grasp, "planner": "RRTConnect"}, answer)
+    return trace
+
+
+def test_a_named_read_of_each_listed_item_is_that_items_answer_a_failure_included() -> None:
+    """Sixteen generated grasp candidates planned one by one, most answered
+    `NO_IK_SOLUTION`: each candidate's answer, since the generator handed the ids over.
+    The same ids guessed (listed nowhere), or an outage answering every one alike, are
+    one answer again and again."""
+    no_ik = {"ik": "FAILURE", "error_code": "NO_IK_SOLUTION", "plan": "NOT_ATTEMPTED"}
+    assert hits(_grasps(True, no_ik)) == []
+    assert hits(_grasps(False, no_ik)) != []
+    assert hits(_grasps(True, {"error": "rate limit exceeded, retry later"})) != []

@@ -173,8 +173,8 @@ class CallView:
     """
 
     __slots__ = (
-        "action", "args", "ask", "call_id", "canonical", "event", "history", "key", "kind",
-        "read", "runner", "search", "shell", "tool", "wait", "waits_first", "write",
+        "action", "args", "ask", "asked_runs", "call_id", "canonical", "event", "history", "key",
+        "kind", "read", "runner", "search", "shell", "tool", "wait", "waits_first", "write",
     )
 
     def __init__(
@@ -210,6 +210,9 @@ class CallView:
         self.shell = facts.shell
         self.ask = facts.ask
         self.read = facts.read
+        # How many times in a row the session's user asked for something to be done ("run
+        # it 15 times": [waits] asked_repetitions); 0 when not asked.
+        self.asked_runs = 0
 
 
 class ResultView:
@@ -255,6 +258,8 @@ class ResultView:
     asked for has ``paced`` and not ``waited``).
     ``watched``: the session's user asked the agent to watch for something to happen
     ("let me know once it's live", or a pace of checks: ``[waits] asked_watches``).
+    ``asked_runs``: how many times in a row the session's user asked for something to be
+    done ("run it 15 times": ``[waits] asked_repetitions``), 0 when not asked.
     ``encoded``: the payload's sorted JSON, when the watchdog encoded it for the fingerprint
     (``None`` otherwise: a string, a digest, a declared size), so the gist need not encode
     it again.
@@ -263,7 +268,7 @@ class ResultView:
     """
 
     __slots__ = (
-        "action", "asked", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
+        "action", "asked", "asked_runs", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
         "fingerprint", "gist", "no_op", "outcome", "paced", "paused", "progress", "restarting", "size",
         "tool", "waited", "watched",
     )
@@ -305,6 +310,7 @@ class ResultView:
         self.restarting = restarting
         self.asked = False
         self.watched = False
+        self.asked_runs = 0
 
 
 NO_OP_OUTCOME = 0x6E6F2D6F70  # any fixed non-zero value: every no-op says the same thing

@@ -963,6 +963,53 @@ def asked_watch_in(text: str) -> bool:
     return False
 
 
+_NUMBER_WORDS = {
+    "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "fifty": 50,
+    "hundred": 100, "a hundred": 100,
+}
+_ASKED_REPETITIONS = re.compile(
+    # a verb of doing it again, then the count within the clause: "run it 15 times", "repeat
+    # the request 20 times", "ping it 10 more times", "execute the suite ten times in a row",
+    # "run 25 iterations"
+    r"(?ai)\b(?:run|re-?run|repeat|execute|exec|try|call|invoke|send|hit|ping|query|poll|check"
+    r"|measure|time|benchmark|fire|replay|loop)\b"
+    r"[^.!?;:\n]{0,80}?\b(\d{1,4}|a hundred|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+    r"(?:\s+more)?[ \t]*(?:x\b|times\b|runs\b|iterations\b|rounds\b|attempts\b|trials\b)"
+)
+"""A request to do something a given number of times ("Run it 15 times locally and tell me
+the failure rate"): the count is the second group. ASCII only; read in its clause
+(:func:`asked_repetitions`)."""
+ASKED_REPETITIONS_MAX = 1000
+"""The most repetitions a message is read as asking for."""
+
+
+def asked_repetitions(text: str) -> int:
+    """How many times a user's message asks the agent to do something again ("run it 15
+    times", "repeat the request twenty times", "run 25 iterations"), in its first
+    :data:`ASKED_WATCH_READ` characters; 0 when it asks for no count of 3 or more, or
+    denies it in the clause before the words ("don't run it 15 times"). The same call
+    that many times is what the user asked for, not a loop (``[waits]
+    asked_repetitions``)."""
+    head = text[:ASKED_WATCH_READ]
+    low = head.lower()
+    if "time" not in low and " x" not in low and "run" not in low and "iteration" not in low and (
+        "round" not in low and "attempt" not in low and "trial" not in low
+    ):
+        return 0
+    asked = 0
+    for match in _ASKED_REPETITIONS.finditer(head):
+        start = match.start()
+        clause_start = max(head.rfind(mark, 0, start) for mark in _CLAUSE_MARKS) + 1
+        if _WATCH_DENIED.search(head, clause_start, start) is not None:
+            continue
+        word = match.group(1).lower()
+        count = int(word) if word.isdigit() else _NUMBER_WORDS.get(word, 0)
+        if count >= 3:
+            asked = max(asked, min(count, ASKED_REPETITIONS_MAX))
+    return asked
+
+
 def names_restart(tool: str) -> bool:
     """Whether a tool's name says its call restarts what it names (:data:`_RESTART_NAME`)."""
     return _RESTART_NAME.search(tool) is not None

@@ -304,8 +304,10 @@ class FailureLoop(Signal):
         if count == 1:
             state.tool = result.tool
             state.args = ""
-        if count < self.threshold or state.latched:
-            return None  # one alert per stretch without a write: it is one behaviour
+        if count < self.threshold or state.latched or count <= result.asked_runs:
+            # (one alert per stretch without a write: it is one behaviour; and no more
+            # failures than the runs its user asked for, "run it 15 times", are a loop)
+            return None
         state.latched = key
         state.persistent_latched = key
         return self._finding(state, result, count)
@@ -330,7 +332,10 @@ class FailureLoop(Signal):
         if len(persistent) >= MAX_CALLS:
             del persistent[0]
         persistent.append((key << 7 | count, outcome))
-        if count < self.across_writes or state.persistent_latched == key or state.latched:
+        if (
+            count < self.across_writes or state.persistent_latched == key or state.latched
+            or count <= result.asked_runs
+        ):
             return None
         state.persistent_latched = key
         state.latched = key

@@ -425,7 +425,9 @@ class RepeatedToolCall(Signal):
                 self._anchor = canonical
             elif state.text:
                 state.text = ""
-        if state.run < self.threshold or state.latched:
+        if state.run < self.threshold or state.latched or state.run <= call.asked_runs:
+            # (a run no longer than the count its user asked for, "run it 15 times", is
+            # what was asked)
             return None
         if self.result_aware:
             if (state.wait or state.progress) and not state.write:
@@ -516,7 +518,7 @@ class RepeatedToolCall(Signal):
             state.frozen = 1
         if state.frozen < self.same_result_threshold or state.latched or (
             state.wait and not _waits_on_nothing(result)
-        ):
+        ) or state.frozen <= result.asked_runs:
             return None  # a wait answered the same again: still waiting (see on_call)
         if not state.write and (
             poll_answer(result) or (state.moved and moved_poll_answer(result))

@@ -1414,6 +1414,10 @@ def _says_absent(result: ResultView) -> bool:
 _OUTAGE = re.compile(
     r"(?i)rate[ _-]?limit|too many requests|unavailable|unauthori[sz]ed|forbidden|timed? ?out"
     r"|quota|bad gateway|internal server error|try again later|retry later|\b5\d\d\b"
+    # the caller's own access refused ("Invalid API token", "token expired"): every item
+    # would be answered alike
+    r"|invalid (?:api[ _-]?)?(?:token|key)|(?:token|credentials?|api[ _-]?key) (?:is )?(?:invalid|expired|missing)"
+    r"|not authenticated|access denied"
 ).search
 """An answer that tells of an outage, a limit or a refusal, not of what was asked."""
 
@@ -2111,6 +2115,16 @@ class ResultStall(Signal):
                     _note_term(state.terms, call.key, term)
             else:
                 names = read_names(call)
+                if listed and not call.runner and type(call.args) is dict and names:
+                    # A named read by an id a listing handed over (the next grasp candidate
+                    # of a generator's `ids`, `plan_to_grasp(grasp_id="g22")`): its answer is
+                    # that item's, a failure it reports for the item included (read on
+                    # the result), not one more guessed id that is not there.
+                    named = _listed_item(listed, tuple(
+                        value for value in islice(call.args.values(), ECHO_FIELDS) if type(value) is str
+                    ))
+                    if named:
+                        _note_term(state.terms, call.key, named)
                 if listed and call.runner:
                     # A command naming a name a listing handed over (the next bucket of
                     # `aws s3api list-buckets`), for its answer saying the item lacks what
@@ -2269,9 +2283,14 @@ class ResultStall(Signal):
             return None
         key = result.call_key
         outcome = result.outcome
-        polled = key and key == state.last_key and outcome != state.last_outcome
+        again = key and key == state.last_key
+        polled = again and outcome != state.last_outcome
         if key:
             state.last_key, state.last_outcome = key, outcome
+        if again and result.asked_runs:
+            # The same call again while its user asked for runs ("run it 15 times"):
+            # neither news nor stale; repeated-tool-call counts the run against the count.
+            return None
         if outcome == NO_OP_OUTCOME:
             return None  # the no-op streak reads these
         if outcome and not result.failed and not flags & FLAG_WRITE and (
@@ -2306,9 +2325,10 @@ class ResultStall(Signal):
         # The call's own strings (its echo), for whether it names an item a listing handed
         # over: read only where its answer says the item lacks what was asked (below).
         offered: tuple[str, ...] = ()
-        # The listed item a search looked up (on_call), for its answer saying it is not there.
+        # The listed item a search, a command or a named read looked up (on_call), for its
+        # answer being that item's.
         term_item = (
-            _term_of(state.terms, key) if state.terms and flags & (FLAG_SEARCH | FLAG_RUNNER) else 0
+            _term_of(state.terms, key) if state.terms else 0
         )
         if key and key == state.echo_key and state.echo:
             if state.listed and not flags & (FLAG_SEARCH | FLAG_WRITE):
@@ -2504,8 +2524,13 @@ class ResultStall(Signal):
         if term_item and not flags & FLAG_SEARCH:
             # A command naming an item a listing handed over, answered that the item lacks
             # what was asked (the next bucket: "NoSuchLifecycleConfiguration"): that item's
-            # answer. Any other answer is read as before.
-            if _says_absent(result):
+            # answer. Any other answer is read as before. A named read by such an item's id
+            # (on_call) reads a failure it reports for the item as that item's too
+            # ({"ik": "FAILURE", "error_code": "NO_IK_SOLUTION"} for the next grasp), but
+            # not an outage, which answers every item alike.
+            if _says_absent(result) or (
+                not flags & FLAG_RUNNER and not result.failed and not _says_outage(result)
+            ):
                 item = term_item
         elif term_item:
             # A search for a name a listing handed over: its answer is that name's, "no
