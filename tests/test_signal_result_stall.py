@@ -2873,3 +2873,18 @@ def test_a_named_read_of_each_listed_item_is_that_items_answer_a_failure_include
     assert hits(_grasps(True, no_ik)) == []
     assert hits(_grasps(False, no_ik)) != []
     assert hits(_grasps(True, {"error": "rate limit exceeded, retry later"})) != []
+
+
+def test_a_sweep_of_users_each_answered_alike_is_one_answer_per_user() -> None:
+    """One password tried against fourteen users (an authorised spray), nearly all
+    refused alike: each user's answer is that user's. A user guessed under one spelling
+    after another, each "not found", is the same hunt."""
+    spray: list[Any] = []
+    for i in range(14):
+        spray += step("kerberos_preauth", {"domain": "corp.local", "user": f"u.{word(i)}", "password": "Summer2025!"},
+                      {"authenticated": False, "result": "KDC_ERR_PREAUTH_FAILED"})
+    assert hits(spray) == []
+    hunt: list[Any] = []
+    for i in range(14):
+        hunt += step("get_user", {"username": f"jsmith{word(i)}"}, {"error": "user not found"})
+    assert hits(hunt) != []

@@ -931,6 +931,8 @@ _PLACE_KEY_WORDS = frozenset({
     "host", "hostname", "server", "ip", "device", "node", "instance", "machine", "region",
     "zone", "cluster", "namespace", "bucket", "database", "site", "endpoint", "project",
     "account", "subscription", "workspace", "repository", "repo", "organization", "tenant",
+    # whom the call is about: a user, a mailbox (a sweep of accounts checked one by one)
+    "user", "username", "login", "principal", "mailbox",
 })
 """Argument names that name a place a read reads (``host="10.40.2.21"``, ``device=30301``,
 ``region="eu-west-1"``, a cloud's ``project`` or ``subscription``, a ``repo``), as the place
