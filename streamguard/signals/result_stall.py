@@ -88,7 +88,8 @@ What it catches
       ``statement`` argument, ``SELECT ... FROM t``), even through a tool named
       as a search; else, or when the command names none, its path-shaped
       arguments and a named tool's identifiers (``_ids``: arguments named as
-      ids, ``account_code``, ``entity_id``, ``issueKey``; values shaped as ids
+      ids, ``account_code``, ``entity_id``, ``issueKey``, as places or as whom the
+      call is about, ``host``, ``bucket``, ``user``, ``mailbox``; values shaped as ids
       under other names, ``workCenter="CNC-06"``, ``isin="XS2574039921"``, not
       under names of text, windows of time, paths or commands; the identifiers a
       structured filter selects, ``query="child.name=lnx-epic-app07^..."``, or, as
