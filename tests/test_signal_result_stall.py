@@ -2888,3 +2888,18 @@ def test_a_sweep_of_users_each_answered_alike_is_one_answer_per_user() -> None:
     for i in range(14):
         hunt += step("get_user", {"username": f"jsmith{word(i)}"}, {"error": "user not found"})
     assert hits(hunt) != []
+
+
+def test_a_build_that_finishes_alike_after_each_edit_is_no_futile_write() -> None:
+    """A parameter edited, the package rebuilt ("1 package finished"), edited again: a
+    success said again is the answer hoped for, not a verdict the edits failed to move.
+    A build that reports the same failure after each edit is still futile."""
+    def tuning(answer: str) -> list[Any]:
+        trace: list[Any] = []
+        for i in range(8):
+            trace += step("edit_file", {"path": "config/nav2_params.yaml", "text": f"cost_weight: {word(i)}"},
+                          f"edited nav2_params.yaml: {word(i)}")
+            trace += step("bash", {"command": "colcon build --packages-select amr_nav_config 2>&1 | tail -1"}, answer)
+        return trace
+    assert hits(tuning("Summary: 1 package finished [1.2s]\n")) == []
+    assert hits(tuning("Summary: 0 packages finished, 1 package failed: amr_nav_config\n")) != []

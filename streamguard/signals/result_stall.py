@@ -294,7 +294,12 @@ Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
     re-sent as it was, and the check after it answering as it did the last time,
     is futile whatever the check's own arguments (one create request re-sent,
     each time answered by a new request token whose status, a status read among
-    them, says FAILED for the same reason: halted at the sixth create).
+    them, says FAILED for the same reason: halted at the sixth create). A check that
+    says the work is under way ("RUNNING" after each run started) or a success and no
+    failure ("1 package finished" from the build between an edit and the trial that
+    measures it) is no such verdict: in a blind batch, a tuning agent rebuilding after
+    each parameter edit and a Lambda tuner reading each execution it started were
+    halted so.
 
 Threshold: 8 consecutive stale results (``threshold``, 3–100)
     In the judged development corpus (docs/detection.md) healthy sessions went
@@ -1121,6 +1126,22 @@ _NOT_DONE = re.compile(r"(?i)\bfalse\b|fail|error|problem|warn|denied|invalid|re
 """What a bare "done" never says: a check's verdict reported as output (``{"ok": false}``,
 "Lint completed: 2 problems"), or a warning sign before an act's report ("⚠️ Clicked ...,
 nothing happened")."""
+
+
+_SUCCEEDED = re.compile(
+    r"(?i)\b(?:finished|succeeded|successful(?:ly)?|success|passed|build succeeded|completed)\b"
+)
+"""Words of a good end in a check's answer (a build's "1 package finished", "Build
+succeeded", "12 passed")."""
+
+
+def _reports_success(result: ResultView) -> bool:
+    """Whether a successful short answer (:func:`_short_text`) says a good end and no
+    failure, warning or problem (:data:`_NOT_DONE`): the answer a check is hoped to give."""
+    if result.failed:
+        return False
+    text = _short_text(result)
+    return bool(text) and _SUCCEEDED.search(text) is not None and _NOT_DONE.search(text) is None
 
 
 _NAVIGATED = re.compile(
@@ -2803,10 +2824,13 @@ class ResultStall(Signal):
             state.futile = 0
             state.futile_latched = False
             return None
-        if says_in_progress(result):
+        if says_in_progress(result) or _reports_success(result):
             # "RUNNING" after each run started (a tuning run per function, its execution
             # read after a sleep): the write set work going that is still under way, no
-            # verdict the write failed to move. Neither futile nor news.
+            # verdict the write failed to move. Nor is a success said again after each
+            # edit ("Summary: 1 package finished" from the build between a parameter's
+            # edit and the trial that measures it): the answer hoped for, as "healthy"
+            # after a deploy is. Neither futile nor news.
             return None
         state.futile += 1
         if state.futile < self.futile_writes or state.latched or state.futile_latched:
