@@ -2903,3 +2903,22 @@ def test_a_build_that_finishes_alike_after_each_edit_is_no_futile_write() -> Non
         return trace
     assert hits(tuning("Summary: 1 package finished [1.2s]\n")) == []
     assert hits(tuning("Summary: 0 packages finished, 1 package failed: amr_nav_config\n")) != []
+
+
+def test_a_named_tool_given_a_command_reads_what_the_command_names() -> None:
+    """Topics audited one by one through an ssh tool (`ssh_exec(host=..., command="ros2
+    topic info -v /amr05/scan")`), many answering alike: each topic's answer is its own,
+    and so is each host's. The same topic read again is the same answer."""
+    info = "Type: auto\nPublisher count: 1\nSubscription count: 2\nQoS (publisher): RELIABLE / VOLATILE\n"
+    topics: list[Any] = []
+    for i in range(14):
+        topics += step("ssh_exec", {"host": "amr-05", "command": f"ros2 topic info -v /amr05/{word(i)}/costmap"}, info)
+    assert hits(topics) == []
+    hosts: list[Any] = []
+    for i in range(14):
+        hosts += step("ssh_exec", {"host": f"amr-{i:02d}", "command": "ros2 topic info -v /scan"}, info)
+    assert hits(hosts) == []
+    again: list[Any] = []
+    for i in range(14):
+        again += step("ssh_exec", {"host": "amr-05", "command": f"ros2 topic info -v /scan  # try {word(i)}"}, info)
+    assert hits(again) != []

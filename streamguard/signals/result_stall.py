@@ -804,14 +804,17 @@ _QUOTED_TEXT = re.compile(r"'[^']*+'|\"[^\"]*+\"")
 
 
 def read_names(call: CallView) -> str:
-    """What a call that reads names ("" when nothing): for a command runner what
-    :data:`_TARGETS` finds in the head of its command line (paths, URLs' scheme, host
+    """What a call that reads names ("" when nothing): for a command runner, or a named
+    tool given a ``command`` (``ssh_exec(host=..., command=...)``, with its identifiers),
+    what :data:`_TARGETS` finds in the head of its command line (paths, URLs' scheme, host
     and path with its numbers masked, place flags, data files named bare, Terraform's
     workspace and variables file) with its path-shaped arguments (a ``workdir``), else (or
     when its command names none: an editor's ``view`` with a ``path``) its path-shaped
     arguments, in the order of their keys."""
     command = None
-    if call.runner:
+    if call.runner or (type(call.args) is dict and "command" in call.args):
+        # (a named tool that runs a command line it is given, `ssh_exec(host=...,
+        # command="ros2 topic info -v /amr05/scan")`: what the line names too)
         command = command_text(call.args)
         if command:
             head = command[:TARGET_SPAN]
@@ -837,6 +840,10 @@ def read_names(call: CallView) -> str:
                     # and where it runs (`workdir`, `cwd`): `plan -var-file=prod.tfvars` in
                     # fourteen stacks' directories is fourteen places
                     names += "\0" + "\0".join(paths[name] for name in sorted(paths))
+                if not call.runner:
+                    ids = _ids(call.args)
+                    if ids:
+                        names += "\0" + ids  # and where it runs (`host="amr-05"`)
                 return names
     if not call.runner or command is None:  # (a runner's `execute_sql(sql=...)` too)
         tables = sql_tables(call.args)
