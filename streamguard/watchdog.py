@@ -155,6 +155,9 @@ MADE_KEPT = 16
 """Distinct named writes remembered, for whether a write is made again (SessionState.made)."""
 SUBMITTED_KEPT = 8
 """Ids the session's acts handed back, remembered (SessionState.submitted)."""
+SUBMITTED_READ = 4096
+"""Characters of a read's canonical arguments looked through for an id the session's acts
+handed back."""
 SUBMITTED_MIN = 8
 """Fewest characters of an id remembered so (a short number would be found anywhere)."""
 MAX_KEYED_ARGS = 64
@@ -682,9 +685,9 @@ class Watchdog:
             if waits_first:
                 flags |= FLAG_WAITS_FIRST
             if read and state.submitted:
-                # (a few substring tests of the call's canonical text, only in a session
-                # whose writes handed ids back)
-                text = canonical.text
+                # (a few substring tests of the head of the call's canonical text, only in
+                # a session whose acts handed ids back; an id is named early or not at all)
+                text = canonical.text[:SUBMITTED_READ]
                 for submitted in state.submitted:
                     if submitted in text:
                         flags |= FLAG_AWAITS_OWN
