@@ -99,6 +99,7 @@ from .signals.base import (
     waited_between,
 )
 from .signals.facts import (
+    ASKED_REPETITIONS_MAX,
     CELL_ERROR_HEAD,
     CELL_TOOLS,
     FLAG_ASK,
@@ -155,6 +156,8 @@ MADE_KEPT = 16
 """Distinct named writes remembered, for whether a write is made again (SessionState.made)."""
 SUBMITTED_KEPT = 8
 """Ids the session's acts handed back, remembered (SessionState.submitted)."""
+ASKED_SEEN = 8
+"""Calls remembered after a user asked for runs, until one of them is sent again."""
 SUBMITTED_READ = 4096
 """Characters of a read's canonical arguments looked through for an id the session's acts
 handed back."""
@@ -283,8 +286,14 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # of [waits] watch_seconds is a deliberate wait.
     watching: bool = False
     # How many times the session's user last asked for something to be done ("run it 15
-    # times": facts.asked_repetitions); 0 when not asked.
+    # times": facts.asked_repetitions; 0 when the user's last message asked for no count),
+    # the call it is taken to be (the first sent a second time since the ask; 0 until then),
+    # the calls seen since the ask until one came again (at most ASKED_SEEN) and how many
+    # times that call was made: only that call, and only that many times, is what was asked.
     asked_runs: int = 0
+    asked_key: int = 0
+    asked_seen: tuple[int, ...] = ()
+    asked_made: int = 0
     # The pause count at the last answer of each of the last ANSWERED_KEPT calls (by key):
     # whether the session paused since a call was last answered (ResultView.paused).
     answered: dict[int, int] = {}
@@ -309,6 +318,10 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # reads what the session itself submitted (a job, a render), and its empty answer is
     # nothing yet from that work (FLAG_AWAITS_OWN).
     submitted: tuple[str, ...] = ()
+    # The last call that acts (not known to only read, no command runner's, wait or
+    # question to the user) while its answer is awaited: (call id, the id-like values it
+    # sent), so that its answer's echo of them is no id handed back.
+    last_act: tuple[str, tuple[str, ...]] | None = None
     # The last call sent, when it was a named write made before (its key among `made`):
     # (call id, key, the id-like values it sent). Its answer hands ids back only if no
     # other call was sent after it.
@@ -539,9 +552,12 @@ class Watchdog:
                     # the agent waited for its user: a pause (see SessionState)
                     state.pauses = (state.pauses + 1) & COUNT_MASK
                     if self._asked_repetitions and type(event.text) is str:
+                        # (each message of the user's replaces what the last one asked)
                         runs = asked_repetitions(event.text)
-                        if runs:
+                        if runs or state.asked_runs:
                             state.asked_runs = runs
+                            state.asked_key = state.asked_made = 0
+                            state.asked_seen = ()
                     if (self._asked_intervals or self._asked_watches) and type(event.text) is str:
                         asked = asked_interval(event.text)
                         if asked and self._asked_intervals:
@@ -621,7 +637,7 @@ class Watchdog:
         view.call_id = call_id = event.call_id
         view.canonical = canonical
         view.key = key
-        view.asked_runs = state.asked_runs
+        view.asked_runs = self._asked_allowance(state, key) if state.asked_runs else 0
         view.history = history
         view.kind = kind
         view.action = action = facts.action
@@ -684,14 +700,14 @@ class Watchdog:
                 flags |= FLAG_READ
             if waits_first:
                 flags |= FLAG_WAITS_FIRST
-            if read and state.submitted:
+            if read and state.submitted and _names_any(canonical.text[:SUBMITTED_READ], state.submitted):
                 # (a few substring tests of the head of the call's canonical text, only in
                 # a session whose acts handed ids back; an id is named early or not at all)
-                text = canonical.text[:SUBMITTED_READ]
-                for submitted in state.submitted:
-                    if submitted in text:
-                        flags |= FLAG_AWAITS_OWN
-                        break
+                flags |= FLAG_AWAITS_OWN
+            if not (read or runner or wait or facts.ask) and type(args) is dict:
+                state.last_act = (call_id or "", sent_values(args))
+            elif state.last_act is not None:
+                state.last_act = None
             if (
                 # A restart: its successful answer starts the restart wait (_result). (The
                 # usual call, a tool known not to restart and no command line, is decided
@@ -922,16 +938,22 @@ class Watchdog:
                 # other arguments each time: its ids are its own).
                 state.handed = handed_ids(event.result, last_write[2])
                 state.last_write = None
-            if not flags & (FLAG_READ | FLAG_RUNNER | FLAG_WAIT) and not failed and event.result:
-                # The answer of a call that acts (not known to only read; no command
-                # runner's, whose output names anything) handing ids back (a job submitted,
-                # a render queued: `{"prompt_id": "5a319e01-..."}`): what the session
-                # itself set going, which a read naming it may find not done yet
-                # (FLAG_AWAITS_OWN).
-                handed = [i for i in handed_ids(event.result, ()) if len(i) >= SUBMITTED_MIN]
-                if handed:
-                    kept = [i for i in state.submitted if i not in handed]
-                    state.submitted = (*kept, *handed)[-SUBMITTED_KEPT:]
+            last_act = state.last_act
+            if last_act is not None and last_act[0] == paired[0]:
+                state.last_act = None
+                if not failed and type(event.result) is dict:
+                    # The object answer of a call that acts (not known to only read; no
+                    # command runner's, whose output names anything) handing ids back (a
+                    # job submitted, a render queued: `{"prompt_id": "5a319e01-..."}`), not
+                    # those it was sent nor a date: what the session itself set going,
+                    # which a read naming it may find not done yet (FLAG_AWAITS_OWN).
+                    handed = [
+                        i for i in handed_ids(event.result, last_act[1])
+                        if len(i) >= SUBMITTED_MIN and _DATE_LIKE.match(i) is None
+                    ]
+                    if handed:
+                        kept = [i for i in state.submitted if i not in handed]
+                        state.submitted = (*kept, *handed)[-SUBMITTED_KEPT:]
             # A read after a wait of its own that fails (`sleep 3 && curl` while a server
             # starts) fails until what it waits for is ready: a wait's failure.
             wait = flags & FLAG_WAIT != 0 or (failed and flags & FLAG_WAITS_FIRST != 0)
@@ -987,7 +1009,10 @@ class Watchdog:
             view.action = tool
             view.paused = view.waited = view.paced = view.restarting = view.asked = False
         view.watched = state.watching and self._asked_watches
-        view.asked_runs = state.asked_runs
+        view.asked_runs = (
+            state.asked_runs if state.asked_runs and view.call_key == state.asked_key
+            and state.asked_made <= state.asked_runs else 0
+        )
         view.event = event
         view.tool = tool
         view.call_id = event.call_id
@@ -1227,12 +1252,35 @@ class Watchdog:
             bound=finding.bound,
         )
 
+    @staticmethod
+    def _asked_allowance(state: SessionState, key: int) -> int:
+        """The runs its user asked for that this call may be one of (``asked_runs`` while
+        it is the asked call and within the count, else 0), counting the call."""
+        asked = state.asked_key
+        if not asked:
+            seen = state.asked_seen
+            if key not in seen:
+                if len(seen) < ASKED_SEEN:
+                    state.asked_seen = (*seen, key)
+                return 0
+            # the first call sent again since the ask: the one asked to be run again
+            state.asked_key = asked = key
+            state.asked_seen = ()
+            state.asked_made = 1
+        if key != asked:
+            return 0
+        state.asked_made = made = min(state.asked_made + 1, ASKED_REPETITIONS_MAX + 1)
+        return state.asked_runs if made <= state.asked_runs else 0
+
     def _reset_detectors(self, state: SessionState) -> None:
         for i in self._watchdog_indices:
             state.signals[i] = self.signals[i].new_state()
         state.history.clear()
         state.handed = ()
         state.submitted = ()
+        state.last_act = None
+        state.asked_runs = state.asked_key = state.asked_made = 0
+        state.asked_seen = ()
         state.last_write = None
         state.made.clear()
 
@@ -1402,6 +1450,27 @@ class Watchdog:
         history = [*state.history, key][-max(self.history_len, 1) :]
         view = self._view(event, canonical, key, history)
         return [sig.id for i, sig in self._previews if sig.would_trip(state.signals[i], view)]
+
+
+_DATE_LIKE = re.compile(r"\d{4}-\d\d-\d\d|\d{8}T")
+"""An id-like word that is a date (``2025-06-01``, ``2025-06-01T10``, ``20250601T1022``)."""
+
+
+def _names_any(text: str, ids: tuple[str, ...]) -> bool:
+    """Whether ``text`` names one of ``ids`` as a whole word (no letter, digit, ``_`` or
+    ``-`` right before or after it: ``job-123`` is not in ``job-1234``)."""
+    for name in ids:
+        at = text.find(name)
+        while at >= 0:
+            end = at + len(name)
+            if (at == 0 or not _id_char(text[at - 1])) and (end == len(text) or not _id_char(text[end])):
+                return True
+            at = text.find(name, at + 1)
+    return False
+
+
+def _id_char(char: str) -> bool:
+    return char.isalnum() or char == "_" or char == "-"
 
 
 def _keyed_args(args: dict[Any, Any], handed: tuple[str, ...]) -> dict[Any, Any]:

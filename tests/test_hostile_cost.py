@@ -383,6 +383,9 @@ STATUS_TOKENS = [
     "downloading", "INSTALLING", "Copying", "replicating", "transcoding", "rendering",
     "extracting", "state", "ACTIVATING", "deactivating", "stopping", "Deleting", "terminating",
     "upgrading", "rebooting",
+    # flags and failovers
+    "true", "false", "failover", "fail-back", "fail over", "failed", "audio_processing", "isPending",
+    "include_", "not_", "non", "no_", "notification_pending", "reindexing", "s", "ed",
 ]
 
 

@@ -583,6 +583,18 @@ def test_a_write_refused_by_a_service_down_and_retried_after_back_off_is_no_lap(
     assert _alerts(_upload_through_incident(TRANSIENT, backoff=16.0)) == []
 
 
+def test_an_outage_whose_refusals_never_end_is_a_lap_after_so_many_retries() -> None:
+    """Each refusal carries a new request id, so the failures never repeat: past
+    REFUSED_RETRIES of them the re-sent write is judged as before and the laps trip."""
+    from streamguard.signals.cycle import REFUSED_RETRIES
+
+    outage = [f"503 Service Unavailable (request id {n:08x}{n * 7919:08x})" for n in range(40)]
+    found = _alerts(_upload_through_incident(outage, backoff=16.0))
+    assert found == [SIGNAL]
+    early = _alerts(_upload_through_incident(outage[: REFUSED_RETRIES - 1], backoff=16.0))
+    assert early == []
+
+
 def test_a_write_refused_again_without_back_off_or_for_its_own_fault_is_a_lap() -> None:
     # the same refusals retried at once: the agent is not waiting for the service
     assert _alerts(_upload_through_incident(TRANSIENT, backoff=0.5)) == [SIGNAL]

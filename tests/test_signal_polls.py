@@ -143,6 +143,7 @@ UNDER_WAY = [
     # a flag named by work under way, true (a podcast host transcoding an upload)
     {"id": "1877420", "audio_processing": True, "duration": None, "media_url": None},
     '{"upload": "u-7", "isPending": true}', {"index": "docs", "reindexing": True},
+    {"id": "n-4", "notification_pending": True},
     # a failover is no failure: a standby promoted while the incident is open
     {"incident": "db-1", "status": "in_progress", "update": "database failover in progress"},
 ]
@@ -204,6 +205,11 @@ NOT_UNDER_WAY = [
     # a flag that is false, negated, or says where a service stays
     {"id": "1877420", "audio_processing": False}, {"not_pending": True}, {"nonprocessing": True},
     {"service": "api", "running": True}, {"status": "in_progress", "failover_failed": True},
+    # a setting named by the word, not a status
+    {"include_pending": True, "items": []}, {"enable_syncing": True}, {"skip_processing": True},
+    {"requires_building": True},
+    # failures said in words beside work under way ("fail over and over" is no failover)
+    {"status": "running", "note": "tests fail over and over"}, {"status": "running", "note": "jobs fail overnight"},
     {"status": "failed", "queued": 3},
     # ...but that it expired does
     {"status": "pending", "expired_at": "2025-12-01T00:00:00Z"}, {"status": "pending", "note": "invitation expired"},
@@ -2121,6 +2127,12 @@ def test_what_the_session_set_going_and_never_comes_is_halted_at_polling_halt_af
     ("Don't run it 15 times, once is enough.", 0), ("I ran it 15 times already.", 0),
     ("The build failed 3 times today.", 0), ("Run the test twice.", 0), ("Call me in 5 minutes.", 0),
     ("", 0), ("run " + "x " * 600 + "15 times", 0),
+    # a count of runs told, not asked; a verb that does not open its clause
+    ("Check why the nightly job failed in the last 20 runs.", 0),
+    ("Send me the top 50 results from the last 200 runs.", 0), ("Run it once, not 15 times.", 0),
+    ("I've tried to call you 3 times.", 0), ("Please run it 10 times.", 10),
+    # at most a hundred
+    ("Run the benchmark 200 times.", 100), ("run it a hundred times", 100),
 ])
 def test_what_count_of_runs_a_message_asks_for(text: str, count: int) -> None:
     from streamguard.signals.facts import asked_repetitions
@@ -2154,7 +2166,48 @@ def test_the_runs_its_user_asked_for_are_no_loop() -> None:
     assert HALTED in loop_alerts(asked_runs("Find out why it is flaky in CI.", 15))
 
 
+def test_the_runs_asked_for_are_the_asked_calls_only_and_until_the_next_message() -> None:
+    asked = "Run it 15 times locally and tell me the failure rate."
+    # another call failing again and again after the runs is judged as any
+    trace = asked_runs(asked, 15)
+    for n in range(8):
+        trace += [ToolCall(session="p", tool="shell", call_id=f"t{n}", args={"command": "python train.py"}),
+                  ToolResult(session="p", tool="shell", call_id=f"t{n}", error="exit status 1",
+                             result="KeyError: 'lr'")]
+    found = [a.signal for a in alerts(trace, "") if a.severity == "critical"]
+    assert found[:1] == ["failure-loop"]
+    # the user's next message asks for no count: the runs it asked for end with it
+    later = [*asked_runs(asked, 3), Text(session="p", role="user", text="Thanks. Now look at the logs.")]
+    later += asked_runs(None, 12)[1:]
+    assert HALTED in loop_alerts(later)
+    # a count of a hundred at most, however many are asked: failures past it are a loop
+    many = asked_runs("Run the benchmark 200 times.", 140, failing=set(range(140)))
+    assert [a.signal for a in alerts(many, "") if a.severity == "critical"][:1] == ["failure-loop"]
+
+
 def test_asked_repetitions_is_policy() -> None:
     asked = "Run it 15 times locally and tell me the failure rate."
     off = QUIET + "[waits]\nasked_repetitions = false\n"
     assert HALTED in loop_alerts(asked_runs(asked, 15), off)
+
+
+def test_only_ids_the_act_handed_back_are_its_own_work() -> None:
+    """An act whose answer echoes what it was sent and a date: neither is work it set
+    going, so an empty search naming them, read again and again, is judged as any; and an
+    id is named only as a whole word (`job-123` is not in `job-1234`)."""
+    trace: list[Any] = [TurnStart(session="p")]
+    trace += [ToolCall(session="p", tool="update_incident", call_id="u", ts=1_000.0,
+                       args={"ticket": "INC-0012345", "note": "escalated"}),
+              ToolResult(session="p", tool="update_incident", call_id="u", ts=1_001.0,
+                         result={"ticket": "INC-0012345", "updated": "2025-06-01T10:22:03Z", "date": "2025-06-01"})]
+    clock = 1_010.0
+    for n in range(8):
+        trace += [ToolCall(session="p", tool="search_logs", call_id=f"s{n}", ts=clock,
+                           args={"query": "INC-0012345", "since": "2025-06-01"}),
+                  ToolResult(session="p", tool="search_logs", call_id=f"s{n}", result={}, ts=clock + 1)]
+        clock += 16.0
+    assert HALTED in loop_alerts(trace)
+    from streamguard.watchdog import _names_any
+
+    assert _names_any('{"job":"job-123"}', ("job-123",)) and not _names_any('{"job":"job-1234"}', ("job-123",))
+    assert _names_any("x job-123 y job-1234", ("job-1234",))

@@ -2840,6 +2840,13 @@ def test_a_sweep_through_a_structured_filter_is_one_answer_per_account() -> None
                                                                      "Values": [f"proj {word(i)}"]}}},
                      {"ResultsByTime": [{"Total": {"UnblendedCost": {"Amount": "0", "Unit": "USD"}}}]})
     assert hits(hunt) != []
+    # nor is a window moved: the same search over a later moment is the same search
+    window: list[Any] = []
+    for i in range(14):
+        window += step("search_events", {"query": {"range": {"ts": {"gte": 1718000000000 + 60_000 * i}},
+                                                   "term": {"service": "checkout"}}},
+                       {"hits": {"total": 3, "hits": [{"msg": "timeout calling payments"}]}})
+    assert hits(window) != []
 
 
 def test_a_command_naming_an_aws_resource_reads_that_resource() -> None:

@@ -1113,6 +1113,12 @@ _FLAG_UNDER_WAY = (
     r"|indexing|syncing|provisioning)"
 )
 """The words a boolean flag is named by when what it names is under way while it is true."""
+_FLAG_NOT_NAMES = (
+    r"(?!non[_-]?|not[_-]|no[_-]|(?:enable|allow|include|show|skip|auto|supports?|requires?|needs?"
+    r"|use|disable|should|can|must|wait[_-]?for)[_-]?)"
+)
+"""Openings of a flag's name that make it no status: negated (``not_pending``) or a setting
+(``include_pending``, ``enable_syncing``, ``skip_processing``, ``requires_building``)."""
 _IN_PROGRESS = re.compile(
     # a field's value ("status": "processing", State: RUNNING, {"s": "RUNNING"}) or a
     # sentence that says it is not over (the export is still processing; "nginx is
@@ -1144,7 +1150,7 @@ _IN_PROGRESS = re.compile(
     # {"audio_processing": true} while the upload is transcoded, {"isPending": true}. Not
     # a negated name ("not_pending") and not "running" (a service's {"running": true} is
     # where it stays).
-    rf'|(?i:"(?:(?!non|not|no[_-])[a-z]{{1,16}}[_-]?)?{_FLAG_UNDER_WAY}"\s*:\s*true\b)'
+    rf'|(?i:"(?:{_FLAG_NOT_NAMES}[a-z]{{1,16}}[_-]?)?{_FLAG_UNDER_WAY}"\s*:\s*true\b)'
 )
 BARE_STATUS_LIMIT = 48
 """Longest answer read as a status printed alone (:data:`_BARE_UNDER_WAY`)."""
@@ -1183,7 +1189,7 @@ _FAILED_WORDS = (
     # (not DNS's rcode NOERROR, which says none; not a CDN's cache invalidation, which is
     # no failure: "InvalidationBatch", "invalidation_id", "invalidates"; a session
     # "invalidated" is one)
-    r"fail(?![ _-]?(?:over|back))|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
+    r"fail(?![_-]?(?:over|back)(?:s|ed|ing)?\b)|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid(?!at(?:ion|ing|e(?!d)))"
     r"|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
@@ -1264,7 +1270,7 @@ def fold_case(text: str) -> str:
 
 _FAILED_FOLDED_WORDS = (
     r"a(?:bort)|b(?:ackoff)|c(?:ancel|rash)|d(?:enied|egraded|ead\b(?<!\wdead))"
-    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail(?![ _-]?(?:over|back)))|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
+    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail(?![_-]?(?:over|back)(?:s|ed|ing)?\b))|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
     r"|n(?:ot[ _-]found)|r(?:eject|efused)|s(?:topped)|t(?:erminat|imed?[ _-]?out)|u(?:nhealthy)"
 )
 _DONE_FOLDED_WORDS = r"s(?:ucce)|c(?:omplet)|d(?:one\b)|f(?:inish)"
@@ -1327,7 +1333,7 @@ _IN_PROGRESS_FOLDED = re.compile(
     rf"|s(?:tatus|tate|tage)(?:{_FOLDED_KEY}|{_FOLDED_STEP})"
     rf"|p(?:hase(?:{_FOLDED_KEY}|{_FOLDED_STEP})|rogress{_FOLDED_KEY})"
     r'|"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9]'
-    rf'|"(?:(?!non|not|no[_-])[a-z]{{1,16}}[_-]?)?{_FLAG_UNDER_WAY}"\s*:\s*true\b'
+    rf'|"(?:{_FLAG_NOT_NAMES}[a-z]{{1,16}}[_-]?)?{_FLAG_UNDER_WAY}"\s*:\s*true\b'
 )
 """:data:`_IN_PROGRESS` over folded text."""
 _FOLDED_HTTP_WORD = r"\d\d\s+(?:service|not|bad|gateway|internal|too|forbidden|unauthorized)\b"

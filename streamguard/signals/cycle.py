@@ -197,7 +197,9 @@ def _lap_moves(state: Any, block: list[int]) -> bool:
     for key in set(block):
         screen = bool(screens) and key in screens
         if answer_just_changed(state, key):
-            if writes and key in writes and key not in state.refused:
+            if writes and key in writes and (key not in state.refused or state.refusals > REFUSED_RETRIES):
+                # (a refused write's changing failures are news only for so many
+                # retries: an outage's errors carry a new request id every time)
                 return False
             if screen:
                 screen_moved = True
@@ -206,6 +208,12 @@ def _lap_moves(state: Any, block: list[int]) -> bool:
         elif not screen and answers and key in answers:
             read_still = True
     return moved or (screen_moved and not read_still)
+
+
+REFUSED_RETRIES = 8
+"""Refusals of a busy service whose changing failures move a lap: a back-off that doubles
+from a few seconds has waited minutes by then, and an outage's errors, each with a new
+request id, would otherwise move every lap for as long as it lasts."""
 
 
 class AlternatingToolCycleConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
@@ -238,7 +246,9 @@ class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=T
     refused: tuple[int, ...] = ()
     """Keys of the recent named writes whose latest answer was a failure that says the
     service was down or busy, after a pause (at most ``max_period``): they made nothing,
-    so their changing failures move a lap."""
+    so their changing failures move a lap, for ``REFUSED_RETRIES`` refusals."""
+    refusals: int = 0
+    """Such refusals since a refused write last answered otherwise."""
     screens: tuple[int, ...] = ()
     """Keys of the recent computer-use acts (a click, a keystroke; at most ``max_period``):
     their answers are screenshots, news only where nothing else answers."""
@@ -298,8 +308,10 @@ class AlternatingToolCycle(Signal):
                 if result.failed and result.paused and says_transient(result.error):
                     if key not in refused:
                         state.refused = (*refused[1 - self.max_period :], key)
+                    state.refusals = min(state.refusals + 1, 255)
                 elif key in refused:
                     state.refused = tuple(k for k in refused if k != key)
+                    state.refusals = 0
             note_answer(state, result, gist=True)
         return None
 

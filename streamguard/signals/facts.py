@@ -764,7 +764,8 @@ _RESTART_COMMAND = re.compile(
     # a network OS upgrade that reloads the box: IOS-XE's install mode activating an image
     # (`install add file flash:x.bin activate commit`, `install activate`), NX-OS's
     # `install all`, Junos' software add with its reboot
-    r"|\binstall\s+(?:add\s+file\s+\S+\s+)?activate\b|\binstall\s+all\b"
+    # (at a line's or a segment's start: not `npm install all-contributors`, `make install all`)
+    r"|(?:^|[;&|(]\s*)install\s+(?:(?:add\s+file\s+\S+\s+)?activate\b|all(?![\w-]))"
     r"|\brequest\s+system\s+software\s+add\b[^;&|\n]{0,200}?\sreboot\b"
 )
 """A command line that restarts something: a device's own ``reload`` or ``reboot`` (an
@@ -966,7 +967,7 @@ def asked_watch_in(text: str) -> bool:
 _NUMBER_WORDS = {
     "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
     "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "fifty": 50,
-    "hundred": 100, "a hundred": 100,
+    "hundred": 100,
 }
 _ASKED_REPETITIONS = re.compile(
     # a verb of doing it again, then the count within the clause: "run it 15 times", "repeat
@@ -974,36 +975,46 @@ _ASKED_REPETITIONS = re.compile(
     # "run 25 iterations"
     r"(?ai)\b(?:run|re-?run|repeat|execute|exec|try|call|invoke|send|hit|ping|query|poll|check"
     r"|measure|time|benchmark|fire|replay|loop)\b"
-    r"[^.!?;:\n]{0,80}?\b(\d{1,4}|a hundred|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
-    r"(?:\s+more)?[ \t]*(?:x\b|times\b|runs\b|iterations\b|rounds\b|attempts\b|trials\b)"
+    r"[^.!?;:,\n\u2014\u2013]{0,80}?\b(\d{1,3}|(?:a\s+)?(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r"))"
+    r"(?:\s+more)?[ \t]*(?:x\b|times\b|iterations\b|rounds\b|trials\b)"
 )
 """A request to do something a given number of times ("Run it 15 times locally and tell me
-the failure rate"): the count is the second group. ASCII only; read in its clause
-(:func:`asked_repetitions`)."""
-ASKED_REPETITIONS_MAX = 1000
+the failure rate"): the count is the only group. Not "the last 20 runs" (a count of runs
+is no request to run). Read in its clause (:func:`asked_repetitions`)."""
+_ASKED_RUN_OPENING = re.compile(
+    r"(?ai)(?:(?:please|pls|kindly|can|could|would|will|you|just|and|then|now|also|go|ahead|so)\s+){0,4}"
+)
+"""What may stand before the verb in its clause ("please", "can you", "and then"): the
+verb opens the request, not a story ("I've tried to call you 3 times")."""
+ASKED_REPETITIONS_MAX = 100
 """The most repetitions a message is read as asking for."""
 
 
 def asked_repetitions(text: str) -> int:
     """How many times a user's message asks the agent to do something again ("run it 15
     times", "repeat the request twenty times", "run 25 iterations"), in its first
-    :data:`ASKED_WATCH_READ` characters; 0 when it asks for no count of 3 or more, or
-    denies it in the clause before the words ("don't run it 15 times"). The same call
-    that many times is what the user asked for, not a loop (``[waits]
-    asked_repetitions``)."""
+    :data:`ASKED_WATCH_READ` characters, at most :data:`ASKED_REPETITIONS_MAX`; 0 when it
+    asks for no count of 3 or more, or when the verb does not open its clause (a clause
+    ends at ``.!?;:,``, a dash or a line end; "please", "can you", "and then" may stand
+    before it): "don't run it 15 times", "run it once, not 15 times", "I've tried to call
+    you 3 times", "the last 20 runs" ask for nothing. The same call that many times is
+    what the user asked for, not a loop (``[waits] asked_repetitions``)."""
     head = text[:ASKED_WATCH_READ]
     low = head.lower()
-    if "time" not in low and " x" not in low and "run" not in low and "iteration" not in low and (
-        "round" not in low and "attempt" not in low and "trial" not in low
+    if "time" not in low and "x" not in low and "iteration" not in low and (
+        "round" not in low and "trial" not in low
     ):
         return 0
     asked = 0
     for match in _ASKED_REPETITIONS.finditer(head):
         start = match.start()
         clause_start = max(head.rfind(mark, 0, start) for mark in _CLAUSE_MARKS) + 1
-        if _WATCH_DENIED.search(head, clause_start, start) is not None:
-            continue
+        before = head[clause_start:start].strip(_CLAUSE_TRIM)
+        if before and _ASKED_RUN_OPENING.fullmatch(before + " ") is None:
+            continue  # the verb does not open its clause: told, not asked
         word = match.group(1).lower()
+        if word.startswith("a "):
+            word = word[2:].strip()
         count = int(word) if word.isdigit() else _NUMBER_WORDS.get(word, 0)
         if count >= 3:
             asked = max(asked, min(count, ASKED_REPETITIONS_MAX))
@@ -1023,7 +1034,7 @@ def commands_restart(command: str) -> bool:
     # (the words first, in C: most command lines hold none, and the search is the cost)
     if not ("reboot" in head or "restart" in head or "reload" in head or "shutdown" in head
             or "kickstart" in head or "graceful" in head or "instances reset" in head
-            or "activate" in head or "install all" in head):
+            or ("install" in head and ("activate" in head or "install all" in head))):
         return False
     return _RESTART_COMMAND.search(head) is not None
 

@@ -253,11 +253,12 @@ class LongLoop(Signal):
         while at > 0 and at % _WIDTH:
             at = seen.find(pair, at + 1)
         replay = at >= 0
-        if replay and (poll or (result is not None and poll_answer(result))):
+        if replay and (poll or (result is not None and (result.asked_runs or poll_answer(result)))):
             # A poll's answer (a status under way, or a value watched between waits) is
-            # no replay: waiting for a job is not going round. A step of its own, with an
-            # outcome no other step has (read only where it would count as a replay: the
-            # answer is read once there).
+            # no replay: waiting for a job is not going round. Nor is one of the runs its
+            # user asked for ("run it 15 times"), within their count. A step of its own,
+            # with an outcome no other step has (read only where it would count as a
+            # replay: the answer is read once there).
             state.polls = polls = (state.polls + 1) & 0x7FFFFFFF
             return self._close(state, key, outcome ^ polls * 0xD6E8FEB86659FD93 & _M64)
         state.prev = element
