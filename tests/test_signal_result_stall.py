@@ -2929,3 +2929,15 @@ def test_a_named_tool_given_a_command_reads_what_the_command_names() -> None:
     for i in range(14):
         again += step("ssh_exec", {"host": "amr-05", "command": f"ros2 topic info -v /scan  # try {word(i)}"}, info)
     assert hits(again) != []
+
+
+def test_a_probe_of_each_endpoint_by_host_and_port_is_that_endpoints_answer() -> None:
+    """Certificate expiry read for fourteen endpoints through `openssl s_client -connect
+    host:443`, most answering the same wildcard certificate: one answer per endpoint."""
+    wildcard = "subject=CN=*.example.net\nissuer=Sectigo RSA\nnotAfter=Mar 14 23:59:59 2026 GMT"
+    trace: list[Any] = []
+    for i in range(14):
+        host = f"csms-{word(i)}.example.net:443"
+        trace += step("run_command", {"cmd": f"echo | timeout 8 openssl s_client -connect {host} 2>/dev/null"
+                                             " | openssl x509 -noout -subject -issuer -enddate"}, wildcard)
+    assert hits(trace) == []

@@ -665,12 +665,15 @@ _TARGETS = re.compile(
     r"|(?<![\w-])(?:vol|i|snap|ami|sg|subnet|vpc|eni|igw|rtb|nat|eipalloc|fs|tgw|vpce|acl|pcx|lt)"
     r"-[0-9a-f]{8,17}(?![\w-])"
     r"|(?<![\w:/-])arn:aws[\w-]*:[^\s'\"|;&),]{3,512}"
+    # A host and its port (`openssl s_client -connect csms-eu.example.net:443`, `nc -zv
+    # db-3.internal:5432`): which endpoint a probe reaches.
+    r"|(?<![\w.@/:-])[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){1,8}:\d{2,5}(?![\w.])"
 )
 """A URL's scheme, host and path, a path with at least one slash, a place flag and its
 value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), a tenant or a shard
 named as a setting (``tenant=acme``), a data file named bare (``events.parquet``),
-Terraform's workspace and variables file, or an AWS resource's id or ARN, in a command
-line."""
+Terraform's workspace and variables file, an AWS resource's id or ARN, or a host and its
+port, in a command line."""
 _KUBE_SEGMENT = re.compile(
     r"(?:^|(?<=[|;&(`\n]))[^|;&()`\n]*?(?<![\w.-])((?:kubectl|helm|oc)[ \t][^|;&()`\n]*)"
 )
