@@ -319,7 +319,11 @@ def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() ->
     ("RESOURCE_EXHAUSTED: Quota exceeded for project", True),
     ("Quota exceeded for quota metric 'Queries' and limit 'Queries per minute'", True),
     ("HTTP 503", True),
+    # a gateway's own words, joined or not
+    ("GatewayTimeout: ARINC GlobalLink DSP did not respond within 10s (gw=ARINC-LAX-2)", True),
+    ("upstream did not respond within 30s", True),
     ("Disk quota exceeded", False),
+    ("the test did not respond to SIGTERM", False),
     ("Resource exhausted: OOM when allocating tensor with shape [4096,4096]", False),
     ("RESOURCE_EXHAUSTED: received message larger than max (8388608 vs. 4194304)", False),
     ("✖ 502 problems (502 errors, 0 warnings)", False),

@@ -1684,7 +1684,9 @@ _TRANSIENT = re.compile(
     # nor a disk's quota
     r"|resource[ _]exhausted(?![\s:]*(?:oom|out of memory|received message|message larger))"
     r"|(?<!disk )quota exceeded"
-    r"|service unavailable|bad gateway|gateway time-?out|temporarily unavailable|try again later"
+    r"|service unavailable|bad gateway|gateway[ _-]?time-?out|temporarily unavailable|try again later"
+    # (a gateway's "did not respond within 10s": the far side busy, not the request wrong)
+    r"|did not respond within|no response within"
     r"|connection (?:refused|reset|timed out)|(?:read|connect|request) timed out|econnrefused|etimedout"
     r"|could not resolve host|name resolution|concurrency limit|currently running|lock wait timeout"
 )
