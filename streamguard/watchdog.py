@@ -162,7 +162,8 @@ SUBMITTED_READ = 4096
 """Characters of a read's canonical arguments looked through for an id the session's acts
 handed back."""
 SUBMITTED_MIN = 8
-"""Fewest characters of an id remembered so (a short number would be found anywhere)."""
+"""Fewest characters of an id remembered so (a short number would be found anywhere; dates,
+as long, are left out by their shape)."""
 MAX_KEYED_ARGS = 64
 """Arguments of one call read for ids a write handed back (as the canonical form reads paths)."""
 _FACTS_CACHE_MAX = 512

@@ -132,8 +132,7 @@ waits for a condition or a time by its arguments (the Playwright MCP server's
 ``browser_wait_for``) waits when it is given a time alone (:func:`argument_facts`)."""
 
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL, FLAG_ASK = 1, 2, 4, 8, 16, 32
-FLAG_LONG_POLL, FLAG_READ, FLAG_WAITS_FIRST, FLAG_RESTART = 64, 128, 256, 512
-FLAG_AWAITS_OWN = 1024
+FLAG_LONG_POLL, FLAG_READ, FLAG_WAITS_FIRST, FLAG_RESTART, FLAG_AWAITS_OWN = 64, 128, 256, 512, 1024
 """Bits of a pending call's facts (these and the six above). ``FLAG_SHELL``: its only
 write is a change of the shell (``export``, ``cd``, ``source``...), with no file written
 (see :attr:`CallFacts.shell`). ``FLAG_ASK``: the call asks the user
@@ -142,7 +141,8 @@ before it answers (:func:`asks_to_wait`). ``FLAG_READ``: the call is known to on
 (:attr:`CallFacts.read`). ``FLAG_RESTART``: the call restarts something
 (:func:`names_restart`, :func:`commands_restart`); its successful answer starts the
 session's restart wait. ``FLAG_AWAITS_OWN``: a read that names an id one of the session's
-acts (a call not known to only read, no command runner's) handed back (``SessionState.submitted``: the job it submitted, the render it
+acts (a call not known to only read, no command runner's) handed back in an object answer,
+not one it was sent nor a date (``SessionState.submitted``: the job it submitted, the render it
 queued), whose empty answer is nothing yet from that work (:func:`says_in_progress`)."""
 
 LONG_POLL_KEYS = frozenset({
