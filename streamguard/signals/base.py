@@ -1720,8 +1720,9 @@ def poll_answer(result: ResultView) -> bool:
     Where the session's user asked the agent to watch for something to happen
     (``ResultView.watched``), nothing yet (an empty list or object, a command's empty output,
     a zero count, nothing listed beside the request echoed, a short answer known only by its
-    digest: :func:`found_nothing`, :func:`empty_page`, :func:`says_bare_value`; no word of an
-    end beside it) asked
+    digest: :func:`found_nothing`, :func:`empty_page`, :func:`says_bare_value`; and any
+    object whose only news is nothing yet or a service unavailable, a status page read
+    while the outage the user asked to watch goes on; no word of an end beside it) asked
     again after such a wait is a poll's answer too: it is the answer the watch awaits.
 
     The same answer again is then what waiting looks like, not a loop. Polling what has
