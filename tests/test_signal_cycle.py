@@ -778,3 +778,26 @@ def test_an_answer_that_is_its_numbers_keeps_them_in_the_gist() -> None:
     assert gist("[56, 11.1, 13006, 1454]") != gist("[233, 3.6, 12006, 1458]")
     assert gist("4.1\n") != gist("1.2\n")
     assert gist("api-7d4 CrashLoopBackOff 5 (2m ago)") == gist("api-7d4 CrashLoopBackOff 6 (3m ago)")
+
+
+def test_a_status_read_between_powershell_sleeps_is_a_poll() -> None:
+    """`run_powershell(script="Start-Sleep -Seconds 120")` between reads of a batch
+    operation that is still "NotStarted": a wait, as `sleep 120` is, so the reads are a
+    poll, not a two-call lap."""
+    from streamguard.signals.facts import sleep_facts
+
+    assert sleep_facts({"script": "Start-Sleep -Seconds 120"}) is not None
+    assert sleep_facts({"computer": "aadc01", "script": "Start-Sleep 30"}) is not None
+    assert sleep_facts({"script": "Start-Sleep -Seconds 30; Get-ADSyncScheduler"}) is None
+    trace: list[Any] = []
+    clock = 1_000.0
+    for n in range(8):
+        trace += [ToolCall(session="y", tool="run_powershell", call_id=f"s{n}", ts=clock,
+                           args={"script": "Get-CsBatchPolicyAssignmentOperation -OperationId b8f9 | Format-List"}),
+                  ToolResult(session="y", tool="run_powershell", call_id=f"s{n}", ts=clock + 1,
+                             result="OverallStatus : NotStarted\nCompletedCount : 0\n")]
+        trace += [ToolCall(session="y", tool="run_powershell", call_id=f"w{n}", ts=clock + 2,
+                           args={"script": "Start-Sleep -Seconds 120"}),
+                  ToolResult(session="y", tool="run_powershell", call_id=f"w{n}", ts=clock + 122, result="")]
+        clock += 125
+    assert _alerts(trace) == []

@@ -403,3 +403,33 @@ def test_a_retry_storm_backing_off_in_quiet_time_with_the_status_in_its_output_i
 
     assert "failure-loop" not in storm([10, 34, 44, 65, 108, 177])
     assert "failure-loop" in storm([1, 1, 1, 1, 1, 1])
+
+
+def test_a_short_verdict_is_read_with_the_output_it_came_with() -> None:
+    """A cmdlet's "returned Result: Failed" beside output naming a 503 from the far side:
+    the service is busy, and retried after growing sleeps it is backed off from. The same
+    verdict beside a refusal of the request itself is a loop at the fifth."""
+    from streamguard.signals.failure_loop import _failure_text
+
+    def run(output: str) -> list[Alert]:
+        trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
+        at = 1001.0
+        for n in range(6):
+            trace += [ToolCall(session="f", tool="bash", args={"command": "pwsh -c Test-MigrationServerAvailability"}, ts=at),
+                      ToolResult(session="f", tool="bash", error="Test-MigrationServerAvailability returned Result: Failed",
+                                 result=output, ts=at + 1)]
+            wait = 15.0 * 2 ** min(n, 3)
+            trace += [ToolCall(session="f", tool="bash", args={"command": f"sleep {wait:g}"}, ts=at + 2),
+                      ToolResult(session="f", tool="bash", result="", ts=at + 2 + wait)]
+            at += wait + 4
+        engine = Engine(parse_policy_set(WARN))
+        return [o for event in trace for o in engine.process(event, event.ts)
+                if isinstance(o, Alert) and o.signal == "failure-loop"]
+
+    busy = "Result : Failed\nErrorDetail : The remote server returned an error: (503) Server Unavailable."
+    assert run(busy) == []
+    assert run("Result : Failed\nErrorDetail : The credentials supplied are invalid for this endpoint.") != []
+    result = ToolResult(session="f", tool="bash", error="x returned Result: Failed", result=busy)
+    from streamguard.signals.base import ResultView
+
+    assert "503" in _failure_text(ResultView(result, True, 0, 0))

@@ -1695,7 +1695,9 @@ ASK_TOOLS = re.compile(
 codebase or another agent, whose answers are information."""
 
 
-_ONLY_SLEEP = re.compile(r"\s*sleep\s+\d{1,6}(?:\.\d{1,3})?[smhd]?\s*(?:;\s*)?")
+_ONLY_SLEEP = re.compile(
+    r"\s*(?:sleep|(?i:start-sleep)(?:\s+-(?i:seconds|s|milliseconds|ms|m))?)\s+\d{1,6}(?:\.\d{1,3})?[smhd]?\s*(?:;\s*)?"
+)
 _SLEEP_FACTS = CallFacts("sleep", False, False, True)
 _ONLY_WAIT = re.compile(r"\s*wait\s*\d{0,6}\s*")
 _WAIT_FACTS = CallFacts("wait", False, False, True)
@@ -1774,7 +1776,7 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
     line or an environment's action that only waits (:func:`sleep_facts`), or an
     operation named as a write (:func:`operation_facts`) of a tool that is neither a
     write nor a search by its name. One rule for the watchdog's call and its preview."""
-    if "command" in args or "action" in args:
+    if "command" in args or "action" in args or "script" in args:
         waited = sleep_facts(args)
         if waited is not None:
             return waited
@@ -1874,13 +1876,17 @@ def sleep_facts(args: Any) -> CallFacts | None:
         return None
     command = args.get("command")
     if type(command) is not str:
-        command = args.get("action")  # an environment's action (`step_env(action="wait1")`)
+        # a PowerShell tool's script (`run_powershell(script="Start-Sleep -Seconds 120")`),
+        # an environment's action (`step_env(action="wait1")`)
+        command = args.get("script")
         if type(command) is not str:
-            return None
+            command = args.get("action")
+            if type(command) is not str:
+                return None
     if len(command) > 64:
         return None
     head = command.lstrip()
-    if head.startswith("sleep"):
+    if head.startswith("sleep") or head[:11].lower() == "start-sleep":
         return _SLEEP_FACTS if _ONLY_SLEEP.fullmatch(command) is not None else None
     if head.startswith("wait"):
         return _WAIT_FACTS if _ONLY_WAIT.fullmatch(command) is not None else None

@@ -73,7 +73,9 @@ A retry that backs off
     RESOURCE_EXHAUSTED"), a connection refused, a read timed out, a concurrency
     limit: ``says_transient``; not a timeout of the agent's
     own, such as a page element's; read in the output when the error says only the
-    exit status), retried after a pause since the call's last answer (a ``sleep``
+    exit status, and beside it when the error is a short verdict, ``Test-Migration...
+    returned Result: Failed`` over "(503) Server Unavailable", halted at its fifth retest
+    in a blind batch), retried after a pause since the call's last answer (a ``sleep``
     call, a wait, or ``[waits] pause_seconds`` of quiet: ``ResultView.paused``), is
     backing off, not re-sending blindly: not counted by the five-failure rule. The same error again and again is still a loop, at the
     across-writes rule's eighth. In a blind batch a Qualys fetch retried through
@@ -137,13 +139,22 @@ _NOT_THERE_YET = re.compile(
 _WAIT_CANNOT_CHANGE = re.compile(r"(?i)command not found|no module named|not recognized as|modulenotfound|importerror")
 
 
+FAILURE_HEAD = 80
+"""Longest error read with the output it came with (:func:`_failure_text`)."""
+
+
 def _failure_text(result: ResultView) -> str:
     """What a failure says: its error, or the output it came with when the error says
-    only the exit status (``exit status 1`` beside "ERROR 503 Service Unavailable")."""
+    only the exit status (``exit status 1`` beside "ERROR 503 Service Unavailable"), or
+    both when the error is a short verdict (``Test-MigrationServerAvailability returned
+    Result: Failed`` beside "(503) Server Unavailable")."""
     error = result.error or ""
     payload = result.event.result
-    if says_only_status(error) and type(payload) is str:
-        return payload[:512]
+    if type(payload) is str and payload:
+        if says_only_status(error):
+            return payload[:512]
+        if len(error) <= FAILURE_HEAD:
+            return f"{error}\n{payload[:512]}"[:512]
     return error[:512]
 
 
