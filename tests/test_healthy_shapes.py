@@ -972,6 +972,23 @@ def test_compose_and_containers_are_read_by_what_they_run(line: str, action: str
     assert (facts.action, facts.write) == (action, write)
 
 
+@pytest.mark.parametrize(("line", "action", "search"), [
+    # PowerShell given a command: what it runs; a search through what a lister lists
+    ("""pwsh -c "Get-ChildItem '\\\\corp\\SYSVOL' -Recurse -Include *.xml | Select-String -Pattern 'ScreenSave'" """,
+     "get-childitem", True),
+    ('pwsh -NoProfile -c "(Get-GPO -All).Count"', "get-gpo", False),
+    ("powershell -ExecutionPolicy Bypass -Command Get-Service", "get-service", False),
+    ("powershell -File deploy.ps1", "powershell", False),
+    ("cat logs/app.log | grep -n ERROR", "cat", True), ("ls src | grep config", "ls", True),
+    ("Get-Content app.log | sls 'timeout'", "get-content", True),
+    # a search after a program that does more than list is no search of the line
+    ("kubectl get pods -A | grep web", "kubectl get", False), ("pytest -q | grep FAILED", "pytest", False),
+])
+def test_powershell_and_a_search_through_a_listing(line: str, action: str, search: bool) -> None:
+    facts = shell_facts(line)
+    assert (facts.action, facts.search) == (action, search)
+
+
 @pytest.mark.parametrize(("line", "action", "write"), [
     # Git LFS, as git's sub-command or its own program: its sub-command is the act
     ("cd ~/mossgrove && git lfs track '*.psd'", "git-lfs track", True),

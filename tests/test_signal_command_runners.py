@@ -60,7 +60,8 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("python reproduce.py 2>&1", "python reproduce.py", False, False),
         ("grep -rn parse_config src/", "grep", False, True),
         ("cd src && rg Foo", "rg", False, True),
-        ("cat a.py | grep foo", "cat", False, False),
+        # a search through what a lister prints is the line's search
+        ("cat a.py | grep foo", "cat", False, True),
         ("sed -n 10,40p a.py", "sed", False, False),
         ("sed -i 's/a/b/' a.py", "sed", True, False),
         ("echo hi > notes.txt", "echo", True, False),

@@ -406,6 +406,13 @@ _WRAPPER_VALUE_FLAGS = {
     "xargs": frozenset({"-I", "-n", "-P", "-d", "-E", "-L", "-s", "-a"}),
 }
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+_POWERSHELLS = frozenset({"pwsh", "powershell", "pwsh.exe", "powershell.exe"})
+_POWERSHELL_COMMAND_FLAGS = frozenset({"-c", "-command", "-cmd"})
+_POWERSHELL_VALUE_FLAGS = frozenset({"-executionpolicy", "-ep", "-ex", "-workingdirectory", "-wd",
+                                     "-outputformat", "-of", "-inputformat", "-if", "-configurationname"})
+_LISTERS = frozenset({"ls", "dir", "get-childitem", "gci", "cat", "type", "get-content", "gc"})
+"""Programs whose output a search after them in a pipe looks through (`Get-ChildItem -Recurse
+| Select-String -Pattern x`, `cat app.log | grep ERROR`): the line is that search."""
 # `conda run -n env CMD` runs CMD; these of its options take a value.
 _ENV_RUNNERS = frozenset({"conda", "mamba", "micromamba"})
 _ENV_RUN_VALUE_FLAGS = frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})
@@ -464,6 +471,8 @@ the line of the list, the line checks that file."""
 _SEARCH_PROGRAMS = frozenset({
     "grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "search_dir",
     "search_file", "find_file", "which", "whereis",
+    # PowerShell's and Windows' own (`Get-ChildItem ... | Select-String -Pattern ...`)
+    "select-string", "sls", "findstr",
 })
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;|\n]")
 _REDIRECT = re.compile(r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s&|;]")
@@ -1092,6 +1101,20 @@ def _program_tokens(tokens: list[str]) -> list[str]:
                     del tokens[0]
             i, n = 0, len(tokens)
             continue
+        if name.lower() in _POWERSHELLS:
+            # pwsh -NoProfile -c "Get-ChildItem ... | Select-String ...": the command it is
+            # given (its other options skipped; `-File` runs a script, no command line)
+            j = i + 1
+            while j < n and tokens[j][:1] == "-" and tokens[j].lower() not in _POWERSHELL_COMMAND_FLAGS:
+                j += 2 if tokens[j].lower() in _POWERSHELL_VALUE_FLAGS else 1
+            if j < n and tokens[j].lower() in _POWERSHELL_COMMAND_FLAGS:
+                tokens = tokens[j + 1 :]
+                if tokens:
+                    tokens[0] = tokens[0].lstrip("'\"&{( ")
+                    if not tokens[0]:
+                        del tokens[0]
+                i, n = 0, len(tokens)
+                continue
         if name in _ENV_RUNNERS and i + 1 < n and tokens[i + 1] == "run":
             i += 2
             while i < n and tokens[i].startswith("-"):
@@ -1615,7 +1638,9 @@ def shell_facts(text: str) -> CallFacts:
         if _program_writes(program, sub, segment) or ("--" in segment and _fixes(segment)):
             write = True
         if program in _SEARCH_PROGRAMS or (program == "git" and sub == "grep"):
-            search = search or not action  # the searched-for segment leads the line
+            # the searched-for segment leads the line, or follows what only lists or prints
+            # what it looks through
+            search = search or not action or action.split(" ", 1)[0] in _LISTERS
         elif search and program in _CHECKSUM_PROGRAMS and ("-c" in tokens or "--check" in tokens):
             # `grep ' a.fastq.gz$' md5sums.txt | md5sum -c -`: what the line answers is the
             # check of the file the search picked out ("a.fastq.gz: OK"), not a search's
