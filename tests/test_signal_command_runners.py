@@ -451,6 +451,12 @@ def test_arguments_sent_as_json_text_are_read_as_the_object() -> None:
         ("gh run watch 8812", True),
         ("gh pr checks 12 --watch", True),
         ("docker wait migrate-job", True),
+        # BigQuery's job wait and the AWS CLI's waiters
+        ("bq wait --fail_on_error=false bqjob_r4c1f0e9a2b7d3_1 60", True),
+        ("aws ec2 wait instance-running --instance-ids i-0abc", True),
+        ("aws --region eu-west-1 cloudformation wait stack-create-complete --stack-name api", True),
+        ("aws ec2 describe-instances --instance-ids i-0abc", False), ("bq query --nosync 'SELECT 1'", False),
+        ("aws s3 cp wait.txt s3://b/wait.txt", False),
         ("kubectl get pods -n prod", False),
         ("kubectl rollout restart deploy/api", False),
         ("echo status; kubectl get deploy", False),

@@ -385,7 +385,7 @@ _SUBCOMMAND_PROGRAMS = frozenset({
     "git", "docker", "podman", "kubectl", "npm", "yarn", "pnpm", "cargo", "go", "pip", "pip3",
     "poetry", "mvn", "gradle", "./gradlew", "gradlew", "./mvnw", "mvnw", "helm", "apt",
     "apt-get", "conda", "mamba", "micromamba", "uv", "dotnet", "bundle", "systemctl", "gh",
-    "terraform", "make", "docker-compose", "git-lfs",
+    "terraform", "make", "docker-compose", "git-lfs", "bq",
     "rustup", "brew", "composer", "dnf", "yum", "django-admin", "manage.py", "tox", "nox",
 })
 # Segments that only set the stage; the action is the next segment.
@@ -573,6 +573,10 @@ _BLOCKING_AFTER: dict[tuple[str, str], tuple[re.Pattern[str], str] | None] = {
     ("gh", "run"): (re.compile(r"\brun[ \t]+watch\b"), ""),
     ("gh", "pr"): (re.compile(r"\bpr[ \t]+checks\b"), " --watch"),  # (and the flag)
     ("docker", "wait"): None,
+    # BigQuery's `bq wait <job> 60` and the AWS CLI's waiters (`aws ec2 wait
+    # instance-running ...`, `aws cloudformation wait stack-create-complete ...`)
+    ("bq", "wait"): None,
+    ("aws", ""): (re.compile(r"\baws(?:[ \t]+--?[\w-]+(?:[ \t=]+[^-\s]\S*)?)*[ \t]+[a-z0-9-]+[ \t]+wait[ \t]+[a-z]"), ""),
 }
 
 
@@ -1624,7 +1628,7 @@ def shell_facts(text: str) -> CallFacts:
             if after is None or (after[0].search(segment) and after[1] in segment):
                 blocking = True  # a read that waits (`kubectl rollout status`), no write
                 if not action:
-                    action = f"{program} {sub}"
+                    action = f"{program} {sub}" if sub else program
                 continue
         if sub == "exec" and program in _CONTAINER_PROGRAMS:
             # A command run in a container (`docker exec db psql -c "INSERT ..."`, `docker
