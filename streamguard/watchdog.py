@@ -103,6 +103,7 @@ from .signals.facts import (
     CELL_ERROR_HEAD,
     CELL_TOOLS,
     FLAG_ASK,
+    FLAG_ASKED,
     FLAG_AWAITS_OWN,
     FLAG_LONG_POLL,
     FLAG_READ,
@@ -156,7 +157,11 @@ MADE_KEPT = 16
 """Distinct named writes remembered, for whether a write is made again (SessionState.made)."""
 SUBMITTED_KEPT = 8
 """Ids the session's acts handed back, remembered (SessionState.submitted)."""
+ACTS_KEPT = 4
+"""Calls that act remembered while their answers are awaited (SessionState.acts)."""
 ASKED_SEEN = 8
+ASKED_SETTLED = 3
+"""Sends after which the call taken for the asked one keeps that place."""
 """Calls remembered after a user asked for runs, until one of them is sent again."""
 SUBMITTED_READ = 4096
 """Characters of a read's canonical arguments looked through for an id the session's acts
@@ -319,10 +324,10 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # reads what the session itself submitted (a job, a render), and its empty answer is
     # nothing yet from that work (FLAG_AWAITS_OWN).
     submitted: tuple[str, ...] = ()
-    # The last call that acts (not known to only read, no command runner's, wait or
-    # question to the user) while its answer is awaited: (call id, the id-like values it
-    # sent), so that its answer's echo of them is no id handed back.
-    last_act: tuple[str, tuple[str, ...]] | None = None
+    # The calls that act (not known to only read, no command runner's, wait or question to
+    # the user) whose answers are awaited, at most ACTS_KEPT, oldest first: (call id, the
+    # id-like values each sent), so that an answer's echo of them is no id handed back.
+    acts: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # The last call sent, when it was a named write made before (its key among `made`):
     # (call id, key, the id-like values it sent). Its answer hands ids back only if no
     # other call was sent after it.
@@ -638,7 +643,9 @@ class Watchdog:
         view.call_id = call_id = event.call_id
         view.canonical = canonical
         view.key = key
-        view.asked_runs = self._asked_allowance(state, key) if state.asked_runs else 0
+        view.asked_runs = (
+            self._asked_allowance(state, key) if state.asked_runs and self._asked_repetitions else 0
+        )
         view.history = history
         view.kind = kind
         view.action = action = facts.action
@@ -702,13 +709,14 @@ class Watchdog:
             if waits_first:
                 flags |= FLAG_WAITS_FIRST
             if read and state.submitted and _names_any(canonical.text[:SUBMITTED_READ], state.submitted):
-                # (a few substring tests of the head of the call's canonical text, only in
-                # a session whose acts handed ids back; an id is named early or not at all)
+                # (one search of the head of the call's canonical text, only in a session
+                # whose acts handed ids back; an id is named early or not at all)
                 flags |= FLAG_AWAITS_OWN
-            if not (read or runner or wait or facts.ask) and type(args) is dict:
-                state.last_act = (call_id or "", sent_values(args))
-            elif state.last_act is not None:
-                state.last_act = None
+            if not (read or runner or wait or facts.ask):
+                sent = sent_values(args) if type(args) is dict else ()
+                state.acts = (*state.acts[1 - ACTS_KEPT :], (call_id or "", sent))
+            if view.asked_runs:
+                flags |= FLAG_ASKED
             if (
                 # A restart: its successful answer starts the restart wait (_result). (The
                 # usual call, a tool known not to restart and no command line, is decided
@@ -939,9 +947,10 @@ class Watchdog:
                 # other arguments each time: its ids are its own).
                 state.handed = handed_ids(event.result, last_write[2])
                 state.last_write = None
-            last_act = state.last_act
-            if last_act is not None and last_act[0] == paired[0]:
-                state.last_act = None
+            acts = state.acts
+            last_act = next((act for act in acts if act[0] == paired[0]), None) if acts else None
+            if last_act is not None:
+                state.acts = tuple(act for act in acts if act is not last_act)
                 if not failed and type(event.result) is dict:
                     # The object answer of a call that acts (not known to only read; no
                     # command runner's, whose output names anything) handing ids back (a
@@ -1010,10 +1019,8 @@ class Watchdog:
             view.action = tool
             view.paused = view.waited = view.paced = view.restarting = view.asked = False
         view.watched = state.watching and self._asked_watches
-        view.asked_runs = (
-            state.asked_runs if state.asked_runs and view.call_key == state.asked_key
-            and state.asked_made <= state.asked_runs else 0
-        )
+        # (the call's own allowance, marked when it was sent: a result answers that call)
+        view.asked_runs = state.asked_runs if view.call_flags & FLAG_ASKED else 0
         view.event = event
         view.tool = tool
         view.call_id = event.call_id
@@ -1258,18 +1265,19 @@ class Watchdog:
         """The runs its user asked for that this call may be one of (``asked_runs`` while
         it is the asked call and within the count, else 0), counting the call."""
         asked = state.asked_key
-        if not asked:
+        if key != asked:
             seen = state.asked_seen
             if key not in seen:
                 if len(seen) < ASKED_SEEN:
                     state.asked_seen = (*seen, key)
                 return 0
-            # the first call sent again since the ask: the one asked to be run again
+            if asked and state.asked_made >= ASKED_SETTLED:
+                return 0
+            # the first call sent again since the ask is the one asked to be run again
+            # (until it has been, ASKED_SETTLED times: a file read twice before the runs
+            # gives way to the run sent again after it)
             state.asked_key = asked = key
-            state.asked_seen = ()
             state.asked_made = 1
-        if key != asked:
-            return 0
         state.asked_made = made = min(state.asked_made + 1, ASKED_REPETITIONS_MAX + 1)
         return state.asked_runs if made <= state.asked_runs else 0
 
@@ -1279,7 +1287,7 @@ class Watchdog:
         state.history.clear()
         state.handed = ()
         state.submitted = ()
-        state.last_act = None
+        state.acts = ()
         state.asked_runs = state.asked_key = state.asked_made = 0
         state.asked_seen = ()
         state.last_write = None
@@ -1457,21 +1465,22 @@ _DATE_LIKE = re.compile(r"\d{4}-\d\d-\d\d|\d{8}T")
 """An id-like word that is a date (``2025-06-01``, ``2025-06-01T10``, ``20250601T1022``)."""
 
 
+_NAMED_IDS: dict[tuple[str, ...], re.Pattern[str]] = {}
+"""The pattern that finds any of a session's ids as a whole word, per set of ids (bounded:
+the ids come from untrusted answers)."""
+
+
 def _names_any(text: str, ids: tuple[str, ...]) -> bool:
     """Whether ``text`` names one of ``ids`` as a whole word (no letter, digit, ``_`` or
-    ``-`` right before or after it: ``job-123`` is not in ``job-1234``)."""
-    for name in ids:
-        at = text.find(name)
-        while at >= 0:
-            end = at + len(name)
-            if (at == 0 or not _id_char(text[at - 1])) and (end == len(text) or not _id_char(text[end])):
-                return True
-            at = text.find(name, at + 1)
-    return False
-
-
-def _id_char(char: str) -> bool:
-    return char.isalnum() or char == "_" or char == "-"
+    ``-`` right before or after it: ``job-123`` is not in ``job-1234``): one search, in C."""
+    pattern = _NAMED_IDS.get(ids)
+    if pattern is None:
+        if len(_NAMED_IDS) >= 1024:
+            _NAMED_IDS.clear()
+        pattern = _NAMED_IDS[ids] = re.compile(
+            r"(?<![\w-])(?:" + "|".join(re.escape(name) for name in sorted(ids, key=len, reverse=True)) + r")(?![\w-])"
+        )
+    return pattern.search(text) is not None
 
 
 def _keyed_args(args: dict[Any, Any], handed: tuple[str, ...]) -> dict[Any, Any]:

@@ -983,6 +983,8 @@ def test_compose_and_containers_are_read_by_what_they_run(line: str, action: str
     ("Get-Content app.log | sls 'timeout'", "get-content", True),
     # a search after a program that does more than list is no search of the line
     ("kubectl get pods -A | grep web", "kubectl get", False), ("pytest -q | grep FAILED", "pytest", False),
+    # a lister earlier in the line, not right before the search
+    ("ls && make build && grep -rn TODO src", "ls", False), ("cat notes.txt; pytest -q | grep FAILED", "cat", False),
 ])
 def test_powershell_and_a_search_through_a_listing(line: str, action: str, search: bool) -> None:
     facts = shell_facts(line)

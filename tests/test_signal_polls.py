@@ -143,7 +143,8 @@ UNDER_WAY = [
     # a flag named by work under way, true (a podcast host transcoding an upload)
     {"id": "1877420", "audio_processing": True, "duration": None, "media_url": None},
     '{"upload": "u-7", "isPending": true}', {"index": "docs", "reindexing": True},
-    {"id": "n-4", "notification_pending": True},
+    {"id": "n-4", "notification_pending": True}, {"user_pending": True}, {"canvas_rendering": True},
+    {"status": "in_progress", "failover_target": "db-2"}, {"status": "running", "failback_id": "fb-1"},
     # a failover is no failure: a standby promoted while the incident is open
     {"incident": "db-1", "status": "in_progress", "update": "database failover in progress"},
 ]
@@ -207,7 +208,7 @@ NOT_UNDER_WAY = [
     {"service": "api", "running": True}, {"status": "in_progress", "failover_failed": True},
     # a setting named by the word, not a status
     {"include_pending": True, "items": []}, {"enable_syncing": True}, {"skip_processing": True},
-    {"requires_building": True},
+    {"requires_building": True}, {"notPending": True},
     # failures said in words beside work under way ("fail over and over" is no failover)
     {"status": "running", "note": "tests fail over and over"}, {"status": "running", "note": "jobs fail overnight"},
     {"status": "failed", "queued": 3},
@@ -1849,6 +1850,8 @@ def test_what_names_a_restart(tool: str, restarts: bool) -> None:
     ("install activate", True), ("install all nxos bootflash:nxos64-cs.10.3.4a.M.bin", True),
     ("request system software add /var/tmp/junos-21.4R3.tgz no-validate reboot", True),
     ("install add file flash:x.bin", False), ("show install summary", False),
+    ("  install all nxos bootflash:x.bin", True), ('ssh sw1 "install all nxos bootflash:x.bin"', True),
+    ("npm install all-contributors-cli", False), ("make install all", False),
     ("request system software add /var/tmp/junos.tgz", False), ("pip install allure", False),
     ('git commit -m "restart"', False), ("grep -r reload src/", False), ("echo restart", False),
     ("kubectl rollout status deploy/web", False), ("show version", False),
@@ -2132,7 +2135,8 @@ def test_what_the_session_set_going_and_never_comes_is_halted_at_polling_halt_af
     ("Send me the top 50 results from the last 200 runs.", 0), ("Run it once, not 15 times.", 0),
     ("I've tried to call you 3 times.", 0), ("Please run it 10 times.", 10),
     # at most a hundred
-    ("Run the benchmark 200 times.", 100), ("run it a hundred times", 100),
+    ("Run the benchmark 200 times.", 100), ("run it a hundred times", 100), ("Run the benchmark 1000 times.", 100),
+    ("run it a\thundred times", 100),
 ])
 def test_what_count_of_runs_a_message_asks_for(text: str, count: int) -> None:
     from streamguard.signals.facts import asked_repetitions
@@ -2211,3 +2215,29 @@ def test_only_ids_the_act_handed_back_are_its_own_work() -> None:
 
     assert _names_any('{"job":"job-123"}', ("job-123",)) and not _names_any('{"job":"job-1234"}', ("job-123",))
     assert _names_any("x job-123 y job-1234", ("job-1234",))
+
+
+def test_the_call_asked_for_is_the_one_run_again_not_a_read_before_it() -> None:
+    """The test file read twice before the runs, or a read twice between them: the run
+    sent again after that is the call asked for, not the read."""
+    asked = "Run it 15 times locally and tell me the failure rate."
+    read = [ToolCall(session="p", tool="shell", call_id="f", args={"command": "cat test/test_startup.py"}),
+            ToolResult(session="p", tool="shell", call_id="f", result="def test_pose_published(): ...")]
+    runs = asked_runs(asked, 15)
+    before = [*runs[:2], *read, *read, *runs[2:]]
+    assert loop_alerts(before) == []
+    between = [*runs[:4], *read, *read, *runs[4:]]
+    assert loop_alerts(between) == []
+
+
+def test_a_run_sent_again_before_its_answer_keeps_its_allowance() -> None:
+    """Runs sent two at a time, each answered after the next is sent: each result is read
+    with its own call's allowance."""
+    asked = "Run it 12 times and tell me how often it fails."
+    trace: list[Any] = [TurnStart(session="p"), Text(session="p", role="user", text=asked)]
+    calls = [ToolCall(session="p", tool="shell", call_id=f"r{n}", args={"command": "pytest -q tests/test_flaky.py"})
+             for n in range(12)]
+    results = [ToolResult(session="p", tool="shell", call_id=f"r{n}", result="1 passed") for n in range(12)]
+    for n in range(0, 12, 2):
+        trace += [calls[n], calls[n + 1], results[n], results[n + 1]]
+    assert loop_alerts(trace) == []

@@ -2840,6 +2840,12 @@ def test_a_sweep_through_a_structured_filter_is_one_answer_per_account() -> None
                                                                      "Values": [f"proj {word(i)}"]}}},
                      {"ResultsByTime": [{"Total": {"UnblendedCost": {"Amount": "0", "Unit": "USD"}}}]})
     assert hits(hunt) != []
+    # ids under names that only contain the letters of a time word are ids
+    from streamguard.signals.result_stall import _filter_ids
+
+    assert _filter_ids({"And": [{"candidate_id": {"eq": 4571234}}, {"updated_by": "usr_88121"}]}) == [
+        "4571234", "usr_88121"]
+    assert _filter_ids({"customer": 1456789012, "range": {"ts": {"gte": 1718000000000}}}) == ["1456789012"]
     # nor is a window moved: the same search over a later moment is the same search
     window: list[Any] = []
     for i in range(14):

@@ -258,8 +258,9 @@ class ResultView:
     asked for has ``paced`` and not ``waited``).
     ``watched``: the session's user asked the agent to watch for something to happen
     ("let me know once it's live", or a pace of checks: ``[waits] asked_watches``).
-    ``asked_runs``: how many times in a row the session's user asked for something to be
-    done ("run it 15 times": ``[waits] asked_repetitions``), 0 when not asked.
+    ``asked_runs``: how many times the session's user asked for something to be done ("run
+    it 15 times": ``[waits] asked_repetitions``) when this answers the call asked for,
+    within that count; else 0.
     ``encoded``: the payload's sorted JSON, when the watchdog encoded it for the fingerprint
     (``None`` otherwise: a string, a digest, a declared size), so the gist need not encode
     it again.
@@ -1114,8 +1115,8 @@ _FLAG_UNDER_WAY = (
 )
 """The words a boolean flag is named by when what it names is under way while it is true."""
 _FLAG_NOT_NAMES = (
-    r"(?!non[_-]?|not[_-]|no[_-]|(?:enable|allow|include|show|skip|auto|supports?|requires?|needs?"
-    r"|use|disable|should|can|must|wait[_-]?for)[_-]?)"
+    r"(?!(?:non?|not|enable|allow|include|show|skip|auto|supports?|requires?|needs?|use|disable"
+    rf"|should|can|must|wait[_-]?for)[_-]?{_FLAG_UNDER_WAY}\")"
 )
 """Openings of a flag's name that make it no status: negated (``not_pending``) or a setting
 (``include_pending``, ``enable_syncing``, ``skip_processing``, ``requires_building``)."""
@@ -1189,7 +1190,7 @@ _FAILED_WORDS = (
     # (not DNS's rcode NOERROR, which says none; not a CDN's cache invalidation, which is
     # no failure: "InvalidationBatch", "invalidation_id", "invalidates"; a session
     # "invalidated" is one)
-    r"fail(?![_-]?(?:over|back)(?:s|ed|ing)?\b)|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
+    r"fail(?![_-]?(?:over|back))|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid(?!at(?:ion|ing|e(?!d)))"
     r"|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
@@ -1270,7 +1271,7 @@ def fold_case(text: str) -> str:
 
 _FAILED_FOLDED_WORDS = (
     r"a(?:bort)|b(?:ackoff)|c(?:ancel|rash)|d(?:enied|egraded|ead\b(?<!\wdead))"
-    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail(?![_-]?(?:over|back)(?:s|ed|ing)?\b))|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
+    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail(?![_-]?(?:over|back)))|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
     r"|n(?:ot[ _-]found)|r(?:eject|efused)|s(?:topped)|t(?:erminat|imed?[ _-]?out)|u(?:nhealthy)"
 )
 _DONE_FOLDED_WORDS = r"s(?:ucce)|c(?:omplet)|d(?:one\b)|f(?:inish)"

@@ -307,6 +307,8 @@ class AlternatingToolCycle(Signal):
                 refused = state.refused
                 if result.failed and result.paused and says_transient(result.error):
                     if key not in refused:
+                        if not refused:
+                            state.refusals = 0  # (a new outage's refusals count from one)
                         state.refused = (*refused[1 - self.max_period :], key)
                     state.refusals = min(state.refusals + 1, 255)
                 elif key in refused:

@@ -133,6 +133,7 @@ waits for a condition or a time by its arguments (the Playwright MCP server's
 
 FLAG_WRITE, FLAG_SEARCH, FLAG_RUNNER, FLAG_WAIT, FLAG_SHELL, FLAG_ASK = 1, 2, 4, 8, 16, 32
 FLAG_LONG_POLL, FLAG_READ, FLAG_WAITS_FIRST, FLAG_RESTART, FLAG_AWAITS_OWN = 64, 128, 256, 512, 1024
+FLAG_ASKED = 2048
 """Bits of a pending call's facts (these and the six above). ``FLAG_SHELL``: its only
 write is a change of the shell (``export``, ``cd``, ``source``...), with no file written
 (see :attr:`CallFacts.shell`). ``FLAG_ASK``: the call asks the user
@@ -143,7 +144,9 @@ before it answers (:func:`asks_to_wait`). ``FLAG_READ``: the call is known to on
 session's restart wait. ``FLAG_AWAITS_OWN``: a read that names an id one of the session's
 acts (a call not known to only read, no command runner's) handed back in an object answer,
 not one it was sent nor a date (``SessionState.submitted``: the job it submitted, the render it
-queued), whose empty answer is nothing yet from that work (:func:`says_in_progress`)."""
+queued), as a whole word, whose empty answer is nothing yet from that work
+(:func:`says_in_progress`). ``FLAG_ASKED``: the call is one of the runs its user asked for,
+within their count (``SessionState.asked_runs``)."""
 
 LONG_POLL_KEYS = frozenset({
     "wait", "wait_seconds", "wait_secs", "wait_s", "wait_ms", "wait_time", "wait_time_seconds",
@@ -778,7 +781,7 @@ _RESTART_COMMAND = re.compile(
     # (`install add file flash:x.bin activate commit`, `install activate`), NX-OS's
     # `install all`, Junos' software add with its reboot
     # (at a line's or a segment's start: not `npm install all-contributors`, `make install all`)
-    r"|(?:^|[;&|(]\s*)install\s+(?:(?:add\s+file\s+\S+\s+)?activate\b|all(?![\w-]))"
+    r"|(?:^\s*|[;&|(]\s*|\bssh\b[^;&|\n]{0,120}?\s['\"]?)install\s+(?:(?:add\s+file\s+\S+\s+)?activate\b|all(?![\w-]))"
     r"|\brequest\s+system\s+software\s+add\b[^;&|\n]{0,200}?\sreboot\b"
 )
 """A command line that restarts something: a device's own ``reload`` or ``reboot`` (an
@@ -988,7 +991,7 @@ _ASKED_REPETITIONS = re.compile(
     # "run 25 iterations"
     r"(?ai)\b(?:run|re-?run|repeat|execute|exec|try|call|invoke|send|hit|ping|query|poll|check"
     r"|measure|time|benchmark|fire|replay|loop)\b"
-    r"[^.!?;:,\n\u2014\u2013]{0,80}?\b(\d{1,3}|(?:a\s+)?(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r"))"
+    r"[^.!?;:,\n\u2014\u2013]{0,80}?\b(\d{1,6}|(?:a\s+)?(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r"))"
     r"(?:\s+more)?[ \t]*(?:x\b|times\b|iterations\b|rounds\b|trials\b)"
 )
 """A request to do something a given number of times ("Run it 15 times locally and tell me
@@ -1025,9 +1028,7 @@ def asked_repetitions(text: str) -> int:
         before = head[clause_start:start].strip(_CLAUSE_TRIM)
         if before and _ASKED_RUN_OPENING.fullmatch(before + " ") is None:
             continue  # the verb does not open its clause: told, not asked
-        word = match.group(1).lower()
-        if word.startswith("a "):
-            word = word[2:].strip()
+        word = match.group(1).lower().split()[-1]
         count = int(word) if word.isdigit() else _NUMBER_WORDS.get(word, 0)
         if count >= 3:
             asked = max(asked, min(count, ASKED_REPETITIONS_MAX))
@@ -1613,12 +1614,14 @@ def shell_facts(text: str) -> CallFacts:
         write = write or bool(_LATE_WRITE.search(late)) or _fixes(late)
     db_client = False  # a database client among its programs (`psql`, `trino`, `bq`)
     leading_sleep: bool | None = None  # whether the line's first program is `sleep`
+    previous = last_program = ""  # the program of the segment before, and of this one
     looping = False  # a shell loop after it (`...; until curl ...; do sleep 2; done`)
     for segment in segments:
         tokens = _program_tokens(segment.split())
         if not tokens or tokens[0][:1] == "#":
             continue  # nothing, or a comment (a shebang too)
         program, sub = _segment_action(tokens)
+        previous, last_program = last_program, program
         if leading_sleep is None:
             leading_sleep = program == "sleep"
         elif program in _SHELL_LOOPS:
@@ -1642,9 +1645,9 @@ def shell_facts(text: str) -> CallFacts:
         if _program_writes(program, sub, segment) or ("--" in segment and _fixes(segment)):
             write = True
         if program in _SEARCH_PROGRAMS or (program == "git" and sub == "grep"):
-            # the searched-for segment leads the line, or follows what only lists or prints
-            # what it looks through
-            search = search or not action or action.split(" ", 1)[0] in _LISTERS
+            # the searched-for segment leads the line, or comes right after what only lists
+            # or prints what it looks through (`cat a.log | grep x`; not `ls && make && grep`)
+            search = search or not action or previous in _LISTERS
         elif search and program in _CHECKSUM_PROGRAMS and ("-c" in tokens or "--check" in tokens):
             # `grep ' a.fastq.gz$' md5sums.txt | md5sum -c -`: what the line answers is the
             # check of the file the search picked out ("a.fastq.gz: OK"), not a search's
@@ -1898,7 +1901,8 @@ _DURATION_KEYS = frozenset({"time", "seconds", "secs", "ms", "milliseconds", "du
 def sleep_facts(args: Any) -> CallFacts | None:
     """The facts of a wait when a tool that is no command runner is given a command line
     that only sleeps (``kubectl(command="sleep 120")``: a tool named after a CLI running
-    whatever it is given), or a command that only waits (a text environment's ``wait``,
+    whatever it is given; a PowerShell tool's ``script="Start-Sleep -Seconds 120"``), or a
+    command that only waits (a text environment's ``wait``,
     ``wait1``, ``wait 10``: ScienceWorld lets time pass so; a thermometer read after each
     was a two-call cycle), else ``None``. Waiting is what it does, whatever runs it."""
     if type(args) is not dict:

@@ -140,7 +140,10 @@ _WAIT_CANNOT_CHANGE = re.compile(r"(?i)command not found|no module named|not rec
 
 
 FAILURE_HEAD = 80
-"""Longest error read with the output it came with (:func:`_failure_text`)."""
+"""Longest verdict read with the output it came with (:func:`_failure_text`)."""
+_VERDICT = re.compile(r"(?i)\b(?:returned|result|status|state)\b[^\n]{0,40}\bfail")
+"""An error that is a verdict and no more (``X returned Result: Failed``): what failed is
+in the output (not ``KeyError: 'lr'`` or an assertion, which say it themselves)."""
 
 
 def _failure_text(result: ResultView) -> str:
@@ -153,7 +156,7 @@ def _failure_text(result: ResultView) -> str:
     if type(payload) is str and payload:
         if says_only_status(error):
             return payload[:512]
-        if len(error) <= FAILURE_HEAD:
+        if len(error) <= FAILURE_HEAD and _VERDICT.search(error) is not None:
             return f"{error}\n{payload[:512]}"[:512]
     return error[:512]
 

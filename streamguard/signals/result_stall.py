@@ -1088,20 +1088,28 @@ def _ids(args: Any, search: bool = False, nested: bool = True) -> str:
 FILTER_NODES = 24
 """Values of a structured filter walked for the identifiers it selects (:func:`_filter_ids`)."""
 _ACCOUNT_NUMBER = re.compile(r"\d{6,20}")
-_EPOCH = re.compile(r"1[3-9]\d{8}(?:\d{3})?")
-"""Seconds or milliseconds since 1970 (2011 to 2033): a moment, not an account."""
-_TIME_KEY = re.compile(r"(?i)time|date|^ts$|stamp|^(?:gte?|lte?|from|to|start|end|since|until|before|after|range)$")
-"""Names under which a filter holds a moment or a window (``{"range": {"ts": {"gte": ...}}}``):
-the window a search moves, not what it selects."""
+_TIME_WORDS = frozenset({"time", "date", "ts", "timestamp", "datetime", "range", "window", "period"})
+"""Words of names under which a filter holds a moment or a window (``{"range": {"ts":
+{"gte": ...}}}``, ``created_time``): the window a search moves, not what it selects."""
+_BOUND_KEYS = frozenset({"gt", "gte", "lt", "lte", "since", "until", "before", "after"})
+"""A window's bounds as whole names (not ``to`` or ``from``, a recipient as often)."""
+
+
+def _names_time(name: str) -> bool:
+    """Whether a filter's key names a moment, a window or a window's bound."""
+    if name.lower() in _BOUND_KEYS:
+        return True
+    return not _TIME_WORDS.isdisjoint(word.lower() for word in name_words(name))
 
 
 def _filter_ids(value: object) -> list[str]:
     """The identifiers a filter given as an object selects: its string values shaped as ids
     (:func:`_is_id_value`) or numbers of 6 to 20 digits (an account, a customer), and its
     integers from 100,000, in the order met, at most six levels deep and
-    :data:`FILTER_NODES` values read. Words (a term looked for, ``ABSENT``) are not, nor a
-    moment (:data:`_EPOCH`) or anything under a name of time or of a window's bound
-    (:data:`_TIME_KEY`: ``gte``, ``from``, ``timestamp``): a window moved is no new item."""
+    :data:`FILTER_NODES` values read. Words (a term looked for, ``ABSENT``) are not, nor
+    anything under a name of time or of a window (:data:`_TIME_WORDS`: ``ts``,
+    ``created_time``, ``range``) or of a window's bound (:data:`_BOUND_KEYS`: ``gte``):
+    a window moved is no new item."""
     found: list[str] = []
     stack: list[tuple[object, int]] = [(value, 0)]
     read = 0
@@ -1109,15 +1117,15 @@ def _filter_ids(value: object) -> list[str]:
         node, depth = stack.pop()
         read += 1
         if isinstance(node, str):
-            if node and (_is_id_value(node) or _ACCOUNT_NUMBER.fullmatch(node)) and not _EPOCH.fullmatch(node):
+            if node and (_is_id_value(node) or _ACCOUNT_NUMBER.fullmatch(node)):
                 found.append(node)
         elif type(node) is int:
-            if 100_000 <= node < _INT64 and not _EPOCH.fullmatch(str(node)):
+            if 100_000 <= node < _INT64:
                 found.append(str(node))
         elif depth < 6 and isinstance(node, dict):
             children = [
                 child for name, child in islice(node.items(), FILTER_NODES)
-                if not (type(name) is str and len(name) <= 32 and _TIME_KEY.search(name))
+                if not (type(name) is str and len(name) <= 32 and _names_time(name))
             ]
             stack.extend((child, depth + 1) for child in reversed(children))
         elif depth < 6 and isinstance(node, list):
