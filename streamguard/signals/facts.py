@@ -1099,11 +1099,7 @@ def _program_tokens(tokens: list[str]) -> list[str]:
             continue
         if name in _SHELLS and i + 1 < n and tokens[i + 1][:1] == "-" and "c" in tokens[i + 1][1:]:
             # bash -lc "apt-get install x" (argument lists joined by spaces): the quoted command
-            tokens = tokens[i + 2 :]
-            if tokens:
-                tokens[0] = tokens[0].lstrip("'\"")
-                if not tokens[0]:
-                    del tokens[0]
+            tokens = _given_command(tokens, i + 2, "'\"")
             i, n = 0, len(tokens)
             continue
         if name.lower() in _POWERSHELLS:
@@ -1113,11 +1109,7 @@ def _program_tokens(tokens: list[str]) -> list[str]:
             while j < n and tokens[j][:1] == "-" and tokens[j].lower() not in _POWERSHELL_COMMAND_FLAGS:
                 j += 2 if tokens[j].lower() in _POWERSHELL_VALUE_FLAGS else 1
             if j < n and tokens[j].lower() in _POWERSHELL_COMMAND_FLAGS:
-                tokens = tokens[j + 1 :]
-                if tokens:
-                    tokens[0] = tokens[0].lstrip("'\"&{( ")
-                    if not tokens[0]:
-                        del tokens[0]
+                tokens = _given_command(tokens, j + 1, "'\"&{( ")
                 i, n = 0, len(tokens)
                 continue
         if name in _ENV_RUNNERS and i + 1 < n and tokens[i + 1] == "run":
@@ -1127,6 +1119,17 @@ def _program_tokens(tokens: list[str]) -> list[str]:
             continue
         break
     return tokens[i:]
+
+
+def _given_command(tokens: list[str], at: int, opening: str) -> list[str]:
+    """The tokens of the command a shell is given from ``at`` on, the ``opening`` marks
+    before its first word (a quote, PowerShell's ``& {``) taken off."""
+    given = tokens[at:]
+    if given:
+        given[0] = given[0].lstrip(opening)
+        if not given[0]:
+            del given[0]
+    return given
 
 
 def _segment_action(tokens: list[str]) -> tuple[str, str]:
