@@ -385,7 +385,7 @@ STATUS_TOKENS = [
     "upgrading", "rebooting",
     # flags and failovers
     "true", "false", "failover", "fail-back", "fail over", "failed", "audio_processing", "isPending",
-    "include_", "not_", "non", "no_", "notification_pending", "reindexing", "s", "ed",
+    "include_", "not_", "non", "no_", "notification_pending", "reindexing", "s", "ed", "advancing", "Advancing",
 ]
 
 

@@ -143,7 +143,9 @@ UNDER_WAY = [
     # a flag named by work under way, true (a podcast host transcoding an upload)
     {"id": "1877420", "audio_processing": True, "duration": None, "media_url": None},
     '{"upload": "u-7", "isPending": true}', {"index": "docs", "reindexing": True},
-    {"id": "n-4", "notification_pending": True}, {"user_pending": True}, {"canvas_rendering": True},
+    {"id": "n-4", "notification_pending": True},
+    # a test clock moving on to its frozen time (Stripe's "advancing")
+    {"id": "clock_1Qk", "status": "advancing", "frozen_time": 1766883600}, {"user_pending": True}, {"canvas_rendering": True},
     {"status": "in_progress", "failover_target": "db-2"}, {"status": "running", "failback_id": "fb-1"},
     # a failover is no failure: a standby promoted while the incident is open
     {"incident": "db-1", "status": "in_progress", "update": "database failover in progress"},

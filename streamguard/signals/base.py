@@ -1103,6 +1103,8 @@ _PROGRESS_WORDS = (
     # a resource between two states (a fleet ACTIVATING, an instance stopping, a volume
     # deleting, a node upgrading)
     r"|activating|deactivating|stopping|deleting|upgrading|rebooting"
+    # a clock or a schedule moving on to its target (Stripe's test clock "advancing")
+    r"|advancing"
     r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
     # a booking a property confirms by hand (Amadeus' hotel booking "ON_REQUEST")
     r"|on[ _-]request"
@@ -1312,7 +1314,7 @@ _PROGRESS_FOLDED_WORDS = (
     r"|d(?:eploying|ownloading|eactivating|eleting)"
     r"|b(?:uilding)|w(?:aiting)"
     r"|a(?:waiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*|uthori[sz]ing|csp"
-    r"|naly[sz]ing|ctivating)"
+    r"|naly[sz]ing|ctivating|dvancing)"
     r"|u(?:pdating|nder[ _-]?review|ploading|pgrading)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)"
     r"|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)|v(?:alidating|erifying)"
     r"|t(?:ransferring|ranscoding)"
