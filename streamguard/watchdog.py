@@ -160,9 +160,9 @@ SUBMITTED_KEPT = 8
 ACTS_KEPT = 4
 """Calls that act remembered while their answers are awaited (SessionState.acts)."""
 ASKED_SEEN = 8
+"""Calls remembered after a user asked for runs, until one of them is sent again."""
 ASKED_SETTLED = 3
 """Sends after which the call taken for the asked one keeps that place."""
-"""Calls remembered after a user asked for runs, until one of them is sent again."""
 SUBMITTED_READ = 4096
 """Characters of a read's canonical arguments looked through for an id the session's acts
 handed back."""
@@ -293,7 +293,8 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     watching: bool = False
     # How many times the session's user last asked for something to be done ("run it 15
     # times": facts.asked_repetitions; 0 when the user's last message asked for no count),
-    # the call it is taken to be (the first sent a second time since the ask; 0 until then),
+    # the call it is taken to be (the first sent a second time since the ask, until one has
+    # been sent ASKED_SETTLED times; 0 until then),
     # the calls seen since the ask until one came again (at most ASKED_SEEN) and how many
     # times that call was made: only that call, and only that many times, is what was asked.
     asked_runs: int = 0

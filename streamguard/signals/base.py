@@ -210,8 +210,8 @@ class CallView:
         self.shell = facts.shell
         self.ask = facts.ask
         self.read = facts.read
-        # How many times in a row the session's user asked for something to be done ("run
-        # it 15 times": [waits] asked_repetitions); 0 when not asked.
+        # The runs the session's user asked for ("run it 15 times": [waits]
+        # asked_repetitions) when this call is the asked one, within that count; else 0.
         self.asked_runs = 0
 
 
@@ -1642,10 +1642,10 @@ def says_in_progress(result: ResultView) -> bool:
                     2 if found else NOTHING_YET if "[]" in text or "{}" in text or _ABSENT_FOLDED.search(folded)
                     else 3
                 )
-    if (
-        result.call_flags & FLAG_AWAITS_OWN and not result.failed and not result.no_op
-        and (progress == NOTHING_YET or (progress == 1 and payload in ("", [], {})))
-        and (payload in ("", [], {}) or found_nothing(payload) or empty_page(payload))
+    if result.call_flags & FLAG_AWAITS_OWN and (
+        # (payload is None for a failure or a no-op)
+        payload in ("", [], {})
+        or (progress == NOTHING_YET and (found_nothing(payload) or empty_page(payload)))
     ):
         # Nothing yet from what the session itself set going: a render's history asked by
         # the id its queueing handed back answers {} until the render is done (ComfyUI),
