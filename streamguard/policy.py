@@ -116,7 +116,8 @@ class WaitsPolicy(Struct, kw_only=True, forbid_unknown_fields=True):
     tools: list[str] = field(default_factory=lambda: list(DEFAULT_WAIT_TOOLS))
     pause_seconds: Annotated[float, Meta(ge=0, le=86400)] = 10.0
     """A gap of at least this many seconds (event time) between two events of a session
-    is a pause, as a call that waits is: a status that says the work is still under way,
+    is a pause, as a call that waits is (and, before the call after a failure that asks
+    for its own back-off, ``"retry_after": 6``, a gap as long as it asked): a status that says the work is still under way,
     asked again after a pause, is a poll waiting for it (signals/base.py,
     ``says_in_progress``). 0: only calls that wait, the user's messages and
     ``wait_seconds`` of quiet are pauses."""

@@ -95,6 +95,7 @@ from .signals.base import (
     paced_between,
     paused_between,
     previews,
+    retry_after_seconds,
     says_unreachable,
     waited_between,
 )
@@ -266,6 +267,10 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # not known to only read, a failed answer): after a wait and no act, an answer that
     # says nothing of an end is a poll's too (poll_answer).
     pauses: int = 0
+    # The back-off the session's last failure asked for, in seconds ("retry_after": 6,
+    # base.retry_after_seconds; 0.0: none), until the next call: a quiet of that long
+    # before it is a pause, as pause_seconds of quiet is (a 429's retry after its 6 s).
+    retry_after: float = 0.0
     # CRC-32 of the latest message to the agent (role user or system, its first
     # PROMPT_READ characters) and its time: the same message again, SCHEDULE_GAP seconds
     # or more later, is the same request repeated by a scheduler, and the loop detectors
@@ -536,6 +541,9 @@ class Watchdog:
                     state.pauses = (
                         state.pauses + (WAITED if watch and gap >= watch * ASKED_PACE else 1)
                     ) & COUNT_MASK
+                elif state.retry_after and kind is ToolCall and gap >= state.retry_after:
+                    # the back-off the last failure asked for, kept before the retry
+                    state.pauses = (state.pauses + 1) & COUNT_MASK
             state.last_ts = ts
         ctx = self._ctx  # reused: processing is strictly one event at a time
         ctx.state = state
@@ -549,6 +557,8 @@ class Watchdog:
                 self._turn_start(ctx)
             state.turn_id = turn
         if kind is ToolCall:
+            if state.retry_after:
+                state.retry_after = 0.0  # (asked of this call alone)
             self._call(ctx, event)
         elif kind is ToolResult:
             self._result(ctx, event)
@@ -856,6 +866,12 @@ class Watchdog:
             unwrapped = mcp_answer(payload, event.error)
             if unwrapped is not None:
                 event = structs.replace(event, result=unwrapped[0], error=unwrapped[1])
+        elif type(payload) is dict and "jsonrpc" in payload and len(payload) <= 4 and "id" in payload:
+            # A JSON-RPC response passed through (an Ethereum node's `{"jsonrpc": "2.0",
+            # "id": 7, "result": null}`): its id is the request's own, new on every call,
+            # and says nothing of the answer; read without it, so that the same receipt
+            # asked forty times is the same answer forty times.
+            event = structs.replace(event, result={k: v for k, v in payload.items() if k != "id"})
         elif (
             (type(payload) is str and (
                 payload.startswith(RUNNER_ANSWER_HEADS)
@@ -897,6 +913,10 @@ class Watchdog:
             # success, read as the bare answer it means, neither news nor stale.
             event = structs.replace(event, result=DRY_RUN_PASSED, error=None)
         failed = bool(event.error)
+        if failed:
+            after = retry_after_seconds(event.error)
+            if after:
+                state.retry_after = after
         fingerprint = size = 0
         encoded = None  # the payload's sorted JSON, when the fingerprint made it (answer_gist)
         want_fingerprint = self._need_fingerprint and not failed and not event.no_op

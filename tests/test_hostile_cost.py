@@ -235,7 +235,7 @@ def test_a_deep_field_the_contract_does_not_know_is_ignored_either_way() -> None
 
 
 @pytest.mark.parametrize(
-    "run", [".", "@", "a", "a/", "+-", "x" * 7 + "://", "/.", "--region ", "--"], ids=repr
+    "run", [".", "@", "a", "a/", "+-", "x" * 7 + "://", "/.", "--region ", "--", "0x", "0xa" * 14], ids=repr
 )
 def test_a_read_target_can_start_only_where_a_run_of_its_characters_starts(run: str) -> None:
     """result-stall reads the files and URLs a shell read names with one pattern over the

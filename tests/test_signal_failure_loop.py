@@ -285,27 +285,31 @@ def _backoff(errors: list[str], sleeps: bool) -> list[Alert]:
 def test_a_retry_storm_that_backs_off_is_no_failure_loop_until_one_error_persists() -> None:
     """A 503, a concurrency limit and a read timeout, retried after growing sleeps:
     backing off, not re-sending blindly. The same 503 every time is still a loop, at
-    the across-writes rule's eighth; with no waits, at the fifth."""
+    the across-writes rule's eighth; with no waits, at the tenth (twice the threshold:
+    every failure said it may pass)."""
     storm = ["HTTP 503 Service Unavailable", "HTTP 409: This API cannot be run again until 1 currently running",
              "HTTP 503 Service Unavailable", "HTTP 409: This API cannot be run again until 1 currently running",
              "Read timed out (read timeout=60)", "HTTP 503 Service Unavailable"]
     assert _backoff(storm, sleeps=True) == []
     same = _backoff(["HTTP 503 Service Unavailable"] * 10, sleeps=True)
     assert same and "8" in same[0].reason
-    assert _backoff(storm, sleeps=False)
+    assert _backoff(storm, sleeps=False) == []
+    assert _backoff([*storm, *storm], sleeps=False)
 
 
 def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() -> None:
     """Google's APIs answer "429 RESOURCE_EXHAUSTED: ..." (the status first, no word
     before it) or "Quota exceeded for quota metric ...": retried after growing sleeps,
-    backing off; the same answer to the eighth is still a loop. A status first is read
-    only first: "line 429" or "expected 503.00" elsewhere in an error is no status."""
+    backing off; the same answer to the eighth is still a loop, and so are ten of them
+    sent at once. A status first is read only first: "line 429" or "expected 503.00"
+    elsewhere in an error is no status."""
     spent = ["429 RESOURCE_EXHAUSTED: Exhausted property tokens per hour.",
              "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute'"] * 3
     assert _backoff(spent, sleeps=True) == []
     same = _backoff(["429 RESOURCE_EXHAUSTED: Exhausted property tokens per hour."] * 10, sleeps=True)
     assert same and "8" in same[0].reason
-    assert _backoff(spent, sleeps=False)
+    assert _backoff(spent, sleeps=False) == []
+    assert _backoff(spent * 2, sleeps=False)
     not_a_status = ["AssertionError: expected 503.00 to equal 502.00", "SyntaxError at line 429 of report.py"] * 3
     assert _backoff(not_a_status, sleeps=True)
 
@@ -387,7 +391,8 @@ def test_what_waiting_cannot_change_is_a_loop_whatever_waits_between() -> None:
 def test_a_retry_storm_backing_off_in_quiet_time_with_the_status_in_its_output_is_no_loop() -> None:
     """A runner's "exit status 1", the 503 in what the command printed, retried after
     growing quiet (10 s to 3 minutes, no wait call): backing off. The same retries sent
-    back to back are the same failing call re-sent."""
+    back to back are the same failing call re-sent, ten times (every failure said it may
+    pass: twice the threshold)."""
     def storm(gaps: list[float]) -> list[str]:
         trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
         at = 1001.0
@@ -402,14 +407,15 @@ def test_a_retry_storm_backing_off_in_quiet_time_with_the_status_in_its_output_i
                 if isinstance(o, Alert) and o.severity == "critical"]
 
     assert "failure-loop" not in storm([10, 34, 44, 65, 108, 177])
-    assert "failure-loop" in storm([1, 1, 1, 1, 1, 1])
+    assert "failure-loop" not in storm([1, 1, 1, 1, 1, 1])
+    assert "failure-loop" in storm([1] * 10)
 
 
 def test_a_short_verdict_is_read_with_the_output_it_came_with() -> None:
     """A cmdlet's "returned Result: Failed" beside output naming a 503 from the far side:
     the service is busy, and retried after growing sleeps it is backed off from. The same
     verdict beside a refusal of the request itself is a loop at the fifth."""
-    from streamguard.signals.failure_loop import _failure_text
+    from streamguard.signals.base import failure_text
 
     def run(output: str) -> list[Alert]:
         trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
@@ -432,4 +438,74 @@ def test_a_short_verdict_is_read_with_the_output_it_came_with() -> None:
     result = ToolResult(session="f", tool="bash", error="x returned Result: Failed", result=busy)
     from streamguard.signals.base import ResultView
 
-    assert "503" in _failure_text(ResultView(result, True, 0, 0))
+    assert "503" in failure_text(ResultView(result, True, 0, 0))
+
+
+@pytest.mark.parametrize(("error", "seconds"), [
+    ('HTTP 429 Too Many Requests: {"error":"rate_limited","retry_after":6}', 6.0),
+    ("429 Too Many Requests\nRetry-After: 30", 30.0),
+    ('{"error": {"code": 429, "details": [{"retryDelay": "6s"}]}}', 6.0),
+    ("rate limited; retry_after_ms: 6000", 6.0),
+    ("Rate limit reached for gpt-4o. Please try again in 20s.", 20.0),
+    ("Throttled. Try again in 3 seconds", 3.0),
+    ("quota exceeded, retry in 1.5 minutes", 90.0),
+    ("please retry after 10 seconds", 10.0),
+    # none, or less than a second (a retry at once is what it asks), or an HTTP date
+    ("Rate limit reached. Please try again in 6ms.", 0.0),
+    ("Retry-After: 0", 0.0),
+    ("Retry-After: Wed, 21 Oct 2015 07:28:00 GMT", 0.0),
+    ("503 Service Unavailable", 0.0),
+    # only the head of the failure is read
+    ("x" * 600 + " retry_after: 5", 0.0),
+    ("Retry-After: 99999999", 0.0),
+    ("Retry-After: 999999", 86_400.0),
+])
+def test_the_back_off_a_failure_asks_for(error: str, seconds: float) -> None:
+    from streamguard.signals.base import retry_after_seconds
+
+    assert retry_after_seconds(error) == seconds
+
+
+def _submissions(gaps: list[float], errors: list[str]) -> list[str]:
+    """One document submitted again after each failure, ``gaps[n]`` seconds after it; the
+    last attempt goes through."""
+    trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
+    at = 1001.0
+    args = {"file": "batches/MILTON/POL-MIL-51306.pdf", "model": "proof-of-loss-v3"}
+    for gap, error in zip(gaps, errors, strict=True):
+        trace += [ToolCall(session="f", tool="docuread_submit", args=args, ts=at),
+                  ToolResult(session="f", tool="docuread_submit", error=error, ts=at + 0.4)]
+        at += 0.4 + gap
+    trace += [ToolCall(session="f", tool="docuread_submit", args=args, ts=at),
+              ToolResult(session="f", tool="docuread_submit", result={"request_id": "dr_1", "status": "accepted"},
+                         ts=at + 0.4)]
+    engine = Engine(parse_policy_set(WARN))
+    return [o.signal for event in trace for o in engine.process(event, event.ts)
+            if isinstance(o, Alert) and o.severity == "critical"]
+
+
+RATE_LIMITED = 'HTTP 429 Too Many Requests: {"error":"rate_limited","message":"10 req/min","retry_after":6}'
+
+
+def test_a_retry_that_keeps_the_back_off_its_failure_asked_for_is_backing_off() -> None:
+    """A 429 asking for 6 s, retried 6.5 s later each time (under [waits] pause_seconds):
+    the agent keeps the back-off, however short. Retried 2 s later, it does not."""
+    # (two wordings taking turns: the same 429 to the eighth is the across-writes rule's,
+    # backed off or not)
+    limited = [RATE_LIMITED, RATE_LIMITED.replace("10 req/min", "burst of 3 exceeded")] * 6
+    assert _submissions([6.5] * 12, limited) == []
+    assert "failure-loop" in _submissions([2.0] * 12, limited)
+    assert "failure-loop" in _submissions([6.5] * 8, [RATE_LIMITED] * 8)
+
+
+def test_failures_that_may_pass_retried_at_once_trip_at_twice_the_threshold() -> None:
+    """503s and 429s of a provider's incident retried a few times at once, then through:
+    no loop until the tenth; one failure of another kind in the run brings it back to
+    five."""
+    outage = ['HTTP 503 Service Unavailable: {"code": 20500}', 'HTTP 429 Too Many Requests: {"code": 20429}']
+    assert _submissions([5.0] * 9, [outage[n % 2] for n in range(9)]) == []
+    assert "failure-loop" in _submissions([5.0] * 10, [outage[n % 2] for n in range(10)])
+    mixed = [outage[0], outage[1], "HTTP 400 Bad Request: VoiceUrl is not a valid URL", outage[0], outage[1]]
+    assert "failure-loop" in _submissions([5.0] * 5, mixed)
+    # (and a success of the call ends its run: the next run starts at the lower threshold
+    # again only if its failures are of another kind)

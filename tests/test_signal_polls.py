@@ -72,6 +72,10 @@ UNDER_WAY = [
     "Deployment status: in_progress",
     "NAME      READY   STATUS              RESTARTS   AGE\nweb-1     0/1     ContainerCreating   0   9s",
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   0/1     Pending   0          41s",
+    # a run's tasks, each row closing with its state (`airflow tasks states-for-dag-run` |
+    # awk): the tasks done are parts of the run still going
+    "extract_paid_losses success\nbuild_triangles success\nchain_ladder running\nbf queued\npublish none\n",
+    "| load | success |\n| transform | running |",
     # a batch scheduler's queue with the job still waiting (Slurm's squeue, LSF's bjobs)
     "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
     "           6402130       cpu   lj_N64   bsilva PD       0:00     64 (Resources)\n",
@@ -222,6 +226,14 @@ NOT_UNDER_WAY = [
     '{"Invalidation": {"Id": "I3P0", "Status": "InProgress"}, "note": "token invalidated"}',
     # running as a word of prose, not a status
     "Running 12 tests\n12 passed",
+    # every task of the run done, one failed beside one running, a row of services
+    # "running" with a job's success (a service stays running), a done word not at a
+    # row's end
+    "extract success\nbuild success\npublish success\n",
+    "extract success\nbuild failed\npublish running\n",
+    "nginx running\npostgres running",
+    "deploy finished in 12s\nworkers running",
+    "\n".join(f"task_{n} success" for n in range(70)) + "\nlast running",
     "",
     None,
     "x" * 5000 + ' "status": "processing"',

@@ -333,3 +333,20 @@ def test_a_failure_between_identical_answers_starts_their_run_again() -> None:
     assert positions(reruns("PPPFPP")) == []
     # the fourth pass after the last failure: event 14 (call/result pairs)
     assert positions(reruns("PPFPPPP")) == [14]
+
+
+def test_a_json_rpc_response_is_read_without_the_request_id_it_echoes() -> None:
+    """A transaction's receipt asked of an Ethereum node again and again, each answer
+    `{"jsonrpc": "2.0", "id": N, "result": null}` with the request's own id: the same
+    answer, a loop. Once mined, the receipt itself is news."""
+    tx = "0x44e1b2c3d4a5f6e7b8c9d0a1f2e3b4c5d6a7f8e9b0c1d2a3f4e5b6c7d8a9f0e1"
+    args = {"network": "holesky", "method": "eth_getTransactionReceipt", "params": [tx]}
+    polled: list[Any] = []
+    for n in range(8):
+        polled += [call("eth_rpc", **args), res({"jsonrpc": "2.0", "id": n + 3, "result": None}, tool="eth_rpc")]
+    assert positions(polled)
+    mined: list[Any] = []
+    for n in range(8):
+        receipt = {"status": "0x1", "blockNumber": hex(3_000_000 + n)} if n else None
+        mined += [call("eth_rpc", **args), res({"jsonrpc": "2.0", "id": n + 3, "result": receipt}, tool="eth_rpc")]
+    assert positions(mined) == []

@@ -2947,3 +2947,76 @@ def test_a_probe_of_each_endpoint_by_host_and_port_is_that_endpoints_answer() ->
         trace += step("run_command", {"cmd": f"echo | timeout 8 openssl s_client -connect {host} 2>/dev/null"
                                              " | openssl x509 -noout -subject -issuer -enddate"}, wildcard)
     assert hits(trace) == []
+
+
+def test_a_sweep_of_contracts_through_a_shell_is_one_answer_per_contract() -> None:
+    """Symbol and decimals read for each of fourteen token contracts with `cast call`,
+    most answering `"XYZ"` and 18 (a quoted symbol is masked): each contract's answer.
+    The same contract read again and again is one answer again and again."""
+    sweep: list[Any] = []
+    for i in range(14):
+        address = "0x" + hashlib.sha1(str(i).encode()).hexdigest()
+        sweep += step("shell", {"command": f"cast call {address} 'symbol()(string)' && cast call {address} "
+                                           "'decimals()(uint8)'"}, f'"T{word(i).upper()}"\n18')
+    assert hits(sweep) == []
+    address = "0x" + hashlib.sha1(b"0").hexdigest()
+    again: list[Any] = []
+    for i in range(14):
+        again += step("shell", {"command": f"cast call {address} 'symbol()(string)' && cast call {address} "
+                                           f"'decimals()(uint8)' # try {i}"}, f'"T{word(i).upper()}"\n18')
+    assert hits(again) != []
+
+
+def test_a_retry_storm_that_keeps_the_back_off_asked_is_neither_news_nor_stale() -> None:
+    """Ten documents submitted to a rate-limited extraction API, most refused twice with
+    a 429 asking for 6 s and each retried 6.5 s later until accepted: backing off. The
+    same refusals retried at once are one answer again and again."""
+    def submissions(gap: float) -> list[Any]:
+        trace: list[Any] = [TurnStart(session="s", ts=1000.0)]
+        at = 1001.0
+        for doc in range(10):
+            args = {"file": f"batches/MILTON/POL-MIL-{doc:05d}.pdf", "model": "proof-of-loss-v3"}
+            for attempt in range(3 if doc % 3 else 1):
+                accepted = attempt == (2 if doc % 3 else 0)
+                trace += [ToolCall(session="s", tool="docuread_submit", args=args, ts=at),
+                          ToolResult(session="s", tool="docuread_submit", ts=at + 0.4,
+                                     result={"request_id": f"dr_{doc}", "status": "accepted"} if accepted else None,
+                                     error=None if accepted else
+                                     'HTTP 429 Too Many Requests: {"error":"rate_limited","retry_after":6}')]
+                at += 0.4 + gap
+        return trace
+
+    def stalled(trace: list[Any]) -> bool:
+        engine = Engine(parse_policy_set(WARN))
+        return any(isinstance(o, Alert) and o.signal == "result-stall" for e in trace for o in engine.process(e, e.ts))
+
+    assert not stalled(submissions(6.5))
+    assert stalled(submissions(1.0))
+
+
+def test_a_filter_by_pattern_is_a_search_and_its_rewordings_a_hunt() -> None:
+    """A supplier searched through OData's `substringof` under twenty spellings, each
+    answering an empty result set: a hunt. Twenty suppliers read by their ids, each
+    answering the same empty set of open orders, are twenty answers."""
+    from streamguard.signals.facts import CallFacts, argument_facts
+
+    plain = CallFacts("sap_odata_call", False, False)
+    looked = argument_facts("sap_odata_call", {"entity": "A_Supplier", "filter": "substringof('Nordvik', SupplierName)"},
+                            plain)
+    assert looked.search and not looked.write
+    assert argument_facts("sap_odata_call", {"filter": "SupplierName like 'NORDVIK%'"}, plain).search
+    assert not argument_facts("sap_odata_call", {"filter": "SupplierName eq 'NORDVIK'"}, plain).search
+    assert not argument_facts("run_sql", {"query": "SELECT 1 FROM t WHERE a LIKE 'abc'"}, plain).search
+    assert not argument_facts("post_update", {"filter": "contains(Name, 'x')"}, CallFacts("post_update", True, False)).search
+    hunt: list[Any] = []
+    for i in range(20):
+        hunt += step("sap_odata_call", {"service": "API_BUSINESS_PARTNER", "entity": "A_Supplier",
+                                        "filter": f"substringof('Nordvik {word(i)}', SupplierName)", "top": 20},
+                     {"d": {"results": []}})
+    assert hits(hunt) != []
+    orders: list[Any] = []
+    for i in range(20):
+        orders += step("sap_odata_call", {"service": "API_PURCHASEORDER_PROCESS_SRV", "entity": "A_PurchaseOrder",
+                                          "filter": f"Supplier eq '00002{i:05d}' and Status eq 'OPEN'"},
+                       {"d": {"results": []}})
+    assert hits(orders) == []

@@ -1169,6 +1169,39 @@ _DONE_ROW = re.compile(rf"(?m)^[ \t]*((?:{_DONE_TOKENS}[ \t]+)+)(?!{_DONE_TOKENS
 """A line that opens with status tokens of an end and goes on to name what ended
 (``completed success Set up job``): a part done. A line of status tokens alone
 (``completed success``) is the whole's own status, no part."""
+_ROW_DONE = frozenset({"completed", "success", "succeeded", "successful", "done", "finished"})
+_ROW_UNDER_WAY = frozenset({
+    "running", "queued", "pending", "scheduled", "deferred", "up_for_retry",
+    "up_for_reschedule", "in_progress", "starting", "waiting", "restarting",
+})
+"""Status tokens a row closes with (lower case, as schedulers print a task's state)."""
+STATUS_ROWS = 64
+"""Rows of an answer read for the statuses they close with (:func:`status_rows_done`)."""
+
+
+def status_rows_done(folded: str) -> int:
+    """The rows done in an answer whose rows each name something and close with its
+    status (``build_triangles success``, ``chain_ladder running``; a table's ``| ... |
+    success |``), when at least one other row closes with a status under way
+    (:data:`_ROW_UNDER_WAY`); 0 otherwise, or past :data:`STATUS_ROWS` rows.
+    Read over folded text, so the count is comparable to ``_DONE_FOLDED``'s."""
+    rows = folded.split("\n", STATUS_ROWS)
+    if len(rows) > STATUS_ROWS:
+        return 0
+    done = 0
+    under_way = False
+    for row in rows:
+        tokens = row.replace("|", " ").split()
+        if len(tokens) < 2:
+            continue
+        last = tokens[-1]
+        if last in _ROW_DONE:
+            done += 1
+        elif last in _ROW_UNDER_WAY:
+            under_way = True
+    return done if under_way else 0
+
+
 # A listing with a status column whose rows are still coming up (a pod's Running is
 # where it stays, so it is not one of them): the header, then a row after it (two
 # searches, so the cost stays linear in the text). Each word opens with its literal
@@ -1614,6 +1647,15 @@ def says_in_progress(result: ResultView) -> bool:
                 under_way = True
                 if done:
                     done_parts += sum(len(_DONE_FOLDED.findall(row[1])) for row in _DONE_ROW.finditer(text))
+            if done and done != done_parts and "\n" in text:
+                # Rows that each close with their status (`airflow tasks states-for-dag-run`
+                # piped to awk: "build_triangles success", "chain_ladder running"): the
+                # rows done are parts of a run still going when another row closes under
+                # way (a row alone "running" may be a service's steady state: no part).
+                rows_done = status_rows_done(folded)
+                if rows_done:
+                    under_way = True
+                    done_parts += rows_done
             if under_way and (not done or (done == done_parts and not _over_at_top(payload))):
                 # under way, even with parts of it done (a CI run whose lint job's status is
                 # "completed" while its tests' is "in_progress")
@@ -1699,6 +1741,61 @@ first in the error), a rate limit or a quota spent (gRPC's ``RESOURCE_EXHAUSTED`
 connection refused or reset, a read timed out, a concurrency limit, a lock to wait for.
 Not a timeout of the agent's own (a test's, a page element's), not an error that merely
 holds the number."""
+
+
+VERDICT_HEAD = 80
+"""Longest verdict read with the output it came with (:func:`failure_text`)."""
+_VERDICT = re.compile(r"(?i)\b(?:returned|result|status|state)\b[^\n]{0,40}\bfail")
+"""An error that is a verdict and no more (``X returned Result: Failed``): what failed is
+in the output (not ``KeyError: 'lr'`` or an assertion, which say it themselves)."""
+
+
+def failure_text(result: ResultView) -> str:
+    """What a failure says: its error, or the output it came with when the error says
+    only the exit status (``exit status 1`` beside "ERROR 503 Service Unavailable"), or
+    both when the error is a short verdict (``Test-MigrationServerAvailability returned
+    Result: Failed`` beside "(503) Server Unavailable")."""
+    error = result.error or ""
+    payload = result.event.result
+    if type(payload) is str and payload:
+        if says_only_status(error):
+            return payload[:512]
+        if len(error) <= VERDICT_HEAD and _VERDICT.search(error) is not None:
+            return f"{error}\n{payload[:512]}"[:512]
+    return error[:512]
+
+
+_RETRY_AFTER = re.compile(
+    # a field or a header ("retry_after": 6, Retry-After: 6, "retryDelay": "6s",
+    # retry_after_ms: 6000), or a sentence ("Please try again in 20s", "retry in 6.2s")
+    r"(?i)(?:retry[ _-]?(?:after|delay)(?P<ms>[ _-]?ms)?[\"']?\s*[:=]\s*[\"']?"
+    r"|(?:try again|retry) in |retry after )"
+    r"(?P<value>\d{1,6}(?:\.\d{1,3})?)(?![\d.])\s*(?P<unit>ms\b|milliseconds?|s\b|secs?\b|seconds?|m\b|mins?\b|minutes?)?"
+)
+RETRY_AFTER_LIMIT = 86_400.0
+"""Longest back-off read from a failure (:func:`retry_after_seconds`), in seconds."""
+
+
+def retry_after_seconds(error: object) -> float:
+    """The back-off a failure asks for, in seconds (``"retry_after": 6``, ``Retry-After:
+    6``, ``"retryDelay": "6s"``, ``retry_after_ms: 6000``, "Please try again in 20s"; in
+    its first 512 characters; seconds unless a unit says otherwise), 0.0 for none, for
+    one under a second (a retry at once is what it asks) or for an HTTP date."""
+    if type(error) is not str:
+        return 0.0
+    head = error[:512]
+    if "etry" not in head and "ry again" not in head:  # (most failures: two scans in C)
+        return 0.0
+    match = _RETRY_AFTER.search(head)
+    if match is None:
+        return 0.0
+    value = float(match["value"])
+    unit = (match["unit"] or ("ms" if match["ms"] else "s")).lower()
+    if unit.startswith("ms") or unit.startswith("milli"):
+        value /= 1000.0
+    elif unit.startswith("m"):
+        value *= 60.0
+    return min(value, RETRY_AFTER_LIMIT) if value >= 1.0 else 0.0
 
 
 def says_transient(error: object) -> bool:

@@ -26,8 +26,10 @@ Three more facts per call, all cheap and conservative in the same direction:
     session look like a loop, which is worse than missing a loop.
 ``search``
     The call looks something up (``grep``, ``rg``, ``find``, SWE-agent's
-    ``search_dir``; or a tool the classification calls ``resolve``). A search
-    that finds nothing fails with an answer, not with an error.
+    ``search_dir``; or a tool the classification calls ``resolve``; or a read whose
+    filter matches by a pattern, OData's ``substringof(`` or SQL's ``LIKE 'x%'``:
+    :func:`argument_facts`). A search that finds nothing fails with an answer, not with
+    an error.
 ``wait``
     The call waits on purpose: a command line with a ``sleep`` in it (``sleep 60``,
     ``until curl ...; do sleep 2; done``), unless the sleep follows a job the line
@@ -1835,6 +1837,14 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
         requested = request_facts(tool, args)
         if requested is not None:
             return requested
+    if not facts.write and not facts.search and not facts.wait and _FILTER_KEYS.intersection(args):
+        for key in _FILTER_KEYS.intersection(args):
+            value = args[key]
+            if type(value) is str and _PATTERN_FILTER.search(value, 0, PATTERN_FILTER_HEAD) is not None:
+                # A read whose filter matches by a pattern (OData's `substringof('Nordvik',
+                # SupplierName)`, SQL's `name LIKE 'NORDVIK%'`): a search for what
+                # matches, whose empty answer is nothing found.
+                return CallFacts(tool, False, True, read=True)
     if (
         facts.write and ("keys" in args or "key" in args) and navigation_keys(args)
         and not _KEY_TOOL_WORDS.isdisjoint(name_words(tool))
@@ -1845,6 +1855,17 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
     return facts
 
 
+_FILTER_KEYS = frozenset({"filter", "$filter", "where", "filters", "q", "query", "soql", "criteria"})
+"""Arguments that hold what a read selects by (:data:`_PATTERN_FILTER`)."""
+_PATTERN_FILTER = re.compile(
+    r"(?i)\b(?:substringof|contains|startswith|endswith|indexof)\s*\("
+    r"|\b(?:i?like|similar\s+to)\s+N?'[^'\n]{0,128}[%_*]"
+)
+"""A filter that matches by a pattern: OData's string functions (``substringof('x', Name)``,
+``contains(Name, 'x')``), SQL's and SOQL's ``LIKE``/``ILIKE`` with a wildcard in its
+pattern (``'NORDVIK%'``; not ``LIKE 'abc'``, an equality)."""
+PATTERN_FILTER_HEAD = 1_024
+"""Characters of a filter read for a pattern."""
 _HTTP_WRITES = frozenset({"post", "put", "patch", "delete"})
 _REQUEST_TARGET_KEYS = ("path", "url", "endpoint", "resource")
 _REQUEST_LOOKS = frozenset({

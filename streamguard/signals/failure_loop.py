@@ -82,7 +82,18 @@ A retry that backs off
     503s, 409s and a time-out after sleeps of 15 s to 2 minutes, then answered, was
     halted at its fifth attempt, and in another a GA4 report retried through "429
     RESOURCE_EXHAUSTED" after 30 s to 4 minutes, then answered (the status first in
-    the error was not read as one until then).
+    the error was not read as one until then). A failure that asks for its own
+    back-off (``"retry_after": 6``, ``Retry-After: 30``, "Please try again in 20s":
+    ``retry_after_seconds``) is retried after a pause when the agent kept that long,
+    however short: a blind batch's OCR vendor asking 6 s between submissions, each
+    kept, was halted at the fifth 429 of one file.
+
+    Retried at once, such failures still count, towards twice the threshold (10) while
+    every failure of the call's run says so: a client retries a provider's incident a
+    few times before it backs off (a blind batch's number update got 503, 503, 429, 503,
+    503 during Twilio's incident, with a look at the status page between, and went
+    through at the sixth); a failure of any other kind in the run brings the threshold
+    back to five.
 
 Known false positives
     Waiting for something outside the agent's reach by retrying a call (a
@@ -105,7 +116,8 @@ Errors that say only ``exit code 1``
     fails differently after an edit is a different failure.
 
 State: up to 8 failing calls since the last write (56 bits of the call key and
-a 7-bit count, packed in one integer each), up to 8 calls failing since they
+a 7-bit count, packed in one integer each) and the keys of those whose failures
+all said they may pass, up to 8 calls failing since they
 last worked (the same, with the error's hash), the latched calls and the last
 call.
 Results are paired with their calls by the watchdog (``ResultView.call_key``);
@@ -126,7 +138,7 @@ from .base import (
     ResultView,
     Signal,
     SignalConfig,
-    says_only_status,
+    failure_text,
     says_transient,
 )
 from .facts import FLAG_WRITE
@@ -139,33 +151,11 @@ _NOT_THERE_YET = re.compile(
 _WAIT_CANNOT_CHANGE = re.compile(r"(?i)command not found|no module named|not recognized as|modulenotfound|importerror")
 
 
-FAILURE_HEAD = 80
-"""Longest verdict read with the output it came with (:func:`_failure_text`)."""
-_VERDICT = re.compile(r"(?i)\b(?:returned|result|status|state)\b[^\n]{0,40}\bfail")
-"""An error that is a verdict and no more (``X returned Result: Failed``): what failed is
-in the output (not ``KeyError: 'lr'`` or an assertion, which say it themselves)."""
-
-
-def _failure_text(result: ResultView) -> str:
-    """What a failure says: its error, or the output it came with when the error says
-    only the exit status (``exit status 1`` beside "ERROR 503 Service Unavailable"), or
-    both when the error is a short verdict (``Test-MigrationServerAvailability returned
-    Result: Failed`` beside "(503) Server Unavailable")."""
-    error = result.error or ""
-    payload = result.event.result
-    if type(payload) is str and payload:
-        if says_only_status(error):
-            return payload[:512]
-        if len(error) <= FAILURE_HEAD and _VERDICT.search(error) is not None:
-            return f"{error}\n{payload[:512]}"[:512]
-    return error[:512]
-
-
 def _not_there_yet(result: ResultView) -> bool:
     """Whether a failure says that what it looked for is not there, as a file or an
     object awaited is until it lands, and not a failure no wait can change (read in the
     output too when the error says only the exit status)."""
-    head = _failure_text(result)
+    head = failure_text(result)
     return _NOT_THERE_YET.search(head) is not None and _WAIT_CANNOT_CHANGE.search(head) is None
 MAX_CALLS = 8
 _KEY_MASK = (1 << 56) - 1
@@ -200,6 +190,9 @@ class FailureLoopState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
 
     failing: list[int] = []
     """Calls that failed since the last write: key56 << 7 | failures, least recent first."""
+    passing: list[int] = []
+    """key56 of the calls among ``failing`` whose every failure said it may pass by itself
+    (``says_transient``), least recent first: they trip at twice the threshold."""
     latched: int = 0
     """key56 of the reported call (0: none). Until a write (or a success of that call)
     no other call's failures are reported: the stretch is one loop."""
@@ -294,7 +287,8 @@ class FailureLoop(Signal):
                 return None
         if not key:
             return None
-        if result.failed and result.paused and says_transient(_failure_text(result)):
+        transient = result.failed and says_transient(failure_text(result))
+        if transient and result.paused:
             # A retry after a deliberate wait of a failure that may pass by itself (a
             # 503, a rate limit, a concurrency limit, a timeout): backing off, not
             # re-sending blindly. Not counted here; the same error again and again is
@@ -310,6 +304,8 @@ class FailureLoop(Signal):
         if not result.failed:
             if state.latched == key:
                 state.latched = 0
+            if state.passing and key in state.passing:
+                state.passing.remove(key)
             return None
         count = min(count + 1, _COUNT_MASK)
         if len(failing) >= MAX_CALLS:
@@ -318,7 +314,21 @@ class FailureLoop(Signal):
         if count == 1:
             state.tool = result.tool
             state.args = ""
-        if count < self.threshold or state.latched or count <= result.asked_runs:
+        passing = state.passing
+        if transient:
+            if count == 1 and key not in passing:
+                if len(passing) >= MAX_CALLS:
+                    del passing[0]
+                passing.append(key)
+        elif passing and key in passing:
+            passing.remove(key)
+        threshold = self.threshold
+        if passing and key in passing:
+            # Every failure of the run said it may pass by itself (a 503 or a 429 during a
+            # provider's incident, retried at once): a fair client retries that a few
+            # times; twice the threshold.
+            threshold *= 2
+        if count < threshold or state.latched or count <= result.asked_runs:
             # (one alert per stretch without a write: it is one behaviour; and no more
             # failures than the runs its user asked for, "run it 15 times", are a loop)
             return None
@@ -358,6 +368,8 @@ class FailureLoop(Signal):
     @staticmethod
     def _clear(state: Any) -> None:
         state.failing = []
+        if state.passing:
+            state.passing = []
         state.latched = 0
         state.write_pending = False
         state.args = ""

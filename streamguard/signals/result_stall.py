@@ -372,6 +372,7 @@ from .base import (
     SignalConfig,
     answer_gist,
     empty_page,
+    failure_text,
     find_entry,
     found_nothing,
     has_response_reference,
@@ -385,6 +386,7 @@ from .base import (
     says_ended,
     says_in_progress,
     says_only_status,
+    says_transient,
     squeeze_marks,
     stamped_code,
     steady_answer,
@@ -668,12 +670,15 @@ _TARGETS = re.compile(
     # A host and its port (`openssl s_client -connect csms-eu.example.net:443`, `nc -zv
     # db-3.internal:5432`): which endpoint a probe reaches.
     r"|(?<![\w.@/:-])[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){1,8}:\d{2,5}(?![\w.])"
+    # An EVM address or a transaction hash (`cast call 0xA0b8...eB48 'symbol()(string)'`,
+    # `cast receipt 0x5f2c...`): which contract or transaction the answer is of.
+    r"|(?<!\w)0x[0-9a-fA-F]{40}(?:[0-9a-fA-F]{24})?(?!\w)"
 )
 """A URL's scheme, host and path, a path with at least one slash, a place flag and its
 value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), a tenant or a shard
 named as a setting (``tenant=acme``), a data file named bare (``events.parquet``),
-Terraform's workspace and variables file, an AWS resource's id or ARN, or a host and its
-port, in a command line."""
+Terraform's workspace and variables file, an AWS resource's id or ARN, a host and its
+port, or an EVM address or transaction hash, in a command line."""
 _KUBE_SEGMENT = re.compile(
     r"(?:^|(?<=[|;&(`\n]))[^|;&()`\n]*?(?<![\w.-])((?:kubectl|helm|oc)[ \t][^|;&()`\n]*)"
 )
@@ -2344,6 +2349,12 @@ class ResultStall(Signal):
         if again and result.asked_runs:
             # The same call again while its user asked for runs ("run it 15 times"):
             # neither news nor stale; repeated-tool-call counts the run against the count.
+            return None
+        if result.failed and result.paused and says_transient(failure_text(result)):
+            # A retry after a pause of a failure that may pass by itself (a 429 retried
+            # after the back-off it asked for, a 503): backing off, neither news nor stale,
+            # as failure-loop reads it (the same call failing so for good is still its
+            # across-writes rule's, at the eighth).
             return None
         if outcome == NO_OP_OUTCOME:
             return None  # the no-op streak reads these
