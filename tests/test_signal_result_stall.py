@@ -3020,3 +3020,21 @@ def test_a_filter_by_pattern_is_a_search_and_its_rewordings_a_hunt() -> None:
                                           "filter": f"Supplier eq '00002{i:05d}' and Status eq 'OPEN'"},
                        {"d": {"results": []}})
     assert hits(orders) == []
+
+
+def test_a_clis_tool_given_its_arguments_as_one_line_reads_what_the_line_names() -> None:
+    """`aws(args="rds list-tags-for-resource --resource-name arn:...")` for each of fourteen
+    instances, most tagged alike: each instance's answer, as through a shell. The same
+    instance asked again and again is one answer again and again."""
+    tags = {"TagList": [{"Key": "env", "Value": "prod"}, {"Key": "team", "Value": "platform"}]}
+    sweep: list[Any] = []
+    for i in range(14):
+        sweep += step("aws", {"args": "rds list-tags-for-resource --resource-name "
+                                      f"arn:aws:rds:us-east-1:418220117703:db:prod-{word(i)}-pg --region us-east-1"}, tags)
+    assert hits(sweep) == []
+    again: list[Any] = []
+    for i in range(14):
+        again += step("aws", {"args": "rds list-tags-for-resource --resource-name "
+                                      f"arn:aws:rds:us-east-1:418220117703:db:prod-orders-pg --region us-east-1 --debug={i}"},
+                      tags)
+    assert hits(again) != []

@@ -813,17 +813,23 @@ _QUOTED_TEXT = re.compile(r"'[^']*+'|\"[^\"]*+\"")
 
 def read_names(call: CallView) -> str:
     """What a call that reads names ("" when nothing): for a command runner, or a named
-    tool given a ``command`` (``ssh_exec(host=..., command=...)``, with its identifiers),
+    tool given a ``command`` (``ssh_exec(host=..., command=...)``, with its identifiers)
+    or its arguments as one line (``aws(args="rds list-tags-for-resource ...")``),
     what :data:`_TARGETS` finds in the head of its command line (paths, URLs' scheme, host
     and path with its numbers masked, place flags, data files named bare, Terraform's
     workspace and variables file) with its path-shaped arguments (a ``workdir``), else (or
     when its command names none: an editor's ``view`` with a ``path``) its path-shaped
     arguments, in the order of their keys."""
     command = None
-    if call.runner or (type(call.args) is dict and "command" in call.args):
+    args = call.args
+    if call.runner or (type(args) is dict and ("command" in args or type(args.get("args")) is str)):
         # (a named tool that runs a command line it is given, `ssh_exec(host=...,
-        # command="ros2 topic info -v /amr05/scan")`: what the line names too)
-        command = command_text(call.args)
+        # command="ros2 topic info -v /amr05/scan")`: what the line names too; or a
+        # CLI's tool given its arguments as one line, `aws(args="rds list-tags-for-resource
+        # --resource-name arn:aws:rds:...")`)
+        command = command_text(args)
+        if command is None and not call.runner and type(args) is dict:
+            command = args.get("args")
         if command:
             head = command[:TARGET_SPAN]
             targets = _TARGETS.findall(head)
