@@ -3038,3 +3038,22 @@ def test_a_clis_tool_given_its_arguments_as_one_line_reads_what_the_line_names()
                                       f"arn:aws:rds:us-east-1:418220117703:db:prod-orders-pg --region us-east-1 --debug={i}"},
                       tags)
     assert hits(again) != []
+
+
+def test_an_address_whose_query_names_a_listed_item_reads_that_item() -> None:
+    """Eighteen received lots listed by a report, each then looked up in a recall
+    database by an address whose query names it, most answering "No matches found!":
+    each lot's answer. Lots listed nowhere, guessed one after another, are one hunt."""
+    lots = [f"TV25{n:05d}" for n in range(18)]
+    def lookups(listed: bool) -> list[Any]:
+        rows = [{"ndc": "00093-7214", "description": "atorvastatin 40 mg", "lot": lot} for lot in lots]
+        trace = step("wms_query", {"facility": "CFF-OH-01", "report": "receipts_by_lot"},
+                     {"count": 18, "rows": rows if listed else []})
+        for lot in lots:
+            trace += step("http_get", {"url": "https://api.fda.gov/drug/enforcement.json?search=code_info:"
+                                              f'"{lot}"&limit=5'},
+                          {"status": 404, "json": {"error": {"code": "NOT_FOUND", "message": "No matches found!"}}})
+        return trace
+
+    assert hits(lookups(True)) == []
+    assert hits(lookups(False)) != []

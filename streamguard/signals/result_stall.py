@@ -1537,8 +1537,12 @@ def _listed_word(listed: bytearray, args: Any) -> int:
     answer of the session listed, mixed in order, so a bucket named after a listed region
     (``--region us-east-1 --bucket b``) is still that bucket's."""
     command = command_text(args)
-    if not command:
-        return 0
+    return _listed_words_in(listed, command) if command else 0
+
+
+def _listed_words_in(listed: bytearray, command: str) -> int:
+    """:func:`_listed_word` of one line: a command, or an address whose query names the
+    item (``...enforcement.json?search=code_info:"TV2504118"``)."""
     mixed = 0
     for word in _COMMAND_WORDS.findall(command, 0, LISTED_WORDS_READ):
         if 3 <= len(word) <= LISTED_CHARS and word[0] != "-":
@@ -2180,14 +2184,23 @@ class ResultStall(Signal):
                     _note_term(state.terms, call.key, term)
             else:
                 names = read_names(call)
-                if listed and not call.runner and type(call.args) is dict and names:
+                if listed and not call.runner and type(call.args) is dict:
                     # A named read by an id a listing handed over (the next grasp candidate
                     # of a generator's `ids`, `plan_to_grasp(grasp_id="g22")`): its answer is
                     # that item's, a failure it reports for the item included (read on
                     # the result), not one more guessed id that is not there.
-                    named = _listed_item(listed, tuple(
+                    values = tuple(
                         value for value in islice(call.args.values(), ECHO_FIELDS) if type(value) is str
-                    ))
+                    )
+                    named = _listed_item(listed, values) if names else 0
+                    if not named:
+                        # or an address whose query names one (openFDA's `?search=
+                        # code_info:"TV2504118"` for each lot a receipt report listed)
+                        for value in values:
+                            if "://" in value and "?" in value:
+                                named = _listed_words_in(listed, value[value.index("?"):])
+                                if named:
+                                    break
                     if named:
                         _note_term(state.terms, call.key, named)
                 if listed and call.runner:
