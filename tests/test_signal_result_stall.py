@@ -3057,3 +3057,57 @@ def test_an_address_whose_query_names_a_listed_item_reads_that_item() -> None:
 
     assert hits(lookups(True)) == []
     assert hits(lookups(False)) != []
+
+
+def _bill(codes: list[str]) -> dict[str, Any]:
+    return {"bill_id": "BILL-558120", "form": "CMS-1500",
+            "lines": [{"line": n, "dos": f"2025-02-{1 + n % 27:02d}", "code": code, "units": 1}
+                      for n, code in enumerate(codes, 1)]}
+
+
+FEES = {f"97{n:03d}": round(30 + 17.5 * n, 2) for n in range(20)}
+
+
+def _lookups(codes: list[str]) -> list[Any]:
+    trace: list[Any] = []
+    for code in codes:
+        trace += step("fee_schedule_lookup", {"state": "CO", "schedule": "WCRP Rule 18 2025", "code": code},
+                      {"code": code, "found": True, "max_allowed": FEES[code]})
+    return trace
+
+
+def test_a_listings_rows_gone_through_in_order_are_each_rows_answer() -> None:
+    """A bill's thirty-six lines, the last sixteen naming procedure codes earlier lines
+    named, each looked up in the lines' order: each line's answer, though the same code answers the
+    same. The same lookups made again after the last line (the bill read again, or not)
+    are answers the agent already had."""
+    codes = list(FEES)
+    lines = codes + [codes[n] for n in (4, 7, 4, 11, 7, 4, 2, 11, 7, 2, 4, 11, 2, 7, 4, 11)]
+    bill = step("get_bill", {"claim_id": "WC-25-0071842", "bill_id": "BILL-558120"}, _bill(lines))
+
+    def criticals(trace: list[Any]) -> list[str]:
+        return [a.signal for a in alerts(trace) if a.severity == "critical"]
+
+    assert criticals([*bill, *_lookups(lines)]) == []
+    assert criticals([*bill, *_lookups(lines), *bill, *_lookups(lines)]) != []
+    # asked again where the bill names each code once, the answers are stale
+    once = step("get_bill", {"claim_id": "WC-25-0071842", "bill_id": "BILL-558120"}, _bill(codes))
+    assert "result-stall" in criticals([*once, *_lookups(lines)])
+
+
+def test_listed_rows_keep_each_rows_place_and_are_bounded() -> None:
+    from streamguard.signals.result_stall import _next_row, listed_rows
+
+    rows = listed_rows(_bill(["99204", "97110", "99204"]))
+    assert len(rows) == 18
+    code = listed_code("99204")
+    assert _next_row(rows, 0, code) == 0 and _next_row(rows, 1, code) == 2 and _next_row(rows, 3, code) == -1
+    assert len(listed_rows(_bill(["99204"] * 500))) == 6 * LISTED_ITEMS
+    assert listed_rows(json.dumps(_bill(["99204", "97110", "99204"]))) == rows
+    assert listed_rows({"lines": [1, 2]}) == listed_rows("not json") == b""
+    # a restored state whose rows are not whole, or too many, keeps none
+    from streamguard.signals.result_stall import ResultStallState
+
+    assert ResultStallState(rows=b"\x01" * 7, row_at=3).rows == b""
+    assert ResultStallState(rows=b"\x01" * (6 * LISTED_ITEMS + 6)).rows == b""
+    assert ResultStallState(rows=rows, row_at=1).rows == rows

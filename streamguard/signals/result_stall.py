@@ -315,7 +315,9 @@ characters, with its key. The names of the last 8 calls that named what they rea
 (``READS``), 8 bytes each, so that the results of parallel reads find their own. The
 current round of calls: three counters and two flags. The latest call that asked for a
 page: two codes and its page. The words of the last ``QUERIES`` searches (32 bytes each)
-and the call keys of the last ``REWORDED_KEPT`` reworded ones (4 bytes each).
+and the call keys of the last ``REWORDED_KEPT`` reworded ones (4 bytes each). The newest
+listing's rows in their order (``listed_rows``: 6 bytes a row, 384 bytes at most) and the
+next row a sweep in that order would name.
 
 Severity: critical, session scope
     Eight answers in a row that the agent already had, with nothing it wrote
@@ -1390,6 +1392,64 @@ def listed_values(payload: Any) -> bytes:
     return bytes(out)
 
 
+_ROW = 6
+_ROW_TAG = 0x524F5753  # mixed with a row's index: the answer of the listing's row
+"""Bytes of a row of :func:`listed_rows`: three 16-bit codes."""
+ROW_LOOKAHEAD = 4
+"""Rows past the next one a sweep in a listing's order may skip (rows already done)."""
+
+
+def listed_rows(payload: Any) -> bytes:
+    """A listing answer's rows in their order, duplicates kept (a bill whose lines name
+    one procedure code four times): for each of the first :data:`LISTED_ITEMS` elements
+    of the list :func:`listed_values` reads first, the low 16 bits of the
+    :func:`listed_code` of each of its first :data:`LISTED_FIELDS` strings (0 where it has
+    fewer), 6 bytes a row; ``b""`` for an answer that lists nothing."""
+    if type(payload) is str:
+        if payload[:1] not in ("{", "[") or len(payload) > JSON_TEXT_LIMIT:
+            return b""
+        try:
+            payload = _json_decoder.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return b""
+    items: Any = None
+    if type(payload) is dict:
+        for value in payload.values() if len(payload) <= 16 else islice(payload.values(), 16):
+            if type(value) is list and len(value) >= 3:
+                items = value
+                break
+    elif type(payload) is list and len(payload) >= 3:
+        items = payload
+    if items is None:
+        return b""
+    out = bytearray()
+    for item in items if len(items) <= LISTED_ITEMS else islice(items, LISTED_ITEMS):
+        if type(item) is str:
+            values: Any = (item,)
+        elif type(item) is dict:
+            fields = item.values() if len(item) <= 16 else islice(item.values(), 16)
+            values = [value for value in fields if type(value) is str][:LISTED_FIELDS]
+        else:
+            values = ()
+        row = [listed_code(value) & 0xFFFF if 3 <= len(value) <= LISTED_CHARS else 0 for value in values]
+        row += [0] * (3 - len(row))
+        out += struct.pack("<3H", *row)
+    return bytes(out)
+
+
+def _next_row(rows: bytes, at: int, code: int) -> int:
+    """The index of the first row from ``at`` (at most :data:`ROW_LOOKAHEAD` rows on)
+    that names the item ``code`` (a :func:`listed_code`), -1 for none."""
+    low = code & 0xFFFF
+    if not low:
+        return -1
+    end = min(len(rows) // _ROW, at + 1 + ROW_LOOKAHEAD)
+    for index in range(at, end):
+        if low in struct.unpack_from("<3H", rows, index * _ROW):
+            return index
+    return -1
+
+
 LISTED_TEXT_LIMIT = 16384
 """Longest command output read as a listing of names (:func:`_listed_words`)."""
 
@@ -2074,6 +2134,14 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     terms: bytearray = bytearray()
     """The last ``READS`` searches whose term a listing listed: 8 bytes each (key32, then
     the term's ``listed_code``), oldest first (parallel searches find theirs)."""
+    rows: bytes = b""
+    """The newest listing's rows in their order (``listed_rows``: 6 bytes a row, at most
+    ``LISTED_ITEMS`` rows)."""
+    row_at: int = 0
+    """The next row of ``rows`` a sweep in the listing's order would name."""
+    in_order: int = 0
+    """Call key (32 bits) of the latest call that named the listing's next row, until its
+    answer: the same item asked for again because the listing names it again."""
     reworded: bytearray = bytearray()
     """Call keys (32 bits) of the last ``REWORDED_KEPT`` searches that share most of their
     words with one before them (``_reworded``): each answer is judged by its own call's."""
@@ -2103,6 +2171,8 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
         listed = self.listed
         if len(listed) % 4 or len(listed) > 4 * LISTED:
             del listed[: len(listed) - min(4 * LISTED, len(listed) - len(listed) % 4)]
+        if len(self.rows) % _ROW or len(self.rows) > _ROW * LISTED_ITEMS:
+            self.rows, self.row_at = b"", 0  # (likewise: rows are whole, and bounded)
 
 
 class ResultStall(Signal):
@@ -2136,7 +2206,8 @@ class ResultStall(Signal):
         self._steady = tool_glob_matcher(cfg.steady_checks)
         self._steady_cache: dict[str, bool] = {}
         self._query_codes: dict[int, int] = {}  # call key -> its search's words (_query_words)
-        self._listings: dict[int, bytes] = {}  # answer outcome -> listed_values of it
+        # answer outcome -> listed_values and listed_rows of it
+        self._listings: dict[int, tuple[bytes, bytes]] = {}
 
     def is_latched(self, state: Any) -> bool:
         return bool(state.latched)
@@ -2189,14 +2260,14 @@ class ResultStall(Signal):
                     # of a generator's `ids`, `plan_to_grasp(grasp_id="g22")`): its answer is
                     # that item's, a failure it reports for the item included (read on
                     # the result), not one more guessed id that is not there.
-                    values = tuple(
+                    strings = tuple(
                         value for value in islice(call.args.values(), ECHO_FIELDS) if type(value) is str
                     )
-                    named = _listed_item(listed, values) if names else 0
+                    named = _listed_item(listed, strings) if names else 0
                     if not named:
                         # or an address whose query names one (openFDA's `?search=
                         # code_info:"TV2504118"` for each lot a receipt report listed)
-                        for value in values:
+                        for value in strings:
                             if "://" in value and "?" in value:
                                 named = _listed_words_in(listed, value[value.index("?"):])
                                 if named:
@@ -2230,6 +2301,17 @@ class ResultStall(Signal):
             # only when it times out (on_result), a sweep's silence of each device its own.
             items = ""
             names = _ids(call.args)
+        if state.rows and not call.write and type(call.args) is dict:
+            # The listing's next row, named (a bill's lines looked up one by one, in their
+            # order): an item the listing names again is asked for again.
+            item = _listed_item(state.listed, tuple(
+                value for value in islice(call.args.values(), ECHO_FIELDS) if type(value) is str
+            ))
+            if item:
+                index = _next_row(state.rows, state.row_at, item)
+                if index >= 0:
+                    state.row_at = index + 1
+                    state.in_order = (call.key & _M32) or 1
         if names:
             reads = state.reads
             if len(reads) >= READS * 8:
@@ -2414,6 +2496,13 @@ class ResultStall(Signal):
         term_item = (
             _term_of(state.terms, key) if state.terms else 0
         )
+        if state.in_order:
+            if state.in_order == ((key & _M32) or 1):
+                # The listing's next row, named (a procedure code on a bill's fourth line as
+                # on its second): its answer is that row's, as a listed item's is that
+                # item's (at most once a row: the rows are gone through in their order).
+                term_item = _mixed(term_item or _ROW_TAG, state.row_at)
+            state.in_order = 0
         if key and key == state.echo_key and state.echo:
             if state.listed and not flags & (FLAG_SEARCH | FLAG_WRITE):
                 offered = state.echo
@@ -2778,17 +2867,21 @@ class ResultStall(Signal):
             return  # (most text answers: no JSON and no bare list of names, nothing listed)
         # (outcome 0: not cached; the caller passes 0 for an answer whose outcome is a
         # digest of its own, since its payload, not the digest, is what is listed)
-        found = self._listings.get(outcome) if outcome else None
-        if found is None:
+        cached = self._listings.get(outcome) if outcome else None
+        if cached is None:
             found = listed_values(payload)
+            cached = (found, listed_rows(payload) if found else b"")
             if outcome:
                 if len(self._listings) >= 4096:
                     self._listings.clear()
-                self._listings[outcome] = found
+                self._listings[outcome] = cached
+        found = cached[0]
         if found:
             kept = state.listed
             if kept.endswith(found):
-                return  # the same listing read again
+                return  # the same listing read again (its order's cursor where it was)
+            state.rows = cached[1]
+            state.row_at = 0
             kept += found  # (at most LISTED codes: the listing's head)
             excess = len(kept) - 4 * LISTED
             if excess > 0:
