@@ -125,6 +125,7 @@ from .signals.facts import (
     CallFacts,
     CommandRunners,
     ToolGlobs,
+    act_items,
     argument_facts,
     asked_interval,
     asked_repetitions,
@@ -332,7 +333,8 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     submitted: tuple[str, ...] = ()
     # The calls that act (not known to only read, no command runner's, wait or question to
     # the user) whose answers are awaited, at most ACTS_KEPT, oldest first: (call id, the
-    # id-like values each sent), so that an answer's echo of them is no id handed back.
+    # values naming what each was about, facts.act_items), so that an answer's echo of
+    # them is no id handed back, and a no-op's answer is known by its item.
     acts: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # The last call sent, when it was a named write made before (its key among `made`):
     # (call id, key, the id-like values it sent). Its answer hands ids back only if no
@@ -724,7 +726,7 @@ class Watchdog:
                 # whose acts handed ids back; an id is named early or not at all)
                 flags |= FLAG_AWAITS_OWN
             if not (read or runner or wait or facts.ask):
-                sent = sent_values(args) if type(args) is dict else ()
+                sent = act_items(args) if type(args) is dict else ()
                 state.acts = (*state.acts[1 - ACTS_KEPT :], (call_id or "", sent))
             if view.asked_runs:
                 flags |= FLAG_ASKED
@@ -970,6 +972,7 @@ class Watchdog:
                 state.last_write = None
             acts = state.acts
             last_act = next((act for act in acts if act[0] == paired[0]), None) if acts else None
+            view.sent = last_act[1] if last_act is not None else ()
             if last_act is not None:
                 state.acts = tuple(act for act in acts if act is not last_act)
                 if not failed and type(event.result) is dict:
@@ -1039,6 +1042,7 @@ class Watchdog:
             view.call_key = view.call_flags = 0
             view.action = tool
             view.paused = view.waited = view.paced = view.restarting = view.asked = False
+            view.sent = ()
         view.watched = state.watching and self._asked_watches
         # (the call's own allowance, marked when it was sent: a result answers that call)
         view.asked_runs = state.asked_runs if view.call_flags & FLAG_ASKED else 0

@@ -285,14 +285,16 @@ def _backoff(errors: list[str], sleeps: bool) -> list[Alert]:
 def test_a_retry_storm_that_backs_off_is_no_failure_loop_until_one_error_persists() -> None:
     """A 503, a concurrency limit and a read timeout, retried after growing sleeps:
     backing off, not re-sending blindly. The same 503 every time is still a loop, at
-    the across-writes rule's eighth; with no waits, at the tenth (twice the threshold:
-    every failure said it may pass)."""
+    twice the across-writes rule's eight (each retry backed off from a failure that may
+    pass); with no waits, at the tenth (twice the threshold: every failure said it may
+    pass)."""
     storm = ["HTTP 503 Service Unavailable", "HTTP 409: This API cannot be run again until 1 currently running",
              "HTTP 503 Service Unavailable", "HTTP 409: This API cannot be run again until 1 currently running",
              "Read timed out (read timeout=60)", "HTTP 503 Service Unavailable"]
     assert _backoff(storm, sleeps=True) == []
-    same = _backoff(["HTTP 503 Service Unavailable"] * 10, sleeps=True)
-    assert same and "8" in same[0].reason
+    same = _backoff(["HTTP 503 Service Unavailable"] * 18, sleeps=True)
+    assert same and "16" in same[0].reason
+    assert _backoff(["HTTP 503 Service Unavailable"] * 15, sleeps=True) == []
     assert _backoff(storm, sleeps=False) == []
     assert _backoff([*storm, *storm], sleeps=False)
 
@@ -300,14 +302,14 @@ def test_a_retry_storm_that_backs_off_is_no_failure_loop_until_one_error_persist
 def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() -> None:
     """Google's APIs answer "429 RESOURCE_EXHAUSTED: ..." (the status first, no word
     before it) or "Quota exceeded for quota metric ...": retried after growing sleeps,
-    backing off; the same answer to the eighth is still a loop, and so are ten of them
+    backing off; the same answer to the sixteenth is still a loop, and so are ten of them
     sent at once. A status first is read only first: "line 429" or "expected 503.00"
     elsewhere in an error is no status."""
     spent = ["429 RESOURCE_EXHAUSTED: Exhausted property tokens per hour.",
              "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute'"] * 3
     assert _backoff(spent, sleeps=True) == []
-    same = _backoff(["429 RESOURCE_EXHAUSTED: Exhausted property tokens per hour."] * 10, sleeps=True)
-    assert same and "8" in same[0].reason
+    same = _backoff(["429 RESOURCE_EXHAUSTED: Exhausted property tokens per hour."] * 18, sleeps=True)
+    assert same and "16" in same[0].reason
     assert _backoff(spent, sleeps=False) == []
     assert _backoff(spent * 2, sleeps=False)
     not_a_status = ["AssertionError: expected 503.00 to equal 502.00", "SyntaxError at line 429 of report.py"] * 3
@@ -490,12 +492,12 @@ RATE_LIMITED = 'HTTP 429 Too Many Requests: {"error":"rate_limited","message":"1
 def test_a_retry_that_keeps_the_back_off_its_failure_asked_for_is_backing_off() -> None:
     """A 429 asking for 6 s, retried 6.5 s later each time (under [waits] pause_seconds):
     the agent keeps the back-off, however short. Retried 2 s later, it does not."""
-    # (two wordings taking turns: the same 429 to the eighth is the across-writes rule's,
-    # backed off or not)
+    # (two wordings taking turns: the same 429 again and again is the across-writes
+    # rule's, at its sixteenth when each was backed off from)
     limited = [RATE_LIMITED, RATE_LIMITED.replace("10 req/min", "burst of 3 exceeded")] * 6
     assert _submissions([6.5] * 12, limited) == []
     assert "failure-loop" in _submissions([2.0] * 12, limited)
-    assert "failure-loop" in _submissions([6.5] * 8, [RATE_LIMITED] * 8)
+    assert "failure-loop" in _submissions([6.5] * 16, [RATE_LIMITED] * 16)
 
 
 def test_failures_that_may_pass_retried_at_once_trip_at_twice_the_threshold() -> None:
@@ -509,3 +511,12 @@ def test_failures_that_may_pass_retried_at_once_trip_at_twice_the_threshold() ->
     assert "failure-loop" in _submissions([5.0] * 5, mixed)
     # (and a success of the call ends its run: the next run starts at the lower threshold
     # again only if its failures are of another kind)
+
+
+def test_the_same_failure_that_may_pass_backed_off_each_time_counts_to_twice_across_writes() -> None:
+    """A 429 asking for 6 s, kept each time with a growing back-off, nine times before the
+    limit lifted: no loop. Backed off sixteen times it is one (twice the across-writes
+    rule's eight); retried at once, the across-writes rule's eighth holds."""
+    assert _submissions([6.5, 8, 14, 14, 30, 31, 62, 95, 120], [RATE_LIMITED] * 9) == []
+    assert "failure-loop" in _submissions([6.5] * 16, [RATE_LIMITED] * 16)
+    assert "failure-loop" in _submissions([1.0] * 8, [RATE_LIMITED] * 8)

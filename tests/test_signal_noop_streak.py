@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 import pytest
 from hypothesis import given
@@ -300,3 +302,28 @@ def test_a_sweep_whose_no_ops_each_name_their_item_is_no_streak() -> None:
     d.result("update", result={"id": "b"}, no_op=True)
     d.result("update", result={"id": "a"}, no_op=True)  # an item again: the streak counts on
     assert d.result("update", result={"id": "a"}, no_op=True) is not None
+
+
+def test_no_ops_of_a_sweeps_acts_about_other_items_are_each_items_answer() -> None:
+    """Receipts attached one by one, several answered alike "already attached" (flagged
+    no-op): each receipt's answer. The same receipt attached again and again, or a task
+    marked done in reworded words each time, are the same no-op again."""
+    from streamguard.engine import Engine
+    from streamguard.events import Alert, ToolCall, ToolResult
+    from streamguard.policy import parse_policy_set
+
+    def run(args_of: Callable[[int], dict[str, object]]) -> list[str]:
+        engine = Engine(parse_policy_set('mode = "warn"\n'))
+        out: list[str] = []
+        for n in range(8):
+            call_id = f"c{n}"
+            events = [ToolCall(session="n", tool="qbo_attach_receipt", args=args_of(n), call_id=call_id, kind="write"),
+                      ToolResult(session="n", tool="qbo_attach_receipt", call_id=call_id, no_op=True,
+                                 result={"status": "skipped", "reason": "already_attached"})]
+            out += [o.signal for e in events for o in engine.process(e) if isinstance(o, Alert)]
+        return out
+
+    assert "no-op-streak" not in run(lambda n: {"receipt_id": f"dx_7120{n:02d}", "match": {"amount": 76.07 + n}})
+    assert "no-op-streak" not in run(lambda n: {"market_id": f"61299001-total_goals_{n}.5"})
+    assert "no-op-streak" in run(lambda n: {"receipt_id": "dx_712000", "match": {"amount": 76.07 + n}})
+    assert "no-op-streak" in run(lambda n: {"task_id": "T-4", "summary": f"Marked the task as done, take {n}"})

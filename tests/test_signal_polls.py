@@ -69,6 +69,11 @@ UNDER_WAY = [
     {"code": "333334", "message": "Asynchronous execution in progress. Use provided query id to "
      "perform query monitoring and management.", "statementHandle": "01b8a3f2-0305-9e4a"},
     "Backup is still in progress",
+    # a mainframe job executing (z/OSMF: INPUT, ACTIVE, OUTPUT)
+    {"jobid": "JOB04821", "jobname": "GLMEXT01", "subsystem": "JES2", "status": "ACTIVE", "type": "JOB"},
+    # a submission, a send, a publication or a DNS change on its way
+    {"payroll_uuid": "pr_9b2e41c7", "processed": False, "processing_request": {"status": "submitting", "errors": []}},
+    {"campaign": "c-118", "state": "sending"}, "status: propagating", {"status": "settling"},
     "Deployment status: in_progress",
     "NAME      READY   STATUS              RESTARTS   AGE\nweb-1     0/1     ContainerCreating   0   9s",
     "NAME   READY   STATUS    RESTARTS   AGE\nweb-2   0/1     Pending   0          41s",
@@ -222,6 +227,11 @@ NOT_UNDER_WAY = [
     {"status": "pending", "expired_at": "2025-12-01T00:00:00Z"}, {"status": "pending", "note": "invitation expired"},
     {"status": "RUNNING", "completed_at": "2025-12-11T19:35:05Z"},
     {"status": "running", "error": "disk full", "completed_at": ""},
+    # "active" where a resource stays, or a job active and already ended
+    {"cluster": "prod-eks", "status": "ACTIVE"}, {"subscription_id": "sub_1", "status": "active"},
+    {"jobid": "JOB04821", "status": "ACTIVE", "retcode": "CC 0000", "phase": "completed"},
+    # a list of errors that holds one (an empty one says none)
+    {"status": "submitting", "errors": ["bank account unverified"]}, {"status": "sending", "errors": {"code": 7}},
     # a session's token invalidated is an end; a cache invalidation is a noun (above)
     '{"Invalidation": {"Id": "I3P0", "Status": "InProgress"}, "note": "token invalidated"}',
     # running as a word of prose, not a status

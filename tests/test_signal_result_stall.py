@@ -3111,3 +3111,18 @@ def test_listed_rows_keep_each_rows_place_and_are_bounded() -> None:
     assert ResultStallState(rows=b"\x01" * 7, row_at=3).rows == b""
     assert ResultStallState(rows=b"\x01" * (6 * LISTED_ITEMS + 6)).rows == b""
     assert ResultStallState(rows=rows, row_at=1).rows == rows
+
+
+def test_a_named_read_of_each_listed_name_is_that_names_answer() -> None:
+    """Twenty-two data sets listed in a file, each then looked up by name, most answering
+    "NOT IN CATALOG": each data set's answer, though no name is shaped as an id. The same
+    names never listed, guessed one after another, are one hunt."""
+    names = [f"PROD.FX.{word(n).upper()}.DAILY" for n in range(22)]
+    def lookups(listed: bool) -> list[Any]:
+        trace = step("read_file", {"path": "/decom/fx_datasets.txt"}, "\n".join(names) if listed else "(empty)")
+        for name in names:
+            trace += step("dataset_info", {"dataset": name}, None, f"IKJ58503I DATA SET '{name}' NOT IN CATALOG")
+        return trace
+
+    assert hits(lookups(True)) == []
+    assert hits(lookups(False)) != []

@@ -264,14 +264,17 @@ class ResultView:
     ``encoded``: the payload's sorted JSON, when the watchdog encoded it for the fingerprint
     (``None`` otherwise: a string, a digest, a declared size), so the gist need not encode
     it again.
+    ``sent``: the values naming what the call was about (``facts.act_items``: its
+    id-like values and short tokens with a digit), when it acts (not known to only read,
+    no command runner's); ``()`` otherwise: which item a sweep's act was about.
 
     Like :class:`CallView`, valid only during the hook (the watchdog refills one object).
     """
 
     __slots__ = (
         "action", "asked", "asked_runs", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
-        "fingerprint", "gist", "no_op", "outcome", "paced", "paused", "progress", "restarting", "size",
-        "tool", "waited", "watched",
+        "fingerprint", "gist", "no_op", "outcome", "paced", "paused", "progress", "restarting", "sent",
+        "size", "tool", "waited", "watched",
     )
 
     def __init__(
@@ -312,6 +315,7 @@ class ResultView:
         self.asked = False
         self.watched = False
         self.asked_runs = 0
+        self.sent: tuple[str, ...] = ()
 
 
 NO_OP_OUTCOME = 0x6E6F2D6F70  # any fixed non-zero value: every no-op says the same thing
@@ -1103,6 +1107,10 @@ _PROGRESS_WORDS = (
     # a resource between two states (a fleet ACTIVATING, an instance stopping, a volume
     # deleting, a node upgrading)
     r"|activating|deactivating|stopping|deleting|upgrading|rebooting"
+    r"|restarting|terminating|resizing"
+    # a submission another party takes in (Gusto's payroll "submitting"), a send, a
+    # publication, a settlement or a DNS change on its way
+    r"|submitting|sending|publishing|settling|propagating"
     # a clock or a schedule moving on to its target (Stripe's test clock "advancing")
     r"|advancing"
     r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
@@ -1160,6 +1168,11 @@ BARE_STATUS_LIMIT = 48
 _BARE_UNDER_WAY = re.compile(rf"\s*[\"']?(?:{_PROGRESS_WORDS})[\"']?[.…]{{0,3}}\s*")
 """An answer that is a word of work under way and nothing else (``creating``, ``PENDING``,
 ``"IN_PROGRESS"``), read over folded text."""
+_JOB_ACTIVE = re.compile(r"\"(?:status|state|job_?status)\"\s*:\s*\"active\"")
+"""A status ``"active"`` (read over folded text), which says work under way beside a job's
+id (:data:`_JOB_KEY`)."""
+_JOB_KEY = re.compile(r"\"job_?(?:id|name)\"\s*:")
+"""A job's id or name as a key, over folded text (``"jobid"``, ``"job_id"``, ``"jobname"``)."""
 _STATUS_LINE_UNDER_WAY = re.compile(r"(?m)^[ \t]*(?:in_progress|queued|pending|requested)(?:[ \t]|$)")
 """A line that opens with an API's status token of work under way (lower case, as a
 script prints a field: ``in_progress null``), not prose ("Running 12 tests", "waiting for
@@ -1246,7 +1259,7 @@ _END_AWAITED = re.compile(
 SUCCEEDED", "unable to complete")."""
 _COUNT_KEY = re.compile(
     rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[)"
-    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|\"\")"
+    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|\"\"|\[\s{{0,8}}\]|\{{\s{{0,8}}\}})"
     # when something will expire, not that it did: an invitation's or a token's
     # "expires_at": "2025-12-09T14:00:00Z", "expiresIn": 3600
     r"|\"(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
@@ -1257,7 +1270,7 @@ _COUNT_KEY = re.compile(
 or a list of the parts done (``"cells_complete": 0``, ``"succeeded": 3``, ``"finishedAt":
 null``, ``"completed": false``, ``"completed_at": ""``, ``"completed_checks": ["credit"]``
 beside ``"status": "in_progress"``); of failures, zero or nothing (``"failed": 0``,
-``"error": null``, ``"error": ""``,
+``"error": null``, ``"error": ""``, ``"errors": []``,
 ``"error_code": null``: an API's envelope saying no error); and when something will
 expire (``"expires_at"``, ``"expiresIn"``) or is expected to end
 (``"EstimatedCompletionTime"``), which says nothing of an end yet."""
@@ -1330,8 +1343,8 @@ _COUNT_KEY_FOLDED = re.compile(
     r"\"(?=[^\"]{0,100}\"\s*:)(?:"
     r"(?=[^\"]{0,89}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[))"
     rf"[^\"]{{0,40}}(?:{_DONE_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[)"
-    r"|(?=[^\"]{0,89}\"\s*:\s*(?:0|null\b|\"\"))"
-    rf"[^\"]{{0,40}}(?:{_FAILED_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|\"\")"
+    r"|(?=[^\"]{0,89}\"\s*:\s*(?:0|null\b|\"\"|\[\s{0,8}\]|\{\s{0,8}\}))"
+    rf"[^\"]{{0,40}}(?:{_FAILED_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|\"\"|\[\s{{0,8}}\]|\{{\s{{0,8}}\}})"
     r"|(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
     r"|(?:estimated|expected|projected)[_-]?(?:complet|finish)\w{0,20}\"\s*:)"
 )
@@ -1341,17 +1354,20 @@ _COUNT_KEY_FOLDED = re.compile(
 _PROGRESS_FOLDED_WORDS = (
     r"p(?:ending\w*|rocessing|rovisioning|rogressing|dng)|q(?:ueued|ueue?ing)"
     r"|i(?:n[ _-]?progress|n[ _-]?queue|nitiali[sz]ing|n[ _-]?transit|n[ _-]?review|mporting"
-    r"|ndexing|nstalling)|r(?:unning|eviewing|estoring|eplicating|endering|ebooting)"
+    r"|ndexing|nstalling)|r(?:unning|eviewing|estoring|eplicating|endering|ebooting"
+    r"|estarting|esizing)"
     r"|e(?:xecuting|xporting|xtracting)"
-    r"|c(?:reating|opying)|s(?:tarting|cheduled|canning|yncing|topping)"
+    r"|c(?:reating|opying)|s(?:tarting|cheduled|canning|yncing|topping|ubmitting|ending"
+    r"|ettling)"
     r"|d(?:eploying|ownloading|eactivating|eleting)"
     r"|b(?:uilding)|w(?:aiting)"
     r"|a(?:waiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*|uthori[sz]ing|csp"
     r"|naly[sz]ing|ctivating|dvancing)"
     r"|u(?:pdating|nder[ _-]?review|ploading|pgrading)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)"
     r"|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)|v(?:alidating|erifying)"
-    r"|t(?:ransferring|ranscoding)"
+    r"|t(?:ransferring|ranscoding|erminating)"
     r"|m(?:igrating)"
+    r"|p(?:ublishing|ropagating)"
 )
 _W = _PROGRESS_FOLDED_WORDS
 _FOLDED_VALUE = rf"\s*(?:[\"'](?:{_W})[.…!]{{0,3}}[\"']|(?:{_W})\b)"
@@ -1636,6 +1652,11 @@ def says_in_progress(result: ResultView) -> bool:
                 "progress" in folded and _says_process_in_progress(folded)
             )
             done_parts = len(_DONE_VALUE_FOLDED.findall(folded)) if done else 0
+            if not under_way and not done and "ctive" in folded and _JOB_ACTIVE.search(folded) is not None:
+                # A job's own status "ACTIVE" (z/OSMF's JES job: INPUT, ACTIVE, OUTPUT):
+                # executing. Elsewhere "active" is where a resource stays (a cluster, a
+                # subscription), so only beside a job's id.
+                under_way = _JOB_KEY.search(folded) is not None
             if not under_way and len(text) <= BARE_STATUS_LIMIT and _BARE_UNDER_WAY.fullmatch(folded):
                 # A status printed alone (`aws rds describe-db-instances --query
                 # '...DBInstanceStatus' --output text` answering "creating"): its value.

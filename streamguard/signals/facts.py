@@ -315,6 +315,31 @@ def sent_values(args: dict[Any, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
+ITEM_CHARS = 128
+"""Longest value read as the item an act was about (:func:`act_items`)."""
+
+
+def act_items(args: dict[Any, Any]) -> tuple[str, ...]:
+    """The values that name what an act was about (at most :data:`HANDED_KEPT`): its
+    id-like values (:func:`id_text`) and any other short token with a digit in it and no
+    space (a market ``61299001-total_goals_0.5``, an object key ``img/p123.jpg``). Words
+    and sentences (a reworded summary) name nothing. A superset of :func:`sent_values`,
+    so an answer naming them echoes them too."""
+    out: list[str] = []
+    for value in islice(args.values(), _HANDED_VALUES):
+        text = id_text(value)
+        if (
+            text is None and type(value) is str and 3 <= len(value) <= ITEM_CHARS
+            and not _DIGITS.isdisjoint(value) and len(value.split(None, 1)) == 1
+        ):
+            text = value
+        if text is not None:
+            out.append(text)
+            if len(out) >= HANDED_KEPT:
+                break
+    return tuple(out)
+
+
 def handed_ids(result: object, sent: tuple[str, ...]) -> tuple[str, ...]:
     """The ids a write's answer hands back: id-like words of its first
     :data:`_HANDED_READ` characters (or the id-like values of an object answer and of the

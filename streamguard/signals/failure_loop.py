@@ -49,8 +49,9 @@ Across writes: 8 identical failures since the call last worked (``across_writes`
     attempts except one that was already halted by the first rule (7); judged
     loops that reach 8 include the package install timing out nine times
     between mirror edits. Eight is the first rule's five plus the three
-    attempts a fair fix-and-retry gets. 0 switches the rule off; otherwise it
-    must be above ``threshold``.
+    attempts a fair fix-and-retry gets (twice that for a failure that may pass by
+    itself, retried after a pause each time: below). 0 switches the rule off;
+    otherwise it must be above ``threshold``.
 
 Severity: critical, session scope
     The call is byte-for-byte the one that failed, and nothing that could change
@@ -77,8 +78,12 @@ A retry that backs off
     returned Result: Failed`` over "(503) Server Unavailable", halted at its fifth retest
     in a blind batch), retried after a pause since the call's last answer (a ``sleep``
     call, a wait, or ``[waits] pause_seconds`` of quiet: ``ResultView.paused``), is
-    backing off, not re-sending blindly: not counted by the five-failure rule. The same error again and again is still a loop, at the
-    across-writes rule's eighth. In a blind batch a Qualys fetch retried through
+    backing off, not re-sending blindly: not counted by the five-failure rule. The same
+    error again and again is still a loop, for the across-writes rule at twice its count
+    (sixteen) when every retry backed off so: an API-Football fetch refused with "429 Too
+    Many Requests" nine times while an upgraded plan's limit caught up, each retry after
+    the Retry-After asked and a growing back-off, was halted at its eighth in a blind
+    batch (it went through at the tenth). In a blind batch a Qualys fetch retried through
     503s, 409s and a time-out after sleeps of 15 s to 2 minutes, then answered, was
     halted at its fifth attempt, and in another a GA4 report retried through "429
     RESOURCE_EXHAUSTED" after 30 s to 4 minutes, then answered (the status first in
@@ -292,7 +297,7 @@ class FailureLoop(Signal):
             # A retry after a deliberate wait of a failure that may pass by itself (a
             # 503, a rate limit, a concurrency limit, a timeout): backing off, not
             # re-sending blindly. Not counted here; the same error again and again is
-            # still the across-writes rule's (above), at its eighth.
+            # still the across-writes rule's (above), at twice its count.
             return None
         failing = state.failing
         count = 0
@@ -356,8 +361,13 @@ class FailureLoop(Signal):
         if len(persistent) >= MAX_CALLS:
             del persistent[0]
         persistent.append((key << 7 | count, outcome))
+        threshold = self.across_writes
+        if result.paused and says_transient(failure_text(result)):
+            # A failure that may pass by itself, retried after a pause each time (a 429
+            # whose Retry-After the agent keeps, with a growing back-off): twice as many.
+            threshold *= 2
         if (
-            count < self.across_writes or state.persistent_latched == key or state.latched
+            count < threshold or state.persistent_latched == key or state.latched
             or count <= result.asked_runs
         ):
             return None

@@ -51,7 +51,14 @@ A sweep whose no-ops name their items
     provider) names what it left alone: the sweep converging item by item. The
     streak starts again at it; answers heard before in the streak, or no-ops that
     say nothing, count on. A sweep of thirty providers' attestations, twenty of
-    them answered this way, was halted at its third in a blind batch.
+    them answered this way, was halted at its third in a blind batch. So does a no-op
+    of an act sent another item's id (``ResultView.sent``: ``qbo_attach_receipt(
+    receipt_id="dx_712014")`` answered ``{"status": "skipped", "reason":
+    "already_attached"}`` for the third receipt in a row): that item's answer. Three
+    sweeps of the blind batches (receipts already attached, markets already settled,
+    headshots unchanged) were cut at their third to sixteenth item. The recorded loop's
+    ``mark_task_done`` sends the same task (or no id, only reworded text) each time,
+    and counts on.
 
 Known false positives
     A deliberately idempotent workflow: three converge-to-desired-state calls
@@ -68,6 +75,7 @@ alerted.
 
 from __future__ import annotations
 
+import zlib
 from typing import Annotated, Any
 
 from msgspec import Meta, Struct
@@ -108,6 +116,11 @@ class NoOpStreakState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
 
 
 
+def _mixed_item(answer: int, sent: tuple[str, ...]) -> int:
+    """``answer`` (a payload's fingerprint, 0 for none) mixed with the ids its act sent."""
+    return zlib.crc32("\0".join(sent).encode("utf-8", "surrogatepass"), answer & 0xFFFFFFFF) or 1
+
+
 class NoOpStreak(Signal):
     """Turn-scoped critical after ``threshold`` consecutive results flagged ``no_op``."""
 
@@ -136,6 +149,11 @@ class NoOpStreak(Signal):
                 state.answers = ()
             return None
         answer = fingerprint_payload(result.event.result, result.event.result_digest)
+        if result.sent:
+            # The item the act was about (`qbo_attach_receipt(receipt_id="dx_712014")`
+            # answered {"status": "skipped", "reason": "already_attached"}): the same answer
+            # for another item is that item's.
+            answer = _mixed_item(answer, result.sent)
         if answer and answer not in state.answers:
             # A no-op that says something new names what it left alone (a directory
             # update answering {"npi": "1493028645", "updated_fields": []} for the next

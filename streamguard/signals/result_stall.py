@@ -1497,11 +1497,14 @@ def _listed_in(items: list[Any], codes: set[int], out: bytearray) -> None:
 
 _ABSENCE = re.compile(
     r"(?i:\bnot[ _-]?found\b|\b(?:does|did)[ ]?n[o']t exist|\bno longer exists?\b|\bno[ _-]?such"
-    r"|\bnot[ _-]exists?\b|\bcould(?: not|n't) find\b|\b(?:status|code|http)\D{0,3}404\b|\b404 not found\b)"
+    r"|\bnot[ _-]exists?\b|\bcould(?: not|n't) find\b|\b(?:status|code|http)\D{0,3}404\b|\b404 not found\b"
+    # z/OS' "DATA SET 'X' NOT IN CATALOG" (IKJ58503I), "not cataloged"
+    r"|\bnot (?:in (?:the )?catalog|catalog(?:u)?ed)\b)"
     r"|NotFound|DoesNotExist"
 ).search
 """An answer that says what was asked of an item is not there (``NoSuchLifecycleConfiguration``,
-``ResourceNotFoundException``, ``404 Not Found``, ``does not exist``, "could not find"), in its
+``ResourceNotFoundException``, ``404 Not Found``, ``does not exist``, "could not find", a
+data set "NOT IN CATALOG"), in its
 first ``FAILURE_HEAD`` characters (:func:`_says_absent`)."""
 _ABSENT_ELSEWHERE = re.compile(
     r"(?i)\bno such (?:host|file)\b|\bcommand not found\b|\bno module named\b"
@@ -1530,7 +1533,7 @@ def _says_absent(result: ResultView) -> bool:
     lowered = text.lower()
     if not (
         "found" in lowered or "exist" in lowered or "such" in lowered or "could" in lowered
-        or "404" in lowered
+        or "404" in lowered or "catalog" in lowered
     ):
         return False
     return _ABSENCE(text) is not None and _ABSENT_ELSEWHERE(text) is None
@@ -2263,7 +2266,7 @@ class ResultStall(Signal):
                     strings = tuple(
                         value for value in islice(call.args.values(), ECHO_FIELDS) if type(value) is str
                     )
-                    named = _listed_item(listed, strings) if names else 0
+                    named = _listed_item(listed, strings)
                     if not named:
                         # or an address whose query names one (openFDA's `?search=
                         # code_info:"TV2504118"` for each lot a receipt report listed)
@@ -2303,9 +2306,13 @@ class ResultStall(Signal):
             names = _ids(call.args)
         if state.rows and not call.write and type(call.args) is dict:
             # The listing's next row, named (a bill's lines looked up one by one, in their
-            # order): an item the listing names again is asked for again.
+            # order): an item the listing names again is asked for again. (Not a path the
+            # call reads in: a phrase searched for in file after file of a listing is
+            # still the hunt.)
+            paths = call.canonical.paths
             item = _listed_item(state.listed, tuple(
-                value for value in islice(call.args.values(), ECHO_FIELDS) if type(value) is str
+                value for name, value in islice(call.args.items(), ECHO_FIELDS)
+                if type(value) is str and not (paths and name in paths)
             ))
             if item:
                 index = _next_row(state.rows, state.row_at, item)
@@ -2455,7 +2462,7 @@ class ResultStall(Signal):
             # A retry after a pause of a failure that may pass by itself (a 429 retried
             # after the back-off it asked for, a 503): backing off, neither news nor stale,
             # as failure-loop reads it (the same call failing so for good is still its
-            # across-writes rule's, at the eighth).
+            # across-writes rule's, at twice its count).
             return None
         if outcome == NO_OP_OUTCOME:
             return None  # the no-op streak reads these
@@ -2496,12 +2503,13 @@ class ResultStall(Signal):
         term_item = (
             _term_of(state.terms, key) if state.terms else 0
         )
+        row = 0
         if state.in_order:
             if state.in_order == ((key & _M32) or 1):
                 # The listing's next row, named (a procedure code on a bill's fourth line as
-                # on its second): its answer is that row's, as a listed item's is that
-                # item's (at most once a row: the rows are gone through in their order).
-                term_item = _mixed(term_item or _ROW_TAG, state.row_at)
+                # on its second): an answer the session had is that row's (below), at
+                # most once a row (the rows are gone through in their order).
+                row = _mixed(_ROW_TAG, state.row_at)
             state.in_order = 0
         if key and key == state.echo_key and state.echo:
             if state.listed and not flags & (FLAG_SEARCH | FLAG_WRITE):
@@ -2590,7 +2598,7 @@ class ResultStall(Signal):
                             self._news(state)
                             return None
                         if flags & FLAG_SEARCH:
-                            return self._found_nothing(state, key, result, b"(nothing found)", term_item)
+                            return self._found_nothing(state, key, result, b"(nothing found)", term_item, row)
                         return None  # silence from a move or a mkdir: neither
                     text = result.event.result_digest
             echoed = False
@@ -2649,7 +2657,7 @@ class ResultStall(Signal):
         if cached is _FOUND_NOTHING:
             if polled:
                 return None  # the same search answered anew (a timestamp): a poll
-            return self._found_nothing(state, key, result, masked, term_item)
+            return self._found_nothing(state, key, result, masked, term_item, row)
         if not flags & FLAG_SEARCH and not result.failed:
             payload = result.event.result
             if type(payload) is str and len(payload) <= TINY_ANSWER and _BARE_ANSWER.fullmatch(payload):
@@ -2751,6 +2759,12 @@ class ResultStall(Signal):
         at = seen.find(packed)  # (find_entry, inline: every result's lookup)
         while at > 0 and at % _WIDTH:
             at = seen.find(packed, at + 1)
+        if row and at >= 0 and not result.failed and not _says_outage(result):
+            # The listing names the item again on this row: the answer it had for the item
+            # is this row's now (not an outage's, which answers every row alike).
+            code = _mixed(code, row)
+            packed = code.to_bytes(_WIDTH, "little")
+            at = find_entry(seen, packed, _WIDTH)
         # (The flag test first: most results are no write's, and the call costs more.)
         if flags & FLAG_WRITE and is_write_acknowledgement(result):
             # A write tool's short acknowledgement says only that it worked ("File
@@ -2837,12 +2851,13 @@ class ResultStall(Signal):
             state.mask = 0
 
     def _found_nothing(
-        self, state: Any, key: int, result: ResultView, masked: bytes, item: int = 0
+        self, state: Any, key: int, result: ResultView, masked: bytes, item: int = 0, row: int = 0
     ) -> Finding | None:
         """A search that found nothing: nothing found again, stale; unless it looked for
         indicators (an IOC sweep: the next IP, domain or hash) or for an item a listing
         handed over (``item``), when it is that indicator's or item's answer, news the
-        first time and stale after."""
+        first time and stale after, or for the item of the listing's next row (``row``:
+        that row's answer, when the item's was had before)."""
         if result.watched and poll_answer(result):
             # Nothing yet, asked again after a deliberate wait where its user asked the
             # agent to watch for something ("keep an eye on my inbox"): the answer the watch
@@ -2850,10 +2865,13 @@ class ResultStall(Signal):
             self._news(state)
             return None
         looked = item or (_looked_for(state.reads, key) if key and state.reads else 0)
-        if not looked:
-            return self._stale(state, _NOTHING, result, masked)
-        code = _mixed(_NOTHING, looked)
+        code = _mixed(_NOTHING, looked) if looked else _NOTHING
         packed = code.to_bytes(_WIDTH, "little")
+        if (not looked or find_entry(state.seen, packed, _WIDTH) >= 0) and row:
+            code = _mixed(code, row)  # the listing's next row names it again
+            packed = code.to_bytes(_WIDTH, "little")
+        elif not looked:
+            return self._stale(state, _NOTHING, result, masked)
         if find_entry(state.seen, packed, _WIDTH) >= 0:
             return self._stale(state, code, result, masked)
         self._remember(state.seen, packed)
