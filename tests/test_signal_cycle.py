@@ -801,3 +801,37 @@ def test_a_status_read_between_powershell_sleeps_is_a_poll() -> None:
                   ToolResult(session="y", tool="run_powershell", call_id=f"w{n}", ts=clock + 122, result="")]
         clock += 125
     assert _alerts(trace) == []
+
+
+def test_a_named_tool_that_sleeps_then_reads_is_a_read_after_a_wait() -> None:
+    """`ssh_exec(command="sleep 240; tail -n 2 convert.log")` between a look at the
+    server's processlist and the size of the table being rebuilt, lap after lap while a
+    schema conversion runs: the log says the work is under way after each deliberate
+    wait, a poll. The same laps without the sleep are a cycle."""
+    from streamguard.engine import Engine
+    from streamguard.events import Alert, ToolCall, ToolResult
+    from streamguard.policy import parse_policy_set
+    from streamguard.signals.facts import CallFacts, argument_facts
+
+    looked = argument_facts("ssh_exec", {"host": "db01", "command": "sleep 240; tail -n 2 /var/log/convert.log"},
+                            CallFacts("ssh_exec", False, False))
+    assert looked.waits_first and looked.read and not looked.write
+
+    def laps(tail: str) -> list[str]:
+        engine = Engine(parse_policy_set('mode = "warn"\n'))
+        out: list[str] = []
+        at = 1000.0
+        for lap in range(5):
+            for command, answer in ((tail, "slurmdbd: converting step table for titan"),
+                                    ("mysql -N -e 'SELECT state, time FROM processlist'", f"copy to tmp table\t{480 * lap}"),
+                                    ("du -sh /var/lib/mysql/#sql-*.ibd | tail -1", f"{19 + 8 * lap}.8G\t#sql-1.ibd")):
+                wait = 240.0 if command.startswith("sleep") else 3.0
+                events = [ToolCall(session="c", tool="ssh_exec", args={"host": "db01", "command": command}, ts=at),
+                          ToolResult(session="c", tool="ssh_exec", result=answer, ts=at + wait)]
+                at += wait + 2
+                out += [o.signal for e in events for o in engine.process(e, e.ts)
+                        if isinstance(o, Alert) and o.severity == "critical"]
+        return out
+
+    assert laps("sleep 240; tail -n 2 /var/log/convert.log") == []
+    assert laps("tail -n 2 /var/log/convert.log") != []

@@ -69,6 +69,11 @@ UNDER_WAY = [
     {"code": "333334", "message": "Asynchronous execution in progress. Use provided query id to "
      "perform query monitoring and management.", "statementHandle": "01b8a3f2-0305-9e4a"},
     "Backup is still in progress",
+    # an end or a step on its way: a Kafka group rebalancing, a job finishing
+    "group=inplay-pricer state=CompletingRebalance members=0 total_lag=9874 max_partition_lag=1402\n",
+    "group=inplay-pricer state=PreparingRebalance members=11", {"status": "finishing"}, {"state": "Preparing"},
+    # data rewritten in place: a schema converted, a table rebuilt, a replica recovering
+    "slurmdbd: converting job table for titan", {"index": "idx_a", "state": "rebuilding"}, "state: recovering",
     # a mainframe job executing (z/OSMF: INPUT, ACTIVE, OUTPUT)
     {"jobid": "JOB04821", "jobname": "GLMEXT01", "subsystem": "JES2", "status": "ACTIVE", "type": "JOB"},
     # a submission, a send, a publication or a DNS change on its way
@@ -227,6 +232,8 @@ NOT_UNDER_WAY = [
     {"status": "pending", "expired_at": "2025-12-01T00:00:00Z"}, {"status": "pending", "note": "invitation expired"},
     {"status": "RUNNING", "completed_at": "2025-12-11T19:35:05Z"},
     {"status": "running", "error": "disk full", "completed_at": ""},
+    # completing's end said beside it
+    {"status": "completing", "completed_at": "2025-12-01T10:00:00Z"}, "state=Stable; rebalance completed",
     # "active" where a resource stays, or a job active and already ended
     {"cluster": "prod-eks", "status": "ACTIVE"}, {"subscription_id": "sub_1", "status": "active"},
     {"jobid": "JOB04821", "status": "ACTIVE", "retcode": "CC 0000", "phase": "completed"},

@@ -3126,3 +3126,20 @@ def test_a_named_read_of_each_listed_name_is_that_names_answer() -> None:
 
     assert hits(lookups(True)) == []
     assert hits(lookups(False)) != []
+
+
+def test_a_write_refused_because_its_item_exists_is_that_items_answer() -> None:
+    """A chart of accounts set up from a list, most of the defaults' codes refused as "not
+    unique": each code's answer. The same account created again and again is the same
+    refusal again."""
+    def creates(code_of: Callable[[int], str]) -> list[Any]:
+        trace: list[Any] = []
+        for n in range(14):
+            trace += [ToolCall(session="s", tool="xero_create_account", kind="write",
+                               args={"Code": code_of(n), "Name": f"Account {word(n)}", "Type": "EXPENSE"}),
+                      ToolResult(session="s", tool="xero_create_account",
+                                 error="ValidationException: Please enter a unique Code.")]
+        return trace
+
+    assert hits(creates(lambda n: str(400 + 4 * n))) == []
+    assert hits(creates(lambda n: "400")) != []

@@ -1111,6 +1111,12 @@ _PROGRESS_WORDS = (
     # a submission another party takes in (Gusto's payroll "submitting"), a send, a
     # publication, a settlement or a DNS change on its way
     r"|submitting|sending|publishing|settling|propagating"
+    # an end or a step on its way (a Kafka group "CompletingRebalance", "PreparingRebalance",
+    # a job "finishing"): "completing" is no "completed"
+    r"|completing\w*|finishing|preparing\w*|rebalancing"
+    # data being rewritten in place (slurmdbd "converting job table", a table rebuilt, a
+    # store compacted, a replica recovering)
+    r"|converting|rebuilding|compacting|recovering"
     # a clock or a schedule moving on to its target (Stripe's test clock "advancing")
     r"|advancing"
     r"|in[ _-]?transit|out[ _-]?for[ _-]?delivery"
@@ -1243,7 +1249,7 @@ _FAILED_WORDS = (
     r"|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
 )
-_DONE_WORDS = r"succe|complet|done\b|finish"
+_DONE_WORDS = r"succe|complet(?!ing)|done\b|finish(?!ing)"
 _FINISHED = re.compile(rf"(?i){_FAILED_WORDS}|{_DONE_WORDS}")
 """Words of an end, good or bad: an answer with one says nothing of an end only if it has none."""
 _FAILED = re.compile(rf"(?i){_FAILED_WORDS}")
@@ -1322,7 +1328,7 @@ _FAILED_FOLDED_WORDS = (
     r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail(?![_-]?(?:over|back)))|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
     r"|n(?:ot[ _-]found)|r(?:eject|efused)|s(?:topped)|t(?:erminat|imed?[ _-]?out)|u(?:nhealthy)"
 )
-_DONE_FOLDED_WORDS = r"s(?:ucce)|c(?:omplet)|d(?:one\b)|f(?:inish)"
+_DONE_FOLDED_WORDS = r"s(?:ucce)|c(?:omplet(?!ing))|d(?:one\b)|f(?:inish(?!ing))"
 _FAILED_FOLDED = re.compile(_FAILED_FOLDED_WORDS)
 """:data:`_FAILED` over folded text."""
 _DONE_FOLDED = re.compile(_DONE_FOLDED_WORDS)
@@ -1355,9 +1361,9 @@ _PROGRESS_FOLDED_WORDS = (
     r"p(?:ending\w*|rocessing|rovisioning|rogressing|dng)|q(?:ueued|ueue?ing)"
     r"|i(?:n[ _-]?progress|n[ _-]?queue|nitiali[sz]ing|n[ _-]?transit|n[ _-]?review|mporting"
     r"|ndexing|nstalling)|r(?:unning|eviewing|estoring|eplicating|endering|ebooting"
-    r"|estarting|esizing)"
+    r"|estarting|esizing|ebalancing|ebuilding|ecovering)"
     r"|e(?:xecuting|xporting|xtracting)"
-    r"|c(?:reating|opying)|s(?:tarting|cheduled|canning|yncing|topping|ubmitting|ending"
+    r"|c(?:reating|opying|ompleting\w*|onverting|ompacting)|f(?:inishing)|s(?:tarting|cheduled|canning|yncing|topping|ubmitting|ending"
     r"|ettling)"
     r"|d(?:eploying|ownloading|eactivating|eleting)"
     r"|b(?:uilding)|w(?:aiting)"
@@ -1367,7 +1373,7 @@ _PROGRESS_FOLDED_WORDS = (
     r"|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)|v(?:alidating|erifying)"
     r"|t(?:ransferring|ranscoding|erminating)"
     r"|m(?:igrating)"
-    r"|p(?:ublishing|ropagating)"
+    r"|p(?:ublishing|ropagating|reparing\w*)"
 )
 _W = _PROGRESS_FOLDED_WORDS
 _FOLDED_VALUE = rf"\s*(?:[\"'](?:{_W})[.…!]{{0,3}}[\"']|(?:{_W})\b)"

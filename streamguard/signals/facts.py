@@ -1842,6 +1842,15 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
         waited = sleep_facts(args)
         if waited is not None:
             return waited
+        command = args.get("command")
+        if type(command) is str and command.lstrip()[:5] == "sleep" and not facts.write:
+            # A named tool running a line that sleeps, then reads (`ssh_exec(host=...,
+            # command="sleep 240; tail -n 2 convert.log")`): a read asked after a
+            # deliberate wait, as a shell's same line is (its own facts decide).
+            paced = runner_facts({"command": command})
+            if paced.waits_first:
+                paced.action = tool
+                return paced
     if len(args) == 1 and not facts.wait:
         # A tool that waits for something (Playwright MCP's `browser_wait_for`) given a
         # time alone (`{"time": 300}`) waits; given a text or a selector to wait for, it

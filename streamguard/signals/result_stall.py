@@ -1519,6 +1519,13 @@ _ABSENT_ELSEWHERE = re.compile(
 call went through (``no such host``, ``Tool 'x' not found``, ``404 page not found``)."""
 
 
+_ALREADY = re.compile(
+    r"(?i)already (?:exists?|taken|in use|registered|defined|assigned)|\bunique\b|\bduplicate\b"
+)
+"""A write's refusal because what it would make is there already ("already exists", "Please
+enter a unique Code", a duplicate key)."""
+
+
 def _says_absent(result: ResultView) -> bool:
     """Whether an answer says that what its call asked of an item is not there
     (:data:`_ABSENCE`, not :data:`_ABSENT_ELSEWHERE`): a failure's error, or a success of at
@@ -2695,6 +2702,18 @@ class ResultStall(Signal):
                             state.seen, mixed.to_bytes(_WIDTH, "little"), _WIDTH
                         ) >= 0:
                             code = mixed
+            elif (
+                flags & _NAMED_WRITE_MASK == FLAG_WRITE and key and state.reads
+                and _ALREADY.search(result.error or "", 0, FAILURE_HEAD) is not None
+            ):
+                # A named write refused because what it would make is there already (a
+                # chart of accounts set up from a list, the defaults' codes "not unique"):
+                # that item's answer, kept with the ids the write names; the same item
+                # made again and again is the same refusal.
+                reads = state.reads
+                at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
+                if at >= 0:
+                    code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
         else:
             # an answer: places answer (again)
             if state.silent:
