@@ -427,3 +427,22 @@ def test_the_share_survives_a_snapshot():
     encoded = msgspec.msgpack.encode(d.state)
     assert msgspec.msgpack.decode(encoded, type=ContextBudgetState).kept == d.state.kept
     assert b"kept" not in msgspec.msgpack.encode(ContextBudgetState())
+
+
+def test_no_cut_on_an_assumed_window_before_any_measure():
+    """Pages of 180 KB declared, no usage event yet and no model named: the results' bytes
+    against a guessed window warn, and cut only once a measure or a window says so (or
+    when `cut_unmeasured` asks for it)."""
+    d = driver()
+    outs = [d.result("alma_api_get", result_bytes=180_000) for _ in range(4)]
+    ids = [o.signal for o in outs if o is not None]
+    assert ids == ["context-pressure"]
+    d.usage(input_tokens=125_000)
+    assert d.result("alma_api_get", result_bytes=3_000).signal == "context-budget"
+    d = driver()
+    d.usage(model="gpt-4o", context_window=128_000)
+    assert [o.signal for o in (d.result("alma_api_get", result_bytes=180_000) for _ in range(4)) if o] == [
+        "context-pressure", "context-budget"]
+    cut = driver(cut_unmeasured=True)
+    assert [o.signal for o in (cut.result("alma_api_get", result_bytes=180_000) for _ in range(4)) if o] == [
+        "context-pressure", "context-budget"]

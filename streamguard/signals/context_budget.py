@@ -28,7 +28,16 @@ Thresholds and why
     windows of the Claude, GPT-4o/4.1/5, o3/o4-mini and Gemini 2.5/3 families by
     default; for GPT-5 the 272,000 tokens a request may send). An unknown window is assumed to be
     **128,000** tokens and the alert says so: guessing small costs a visible
-    early warning, guessing large costs the session.
+    early warning, guessing large costs the session. Before the session's first
+    usage event names a window or measures ``input_tokens``, that estimate is two
+    guesses (the window, and what the runtime sends the model of the results), so it
+    warns and does not cut (``cut_unmeasured = true`` cuts on it too): six healthy
+    paging sessions of the blind batches, each declaring results of 100 KB to 2 MB while
+    its runtime sent the model a few hundred tokens of each (the usage events after
+    showed 6,000 to 130,000 tokens in all), were cut at their second to fifth result. In
+    the real-session benchmark two SWE-agent runs that reported no usage lose a cut at
+    their very last call (the harness stopped them for the context the call after;
+    judged unclear, no call saved), and nothing else changes.
 
 Severity and scope
     The pressure alert is warn: it is advice to compact. The cut is critical
@@ -305,6 +314,11 @@ class ContextBudgetConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True
     model_windows: list[ModelWindow] = field(default_factory=lambda: list(DEFAULT_MODEL_WINDOWS))
     assumed_window: Annotated[int, Meta(ge=1)] = ASSUMED_WINDOW
     bytes_per_token: Annotated[int, Meta(ge=1, le=16)] = BYTES_PER_TOKEN
+    cut_unmeasured: bool = False
+    """Whether to cut a turn on the assumed window before the session's first measure
+    (no usage event has named a window or measured ``input_tokens``): the results' bytes
+    alone against a guessed window. Off: such an estimate only warns
+    (``context-pressure``)."""
 
     def validate(self) -> None:
         for rule in self.model_tiers:
@@ -359,6 +373,7 @@ class ContextBudget(Signal):
         super().__init__(config)
         cfg = self.config
         self.hard = cfg.hard_ceiling
+        self.cut_unmeasured = cfg.cut_unmeasured
         self.default_threshold = cfg.default_threshold
         self.bytes_per_token = cfg.bytes_per_token
         self._tier_cache: dict[str, tuple[float, int]] = {}
@@ -464,7 +479,10 @@ class ContextBudget(Signal):
             return None  # CONTRADICTED: no window to measure against
         used = state.measured + state.pending_bytes * state.kept // (KEPT_WHOLE * self.bytes_per_token)
         utilization = used / window
-        if utilization >= self.hard:
+        if utilization >= self.hard and (state.window or state.measured or self.cut_unmeasured):
+            # (A window neither named nor measured against, before the session's first
+            # measure, is two guesses: the model's window and what the runtime sends it of
+            # the results. They warn below; the cut waits for a measure or a window.)
             state.cut_latched = True
             state.pressure_latched = True
             return self._finding(state, CUT, utilization, used, window)
