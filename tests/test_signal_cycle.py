@@ -835,3 +835,26 @@ def test_a_named_tool_that_sleeps_then_reads_is_a_read_after_a_wait() -> None:
 
     assert laps("sleep 240; tail -n 2 /var/log/convert.log") == []
     assert laps("tail -n 2 /var/log/convert.log") != []
+
+
+def test_a_wakeup_the_agent_schedules_is_a_wait() -> None:
+    """A domain transfer watched as its user asked: its status read, then
+    `schedule_wakeup(minutes=20)`, answered when the agent wakes, again and again while the
+    transfer is pending. The wake-up is a wait, and the status after it a poll."""
+    from streamguard.engine import Engine
+    from streamguard.events import Alert, Text, ToolCall, ToolResult
+    from streamguard.policy import parse_policy_set
+
+    engine = Engine(parse_policy_set('mode = "warn"\n'))
+    events: list[Any] = [Text(session="w", role="user", text="Keep an eye on the transfer and tell me when it lands.",
+                              ts=1000.0)]
+    at = 1001.0
+    for _ in range(6):
+        events += [ToolCall(session="w", tool="cf_registrar_get_domain", args={"domain": "kestrelpay.net"}, ts=at),
+                   ToolResult(session="w", tool="cf_registrar_get_domain", ts=at + 1,
+                              result={"transfer_in": {"approve_transfer": "pending"}}),
+                   ToolCall(session="w", tool="schedule_wakeup", args={"minutes": 20, "note": "recheck"}, ts=at + 3),
+                   ToolResult(session="w", tool="schedule_wakeup", result={"scheduled": True}, ts=at + 1203)]
+        at += 1205
+    assert [o.signal for e in events for o in engine.process(e, e.ts)
+            if isinstance(o, Alert) and o.severity == "critical"] == []

@@ -3143,3 +3143,37 @@ def test_a_write_refused_because_its_item_exists_is_that_items_answer() -> None:
 
     assert hits(creates(lambda n: str(400 + 4 * n))) == []
     assert hits(creates(lambda n: "400")) != []
+
+
+def test_a_label_selector_in_a_command_names_what_it_reads() -> None:
+    """`amtool config routes test service=<name>` for each of fourteen services, most
+    routed to the same receiver: each service's answer. The same service tested again and
+    again is the same answer."""
+    sweep: list[Any] = []
+    for n in range(14):
+        sweep += step("bash", {"command": "amtool config routes test --config.file=alertmanager.yml "
+                                          f"service=svc-{word(n)} severity=critical"}, "pd-payments\n")
+    assert hits(sweep) == []
+    again: list[Any] = []
+    for n in range(14):
+        again += step("bash", {"command": "amtool config routes test --config.file=alertmanager.yml "
+                                          f"service=ledger severity={word(n)}"}, "pd-payments\n")
+    assert hits(again) != []
+
+
+def test_a_short_nested_value_the_error_sets_off_is_the_calls_echo() -> None:
+    """Reworded Jira transitions (`transition={"name": "Done"}`, `{"name": "Close"}`, ...),
+    each refused with an error naming the transition in brackets: one refusal again and
+    again. Errors that differ in what they say beside are still news."""
+    names = ["Done", "Close", "Closed", "Resolve", "Finish", "Complete", "Mark Done", "Ship", "End", "Stop",
+             "Shut", "Wrap"]
+    refused: list[Any] = []
+    for name in names:
+        refused += step("jira_transition", {"key": "DIGI-2231", "transition": {"name": name}}, None,
+                        f'400 Bad Request: workflow operation ({name}) is not valid for the current state of DIGI-2231')
+    assert hits(refused) != []
+    varied: list[Any] = []
+    for name in names:
+        varied += step("jira_transition", {"key": "DIGI-2231", "transition": {"name": name}}, None,
+                       f"400 Bad Request: field {name.lower().replace(' ', '_')}_reason is required")
+    assert hits(varied) == []

@@ -127,8 +127,11 @@ DEFAULT_COMMAND_RUNNERS = (
     "write_stdin",
 )
 
-DEFAULT_WAIT_TOOLS = ("wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep")
-"""Tools whose name says they wait (``wait(seconds=120)``, ``wait_for_deployment``): a call
+DEFAULT_WAIT_TOOLS = (
+    "wait", "wait_*", "*_wait", "sleep", "sleep_*", "*_sleep", "*wakeup*", "*wake_up*",
+)
+"""Tools whose name says they wait (``wait(seconds=120)``, ``wait_for_deployment``, an
+agent's ``schedule_wakeup(minutes=20)``, answered when it wakes): a call
 of one is a wait, like ``sleep 60`` through a shell (``CallFacts.wait``). A tool that
 waits for a condition or a time by its arguments (the Playwright MCP server's
 ``browser_wait_for``) waits when it is given a time alone (:func:`argument_facts`)."""

@@ -653,8 +653,10 @@ _TARGETS = re.compile(
     r"|hostname|server|endpoint-url|subscription|account|bucket|resource-group|tenant|shard"
     r"|schema|database|dbname)"
     r"(?:=|[ \t]+)[^\s'\"|;&)]+"
-    # A tenant or a shard named as a setting (`alembic -x tenant=acme upgrade head`).
-    r"|(?<![\w.-])(?:tenant|shard)(?:_id)?=[^\s'\"|;&)]+"
+    # A tenant or a shard named as a setting (`alembic -x tenant=acme upgrade head`), or
+    # what a label selector names (`amtool config routes test service=ledger`, `-l app=web`).
+    r"|(?<![\w.-])(?:tenant|shard|service|app|instance|job|pod|team|customer|account|project)(?:_?id|_?name)?"
+    r"=[^\s'\"|;&),]+"
     # A data file named bare, as a query reads it (`duckdb -c "DESCRIBE SELECT * FROM
     # 'events_2025-06-02.parquet'"`, `csvstat sales_q3.csv`): which file's answer it is.
     r"|(?<![\w.@+/-])[\w-][\w.-]{0,255}\.(?:parquet|csv|tsv|jsonl|ndjson|feather|arrow|avro|orc|xlsx|xls"
@@ -678,7 +680,8 @@ _TARGETS = re.compile(
 )
 """A URL's scheme, host and path, a path with at least one slash, a place flag and its
 value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), a tenant or a shard
-named as a setting (``tenant=acme``), a data file named bare (``events.parquet``),
+named as a setting (``tenant=acme``) or what a label selector names (``service=ledger``,
+``app=web``), a data file named bare (``events.parquet``),
 Terraform's workspace and variables file, an AWS resource's id or ARN, a host and its
 port, or an EVM address or transaction hash, in a command line."""
 _KUBE_SEGMENT = re.compile(
@@ -1899,6 +1902,9 @@ ECHO_FIELDS, ECHO_VALUES = 8, 4
 GIVEN_MAX = 64
 """Longest argument string of a search kept as what it was given (``ResultStallState.given``)."""
 ECHO_MIN, ECHO_MAX = 6, 256
+ECHO_SHORT = 3
+"""Shortest value one level down in a call's arguments read as what its answer may echo
+(shorter than ``ECHO_MIN``: only where the answer sets it off in brackets or quotes)."""
 """A string argument of this many characters, found in the call's error, is masked
 there: a failure that repeats its question says nothing new. (Numbers need no echo:
 a failure's template masks every digit.) The upper bound keeps the search of an error
@@ -2385,13 +2391,24 @@ class ResultStall(Signal):
             if given or state.given:
                 state.given, state.given_key = given, call.key
         for value in values:
-            if (
+            if type(value) is dict and value:
+                # One level down (`jira_transition(transition={"name": "Done"})`): a short
+                # value there is echoed only as the error sets it off, "(Done)" (below).
+                for inner in islice(value.values(), ECHO_FIELDS):
+                    if (
+                        type(inner) is str and ECHO_SHORT <= len(inner) <= ECHO_MAX
+                        and (inner.isascii() or _encodable(inner))
+                    ):
+                        echo.append(inner)
+                        if len(echo) == ECHO_VALUES:
+                            break
+            elif (
                 type(value) is str and ECHO_MIN <= len(value) <= ECHO_MAX
                 and (value.isascii() or _encodable(value))  # (a lone surrogate: no snapshot)
             ):
                 echo.append(value)
-                if len(echo) == ECHO_VALUES:
-                    break
+            if len(echo) >= ECHO_VALUES:
+                break
         if echo or state.echo:
             # Longest first: a short value inside a longer one (the database named in
             # the SQL) must not break the longer one before it is masked.
@@ -2610,7 +2627,14 @@ class ResultStall(Signal):
                     text = result.event.result_digest
             echoed = False
             for value in echo:
-                if value in text:
+                if len(value) < ECHO_MIN:
+                    # a short value, only where the answer sets it off: "a workflow operation
+                    # (Done) that is not valid", "'Close' is not a transition"
+                    for form in (f"({value})", f'"{value}"', f"'{value}'"):
+                        if form in text:
+                            text = text.replace(form, "(…)")
+                            echoed = True
+                elif value in text:
                     # "no such column: x [SQL: SELECT x ...]" for the eighth rewording, "the
                     # file is shorter than the offset (9001)": the call, not news.
                     text = text.replace(value, "…")
