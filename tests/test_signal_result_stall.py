@@ -3177,3 +3177,19 @@ def test_a_short_nested_value_the_error_sets_off_is_the_calls_echo() -> None:
         varied += step("jira_transition", {"key": "DIGI-2231", "transition": {"name": name}}, None,
                        f"400 Bad Request: field {name.lower().replace(' ', '_')}_reason is required")
     assert hits(varied) == []
+
+
+def test_a_regression_over_random_seeds_runs_one_test_per_seed() -> None:
+    """One random test run with fourteen seeds (`+ntb_random_seed=N`), each passing alike:
+    a seed sweep. The same seed run again and again is one answer again and again."""
+    sweep: list[Any] = []
+    for n in range(14):
+        seed = 60656407 + 7919 * n
+        sweep += step("run_command", {"command": f"cd sim && ./simv +UVM_TESTNAME=dma_rand +ntb_random_seed={seed} "
+                                                 f"| tail -3"}, "UVM_ERROR :    0\nUVM_FATAL :    0\nTEST PASSED\n")
+    assert hits(sweep) == []
+    again: list[Any] = []
+    for n in range(14):
+        again += step("run_command", {"command": f"cd sim && ./simv +UVM_TESTNAME=dma_rand +ntb_random_seed=1 "
+                                                 f"| tail -{3 + n}"}, "UVM_ERROR :    0\nUVM_FATAL :    0\nTEST PASSED\n")
+    assert hits(again) != []
