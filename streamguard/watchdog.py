@@ -236,6 +236,11 @@ RESETS_KEPT = 4
 """Operator resets a session remembers, to skip one delivered twice (``Watchdog.reset``)."""
 
 
+RETRY_AFTER_FLOOR = 5.0
+"""Shortest quiet before a retry that counts as keeping the back-off a failure asked for
+(``SessionState.retry_after``): an agent's own step takes a few seconds."""
+
+
 class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     """Everything the watchdog remembers about one session.
 
@@ -429,6 +434,9 @@ class Watchdog:
         self._waits = ToolGlobs(self.policy.waits.tools, styled=True)
         # A gap this long between two events is a pause (never, when 0: only waits are).
         self._pause_seconds = self.policy.waits.pause_seconds or float("inf")
+        # A back-off a failure asks for is a pause when kept, but never one shorter than
+        # RETRY_AFTER_FLOOR (nor any, with pauses by the clock off: pause_seconds = 0).
+        self._retry_after_floor = min(self._pause_seconds, RETRY_AFTER_FLOOR) if self.policy.waits.pause_seconds else float("inf")
         # ...and a gap this long a deliberate wait (a check scheduled every few minutes).
         self._wait_seconds = self.policy.waits.wait_seconds or float("inf")
         # ...and how long after a restart a probe's unchanged answer is waiting for what
@@ -543,8 +551,12 @@ class Watchdog:
                     state.pauses = (
                         state.pauses + (WAITED if watch and gap >= watch * ASKED_PACE else 1)
                     ) & COUNT_MASK
-                elif state.retry_after and kind is ToolCall and gap >= state.retry_after:
-                    # the back-off the last failure asked for, kept before the retry
+                elif (
+                    state.retry_after and kind is ToolCall
+                    and gap >= max(state.retry_after, self._retry_after_floor)
+                ):
+                    # the back-off the last failure asked for, kept before the retry (at
+                    # least RETRY_AFTER_FLOOR: "try again in 2.1s" is an agent's own step)
                     state.pauses = (state.pauses + 1) & COUNT_MASK
             state.last_ts = ts
         ctx = self._ctx  # reused: processing is strictly one event at a time

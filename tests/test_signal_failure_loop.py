@@ -285,16 +285,15 @@ def _backoff(errors: list[str], sleeps: bool) -> list[Alert]:
 def test_a_retry_storm_that_backs_off_is_no_failure_loop_until_one_error_persists() -> None:
     """A 503, a concurrency limit and a read timeout, retried after growing sleeps:
     backing off, not re-sending blindly. The same 503 every time is still a loop, at
-    twice the across-writes rule's eight (each retry backed off from a failure that may
-    pass); with no waits, at the tenth (twice the threshold: every failure said it may
-    pass)."""
+    twice the across-writes rule's eight; with no waits, at the tenth (twice the
+    threshold: every failure said it may pass)."""
     storm = ["HTTP 503 Service Unavailable", "HTTP 409: This API cannot be run again until 1 currently running",
              "HTTP 503 Service Unavailable", "HTTP 409: This API cannot be run again until 1 currently running",
              "Read timed out (read timeout=60)", "HTTP 503 Service Unavailable"]
     assert _backoff(storm, sleeps=True) == []
     same = _backoff(["HTTP 503 Service Unavailable"] * 18, sleeps=True)
     assert same and "16" in same[0].reason
-    assert _backoff(["HTTP 503 Service Unavailable"] * 15, sleeps=True) == []
+    assert _backoff(["HTTP 503 Service Unavailable"] * 14, sleeps=True) == []
     assert _backoff(storm, sleeps=False) == []
     assert _backoff([*storm, *storm], sleeps=False)
 
@@ -520,3 +519,21 @@ def test_the_same_failure_that_may_pass_backed_off_each_time_counts_to_twice_acr
     assert _submissions([6.5, 8, 14, 14, 30, 31, 62, 95, 120], [RATE_LIMITED] * 9) == []
     assert "failure-loop" in _submissions([6.5] * 16, [RATE_LIMITED] * 16)
     assert "failure-loop" in _submissions([1.0] * 8, [RATE_LIMITED] * 8)
+
+
+def test_a_back_off_asked_shorter_than_an_agents_step_is_no_pause() -> None:
+    """"Please try again in 2.1s" retried 3.5 s later each time is the agent's own pace, not
+    a back-off: the retries count (twice the threshold, every failure saying it may pass)."""
+    errors = [f"Rate limit reached. Used {29000 + 37 * n}, Requested 1200. Please try again in 2.{n % 10}s."
+              for n in range(12)]
+    assert "failure-loop" in _submissions([3.5] * 12, errors)
+
+
+def test_failures_that_may_pass_backed_off_for_ever_trip_however_worded() -> None:
+    """A 503 whose request id is new each time, retried after a back-off each time: no
+    across-writes count holds, and the fifteenth backed-off retry (three times the
+    threshold) is a loop all the same."""
+    errors = [f"HTTP 503 Service Unavailable (request id {n:08x}-{7 * n:04x})" for n in range(30)]
+    found = _backoff(errors, sleeps=True)
+    assert found and found[0].detail["count"] == 15 and found[0].detail["threshold"] == 15
+    assert _backoff(errors[:15], sleeps=True) == []

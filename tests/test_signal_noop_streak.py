@@ -327,3 +327,24 @@ def test_no_ops_of_a_sweeps_acts_about_other_items_are_each_items_answer() -> No
     assert "no-op-streak" not in run(lambda n: {"market_id": f"61299001-total_goals_{n}.5"})
     assert "no-op-streak" in run(lambda n: {"receipt_id": "dx_712000", "match": {"amount": 76.07 + n}})
     assert "no-op-streak" in run(lambda n: {"task_id": "T-4", "summary": f"Marked the task as done, take {n}"})
+
+
+def test_a_no_ops_own_time_or_nonce_names_no_item() -> None:
+    """The same task marked done again and again, each call stamped with the time it was
+    sent (`done_at`) or an idempotency key: one no-op again, a streak."""
+    from streamguard.engine import Engine
+    from streamguard.events import Alert, ToolCall, ToolResult
+    from streamguard.policy import parse_policy_set
+
+    def run(args_of: Callable[[int], dict[str, object]]) -> list[str]:
+        engine = Engine(parse_policy_set('mode = "warn"\n'))
+        out: list[str] = []
+        for n in range(8):
+            events = [ToolCall(session="n", tool="mark_task_done", args=args_of(n), call_id=f"c{n}", kind="write"),
+                      ToolResult(session="n", tool="mark_task_done", call_id=f"c{n}", no_op=True,
+                                 result={"status": "skipped", "reason": "already_done"})]
+            out += [o.signal for e in events for o in engine.process(e) if isinstance(o, Alert)]
+        return out
+
+    assert "no-op-streak" in run(lambda n: {"task_id": "T-7", "done_at": f"2025-03-01T10:{n:02d}:00Z"})
+    assert "no-op-streak" in run(lambda n: {"task_id": "T-7", "idempotency_key": f"k{n}x9", "ts": 1733000000 + n})

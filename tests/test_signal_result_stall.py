@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -3098,12 +3099,14 @@ def test_a_listings_rows_gone_through_in_order_are_each_rows_answer() -> None:
 def test_listed_rows_keep_each_rows_place_and_are_bounded() -> None:
     from streamguard.signals.result_stall import _next_row, listed_rows
 
-    rows = listed_rows(_bill(["99204", "97110", "99204"]))
-    assert len(rows) == 18
+    rows = listed_rows(_bill(["99204", "97110", "99204", "97112", "97140"]))
+    assert len(rows) == 30
     code = listed_code("99204")
     assert _next_row(rows, 0, code) == 0 and _next_row(rows, 1, code) == 2 and _next_row(rows, 3, code) == -1
+    # a value most rows share names no row
+    assert _next_row(listed_rows(_bill(["99204", "97110", "99204"])), 0, code) == -1
     assert len(listed_rows(_bill(["99204"] * 500))) == 6 * LISTED_ITEMS
-    assert listed_rows(json.dumps(_bill(["99204", "97110", "99204"]))) == rows
+    assert listed_rows(json.dumps(_bill(["99204", "97110", "99204", "97112", "97140"]))) == rows
     assert listed_rows({"lines": [1, 2]}) == listed_rows("not json") == b""
     # a restored state whose rows are not whole, or too many, keeps none
     from streamguard.signals.result_stall import ResultStallState
@@ -3193,3 +3196,37 @@ def test_a_regression_over_random_seeds_runs_one_test_per_seed() -> None:
         again += step("run_command", {"command": f"cd sim && ./simv +UVM_TESTNAME=dma_rand +ntb_random_seed=1 "
                                                  f"| tail -{3 + n}"}, "UVM_ERROR :    0\nUVM_FATAL :    0\nTEST PASSED\n")
     assert hits(again) != []
+
+
+def test_review_cases_of_the_sweep_readings_stay_loops() -> None:
+    """A CLI's `args` that is no line reads nothing and raises nothing; a refusal naming
+    the value the call never changes is about that value, whatever ids change; a value
+    every row of a listing shares names no row; a restored cursor out of range starts
+    again."""
+    from streamguard.signals.result_stall import ResultStallState, listed_rows
+
+    odd = [ToolCall(session="s", tool="run", args={"command": None, "args": ["status"]}),
+           ToolResult(session="s", tool="run", result="ok"),
+           ToolCall(session="s", tool="run", args={"command": 1.5, "args": float("nan")}),
+           ToolResult(session="s", tool="run", result="ok")]
+    assert hits(odd) == []
+    duplicate: list[Any] = []
+    for n in range(14):
+        duplicate += [ToolCall(session="s", tool="xero_create_invoice", kind="write",
+                               args={"InvoiceNumber": f"INV-{1000 + n}", "Reference": "PO-4411", "Amount": 120}),
+                      ToolResult(session="s", tool="xero_create_invoice",
+                                 error="ValidationException: Duplicate reference: PO-4411 is already assigned to "
+                                       "invoice INV-0999")]
+    assert hits(duplicate) != []
+    invoices = {"invoices": [{"invoice_id": f"in_{n:04d}", "customer": "cus_A1B2C3", "currency": "usd"}
+                             for n in range(64)]}
+    assert all(struct.unpack_from("<H", listed_rows(invoices), 6 * n + 2)[0] == 0 for n in range(64))
+    ridden = step("list_invoices", {"status": "open"}, invoices)
+    for n in range(20):
+        ridden += step("get_customer", {"customer_id": "cus_A1B2C3", "note": f"check {word(n)}"},
+                       {"id": "cus_A1B2C3", "delinquent": False})
+    assert hits(ridden) and hits(ridden)[0] <= 12
+    rows = listed_rows(invoices)
+    assert ResultStallState(rows=rows, row_at=-100).row_at == 0
+    assert ResultStallState(rows=rows, row_at=65).row_at == 0
+    assert ResultStallState(rows=rows, row_at=64).row_at == 64

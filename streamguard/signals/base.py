@@ -1358,7 +1358,8 @@ _COUNT_KEY_FOLDED = re.compile(
 # :data:`_PROGRESS_WORDS` by their first letter, so that one test of a letter passes
 # over the words that cannot start there (words of one letter keep their order)
 _PROGRESS_FOLDED_WORDS = (
-    r"p(?:ending\w*|rocessing|rovisioning|rogressing|dng)|q(?:ueued|ueue?ing)"
+    r"p(?:ending\w*|rocessing|rovisioning|rogressing|dng|ublishing|ropagating|reparing\w*)"
+    r"|q(?:ueued|ueue?ing)"
     r"|i(?:n[ _-]?progress|n[ _-]?queue|nitiali[sz]ing|n[ _-]?transit|n[ _-]?review|mporting"
     r"|ndexing|nstalling)|r(?:unning|eviewing|estoring|eplicating|endering|ebooting"
     r"|estarting|esizing|ebalancing|ebuilding|ecovering)"
@@ -1373,7 +1374,6 @@ _PROGRESS_FOLDED_WORDS = (
     r"|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)|v(?:alidating|erifying)"
     r"|t(?:ransferring|ranscoding|erminating)"
     r"|m(?:igrating)"
-    r"|p(?:ublishing|ropagating|reparing\w*)"
 )
 _W = _PROGRESS_FOLDED_WORDS
 _FOLDED_VALUE = rf"\s*(?:[\"'](?:{_W})[.…!]{{0,3}}[\"']|(?:{_W})\b)"
@@ -1797,7 +1797,7 @@ _RETRY_AFTER = re.compile(
     # retry_after_ms: 6000), or a sentence ("Please try again in 20s", "retry in 6.2s")
     r"(?i)(?:retry[ _-]?(?:after|delay)(?P<ms>[ _-]?ms)?[\"']?\s*[:=]\s*[\"']?"
     r"|(?:try again|retry) in |retry after )"
-    r"(?P<value>\d{1,6}(?:\.\d{1,3})?)(?![\d.])\s*(?P<unit>ms\b|milliseconds?|s\b|secs?\b|seconds?|m\b|mins?\b|minutes?)?"
+    r"(?P<value>\d{1,6}(?:\.\d{1,6})?)(?![\d.])\s*(?P<unit>ms\b|milliseconds?|s\b|secs?\b|seconds?|m\b|mins?\b|minutes?)?"
 )
 RETRY_AFTER_LIMIT = 86_400.0
 """Longest back-off read from a failure (:func:`retry_after_seconds`), in seconds."""
@@ -1811,7 +1811,8 @@ def retry_after_seconds(error: object) -> float:
     if type(error) is not str:
         return 0.0
     head = error[:512]
-    if "etry" not in head and "ry again" not in head:  # (most failures: two scans in C)
+    lowered = head.lower()
+    if "etry" not in lowered and "ry again" not in lowered:  # (most failures: scans in C)
         return 0.0
     match = _RETRY_AFTER.search(head)
     if match is None:

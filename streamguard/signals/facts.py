@@ -322,25 +322,42 @@ ITEM_CHARS = 128
 """Longest value read as the item an act was about (:func:`act_items`)."""
 
 
+_ITEM_TIME_WORDS = frozenset({
+    "at", "ts", "time", "timestamp", "date", "datetime", "when", "nonce", "attempt", "retry",
+    "idempotency", "trace", "correlation", "seq",
+})
+"""Words of an argument's name that say the value is the call's own (a time, a nonce, an
+attempt, an idempotency key), not the item it is about (:func:`act_items`)."""
+_TIME_LIKE = re.compile(r"\d{4}-\d\d-\d\d|\d{8}T|\d\d:\d\d")
+
+
 def act_items(args: dict[Any, Any]) -> tuple[str, ...]:
     """The values that name what an act was about (at most :data:`HANDED_KEPT`): its
-    id-like values (:func:`id_text`) and any other short token with a digit in it and no
+    id-like values (:func:`id_text`), then any other short token with a digit in it and no
     space (a market ``61299001-total_goals_0.5``, an object key ``img/p123.jpg``). Words
-    and sentences (a reworded summary) name nothing. A superset of :func:`sent_values`,
-    so an answer naming them echoes them too."""
-    out: list[str] = []
-    for value in islice(args.values(), _HANDED_VALUES):
+    and sentences (a reworded summary) name nothing, and neither do the call's own values:
+    times and dates, integers of ten digits or more (an epoch), and values under a name
+    of time, attempt or idempotency (``done_at``, ``nonce``, ``idempotency_key``:
+    :data:`_ITEM_TIME_WORDS`). The id-like ones first, so that it holds
+    :func:`sent_values`' and an answer naming them echoes them."""
+    ids: list[str] = []
+    tokens: list[str] = []
+    for name, value in islice(args.items(), _HANDED_VALUES):
+        if type(name) is str and not _ITEM_TIME_WORDS.isdisjoint(name_words(name.lower())):
+            continue
+        if type(value) is int and value >= 10**9:
+            continue
         text = id_text(value)
-        if (
-            text is None and type(value) is str and 3 <= len(value) <= ITEM_CHARS
-            and not _DIGITS.isdisjoint(value) and len(value.split(None, 1)) == 1
-        ):
-            text = value
         if text is not None:
-            out.append(text)
-            if len(out) >= HANDED_KEPT:
-                break
-    return tuple(out)
+            if _TIME_LIKE.search(text) is None:
+                ids.append(text)
+        elif (
+            type(value) is str and 3 <= len(value) <= ITEM_CHARS
+            and not _DIGITS.isdisjoint(value) and len(value.split(None, 1)) == 1
+            and _TIME_LIKE.search(value) is None
+        ):
+            tokens.append(value)
+    return tuple((ids + tokens)[:HANDED_KEPT])
 
 
 def handed_ids(result: object, sent: tuple[str, ...]) -> tuple[str, ...]:
@@ -1836,6 +1853,14 @@ def navigation_keys(args: dict[Any, Any]) -> bool:
     return False
 
 
+_PACED_READS = frozenset({
+    "tail", "head", "cat", "grep", "egrep", "rg", "wc", "ls", "du", "df", "stat", "find",
+    "journalctl", "dmesg", "ps", "free", "uptime", "date",
+})
+"""Programs that only look, read after a sleep by a named tool's command (:func:`argument_facts`):
+anything else (a client, a restart, a request) keeps the tool's own facts."""
+
+
 def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFacts:
     """A plain tool's facts (by its name) as the call's arguments amend them: a command
     line or an environment's action that only waits (:func:`sleep_facts`), or an
@@ -1851,7 +1876,7 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
             # command="sleep 240; tail -n 2 convert.log")`): a read asked after a
             # deliberate wait, as a shell's same line is (its own facts decide).
             paced = runner_facts({"command": command})
-            if paced.waits_first:
+            if paced.waits_first and paced.action.partition(" ")[0] in _PACED_READS:
                 paced.action = tool
                 return paced
     if len(args) == 1 and not facts.wait:

@@ -78,9 +78,11 @@ A retry that backs off
     returned Result: Failed`` over "(503) Server Unavailable", halted at its fifth retest
     in a blind batch), retried after a pause since the call's last answer (a ``sleep``
     call, a wait, or ``[waits] pause_seconds`` of quiet: ``ResultView.paused``), is
-    backing off, not re-sending blindly: not counted by the five-failure rule. The same
-    error again and again is still a loop, for the across-writes rule at twice its count
-    (sixteen) when every retry backed off so: an API-Football fetch refused with "429 Too
+    backing off, not re-sending blindly: not counted by the five-failure rule, but
+    counted apart, per call until it works, to three times the threshold (fifteen),
+    however the errors are worded (a request id new in each): an endless retry is halted
+    all the same. The same error again and again is still a loop, for the across-writes
+    rule at twice its count (sixteen) when its retries are backed off from: an API-Football fetch refused with "429 Too
     Many Requests" nine times while an upgraded plan's limit caught up, each retry after
     the Retry-After asked and a growing back-off, was halted at its eighth in a blind
     batch (it went through at the tenth). In a blind batch a Qualys fetch retried through
@@ -89,8 +91,8 @@ A retry that backs off
     RESOURCE_EXHAUSTED" after 30 s to 4 minutes, then answered (the status first in
     the error was not read as one until then). A failure that asks for its own
     back-off (``"retry_after": 6``, ``Retry-After: 30``, "Please try again in 20s":
-    ``retry_after_seconds``) is retried after a pause when the agent kept that long,
-    however short: a blind batch's OCR vendor asking 6 s between submissions, each
+    ``retry_after_seconds``) is retried after a pause when the agent kept that long, and at
+    least 5 s (an agent's own step takes a few seconds): a blind batch's OCR vendor asking 6 s between submissions, each
     kept, was halted at the fifth 429 of one file.
 
     Retried at once, such failures still count, towards twice the threshold (10) while
@@ -122,7 +124,8 @@ Errors that say only ``exit code 1``
 
 State: up to 8 failing calls since the last write (56 bits of the call key and
 a 7-bit count, packed in one integer each) and the keys of those whose failures
-all said they may pass, up to 8 calls failing since they
+all said they may pass, up to 8 calls whose failures that may pass were retried after
+a pause (the same packing), up to 8 calls failing since they
 last worked (the same, with the error's hash), the latched calls and the last
 call.
 Results are paired with their calls by the watchdog (``ResultView.call_key``);
@@ -195,6 +198,9 @@ class FailureLoopState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
 
     failing: list[int] = []
     """Calls that failed since the last write: key56 << 7 | failures, least recent first."""
+    backed_off: list[int] = []
+    """Calls whose failures that may pass were retried after a pause: key56 << 7 |
+    failures, since the call last worked, least recent first."""
     passing: list[int] = []
     """key56 of the calls among ``failing`` whose every failure said it may pass by itself
     (``says_transient``), least recent first: they trip at twice the threshold."""
@@ -296,9 +302,10 @@ class FailureLoop(Signal):
         if transient and result.paused:
             # A retry after a deliberate wait of a failure that may pass by itself (a
             # 503, a rate limit, a concurrency limit, a timeout): backing off, not
-            # re-sending blindly. Not counted here; the same error again and again is
-            # still the across-writes rule's (above), at twice its count.
-            return None
+            # re-sending blindly. Not counted by the five-failure rule; the same error
+            # again and again is still the across-writes rule's (above), and any such
+            # failures, however worded, trip at three times the threshold.
+            return self._backed_off(state, result, key)
         failing = state.failing
         count = 0
         for i, entry in enumerate(failing):
@@ -311,6 +318,8 @@ class FailureLoop(Signal):
                 state.latched = 0
             if state.passing and key in state.passing:
                 state.passing.remove(key)
+            if state.backed_off:
+                state.backed_off = [entry for entry in state.backed_off if entry >> 7 != key]
             return None
         count = min(count + 1, _COUNT_MASK)
         if len(failing) >= MAX_CALLS:
@@ -339,7 +348,7 @@ class FailureLoop(Signal):
             return None
         state.latched = key
         state.persistent_latched = key
-        return self._finding(state, result, count)
+        return self._finding(state, result, count, threshold=threshold)
 
     def _across_writes(self, state: Any, result: ResultView, key: int) -> Finding | None:
         """The same call failing ``across_writes`` times since it last worked: the writes
@@ -373,7 +382,30 @@ class FailureLoop(Signal):
             return None
         state.persistent_latched = key
         state.latched = key
-        return self._finding(state, result, count, across=True)
+        return self._finding(state, result, count, across=True, threshold=threshold)
+
+    def _backed_off(self, state: Any, result: ResultView, key: int) -> Finding | None:
+        """A failure that may pass, retried after a pause: counted apart, per call, until
+        the call works (a write does not end it: what it waits for is outside), and
+        tripping at three times the threshold, however its errors are worded (a request id,
+        a quota used, new in each)."""
+        backed_off = state.backed_off
+        count = 0
+        for i, entry in enumerate(backed_off):
+            if entry >> 7 == key:
+                count = entry & _COUNT_MASK
+                del backed_off[i]
+                break
+        count = min(count + 1, _COUNT_MASK)
+        if len(backed_off) >= MAX_CALLS:
+            del backed_off[0]
+        backed_off.append(key << 7 | count)
+        threshold = 3 * self.threshold
+        if count < threshold or state.latched or state.persistent_latched == key or count <= result.asked_runs:
+            return None
+        state.latched = key
+        state.persistent_latched = key
+        return self._finding(state, result, count, threshold=threshold)
 
     @staticmethod
     def _clear(state: Any) -> None:
@@ -384,7 +416,9 @@ class FailureLoop(Signal):
         state.write_pending = False
         state.args = ""
 
-    def _finding(self, state: Any, result: ResultView, count: int, across: bool = False) -> Finding:
+    def _finding(
+        self, state: Any, result: ResultView, count: int, across: bool = False, threshold: int = 0
+    ) -> Finding:
         tool = result.tool or "unnamed tool"
         what = f"{tool} ({result.action})" if result.action and result.action != tool else tool
         args = state.args or "(arguments not retained)"
@@ -393,7 +427,7 @@ class FailureLoop(Signal):
             "tool": tool,
             "action": result.action,
             "count": count,
-            "threshold": self.across_writes if across else self.threshold,
+            "threshold": threshold or (self.across_writes if across else self.threshold),
             "args": args,
             "error": error,
         }

@@ -837,7 +837,8 @@ def read_names(call: CallView) -> str:
         # --resource-name arn:aws:rds:...")`)
         command = command_text(args)
         if command is None and not call.runner and type(args) is dict:
-            command = args.get("args")
+            line = args.get("args")
+            command = line if type(line) is str else None
         if command:
             head = command[:TARGET_SPAN]
             targets = _TARGETS.findall(head)
@@ -1440,6 +1441,20 @@ def listed_rows(payload: Any) -> bytes:
         row = [listed_code(value) & 0xFFFF if 3 <= len(value) <= LISTED_CHARS else 0 for value in values]
         row += [0] * (3 - len(row))
         out += struct.pack("<3H", *row)
+    # A value most rows share (a customer, a currency, a status) names no row: a call naming
+    # it would move the cursor on every call. Left out of every row.
+    count = len(out) // _ROW
+    codes = struct.unpack(f"<{3 * count}H", out)
+    for column in range(3):
+        seen: dict[int, int] = {}
+        for code in codes[column::3]:
+            if code:
+                seen[code] = seen.get(code, 0) + 1
+        common = {code for code, times in seen.items() if 2 * times > count}
+        if common:
+            for index in range(count):
+                if codes[3 * index + column] in common:
+                    struct.pack_into("<H", out, (3 * index + column) * 2, 0)
     return bytes(out)
 
 
@@ -2192,6 +2207,8 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
             del listed[: len(listed) - min(4 * LISTED, len(listed) - len(listed) % 4)]
         if len(self.rows) % _ROW or len(self.rows) > _ROW * LISTED_ITEMS:
             self.rows, self.row_at = b"", 0  # (likewise: rows are whole, and bounded)
+        if not 0 <= self.row_at <= len(self.rows) // _ROW:
+            self.row_at = 0
 
 
 class ResultStall(Signal):
@@ -2736,11 +2753,18 @@ class ResultStall(Signal):
                 # A named write refused because what it would make is there already (a
                 # chart of accounts set up from a list, the defaults' codes "not unique"):
                 # that item's answer, kept with the ids the write names; the same item
-                # made again and again is the same refusal.
-                reads = state.reads
-                at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
-                if at >= 0:
-                    code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
+                # made again and again is the same refusal. When the refusal names values
+                # of the call (the reference "PO-4411 is already assigned"), it is about
+                # them, whatever ids the call changes: kept with those.
+                error = result.error or ""
+                named = [value for value in echo if value in error]
+                if named:
+                    code = _mixed(code, _crc("\0".join(named).encode("utf-8", "surrogatepass")))
+                else:
+                    reads = state.reads
+                    at = find_entry(reads, (key & _M32).to_bytes(_WIDTH, "little"), 8)
+                    if at >= 0:
+                        code = _mixed(code, int.from_bytes(reads[at + 4 : at + 8], "little"))
         else:
             # an answer: places answer (again)
             if state.silent:
