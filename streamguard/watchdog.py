@@ -436,7 +436,9 @@ class Watchdog:
         self._pause_seconds = self.policy.waits.pause_seconds or float("inf")
         # A back-off a failure asks for is a pause when kept, but never one shorter than
         # RETRY_AFTER_FLOOR (nor any, with pauses by the clock off: pause_seconds = 0).
-        self._retry_after_floor = min(self._pause_seconds, RETRY_AFTER_FLOOR) if self.policy.waits.pause_seconds else float("inf")
+        self._retry_after_floor = (
+            min(self._pause_seconds, RETRY_AFTER_FLOOR) if self.policy.waits.pause_seconds else float("inf")
+        )
         # ...and a gap this long a deliberate wait (a check scheduled every few minutes).
         self._wait_seconds = self.policy.waits.wait_seconds or float("inf")
         # ...and how long after a restart a probe's unchanged answer is waiting for what

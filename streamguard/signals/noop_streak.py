@@ -51,8 +51,8 @@ A sweep whose no-ops name their items
     provider) names what it left alone: the sweep converging item by item. The
     streak starts again at it; answers heard before in the streak, or no-ops that
     say nothing, count on. A sweep of thirty providers' attestations, twenty of
-    them answered this way, was halted at its third in a blind batch. So does a no-op
-    of an act sent another item's id (``ResultView.sent``: ``qbo_attach_receipt(
+    them answered this way, was halted at its third in a blind batch. A no-op of an act
+    about another item starts it again too (``ResultView.sent``: ``qbo_attach_receipt(
     receipt_id="dx_712014")`` answered ``{"status": "skipped", "reason":
     "already_attached"}`` for the third receipt in a row): that item's answer. Three
     sweeps of the blind batches (receipts already attached, markets already settled,
@@ -117,7 +117,8 @@ class NoOpStreakState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
 
 
 def _mixed_item(answer: int, sent: tuple[str, ...]) -> int:
-    """``answer`` (a payload's fingerprint, 0 for none) mixed with the ids its act sent."""
+    """``answer`` (a payload's fingerprint, 0 for none) mixed with the values naming what
+    its act was about (``ResultView.sent``)."""
     return zlib.crc32("\0".join(sent).encode("utf-8", "surrogatepass"), answer & 0xFFFFFFFF) or 1
 
 
