@@ -193,6 +193,16 @@ class FailureLoopConfig(SignalConfig, kw_only=True, forbid_unknown_fields=True):
         return config
 
 
+def _take_count(entries: list[int], key: int) -> int:
+    """The count packed with ``key`` in ``entries`` (key56 << 7 | count), taken out of
+    them; 0 when the key has none."""
+    for i, entry in enumerate(entries):
+        if entry >> 7 == key:
+            del entries[i]
+            return entry & _COUNT_MASK
+    return 0
+
+
 class FailureLoopState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """Per-session state of ``failure-loop``."""
 
@@ -307,12 +317,7 @@ class FailureLoop(Signal):
             # failures, however worded, trip at three times the threshold.
             return self._backed_off(state, result, key)
         failing = state.failing
-        count = 0
-        for i, entry in enumerate(failing):
-            if entry >> 7 == key:
-                count = entry & _COUNT_MASK
-                del failing[i]
-                break
+        count = _take_count(failing, key)
         if not result.failed:
             if state.latched == key:
                 state.latched = 0
@@ -390,13 +395,7 @@ class FailureLoop(Signal):
         tripping at three times the threshold, however its errors are worded (a request id,
         a quota used, new in each)."""
         backed_off = state.backed_off
-        count = 0
-        for i, entry in enumerate(backed_off):
-            if entry >> 7 == key:
-                count = entry & _COUNT_MASK
-                del backed_off[i]
-                break
-        count = min(count + 1, _COUNT_MASK)
+        count = min(_take_count(backed_off, key) + 1, _COUNT_MASK)
         if len(backed_off) >= MAX_CALLS:
             del backed_off[0]
         backed_off.append(key << 7 | count)
