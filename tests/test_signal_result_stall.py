@@ -3008,6 +3008,8 @@ def test_a_filter_by_pattern_is_a_search_and_its_rewordings_a_hunt() -> None:
     assert argument_facts("sap_odata_call", {"filter": "SupplierName like 'NORDVIK%'"}, plain).search
     assert not argument_facts("sap_odata_call", {"filter": "SupplierName eq 'NORDVIK'"}, plain).search
     assert not argument_facts("run_sql", {"query": "SELECT 1 FROM t WHERE a LIKE 'abc'"}, plain).search
+    assert argument_facts("db2_query", {"sql": "SELECT * FROM SYSIBM.SYSTABLES WHERE NAME LIKE '%PREFS%'"},
+                          plain).search
     assert not argument_facts("post_update", {"filter": "contains(Name, 'x')"}, CallFacts("post_update", True, False)).search
     hunt: list[Any] = []
     for i in range(20):

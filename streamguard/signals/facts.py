@@ -1917,7 +1917,7 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
     return facts
 
 
-_FILTER_KEYS = frozenset({"filter", "$filter", "where", "filters", "q", "query", "soql", "criteria"})
+_FILTER_KEYS = frozenset({"filter", "$filter", "where", "filters", "q", "query", "soql", "criteria", "sql", "statement"})
 """Arguments that hold what a read selects by (:data:`_PATTERN_FILTER`)."""
 _PATTERN_FILTER = re.compile(
     r"(?i)\b(?:substringof|contains|startswith|endswith|indexof)\s*\("
