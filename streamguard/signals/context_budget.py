@@ -31,7 +31,10 @@ Thresholds and why
     early warning, guessing large costs the session. Before the session's first
     usage event names a window or measures ``input_tokens``, that estimate is two
     guesses (the window, and what the runtime sends the model of the results), so it
-    warns and does not cut (``cut_unmeasured = true`` cuts on it too): six healthy
+    warns and does not cut (``cut_unmeasured = true`` cuts on it too), and so does an
+    estimate holding one result of more than twice the whole window, until the next
+    measure: no model could be sent it, so the runtime cut or summarised it (a 2.5 MB page declared,
+    9,800 tokens measured after it, in a blind batch). Six healthy
     paging sessions of the blind batches, each declaring results of 100 KB to 2 MB while
     its runtime sent the model a few hundred tokens of each (the usage events after
     showed 6,000 to 130,000 tokens in all), were cut at their second to fifth result. In
@@ -129,6 +132,9 @@ from ..canonical import payload_size
 from ..events import Usage
 from .base import Finding, ResultView, Signal, SignalConfig
 
+OVERSIZED = 2
+"""A result counted at more than this many windows was not sent whole to any model: the
+runtime cut or summarised it (``ContextBudgetState.oversized``)."""
 IMAGE_TOKENS = 1_600
 """Tokens an image block in a tool result is counted as: the most a vendor charges for
 one image at its largest accepted size (about 1.15 megapixels: width × height / 750),
@@ -353,6 +359,9 @@ class ContextBudgetState(Struct, tag=CUT, gc=False, omit_defaults=True):
     model: str | None = None
     pressure_latched: bool = False
     cut_latched: bool = False
+    oversized: bool = False
+    """A result since the last measure was counted at more than ``OVERSIZED`` windows: what
+    the model was sent of it is unknown until the next measure."""
 
 
 class ContextBudget(Signal):
@@ -422,6 +431,8 @@ class ContextBudget(Signal):
                 state.kept = max(KEPT_FLOOR, min(KEPT_WHOLE, 2 * KEPT_WHOLE * grown // pending))
             state.measured = measured
             state.pending_bytes = 0
+            if state.oversized:
+                state.oversized = False
         window = state.window
         if window >= 0 and state.measured > (window or self.config.assumed_window):
             # The provider took more than the window said to hold it (a long-context
@@ -475,11 +486,22 @@ class ContextBudget(Signal):
         if state.cut_latched:
             return None
         window = state.window or self.config.assumed_window
+        if (
+            size * state.kept // (KEPT_WHOLE * self.bytes_per_token) > OVERSIZED * window
+            and not state.oversized and window > 0
+        ):
+            # One result more than twice the whole window: no model could be sent it, so
+            # the runtime cuts or summarises what it sends (a page of 2.5 MB declared,
+            # 9,800 tokens measured after it). What it sent is unknown until the next
+            # measure.
+            state.oversized = True
         if window < 0:
             return None  # CONTRADICTED: no window to measure against
         used = state.measured + state.pending_bytes * state.kept // (KEPT_WHOLE * self.bytes_per_token)
         utilization = used / window
-        if utilization >= self.hard and (state.window or state.measured or self.cut_unmeasured):
+        if utilization >= self.hard and (
+            self.cut_unmeasured or ((state.window or state.measured) and not state.oversized)
+        ):
             # (A window neither named nor measured against, before the session's first
             # measure, is two guesses: the model's window and what the runtime sends it of
             # the results. They warn below; the cut waits for a measure or a window.)
