@@ -270,7 +270,7 @@ def guardrail_watchdog() -> tuple[Watchdog, Any, int, int]:
 def test_reset_all_goes_through_both_guardrails_interfaces() -> None:
     watchdog, state, cost, context = guardrail_watchdog()
     watchdog.process(state, Usage(session="s", model="m", input_tokens=1_000, cost_usd=2.0))
-    watchdog.process(state, ToolResult(session="s", tool="read", result_bytes=381_000 * 3))
+    watchdog.process(state, ToolResult(session="s", tool="read", result_bytes=250_000 * 3))
     assert state.halted_by == ("cost_ceiling",) and state.turn_cut == "context_budget"
     measured = msgspec.structs.asdict(state.signals[context])
     refused = watchdog.reset(state, Reset(session="s", guardrail="all"))[0]

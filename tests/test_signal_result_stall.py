@@ -3232,3 +3232,23 @@ def test_review_cases_of_the_sweep_readings_stay_loops() -> None:
     assert ResultStallState(rows=rows, row_at=-100).row_at == 0
     assert ResultStallState(rows=rows, row_at=65).row_at == 0
     assert ResultStallState(rows=rows, row_at=64).row_at == 64
+
+
+def test_a_list_a_script_prints_hands_its_items_over_to_an_interpreters_calls() -> None:
+    """A bibliography's keys printed by a script (`print([e['ID'] for e in bib.entries])`),
+    then each key checked through the interpreter (`print(check('wei2022cot'))`), most
+    answering "NO MATCH": each key's answer. Keys never printed, guessed one after another,
+    are one hunt."""
+    keys = [f"{word(n)}20{n:02d}" for n in range(16)]
+    def checks(printed: bool) -> list[Any]:
+        listing = f"{len(keys)}\n{keys!r}\n" if printed else f"{len(keys)}\n"
+        trace = step("execute_python", {"code": "print([e['ID'] for e in bib.entries])"}, listing)
+        for key in keys:
+            trace += step("execute_python", {"code": f"print(check('{key}'))"}, "NO MATCH\n")
+        return trace
+
+    assert hits(checks(True)) == []
+    assert hits(checks(False)) != []
+    assert listed_values("18\n['vaswani2017', 'devlin2019', 'brown2020']") == listed_values(
+        ["vaswani2017", "devlin2019", "brown2020"])
+    assert listed_values("['only', 'two']") == b"" and listed_values("see ['a b c', 'x']") == b""

@@ -1475,13 +1475,33 @@ LISTED_TEXT_LIMIT = 16384
 """Longest command output read as a listing of names (:func:`_listed_words`)."""
 
 
+_PRINTED_LIST = re.compile(
+    r"\[(?=['\"])(?:'[^'\\\n]{1,128}'|\"[^\"\\\n]{1,128}\")(?:,[ \t]?(?:'[^'\\\n]{1,128}'|\"[^\"\\\n]{1,128}\")){2,}\]"
+)
+"""A list of at least three quoted strings as Python or JSON prints it."""
+_PRINTED_ITEM = re.compile(r"'([^'\\\n]{1,128})'|\"([^\"\\\n]{1,128})\"")
+
+
 def _listed_words(text: str) -> bytes:
     """The names a command's output lists: at least three words and nothing else,
     separated only by line ends and tabs (``aws s3api list-buckets --query
     'Buckets[].Name' --output text``, ``ls``, ``kubectl get pods -o name``); ``b""`` for
     any output with a space in it (a sentence, a table, a log), or longer than
     :data:`LISTED_TEXT_LIMIT`."""
-    if " " in text or len(text) > LISTED_TEXT_LIMIT or ("\n" not in text and "\t" not in text):
+    if len(text) > LISTED_TEXT_LIMIT:
+        return b""
+    if " " in text:
+        # a list printed by a script (`print([e['ID'] for e in bib.entries])`: ['vaswani2017',
+        # 'devlin2019', ...]): its quoted strings
+        if "['" not in text and '["' not in text:
+            return b""
+        printed = _PRINTED_LIST.search(text)
+        if printed is None:
+            return b""
+        out = bytearray()
+        _listed_in([single or double for single, double in _PRINTED_ITEM.findall(printed[0])], set(), out)
+        return bytes(out)
+    if "\n" not in text and "\t" not in text:
         return b""
     words = text.split()
     if len(words) < 3:
@@ -1519,6 +1539,7 @@ def _listed_in(items: list[Any], codes: set[int], out: bytearray) -> None:
 _ABSENCE = re.compile(
     r"(?i:\bnot[ _-]?found\b|\b(?:does|did)[ ]?n[o']t exist|\bno longer exists?\b|\bno[ _-]?such"
     r"|\bnot[ _-]exists?\b|\bcould(?: not|n't) find\b|\b(?:status|code|http)\D{0,3}404\b|\b404 not found\b"
+    r"|^\W{0,3}no match(?:es)?(?: found)?\W{0,3}$"
     # z/OS' "DATA SET 'X' NOT IN CATALOG" (IKJ58503I), "not cataloged"
     r"|\bnot (?:in (?:the )?catalog|catalog(?:u)?ed)\b)"
     r"|NotFound|DoesNotExist"
@@ -1561,7 +1582,7 @@ def _says_absent(result: ResultView) -> bool:
     lowered = text.lower()
     if not (
         "found" in lowered or "exist" in lowered or "such" in lowered or "could" in lowered
-        or "404" in lowered or "catalog" in lowered
+        or "404" in lowered or "catalog" in lowered or "match" in lowered
     ):
         return False
     return _ABSENCE(text) is not None and _ABSENT_ELSEWHERE(text) is None
@@ -1628,6 +1649,9 @@ def _listed_word(listed: bytearray, args: Any) -> int:
     answer of the session listed, mixed in order, so a bucket named after a listed region
     (``--region us-east-1 --bucket b``) is still that bucket's."""
     command = command_text(args)
+    if command is None and type(args) is dict:
+        code = args.get("code")  # (an interpreter's cell: `print(check('wei2022cot'))`)
+        command = code if type(code) is str else None
     return _listed_words_in(listed, command) if command else 0
 
 
@@ -2951,8 +2975,11 @@ class ResultStall(Signal):
     def _note_listing(self, state: Any, payload: Any, outcome: int) -> None:
         """Remember the values a read's answer lists (:func:`listed_values`, cached per
         answer in the process), the oldest going past ``LISTED``."""
-        if type(payload) is str and payload[:1] not in ("{", "[") and " " in payload:
-            return  # (most text answers: no JSON and no bare list of names, nothing listed)
+        if (
+            type(payload) is str and payload[:1] not in ("{", "[") and " " in payload
+            and "['" not in payload and '["' not in payload
+        ):
+            return  # (most text answers: no JSON, no bare list of names, no printed list)
         # (outcome 0: not cached; the caller passes 0 for an answer whose outcome is a
         # digest of its own, since its payload, not the digest, is what is listed)
         cached = self._listings.get(outcome) if outcome else None
