@@ -74,6 +74,8 @@ UNDER_WAY = [
     "group=inplay-pricer state=PreparingRebalance members=11", {"status": "finishing"}, {"state": "Preparing"},
     # data rewritten in place: a schema converted, a table rebuilt, a replica recovering
     "slurmdbd: converting job table for titan", {"index": "idx_a", "state": "rebuilding"}, "state: recovering",
+    # the AWS CLI's text output of an update under way
+    "InProgress\tConfigUpdate\t",
     # a mainframe job executing (z/OSMF: INPUT, ACTIVE, OUTPUT)
     {"jobid": "JOB04821", "jobname": "GLMEXT01", "subsystem": "JES2", "status": "ACTIVE", "type": "JOB"},
     # a submission, a send, a publication or a DNS change on its way

@@ -1179,10 +1179,12 @@ _JOB_ACTIVE = re.compile(r"\"(?:status|state|job_?status)\"\s*:\s*\"active\"")
 id (:data:`_JOB_KEY`)."""
 _JOB_KEY = re.compile(r"\"job_?(?:id|name)\"\s*:")
 """A job's id or name as a key, over folded text (``"jobid"``, ``"job_id"``, ``"jobname"``)."""
-_STATUS_LINE_UNDER_WAY = re.compile(r"(?m)^[ \t]*(?:in_progress|queued|pending|requested)(?:[ \t]|$)")
-"""A line that opens with an API's status token of work under way (lower case, as a
-script prints a field: ``in_progress null``), not prose ("Running 12 tests", "waiting for
-input", which is the agent's to give)."""
+_STATUS_LINE_UNDER_WAY = re.compile(
+    r"(?m)^[ \t]*(?:in_progress|InProgress|IN_PROGRESS|queued|QUEUED|pending|PENDING|requested)(?:[ \t]|$)"
+)
+"""A line that opens with an API's status token of work under way (as a script prints a
+field: ``in_progress null``; the AWS CLI's text output, ``InProgress\tConfigUpdate``), not
+prose ("Running 12 tests", "waiting for input", which is the agent's to give)."""
 _DONE_TOKENS = r"(?:completed|success|succeeded|successful|done|finished|skipped|neutral)"
 _DONE_ROW = re.compile(rf"(?m)^[ \t]*((?:{_DONE_TOKENS}[ \t]+)+)(?!{_DONE_TOKENS}\b)(?=\S)")
 """A line that opens with status tokens of an end and goes on to name what ended
@@ -1667,7 +1669,10 @@ def says_in_progress(result: ResultView) -> bool:
                 # A status printed alone (`aws rds describe-db-instances --query
                 # '...DBInstanceStatus' --output text` answering "creating"): its value.
                 under_way = True
-            if not under_way and "\n" in text and _STATUS_LINE_UNDER_WAY.search(text) is not None:
+            if (
+                not under_way and ("\n" in text or "\t" in text)
+                and _STATUS_LINE_UNDER_WAY.search(text) is not None
+            ):
                 # Lines that each open with a status, as `gh ... --jq` prints them: the
                 # run's own "in_progress", then its steps' "completed success Checkout".
                 # The steps done are parts, as a field's value would be.
