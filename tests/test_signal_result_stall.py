@@ -3252,3 +3252,21 @@ def test_a_list_a_script_prints_hands_its_items_over_to_an_interpreters_calls() 
     assert listed_values("18\n['vaswani2017', 'devlin2019', 'brown2020']") == listed_values(
         ["vaswani2017", "devlin2019", "brown2020"])
     assert listed_values("['only', 'two']") == b"" and listed_values("see ['a b c', 'x']") == b""
+
+
+def test_the_tests_pytest_selects_by_name_are_what_a_run_reads() -> None:
+    """Functional tests run one by one (`pytest tests/test_functional.py -k '<name>'`),
+    each answering "1 passed": each test's answer. The same test run again and again is
+    one answer again and again."""
+    sweep: list[Any] = []
+    for n in range(14):
+        sweep += step("bash", {"command": f"cd /testbed && python -m pytest tests/test_functional.py -q -k "
+                                          f"'used_before_assignment_{word(n)}]' | tail -4"},
+                      ".    [100%]\n1 passed, 1021 deselected in 1.05s\n")
+    assert hits(sweep) == []
+    again: list[Any] = []
+    for n in range(14):
+        again += step("bash", {"command": "cd /testbed && python -m pytest tests/test_functional.py -q -k "
+                                          f"'used_before_assignment_a]' | tail -{4 + n}"},
+                      ".    [100%]\n1 passed, 1021 deselected in 1.05s\n")
+    assert hits(again) != []

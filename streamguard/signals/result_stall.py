@@ -658,8 +658,11 @@ _TARGETS = re.compile(
     r"|(?<![\w.-])(?:tenant|shard|service|app|instance|job|pod|team|customer|account|project)(?:_?id|_?name)?"
     r"=[^\s'\"|;&),]+"
     # A random seed a run is given (`./simv +ntb_random_seed=60656407`, `--seed=7`): a
-    # regression over seeds runs one test per seed.
+    # regression over seeds runs one test per seed. And the tests pytest selects by name
+    # (`pytest tests/test_functional.py -k 'used_before_assignment_issue2615]'`): one test
+    # per run of a sweep over them.
     r"|(?<![\w.])(?:-{1,2}|\+)?\w{0,32}seed=\d{1,20}(?!\w)"
+    r"|(?<![\w-])-k[ \t]+(?:'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|[^\s'\"|;&)]+)"
     # A data file named bare, as a query reads it (`duckdb -c "DESCRIBE SELECT * FROM
     # 'events_2025-06-02.parquet'"`, `csvstat sales_q3.csv`): which file's answer it is.
     r"|(?<![\w.@+/-])[\w-][\w.-]{0,255}\.(?:parquet|csv|tsv|jsonl|ndjson|feather|arrow|avro|orc|xlsx|xls"
@@ -684,7 +687,8 @@ _TARGETS = re.compile(
 """A URL's scheme, host and path, a path with at least one slash, a place flag and its
 value (``--region``, ``--namespace``, ``--bucket``, ``--tenant``...), a tenant or a shard
 named as a setting (``tenant=acme``) or what a label selector names (``service=ledger``,
-``app=web``), a run's random seed (``+ntb_random_seed=60656407``), a data file named bare (``events.parquet``),
+``app=web``), a run's random seed (``+ntb_random_seed=60656407``) or the tests pytest
+selects by name (``-k 'issue2615'``), a data file named bare (``events.parquet``),
 Terraform's workspace and variables file, an AWS resource's id or ARN, a host and its
 port, or an EVM address or transaction hash, in a command line."""
 _KUBE_SEGMENT = re.compile(
