@@ -142,6 +142,7 @@ from .signals.facts import (
     name_words,
     names_no_act,
     names_restart,
+    pattern_search,
     plain_facts,
     runner_answer,
     runner_facts,
@@ -1562,6 +1563,8 @@ def plain_call_facts(
         return runner_facts(args, False, kind), True
     if kind is None:
         return argument_facts(tool, args, facts), False
+    if kind == "read":
+        return pattern_search(tool, args, facts) or facts, False
     return facts, False
 
 

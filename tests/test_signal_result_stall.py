@@ -3017,6 +3017,13 @@ def test_a_filter_by_pattern_is_a_search_and_its_rewordings_a_hunt() -> None:
                                         "filter": f"substringof('Nordvik {word(i)}', SupplierName)", "top": 20},
                      {"d": {"results": []}})
     assert hits(hunt) != []
+    # a runtime that says the calls only read: their filter still says they search
+    read: list[Any] = []
+    for i in range(20):
+        read += [ToolCall(session="s", tool="db2_query", kind="read",
+                          args={"sql": f"SELECT * FROM SYSIBM.SYSTABLES WHERE NAME LIKE '%PREF{word(i).upper()}%'"}),
+                 ToolResult(session="s", tool="db2_query", result={"rows": [], "rowcount": 0})]
+    assert hits(read) != []
     orders: list[Any] = []
     for i in range(20):
         orders += step("sap_odata_call", {"service": "API_PURCHASEORDER_PROCESS_SRV", "entity": "A_PurchaseOrder",

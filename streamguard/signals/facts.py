@@ -1861,6 +1861,20 @@ _PACED_READS = frozenset({
 anything else (a client, a restart, a request) keeps the tool's own facts."""
 
 
+def pattern_search(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFacts | None:
+    """The facts of a search when a read's filter matches by a pattern (OData's
+    ``substringof('Nordvik', SupplierName)``, SQL's ``name LIKE 'NORDVIK%'``: a search for
+    what matches, whose empty answer is nothing found); ``None`` otherwise. Read for a call
+    the runtime says only reads (``kind: "read"``) too: its filter says how it reads."""
+    if facts.write or facts.search or facts.wait or _FILTER_KEYS.isdisjoint(args):
+        return None
+    for key in _FILTER_KEYS.intersection(args):
+        value = args[key]
+        if type(value) is str and _PATTERN_FILTER.search(value, 0, PATTERN_FILTER_HEAD) is not None:
+            return CallFacts(tool, False, True, read=True)
+    return None
+
+
 def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFacts:
     """A plain tool's facts (by its name) as the call's arguments amend them: a command
     line or an environment's action that only waits (:func:`sleep_facts`), or an
@@ -1899,14 +1913,9 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
         requested = request_facts(tool, args)
         if requested is not None:
             return requested
-    if not facts.write and not facts.search and not facts.wait and _FILTER_KEYS.intersection(args):
-        for key in _FILTER_KEYS.intersection(args):
-            value = args[key]
-            if type(value) is str and _PATTERN_FILTER.search(value, 0, PATTERN_FILTER_HEAD) is not None:
-                # A read whose filter matches by a pattern (OData's `substringof('Nordvik',
-                # SupplierName)`, SQL's `name LIKE 'NORDVIK%'`): a search for what
-                # matches, whose empty answer is nothing found.
-                return CallFacts(tool, False, True, read=True)
+    searched = pattern_search(tool, args, facts)
+    if searched is not None:
+        return searched
     if (
         facts.write and ("keys" in args or "key" in args) and navigation_keys(args)
         and not _KEY_TOOL_WORDS.isdisjoint(name_words(tool))
