@@ -350,3 +350,31 @@ def test_a_json_rpc_response_is_read_without_the_request_id_it_echoes() -> None:
         receipt = {"status": "0x1", "blockNumber": hex(3_000_000 + n)} if n else None
         mined += [call("eth_rpc", **args), res({"jsonrpc": "2.0", "id": n + 3, "result": receipt}, tool="eth_rpc")]
     assert positions(mined) == []
+
+
+def test_a_read_after_its_own_wait_answered_alike_for_ever_is_stuck() -> None:
+    """`sleep 30; carrier-cli track ...` answered "LABEL_CREATED" the twenty-fifth time in a
+    row, unasked: whatever it says, it has not moved in all those waits. Asked to watch, or
+    with an answer that moved between, it is waiting."""
+    from streamguard.events import Text
+
+    def polls(count: int, watch: bool = False, moved: bool = False) -> list[str]:
+        engine = Engine(parse_policy_set(WARN))
+        events: list[Any] = []
+        if watch:
+            events.append(Text(session="p", role="user", text="Keep an eye on the parcel and tell me when it moves.",
+                               ts=999.0))
+        at = 1000.0
+        for n in range(count):
+            status = "IN_TRANSIT" if moved and n == 3 else "LABEL_CREATED"
+            events += [ToolCall(session="p", tool="bash", args={"command": "sleep 30; carrier-cli track ups 1Z99 --json"},
+                                ts=at),
+                       ToolResult(session="p", tool="bash", result={"tracking_id": "1Z99", "status": status}, ts=at + 31)]
+            at += 33
+        return [o.signal for e in events for o in engine.process(e, e.ts)
+                if isinstance(o, Alert) and o.severity == "critical"]
+
+    assert polls(24) == []
+    assert polls(25) == ["repeated-tool-call"]
+    assert polls(40, watch=True) == []
+    assert polls(40, moved=True) == []

@@ -104,7 +104,11 @@ Results (``result_aware``, default on; off is the reference behaviour)
       failing or not (the failure signals do not read waits), even a tool in
       ``polling_tools`` when its answer never changed (a ``wait_for_approval``
       denied again and again has nothing else to report it), never a halt but at the
-      ``polling_halt_after``-th identical failure in a row (below)
+      ``polling_halt_after``-th identical failure in a row (below), or, for a read after
+      a wait of its own, at the ``polling_halt_after``-th identical answer in a row that
+      never moved, when no watch was asked (a parcel's tracking read after ``sleep 30``,
+      "LABEL_CREATED" 110 times in a blind batch, was only warned; no healthy session of
+      the 66 blind batches 263rd–328th had so many)
       (under ``result_aware = false``, the reference rule, they count like any
       call). Except a wait answered that nothing is running (OpenHands' empty command
       answered ``ERROR: No previous running command``, :data:`NOTHING_RUNNING`): there
@@ -208,7 +212,14 @@ from .base import (
     says_in_progress,
     steady_answer,
 )
-from .facts import FLAG_ASK, FLAG_AWAITS_OWN, FLAG_RUNNER, FLAG_WRITE, tool_glob_matcher
+from .facts import (
+    FLAG_ASK,
+    FLAG_AWAITS_OWN,
+    FLAG_RUNNER,
+    FLAG_WAITS_FIRST,
+    FLAG_WRITE,
+    tool_glob_matcher,
+)
 
 SIGNAL_ID = "repeated-tool-call"
 EMPTY_OUTPUT = 0x454D505459
@@ -516,6 +527,15 @@ class RepeatedToolCall(Signal):
                     state.moved = True
             state.outcome = outcome
             state.frozen = 1
+        if (
+            state.wait and result.call_flags & FLAG_WAITS_FIRST and self.polling_halt_after
+            and state.frozen >= self.polling_halt_after and not state.moved and not state.latched and not state.write and not result.watched
+            and state.frozen > result.asked_runs
+        ):
+            # A read after a wait of its own answered exactly alike the polling_halt_after-th
+            # time in a row, unasked (a parcel's tracking read after `sleep 30`, "LABEL_CREATED"
+            # a hundred times): whatever it says, it has not moved in all those waits.
+            return self._stuck_poll(state, result, state.frozen)
         if state.frozen < self.same_result_threshold or state.latched or (
             state.wait and not _waits_on_nothing(result)
         ) or state.frozen <= result.asked_runs:
