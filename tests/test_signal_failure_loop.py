@@ -537,3 +537,29 @@ def test_failures_that_may_pass_backed_off_for_ever_trip_however_worded() -> Non
     found = _backoff(errors, sleeps=True)
     assert found and found[0].detail["count"] == 15 and found[0].detail["threshold"] == 15
     assert _backoff(errors[:15], sleeps=True) == []
+
+
+def test_a_user_saying_what_they_did_between_failures_starts_the_count_again() -> None:
+    """A telecom agent sends a test MMS after each thing the user does on the phone ("ok I
+    did: turn off wifi calling"), the MMS failing alike each time: what the user did may
+    change what fails, as a write would (the same error to the eighth is still the
+    across-writes rule's). The same MMS re-sent with the user silent is the same failure
+    re-sent."""
+    from streamguard.events import Text
+
+    def run(user_between: bool) -> list[str]:
+        trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
+        at = 1001.0
+        for n in range(7):
+            if user_between:
+                trace.append(Text(session="f", role="user", text=f"ok I did step {'abcdefgh'[n]} on the phone", ts=at))
+                at += 5
+            trace += [ToolCall(session="f", tool="send_test_mms", args={"line_id": "L5121"}, ts=at),
+                      ToolResult(session="f", tool="send_test_mms", error="MMS_SEND_FAILED: APN 'mms' not provisioned",
+                                 ts=at + 1)]
+            at += 3
+        engine = Engine(parse_policy_set(WARN))
+        return [o.signal for e in trace for o in engine.process(e, e.ts) if isinstance(o, Alert) and o.severity == "critical"]
+
+    assert "failure-loop" not in run(True)
+    assert "failure-loop" in run(False)

@@ -34,6 +34,14 @@ Threshold: 5 failures of one call since the last write (``threshold``, ≥ 2)
     threshold, so "the same call, five times, nothing learned" means one thing
     whether the answers were results or errors.
 
+A user's word between failures
+    The session's user saying something new since the call last failed ("ok I did: turn
+    off wifi calling", ``ResultView.asked``) starts the five-failure count again: what the
+    user did in their world may change what fails, as a write would. A telecom
+    troubleshooting session of a blind batch, a test MMS sent after each thing the user
+    did on the phone, was halted at its fifth. The same error to the eighth is still the
+    across-writes rule's.
+
 Across writes: 8 identical failures since the call last worked (``across_writes``)
     Writes do not always reach what fails. The environment-repair loop re-sends
     one install command that times out, with a mirror switch, an index update
@@ -318,6 +326,11 @@ class FailureLoop(Signal):
             return self._backed_off(state, result, key)
         failing = state.failing
         count = _take_count(failing, key)
+        if result.asked and count:
+            # The user said something new since the call last failed ("ok I did: turn off
+            # wifi calling"): what the user did in their world may change what fails, as a
+            # write would; the count starts again.
+            count = 0
         if not result.failed:
             if state.latched == key:
                 state.latched = 0
