@@ -378,3 +378,29 @@ def test_a_read_after_its_own_wait_answered_alike_for_ever_is_stuck() -> None:
     assert polls(25) == ["repeated-tool-call"]
     assert polls(40, watch=True) == []
     assert polls(40, moved=True) == []
+
+
+def test_a_browser_action_that_waits_first_is_a_read_after_a_wait() -> None:
+    """BrowserGym's `noop(120000); click('30')` (two minutes, then the console's refresh)
+    while a stack update is in progress: a poll. Without the wait, the same refresh
+    answered alike is the same question again."""
+    from streamguard.signals.facts import CallFacts, argument_facts
+
+    looked = argument_facts("browser", {"code": "noop(120000); click('30')"}, CallFacts("browser", False, False))
+    assert looked.waits_first and looked.read
+    assert not argument_facts("browser", {"code": "noop(500); click('30')"}, CallFacts("browser", False, False)).waits_first
+
+    def refreshes(code: str) -> list[str]:
+        engine = Engine(parse_policy_set(WARN))
+        events: list[Any] = []
+        at = 1000.0
+        for _ in range(8):
+            events += [ToolCall(session="p", tool="browser", args={"code": code}, ts=at),
+                       ToolResult(session="p", tool="browser", ts=at + 121,
+                                  result="[Accessibility tree]\n[9] status 'UPDATE_IN_PROGRESS'")]
+            at += 130
+        return [o.signal for e in events for o in engine.process(e, e.ts)
+                if isinstance(o, Alert) and o.severity == "critical"]
+
+    assert refreshes("noop(120000); click('30')") == []
+    assert refreshes("click('30')") != []

@@ -1853,6 +1853,9 @@ def navigation_keys(args: dict[Any, Any]) -> bool:
     return False
 
 
+_NOOP_WAIT = re.compile(r"\s*noop\((\d{1,9})\)\s*(?:;|\n|$)")
+NOOP_WAIT_MS = 5_000
+"""Shortest ``noop(ms)`` opening a browser action that makes it a read after a wait."""
 _PACED_READS = frozenset({
     "tail", "head", "cat", "grep", "egrep", "rg", "wc", "ls", "du", "df", "stat", "find",
     "journalctl", "dmesg", "ps", "free", "uptime", "date",
@@ -1916,6 +1919,16 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
     searched = pattern_search(tool, args, facts)
     if searched is not None:
         return searched
+    code = args.get("code")
+    if type(code) is str and code[:8].lstrip().startswith("noop(") and not facts.write:
+        # A browser agent's action that waits first (BrowserGym's `noop(120000);
+        # click('30')`: two minutes, then the refresh button): a look asked after a
+        # deliberate wait, as a shell's `sleep 120; ...` is.
+        noop = _NOOP_WAIT.match(code)
+        if noop is not None and int(noop[1]) >= NOOP_WAIT_MS:
+            paced = CallFacts(tool, False, False, read=True)
+            paced.waits_first = True
+            return paced
     if (
         facts.write and ("keys" in args or "key" in args) and navigation_keys(args)
         and not _KEY_TOOL_WORDS.isdisjoint(name_words(tool))
