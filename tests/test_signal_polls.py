@@ -2170,6 +2170,9 @@ def test_what_the_session_set_going_and_never_comes_is_halted_at_polling_halt_af
     # at most a hundred
     ("Run the benchmark 200 times.", 100), ("run it a hundred times", 100), ("Run the benchmark 1000 times.", 100),
     ("run it a\thundred times", 100),
+    # a count given loosely: read at the most it may mean
+    ("Rerun it a handful of times to confirm it is flaky.", 10), ("run it a few more times", 5),
+    ("Please run it several times.", 10), ("I ran it a few times.", 0), ("run it a couple of times", 0),
 ])
 def test_what_count_of_runs_a_message_asks_for(text: str, count: int) -> None:
     from streamguard.signals.facts import asked_repetitions

@@ -1031,6 +1031,9 @@ _NUMBER_WORDS = {
     "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
     "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "fifty": 50,
     "hundred": 100,
+    # a count given loosely ("rerun it a handful of times", "a few more times"): read at
+    # the most it may mean
+    "few": 5, "handful": 10, "several": 10, "bunch": 10, "dozen": 12,
 }
 _ASKED_REPETITIONS = re.compile(
     # a verb of doing it again, then the count within the clause: "run it 15 times", "repeat
@@ -1039,7 +1042,7 @@ _ASKED_REPETITIONS = re.compile(
     r"(?ai)\b(?:run|re-?run|repeat|execute|exec|try|call|invoke|send|hit|ping|query|poll|check"
     r"|measure|time|benchmark|fire|replay|loop)\b"
     r"[^.!?;:,\n\u2014\u2013]{0,80}?\b(\d{1,6}|(?:a\s+)?(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r"))"
-    r"(?:\s+more)?[ \t]*(?:x\b|times\b|iterations\b|rounds\b|trials\b)"
+    r"(?:\s+more)?(?:\s+of)?[ \t]*(?:x\b|times\b|iterations\b|rounds\b|trials\b)"
 )
 """A request to do something a given number of times ("Run it 15 times locally and tell me
 the failure rate"): the count is the only group. Not "the last 20 runs" (a count of runs
