@@ -315,8 +315,9 @@ def test_what_an_earlier_run_reported_is_not_carried_into_the_next() -> None:
 
 def test_a_failure_between_identical_answers_starts_their_run_again() -> None:
     """A flaky test re-run on purpose to see how often it fails: pass, pass, fail, pass,
-    pass, pass, fail, pass. No four identical answers come in a row, so no halt; the
-    fourth identical answer after the last failure trips, as four in a row do."""
+    pass, pass, fail, pass. No four identical answers come in a row, so no halt; passes
+    alike after the last failure check the flake, up to the tenth (PASSED_RERUNS), which
+    trips, as ten passes in a row do."""
     passed = "1 passed, 311 deselected in 1.9s"
 
     def reruns(outcomes: str) -> list[Any]:
@@ -331,8 +332,14 @@ def test_a_failure_between_identical_answers_starts_their_run_again() -> None:
 
     assert positions(reruns("PPFPPPFP")) == []
     assert positions(reruns("PPPFPP")) == []
-    # the fourth pass after the last failure: event 14 (call/result pairs)
-    assert positions(reruns("PPFPPPP")) == [14]
+    assert positions(reruns("PPFPPPP")) == []
+    # the tenth pass after the last failure: event 26 (call/result pairs)
+    assert positions(reruns("PPF" + "P" * 10)) == [26]
+    assert positions(reruns("P" * 12)) == [20]
+    # a run whose output is no pass (a build) is judged as before: the fourth alike trips
+    built = [x for _ in range(6) for x in (call("bash", command="pytest --collect-only -q"),
+                                            res("312 tests collected in 1.1s", "bash"))]
+    assert positions(built) == [8]
 
 
 def test_a_json_rpc_response_is_read_without_the_request_id_it_echoes() -> None:

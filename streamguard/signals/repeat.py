@@ -96,6 +96,11 @@ Results (``result_aware``, default on; off is the reference behaviour)
       answers change because the user replies ("yes", "yes please", "I said
       yes"), not because anything the agent waits for moved, so the fourth reply
       to one question trips.
+    * *A test that passes, re-run*: the same test command (``pytest``, ``jest``, ``go
+      test``, ``cargo test``...) answered with a pass and no failure, alike, is a check
+      that it no longer flakes, up to ``PASSED_RERUNS`` (10) runs: five blind sessions
+      re-running a fixed flaky test on purpose were halted at the fifth run. The tenth
+      pass in a row trips.
     * Calls that wait on purpose (``sleep 60``, the empty command OpenHands
       sends to wait for more output; ``CallView.wait``) and reads after a wait of
       their own (``sleep 60 && gh run view 42``: ``CallView.waits_first``) are
@@ -194,6 +199,7 @@ Known false positives
 
 from __future__ import annotations
 
+import re
 from sys import intern
 from typing import Annotated, Any
 
@@ -220,6 +226,32 @@ from .facts import (
     FLAG_WRITE,
     tool_glob_matcher,
 )
+
+PASSED_RERUNS = 10
+"""Identical passing runs of one test command that are a check of its flakiness, not a loop
+(:func:`_test_passed`)."""
+_TEST_ACTION = re.compile(
+    r"(?:pytest|py\.test|jest|vitest|mocha|rspec|phpunit|tox|nox|ctest"
+    r"|(?:go|cargo|npm|yarn|pnpm|mvn|gradle|dotnet|make|bazel) test)\b"
+)
+_TEST_PASSED = re.compile(r"(?i)\b\d+\s+passed\b|^ok\s|\bPASS(?:ED)?\b|\ball tests passed\b|\btests? passed\b")
+_TEST_FAILED = re.compile(r"(?i)\b[1-9]\d*\s+(?:failed|errors?)\b|\bFAIL(?:ED|URE)?\b")
+
+
+def _test_passed(result: ResultView) -> bool:
+    """Whether ``result`` is a test run's that passed (its action a test runner's:
+    :data:`_TEST_ACTION`; its short output a pass and no failure): the same test re-run
+    after a fix, its passes alike, checks that it is no longer flaky."""
+    if result.failed or not _TEST_ACTION.match(result.action or ""):
+        return False
+    payload = result.event.result
+    if type(payload) is not str or len(payload) > PASSED_TEXT:
+        return False
+    return _TEST_PASSED.search(payload) is not None and _TEST_FAILED.search(payload) is None
+
+
+PASSED_TEXT = 2_048
+"""Longest test output read for a pass."""
 
 SIGNAL_ID = "repeated-tool-call"
 EMPTY_OUTPUT = 0x454D505459
@@ -298,6 +330,9 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     "CIP"): what the run polls moves on its own."""
     polled: bool = False
     """The polling warning was raised for this run."""
+    passed: bool = False
+    """The run's latest answer was a test that passed (``_test_passed``): re-runs up to
+    ``PASSED_RERUNS`` check its flakiness."""
     write: bool = False
     """The run's calls write, or ask the user: their results change because of them (or
     of the user's reply), which is no poll."""
@@ -414,6 +449,8 @@ class RepeatedToolCall(Signal):
                 state.fail_run = state.fail_code = 0
             if state.polled:
                 state.polled = False
+            if state.passed:
+                state.passed = False
             # An identical question to the user re-asked is read like a write re-applied:
             # its answers change because the user answers, not because anything moved.
             write = call.write or call.ask
@@ -436,9 +473,11 @@ class RepeatedToolCall(Signal):
                 self._anchor = canonical
             elif state.text:
                 state.text = ""
-        if state.run < self.threshold or state.latched or state.run <= call.asked_runs:
+        if state.run < self.threshold or state.latched or state.run <= call.asked_runs or (
+            state.passed and state.run <= PASSED_RERUNS
+        ):
             # (a run no longer than the count its user asked for, "run it 15 times", is
-            # what was asked)
+            # what was asked; a test that passed, re-run to see whether it still flakes)
             return None
         if self.result_aware:
             if (state.wait or state.progress) and not state.write:
@@ -455,6 +494,15 @@ class RepeatedToolCall(Signal):
                 return self._polling_finding(state, call)
         state.latched = True
         return self._finding(call, state.run)
+
+    @staticmethod
+    def _passed(state: Any, result: ResultView) -> bool:
+        """Whether ``result`` is a passing test run's (:func:`_test_passed`), kept on the
+        run for its next call."""
+        passed = _test_passed(result)
+        if state.passed is not passed:
+            state.passed = passed
+        return passed
 
     def on_result(self, state: Any, result: ResultView) -> Finding | None:
         if not self.result_aware or not state.run:
@@ -529,8 +577,8 @@ class RepeatedToolCall(Signal):
             state.frozen = 1
         if (
             state.wait and result.call_flags & FLAG_WAITS_FIRST and self.polling_halt_after
-            and state.frozen >= self.polling_halt_after and not state.moved and not state.latched and not state.write and not result.watched
-            and state.frozen > result.asked_runs
+            and state.frozen >= self.polling_halt_after and not state.moved and not state.latched
+            and not state.write and not result.watched and state.frozen > result.asked_runs
         ):
             # A read after a wait of its own answered exactly alike the polling_halt_after-th
             # time in a row, unasked (a parcel's tracking read after `sleep 30`, "LABEL_CREATED"
@@ -538,8 +586,12 @@ class RepeatedToolCall(Signal):
             return self._stuck_poll(state, result, state.frozen)
         if state.frozen < self.same_result_threshold or state.latched or (
             state.wait and not _waits_on_nothing(result)
-        ) or state.frozen <= result.asked_runs:
-            return None  # a wait answered the same again: still waiting (see on_call)
+        ) or state.frozen <= result.asked_runs or (
+            state.frozen < PASSED_RERUNS and self._passed(state, result)
+        ):
+            # (a wait answered the same again: still waiting, see on_call; a test that
+            # passes re-run a few times: its flakiness checked, up to PASSED_RERUNS)
+            return None
         if not state.write and (
             poll_answer(result) or (state.moved and moved_poll_answer(result))
         ):
