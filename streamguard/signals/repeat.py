@@ -113,7 +113,7 @@ Results (``result_aware``, default on; off is the reference behaviour)
       a wait of its own, at the ``polling_halt_after``-th identical answer in a row that
       never moved, when no watch was asked (a parcel's tracking read after ``sleep 30``,
       "LABEL_CREATED" 110 times in a blind batch, was only warned; no healthy session of
-      the 66 blind batches 263rd–328th had so many)
+      the 72 blind batches 263rd–334th had so many)
       (under ``result_aware = false``, the reference rule, they count like any
       call). Except a wait answered that nothing is running (OpenHands' empty command
       answered ``ERROR: No previous running command``, :data:`NOTHING_RUNNING`): there
