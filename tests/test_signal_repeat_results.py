@@ -396,6 +396,9 @@ def test_a_browser_action_that_waits_first_is_a_read_after_a_wait() -> None:
     looked = argument_facts("browser", {"code": "noop(120000); click('30')"}, CallFacts("browser", False, False))
     assert looked.waits_first and looked.read
     assert not argument_facts("browser", {"code": "noop(500); click('30')"}, CallFacts("browser", False, False)).waits_first
+    # a wait, then an act: no read after a wait
+    acted = argument_facts("browser", {"code": "noop(60000)\nfill('12', 'hello')"}, CallFacts("browser", False, False))
+    assert not acted.waits_first
 
     def refreshes(code: str) -> list[str]:
         engine = Engine(parse_policy_set(WARN))
@@ -411,3 +414,30 @@ def test_a_browser_action_that_waits_first_is_a_read_after_a_wait() -> None:
 
     assert refreshes("noop(120000); click('30')") == []
     assert refreshes("click('30')") != []
+
+
+@pytest.mark.parametrize(("output", "passed"), [
+    (".\n1 passed in 0.18s", True), ("test result: ok. 1 passed; 0 failed; 0 ignored", True),
+    ("5 passing (2s)", True), ("--- PASS: TestX (0.00s)\nPASS\nok  \tpkg\t0.1s", True),
+    ("0 passed, 2 deselected", False), ("1 failed, 2 passed", False), ("FAILED tests/x.py::t", False),
+    ("2 passed, 1 error", False),
+])
+def test_what_a_passing_test_run_says(output: str, passed: bool) -> None:
+    from streamguard.signals.base import ResultView
+    from streamguard.signals.repeat import _test_passed
+
+    view = ResultView(ToolResult(session="p", tool="bash", result=output), False, 1, len(output), action="pytest")
+    assert _test_passed(view) is passed
+
+
+def test_a_count_the_user_asked_for_and_a_flake_check_add_up() -> None:
+    """Asked to run a passing test five times, the agent runs it eight: no halt before the
+    flake check's tenth run."""
+    from streamguard.events import Text
+
+    engine = Engine(parse_policy_set(WARN))
+    events: list[Any] = [Text(session="p", role="user", text="run it 5 times")]
+    for _ in range(8):
+        events += [call("bash", command="pytest -q t.py::test_flaky"), res(".\n1 passed in 0.01s", "bash")]
+    assert [o.signal for e in events for o in engine.process(e) if isinstance(o, Alert)
+            and o.signal == "repeated-tool-call"] == []

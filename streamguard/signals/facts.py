@@ -1857,6 +1857,11 @@ def navigation_keys(args: dict[Any, Any]) -> bool:
 
 
 _NOOP_WAIT = re.compile(r"\s*noop\((\d{1,9})\)\s*(?:;|\n|$)")
+_BROWSER_ACTS = re.compile(
+    r"\b(?:fill|type|select_option|upload_file|send_msg_to_user|drag_and_drop|keyboard_type"
+    r"|keyboard_insert_text|clear|report_infeasible)\("
+)
+"""BrowserGym actions that act rather than look: after a ``noop``, no read after a wait."""
 NOOP_WAIT_MS = 5_000
 """Shortest ``noop(ms)`` opening a browser action that makes it a read after a wait."""
 _PACED_READS = frozenset({
@@ -1928,7 +1933,7 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
         # click('30')`: two minutes, then the refresh button): a look asked after a
         # deliberate wait, as a shell's `sleep 120; ...` is.
         noop = _NOOP_WAIT.match(code)
-        if noop is not None and int(noop[1]) >= NOOP_WAIT_MS:
+        if noop is not None and int(noop[1]) >= NOOP_WAIT_MS and _BROWSER_ACTS.search(code, 0, 4096) is None:
             paced = CallFacts(tool, False, False, read=True)
             paced.waits_first = True
             return paced

@@ -99,8 +99,8 @@ Results (``result_aware``, default on; off is the reference behaviour)
     * *A test that passes, re-run*: the same test command (``pytest``, ``jest``, ``go
       test``, ``cargo test``...) answered with a pass and no failure, alike, is a check
       that it no longer flakes, up to ``PASSED_RERUNS`` (10) runs: five blind sessions
-      re-running a fixed flaky test on purpose were halted at the fifth run. The tenth
-      pass in a row trips.
+      re-running a fixed flaky test on purpose were halted at the fifth run. Past the
+      tenth pass in a row it trips.
     * Calls that wait on purpose (``sleep 60``, the empty command OpenHands
       sends to wait for more output; ``CallView.wait``) and reads after a wait of
       their own (``sleep 60 && gh run view 42``: ``CallView.waits_first``) are
@@ -231,11 +231,13 @@ PASSED_RERUNS = 10
 """Identical passing runs of one test command that are a check of its flakiness, not a loop
 (:func:`_test_passed`)."""
 _TEST_ACTION = re.compile(
-    r"(?:pytest|py\.test|jest|vitest|mocha|rspec|phpunit|tox|nox|ctest"
+    r"(?:(?:npx|bunx) )?(?:pytest|py\.test|jest|vitest|mocha|rspec|phpunit|tox|nox|ctest"
     r"|(?:go|cargo|npm|yarn|pnpm|mvn|gradle|dotnet|make|bazel) test)\b"
 )
-_TEST_PASSED = re.compile(r"(?i)\b\d+\s+passed\b|^ok\s|\bPASS(?:ED)?\b|\ball tests passed\b|\btests? passed\b")
-_TEST_FAILED = re.compile(r"(?i)\b[1-9]\d*\s+(?:failed|errors?)\b|\bFAIL(?:ED|URE)?\b")
+_TEST_PASSED = re.compile(
+    r"(?i)\b[1-9]\d*\s+pass(?:ed|ing)\b|^ok\s|(?-i:\bPASS(?:ED)?\b)|\ball tests passed\b|\btests? passed\b"
+)
+_TEST_FAILED = re.compile(r"(?i)\b[1-9]\d*\s+(?:failed|failing|errors?)\b|(?-i:\bFAIL(?:ED|URE)?\b)")
 
 
 def _test_passed(result: ResultView) -> bool:
@@ -584,11 +586,10 @@ class RepeatedToolCall(Signal):
             # time in a row, unasked (a parcel's tracking read after `sleep 30`, "LABEL_CREATED"
             # a hundred times): whatever it says, it has not moved in all those waits.
             return self._stuck_poll(state, result, state.frozen)
+        passed = self._passed(state, result)  # (kept for the run's next call)
         if state.frozen < self.same_result_threshold or state.latched or (
             state.wait and not _waits_on_nothing(result)
-        ) or state.frozen <= result.asked_runs or (
-            state.frozen < PASSED_RERUNS and self._passed(state, result)
-        ):
+        ) or state.frozen <= result.asked_runs or (state.frozen < PASSED_RERUNS and passed):
             # (a wait answered the same again: still waiting, see on_call; a test that
             # passes re-run a few times: its flakiness checked, up to PASSED_RERUNS)
             return None
