@@ -121,6 +121,7 @@ from .signals.facts import (
     OBSERVATION_TOOLS,
     RUNNER_ANSWER_HEADS,
     SCREEN_HEADS,
+    TIME_LIKE,
     WRAPPED_PREFIX,
     CallFacts,
     CommandRunners,
@@ -998,7 +999,7 @@ class Watchdog:
                     # which a read naming it may find not done yet (FLAG_AWAITS_OWN).
                     handed = [
                         i for i in handed_ids(event.result, last_act[1])
-                        if len(i) >= SUBMITTED_MIN and _DATE_LIKE.match(i) is None
+                        if len(i) >= SUBMITTED_MIN and TIME_LIKE.match(i) is None
                     ]
                     if handed:
                         kept = [i for i in state.submitted if i not in handed]
@@ -1071,6 +1072,7 @@ class Watchdog:
         view.size = size
         view.outcome = outcome
         view.gist = view.progress = 0
+        view.transient = -1
         view.encoded = encoded
         signals = state.signals
         plain = self._wait_result_plain if wait else self._result_plain
@@ -1499,10 +1501,6 @@ class Watchdog:
         history = [*state.history, key][-max(self.history_len, 1) :]
         view = self._view(event, canonical, key, history)
         return [sig.id for i, sig in self._previews if sig.would_trip(state.signals[i], view)]
-
-
-_DATE_LIKE = re.compile(r"\d{4}-\d\d-\d\d|\d{8}T")
-"""An id-like word that is a date (``2025-06-01``, ``2025-06-01T10``, ``20250601T1022``)."""
 
 
 _NAMED_IDS: dict[tuple[str, ...], re.Pattern[str]] = {}

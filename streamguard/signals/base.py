@@ -274,7 +274,7 @@ class ResultView:
     __slots__ = (
         "action", "asked", "asked_runs", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
         "fingerprint", "gist", "no_op", "outcome", "paced", "paused", "progress", "restarting", "sent",
-        "size", "tool", "waited", "watched",
+        "size", "tool", "transient", "waited", "watched",
     )
 
     def __init__(
@@ -308,6 +308,7 @@ class ResultView:
         # on first use: says_in_progress (1 an end, or nothing read; 2 under way; 3 a value,
         # no end; 4 nothing yet, no end: NOTHING_YET)
         self.progress = 0
+        self.transient = -1  # on first use: failed_transiently (-1 not read yet)
         self.paused = paused
         self.waited = waited
         self.paced = waited
@@ -1835,6 +1836,16 @@ def says_transient(error: object) -> bool:
     """Whether a failure says it may pass by itself (:data:`_TRANSIENT`, in its first
     512 characters)."""
     return type(error) is str and _TRANSIENT.search(error, 0, 512) is not None
+
+
+def failed_transiently(result: ResultView) -> bool:
+    """Whether ``result`` is a failure that says it may pass by itself
+    (:func:`says_transient` of :func:`failure_text`): read once per result, for every
+    signal that asks."""
+    transient = result.transient
+    if transient < 0:
+        result.transient = transient = int(result.failed and says_transient(failure_text(result)))
+    return transient == 1
 
 
 def poll_answer(result: ResultView) -> bool:

@@ -328,7 +328,8 @@ _ITEM_TIME_WORDS = frozenset({
 })
 """Words of an argument's name that say the value is the call's own (a time, a nonce, an
 attempt, an idempotency key), not the item it is about (:func:`act_items`)."""
-_TIME_LIKE = re.compile(r"\d{4}-\d\d-\d\d|\d{8}T|\d\d:\d\d")
+TIME_LIKE = re.compile(r"\d{4}-\d\d-\d\d|\d{8}T|\d\d:\d\d")
+"""An id-like word that is a date or a time (``2025-06-01``, ``20250601T1022``, ``10:22``)."""
 
 
 def act_items(args: dict[Any, Any]) -> tuple[str, ...]:
@@ -349,12 +350,12 @@ def act_items(args: dict[Any, Any]) -> tuple[str, ...]:
             continue
         text = id_text(value)
         if text is not None:
-            if _TIME_LIKE.search(text) is None:
+            if TIME_LIKE.search(text) is None:
                 ids.append(text)
         elif (
             type(value) is str and 3 <= len(value) <= ITEM_CHARS
             and not _DIGITS.isdisjoint(value) and len(value.split(None, 1)) == 1
-            and _TIME_LIKE.search(value) is None
+            and TIME_LIKE.search(value) is None
         ):
             tokens.append(value)
     return tuple((ids + tokens)[:HANDED_KEPT])

@@ -154,8 +154,8 @@ from .base import (
     ResultView,
     Signal,
     SignalConfig,
+    failed_transiently,
     failure_text,
-    says_transient,
 )
 from .facts import FLAG_WRITE
 
@@ -316,7 +316,7 @@ class FailureLoop(Signal):
                 return None
         if not key:
             return None
-        transient = result.failed and says_transient(failure_text(result))
+        transient = failed_transiently(result)
         if transient and result.paused:
             # A retry after a deliberate wait of a failure that may pass by itself (a
             # 503, a rate limit, a concurrency limit, a timeout): backing off, not
@@ -389,7 +389,7 @@ class FailureLoop(Signal):
             del persistent[0]
         persistent.append((key << 7 | count, outcome))
         threshold = self.across_writes
-        if result.paused and says_transient(failure_text(result)):
+        if result.paused and failed_transiently(result):
             # A failure that may pass by itself, retried after a pause each time (a 429
             # whose Retry-After the agent keeps, with a growing back-off): twice as many.
             threshold *= 2

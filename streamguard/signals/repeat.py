@@ -577,6 +577,8 @@ class RepeatedToolCall(Signal):
                     state.moved = True
             state.outcome = outcome
             state.frozen = 1
+            if state.passed:
+                state.passed = False
         if (
             state.wait and result.call_flags & FLAG_WAITS_FIRST and self.polling_halt_after
             and state.frozen >= self.polling_halt_after and not state.moved and not state.latched
@@ -586,7 +588,9 @@ class RepeatedToolCall(Signal):
             # time in a row, unasked (a parcel's tracking read after `sleep 30`, "LABEL_CREATED"
             # a hundred times): whatever it says, it has not moved in all those waits.
             return self._stuck_poll(state, result, state.frozen)
-        passed = self._passed(state, result)  # (kept for the run's next call)
+        # (read only once the run's answers repeat, and kept for its next call; a new
+        # answer clears it, above)
+        passed = state.frozen > 1 and self._passed(state, result)
         if state.frozen < self.same_result_threshold or state.latched or (
             state.wait and not _waits_on_nothing(result)
         ) or state.frozen <= result.asked_runs or (state.frozen < PASSED_RERUNS and passed):

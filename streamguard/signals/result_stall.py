@@ -374,7 +374,7 @@ from .base import (
     SignalConfig,
     answer_gist,
     empty_page,
-    failure_text,
+    failed_transiently,
     find_entry,
     found_nothing,
     has_response_reference,
@@ -388,7 +388,6 @@ from .base import (
     says_ended,
     says_in_progress,
     says_only_status,
-    says_transient,
     squeeze_marks,
     stamped_code,
     steady_answer,
@@ -2530,7 +2529,7 @@ class ResultStall(Signal):
             # The same call again while its user asked for runs ("run it 15 times"):
             # neither news nor stale; repeated-tool-call counts the run against the count.
             return None
-        if result.failed and result.paused and says_transient(failure_text(result)):
+        if result.paused and failed_transiently(result):
             # A retry after a pause of a failure that may pass by itself (a 429 retried
             # after the back-off it asked for, a 503): backing off, neither news nor stale,
             # as failure-loop reads it (the same call failing so for good is still its
