@@ -165,6 +165,11 @@ UNDER_WAY = [
     {"status": "in_progress", "failover_target": "db-2"}, {"status": "running", "failback_id": "fb-1"},
     # a failover is no failure: a standby promoted while the incident is open
     {"incident": "db-1", "status": "in_progress", "update": "database failover in progress"},
+    # a step done and the next awaited in one sentence (ChangeMan's package before its
+    # install window): the step is a part, the whole under way
+    {"package": "CLMS000871", "status": "DIS", "sites": [
+        {"site": "PRD1", "status": "DIS", "msg": "CMN8700I - Distribution complete, awaiting install job"}]},
+    "Upload finished; pending review by the store", "build done, now waiting for approval",
 ]
 NOT_UNDER_WAY = [
     # a status alone that says an end, or more than a status
@@ -173,6 +178,10 @@ NOT_UNDER_WAY = [
     {"status": "running", "last_error": "disk full"},
     '{"state": "processing", "completed": true}',
     {"status": "running", "failed": 2},  # failures counted: something went wrong
+    # the next step is the agent's or its user's to give: the work itself is over
+    "Task complete, awaiting your next instruction", {"status": "done", "msg": "Completed, waiting for user input"},
+    # a step done and the next awaited, beside a failure
+    "Distribution complete, awaiting install job; install job failed",
     {"status": "not_running"}, {"status": "non_running"}, {"status": "no_longer_running"},
     {"status": "build_in_progress", "finishedAt": "2025-12-01T08:03:00Z"},
     # awaiting what the agent itself must give

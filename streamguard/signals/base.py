@@ -1340,6 +1340,15 @@ _FINISHED_FOLDED = re.compile(f"{_FAILED_FOLDED_WORDS}|{_DONE_FOLDED_WORDS}")
 """:data:`_FINISHED` over folded text."""
 _DONE_VALUE_FOLDED = re.compile(rf"[:=]\s*[\"']?(?:{_DONE_FOLDED_WORDS})")
 """:data:`_DONE_VALUE` over folded text."""
+_STEP_DONE_NEXT_AWAITED_FOLDED = re.compile(
+    r"\b(?:complete|completed|done|finished|succeeded)\s{0,2}[,;:.\u2013-]?\s{1,3}(?:(?:and\s+)?now\s+)?"
+    r"(?:awaiting|pending|waiting\s+(?:for|on))\s+"
+    r"(?!(?:your|you|user|input|response|reply|action|agent|further|next\s+instruction)\b)[a-z]"
+)
+"""A step said done and the next one awaited, in one sentence ("Distribution complete,
+awaiting install job", "upload finished; pending review"), over folded text: the step
+is a part done and the whole still under way (:func:`says_in_progress`). Not what the
+agent or its user must give next ("complete, awaiting your reply")."""
 _END_AWAITED_FOLDED = re.compile(
     r"((?:w(?<!\ww)(?:ait|aits|aiting|atch|atching)|a(?<!\wa)waiting|p(?<!\wp)(?:oll|olls|olling))"
     r"\b[^.;\n\"{}]{0,40}?\b(?:to|until|till|for)\s+(?:[\w-]+\s+){0,3}?)(?:finish|complet|succe)\w*"
@@ -1666,6 +1675,14 @@ def says_in_progress(result: ResultView) -> bool:
                 # executing. Elsewhere "active" is where a resource stays (a cluster, a
                 # subscription), so only beside a job's id.
                 under_way = _JOB_KEY.search(folded) is not None
+            if not under_way and done and ("wait" in folded or "pending" in folded):
+                # A step done and the next awaited in one sentence (ChangeMan's "CMN8700I -
+                # Distribution complete, awaiting install job" until the install window):
+                # the step is a part, the whole under way.
+                steps = len(_STEP_DONE_NEXT_AWAITED_FOLDED.findall(folded))
+                if steps:
+                    under_way = True
+                    done_parts = min(done, done_parts + steps)
             if not under_way and len(text) <= BARE_STATUS_LIMIT and _BARE_UNDER_WAY.fullmatch(folded):
                 # A status printed alone (`aws rds describe-db-instances --query
                 # '...DBInstanceStatus' --output text` answering "creating"): its value.
