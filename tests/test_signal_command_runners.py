@@ -89,6 +89,15 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("awk 'NR>1' a.csv | sh -c 'cat > b.csv'", "awk", True, False),  # sh runs its own line
         ("# don't rebuild\npython gen.py > data.json\n# it's fresh", "python gen.py", True, False),
         ("cat > fix.py <<'EOF'\nprint(1)\nEOF", "cat", True, False),
+        # a here-document feeds a script (a guess of a write); a here-string is read by its
+        # words: a look at a program's prompt reads (Connect:Direct's process status),
+        # anything else is the same guess of a write
+        ("python - <<EOF\nimport os\nEOF", "python <<EOF", True, False),
+        ('direct -n CDPRD1 <<< "select process pnumber=48812 detail=yes;" | grep Status', "direct", False, False),
+        ("redis-cli <<< 'GET session:42'", "redis-cli", False, False),
+        ('direct -n CDPRD1 <<< "submit file=/cdunix/proc/SND1.cdp;"', "direct", True, False),
+        ('bc <<< "2+2"', "bc", True, False),
+        ("psql <<< 'DELETE FROM t'", "psql", True, False),
         ("git apply fix.patch", "git apply", True, False),
         ("git bisect good", "git bisect", True, False),  # checks out the next commit
         ("patch -p1 < fix.diff", "patch", True, False),

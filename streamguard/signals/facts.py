@@ -83,7 +83,8 @@ the other working-tree ``git`` sub-commands, ``cp``, ``mv``, ``rm``, ``touch``,
 output redirection to a file (``>``, ``>>``; ``2>&1``, ``/dev/null`` and a ``>`` in a
 quoted word of a one-line command, ``grep -n '->' src``, do not count, unless the line
 runs a quoted line of its own, ``bash -c "make > log"``, ``ssh host "..."``, ``awk``,
-or has an escape or a command substitution), or a here-document; and a line that only changes the shell a later call runs
+or has an escape or a command substitution), or a here-document (a here-string, ``<<<``,
+unless its text opens with a word of a look: ``direct <<< "select process ..."``); and a line that only changes the shell a later call runs
 in (``export JAVA_HOME=...``, ``cd build``, ``source .venv/bin/activate``, ``conda
 activate env``, ``unset``, ``pushd``): re-running a failed command after it is a retry in
 a changed environment, not a loop. Editor commands ``create``, ``str_replace``,
@@ -527,7 +528,30 @@ _SEARCH_PROGRAMS = frozenset({
 })
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;|\n]")
 _REDIRECT = re.compile(r"(?<![0-9&>])>>?(?!&)\s*(?!/dev/null)[^\s&|;]")
-_HEREDOC = re.compile(r"<<-?\s*['\"]?\w")
+_HEREDOC = re.compile(r"(?<!<)<<-?(?!<)\s*['\"]?\w")
+"""A here-document (``python - <<EOF``, ``cat <<'X' > f``): a guess that the script or
+text it feeds changes something. Not a here-string (``<<<``), read by its words."""
+_HERE_STRING = re.compile(r"<<<\s*(?:'([^']{0,256})|\"([^\"]{0,256})|(\S{1,256}))")
+_HERE_STRING_READS = frozenset({
+    "select", "show", "list", "get", "describe", "display", "status", "query", "info",
+    "print", "stat", "count", "check", "view", "read", "fetch", "search", "find", "explain",
+})
+"""Opening words of a here-string that asks a program's prompt for a look (Connect:Direct's
+``direct <<< "select process pnumber=48812"``, ``redis-cli <<< "GET k"``, ``psql <<<
+"SELECT ..."``): the line reads. Any other here-string is a guess of a write, as a
+here-document is."""
+_LEADING_WORD = re.compile(r"\s*([A-Za-z]+)")
+
+
+def _here_string_writes(head: str) -> bool:
+    """Whether a here-string of ``head`` may feed a write: any whose text does not open
+    with a word of a look (:data:`_HERE_STRING_READS`)."""
+    for match in _HERE_STRING.finditer(head):
+        text = match[1] if match[1] is not None else match[2] if match[2] is not None else match[3]
+        word = _LEADING_WORD.match(text)
+        if word is None or word[1].lower() not in _HERE_STRING_READS:
+            return True
+    return False
 _QUOTED = re.compile(r"'[^']*+'|\"[^\"]*+\"")
 """A quoted word of a one-line command with no escapes in it: a ``>`` inside it is text
 (``grep -n '->' src``, ``python -c "print(a > b)"``), not a redirection. (Possessive, and
@@ -1651,7 +1675,7 @@ _SHELL_LOOP_HEAD = re.compile(r"\s*(?:for|while|until|select)\b")
 def shell_facts(text: str) -> CallFacts:
     """Facts of a shell command line (see the module docstring for the heuristic)."""
     head = text if len(text) <= 4096 else text[:4096]
-    write = _redirects(head) or bool(_HEREDOC.search(head))
+    write = _redirects(head) or bool(_HEREDOC.search(head)) or ("<<<" in head and _here_string_writes(head))
     search = False
     slept = _SLEEP.search(head) if "sleep" in head else None  # the line's first sleep
     wait = slept is not None
