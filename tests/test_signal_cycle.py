@@ -596,13 +596,54 @@ def test_an_outage_whose_refusals_never_end_is_a_lap_after_so_many_retries() -> 
 
 
 def test_a_write_refused_again_without_back_off_or_for_its_own_fault_is_a_lap() -> None:
-    # the same refusals retried at once: the agent is not waiting for the service
-    assert _alerts(_upload_through_incident(TRANSIENT, backoff=0.5)) == [SIGNAL]
+    from streamguard.signals.cycle import TRANSIENT_LAPS
+
+    # the same refusals retried at once: the agent is not waiting for the service, but the
+    # service said the refusal may pass, so the laps trip at TRANSIENT_LAPS times the count
+    laps = 3 * TRANSIENT_LAPS
+    retried = (TRANSIENT * laps)[:laps]
+    assert _alerts(_upload_through_incident(retried, backoff=0.5)) == [SIGNAL]
+    assert _alerts(_upload_through_incident(retried[:-1], backoff=0.5)) == []
     # refusals of the request itself, however paced and however worded: a wait changes
     # nothing, and a write answered differently each lap moves its reads itself
     own = ["Invalid preset 'lookbook'", "Unknown folder 'lookbook/spring'",
            "Upload preset must be signed", "Invalid public_id 'look_06'"]
     assert _alerts(_upload_through_incident(own, backoff=16.0)) == [SIGNAL]
+
+
+def _payment_retried(refusals: int, then_paid: bool) -> list[Any]:
+    """A payment refused with a 504 ``refusals`` times, the account's transactions read
+    after each refusal to see that nothing was booked, tried again 25 s later; then, when
+    ``then_paid``, sent and read once more."""
+    trace: list[Any] = []
+    clock = 1_000.0
+    payment = {"recipient": "UK12345678901234567890", "amount": 98.7, "subject": "Car rental"}
+    booked = "- id: 1\n  recipient: CH93\n  amount: 100.0\n  subject: Pizza party"
+    outcomes = ["BankAPIError: 504 Gateway Timeout"] * refusals + ([None] if then_paid else [])
+    for n, error in enumerate(outcomes):
+        trace += [ToolCall(session="y", tool="send_money", args=payment, call_id=f"p{n}", ts=clock),
+                  ToolResult(session="y", tool="send_money", call_id=f"p{n}", error=error,
+                             result=None if error else "Transaction sent.", ts=clock + 1),
+                  ToolCall(session="y", tool="get_most_recent_transactions", args={"n": 5},
+                           call_id=f"t{n}", ts=clock + 3),
+                  ToolResult(session="y", tool="get_most_recent_transactions", call_id=f"t{n}",
+                             result=booked, ts=clock + 4)]
+        clock += 25.0
+    return trace
+
+
+def test_a_payment_retried_after_time_outs_with_a_check_between_is_no_loop() -> None:
+    """A payment that timed out three times, the transactions read after each to see that
+    no double charge would follow, then paid: a careful retry. The payment going through is
+    news, so the read after it starts the laps anew."""
+    assert _alerts(_payment_retried(3, then_paid=True)) == []
+    assert _alerts(_payment_retried(5, then_paid=False)) == []
+
+
+def test_a_payment_retried_after_time_outs_for_ever_is_a_loop() -> None:
+    from streamguard.signals.cycle import TRANSIENT_LAPS
+
+    assert _alerts(_payment_retried(3 * TRANSIENT_LAPS, then_paid=False)) == [SIGNAL]
 
 
 def _playbook(user_says: list[str], every: float = 1800.0) -> list[Any]:

@@ -165,6 +165,9 @@ UNDER_WAY = [
     {"status": "in_progress", "failover_target": "db-2"}, {"status": "running", "failback_id": "fb-1"},
     # a failover is no failure: a standby promoted while the incident is open
     {"incident": "db-1", "status": "in_progress", "update": "database failover in progress"},
+    # ...nor is a failover told in words ("Failing over reads to replica-1 now.")
+    {"incident": "db-1", "status": "in_progress", "update": "Failing over reads to replica-1 now."},
+    {"state": "pending", "note": "primary failed over to the standby"},
     # a step done and the next awaited in one sentence (ChangeMan's package before its
     # install window): the step is a part, the whole under way
     {"package": "CLMS000871", "status": "DIS", "sites": [
@@ -940,6 +943,10 @@ def test_a_watch_asked_is_session_state_and_survives_a_snapshot() -> None:
     # a watch for a span, whatever is watched; a report of anything new
     ("Push the APK, then watch Crashlytics for the rc2 build for the next 30 minutes.", True),
     ("Tell me if anything new shows up.", True),
+    # a channel watched for a span told in words, a report asked by direct message
+    ("Watch #incidents for the next half hour and DM me (Dora) as soon as someone posts an ETA.", True),
+    ("DM me as soon as the import lands.", True),
+    ("I'll DM you when it's done.", False),
     ("I watched Crashlytics for the next 30 minutes yesterday.", False),
     ("The monitor for disk latency for the next 3 days is broken.", False),
     ("Write a script to monitor CPU for the next 10 minutes and save it to cpu.py.", False),
@@ -1969,6 +1976,7 @@ WATCH_FRAGMENTS = [
     "watch", "watching the", "monitor", "follow it until", "wait for", "don't", "no need to",
     "the", "queue", "\n", ".", "\u212aeep an eye on", "ME", "\u00a0", "can you", "could you",
     "out", "checking", "please", "and", "to", "just", ",", "I'm", "myself", "—", "-", '"',
+    "DM me", "dm Me", "slack me", "(Dora)", "(", ")", "#incidents", "for the next", "half hour", "few",
 ]
 
 

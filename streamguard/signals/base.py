@@ -1246,8 +1246,10 @@ Slurm's ``OOM``, ``TO``, ``NF``, ``BF``, ``F``): the queue says no work under wa
 _FAILED_WORDS = (
     # (not DNS's rcode NOERROR, which says none; not a CDN's cache invalidation, which is
     # no failure: "InvalidationBatch", "invalidation_id", "invalidates"; a session
-    # "invalidated" is one)
-    r"fail(?![_-]?(?:over|back))|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
+    # "invalidated" is one; not a failover, "failing over reads to replica-1", "failed
+    # over to the standby", but "tests fail over and over")
+    r"fail(?![_-]?(?:over|back)|(?:ing|ed|s)[ _-]?(?:over|back)[ \t]+(?:to|reads|writes|traffic|the|from|all|its|their)\b)"
+    r"|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid(?!at(?:ion|ing|e(?!d)))"
     r"|exception|refused"
     r"|stopped|unhealthy|degraded|\bdead\b"
@@ -1328,7 +1330,7 @@ def fold_case(text: str) -> str:
 
 _FAILED_FOLDED_WORDS = (
     r"a(?:bort)|b(?:ackoff)|c(?:ancel|rash)|d(?:enied|egraded|ead\b(?<!\wdead))"
-    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail(?![_-]?(?:over|back)))|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
+    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail(?![_-]?(?:over|back)|(?:ing|ed|s)[ _-]?(?:over|back)[ \t]+(?:to|reads|writes|traffic|the|from|all|its|their)\b))|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
     r"|n(?:ot[ _-]found)|r(?:eject|efused)|s(?:topped)|t(?:erminat|imed?[ _-]?out)|u(?:nhealthy)"
 )
 _DONE_FOLDED_WORDS = r"s(?:ucce)|c(?:omplet(?!ing))|d(?:one\b)|f(?:inish(?!ing))"

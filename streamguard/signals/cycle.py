@@ -92,8 +92,14 @@ Result-aware (``result_aware``, default on; not in the reference)
     429: ``says_transient``) after a pause (``refused``): it made nothing, and its
     changing refusals are the service's news (an upload retried with a growing
     back-off through an incident, the status page read between tries, was halted
-    at its third lap in a blind batch; refused at once, or for its own fault, the
-    lap trips as before). A write answered alike every time (a keystroke sent to a pager,
+    at its third lap in a blind batch; refused for its own fault, the lap trips as
+    before). Refused at once for a reason that may pass (a 504, a 429, a time-out:
+    ``failed_transiently``), the laps through that write trip at ``TRANSIENT_LAPS`` (2)
+    times the count, as ``failure-loop`` reads such failures: a payment that timed out
+    three times, the transactions read after each to see that nothing was booked, was
+    halted at its third try in a blind batch; its going through at last is news, and the
+    laps count from there. A submission answered 429 fifty times, the quota read
+    between, is still halted, at its sixth lap. A write answered alike every time (a keystroke sent to a pager,
     a heartbeat) leaves its lap's reads to count, and a computer-use scroll is no
     named write, so scroll → screenshot stays paging. A computer-use act's answer (a
     click's or a keystroke's screenshot, new every time) moves a lap only when nothing
@@ -157,6 +163,7 @@ from .base import (
     Signal,
     SignalConfig,
     answer_just_changed,
+    failed_transiently,
     note_answer,
     push_own_ring,
     says_transient,
@@ -210,6 +217,11 @@ def _lap_moves(state: Any, block: list[int]) -> bool:
     return moved or (screen_moved and not read_still)
 
 
+TRANSIENT_LAPS = 2
+"""How many times the laps a cycle needs when one of its named writes was last refused by a
+service that says the refusal may pass (a payment sent again after each 504, the account
+read between tries to see that nothing was booked): ``failure-loop`` reads such a run of
+failures at twice its threshold too."""
 REFUSED_RETRIES = 8
 """Refusals of a busy service whose changing failures move a lap: a back-off that doubles
 from a few seconds has waited minutes by then, and an outage's errors, each with a new
@@ -249,6 +261,14 @@ class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=T
     so their changing failures move a lap, for ``REFUSED_RETRIES`` refusals."""
     refusals: int = 0
     """Such refusals since a refused write last answered otherwise."""
+    flaky: tuple[int, ...] = ()
+    """Keys of the recent named writes whose latest answer was a failure that says it may
+    pass (a 504, a 429, a time-out: ``failed_transiently``), paused or not (at most
+    ``max_period``): a cycle through one is a retry that checks between tries, and trips
+    only at ``TRANSIENT_LAPS`` times the laps."""
+    flaky_run: int = 0
+    """Calls in a row that completed the laps of a cycle through one of ``flaky``: it trips
+    once they make ``TRANSIENT_LAPS`` times the laps."""
     screens: tuple[int, ...] = ()
     """Keys of the recent computer-use acts (a click, a keystroke; at most ``max_period``):
     their answers are screenshots, news only where nothing else answers."""
@@ -299,6 +319,16 @@ class AlternatingToolCycle(Signal):
             # the agent waits for it; see note_answer.)
             key = result.call_key
             if state.writes and key in state.writes:
+                flaky = state.flaky
+                if failed_transiently(result):
+                    if key not in flaky:
+                        state.flaky = (*flaky[1 - self.max_period :], key)
+                elif key in flaky:
+                    state.flaky = tuple(k for k in flaky if k != key)
+                    if not result.failed:
+                        # It went through at last: news of the world (a payment made after
+                        # three time-outs), so laps count from here, as after a request.
+                        self.on_repeated_prompt(state)
                 # A write refused by a service down or busy (a 502, a 429), sent again
                 # after a back-off, made nothing: its changing failures are the service's
                 # news, not new things its laps made (an upload retried through an
@@ -363,6 +393,14 @@ class AlternatingToolCycle(Signal):
             pattern = smallest_rotation(block)
             if pattern == state.pattern:
                 return None
+            flaky = state.flaky
+            if flaky and any(k in flaky for k in block):
+                # A retry of a write the service refused for a passing reason, with checks
+                # between tries: failure-loop's rule for such failures, twice the laps.
+                # Counted call by call while the laps go on (no longer history kept).
+                state.flaky_run += 1
+                if state.flaky_run <= span * (TRANSIENT_LAPS - 1):
+                    return None
             if self.result_aware and state.answers and _lap_moves(state, block):
                 # A lap whose answers move (a page further down, a bisection step):
                 # paging or polling, not a loop. Left unlatched, so a lap that stops
@@ -372,6 +410,8 @@ class AlternatingToolCycle(Signal):
             return self._finding(names[-period:], period)
         if state.pattern:
             state.pattern = ()
+        if state.flaky_run:
+            state.flaky_run = 0
         return None
 
     def preview_state(self, state: Any) -> Struct:

@@ -946,7 +946,11 @@ def asked_interval(text: str) -> float:
     return count * _INTERVAL_UNITS.get(unit[0].lower(), 0.0)
 
 
-_REPORT_ME = r"let\s+me\s+know|(?:tell|text|ping|notify|message|alert|page|email)\s+me"
+_REPORT_ME = (
+    r"let\s+me\s+know|(?:tell|text|ping|notify|message|alert|page|email|dm|slack)\s+me"
+    # (who "me" is, set off in brackets: "DM me (Dora) as soon as")
+    r"(?:\s*\([^()\n]{1,40}\))?"
+)
 """The words a report asked of the agent opens with ("let me know", "text me")."""
 _ASKED_WATCH = re.compile(
     r"(?ai)\b(?:"
@@ -962,7 +966,8 @@ _ASKED_WATCH = re.compile(
     # ("monitor" is left out of this form: "write a script to monitor CPU for the next 10
     # minutes" asks for a monitor, not a watch)
     r"|(?<!the\s)(?<!a\s)(?<!an\s)(?<!my\s)(?<!our\s)(?<!your\s)(?<!this\s)"
-    r"watch(?:ing)?\s+(?:[\w.-]+\s+){1,8}?for\s+the\s+next\s+\d"
+    r"watch(?:ing)?\s+(?:[\w.#@/-]+\s+){1,8}?for\s+the\s+next\s+"
+    r"(?:\d|half|hour|few|couple|one|two|three|four|five|ten|fifteen|twenty|thirty|forty|sixty)"
     r"|follow\s+(?:it|them|this|that|the\s+[\w-]+(?:\s+[\w-]+)?)\s+(?:up\s+)?(?:until|till)\b"
     # a report asked for when something happens ("let me know once it's live", "text me the
     # moment it arrives", "tell me if anything fires"), not when the agent is done ("let me
