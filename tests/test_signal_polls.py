@@ -431,9 +431,19 @@ def test_a_poll_paced_by_waits_of_its_own_trips_when_it_never_moves() -> None:
                  ToolResult(session="p", tool="get_booking_status", call_id=f"m{n}", result=PENDING,
                             ts=clock + 1)]
     assert [a.detail.get("rule") for a in alerts(more) if a.severity == "critical"] == ["stuck_poll"]
-    # a value read between waits (an address while DNS propagates) is no work under way
+    # a value read between waits (an address while DNS propagates, a download's size) is a
+    # poll's answer; one that never moved, unasked, is not coming at its twenty-fifth
+    # reading, as a read after a wait of its own in one command (`sleep 30; du -sh`)
     dig = "198.51.100.7"
-    assert all(a.severity != "critical" for a in alerts(paced_poll([dig] * 40)))
+    assert [a.detail["count"] for a in alerts(paced_poll([dig] * 40)) if a.severity == "critical"] == [25]
+    assert all(a.severity != "critical" for a in alerts(paced_poll([dig] * 24)))
+    # ...one that moved once may move again (a slow step), and a watch asked waits for it
+    moved_once = ["198.51.100.7"] * 3 + ["203.0.113.9"] * 37
+    assert all(a.severity != "critical" for a in alerts(paced_poll(moved_once)))
+    watched_dig = paced_poll([dig] * 40)
+    watched_dig.insert(1, Text(session="p", role="user", ts=999.0,
+                               text="Keep an eye on the record and tell me once it resolves to the new host."))
+    assert all(a.severity != "critical" for a in alerts(watched_dig))
     # a write answered "queued" again and again is no poll followed across waits, in
     # either order of the calls
     for after in (False, True):

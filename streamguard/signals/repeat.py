@@ -136,7 +136,11 @@ Results (``result_aware``, default on; off is the reference behaviour)
       wait calls of its own (a wait, the status, a wait...), whose asks each start a run,
       is followed across the waits (``poll_key``, ``poll_count``) and trips the same way,
       once: three more loops, no healthy session. Only answers that say the work is under
-      way count (not a value read between waits). A wait that fails the same way again and
+      way count, or a value with no word of an end read after each wait by a call known
+      to only read, when it never moved since the poll began (``poll_moved``) and no
+      watch was asked: a download dead at 1.9G, its ``du -sh`` read after each ``sleep
+      30`` forty times, was only warned in a blind batch, while ``sleep 30; du -sh`` in
+      one command tripped (above). A wait that fails the same way again and
       again (``kubectl rollout status --timeout=60s`` timing out on the same replicas; the
       failure signals do not read waits) trips at its ``polling_halt_after``-th identical
       failure in a row: one more loop, no healthy session. A booking polled every sixteen seconds while its payment
@@ -221,6 +225,7 @@ from .base import (
 from .facts import (
     FLAG_ASK,
     FLAG_AWAITS_OWN,
+    FLAG_READ,
     FLAG_RUNNER,
     FLAG_WAITS_FIRST,
     FLAG_WRITE,
@@ -318,10 +323,14 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     followed across them."""
     poll_count: int = 0
     """That call's answers in a row saying its work is under way, asked after a pause
-    (``says_in_progress``), the same each time, waits between them not counted: a poll
-    that never moves, however it paces itself."""
+    (``says_in_progress``), or a value with no end said, read after a wait, the same each
+    time, waits between them not counted: a poll that never moves, however it paces
+    itself."""
     poll_report: int = 0
     """What the latest of them said apart from when it was given (``steady_answer``)."""
+    poll_moved: bool = False
+    """Whether that call's answer changed since the poll began: a value read between waits
+    (no word of work under way) trips only when it never did."""
     fail_code: int = 0
     """32 bits of the latest failure of a run of waits (``failure_outcome``)."""
     fail_run: int = 0
@@ -407,6 +416,7 @@ class RepeatedToolCall(Signal):
             state.run = 0
         if state.poll_key:
             state.poll_key = state.poll_count = 0
+            state.poll_moved = False
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if self.exempt and call.tool in self.exempt:
@@ -415,10 +425,13 @@ class RepeatedToolCall(Signal):
             if not state.poll_key and state.run and not state.wait and self.polling_halt_after:
                 # a wait after a read: the read may be a poll paced by waits
                 state.poll_key = state.last_key
+                state.poll_moved = False
         elif state.poll_key and call.key != state.poll_key:
             state.poll_key = 0  # another call: no paced poll of it
             if state.poll_count:
                 state.poll_count = 0
+            if state.poll_moved:
+                state.poll_moved = False
         if state.run and (
             call.key == state.key
             # _equivalent's first test inline: most calls are another tool's, or their
@@ -713,13 +726,19 @@ class RepeatedToolCall(Signal):
         """A read asked again between waits (`sleep 60`, the status, `sleep 60`...): the
         same answer under way at the ``polling_halt_after``-th time in a row trips, as in
         a run; anything else starts the count again."""
+        under_way = False
         if (
             result.failed or result.call_flags & (FLAG_WRITE | FLAG_ASK) or not result.outcome
-            or not result.paused or not says_in_progress(result)
+            or not result.paused or not (
+                (under_way := says_in_progress(result))
+                # or a value with no word of an end, read after a deliberate wait by a
+                # call known to only read (a download's size, `du -sh` after each `sleep 30`)
+                or (result.waited and result.progress == 3 and result.call_flags & FLAG_READ)
+            )
         ):
             # (the answered call's own nature: the run in progress may be another call's;
-            # and only work said to be under way, asked after a pause: not a value read
-            # between waits)
+            # and only work said to be under way, or a value read after a wait: not an
+            # end, nothing found, or a read asked without a pause)
             if state.poll_count:
                 state.poll_count = 0
             return None
@@ -727,11 +746,19 @@ class RepeatedToolCall(Signal):
         if state.poll_count and report == state.poll_report:
             state.poll_count += 1
         else:
+            if state.poll_count and not state.poll_moved:
+                state.poll_moved = True
             state.poll_count, state.poll_report = 1, report
         if state.poll_count < self.polling_halt_after or result.watched:
             return None
+        if not under_way and (state.poll_moved or state.poll_count <= result.asked_runs):
+            # A value that moved once may move again (a slow step of a build); one that never
+            # did in all those waits is not coming (a download dead at 1.9G), unless its
+            # user asked for so many reads.
+            return None
         count = state.poll_count
         state.poll_key = state.poll_count = 0
+        state.poll_moved = False
         return self._stuck_poll(state, result, count)
 
     def _stuck_poll(self, state: Any, result: ResultView, count: int) -> Finding:
