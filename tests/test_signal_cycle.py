@@ -857,6 +857,13 @@ def test_a_named_tool_that_sleeps_then_reads_is_a_read_after_a_wait() -> None:
     looked = argument_facts("ssh_exec", {"host": "db01", "command": "sleep 240; tail -n 2 /var/log/convert.log"},
                             CallFacts("ssh_exec", False, False))
     assert looked.waits_first and looked.read and not looked.write
+    # a batch scheduler's status read after a sleep is one too; a client's request is not
+    queue = argument_facts("ssh_exec", {"host": "login", "command": "sleep 300; squeue -j 4418207 -h -o '%T'"},
+                           CallFacts("ssh_exec", False, False))
+    assert queue.waits_first and queue.read and not queue.write
+    posted = argument_facts("ssh_exec", {"host": "login", "command": "sleep 300; curl -X POST https://x/api"},
+                            CallFacts("ssh_exec", False, False))
+    assert not posted.waits_first
 
     def laps(tail: str) -> list[str]:
         engine = Engine(parse_policy_set('mode = "warn"\n'))

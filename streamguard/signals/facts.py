@@ -1896,10 +1896,14 @@ NOOP_WAIT_MS = 5_000
 """Shortest ``noop(ms)`` opening a browser action that makes it a read after a wait."""
 _PACED_READS = frozenset({
     "tail", "head", "cat", "grep", "egrep", "rg", "wc", "ls", "du", "df", "stat", "find",
-    "journalctl", "dmesg", "ps", "free", "uptime", "date",
+    "journalctl", "dmesg", "ps", "pgrep", "free", "uptime", "date", "vmstat", "iostat",
+    # a batch scheduler's and a GPU's status (Slurm, PBS, LSF, HTCondor; `nvidia-smi`)
+    "squeue", "sacct", "sinfo", "qstat", "bjobs", "bhist", "condor_q", "nvidia-smi",
 })
 """Programs that only look, read after a sleep by a named tool's command (:func:`argument_facts`):
-anything else (a client, a restart, a request) keeps the tool's own facts."""
+anything else (a client, a restart, a request) keeps the tool's own facts. (A scheduler's
+status after ``sleep 300``, through an ``ssh_exec`` tool, is a queue watched at the pace
+its user asked; halted at its fourth reading in a blind batch before it was read so.)"""
 
 
 def pattern_search(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFacts | None:
