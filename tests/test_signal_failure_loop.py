@@ -327,6 +327,10 @@ def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() ->
     # a gateway's own words, joined or not
     ("GatewayTimeout: ARINC GlobalLink DSP did not respond within 10s (gw=ARINC-LAX-2)", True),
     ("upstream did not respond within 30s", True),
+    # a back end's own time-out named as such, and a refusal that asks to be retried
+    ("ProvisioningTimeout: HLR update for 555-433-6780 did not complete within 15s", True),
+    ("ProvisioningError: HLR busy (code 0x21), retry later", True),
+    ("TimeoutError: test_upload exceeded 5000 ms", False),
     ("Disk quota exceeded", False),
     ("the test did not respond to SIGTERM", False),
     ("Resource exhausted: OOM when allocating tensor with shape [4096,4096]", False),

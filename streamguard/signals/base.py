@@ -1781,9 +1781,13 @@ _TRANSIENT = re.compile(
     # nor a disk's quota
     r"|resource[ _]exhausted(?![\s:]*(?:oom|out of memory|received message|message larger))"
     r"|(?<!disk )quota exceeded"
-    r"|service unavailable|bad gateway|gateway[ _-]?time-?out|temporarily unavailable|try again later"
+    r"|service unavailable|bad gateway|gateway[ _-]?time-?out|temporarily unavailable|(?:re)?try again later"
+    r"|retry later"
     # (a gateway's "did not respond within 10s": the far side busy, not the request wrong)
     r"|did not respond within|no response within"
+    # (a back end's own time-out named as such: a carrier's HLR "ProvisioningTimeout", an
+    # upstream's; not a test's or a page element's)
+    r"|(?:provisioning|upstream|backend)[ _-]?time-?out"
     r"|connection (?:refused|reset|timed out)|(?:read|connect|request) timed out|econnrefused|etimedout"
     r"|could not resolve host|name resolution|concurrency limit|currently running|lock wait timeout"
 )
