@@ -181,6 +181,8 @@ NOT_UNDER_WAY = [
     {"status": "running", "last_error": "disk full"},
     '{"state": "processing", "completed": true}',
     {"status": "running", "failed": 2},  # failures counted: something went wrong
+    # a count of ended work above zero is an end
+    "Pods Statuses:  0 Active (0 Ready) / 0 Succeeded / 1 Failed", "0 active, 0 succeeded, 2 failed",
     # the next step is the agent's or its user's to give: the work itself is over
     "Task complete, awaiting your next instruction", {"status": "done", "msg": "Completed, waiting for user input"},
     # a step done and the next awaited, beside a failure
@@ -2304,3 +2306,44 @@ def test_a_run_sent_again_before_its_answer_keeps_its_allowance() -> None:
     for n in range(0, 12, 2):
         trace += [calls[n], calls[n + 1], results[n], results[n + 1]]
     assert loop_alerts(trace) == []
+
+
+def test_a_job_read_after_each_sleep_with_its_ended_counts_blank_is_a_poll() -> None:
+    """`sleep 60; kubectl get job ... -o jsonpath='{.status.active} active, {.status.succeeded}
+    succeeded, {.status.failed} failed'` prints the counts not set yet blank: "1 active,
+    succeeded,  failed" says work active and nothing ended, a poll's answer, with the log
+    read now and then between. Once a count of failures shows, it is an end read again."""
+    status = ("sleep 60; kubectl -n ledgerly get job migrate-0047 -o jsonpath='{.status.active} active, "
+              "{.status.succeeded} succeeded, {.status.failed} failed'")
+
+    def watch(answer: str) -> list[Any]:
+        trace: list[Any] = [TurnStart(session="k")]
+        clock = 1_000.0
+        for n in range(14):
+            command, said = (("kubectl -n ledgerly logs job/migrate-0047 --tail=3", f"backfill: {n * 9000} rows")
+                             if n % 4 == 3 else (status, answer))
+            trace += [ToolCall(session="k", tool="bash", args={"command": command}, call_id=f"k{n}", ts=clock),
+                      ToolResult(session="k", tool="bash", call_id=f"k{n}", result=said,
+                                 ts=clock + (60.0 if command.startswith("sleep") else 1.0))]
+            clock += 62.0
+        return trace
+
+    assert [a for a in alerts(watch("1 active,  succeeded,  failed")) if a.severity == "critical"] == []
+    ended = [a.signal for a in alerts(watch("0 active,  succeeded, 1 failed")) if a.severity == "critical"]
+    assert ended and set(ended) <= set(LOOP_SIGNALS) | {"dominant-tool-call", "halt-ignored"}
+
+
+@pytest.mark.parametrize(("answer", "ended"), [
+    # counts of ended work that are zero or blank say no end (`kubectl describe job`, a
+    # jsonpath printing the counts not set yet blank)...
+    ("Pods Statuses:  1 Active (0 Ready) / 0 Succeeded / 0 Failed", False),
+    ("1 active,  succeeded,  failed", False),
+    # ...a count above zero does
+    ("Pods Statuses:  0 Active (0 Ready) / 0 Succeeded / 1 Failed", True),
+    (" active, 1 succeeded,  failed", True),
+    ("job failed", True),
+])
+def test_counts_of_ended_work_zero_or_blank_say_no_end(answer: str, ended: bool) -> None:
+    result = view(answer)
+    assert not says_in_progress(result)
+    assert (result.progress == 1) is ended

@@ -1356,6 +1356,14 @@ _END_AWAITED_FOLDED = re.compile(
     r"\b[^.;\n\"{}]{0,40}?\b(?:to|until|till|for)\s+(?:[\w-]+\s+){0,3}?)(?:finish|complet|succe)\w*"
 )
 """:data:`_END_AWAITED` over folded text."""
+_NO_COUNT_FOLDED = re.compile(
+    r"(?:^|[,/|(])[ \t]{0,8}(?:0[ \t]{1,8})?(?:succeeded|failed|completed)(?=[ \t]{0,8}(?:[,/|)]|$))",
+    re.MULTILINE,
+)
+"""A count of ended work that is zero or left blank, in a line of counts (``kubectl
+describe job``'s "1 Active (0 Ready) / 0 Succeeded / 0 Failed", a jsonpath's "1 active,
+succeeded,  failed" with the empty ones blank): how many, no end said (over folded
+text; the JSON form is :data:`_COUNT_KEY_FOLDED`'s)."""
 _COUNT_KEY_FOLDED = re.compile(
     # every alternative is a quoted key of at most 89 characters followed by a colon:
     # asked first, so a quote that opens no key is passed over in one scan
@@ -1663,6 +1671,12 @@ def says_in_progress(result: ResultView) -> bool:
             # Keys of an end that say no end ("cells_complete": 0, "failed": 0) say how
             # many, not that the work ended: read without them.
             text, folded = _replaced(_COUNT_KEY_FOLDED, text, folded, False)
+        if ("ucceeded" in folded or "failed" in folded or "ompleted" in folded) and (
+            "/" in folded or "," in folded
+        ):
+            # Counts of ended work that are zero or blank (a job's "0 Succeeded / 0
+            # Failed" while its pod runs) say how many, not that the work ended.
+            text, folded = _replaced(_NO_COUNT_FOLDED, text, folded, False)
         # An end waited for ("waiting for rollout to finish", "until it completes") is
         # no end: read without it.
         text, folded = _replaced(_END_AWAITED_FOLDED, text, folded, True)
