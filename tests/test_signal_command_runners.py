@@ -98,6 +98,12 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ('direct -n CDPRD1 <<< "submit file=/cdunix/proc/SND1.cdp;"', "direct", True, False),
         ('bc <<< "2+2"', "bc", True, False),
         ("psql <<< 'DELETE FROM t'", "psql", True, False),
+        # ...a look followed by a change, or given to a shell or an interpreter, writes; a
+        # `<<<` inside quotes is text
+        ('psql <<< "SELECT 1; DELETE FROM orders WHERE id = 4"', "psql", True, False),
+        ('bash <<< "find /var/tmp -name x.tmp -delete"', "bash", True, False),
+        ("psql <<< 'select * into backup_t from t'", "psql", True, False),
+        ("grep -rn '<<<' scripts/", "grep", False, True),
         ("git apply fix.patch", "git apply", True, False),
         ("git bisect good", "git bisect", True, False),  # checks out the next commit
         ("patch -p1 < fix.diff", "patch", True, False),

@@ -646,6 +646,26 @@ def test_a_payment_retried_after_time_outs_for_ever_is_a_loop() -> None:
     assert _alerts(_payment_retried(3 * TRANSIENT_LAPS, then_paid=False)) == [SIGNAL]
 
 
+def test_a_payment_that_times_out_and_goes_through_by_turns_is_a_loop() -> None:
+    """A payment sent again and again, each time timing out or going through, the
+    transactions read between: going through the first time is news, again is not (a
+    payment made each lap). The laps trip, through the time-outs."""
+    trace: list[Any] = []
+    clock = 1_000.0
+    payment = {"recipient": "UK12345678901234567890", "amount": 98.7}
+    for n in range(20):
+        error = "BankAPIError: 504 Gateway Timeout" if n % 2 == 0 else None
+        trace += [ToolCall(session="y", tool="send_money", args=payment, call_id=f"p{n}", ts=clock),
+                  ToolResult(session="y", tool="send_money", call_id=f"p{n}", error=error,
+                             result=None if error else "Transaction sent.", ts=clock + 1),
+                  ToolCall(session="y", tool="get_most_recent_transactions", args={"n": 5},
+                           call_id=f"t{n}", ts=clock + 3),
+                  ToolResult(session="y", tool="get_most_recent_transactions", call_id=f"t{n}",
+                             result="- id: 1\n  amount: 100.0", ts=clock + 4)]
+        clock += 25.0
+    assert _alerts(trace) == [SIGNAL]
+
+
 def _playbook(user_says: list[str], every: float = 1800.0) -> list[Any]:
     """The user's message, then the same four checks answered the same way; a run
     every ``every`` seconds."""
@@ -861,9 +881,11 @@ def test_a_named_tool_that_sleeps_then_reads_is_a_read_after_a_wait() -> None:
     queue = argument_facts("ssh_exec", {"host": "login", "command": "sleep 300; squeue -j 4418207 -h -o '%T'"},
                            CallFacts("ssh_exec", False, False))
     assert queue.waits_first and queue.read and not queue.write
-    posted = argument_facts("ssh_exec", {"host": "login", "command": "sleep 300; curl -X POST https://x/api"},
-                            CallFacts("ssh_exec", False, False))
-    assert not posted.waits_first
+    for acting in ("sleep 300; curl -X POST https://x/api", "sleep 300; squeue -j 1; scancel 1",
+                   "sleep 60; nvidia-smi -r -i 0", "sleep 60; du -sh /data > /tmp/size"):
+        # a request, a cancel after the look, a GPU reset, a file written: no mere look
+        assert not argument_facts("ssh_exec", {"host": "login", "command": acting},
+                                  CallFacts("ssh_exec", False, False)).waits_first, acting
 
     def laps(tail: str) -> list[str]:
         engine = Engine(parse_policy_set('mode = "warn"\n'))

@@ -331,6 +331,8 @@ def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() ->
     ("ProvisioningTimeout: HLR update for 555-433-6780 did not complete within 15s", True),
     ("ProvisioningError: HLR busy (code 0x21), retry later", True),
     ("TimeoutError: test_upload exceeded 5000 ms", False),
+    ("Invalid API key; fix your credentials and retry later", False),
+    ("Do not retry later; this request is malformed", False),
     ("Disk quota exceeded", False),
     ("the test did not respond to SIGTERM", False),
     ("Resource exhausted: OOM when allocating tensor with shape [4096,4096]", False),

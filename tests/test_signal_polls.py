@@ -185,6 +185,12 @@ NOT_UNDER_WAY = [
     "Pods Statuses:  0 Active (0 Ready) / 0 Succeeded / 1 Failed", "0 active, 0 succeeded, 2 failed",
     # the next step is the agent's or its user's to give: the work itself is over
     "Task complete, awaiting your next instruction", {"status": "done", "msg": "Completed, waiting for user input"},
+    # a failure in words that only begin like a failover's
+    {"status": "running", "note": "Nightly backup failed over the weekend"},
+    {"status": "running", "note": "tests failed back to back"},
+    # an end, then what the agent awaits next, or a label of counts
+    "Task complete. Waiting for the user to respond.", "Completed, awaiting new tasks",
+    "All migrations complete. Pending migrations: none", "Backup completed; pending jobs: 0",
     # a step done and the next awaited, beside a failure
     "Distribution complete, awaiting install job; install job failed",
     {"status": "not_running"}, {"status": "non_running"}, {"status": "no_longer_running"},
@@ -439,9 +445,15 @@ def test_a_poll_paced_by_waits_of_its_own_trips_when_it_never_moves() -> None:
     dig = "198.51.100.7"
     assert [a.detail["count"] for a in alerts(paced_poll([dig] * 40)) if a.severity == "critical"] == [25]
     assert all(a.severity != "critical" for a in alerts(paced_poll([dig] * 24)))
-    # ...one that moved once may move again (a slow step), and a watch asked waits for it
+    # ...one that moved once may move again (a slow step): it waits twice as many reads
+    # since it last moved, and a watch asked waits for it
+    from streamguard.signals.repeat import MOVED_POLL_FACTOR
+
     moved_once = ["198.51.100.7"] * 3 + ["203.0.113.9"] * 37
     assert all(a.severity != "critical" for a in alerts(paced_poll(moved_once)))
+    stalled = ["1.2G\t/data/hf", "1.5G\t/data/hf"] + ["1.9G\t/data/hf"] * 60
+    assert [a.detail["count"] for a in alerts(paced_poll(stalled)) if a.severity == "critical"] == [
+        25 * MOVED_POLL_FACTOR]
     watched_dig = paced_poll([dig] * 40)
     watched_dig.insert(1, Text(session="p", role="user", ts=999.0,
                                text="Keep an eye on the record and tell me once it resolves to the new host."))
@@ -959,6 +971,7 @@ def test_a_watch_asked_is_session_state_and_survives_a_snapshot() -> None:
     ("Watch #incidents for the next half hour and DM me (Dora) as soon as someone posts an ETA.", True),
     ("DM me as soon as the import lands.", True),
     ("I'll DM you when it's done.", False),
+    ("Watch /var/log/syslog for the next oneshot unit and fix its config.", False),
     ("I watched Crashlytics for the next 30 minutes yesterday.", False),
     ("The monitor for disk latency for the next 3 days is broken.", False),
     ("Write a script to monitor CPU for the next 10 minutes and save it to cpu.py.", False),

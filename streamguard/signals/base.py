@@ -1247,8 +1247,9 @@ _FAILED_WORDS = (
     # (not DNS's rcode NOERROR, which says none; not a CDN's cache invalidation, which is
     # no failure: "InvalidationBatch", "invalidation_id", "invalidates"; a session
     # "invalidated" is one; not a failover, "failing over reads to replica-1", "failed
-    # over to the standby", but "tests fail over and over")
-    r"fail(?![_-]?(?:over|back)|(?:ing|ed|s)[ _-]?(?:over|back)[ \t]+(?:to|reads|writes|traffic|the|from|all|its|their)\b)"
+    # over to the standby", but "tests fail over and over", "failed over the weekend",
+    # "failed back to back")
+    r"fail(?![_-]?(?:over|back)|(?:ing|ed|s)[ _-]?(?:over|back)[ \t]{1,3}(?:(?:to|from)\b(?![ \t]+back\b)|reads\b|writes\b|traffic\b))"
     r"|(?<!no)error|cancel|abort|timed?[ _-]?out|reject|backoff"
     r"|crash|evict|expire|terminat|killed|denied|not[ _-]found|invalid(?!at(?:ion|ing|e(?!d)))"
     r"|exception|refused"
@@ -1330,7 +1331,7 @@ def fold_case(text: str) -> str:
 
 _FAILED_FOLDED_WORDS = (
     r"a(?:bort)|b(?:ackoff)|c(?:ancel|rash)|d(?:enied|egraded|ead\b(?<!\wdead))"
-    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail(?![_-]?(?:over|back)|(?:ing|ed|s)[ _-]?(?:over|back)[ \t]+(?:to|reads|writes|traffic|the|from|all|its|their)\b))|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
+    r"|e(?:rror(?<!noerror)|vict|xpire|xception)|f(?:ail(?![_-]?(?:over|back)|(?:ing|ed|s)[ _-]?(?:over|back)[ \t]{1,3}(?:(?:to|from)\b(?![ \t]+back\b)|reads\b|writes\b|traffic\b)))|i(?:nvalid(?!at(?:ion|ing|e(?!d))))|k(?:illed)"
     r"|n(?:ot[ _-]found)|r(?:eject|efused)|s(?:topped)|t(?:erminat|imed?[ _-]?out)|u(?:nhealthy)"
 )
 _DONE_FOLDED_WORDS = r"s(?:ucce)|c(?:omplet(?!ing))|d(?:one\b)|f(?:inish(?!ing))"
@@ -1343,14 +1344,17 @@ _FINISHED_FOLDED = re.compile(f"{_FAILED_FOLDED_WORDS}|{_DONE_FOLDED_WORDS}")
 _DONE_VALUE_FOLDED = re.compile(rf"[:=]\s*[\"']?(?:{_DONE_FOLDED_WORDS})")
 """:data:`_DONE_VALUE` over folded text."""
 _STEP_DONE_NEXT_AWAITED_FOLDED = re.compile(
-    r"\b(?:complete|completed|done|finished|succeeded)\s{0,2}[,;:.\u2013-]?\s{1,3}(?:(?:and\s+)?now\s+)?"
-    r"(?:awaiting|pending|waiting\s+(?:for|on))\s+"
-    r"(?!(?:your|you|user|input|response|reply|action|agent|further|next\s+instruction)\b)[a-z]"
+    r"\b(?:complete|completed|done|finished|succeeded)[ \t]{0,2}[,;\u2013-]?[ \t]{1,3}(?:(?:and[ \t]+)?now[ \t]+)?"
+    r"(?:awaiting|pending|waiting[ \t]+(?:for|on))[ \t]+"
+    r"(?!(?:your|you|user|input|response|reply|action|agent|further|next|the|new|more"
+    r"|instructions?|commands?|tasks?)\b)[a-z][\w-]{0,40}(?![\w-]*[ \t]*[:=])"
 )
-"""A step said done and the next one awaited, in one sentence ("Distribution complete,
+"""A step said done and the next one awaited, in one clause ("Distribution complete,
 awaiting install job", "upload finished; pending review"), over folded text: the step
 is a part done and the whole still under way (:func:`says_in_progress`). Not what the
-agent or its user must give next ("complete, awaiting your reply")."""
+agent or its user must give next ("complete, awaiting your reply", "done, waiting for
+new tasks"), not across a sentence ("Task complete. Waiting for the user"), and not a
+label ("All migrations complete; pending migrations: none")."""
 _END_AWAITED_FOLDED = re.compile(
     r"((?:w(?<!\ww)(?:ait|aits|aiting|atch|atching)|a(?<!\wa)waiting|p(?<!\wp)(?:oll|olls|olling))"
     r"\b[^.;\n\"{}]{0,40}?\b(?:to|until|till|for)\s+(?:[\w-]+\s+){0,3}?)(?:finish|complet|succe)\w*"
@@ -1795,8 +1799,10 @@ _TRANSIENT = re.compile(
     # nor a disk's quota
     r"|resource[ _]exhausted(?![\s:]*(?:oom|out of memory|received message|message larger))"
     r"|(?<!disk )quota exceeded"
-    r"|service unavailable|bad gateway|gateway[ _-]?time-?out|temporarily unavailable|(?:re)?try again later"
-    r"|retry later"
+    r"|service unavailable|bad gateway|gateway[ _-]?time-?out|temporarily unavailable|try again later"
+    # (asked of the caller as it is, not after a fix: "fix your credentials and retry later",
+    # "do not retry later")
+    r"|(?<!and )(?<!not )(?<!never )retry later"
     # (a gateway's "did not respond within 10s": the far side busy, not the request wrong)
     r"|did not respond within|no response within"
     # (a back end's own time-out named as such: a carrier's HLR "ProvisioningTimeout", an

@@ -98,7 +98,8 @@ Result-aware (``result_aware``, default on; not in the reference)
     times the count, as ``failure-loop`` reads such failures: a payment that timed out
     three times, the transactions read after each to see that nothing was booked, was
     halted at its third try in a blind batch; its going through at last is news, and the
-    laps count from there. A submission answered 429 fifty times, the quota read
+    laps count from there, once (``through``: going through again between refusals is a
+    payment made each lap). A submission answered 429 fifty times, the quota read
     between, is still halted, at its sixth lap. A write answered alike every time (a keystroke sent to a pager,
     a heartbeat) leaves its lap's reads to count, and a computer-use scroll is no
     named write, so scroll → screenshot stays paging. A computer-use act's answer (a
@@ -266,6 +267,10 @@ class AlternatingToolCycleState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=T
     pass (a 504, a 429, a time-out: ``failed_transiently``), paused or not (at most
     ``max_period``): a cycle through one is a retry that checks between tries, and trips
     only at ``TRANSIENT_LAPS`` times the laps."""
+    through: tuple[int, ...] = ()
+    """Keys of the recent named writes that went through after such refusals (at most
+    ``max_period``): the first time is news and the laps count from there; a write that
+    goes through again and again between refusals is no news (a payment made each lap)."""
     flaky_run: int = 0
     """Calls in a row that completed the laps of a cycle through one of ``flaky``: it trips
     once they make ``TRANSIENT_LAPS`` times the laps."""
@@ -325,9 +330,11 @@ class AlternatingToolCycle(Signal):
                         state.flaky = (*flaky[1 - self.max_period :], key)
                 elif key in flaky:
                     state.flaky = tuple(k for k in flaky if k != key)
-                    if not result.failed:
+                    if not result.failed and key not in state.through:
                         # It went through at last: news of the world (a payment made after
                         # three time-outs), so laps count from here, as after a request.
+                        # Once: going through again after more refusals is no news.
+                        state.through = (*state.through[1 - self.max_period :], key)
                         self.on_repeated_prompt(state)
                 # A write refused by a service down or busy (a 502, a 429), sent again
                 # after a back-off, made nothing: its changing failures are the service's

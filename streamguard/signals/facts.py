@@ -538,20 +538,55 @@ _HERE_STRING_READS = frozenset({
 })
 """Opening words of a here-string that asks a program's prompt for a look (Connect:Direct's
 ``direct <<< "select process pnumber=48812"``, ``redis-cli <<< "GET k"``, ``psql <<<
-"SELECT ..."``): the line reads. Any other here-string is a guess of a write, as a
-here-document is."""
+"SELECT ..."``): the line reads, when that is all the here-string says (:func:`_here_string_writes`).
+Any other here-string is a guess of a write, as a here-document is."""
+_HERE_STRING_WRITE_WORDS = re.compile(
+    r"(?i)\b(?:delete|drop|insert|update|into|kill|truncate|alter|create|set|del|remove|submit"
+    r"|grant|revoke|flush|replace|merge|write|open|exec|system)\b|-delete\b|[;\n]\s*\S"
+)
+"""What makes a here-string more than one look: a word of a change anywhere in it, or a
+second statement or line (``SELECT 1; DELETE FROM orders``, ``SHOW TABLES; DROP ...``)."""
+_HERE_STRING_RUNNERS = frozenset({
+    "sh", "bash", "zsh", "dash", "ksh", "fish", "python", "python3", "node", "perl", "ruby",
+    "php", "rscript", "lua", "tclsh", "awk", "gawk", "xargs", "eval", "ssh",
+})
+"""Programs that run what a here-string gives them as code: their here-string is a script,
+whatever word it opens with (``bash <<< "find /tmp -delete"``)."""
 _LEADING_WORD = re.compile(r"\s*([A-Za-z]+)")
 
 
+def _unquoted_marks(head: str) -> str:
+    """``head`` with each quoted word's inside blanked, its length kept: ``<<<`` within
+    quotes (``grep -rn '<<<' scripts/``) is text, not a here-string."""
+    return _QUOTED.sub(lambda m: m[0][0] + " " * (len(m[0]) - 2) + m[0][-1], head)
+
+
 def _here_string_writes(head: str) -> bool:
-    """Whether a here-string of ``head`` may feed a write: any whose text does not open
-    with a word of a look (:data:`_HERE_STRING_READS`)."""
-    for match in _HERE_STRING.finditer(head):
-        text = match[1] if match[1] is not None else match[2] if match[2] is not None else match[3]
-        word = _LEADING_WORD.match(text)
-        if word is None or word[1].lower() not in _HERE_STRING_READS:
-            return True
+    """Whether a here-string of ``head`` may feed a write: one that is not a single look
+    (its text opens with a word of :data:`_HERE_STRING_READS`, holds no word of a change nor
+    a second statement) given to a program that is no shell or interpreter. ``<<<`` inside
+    a quoted word is text."""
+    # (with an escape or a substitution, quotes may not pair as they seem: every `<<<` is read)
+    escaped = "\\" in head or "$(" in head or "`" in head
+    blanked = head if escaped else _unquoted_marks(head)
+    at = blanked.find("<<<")
+    while at >= 0:
+        match = _HERE_STRING.match(head, at)
+        if match is not None:
+            text = match[1] if match[1] is not None else match[2] if match[2] is not None else match[3]
+            word = _LEADING_WORD.match(text)
+            if word is None or word[1].lower() not in _HERE_STRING_READS:
+                return True
+            if _HERE_STRING_WRITE_WORDS.search(text) is not None:
+                return True
+            segment = _SEGMENT_SPLIT.split(head[:at])[-1].split()
+            tokens = _program_tokens(segment) if segment else []
+            if tokens and _basename(tokens[0]).lower() in _HERE_STRING_RUNNERS:
+                return True
+        at = blanked.find("<<<", at + 3)
     return False
+
+
 _QUOTED = re.compile(r"'[^']*+'|\"[^\"]*+\"")
 """A quoted word of a one-line command with no escapes in it: a ``>`` inside it is text
 (``grep -n '->' src``, ``python -c "print(a > b)"``), not a redirection. (Possessive, and
@@ -967,7 +1002,7 @@ _ASKED_WATCH = re.compile(
     # minutes" asks for a monitor, not a watch)
     r"|(?<!the\s)(?<!a\s)(?<!an\s)(?<!my\s)(?<!our\s)(?<!your\s)(?<!this\s)"
     r"watch(?:ing)?\s+(?:[\w.#@/-]+\s+){1,8}?for\s+the\s+next\s+"
-    r"(?:\d|half|hour|few|couple|one|two|three|four|five|ten|fifteen|twenty|thirty|forty|sixty)"
+    r"(?:\d|(?:half|hour|few|couple|one|two|three|four|five|ten|fifteen|twenty|thirty|forty|sixty)\b)"
     r"|follow\s+(?:it|them|this|that|the\s+[\w-]+(?:\s+[\w-]+)?)\s+(?:up\s+)?(?:until|till)\b"
     # a report asked for when something happens ("let me know once it's live", "text me the
     # moment it arrives", "tell me if anything fires"), not when the agent is done ("let me
@@ -1897,13 +1932,42 @@ NOOP_WAIT_MS = 5_000
 _PACED_READS = frozenset({
     "tail", "head", "cat", "grep", "egrep", "rg", "wc", "ls", "du", "df", "stat", "find",
     "journalctl", "dmesg", "ps", "pgrep", "free", "uptime", "date", "vmstat", "iostat",
-    # a batch scheduler's and a GPU's status (Slurm, PBS, LSF, HTCondor; `nvidia-smi`)
-    "squeue", "sacct", "sinfo", "qstat", "bjobs", "bhist", "condor_q", "nvidia-smi",
+    # a batch scheduler's status (Slurm, PBS, LSF, HTCondor; not `nvidia-smi`, whose
+    # flags also reset and configure the GPU)
+    "squeue", "sacct", "sinfo", "qstat", "bjobs", "bhist", "condor_q",
 })
 """Programs that only look, read after a sleep by a named tool's command (:func:`argument_facts`):
 anything else (a client, a restart, a request) keeps the tool's own facts. (A scheduler's
 status after ``sleep 300``, through an ``ssh_exec`` tool, is a queue watched at the pace
 its user asked; halted at its fourth reading in a blind batch before it was read so.)"""
+
+
+_PACED_PIPES = frozenset({"sleep", "sort", "uniq", "cut", "jq", "tr", "column", "awk", "xargs"})
+"""What may stand beside the looks of a paced line (the sleep itself, a pipe's filters)."""
+_PACED_LINE_LIMIT = 16
+"""Segments of a paced line read; a longer line is no simple look."""
+
+
+def _only_looks(command: str) -> bool:
+    """Whether every program of a paced line (``sleep 300; squeue -j 42 | tail -1``) only
+    looks (:data:`_PACED_READS`, or a filter of :data:`_PACED_PIPES` that writes nothing):
+    ``sleep 300; squeue -j 1; scancel 1`` cancels, and ``xargs`` runs what it is given."""
+    if _REDIRECT.search(command) is not None:
+        return False
+    segments = _SEGMENT_SPLIT.split(command, _PACED_LINE_LIMIT)
+    if len(segments) > _PACED_LINE_LIMIT:
+        return False
+    looked = False
+    for segment in segments:
+        tokens = _program_tokens(segment.split())
+        if not tokens:
+            continue
+        program = _basename(tokens[0]).lower()
+        if program in _PACED_READS:
+            looked = True
+        elif program not in _PACED_PIPES or program == "xargs":
+            return False
+    return looked
 
 
 def pattern_search(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFacts | None:
@@ -1935,7 +1999,7 @@ def argument_facts(tool: str, args: dict[Any, Any], facts: CallFacts) -> CallFac
             # command="sleep 240; tail -n 2 convert.log")`): a read asked after a
             # deliberate wait, as a shell's same line is (its own facts decide).
             paced = runner_facts({"command": command})
-            if paced.waits_first and paced.action.partition(" ")[0] in _PACED_READS:
+            if paced.waits_first and _only_looks(command):
                 paced.action = tool
                 return paced
     if len(args) == 1 and not facts.wait:

@@ -140,7 +140,9 @@ Results (``result_aware``, default on; off is the reference behaviour)
       to only read, when it never moved since the poll began (``poll_moved``) and no
       watch was asked: a download dead at 1.9G, its ``du -sh`` read after each ``sleep
       30`` forty times, was only warned in a blind batch, while ``sleep 30; du -sh`` in
-      one command tripped (above). A wait that fails the same way again and
+      one command tripped (above); a value that moved earlier in the poll trips only at
+      ``MOVED_POLL_FACTOR`` (2) times as many identical reads since it last moved. A wait
+      that fails the same way again and
       again (``kubectl rollout status --timeout=60s`` timing out on the same replicas; the
       failure signals do not read waits) trips at its ``polling_halt_after``-th identical
       failure in a row: one more loop, no healthy session. A booking polled every sixteen seconds while its payment
@@ -232,6 +234,10 @@ from .facts import (
     tool_glob_matcher,
 )
 
+MOVED_POLL_FACTOR = 2
+"""How many times ``polling_halt_after`` identical reads a value read between waits needs
+when it moved earlier in the poll (a download that grew, then stalled): what moved once
+may move again, so it waits longer, but not for ever."""
 PASSED_RERUNS = 10
 """Identical passing runs of one test command that are a check of its flakiness, not a loop
 (:func:`_test_passed`)."""
@@ -751,10 +757,14 @@ class RepeatedToolCall(Signal):
             state.poll_count, state.poll_report = 1, report
         if state.poll_count < self.polling_halt_after or result.watched:
             return None
-        if not under_way and (state.poll_moved or state.poll_count <= result.asked_runs):
-            # A value that moved once may move again (a slow step of a build); one that never
-            # did in all those waits is not coming (a download dead at 1.9G), unless its
-            # user asked for so many reads.
+        if not under_way and (
+            (state.poll_moved and state.poll_count < self.polling_halt_after * MOVED_POLL_FACTOR)
+            or state.poll_count <= result.asked_runs
+        ):
+            # A value that moved once may move again (a slow step of a build): it waits
+            # MOVED_POLL_FACTOR times as many reads since it last moved; one that never did
+            # in all those waits is not coming (a download dead at 1.9G), unless its user
+            # asked for so many reads.
             return None
         count = state.poll_count
         state.poll_key = state.poll_count = 0
