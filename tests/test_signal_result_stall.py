@@ -3277,3 +3277,43 @@ def test_the_tests_pytest_selects_by_name_are_what_a_run_reads() -> None:
                                           f"'used_before_assignment_a]' | tail -{4 + n}"},
                       ".    [100%]\n1 passed, 1021 deselected in 1.05s\n")
     assert hits(again) != []
+
+
+def _float_sweep(values: list[str], outputs: dict[str, str]) -> list[Any]:
+    """`python -c "... print(repr(_format_float(v)))"` for each value: one pass."""
+    trace: list[Any] = []
+    for value in values:
+        command = f'cd /testbed && python -c "from card import _format_float; print(repr(_format_float({value})))"'
+        trace += step("bash", {"command": command}, outputs[value])
+    return trace
+
+
+SWEPT = ["0.009125", "0.1", "1.0", "1e-10", "-0.0", "3.141592653589793", "123456789.123456789",
+         "1e300", "2.5e-05", "1/3", "6.02214076e23", "100.0"]
+
+
+def test_a_sweep_before_and_after_a_fix_is_the_fix_checked() -> None:
+    """Twelve values printed before a fix and again after it, ten unchanged: the second
+    pass checks what the write did, and its unchanged answers are no stall. The same pass
+    a third time with no write between, or the edit re-applied and the pass re-run again
+    and again, is judged as before."""
+    before = {v: repr(f"{v}-before") for v in SWEPT}
+    after = dict(before, **{"0.009125": "'0.009125'", "1e-10": "'1E-10'"})
+    edit = step("bash", {"command": "cd /testbed && sed -i 's/.16G/repr/' card.py"}, "")
+    fixed = _float_sweep(SWEPT, before) + edit + _float_sweep(SWEPT, after)
+    assert hits(fixed) == []
+    # the pass again with nothing written between: the same answers, stale
+    assert hits(fixed + _float_sweep(SWEPT, after)) != []
+    # edits that change nothing, each followed by the same pass: a re-check once, stale
+    # after (reported by long-loop, the same calls again, which result-stall defers to)
+    futile = _float_sweep(SWEPT, before)
+    for n in range(4):
+        futile += step("bash", {"command": f"cd /testbed && sed -i 's/x{n}/y{n}/' card.py"}, "")
+        futile += _float_sweep(SWEPT, before)
+    assert any(a.severity == "critical" and a.signal in ("result-stall", "long-loop") for a in alerts(futile))
+    # one pass after the edit, then edits changing nothing between single checks of one value
+    one = _float_sweep(SWEPT, before) + edit + _float_sweep(SWEPT, before)
+    for n in range(6):
+        one += step("bash", {"command": f"cd /testbed && sed -i 's/z{n}/w{n}/' card.py"}, "")
+        one += _float_sweep(SWEPT[:1], before)
+    assert any(a.severity == "critical" for a in alerts(one))

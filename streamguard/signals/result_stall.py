@@ -266,6 +266,21 @@ Interleaved stalls: 9 stale of the last 12 (``window_threshold`` of ``window``)
     is the same verdict with room for that (the long-loop detector uses the
     same share); a latch holds until half the window is news again.
 
+A write's checks, before and after it
+    A call answered once before a successful write and asked again after it, answered
+    as then, is that write's check of what it did not touch: neither stale nor news,
+    the first time (``rechecks``: the last ``RECHECKS`` calls' answers, 128 bytes). A
+    fix's before-and-after sweep, twelve values printed before it and again after, ten
+    unchanged, was halted in a blind batch at the ninth re-check; so were a 44-prime
+    checker re-run after a fix and a configuration matrix rebuilt after one. The same
+    call asked a third time, or again with no write between, is stale as before, so a
+    loop of edits that change nothing, each followed by the same checks, loses one
+    lap to it (``futile_writes`` counts those writes apart). In the real-session
+    benchmark two judged loops of re-applied edits are halted one and three calls later
+    (at their seventieth and hundred-and-thirty-ninth call); no other session changes.
+    (Writes are read by ``futile_writes``' path, so ``futile_writes = 0`` switches
+    this off too.)
+
 Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
     The period-2 loop "edit, run, same result": every edit is new (so its result
     is news), but the check after it - the same call - answers exactly as it
@@ -508,6 +523,12 @@ def _missing_text(text: str) -> bool:
     return reports_failure(head.encode("utf-8", "surrogatepass"))
 CHECKS = 8
 """Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
+RECHECKS = 16
+"""Calls whose last answer ``rechecks`` remembers, to know a re-check after a write."""
+_PRE_WRITE = 1
+"""``rechecks`` flag: the call was last answered before the session's latest write."""
+_ASKED_AGAIN = 2
+"""``rechecks`` flag: the call was answered more than once."""
 
 QUOTE_SPAN = 256
 """Characters at the start of a result in which quoted strings are masked (where error
@@ -601,6 +622,29 @@ _OPAQUE_ID = re.compile(
 )
 """Opaque ids in an error: a UUID, or a run of 16 to 64 lower-case hex digits with a
 letter and a digit (a request, trace or correlation id)."""
+
+
+def _recheck(rechecks: bytearray, key: int, code: int) -> bool:
+    """Note that ``key``'s call answered ``code`` (``ResultStallState.rechecks``), and say
+    whether that is the first answer after a write to a call answered exactly once before
+    it, and alike then."""
+    key32 = (key & _M32).to_bytes(4, "little")
+    answer = (code & 0xFFFFFF).to_bytes(3, "little")
+    at = find_entry(rechecks, key32, 8)
+    if at < 0:
+        if len(rechecks) >= 8 * RECHECKS:
+            del rechecks[:8]
+        rechecks += key32
+        rechecks += answer
+        rechecks.append(0)
+        return False
+    flags = rechecks[at + 7]
+    same = rechecks[at + 4 : at + 7] == answer
+    del rechecks[at : at + 8]
+    rechecks += key32
+    rechecks += answer
+    rechecks.append(_ASKED_AGAIN)
+    return same and flags == _PRE_WRITE
 
 
 def _swap_check(checks: bytearray, key32: bytes, answer: bytes) -> int:
@@ -2224,6 +2268,11 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """An answer of the current round was news."""
     held: bool = False
     """A trip reached inside an unfinished round of parallel calls, judged when it ends."""
+    rechecks: bytearray = bytearray()
+    """The last ``RECHECKS`` calls' answers, 8 bytes each (key32, the answer's code's low 24
+    bits, flags: ``_PRE_WRITE``, ``_ASKED_AGAIN``), least recently answered first: the first
+    time a call answered once before a write is asked again after it, the same answer is
+    that write's check (a before-and-after sweep), neither stale nor news."""
 
     def __post_init__(self) -> None:
         # A restored ``listed`` is kept whole codes, within its bound: a value this module
@@ -2236,6 +2285,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
             self.rows, self.row_at = b"", 0  # (likewise: rows are whole, and bounded)
         if not 0 <= self.row_at <= len(self.rows) // _ROW:
             self.row_at = 0
+        rechecks = self.rechecks
+        if len(rechecks) % 8 or len(rechecks) > 8 * RECHECKS:
+            del rechecks[: len(rechecks) - min(8 * RECHECKS, len(rechecks) - len(rechecks) % 8)]
 
 
 class ResultStall(Signal):
@@ -2907,11 +2959,19 @@ class ResultStall(Signal):
                 # are part of that wait.
                 self._news(state)
                 return None
+            if key and _recheck(state.rechecks, key, code) and not result.failed:
+                # The same call, answered once before the latest write, asked again after
+                # it and answered as then: that write's check of what it did not touch (a
+                # sweep of twelve values before a fix and again after it, ten unchanged).
+                # Neither: once; asked again after that, or with no write between, stale.
+                return None
             return self._stale(state, code, result, masked)
         excess = len(seen) - self._keep  # (_remember, inline: most results are news)
         if excess > 0:
             del seen[:excess]
         seen.extend(packed)
+        if key and not flags & FLAG_WRITE:
+            _recheck(state.rechecks, key, code)
         if polled and state.last_steady:
             state.last_steady = 0  # another answer between: "the same again" starts over
         self._news(state)
@@ -3032,6 +3092,9 @@ class ResultStall(Signal):
             # and "SUCCEEDED" after each is no futile deploy): -1 for several.
             state.write_key = -1 if state.write_key else (key & _M32) or 1
             state.wrote = True
+            rechecks = state.rechecks
+            for at in range(7, len(rechecks), 8):
+                rechecks[at] |= _PRE_WRITE  # answered before this write
             return None
         # Any other answer is a check: the write it answers for is taken (not the write
         # itself re-sent and failing, which is its own check, below).
