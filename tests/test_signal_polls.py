@@ -168,6 +168,12 @@ UNDER_WAY = [
     # ...nor is a failover told in words ("Failing over reads to replica-1 now.")
     {"incident": "db-1", "status": "in_progress", "update": "Failing over reads to replica-1 now."},
     {"state": "pending", "note": "primary failed over to the standby"},
+    # a worker at work: a Jupyter kernel while a cell runs
+    {"id": "3c1f9a2e", "name": "python3", "last_activity": "2025-12-29T09:19:44.310Z",
+     "execution_state": "busy", "connections": 2},
+    # a flag of a failure that is false says none (Databricks' run state)
+    {"state": {"life_cycle_state": "RUNNING", "state_message": "In run", "user_cancelled_or_timedout": False},
+     "tasks": [{"k": "extract_events", "s": "RUNNING"}, {"k": "sessionize", "s": "BLOCKED"}]},
     # a step done and the next awaited in one sentence (ChangeMan's package before its
     # install window): the step is a part, the whole under way
     {"package": "CLMS000871", "status": "DIS", "sites": [
@@ -183,6 +189,8 @@ NOT_UNDER_WAY = [
     {"status": "running", "failed": 2},  # failures counted: something went wrong
     # a count of ended work above zero is an end
     "Pods Statuses:  0 Active (0 Ready) / 0 Succeeded / 1 Failed", "0 active, 0 succeeded, 2 failed",
+    # ...true, it says one
+    {"state": {"life_cycle_state": "RUNNING", "user_cancelled_or_timedout": True}},
     # the next step is the agent's or its user's to give: the work itself is over
     "Task complete, awaiting your next instruction", {"status": "done", "msg": "Completed, waiting for user input"},
     # a failure in words that only begin like a failover's

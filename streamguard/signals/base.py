@@ -1125,6 +1125,8 @@ _PROGRESS_WORDS = (
     r"|on[ _-]request"
     # ISO 20022 payment statuses: pending, accepted with settlement in process
     r"|pdng|acsp"
+    # a worker at work (a Jupyter kernel's "execution_state": "busy" while a cell runs)
+    r"|busy"
 )
 _FLAG_UNDER_WAY = (
     r"(?:in[ _-]?progress|pending|queued|processing|uploading|transcoding|rendering|building"
@@ -1271,7 +1273,7 @@ _END_AWAITED = re.compile(
 SUCCEEDED", "unable to complete")."""
 _COUNT_KEY = re.compile(
     rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[)"
-    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|\"\"|\[\s{{0,8}}\]|\{{\s{{0,8}}\}})"
+    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|false\b|\"\"|\[\s{{0,8}}\]|\{{\s{{0,8}}\}})"
     # when something will expire, not that it did: an invitation's or a token's
     # "expires_at": "2025-12-09T14:00:00Z", "expiresIn": 3600
     r"|\"(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
@@ -1375,8 +1377,8 @@ _COUNT_KEY_FOLDED = re.compile(
     r"\"(?=[^\"]{0,100}\"\s*:)(?:"
     r"(?=[^\"]{0,89}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[))"
     rf"[^\"]{{0,40}}(?:{_DONE_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[)"
-    r"|(?=[^\"]{0,89}\"\s*:\s*(?:0|null\b|\"\"|\[\s{0,8}\]|\{\s{0,8}\}))"
-    rf"[^\"]{{0,40}}(?:{_FAILED_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|\"\"|\[\s{{0,8}}\]|\{{\s{{0,8}}\}})"
+    r"|(?=[^\"]{0,89}\"\s*:\s*(?:0|null\b|false\b|\"\"|\[\s{0,8}\]|\{\s{0,8}\}))"
+    rf"[^\"]{{0,40}}(?:{_FAILED_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|false\b|\"\"|\[\s{{0,8}}\]|\{{\s{{0,8}}\}})"
     r"|(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
     r"|(?:estimated|expected|projected)[_-]?(?:complet|finish)\w{0,20}\"\s*:)"
 )
@@ -1393,7 +1395,7 @@ _PROGRESS_FOLDED_WORDS = (
     r"|c(?:reating|opying|ompleting\w*|onverting|ompacting)|f(?:inishing)|s(?:tarting|cheduled|canning|yncing|topping|ubmitting|ending"
     r"|ettling)"
     r"|d(?:eploying|ownloading|eactivating|eleting)"
-    r"|b(?:uilding)|w(?:aiting)"
+    r"|b(?:uilding|usy)|w(?:aiting)"
     r"|a(?:waiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*|uthori[sz]ing|csp"
     r"|naly[sz]ing|ctivating|dvancing)"
     r"|u(?:pdating|nder[ _-]?review|ploading|pgrading)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)"
