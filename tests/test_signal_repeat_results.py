@@ -279,6 +279,22 @@ def test_an_answer_that_moves_only_in_when_it_was_given_is_the_same_answer() -> 
     assert positions(pairs(moving, tool="get_job")) == []
 
 
+def test_a_browser_page_loaded_again_says_the_same_whatever_element_has_focus() -> None:
+    """OpenHands' browser answers with the page's accessibility tree under `[Focused element
+    bid: N]`, a number that moves by itself: the same page loaded again and again, its
+    rows unchanged, trips; a page whose rows move is still a new answer."""
+    def page(n: int, rows: str) -> str:
+        return (f"[Current URL: https://code.example.org/query?page=3]\n[Focused element bid: {80 + 2 * n}]\n\n"
+                f"RootWebArea 'Custom Query', focused\n\t[96] heading 'Custom Query (14 matches)'\n{rows}")
+
+    goto = "goto('https://code.example.org/query?page=3')"
+    same = [e for n in range(8) for e in (call("browser", code=goto), res(page(n, "\t[200] link '#34420'"), "browser"))]
+    assert [a.severity for a in run(same) if a.signal == "repeated-tool-call"] == ["critical"]
+    moving = [e for n in range(8) for e in (call("browser", code=goto),
+                                            res(page(n, f"\t[200] link '#{34420 + n}'"), "browser"))]
+    assert positions(moving) == []
+
+
 def test_log_lines_that_open_with_their_clock_time_say_the_same_when_only_it_moved() -> None:
     """sqlmap re-run unchanged: every line of its report opens with the time it was written
     (`[16:02:05] [WARNING] GET parameter 'q' does not seem to be injectable`), so each run

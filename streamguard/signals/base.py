@@ -839,14 +839,19 @@ def says_ended(text: str) -> bool:
     return _FINISHED_FOLDED.search(fold_case(text)) is not None
 
 
+_FOCUSED_BID = re.compile(rb"\[Focused element bid: [^\]\n]{0,40}\]")
+"""The element a browser's observation says has focus (OpenHands' ``[Focused element bid:
+84]``), read in :func:`steady_answer` only."""
+
+
 def steady_answer(result: ResultView) -> int:
     """A 32-bit code of what an answer says apart from when it was given: its first
     :data:`GIST_TEXT_LIMIT` characters (a structured payload's JSON) with the points in
     time it carries masked (:data:`TIMESTAMP`, and in an answer that says its work ended,
     ages: :data:`AGO`), a server's reference for the response (:data:`RESPONSE_REFERENCE`), the run's duration where it reports one (:data:`RUN_DURATION`:
     "scanned in 183.11 seconds"), and, in one that reports a failure, its clock times too
-    (:data:`RUN_TIME`). Two answers of one call that differ
-    only so say the same. 0 when the answer has no text. For the rare paths that
+    (:data:`RUN_TIME`), and a browser observation's focused element (:data:`_FOCUSED_BID`).
+    Two answers of one call that differ only so say the same. 0 when the answer has no text. For the rare paths that
     compare a call's changed answers."""
     if result.failed:
         text: Any = result.error
@@ -863,6 +868,10 @@ def steady_answer(result: ResultView) -> int:
     data = TIMESTAMP.sub(b"#", head.encode("utf-8", "surrogatepass"))
     if has_response_reference(data):
         data = _RESPONSE_REFERENCE_BYTES.sub(b"#", data)
+    if data.startswith(b"[Current URL:"):
+        # a browser's observation (OpenHands): the element the page focused moves by
+        # itself, so the same page loaded again says the same with another focus id
+        data = _FOCUSED_BID.sub(b"#", data, 1)
     if b":" in data[1:4]:
         # log lines that open with the clock time they were written at (sqlmap's
         # "[16:02:05] [WARNING] ...", `tsc --watch`'s "[12:04:31 PM] ...")
