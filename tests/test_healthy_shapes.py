@@ -26,6 +26,7 @@ from streamguard.signals.facts import (
     CallFacts,
     argument_facts,
     cell_error,
+    code_executor_report,
     context_items,
     names_write,
     operation_facts,
@@ -1295,6 +1296,34 @@ def test_a_terminal_agents_script_report_is_read_as_output_and_exit_code() -> No
     assert script_report("The script ran, then exited with Unix exit code: 0\nIts output was:\nTotal: 344") == ("Total: 344", None)
     assert script_report("The script ran but produced no output to console. The Unix exit code was: 0. If you...") == ("", None)
     assert script_report("The script ran fine") is None
+
+
+def test_autogens_code_executor_answer_is_read_as_output_and_exit_code() -> None:
+    """AutoGen's code executors answer `exitcode: 0 (execution succeeded)` / `Code output:`.
+    A Space's build stage read through `execute_code` after each `sleep 30` is a poll while
+    it says BUILDING (read with the envelope, every stage was one template); the same
+    failing script re-sent is a failure loop."""
+    c = Calls()
+    trace: list[Any] = []
+    stage = ("sleep 30; curl -s https://huggingface.co/api/spaces/orchid-lab/leaf-classifier/runtime")
+    clock = 1_000.0
+    for _ in range(14):
+        trace += c.pair("execute_code", {"language": "sh", "code": stage},
+                        'exitcode: 0 (execution succeeded)\nCode output: {"stage":"BUILDING","hardware":null}')
+    for event in trace:
+        event.ts = clock
+        clock += 17.0
+    assert criticals(trace) == []
+    c = Calls()
+    failing: list[Any] = []
+    for _ in range(8):
+        failing += c.pair("execute_code", {"language": "python", "code": "import fitz"},
+                          "exitcode: 1 (execution failed)\nCode output: Traceback (most recent call last):\n"
+                          "ModuleNotFoundError: No module named 'fitz'")
+    assert "failure-loop" in criticals(failing)
+    assert code_executor_report("exitcode: 0 (execution succeeded)\nCode output: 42\n") == ("42\n", None)
+    assert code_executor_report("exitcode: 124 (execution failed)\nCode output: \nTimeout") == ("Timeout", "exit code 124")
+    assert code_executor_report("exitcode: zero") is None
 
 
 def test_swe_agents_words_for_no_output_are_an_empty_output() -> None:

@@ -2592,6 +2592,26 @@ def unified_exec_report(text: str) -> tuple[str, str | None] | None:
     return text[match.end():], (f"exit code {code}" if code is not None and code != "0" else None)
 
 
+CODE_EXECUTOR_HEAD = "exitcode: "
+"""How AutoGen's code executors answer (:func:`code_executor_report`)."""
+_CODE_EXECUTOR_REPORT = re.compile(
+    r"exitcode: (-?\d{1,6}) \(execution (?:succeeded|failed|timed out)\)\r?\nCode output:[ \t]?(?:\r?\n)?"
+)
+
+
+def code_executor_report(text: str) -> tuple[str, str | None] | None:
+    """AutoGen's code executor's answer (``exitcode: 1 (execution failed)\nCode output:
+    ...``), read as what it says: its output, and a failure ``exit code N`` when the code is
+    not 0. ``None`` for any other text. Read with its envelope, a Space's build stage read
+    after each ``sleep 30`` was the same template whatever it said (its quoted values
+    masked behind the envelope's prose), and a status under way no poll's answer."""
+    match = _CODE_EXECUTOR_REPORT.match(text)
+    if match is None:
+        return None
+    code = int(match[1])
+    return text[match.end():], (f"exit code {code}" if code else None)
+
+
 SCRIPT_HEAD = "The script ran"
 """How Magentic-One's and AutoGen's terminal agents open their report of a script run
 (:func:`script_report`)."""
@@ -2730,7 +2750,7 @@ def terminal_screen(text: str) -> tuple[str, str | None] | None:
 
 RUNNER_ANSWER_HEADS = (
     TRANSCRIPT_HEAD, OBSERVATION_HEAD, RUN_HEAD, ENVELOPE_HEAD, EXIT_HEAD, CELL_ERROR_HEAD,
-    SCRIPT_HEAD, UNIFIED_HEAD, SILENT_RUN, OBSERVATION_LINE, *SCREEN_HEADS,
+    SCRIPT_HEAD, UNIFIED_HEAD, SILENT_RUN, OBSERVATION_LINE, CODE_EXECUTOR_HEAD, *SCREEN_HEADS,
 )
 """How a runner's answer wrapped by its runtime opens when it is text (:func:`runner_answer`)."""
 
@@ -2831,6 +2851,7 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
     or as its JSON text (:func:`runner_envelope`), or as its text report
     (:func:`exit_report`), or its report of an ``exec_command``
     (:func:`unified_exec_report`), a terminal agent's report of a script (:func:`script_report`),
+    AutoGen's code executor's (:func:`code_executor_report`),
     SWE-agent's words for no output (:func:`silent_run`),
     with ``cell`` (the runner runs a notebook's cells:
     :data:`CELL_TOOLS`) a cell's traceback (:func:`cell_error`), and, with
@@ -2855,6 +2876,8 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
             answer = cell_error(payload)
         elif payload.startswith(SCRIPT_HEAD):
             answer = script_report(payload)
+        elif payload.startswith(CODE_EXECUTOR_HEAD):
+            answer = code_executor_report(payload)
         elif payload.startswith(UNIFIED_HEAD):
             answer = unified_exec_report(payload)
         elif payload.startswith((SILENT_RUN, OBSERVATION_LINE)):
