@@ -2223,6 +2223,9 @@ def test_what_the_session_set_going_and_never_comes_is_halted_at_polling_halt_af
     # a count given loosely: read at the most it may mean
     ("Rerun it a handful of times to confirm it is flaky.", 10), ("run it a few more times", 5),
     ("Please run it several times.", 10), ("I ran it a few times.", 0), ("run it a couple of times", 0),
+    # a streak of passing runs asked for by its length ("at least": twice it, the least asked)
+    ("Fix the race and demonstrate stability by running the test many times (at least 10 consecutive passes).", 20),
+    ("Keep going until you get 5 green runs in a row.", 5), ("The last 20 consecutive runs failed.", 0),
 ])
 def test_what_count_of_runs_a_message_asks_for(text: str, count: int) -> None:
     from streamguard.signals.facts import asked_repetitions

@@ -1112,6 +1112,17 @@ _ASKED_REPETITIONS = re.compile(
 """A request to do something a given number of times ("Run it 15 times locally and tell me
 the failure rate"): the count is the only group. Not "the last 20 runs" (a count of runs
 is no request to run). Read in its clause (:func:`asked_repetitions`)."""
+_ASKED_STREAK = re.compile(
+    # a streak of passing runs asked for: "(at least 10 consecutive passes)", "until you get
+    # 5 green runs in a row"; not "the last 20 consecutive runs failed" (told, not asked)
+    r"(?ai)\b(at\s+least|until|get|see|need|want|show|demonstrate|with|for)\s+(?:(?:you|we|it)\s+)?"
+    r"(?:(?:get|see|have)\s+)?(\d{1,6}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+    r"\s+(?:(?:consecutive|successive|straight|clean|green|passing)\s+(?:passes|runs|green\s+runs)\b"
+    r"|(?:passes|runs|green\s+runs|passing\s+runs)\s+in\s+a\s+row\b)"
+)
+"""A streak of runs asked for by its length ("at least 10 consecutive passes", "5 green runs
+in a row"), after a word that asks for it: read as a count of repetitions, twice the number
+after "at least" (the least it asks for, and the agent may go past it)."""
 _ASKED_RUN_OPENING = re.compile(
     r"(?ai)(?:(?:please|pls|kindly|can|could|would|will|you|just|and|then|now|also|go|ahead|so)\s+){0,4}"
 )
@@ -1132,12 +1143,12 @@ def asked_repetitions(text: str) -> int:
     what the user asked for, not a loop (``[waits] asked_repetitions``)."""
     head = text[:ASKED_WATCH_READ]
     low = head.lower()
-    if "time" not in low and "x" not in low and "iteration" not in low and (
-        "round" not in low and "trial" not in low
-    ):
-        return 0
     asked = 0
-    for match in _ASKED_REPETITIONS.finditer(head):
+    for match in (
+        _ASKED_REPETITIONS.finditer(head)
+        if "time" in low or "x" in low or "iteration" in low or "round" in low or "trial" in low
+        else ()
+    ):
         start = match.start()
         clause_start = max(head.rfind(mark, 0, start) for mark in _CLAUSE_MARKS) + 1
         before = head[clause_start:start].strip(_CLAUSE_TRIM)
@@ -1147,6 +1158,16 @@ def asked_repetitions(text: str) -> int:
         count = int(word) if word.isdigit() else _NUMBER_WORDS.get(word, 0)
         if count >= 3:
             asked = max(asked, min(count, ASKED_REPETITIONS_MAX))
+    if "row" in low or "consecutive" in low or "successive" in low or "straight" in low or (
+        "clean" in low or "green" in low or "passing" in low
+    ):
+        for match in _ASKED_STREAK.finditer(head):
+            word = match.group(2).lower()
+            count = int(word) if word.isdigit() else _NUMBER_WORDS.get(word, 0)
+            if match.group(1).lower().startswith("at"):
+                count *= 2  # at least so many: the agent may go past it
+            if count >= 3:
+                asked = max(asked, min(count, ASKED_REPETITIONS_MAX))
     return asked
 
 
