@@ -611,15 +611,16 @@ def test_a_write_refused_again_without_back_off_or_for_its_own_fault_is_a_lap() 
     assert _alerts(_upload_through_incident(own, backoff=16.0)) == [SIGNAL]
 
 
-def _payment_retried(refusals: int, then_paid: bool) -> list[Any]:
-    """A payment refused with a 504 ``refusals`` times, the account's transactions read
-    after each refusal to see that nothing was booked, tried again 25 s later; then, when
-    ``then_paid``, sent and read once more."""
+TIMED_OUT = "BankAPIError: 504 Gateway Timeout"
+
+
+def _payments(outcomes: list[str | None]) -> list[Any]:
+    """A payment sent once per outcome (a failure's text, or None: it went through), the
+    account's transactions read after each try to see what was booked, 25 s apart."""
     trace: list[Any] = []
     clock = 1_000.0
     payment = {"recipient": "UK12345678901234567890", "amount": 98.7, "subject": "Car rental"}
     booked = "- id: 1\n  recipient: CH93\n  amount: 100.0\n  subject: Pizza party"
-    outcomes = ["BankAPIError: 504 Gateway Timeout"] * refusals + ([None] if then_paid else [])
     for n, error in enumerate(outcomes):
         trace += [ToolCall(session="y", tool="send_money", args=payment, call_id=f"p{n}", ts=clock),
                   ToolResult(session="y", tool="send_money", call_id=f"p{n}", error=error,
@@ -630,6 +631,11 @@ def _payment_retried(refusals: int, then_paid: bool) -> list[Any]:
                              result=booked, ts=clock + 4)]
         clock += 25.0
     return trace
+
+
+def _payment_retried(refusals: int, then_paid: bool) -> list[Any]:
+    """Refused with a 504 ``refusals`` times; then, when ``then_paid``, sent once more."""
+    return _payments([TIMED_OUT] * refusals + ([None] if then_paid else []))
 
 
 def test_a_payment_retried_after_time_outs_with_a_check_between_is_no_loop() -> None:
@@ -650,20 +656,7 @@ def test_a_payment_that_times_out_and_goes_through_by_turns_is_a_loop() -> None:
     """A payment sent again and again, each time timing out or going through, the
     transactions read between: going through the first time is news, again is not (a
     payment made each lap). The laps trip, through the time-outs."""
-    trace: list[Any] = []
-    clock = 1_000.0
-    payment = {"recipient": "UK12345678901234567890", "amount": 98.7}
-    for n in range(20):
-        error = "BankAPIError: 504 Gateway Timeout" if n % 2 == 0 else None
-        trace += [ToolCall(session="y", tool="send_money", args=payment, call_id=f"p{n}", ts=clock),
-                  ToolResult(session="y", tool="send_money", call_id=f"p{n}", error=error,
-                             result=None if error else "Transaction sent.", ts=clock + 1),
-                  ToolCall(session="y", tool="get_most_recent_transactions", args={"n": 5},
-                           call_id=f"t{n}", ts=clock + 3),
-                  ToolResult(session="y", tool="get_most_recent_transactions", call_id=f"t{n}",
-                             result="- id: 1\n  amount: 100.0", ts=clock + 4)]
-        clock += 25.0
-    assert _alerts(trace) == [SIGNAL]
+    assert _alerts(_payments([TIMED_OUT if n % 2 == 0 else None for n in range(20)])) == [SIGNAL]
 
 
 def _playbook(user_says: list[str], every: float = 1800.0) -> list[Any]:
