@@ -189,6 +189,9 @@ NOT_UNDER_WAY = [
     {"status": "running", "failed": 2},  # failures counted: something went wrong
     # a count of ended work above zero is an end
     "Pods Statuses:  0 Active (0 Ready) / 0 Succeeded / 1 Failed", "0 active, 0 succeeded, 2 failed",
+    # "busy" elsewhere is no work under way: a call's end (the line was busy), a server
+    # refusing
+    {"sid": "CA42", "status": "busy", "duration": "0"}, "The server is currently busy. Please try again later.",
     # ...true, it says one
     {"state": {"life_cycle_state": "RUNNING", "user_cancelled_or_timedout": True}},
     # the next step is the agent's or its user's to give: the work itself is over
@@ -2226,6 +2229,10 @@ def test_what_the_session_set_going_and_never_comes_is_halted_at_polling_halt_af
     # a streak of passing runs asked for by its length ("at least": twice it, the least asked)
     ("Fix the race and demonstrate stability by running the test many times (at least 10 consecutive passes).", 20),
     ("Keep going until you get 5 green runs in a row.", 5), ("The last 20 consecutive runs failed.", 0),
+    # a streak told, not asked
+    ("The nightly job has been failing for 12 consecutive runs. Please fix it.", 0),
+    ("This test has failed for at least 50 consecutive runs, fix it.", 0),
+    ("It passed with 8 consecutive passes locally.", 0), ("The benchmark regressed for 5 straight runs.", 0),
 ])
 def test_what_count_of_runs_a_message_asks_for(text: str, count: int) -> None:
     from streamguard.signals.facts import asked_repetitions

@@ -1134,8 +1134,6 @@ _PROGRESS_WORDS = (
     r"|on[ _-]request"
     # ISO 20022 payment statuses: pending, accepted with settlement in process
     r"|pdng|acsp"
-    # a worker at work (a Jupyter kernel's "execution_state": "busy" while a cell runs)
-    r"|busy"
 )
 _FLAG_UNDER_WAY = (
     r"(?:in[ _-]?progress|pending|queued|processing|uploading|transcoding|rendering|building"
@@ -1180,6 +1178,9 @@ _IN_PROGRESS = re.compile(
     # a negated name ("not_pending") and not "running" (a service's {"running": true} is
     # where it stays).
     rf'|(?i:"(?:{_FLAG_NOT_NAMES}[a-z]{{1,16}}[_-]?)?{_FLAG_UNDER_WAY}"\s*:\s*true\b)'
+    # a Jupyter kernel running a cell: "execution_state": "busy" (not any "busy": a
+    # call's terminal status, a person's presence)
+    r'|(?i:"execution_state"\s*:\s*"busy")'
 )
 BARE_STATUS_LIMIT = 48
 """Longest answer read as a status printed alone (:data:`_BARE_UNDER_WAY`)."""
@@ -1404,7 +1405,7 @@ _PROGRESS_FOLDED_WORDS = (
     r"|c(?:reating|opying|ompleting\w*|onverting|ompacting)|f(?:inishing)|s(?:tarting|cheduled|canning|yncing|topping|ubmitting|ending"
     r"|ettling)"
     r"|d(?:eploying|ownloading|eactivating|eleting)"
-    r"|b(?:uilding|usy)|w(?:aiting)"
+    r"|b(?:uilding)|w(?:aiting)"
     r"|a(?:waiting(?![ _-]?(?:input|user|your|response|reply|action|agent))\w*|uthori[sz]ing|csp"
     r"|naly[sz]ing|ctivating|dvancing)"
     r"|u(?:pdating|nder[ _-]?review|ploading|pgrading)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)"
@@ -1429,6 +1430,7 @@ _IN_PROGRESS_FOLDED = re.compile(
     rf"|p(?:hase(?:{_FOLDED_KEY}|{_FOLDED_STEP})|rogress{_FOLDED_KEY})"
     r'|"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9]'
     rf'|"(?:{_FLAG_NOT_NAMES}[a-z]{{1,16}}[_-]?)?{_FLAG_UNDER_WAY}"\s*:\s*true\b'
+    r'|"execution_state"\s*:\s*"busy"'
 )
 """:data:`_IN_PROGRESS` over folded text."""
 _FOLDED_HTTP_WORD = r"\d\d\s+(?:service|not|bad|gateway|internal|too|forbidden|unauthorized)\b"

@@ -1115,7 +1115,7 @@ is no request to run). Read in its clause (:func:`asked_repetitions`)."""
 _ASKED_STREAK = re.compile(
     # a streak of passing runs asked for: "(at least 10 consecutive passes)", "until you get
     # 5 green runs in a row"; not "the last 20 consecutive runs failed" (told, not asked)
-    r"(?ai)\b(at\s+least|until|get|see|need|want|show|demonstrate|with|for)\s+(?:(?:you|we|it)\s+)?"
+    r"(?ai)\b(at\s+least|until|get|see|need|want|show|demonstrate)\s+(?:(?:you|we|it)\s+)?"
     r"(?:(?:get|see|have)\s+)?(\d{1,6}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
     r"\s+(?:(?:consecutive|successive|straight|clean|green|passing)\s+(?:passes|runs|green\s+runs)\b"
     r"|(?:passes|runs|green\s+runs|passing\s+runs)\s+in\s+a\s+row\b)"
@@ -1123,6 +1123,7 @@ _ASKED_STREAK = re.compile(
 """A streak of runs asked for by its length ("at least 10 consecutive passes", "5 green runs
 in a row"), after a word that asks for it: read as a count of repetitions, twice the number
 after "at least" (the least it asks for, and the agent may go past it)."""
+_STREAK_TOLD = re.compile(r"(?ai)\b(?:has|have|had|was|were|been|fail\w*|red|broken|regress\w*)\b")
 _ASKED_RUN_OPENING = re.compile(
     r"(?ai)(?:(?:please|pls|kindly|can|could|would|will|you|just|and|then|now|also|go|ahead|so)\s+){0,4}"
 )
@@ -1162,6 +1163,10 @@ def asked_repetitions(text: str) -> int:
         "clean" in low or "green" in low or "passing" in low
     ):
         for match in _ASKED_STREAK.finditer(head):
+            start = match.start()
+            clause_start = max(head.rfind(mark, 0, start) for mark in _CLAUSE_MARKS) + 1
+            if _STREAK_TOLD.search(head, clause_start, start) is not None:
+                continue  # "has failed for at least 50 consecutive runs": history, not a request
             word = match.group(2).lower()
             count = int(word) if word.isdigit() else _NUMBER_WORDS.get(word, 0)
             if match.group(1).lower().startswith("at"):
