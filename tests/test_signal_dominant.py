@@ -613,3 +613,32 @@ def test_a_quiet_background_job_still_running_is_a_poll() -> None:
     engine = Engine(parse_policy_set('mode = "warn"\n'))
     got = [o.signal for e in trace for o in engine.process(e) if isinstance(o, Alert) and o.severity == "critical"]
     assert got == []
+
+
+def test_the_runs_its_user_asked_for_are_no_dominant_call() -> None:
+    """"Run it 10 more times": a flaky test re-run as asked, the log read between runs,
+    is what the user asked for, within the count (as `repeated-tool-call` and `long-loop`
+    wait past it); the same runs unasked dominate the window."""
+    from streamguard.engine import Engine
+    from streamguard.events import Text, ToolResult
+    from streamguard.policy import parse_policy_set
+
+    def runs(asked: bool) -> list[str]:
+        engine = Engine(parse_policy_set('mode = "warn"\n'))
+        out: list[Alert] = []
+        clock = 1_000.0
+        if asked:
+            out += engine.process(Text(session="d", role="user", ts=clock,
+                                       text="CI runs it with -n 4: run it 10 more times like that."))
+        test = ("python -m pytest tests/test_dask.py::test_persist -q -n 4", "1 passed")
+        for n in range(5):  # ten runs, two at a time, a log read after each pair
+            for command, answer in (test, test, (f"tail -3 /tmp/run_{n}.log", f"worker gw{n % 4} finished")):
+                clock += 5.0
+                out += engine.process(ToolCall(session="d", tool="bash", args={"command": command},
+                                               call_id=f"{n}{command[:4]}", ts=clock))
+                out += engine.process(ToolResult(session="d", tool="bash", call_id=f"{n}{command[:4]}",
+                                                 result=answer, ts=clock + 1))
+        return [o.signal for o in out if isinstance(o, Alert) and o.severity == "critical"]
+
+    assert "dominant-tool-call" not in runs(asked=True)
+    assert "dominant-tool-call" in runs(asked=False)

@@ -77,6 +77,12 @@ Result-aware (``result_aware``, default on; not in the reference)
     worded (each extraction answered "end of feed", a page-info read answered
     the same each time), and so does any other dominant call.
 
+The runs its user asked for
+    A call the session's user asked to be run a number of times ("run it 10 more times
+    like that", ``CallView.asked_runs``) is no dominant call while within that count,
+    whatever is read between the runs (``asked_key``), as ``repeated-tool-call``,
+    ``failure-loop`` and ``long-loop`` wait past it; past the count it is judged as any.
+
 Known false positives
     A hand-rolled poll with other calls interleaved. Without the interleaves
     such a poll would meet ``repeated-tool-call`` after five calls anyway, so
@@ -219,6 +225,9 @@ class DominantToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     """Own key history, used only when the policy exempts tools."""
     act_key: int = 0
     """The call whose latest answer only reported the interface act it asked for."""
+    asked_key: int = 0
+    """The call its user asked to be run a number of times, while within that count
+    (``CallView.asked_runs``): its share of the window is what was asked (0: none)."""
     answers: dict[int, int] | None = None
     """Recent calls' answers (``note_answer``): call key -> (last outcome, 32 bits) << 8 |
     times it changed, with a bit for "that answer was new"; at most ``ANSWERS_KEPT`` calls,
@@ -288,6 +297,11 @@ class DominantToolCall(Signal):
             if len(window) > keep:
                 window = window[-keep:]
         key = call.key
+        if call.asked_runs:
+            if state.asked_key != key:
+                state.asked_key = key
+        elif state.asked_key == key:
+            state.asked_key = 0  # past the count asked: judged as any
         if not state.hot and window.count(key) < self.threshold:
             # Nothing was at the threshold before this call and only this
             # call's key gained a count: the top count is still below it.
@@ -323,6 +337,11 @@ class DominantToolCall(Signal):
         if self.defer_cycle_period and periodic(window, self.defer_cycle_period):
             return None
         if state.latched and state.latched_key == top:
+            return None
+        if top == state.asked_key:
+            # The runs its user asked for ("CI runs it with -n 4: try that, 10 more times"),
+            # within their count, whatever is read between them: as repeated-tool-call and
+            # long-loop wait past them.
             return None
         if self.result_aware and answer_keeps_changing(state, top):
             return None  # its answer keeps changing: paging or polling, not a loop
