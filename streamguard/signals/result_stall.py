@@ -271,8 +271,8 @@ A write's checks, before and after it
     as then, is that write's check of what it did not touch: neither stale nor news,
     the first time (``rechecks``: the last ``RECHECKS`` calls' answers, 128 bytes). A
     fix's before-and-after sweep, twelve values printed before it and again after, ten
-    unchanged, was halted in a blind batch at the ninth re-check; so were a 44-prime
-    checker re-run after a fix and a configuration matrix rebuilt after one. The same
+    unchanged, was halted in a blind batch at the ninth re-check; so were a combinations
+    script re-run after a fix and a configuration matrix rebuilt after one. The same
     call asked a third time, or again with no write between, is stale as before, so a
     loop of edits that change nothing, each followed by the same checks, loses one
     lap to it (``futile_writes`` counts those writes apart). In the real-session
