@@ -377,8 +377,8 @@ def test_a_json_rpc_response_is_read_without_the_request_id_it_echoes() -> None:
 
 def test_a_read_after_its_own_wait_answered_alike_for_ever_is_stuck() -> None:
     """`sleep 30; carrier-cli track ...` answered "LABEL_CREATED" the twenty-fifth time in a
-    row, unasked: whatever it says, it has not moved in all those waits. Asked to watch, or
-    with an answer that moved between, it is waiting."""
+    row, unasked: whatever it says, it has not moved in all those waits. Asked to watch, it is
+    waiting; with an answer that moved between, it waits twice as long."""
     from streamguard.events import Text
 
     def polls(count: int, watch: bool = False, moved: bool = False) -> list[str]:
@@ -401,6 +401,10 @@ def test_a_read_after_its_own_wait_answered_alike_for_ever_is_stuck() -> None:
     assert polls(25) == ["repeated-tool-call"]
     assert polls(40, watch=True) == []
     assert polls(40, moved=True) == []
+    # ...until it has been still MOVED_POLL_FACTOR times as long since it moved (the
+    # answers after the move, from the fifth read: 49 then 50 alike)
+    assert polls(53, moved=True) == []
+    assert polls(54, moved=True) == ["repeated-tool-call"]
 
 
 def test_a_browser_action_that_waits_first_is_a_read_after_a_wait() -> None:

@@ -1968,7 +1968,7 @@ status after ``sleep 300``, through an ``ssh_exec`` tool, is a queue watched at 
 its user asked; halted at its fourth reading in a blind batch before it was read so.)"""
 
 
-_PACED_PIPES = frozenset({"sleep", "sort", "uniq", "cut", "jq", "tr", "column", "awk", "xargs"})
+_PACED_PIPES = frozenset({"sleep", "sort", "uniq", "cut", "jq", "tr", "column", "awk"})
 """What may stand beside the looks of a paced line (the sleep itself, a pipe's filters)."""
 _PACED_LINE_LIMIT = 16
 """Segments of a paced line read; a longer line is no simple look."""
@@ -1991,7 +1991,7 @@ def _only_looks(command: str) -> bool:
         program = _basename(tokens[0]).lower()
         if program in _PACED_READS:
             looked = True
-        elif program not in _PACED_PIPES or program == "xargs":
+        elif program not in _PACED_PIPES:
             return False
     return looked
 

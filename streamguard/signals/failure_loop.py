@@ -337,7 +337,7 @@ class FailureLoop(Signal):
             if state.passing and key in state.passing:
                 state.passing.remove(key)
             if state.backed_off:
-                state.backed_off = [entry for entry in state.backed_off if entry >> 7 != key]
+                _take_count(state.backed_off, key)  # it worked: its backed-off count ends
             return None
         count = min(count + 1, _COUNT_MASK)
         if len(failing) >= MAX_CALLS:

@@ -111,7 +111,8 @@ Results (``result_aware``, default on; off is the reference behaviour)
       denied again and again has nothing else to report it), never a halt but at the
       ``polling_halt_after``-th identical failure in a row (below), or, for a read after
       a wait of its own, at the ``polling_halt_after``-th identical answer in a row that
-      never moved, when no watch was asked (a parcel's tracking read after ``sleep 30``,
+      never moved (``MOVED_POLL_FACTOR`` times as many after one that moved), when no
+      watch was asked (a parcel's tracking read after ``sleep 30``,
       "LABEL_CREATED" 110 times in a blind batch, was only warned; no healthy session of
       the 72 blind batches 263rd–334th had so many)
       (under ``result_aware = false``, the reference rule, they count like any
@@ -600,12 +601,15 @@ class RepeatedToolCall(Signal):
                 state.passed = False
         if (
             state.wait and result.call_flags & FLAG_WAITS_FIRST and self.polling_halt_after
-            and state.frozen >= self.polling_halt_after and not state.moved and not state.latched
-            and not state.write and not result.watched and state.frozen > result.asked_runs
+            and state.frozen >= self.polling_halt_after * (MOVED_POLL_FACTOR if state.moved else 1)
+            and not state.latched and not state.write and not result.watched
+            and state.frozen > result.asked_runs
         ):
             # A read after a wait of its own answered exactly alike the polling_halt_after-th
             # time in a row, unasked (a parcel's tracking read after `sleep 30`, "LABEL_CREATED"
-            # a hundred times): whatever it says, it has not moved in all those waits.
+            # a hundred times): whatever it says, it has not moved in all those waits. One
+            # that moved earlier waits MOVED_POLL_FACTOR times as long, as a poll paced by
+            # wait calls does (_paced_poll).
             return self._stuck_poll(state, result, state.frozen)
         # (read only once the run's answers repeat, and kept for its next call; a new
         # answer clears it, above)
