@@ -1295,6 +1295,8 @@ def test_a_terminal_agents_script_report_is_read_as_output_and_exit_code() -> No
     assert "failure-loop" in criticals(trace)
     assert script_report("The script ran, then exited with Unix exit code: 0\nIts output was:\nTotal: 344") == ("Total: 344", None)
     assert script_report("The script ran but produced no output to console. The Unix exit code was: 0. If you...") == ("", None)
+    assert script_report("The script ran, then exited with an error (POSIX exit code: 3221225477)\nIts output was:\n") == (
+        "", "exit code 3221225477")
     assert script_report("The script ran fine") is None
 
 
@@ -1323,6 +1325,8 @@ def test_autogens_code_executor_answer_is_read_as_output_and_exit_code() -> None
     assert "failure-loop" in criticals(failing)
     assert code_executor_report("exitcode: 0 (execution succeeded)\nCode output: 42\n") == ("42\n", None)
     assert code_executor_report("exitcode: 124 (execution failed)\nCode output: \nTimeout") == ("Timeout", "exit code 124")
+    # a Windows status code, unsigned (0xC0000005, an access violation)
+    assert code_executor_report("exitcode: 3221225477 (execution failed)\nCode output: ") == ("", "exit code 3221225477")
     assert code_executor_report("exitcode: zero") is None
 
 

@@ -194,6 +194,8 @@ NOT_UNDER_WAY = [
     {"sid": "CA42", "status": "busy", "duration": "0"}, "The server is currently busy. Please try again later.",
     # ...true, it says one
     {"state": {"life_cycle_state": "RUNNING", "user_cancelled_or_timedout": True}},
+    # ...and a flag that says the failure's absence, false, says one
+    {"state": {"life_cycle_state": "RUNNING", "error_free": False}}, '{"status": "running", "errorFree": false}',
     # the next step is the agent's or its user's to give: the work itself is over
     "Task complete, awaiting your next instruction", {"status": "done", "msg": "Completed, waiting for user input"},
     # a failure in words that only begin like a failover's

@@ -2621,7 +2621,7 @@ def unified_exec_report(text: str) -> tuple[str, str | None] | None:
 CODE_EXECUTOR_HEAD = "exitcode: "
 """How AutoGen's code executors answer (:func:`code_executor_report`)."""
 _CODE_EXECUTOR_REPORT = re.compile(
-    r"exitcode: (-?\d{1,6}) \(execution (?:succeeded|failed|timed out)\)\r?\nCode output:[ \t]?(?:\r?\n)?"
+    r"exitcode: (-?\d{1,10}) \(execution (?:succeeded|failed|timed out)\)\r?\nCode output:[ \t]?(?:\r?\n)?"
 )
 
 
@@ -2643,8 +2643,8 @@ SCRIPT_HEAD = "The script ran"
 (:func:`script_report`)."""
 _SCRIPT_REPORT = re.compile(
     r"The script ran, then exited with (?:an error |Success )?\(?(?:Unix|POSIX) exit code:? "
-    r"(-?[0-9]{1,9})\)?\.?\nIts output was:\n?"
-    r"|The script ran but produced no output to console\. The (?:Unix|POSIX) exit code was:? (-?[0-9]{1,9})"
+    r"(-?[0-9]{1,10})\)?\.?\nIts output was:\n?"
+    r"|The script ran but produced no output to console\. The (?:Unix|POSIX) exit code was:? (-?[0-9]{1,10})"
 )
 
 
