@@ -381,7 +381,7 @@ def test_a_read_after_its_own_wait_answered_alike_for_ever_is_stuck() -> None:
     waiting; with an answer that moved between, it waits twice as long."""
     from streamguard.events import Text
 
-    def polls(count: int, watch: bool = False, moved: bool = False) -> list[str]:
+    def polls(count: int, watch: bool = False, moved: bool = False, paced: bool = False) -> list[str]:
         engine = Engine(parse_policy_set(WARN))
         events: list[Any] = []
         if watch:
@@ -390,7 +390,9 @@ def test_a_read_after_its_own_wait_answered_alike_for_ever_is_stuck() -> None:
         at = 1000.0
         for n in range(count):
             status = "IN_TRANSIT" if moved and n == 3 else "LABEL_CREATED"
-            events += [ToolCall(session="p", tool="bash", args={"command": "sleep 30; carrier-cli track ups 1Z99 --json"},
+            # paced as its agent sees fit: now and then a longer wait, or one joined by `&&`
+            wait = ("sleep 60 && " if n % 7 == 6 else "sleep 45; " if n % 5 == 4 else "sleep 30; ") if paced else "sleep 30; "
+            events += [ToolCall(session="p", tool="bash", args={"command": f"{wait}carrier-cli track ups 1Z99 --json"},
                                 ts=at),
                        ToolResult(session="p", tool="bash", result={"tracking_id": "1Z99", "status": status}, ts=at + 31)]
             at += 33
@@ -405,6 +407,9 @@ def test_a_read_after_its_own_wait_answered_alike_for_ever_is_stuck() -> None:
     # answers after the move, from the fifth read: 49 then 50 alike)
     assert polls(53, moved=True) == []
     assert polls(54, moved=True) == ["repeated-tool-call"]
+    # one poll however each read waits and however the wait is joined to it
+    assert polls(24, paced=True) == []
+    assert polls(25, paced=True) == ["repeated-tool-call"]
 
 
 def test_a_browser_action_that_waits_first_is_a_read_after_a_wait() -> None:
@@ -461,3 +466,18 @@ def test_a_count_the_user_asked_for_and_a_flake_check_add_up() -> None:
         events += [call("bash", command="pytest -q t.py::test_flaky"), res(".\n1 passed in 0.01s", "bash")]
     assert [o.signal for e in events for o in engine.process(e) if isinstance(o, Alert)
             and o.signal == "repeated-tool-call"] == []
+
+
+def test_reads_after_waits_are_one_poll_only_when_they_read_the_same() -> None:
+    from streamguard.canonical import canonicalize
+    from streamguard.signals.repeat import _same_read_after_wait
+
+    def same(a: str, b: str) -> bool:
+        return _same_read_after_wait(canonicalize({"command": a}).text, canonicalize({"command": b}).text)
+
+    assert same("sleep 10; tail -n 3 /tmp/so.log", "sleep 10 && tail -n 3 /tmp/so.log")
+    assert same("sleep 10; tail -n 3 /tmp/so.log", "sleep 45;tail -n 3 /tmp/so.log")
+    assert not same("sleep 10; tail -n 3 /tmp/so.log", "sleep 10; tail -n 30 /tmp/so.log")
+    assert not same("sleep 10; tail -n 3 /tmp/a.log", "sleep 10; tail -n 3 /tmp/b.log")
+    # a sleep inside the read is the read's own: only the opening wait is left out
+    assert not same("sleep 10; tail x; sleep 5; cat y", "sleep 10; tail x; cat y")

@@ -111,8 +111,9 @@ Results (``result_aware``, default on; off is the reference behaviour)
       denied again and again has nothing else to report it), never a halt but at the
       ``polling_halt_after``-th identical failure in a row (below), or, for a read after
       a wait of its own, at the ``polling_halt_after``-th identical answer in a row that
-      never moved (``MOVED_POLL_FACTOR`` times as many after one that moved), when no
-      watch was asked (a parcel's tracking read after ``sleep 30``,
+      never moved (``MOVED_POLL_FACTOR`` times as many after one that moved; the reads one
+      poll however each waits and is joined to its wait, :func:`_same_read_after_wait`),
+      when no watch was asked (a parcel's tracking read after ``sleep 30``,
       "LABEL_CREATED" 110 times in a blind batch, was only warned; no healthy session of
       the 72 blind batches 263rd–334th had so many)
       (under ``result_aware = false``, the reference rule, they count like any
@@ -239,6 +240,20 @@ MOVED_POLL_FACTOR = 2
 """How many times ``polling_halt_after`` identical reads a value read between waits needs
 when it moved earlier in the poll (a download that grew, then stalled): what moved once
 may move again, so it waits longer, but not for ever."""
+_LEADING_SLEEP = re.compile(r'"sleep[ \t]{1,8}\d{1,6}(?:\.\d{1,3})?[smh]?[ \t]{0,8}(?:;|&&)[ \t]{0,8}')
+"""A command's opening wait and what joins it to the rest (``sleep 10; ``, ``sleep 30 &&
+``), in canonical text: both joins run what follows, since a sleep always succeeds."""
+
+
+def _same_read_after_wait(anchor: str, text: str) -> bool:
+    """Whether two reads after waits of their own read the same thing, whatever each waited
+    and however the wait was joined to the read (``sleep 10; tail -n 3 run.log`` and
+    ``sleep 30 && tail -n 3 run.log``): one poll, paced as its agent saw fit. Compared as
+    sent, eleven polls of a hung test log, one of them joined by ``&&``, were six runs and
+    never reached the count of a read that does not move."""
+    return _LEADING_SLEEP.sub('"', anchor, count=1) == _LEADING_SLEEP.sub('"', text, count=1)
+
+
 PASSED_RERUNS = 10
 """Identical passing runs of one test command that are a check of its flakiness, not a loop
 (:func:`_test_passed`)."""
@@ -314,8 +329,9 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     key: int = 0
     """Call key of the anchor (tool plus cleaned arguments)."""
     text: str = ""
-    """The anchor's canonical text, kept only when it has path-shaped keys and
-    is at most :data:`ANCHOR_TEXT_LIMIT` long; empty otherwise."""
+    """The anchor's canonical text, kept only when it has path-shaped keys or is a read
+    after a wait of its own, and is at most :data:`ANCHOR_TEXT_LIMIT` long; empty
+    otherwise."""
     last_key: int = 0
     """Call key of the run's latest call (an equivalent spelling may differ)."""
     outcome: int = 0
@@ -443,7 +459,10 @@ class RepeatedToolCall(Signal):
             call.key == state.key
             # _equivalent's first test inline: most calls are another tool's, or their
             # run's anchor has no paths, and the call would only say no.
-            or (state.text and call.tool == state.tool and self._equivalent(state, call))
+            or (state.text and call.tool == state.tool and (
+                self._equivalent(state, call)
+                or (call.waits_first and state.wait and _same_read_after_wait(state.text, call.canonical.text))
+            ))
         ):
             state.run += 1
             state.last_key = call.key
@@ -489,7 +508,7 @@ class RepeatedToolCall(Signal):
                 state.report = 0
             if state.failed:
                 state.failed = 0
-            if canonical.paths and len(canonical.text) <= ANCHOR_TEXT_LIMIT:
+            if (canonical.paths or call.waits_first) and len(canonical.text) <= ANCHOR_TEXT_LIMIT:
                 state.text = canonical.text
                 self._anchor_text = canonical.text
                 self._anchor = canonical
