@@ -1235,6 +1235,29 @@ def test_waiting_on_a_command_still_running_is_a_poll() -> None:
     assert criticals(trace) == []
 
 
+def test_waiting_on_a_command_that_never_prints_again_is_stuck() -> None:
+    """The same wait answered that nothing new came, the 25th time in a row: the hung test
+    run it reads has not moved in all those waits. One that printed in between waits
+    twice as long since."""
+    nothing = ("[Below is the output of the previous command.]\n[The command has no new output after 30 seconds."
+               " You may wait longer to see additional output by sending empty command '', send other commands"
+               " to interact with the current process, or send keys to interrupt/kill the command.]")
+    started = "....x..s [ 23%]\n[The command has no new output after 30 seconds.]"
+    assert criticals(openhands_waits(started, nothing, 24)) == []
+    assert "repeated-tool-call" in criticals(openhands_waits(started, nothing, 25))
+
+    def printed_between(after: int) -> list[Any]:
+        c = Calls()
+        trace = openhands_waits(started, nothing, 20)
+        trace += c.pair("execute_bash", {"command": "", "is_input": "true"}, "..... [ 31%]")
+        for _ in range(after):
+            trace += c.pair("execute_bash", {"command": "", "is_input": "true"}, nothing)
+        return trace
+
+    assert criticals(printed_between(49)) == []
+    assert "repeated-tool-call" in criticals(printed_between(50))
+
+
 def openhands_waits(started: str, waited: str, waits: int) -> list[Any]:
     """A test run started through OpenHands' `execute_bash`, then `waits` empty commands
     (its way to wait for more output), each answered `waited`."""

@@ -112,8 +112,9 @@ Results (``result_aware``, default on; off is the reference behaviour)
       ``polling_halt_after``-th identical failure in a row (below), or, for a read after
       a wait of its own, at the ``polling_halt_after``-th identical answer in a row that
       never moved (``MOVED_POLL_FACTOR`` times as many after one that moved; the reads one
-      poll however each waits and is joined to its wait, :func:`_same_read_after_wait`),
-      when no watch was asked (a parcel's tracking read after ``sleep 30``,
+      poll however each waits and is joined to its wait, :func:`_same_read_after_wait`;
+      and so for OpenHands' wait for more output answered that none came,
+      :func:`_nothing_new`, which reads that output), when no watch was asked (a parcel's tracking read after ``sleep 30``,
       "LABEL_CREATED" 110 times in a blind batch, was only warned; no healthy session of
       the 72 blind batches 263rd–334th had so many)
       (under ``result_aware = false``, the reference rule, they count like any
@@ -619,7 +620,8 @@ class RepeatedToolCall(Signal):
             if state.passed:
                 state.passed = False
         if (
-            state.wait and result.call_flags & FLAG_WAITS_FIRST and self.polling_halt_after
+            state.wait and self.polling_halt_after
+            and (result.call_flags & FLAG_WAITS_FIRST or _nothing_new(result))
             and state.frozen >= self.polling_halt_after * (MOVED_POLL_FACTOR if state.moved else 1)
             and not state.latched and not state.write and not result.watched
             and state.frozen > result.asked_runs
@@ -628,7 +630,8 @@ class RepeatedToolCall(Signal):
             # time in a row, unasked (a parcel's tracking read after `sleep 30`, "LABEL_CREATED"
             # a hundred times): whatever it says, it has not moved in all those waits. One
             # that moved earlier waits MOVED_POLL_FACTOR times as long, as a poll paced by
-            # wait calls does (_paced_poll).
+            # wait calls does (_paced_poll). So does a wait for a running command's output
+            # answered that none came (_nothing_new): it reads that output.
             return self._stuck_poll(state, result, state.frozen)
         # (read only once the run's answers repeat, and kept for its next call; a new
         # answer clears it, above)
@@ -877,6 +880,26 @@ class RepeatedToolCall(Signal):
 NOTHING_RUNNING = "ERROR: No previous running command"
 """How OpenHands answers the empty command it sends to wait for more output when no command
 is running (``... to retrieve logs from.``, ``... to interact with.``)."""
+
+
+NO_NEW_OUTPUT = "[The command has no new output after "
+"""How OpenHands answers the empty command it sends to wait for more output of a command
+still running when none came (``... 30 seconds. You may wait longer ...``)."""
+_PREVIOUS_OUTPUT = "[Below is the output of the previous command.]\n"
+
+
+def _nothing_new(result: ResultView) -> bool:
+    """Whether a wait's answer says the command it waits on printed nothing new
+    (:data:`NO_NEW_OUTPUT`, after the runtime's ``[Below is the output of the previous
+    command.]``): the wait reads that command's output, and reads it unchanged. A hung test
+    run waited on forty times in a blind batch was only warned; no healthy session of the
+    batches 263rd–352nd had more than 15 such answers in a row."""
+    payload = result.event.result
+    if type(payload) is not str:
+        return False
+    if payload.startswith(_PREVIOUS_OUTPUT):
+        payload = payload[len(_PREVIOUS_OUTPUT):]
+    return payload.startswith(NO_NEW_OUTPUT)
 
 
 def _waits_on_nothing(result: ResultView) -> bool:
