@@ -154,6 +154,13 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("grep ' a_R1.fastq.gz$' md5sums.txt | md5sum -c -", "grep", False, False),
         ("grep a.iso SHA256SUMS | sha256sum --check", "grep", False, False),
         ("rg x src | sha256sum", "rg", False, True),
+        # a scratch file under /tmp the line writes and reads back holds its own answer
+        ("cx-api get '/v1/t?cursor=ab' > /tmp/p2.json && jq '.n' /tmp/p2.json", "cx-api", False, False),
+        ("python repro.py > /tmp/out.txt 2>&1; tail -5 /tmp/out.txt", "python repro.py", False, False),
+        # ...not one kept for later, nor one that goes on somewhere else, nor a file elsewhere
+        ("curl -s https://x.example/a > /tmp/a.json", "curl", True, False),
+        ("sort a.txt > /tmp/s.txt && mv /tmp/s.txt a.txt", "sort", True, False),
+        ("jq . in.json > out.json && cat out.json", "jq", True, False),
     ],
 )
 def test_shell_facts(command: str, action: str, write: bool, search: bool) -> None:

@@ -3317,3 +3317,22 @@ def test_a_sweep_before_and_after_a_fix_is_the_fix_checked() -> None:
         one += step("bash", {"command": f"cd /testbed && sed -i 's/z{n}/w{n}/' card.py"}, "")
         one += _float_sweep(SWEPT[:1], before)
     assert any(a.severity == "critical" for a in alerts(one))
+
+
+def test_a_stuck_cursor_fetched_into_new_scratch_files_is_a_stall() -> None:
+    """The same page fetched again and again with the cursor it hands back, each fetch into
+    a new scratch file read back by the same line: the file is the line's own answer on its
+    way out, not a new place read, so the answers are stale. Fetched into files kept for
+    later, each page is a write."""
+    cursor = "eyJvZmZzZXQiOjEwMDB9"
+
+    def fetches(scratch: str) -> list[Any]:
+        trace: list[Any] = []
+        for n in range(2, 16):
+            line = f"cx-api get '/v1/transcripts?limit=500&cursor={cursor}' > {scratch}{n}.json"
+            trace += step("run_command", {"command": f"{line} && jq '{{n: .n, next: .next}}' {scratch}{n}.json"},
+                          {"returncode": 0, "output": f'{{"n": 500, "next": "{cursor}"}}'})
+        return trace
+
+    assert hits(fetches("/tmp/p"))
+    assert hits(fetches("exports/page-")) == []

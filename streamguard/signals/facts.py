@@ -633,6 +633,33 @@ def _redirects(head: str) -> bool:
     return _REDIRECT.search(_QUOTED.sub("''", head)) is not None
 
 
+_REDIRECT_TARGET = re.compile(r"(?<![0-9&>])>>?(?!&)[ \t]*(?!/dev/null)([^\s&|;<>()]+)")
+
+
+def redirect_targets(head: str) -> set[str]:
+    """The files a command line redirects its output to (``> /tmp/p2.json``, ``>>
+    run.log``; not ``2>&1``, not ``/dev/null``), as written on it."""
+    return {target[1] for target in _REDIRECT_TARGET.finditer(head)} if ">" in head else set()
+
+
+def _writes_scratch_read_back(head: str) -> bool:
+    """Whether every redirection of a one-line command writes a scratch file under
+    ``/tmp`` that a later part of the same line reads back (``cx-api get ... > /tmp/p2.json
+    && jq '...' /tmp/p2.json``): the file holds the line's own answer on its way out, so the
+    line reads. Read as a write, a page fetched with the same stuck cursor forty-five times,
+    each into a new scratch file, was never the same answer twice after nothing changed."""
+    if "/tmp/" not in head or "\n" in head or "\\" in head or "$(" in head or "`" in head:
+        return False
+    bare = _QUOTED.sub("''", head) if ("'" in head or '"' in head) else head
+    found = False
+    for target in _REDIRECT_TARGET.finditer(bare):
+        path = target[1]
+        if not path.startswith("/tmp/") or len(path) <= 5 or path not in bare[target.end():]:
+            return False
+        found = True
+    return found
+
+
 _IN_PLACE = re.compile(r"(?:^|\s)-(?:i\w*|-in-place)\b")
 # A linter or formatter told to fix what it finds (`ruff check --fix`, `eslint --fix`,
 # `prettier --write`): the run rewrites files, so a check after it has something new to see.
@@ -1741,7 +1768,10 @@ _SHELL_LOOP_HEAD = re.compile(r"\s*(?:for|while|until|select)\b")
 def shell_facts(text: str) -> CallFacts:
     """Facts of a shell command line (see the module docstring for the heuristic)."""
     head = text if len(text) <= 4096 else text[:4096]
-    write = _redirects(head) or bool(_HEREDOC.search(head)) or ("<<<" in head and _here_string_writes(head))
+    write = (
+        (_redirects(head) and not _writes_scratch_read_back(head)) or bool(_HEREDOC.search(head))
+        or ("<<<" in head and _here_string_writes(head))
+    )
     search = False
     slept = _SLEEP.search(head) if "sleep" in head else None  # the line's first sleep
     wait = slept is not None

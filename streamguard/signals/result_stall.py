@@ -418,6 +418,7 @@ from .facts import (
     FLAG_WRITE,
     command_text,
     name_words,
+    redirect_targets,
     tool_glob_matcher,
 )
 from .repeat import DEFAULT_POLLING_TOOLS
@@ -890,6 +891,13 @@ def read_names(call: CallView) -> str:
         if command:
             head = command[:TARGET_SPAN]
             targets = _TARGETS.findall(head)
+            if targets and head.find(">") >= 0:
+                # not the files the line writes its own output to (`cx-api get ... >
+                # /tmp/p7.json && jq ... /tmp/p7.json`): the line reads what it fetched, and
+                # a new scratch file for each fetch of one stuck page made each a new place
+                written = redirect_targets(head)
+                if written:
+                    targets = [target for target in targets if target not in written]
             if head.find("ssh") >= 0:
                 targets += _SSH_HOST.findall(head)
             if head.find("gh ") >= 0:
