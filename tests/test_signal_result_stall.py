@@ -3336,3 +3336,29 @@ def test_a_stuck_cursor_fetched_into_new_scratch_files_is_a_stall() -> None:
 
     assert hits(fetches("/tmp/p"))
     assert hits(fetches("exports/page-")) == []
+
+
+def test_writes_over_items_between_the_same_search_are_a_batch_not_futile() -> None:
+    """A rebooking batch: each reservation read, the same flight search, that reservation
+    moved. The search checks none of the writes, so its answer alike after each is no
+    verdict on them. The same reservation moved again and again, the search alike after
+    each, is futile."""
+    flights = [{"flight_number": "HAT206", "date": "2024-05-21", "available_seats": {"economy": 9}}]
+
+    def batch(ids: list[str]) -> list[Any]:
+        trace: list[Any] = []
+        for n, rid in enumerate(ids):
+            trace += step("get_reservation_details", {"reservation_id": rid},
+                          {"reservation_id": rid, "user_id": f"user_{rid}", "flights": [{"flight_number": "HAT243"}]})
+            trace += step("search_direct_flight", {"origin": "DEN", "destination": "SFO", "date": "2024-05-21"},
+                          flights)
+            trace += step("update_reservation_flights",
+                          {"reservation_id": rid, "cabin": "economy", "flights": [{"flight_number": "HAT206"}]},
+                          {"reservation_id": rid, "flights": [{"flight_number": "HAT206"}], "n": n})
+        return trace
+
+    assert hits(batch([f"R{n:05d}" for n in range(12)])) == []
+    # (the cycle signal halts that loop first; without it, result-stall does)
+    alone = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls", "alternating-tool-cycle"]\n'
+    assert hits(batch(["R00001"] * 12), alone)
+    assert hits(batch([f"R{n:05d}" for n in range(12)]), alone) == []

@@ -315,7 +315,11 @@ Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
     failure ("1 package finished" from the build between an edit and the trial that
     measures it) is no such verdict: in a blind batch, a tuning agent rebuilding after
     each parameter edit and a Lambda tuner reading each execution it started were
-    halted so.
+    halted so. Nor is a check after a named write to other ids than the write before it
+    (``written``, ``to_new``: a rebooking batch, each reservation read, the same flight
+    search, that reservation moved): the check reads nothing the writes changed, and a
+    blind batch's 27 rebookings were halted so; the same item written again and again is
+    futile as before.
 
 Threshold: 8 consecutive stale results (``threshold``, 3–100)
     In the judged development corpus (docs/detection.md) healthy sessions went
@@ -2219,6 +2223,14 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     re-sent)."""
     futile: int = 0
     """Checks in a row whose answer the writes before them did not change."""
+    write_ids: int = 0
+    """The code of the ids the latest named write call names at its top level (``_ids``,
+    not nested: the item it changes, not the values it sets; 0: none), until its answer."""
+    written: int = 0
+    """``write_ids`` of the latest successful named write (0: none)."""
+    to_new: bool = False
+    """A successful named write since the last check named other ids than the write before
+    it: a sweep of writes over items, which a check that does not move is no verdict on."""
     futile_latched: bool = False
     """The futile-write rule reported the current stretch (until a check's answer changes)."""
     echo: tuple[str, ...] = ()
@@ -2425,6 +2437,11 @@ class ResultStall(Signal):
             # only when it times out (on_result), a sweep's silence of each device its own.
             items = ""
             names = _ids(call.args)
+            if names:
+                own = _ids(call.args, nested=False)
+                state.write_ids = zlib.crc32(own.encode("utf-8", "surrogatepass")) or 1 if own else 0
+            elif state.write_ids:
+                state.write_ids = 0
         if state.rows and not call.write and type(call.args) is dict:
             # The listing's next row, named (a bill's lines looked up one by one, in their
             # order): an item the listing names again is asked for again. (Not a path the
@@ -3101,6 +3118,12 @@ class ResultStall(Signal):
             # and "SUCCEEDED" after each is no futile deploy): -1 for several.
             state.write_key = -1 if state.write_key else (key & _M32) or 1
             state.wrote = True
+            target = state.write_ids
+            if target and not flags & FLAG_RUNNER and target != state.written:
+                # another item than the write before it changed (ids from on_call)
+                if state.written:
+                    state.to_new = True
+                state.written = target
             rechecks = state.rechecks
             for at in range(7, len(rechecks), 8):
                 rechecks[at] |= _PRE_WRITE  # answered before this write
@@ -3163,9 +3186,18 @@ class ResultStall(Signal):
             # the path is every check's.)
             return None
         state.wrote = False
+        to_new = state.to_new
+        if to_new:
+            state.to_new = False
         if before != code:
             state.futile = 0
             state.futile_latched = False
+            return None
+        if to_new:
+            # The writes since went to another item than the one before (a rebooking
+            # batch: each reservation read, the same flight search, the reservation
+            # moved): the search does not check what they changed, and answers as before
+            # because nothing it reads was touched. Neither futile nor news.
             return None
         if says_in_progress(result) or _reports_success(result):
             # "RUNNING" after each run started (a tuning run per function, its execution
