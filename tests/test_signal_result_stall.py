@@ -3362,3 +3362,32 @@ def test_writes_over_items_between_the_same_search_are_a_batch_not_futile() -> N
     alone = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls", "alternating-tool-cycle"]\n'
     assert hits(batch(["R00001"] * 12), alone)
     assert hits(batch([f"R{n:05d}" for n in range(12)]), alone) == []
+
+
+def test_a_search_that_hits_in_another_file_is_that_files_answer() -> None:
+    """One pattern swept over named headers, each hit the same line of a shared template
+    (`74: fmt::format_to(formatted, "{}", msg.payload);`), each fixed by an edit: every hit
+    is news of its file. Nothing found in one more file is nothing found again, and the
+    same hit in the same file asked again is the same answer."""
+    line = '        fmt::format_to(formatted, "{}", msg.payload);'
+
+    def grep(path: str, hit: bool) -> list[Any]:
+        return step("bash", {"command": f"grep -n 'fmt::format_to(' include/sinks/{path}"},
+                    f"{70 + len(path)}:{line}" if hit else "")
+
+    sweep: list[Any] = []
+    for n in range(16):
+        sweep += grep(f"sink_{word(n)}.h", True)
+        sweep += step("bash", {"command": f"sed -i 's/fmt::format_to(/fmt_lib::format_to(/' include/sinks/sink_{word(n)}.h"
+                                          f" && grep -c 'fmt::format_to(' include/sinks/sink_{word(n)}.h"}, "0")
+    assert hits(sweep) == []
+    hunt: list[Any] = []
+    for n in range(12):
+        hunt += grep(f"sink_{word(n)}.h", False)
+    assert hits(hunt)
+    # (the same search re-sent as it was is repeated-tool-call's; reworded, this signal's)
+    again: list[Any] = []
+    for n in range(12):
+        again += step("bash", {"command": f"grep -n{' -w' * (n % 2)} -m {n + 1} 'fmt::format_to(' include/sinks/sink_b.h"},
+                      f"74:{line}")
+    assert hits(again)

@@ -103,7 +103,9 @@ What it catches
       arguments name (``list_annotations(build_number=18899)``: a flaky test's failure
       found again in build after build is each build's answer; a reworded search's
       words are no place; the indicators its query looks for, ``_indicators``, are
-      what it finds nothing for, below);
+      what it finds nothing for, below), or, for a command's search, the places its line
+      names when it finds something (the same line found in another header is that
+      header's news; nothing found, ``_search_found_nothing``, is nothing found again);
       and not when the answer reports an error or that the place is not there,
       ``says_missing``, since one more guessed id or table without it is the
       hunt going on; but a failure saying the place did not answer, ``TIMEOUT: no
@@ -464,6 +466,17 @@ _FOUND_NO = re.compile(
 """A search's answer that says in words it found nothing ("Could not find method x in the
 codebase", "There is no method with name `x`", "No matches for x"): the terms it echoes
 are its call's."""
+
+
+def _search_found_nothing(result: ResultView) -> bool:
+    """Whether a search's answer is empty or says in words that it found nothing: no hit,
+    so no answer of the place it looked in."""
+    payload = result.event.result
+    if payload is None:
+        return True
+    if type(payload) is not str:
+        return found_nothing(payload)
+    return not payload.strip() or _says_found_no(payload)
 
 
 def _says_found_no(text: str) -> bool:
@@ -2384,6 +2397,10 @@ class ResultStall(Signal):
                 names = sql_tables(call.args) or _ids(call.args, search=True)
                 if not names:
                     names = items = _indicators(call.args)
+                if not names and call.runner:
+                    # The files a command's search looks in: kept for a hit only
+                    # (on_result), which is that file's; nothing found is nothing found
+                    names = read_names(call)
                 term = _listed_term(listed, call.args) if listed else 0
                 if term:
                     # A name a listing handed over, looked up (the next counterparty of
@@ -2922,7 +2939,9 @@ class ResultStall(Signal):
                     # for the twelfth guessed id), nor a search's "none": one more place
                     # that does not have it is the hunt going on.
                     says_missing(result.event.result)
-                    or (flags & FLAG_SEARCH and says_bare_value(result.event.result, result.size))
+                    or (flags & FLAG_SEARCH and (
+                        says_bare_value(result.event.result, result.size) or _search_found_nothing(result)
+                    ))
                     # nor a write's failure told as output: a retry into a new file each
                     # time, refused the same way, is the same refusal
                     or (flags & FLAG_WRITE and _written_failure(result))
