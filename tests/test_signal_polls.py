@@ -179,6 +179,9 @@ UNDER_WAY = [
     {"package": "CLMS000871", "status": "DIS", "sites": [
         {"site": "PRD1", "status": "DIS", "msg": "CMN8700I - Distribution complete, awaiting install job"}]},
     "Upload finished; pending review by the store", "build done, now waiting for approval",
+    # fewer parts done than all: the whole under way
+    "2025-12-04 13:50:32.590 | INFO | tau2.run:run_tasks:214 - Progress: 109/114 simulations done (avg reward 0.413)",
+    "Shards: 3/10 complete",
 ]
 NOT_UNDER_WAY = [
     # a status alone that says an end, or more than a status
@@ -228,6 +231,8 @@ NOT_UNDER_WAY = [
                                        {"name": "test", "status": "in_progress"}]},
     "State: SUCCEEDED",
     "job 42 done",
+    # all of them done: an end
+    "Progress: 114/114 simulations done", "Shards: 10/10 complete",
     {"status": "running", "message": "the rollout finished"},  # an end said, beside it
     {"state": "RUNNING", "note": "Driver exited; job status changed to SUCCEEDED"},
     {"state": "RUNNING", "message": "Unable to complete: quota exceeded"},

@@ -1382,6 +1382,13 @@ _NO_COUNT_FOLDED = re.compile(
 describe job``'s "1 Active (0 Ready) / 0 Succeeded / 0 Failed", a jsonpath's "1 active,
 succeeded,  failed" with the empty ones blank): how many, no end said (over folded
 text; the JSON form is :data:`_COUNT_KEY_FOLDED`'s)."""
+_PARTS_DONE_FOLDED = re.compile(
+    r"(?<![\d./])(\d{1,9})[ \t]{0,3}/[ \t]{0,3}(\d{1,9})(?![\d./])(?:[ \t]{1,8}[a-z_-]{1,24}){0,2}[ \t]{1,8}"
+    r"(?=d(?:one)\b|c(?:omplete)|f(?:inish))"
+)
+"""A count of parts done out of all (``Progress: 109/114 simulations done``, ``3/10
+complete``), before its word of an end: under way while fewer than all are (over folded
+text)."""
 _COUNT_KEY_FOLDED = re.compile(
     # every alternative is a quoted key of at most 89 characters followed by a colon:
     # asked first, so a quote that opens no key is passed over in one scan
@@ -1705,6 +1712,16 @@ def says_in_progress(result: ResultView) -> bool:
                 "progress" in folded and _says_process_in_progress(folded)
             )
             done_parts = len(_DONE_VALUE_FOLDED.findall(folded)) if done else 0
+            if done and "/" in folded:
+                # Fewer parts done than all ("Progress: 109/114 simulations done", an
+                # evaluation's log read between sleeps): the word of an end counts parts,
+                # and the whole is under way. All of them ("114/114 done") is an end.
+                partial = sum(
+                    1 for count in _PARTS_DONE_FOLDED.finditer(folded) if int(count[1]) < int(count[2])
+                )
+                if partial:
+                    under_way = True
+                    done_parts = min(done, done_parts + partial)
             if not under_way and not done and "ctive" in folded and _JOB_ACTIVE.search(folded) is not None:
                 # A job's own status "ACTIVE" (z/OSMF's JES job: INPUT, ACTIVE, OUTPUT):
                 # executing. Elsewhere "active" is where a resource stays (a cluster, a
