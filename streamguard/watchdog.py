@@ -178,6 +178,21 @@ MAX_KEYED_ARGS = 64
 _FACTS_CACHE_MAX = 512
 PROMPT_READ = 512
 """Characters of a message to the agent compared with the one before (``SessionState.prompt``)."""
+_CHECKS_PENDING_EXIT = re.compile(r"(?i)\bexit(?:ed)?(?: with)? (?:code|status):? 8\b")
+"""An error that says the program exited with status 8 (``Exit code 8``, ``exit status 8
+(checks pending)``): ``gh pr checks``' status for checks still pending."""
+
+
+def _pending_action(pending: list[tuple[str, str, int, int, str]], event: ToolResult) -> str:
+    """The action of the pending call ``event`` answers, as :meth:`Watchdog._pair` would
+    take it, without taking it ("" when none)."""
+    call_id = event.call_id
+    for entry in pending:
+        if (entry[0] == call_id) if call_id else (not entry[0] and entry[1] == event.tool):
+            return entry[4]
+    return ""
+
+
 DRY_RUN_PASSED = "OK"
 """What AWS's ``DryRunOperation`` error says, read as the success it is: a bare answer, as
 "200" for one more endpoint is (neither stale nor news to result-stall)."""
@@ -930,6 +945,16 @@ class Watchdog:
             # this one (a second dry run refused in the same answer is a failure): a
             # success, read as the bare answer it means, neither news nor stale.
             event = structs.replace(event, result=DRY_RUN_PASSED, error=None)
+        elif (
+            event.error and state.pending and len(event.error) <= 64
+            and _CHECKS_PENDING_EXIT.search(event.error) is not None
+            and _pending_action(state.pending, event) == "gh pr"
+        ):
+            # `gh pr checks` exits 8 while checks are pending (gh's documented exit code,
+            # and the only `gh pr` command that exits so): a status under way, no failure.
+            # Read as a failure, a CI wait polled every few minutes was five identical
+            # failures and halted by failure-loop in two blind batches.
+            event = structs.replace(event, error=None)
         failed = bool(event.error)
         if failed:
             after = retry_after_seconds(event.error)

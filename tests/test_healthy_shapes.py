@@ -2427,3 +2427,26 @@ def test_a_server_polled_by_code_that_sleeps_after_each_look_is_a_poll() -> None
 
     assert criticals(looks(6, up=True)) == []
     assert criticals(looks(30, up=False))
+
+
+def test_gh_pr_checks_exit_8_is_checks_pending_not_a_failure() -> None:
+    """`gh pr checks` exits 8 while checks are pending: polled until green, as its user
+    asked, it is a wait for CI, not five identical failures. Another program's exit
+    status 8, the same each time with nothing changed, is still a failure loop."""
+    pending = "lint\tpass\t1m12s\nunit (3.11)\tpass\t4m03s\nunit (3.12)\tpass\t4m21s\ne2e\tpending\n"
+
+    def polls(command: str, error: str) -> list[Any]:
+        # checked every two and a half minutes
+        trace: list[Any] = []
+        for n in range(9):
+            done = n == 8
+            at = 1_731_931_222.0 + 150 * n
+            trace += [ToolCall(session="h", tool="run_command", args={"command": command}, call_id=f"c{n}", ts=at),
+                      ToolResult(session="h", tool="run_command", call_id=f"c{n}", ts=at + 2,
+                                 result=pending.replace("pending", "pass\t19m02s") if done else pending,
+                                 error=None if done else error)]
+        return trace
+
+    assert criticals(polls("gh pr checks 2187", "exit status 8 (checks pending)")) == []
+    assert criticals(polls("sleep 150 && gh pr checks 252", "Exit code 8")) == []
+    assert "failure-loop" in criticals(polls("./ci-status.sh 2187", "exit status 8"))
