@@ -182,6 +182,10 @@ UNDER_WAY = [
     # fewer parts done than all: the whole under way
     "2025-12-04 13:50:32.590 | INFO | tau2.run:run_tasks:214 - Progress: 109/114 simulations done (avg reward 0.413)",
     "Shards: 3/10 complete",
+    # a run's jobs as `gh run view --jq` prints them, status/conclusion: the done jobs are
+    # parts of the run under way
+    {"status": "in_progress", "jobs": ["build-image: completed/success", "migrate: completed/success",
+                                       "canary-bake: in_progress/", "promote: queued/"]},
 ]
 NOT_UNDER_WAY = [
     # a status alone that says an end, or more than a status
@@ -233,6 +237,7 @@ NOT_UNDER_WAY = [
     "job 42 done",
     # all of them done: an end
     "Progress: 114/114 simulations done", "Shards: 10/10 complete",
+    {"status": "completed", "jobs": ["build-image: completed/success", "promote: completed/success"]},
     {"status": "running", "message": "the rollout finished"},  # an end said, beside it
     {"state": "RUNNING", "note": "Driver exited; job status changed to SUCCEEDED"},
     {"state": "RUNNING", "message": "Unable to complete: quota exceeded"},

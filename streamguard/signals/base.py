@@ -1355,8 +1355,10 @@ _DONE_FOLDED = re.compile(_DONE_FOLDED_WORDS)
 """:data:`_DONE` over folded text."""
 _FINISHED_FOLDED = re.compile(f"{_FAILED_FOLDED_WORDS}|{_DONE_FOLDED_WORDS}")
 """:data:`_FINISHED` over folded text."""
-_DONE_VALUE_FOLDED = re.compile(rf"[:=]\s*[\"']?(?:{_DONE_FOLDED_WORDS})")
-""":data:`_DONE_VALUE` over folded text."""
+_DONE_VALUE_FOLDED = re.compile(rf"(?:[:=]\s*[\"']?|(?<=completed)/)(?:{_DONE_FOLDED_WORDS})")
+""":data:`_DONE_VALUE` over folded text; and a conclusion after a part's status, as ``gh run
+view --jq`` prints a job's ``status/conclusion`` (``"build-image: completed/success"``):
+the same part done, counted once for each of its words."""
 _STEP_DONE_NEXT_AWAITED_FOLDED = re.compile(
     r"\b(?:complete|completed|done|finished|succeeded)[ \t]{0,2}[,;\u2013-]?[ \t]{1,3}(?:(?:and[ \t]+)?now[ \t]+)?"
     r"(?:awaiting|pending|waiting[ \t]+(?:for|on))[ \t]+"
