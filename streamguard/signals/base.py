@@ -1355,7 +1355,7 @@ _DONE_FOLDED = re.compile(_DONE_FOLDED_WORDS)
 """:data:`_DONE` over folded text."""
 _FINISHED_FOLDED = re.compile(f"{_FAILED_FOLDED_WORDS}|{_DONE_FOLDED_WORDS}")
 """:data:`_FINISHED` over folded text."""
-_DONE_VALUE_FOLDED = re.compile(rf"(?:[:=]\s*[\"']?|(?<=completed)/)(?:{_DONE_FOLDED_WORDS})")
+_DONE_VALUE_FOLDED = re.compile(rf"[:=/](?:(?<=completed/)|(?<!/)\s*[\"']?)(?:{_DONE_FOLDED_WORDS})")
 """:data:`_DONE_VALUE` over folded text; and a conclusion after a part's status, as ``gh run
 view --jq`` prints a job's ``status/conclusion`` (``"build-image: completed/success"``):
 the same part done, counted once for each of its words."""
