@@ -390,8 +390,10 @@ def test_a_read_after_its_own_wait_answered_alike_for_ever_is_stuck() -> None:
         at = 1000.0
         for n in range(count):
             status = "IN_TRANSIT" if moved and n == 3 else "LABEL_CREATED"
-            # paced as its agent sees fit: now and then a longer wait, or one joined by `&&`
-            wait = ("sleep 60 && " if n % 7 == 6 else "sleep 45; " if n % 5 == 4 else "sleep 30; ") if paced else "sleep 30; "
+            # paced as its agent sees fit: now and then a longer wait, one joined by `&&`,
+            # or a look again with no wait
+            wait = ("sleep 60 && " if n % 7 == 6 else "sleep 45; " if n % 5 == 4 else "" if n % 3 == 2
+                    else "sleep 30; ") if paced else "sleep 30; "
             events += [ToolCall(session="p", tool="bash", args={"command": f"{wait}carrier-cli track ups 1Z99 --json"},
                                 ts=at),
                        ToolResult(session="p", tool="bash", result={"tracking_id": "1Z99", "status": status}, ts=at + 31)]

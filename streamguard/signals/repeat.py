@@ -247,11 +247,12 @@ _LEADING_SLEEP = re.compile(r'"sleep[ \t]{1,8}\d{1,6}(?:\.\d{1,3})?[smh]?[ \t]{0
 
 
 def _same_read_after_wait(anchor: str, text: str) -> bool:
-    """Whether two reads after waits of their own read the same thing, whatever each waited
-    and however the wait was joined to the read (``sleep 10; tail -n 3 run.log`` and
-    ``sleep 30 && tail -n 3 run.log``): one poll, paced as its agent saw fit. Compared as
-    sent, eleven polls of a hung test log, one of them joined by ``&&``, were six runs and
-    never reached the count of a read that does not move."""
+    """Whether two reads read the same thing, whatever each waited first and however the
+    wait was joined to the read (``sleep 10; tail -n 3 run.log``, ``sleep 30 && tail -n 3
+    run.log``, ``tail -n 3 run.log``): one poll, paced as its agent saw fit (on_call asks
+    it only of a run that opened with a read after a wait). Compared as sent, sixty polls
+    of a hung test log, one in eleven joined by ``&&``, were six runs and never reached the
+    count of a read that does not move."""
     return _LEADING_SLEEP.sub('"', anchor, count=1) == _LEADING_SLEEP.sub('"', text, count=1)
 
 
@@ -462,7 +463,7 @@ class RepeatedToolCall(Signal):
             # run's anchor has no paths, and the call would only say no.
             or (state.text and call.tool == state.tool and (
                 self._equivalent(state, call)
-                or (call.waits_first and state.wait and _same_read_after_wait(state.text, call.canonical.text))
+                or (state.wait and not call.wait and _same_read_after_wait(state.text, call.canonical.text))
             ))
         ):
             state.run += 1
