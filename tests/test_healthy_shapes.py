@@ -2407,28 +2407,6 @@ def test_a_threat_hunt_is_a_search(tool: str, search: bool) -> None:
     assert Watchdog()._tool_facts(tool, None).search is search  # type: ignore[union-attr]
 
 
-def test_a_server_polled_by_code_that_sleeps_after_each_look_is_a_poll() -> None:
-    """A test server compiling in the background, asked through an interpreter whose code
-    ends with `time.sleep(5)`: "not up yet" six times is waiting, as `curl ...; sleep 5`
-    is. Never up in thirty looks, the session is halted."""
-    code = ("import requests, time\ntry:\n    r = requests.get('http://127.0.0.1:18080/static/', timeout=2)\n"
-            "    print(r.status_code, r.text[:40])\nexcept requests.exceptions.ConnectionError as e:\n"
-            "    print('not up yet:', type(e.__cause__ or e).__name__)\ntime.sleep(5)")
-
-    def looks(count: int, up: bool) -> list[Any]:
-        c = Calls()
-        trace = c.pair("execute_python", {"code": "srv = subprocess.Popen('g++ srv.cc -o srv && ./srv', shell=True)"},
-                       "started 30412")
-        for _ in range(count):
-            trace += c.pair("execute_python", {"code": code}, "not up yet: NewConnectionError")
-        if up:
-            trace += c.pair("execute_python", {"code": code}, "200 <h1>hi</h1>")
-        return trace
-
-    assert criticals(looks(6, up=True)) == []
-    assert criticals(looks(30, up=False))
-
-
 def test_gh_pr_checks_exit_8_is_checks_pending_not_a_failure() -> None:
     """`gh pr checks` exits 8 while checks are pending: polled until green, as its user
     asked, it is a wait for CI, not five identical failures. Another program's exit

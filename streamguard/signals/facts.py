@@ -73,10 +73,7 @@ whose only tool runs code waits that way between polls. Free code that opens wit
 sleep and then only reads, with no loop (``time.sleep(180)``, then ``describe_step(...)``),
 is a read asked after a deliberate wait (``waits_first``), as a shell's ``sleep 120; ray
 job status`` is: in a blind batch an EMR step polled so every three minutes, eleven times
-"RUNNING", was halted at its fourth. So is free code that only reads and then sleeps five
-seconds or more (``requests.get(...)``, then ``time.sleep(5)``: the next look is asked after
-that wait, as a shell's ``curl ...; sleep 5`` is a wait): a test server polled so while it
-compiled, "not up yet" four times, was halted in a blind batch.
+"RUNNING", was halted at its fourth.
 
 Shell heuristic for writes: any segment of the command line (split at ``&&``,
 ``||``, ``;``, ``|`` and newlines) that runs a program which changes files or
@@ -1495,14 +1492,6 @@ _CODE_ACTS = re.compile(
 )
 """A method call that acts (``requests.post(...)``, ``s3.delete_object(...)``, ``cur.execute(...)``,
 ``emr.add_job_flow_steps(...)``): code that makes one after its sleep is no read."""
-_CODE_SLEEP_LAST = re.compile(
-    r"(?:^|[;\n])[ \t]*+(?:await )?+(?:time\.|asyncio\.)?+sleep\([ \t]*+(?P<seconds>\d{1,6})(?:\.\d{1,3})?+[ \t]*+\)"
-    r"[ \t]*+;?+\s*+\Z"
-)
-"""Code whose last statement is a sleep (read in its last 160 characters)."""
-TRAILING_SLEEP_SECONDS = 5
-"""Shortest sleep that ends a read for the read to pace a poll: the agent waits before it
-asks again, as a shell's ``curl ...; sleep 5`` does."""
 PACED_SLEEP_SECONDS = 10
 """Shortest sleep before a read that paces a poll: a second or two is a pause between
 retries, not a check scheduled."""
@@ -1526,19 +1515,6 @@ def code_facts(code: str) -> CallFacts:
                 rest.strip() and _CODE_WRITES.search(rest) is None and _CODE_ACTS.search(rest) is None
                 and _CODE_LOOP.search(rest) is None
             ):
-                looked = CallFacts("", False, False)
-                looked.waits_first = True
-                return looked
-        last = _CODE_SLEEP_LAST.search(code, max(0, len(code) - 160))
-        if last is not None and int(last["seconds"]) >= TRAILING_SLEEP_SECONDS and len(code) <= 4096:
-            rest = code[: last.start()]
-            if (
-                rest.strip() and _CODE_WRITES.search(rest) is None and _CODE_ACTS.search(rest) is None
-                and _CODE_LOOP.search(rest) is None
-            ):
-                # A read that then sleeps (`requests.get(...)`, then `time.sleep(5)`): the
-                # next one is asked after that wait, as a poll paced by a sleep first is,
-                # and as a shell's `curl ...; sleep 5` is a wait.
                 looked = CallFacts("", False, False)
                 looked.waits_first = True
                 return looked
