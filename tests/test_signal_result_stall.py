@@ -3362,6 +3362,9 @@ def test_writes_over_items_between_the_same_search_are_a_batch_not_futile() -> N
     alone = 'mode = "warn"\ndisabled_signals = ["tools-without-text", "near-duplicate-calls", "alternating-tool-cycle"]\n'
     assert hits(batch(["R00001"] * 12), alone)
     assert hits(batch([f"R{n:05d}" for n in range(12)]), alone) == []
+    # two or three items alternated are no batch: the same check failing after each
+    assert hits(batch(["R00001", "R00002"] * 8), alone)
+    assert hits(batch(["R00001", "R00002", "R00003"] * 6), alone)
 
 
 def test_a_search_that_hits_in_another_file_is_that_files_answer() -> None:
@@ -3391,3 +3394,27 @@ def test_a_search_that_hits_in_another_file_is_that_files_answer() -> None:
         again += step("bash", {"command": f"grep -n{' -w' * (n % 2)} -m {n + 1} 'fmt::format_to(' include/sinks/sink_b.h"},
                       f"74:{line}")
     assert hits(again)
+
+
+@pytest.mark.parametrize("nothing", [{"returncode": 1, "output": ""}, "Exit code: 1", "(no output)"])
+def test_a_search_that_finds_nothing_in_directory_after_directory_is_stale(nothing: Any) -> None:
+    """Nothing found, however the runtime wraps it, is no hit of the place searched: one
+    absent handler hunted through sixty directories is one answer again and again."""
+    trace: list[Any] = []
+    for n in range(20):
+        trace += step("run_command", {"command": f"grep -rn 'legacyHandler' src/module_{word(n)}/"}, nothing)
+    assert hits(trace)
+
+
+def test_a_reworded_search_whose_words_look_like_paths_finds_no_new_place() -> None:
+    """What a search looks for is no place, even when it looks like one: the same line
+    found for eighteen rewordings of a route is the same answer."""
+    terms = ["/api/v2/orders", "v2/orders/:id", "routes/orders", "api/v2/orders/", "/v2/orders", "orders/:id",
+             "/orders/:id", "v2/orders/", "api/v2/orders/:id", "/api/v2/orders/:id", "routes/orders.ts",
+             "src/routes/orders", "/api/v2/", "api/v2/", "v2/orders/:orderId", "/orders/:orderId",
+             "orders/:orderId", "/api/v2/orders/:orderId"]
+    trace: list[Any] = []
+    for term in terms:
+        trace += step("run_command", {"command": f'grep -rn "{term}" src/'},
+                      "src/routes/orders.ts:42:  router.get('/api/v2/orders/:id', getOrder);")
+    assert hits(trace)

@@ -105,7 +105,9 @@ What it catches
       words are no place; the indicators its query looks for, ``_indicators``, are
       what it finds nothing for, below), or, for a command's search, the places its line
       names when it finds something (the same line found in another header is that
-      header's news; nothing found, ``_search_found_nothing``, is nothing found again);
+      header's news, as ``grep -n`` numbers it, ``_numbered_hits``; its quoted words are
+      what it looks for, no place, ``_search_places``; nothing found is nothing found
+      again);
       and not when the answer reports an error or that the place is not there,
       ``says_missing``, since one more guessed id or table without it is the
       hunt going on; but a failure saying the place did not answer, ``TIMEOUT: no
@@ -320,8 +322,9 @@ Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
     halted so. Nor is a check after a named write to other ids than the write before it
     (``written``, ``to_new``: a rebooking batch, each reservation read, the same flight
     search, that reservation moved): the check reads nothing the writes changed, and a
-    blind batch's 27 rebookings were halted so; the same item written again and again is
-    futile as before.
+    blind batch's 27 rebookings were halted so. An item is new when none of the last
+    ``WRITTEN_ITEMS`` (8) written since the check last moved is it: the same item written
+    again and again, or two or three alternated, is futile as before.
 
 Threshold: 8 consecutive stale results (``threshold``, 3–100)
     In the judged development corpus (docs/detection.md) healthy sessions went
@@ -468,15 +471,28 @@ codebase", "There is no method with name `x`", "No matches for x"): the terms it
 are its call's."""
 
 
-def _search_found_nothing(result: ResultView) -> bool:
-    """Whether a search's answer is empty or says in words that it found nothing: no hit,
-    so no answer of the place it looked in."""
+_NUMBERED_HIT = re.compile(r"^(?:[^\s:]{1,256}:)?\d{1,9}[:-]", re.MULTILINE)
+"""A line a search found, numbered as ``grep -n`` prints it (``74:    fmt::format_to(...``,
+``src/a.h:74:...``)."""
+_QUOTED_WORDS = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def _numbered_hits(result: ResultView) -> bool:
+    """Whether a command's search answered with lines it found, numbered: positive
+    evidence of a hit (an empty output, an exit status, "(no output)" are none)."""
     payload = result.event.result
-    if payload is None:
-        return True
-    if type(payload) is not str:
-        return found_nothing(payload)
-    return not payload.strip() or _says_found_no(payload)
+    return type(payload) is str and _NUMBERED_HIT.search(payload, 0, FAILURE_HEAD) is not None
+
+
+def _search_places(call: CallView) -> str:
+    """The places a command's search names (:func:`read_names` of its line without its
+    quoted words, which are what it looks for)."""
+    command = command_text(call.args)
+    if not command or ("'" not in command and '"' not in command):
+        return read_names(call)
+    head = _QUOTED_WORDS.sub("''", command[:TARGET_SPAN])
+    targets = _TARGETS.findall(head)
+    return "\0".join(targets) if targets else ""
 
 
 def _says_found_no(text: str) -> bool:
@@ -542,6 +558,9 @@ def _missing_text(text: str) -> bool:
     return reports_failure(head.encode("utf-8", "surrogatepass"))
 CHECKS = 8
 """Distinct checks (non-write calls, failed writes) whose last answer is remembered."""
+WRITTEN_ITEMS = 8
+"""Items a stretch of named writes is remembered by, for the futile-write rule: a write to
+one of them again (a loop alternating two settings) is no new item."""
 RECHECKS = 16
 """Calls whose last answer ``rechecks`` remembers, to know a re-check after a write."""
 _PRE_WRITE = 1
@@ -2239,11 +2258,12 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     write_ids: int = 0
     """The code of the ids the latest named write call names at its top level (``_ids``,
     not nested: the item it changes, not the values it sets; 0: none), until its answer."""
-    written: int = 0
-    """``write_ids`` of the latest successful named write (0: none)."""
+    written: bytes = b""
+    """``write_ids`` of the successful named writes since the check's answer last changed,
+    4 bytes each, at most ``WRITTEN_ITEMS``, oldest first."""
     to_new: bool = False
-    """A successful named write since the last check named other ids than the write before
-    it: a sweep of writes over items, which a check that does not move is no verdict on."""
+    """A successful named write since the last check named ids none of ``written`` holds:
+    a sweep of writes over items, which a check that does not move is no verdict on."""
     futile_latched: bool = False
     """The futile-write rule reported the current stretch (until a check's answer changes)."""
     echo: tuple[str, ...] = ()
@@ -2398,9 +2418,11 @@ class ResultStall(Signal):
                 if not names:
                     names = items = _indicators(call.args)
                 if not names and call.runner:
-                    # The files a command's search looks in: kept for a hit only
-                    # (on_result), which is that file's; nothing found is nothing found
-                    names = read_names(call)
+                    # The files a command's search looks in (not its quoted words: what
+                    # it looks for is no place, `grep -rn "/api/v2/orders" src/`): kept
+                    # for a numbered hit only (on_result), which is that file's; nothing
+                    # found is nothing found
+                    names = _search_places(call)
                 term = _listed_term(listed, call.args) if listed else 0
                 if term:
                     # A name a listing handed over, looked up (the next counterparty of
@@ -2940,7 +2962,9 @@ class ResultStall(Signal):
                     # that does not have it is the hunt going on.
                     says_missing(result.event.result)
                     or (flags & FLAG_SEARCH and (
-                        says_bare_value(result.event.result, result.size) or _search_found_nothing(result)
+                        says_bare_value(result.event.result, result.size)
+                        # a command's search: only lines it found, numbered (`grep -n`)
+                        or (flags & FLAG_RUNNER and not _numbered_hits(result))
                     ))
                     # nor a write's failure told as output: a retry into a new file each
                     # time, refused the same way, is the same refusal
@@ -3138,11 +3162,14 @@ class ResultStall(Signal):
             state.write_key = -1 if state.write_key else (key & _M32) or 1
             state.wrote = True
             target = state.write_ids
-            if target and not flags & FLAG_RUNNER and target != state.written:
-                # another item than the write before it changed (ids from on_call)
-                if state.written:
-                    state.to_new = True
-                state.written = target
+            if target and not flags & FLAG_RUNNER:
+                # an item not written since the check last moved (ids from on_call)
+                packed = target.to_bytes(4, "little")
+                written = state.written
+                if find_entry(written, packed, 4) < 0:
+                    if written:
+                        state.to_new = True
+                    state.written = (written + packed)[-4 * WRITTEN_ITEMS :]
             rechecks = state.rechecks
             for at in range(7, len(rechecks), 8):
                 rechecks[at] |= _PRE_WRITE  # answered before this write
@@ -3211,6 +3238,8 @@ class ResultStall(Signal):
         if before != code:
             state.futile = 0
             state.futile_latched = False
+            if state.written:
+                state.written = b""
             return None
         if to_new:
             # The writes since went to another item than the one before (a rebooking
