@@ -161,6 +161,15 @@ def err(text: str, tool: str = "bash") -> ToolResult:
         ("curl -s https://x.example/a > /tmp/a.json", "curl", True, False),
         ("sort a.txt > /tmp/s.txt && mv /tmp/s.txt a.txt", "sort", True, False),
         ("jq . in.json > out.json && cat out.json", "jq", True, False),
+        # ...nor one a later program consumes, one read back as another name, one beside a
+        # redirection of another stream, or one that climbs out of /tmp
+        ("echo 'ALTER TABLE users ADD COLUMN x int;' > /tmp/m.sql && psql -d app -f /tmp/m.sql", "psql", True, False),
+        ("echo '{}' > /tmp/b.json && curl -s -d @/tmp/b.json http://x.example", "curl", True, False),
+        ("echo 'q' > /tmp/q.sql && mysql app < /tmp/q.sql", "mysql", True, False),
+        ("python gen.py > /tmp/x.py; python /tmp/x.py", "python gen.py", True, False),
+        ("ls > /tmp/a && cat /tmp/ab", "ls", True, False),
+        ("python repro.py > /tmp/out.txt 2> /work/errors.log; tail -5 /tmp/out.txt", "python repro.py", True, False),
+        ("cat x > /tmp/../work/app/c.py && cat /tmp/../work/app/c.py", "cat", True, False),
     ],
 )
 def test_shell_facts(command: str, action: str, write: bool, search: bool) -> None:

@@ -172,6 +172,8 @@ UNDER_WAY = [
     {"id": "3c1f9a2e", "name": "python3", "last_activity": "2025-12-29T09:19:44.310Z",
      "execution_state": "busy", "connections": 2},
     # a flag of a failure that is false says none (Databricks' run state)
+    # ...and a flag of the failure's absence left null, or a fail-safe's, says nothing
+    {"state": "RUNNING", "failsafe": None}, {"state": "RUNNING", "fail_safe": False, "error_free": None},
     {"state": {"life_cycle_state": "RUNNING", "state_message": "In run", "user_cancelled_or_timedout": False},
      "tasks": [{"k": "extract_events", "s": "RUNNING"}, {"k": "sessionize", "s": "BLOCKED"}]},
     # a step done and the next awaited in one sentence (ChangeMan's package before its
@@ -203,6 +205,7 @@ NOT_UNDER_WAY = [
     {"state": {"life_cycle_state": "RUNNING", "user_cancelled_or_timedout": True}},
     # ...and a flag that says the failure's absence, false, says one
     {"state": {"life_cycle_state": "RUNNING", "error_free": False}}, '{"status": "running", "errorFree": false}',
+    {"state": "RUNNING", "failure_free": False}, '{"status": "running", "errorFreeRun": false}',
     # the next step is the agent's or its user's to give: the work itself is over
     "Task complete, awaiting your next instruction", {"status": "done", "msg": "Completed, waiting for user input"},
     # a failure in words that only begin like a failover's

@@ -1283,9 +1283,10 @@ _END_AWAITED = re.compile(
 SUCCEEDED", "unable to complete")."""
 _COUNT_KEY = re.compile(
     rf"(?i)\"[^\"]{{0,40}}(?:{_DONE_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[)"
-    # (not a key that says the failure's absence, "error_free": false, "failsafe": null:
-    # that one false says a failure)
-    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})(?![_ -]?(?:free|less|safe)\b)[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|false\b|\"\"|\[\s{{0,8}}\]|\{{\s{{0,8}}\}})"
+    # (not a key that says the failure's absence and is false, "error_free": false,
+    # "failureFreeRun": false: that false says a failure; "failsafe": false or null, or
+    # "error_free": null, says nothing)
+    rf"|\"[^\"]{{0,40}}(?:{_FAILED_WORDS})(?![a-z_ -]{{0,12}}?(?:free|less)[a-z_]{{0,20}}\"\s*:\s*false\b)[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|false\b|\"\"|\[\s{{0,8}}\]|\{{\s{{0,8}}\}})"
     # when something will expire, not that it did: an invitation's or a token's
     # "expires_at": "2025-12-09T14:00:00Z", "expiresIn": 3600
     r"|\"(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
@@ -1399,7 +1400,7 @@ _COUNT_KEY_FOLDED = re.compile(
     r"(?=[^\"]{0,89}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[))"
     rf"[^\"]{{0,40}}(?:{_DONE_FOLDED_WORDS})[^\"]{{0,40}}\"\s*:\s*(?:\d|null\b|false\b|\"\"|\[)"
     r"|(?=[^\"]{0,89}\"\s*:\s*(?:0|null\b|false\b|\"\"|\[\s{0,8}\]|\{\s{0,8}\}))"
-    rf"[^\"]{{0,40}}(?:{_FAILED_FOLDED_WORDS})(?![_ -]?(?:free|less|safe)\b)[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|false\b|\"\"|\[\s{{0,8}}\]|\{{\s{{0,8}}\}})"
+    rf"[^\"]{{0,40}}(?:{_FAILED_FOLDED_WORDS})(?![a-z_ -]{{0,12}}?(?:free|less)[a-z_]{{0,20}}\"\s*:\s*false\b)[^\"]{{0,40}}\"\s*:\s*(?:0\b(?!\.\d*[1-9])|null\b|false\b|\"\"|\[\s{{0,8}}\]|\{{\s{{0,8}}\}})"
     r"|(?:[^\"]{0,40}[_-])?expires(?:[_-]?(?:at|on|in|after))?\"\s*:"
     r"|(?:estimated|expected|projected)[_-]?(?:complet|finish)\w{0,20}\"\s*:)"
 )

@@ -642,19 +642,47 @@ def redirect_targets(head: str) -> set[str]:
     return {target[1] for target in _REDIRECT_TARGET.finditer(head)} if ">" in head else set()
 
 
+_SCRATCH_READERS = frozenset({
+    "cat", "jq", "yq", "head", "tail", "wc", "grep", "egrep", "rg", "less", "more", "sort",
+    "uniq", "cut", "column", "diff", "cmp", "md5sum", "sha256sum", "xxd", "od", "file", "stat",
+})
+"""Programs that only show a file they are given: the read-back of a scratch file."""
+_OTHER_REDIRECT = re.compile(r"(?:\d|&)>[>|]?[ \t]*(?!&|/dev/null)\S|>\|")
+"""A redirection ``_REDIRECT_TARGET`` does not read (``2> errors.log``, ``&> all.log``,
+``>| f``)."""
+
+
 def _writes_scratch_read_back(head: str) -> bool:
     """Whether every redirection of a one-line command writes a scratch file under
-    ``/tmp`` that a later part of the same line reads back (``cx-api get ... > /tmp/p2.json
-    && jq '...' /tmp/p2.json``): the file holds the line's own answer on its way out, so the
-    line reads. Read as a write, a page fetched with the same stuck cursor forty-five times,
-    each into a new scratch file, was never the same answer twice after nothing changed."""
+    ``/tmp`` that a later part of the same line only shows (``cx-api get ... > /tmp/p2.json
+    && jq '...' /tmp/p2.json``: each later mention of the file is an argument of a program
+    of :data:`_SCRATCH_READERS`, never an input redirection): the file holds the line's own
+    answer on its way out, so the line reads. Read as a write, a page fetched with the same
+    stuck cursor forty-five times, each into a new scratch file, was never the same answer
+    twice after nothing changed. A file a later program consumes (``psql -f /tmp/m.sql``,
+    ``curl -d @/tmp/b.json``, ``mysql < /tmp/q.sql``, ``python /tmp/x.py``) is a write as
+    before."""
     if "/tmp/" not in head or "\n" in head or "\\" in head or "$(" in head or "`" in head:
         return False
     bare = _QUOTED.sub("''", head) if ("'" in head or '"' in head) else head
+    if _OTHER_REDIRECT.search(bare) is not None:
+        return False
     found = False
     for target in _REDIRECT_TARGET.finditer(bare):
         path = target[1]
-        if not path.startswith("/tmp/") or len(path) <= 5 or path not in bare[target.end():]:
+        if not path.startswith("/tmp/") or len(path) <= 5 or ".." in path:
+            return False
+        mention = re.compile(re.escape(path) + r"(?![\w./-])")
+        later = bare[target.end():]
+        mentions = 0
+        for segment in _SEGMENT_SPLIT.split(later)[1:]:
+            if mention.search(segment) is None:
+                continue
+            words = segment.split()
+            if not words or words[0] not in _SCRATCH_READERS or "<" in segment or "@" + path in segment:
+                return False
+            mentions += 1
+        if not mentions:
             return False
         found = True
     return found
