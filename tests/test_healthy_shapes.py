@@ -1348,7 +1348,10 @@ def test_autogens_code_executor_answer_is_read_as_output_and_exit_code() -> None
     assert "failure-loop" in criticals(failing)
     assert code_executor_report("exitcode: 0 (execution succeeded)\nCode output: 42\n") == ("42\n", None)
     assert code_executor_report("exitcode: 124 (execution failed)\nCode output: \nTimeout") == ("Timeout", "exit code 124")
-    # a Windows status code, unsigned (0xC0000005, an access violation)
+    # a Windows status code, unsigned (0xC0000005, an access violation), in an IDE
+    # agent's run report too, never cut to its first six digits
+    from streamguard.signals.facts import run_report
+    assert run_report("Command failed.\nExit code: 3221225477\nOutput:\nboom") == ("boom", "exit code 3221225477")
     assert code_executor_report("exitcode: 3221225477 (execution failed)\nCode output: ") == ("", "exit code 3221225477")
     assert code_executor_report("exitcode: zero") is None
 

@@ -2573,7 +2573,7 @@ OBSERVATION_HEAD = "<returncode>"
 """How mini-SWE-agent's observation of a command opens (:func:`returncode_report`)."""
 
 
-_RETURN_CODE = re.compile(r"-?[0-9]{1,9}")
+_RETURN_CODE = re.compile(r"-?[0-9]{1,10}")
 
 
 def returncode_report(text: str) -> tuple[str, str | None] | None:
@@ -2605,7 +2605,7 @@ RUN_HEAD = "Command "
 _RUN_REPORT = re.compile(
     r"Command (?:executed|completed|failed|finished)\b[^\n]{0,240}(?:\n(?!Output:)[^\n]{0,80}){0,2}\nOutput:[ \t]*(?:\n|$)"
 )
-_EXIT_CODE = re.compile(r"(?i)exit code:?[ \t]*(-?\d{1,6})")
+_EXIT_CODE = re.compile(r"(?i)exit code:?[ \t]*(-?\d{1,10})(?!\d)")
 
 
 def run_report(text: str) -> tuple[str, str | None] | None:
@@ -2632,7 +2632,7 @@ def run_report(text: str) -> tuple[str, str | None] | None:
 EXIT_HEAD = "Exit code: "
 """How Codex CLI opens its report of a command for the model (:func:`exit_report`)."""
 _EXIT_REPORT = re.compile(
-    r"Exit code: (-?[0-9]{1,9})\nWall time: [0-9.]{1,20} seconds\n"
+    r"Exit code: (-?[0-9]{1,10})\nWall time: [0-9.]{1,20} seconds\n"
     r"(?:Total output lines: [0-9]{1,12}\n)?Output:\n?"
 )
 
@@ -2656,7 +2656,7 @@ UNIFIED_HEAD = "Chunk ID: "
 """How Codex CLI opens its report of an ``exec_command`` (:func:`unified_exec_report`)."""
 _UNIFIED_REPORT = re.compile(
     r"(?:Command: [^\n]{0,4096}\n)?Chunk ID: [0-9A-Za-z]{1,32}\nWall time: [0-9.]{1,20} seconds\n"
-    r"(?:Process exited with code (-?[0-9]{1,9})\n|Process running with session ID [0-9]{1,20}\n)?"
+    r"(?:Process exited with code (-?[0-9]{1,10})\n|Process running with session ID [0-9]{1,20}\n)?"
     r"(?:Original token count: [0-9]{1,12}\n)?Output:\n?"
 )
 
