@@ -1257,6 +1257,16 @@ def test_waiting_on_a_command_that_never_prints_again_is_stuck() -> None:
     assert criticals(printed_between(49)) == []
     assert "repeated-tool-call" in criticals(printed_between(50))
 
+    # a note the agent keeps between the waits ("still uninstalling, keep waiting") does
+    # not break the run: a prompt never answered is waited on for ever all the same
+    c = Calls()
+    noted = openhands_waits(started, nothing, 0)
+    for n in range(25):
+        if n % 10 == 9:
+            noted += c.pair("think", {"thought": "It is taking a while; I'll keep waiting."}, "Your thought has been logged.")
+        noted += c.pair("execute_bash", {"command": "", "is_input": "true"}, nothing)
+    assert "repeated-tool-call" in criticals(noted)
+
 
 def openhands_waits(started: str, waited: str, waits: int) -> list[Any]:
     """A test run started through OpenHands' `execute_bash`, then `waits` empty commands

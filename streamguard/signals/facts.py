@@ -2349,6 +2349,10 @@ named one. (Keys typed into a terminal, ``tmux_send_keys``, stay writes, as a br
 a desktop's typing does: the answer is an acknowledgement, the screen is read apart.)"""
 _BATCH_WORDS = frozenset({"batch", "bulk", "mass"})
 """Words before a verb that say it is done for many at once (``batch_update``, ``bulk_create``)."""
+NEUTRAL_TOOLS = frozenset({"TodoWrite", "TodoRead", "todo_write", "todo_read", "think", "Think",
+                           "sequentialthinking", "sequential_thinking"})
+"""Tools (not command runners) that only keep the agent's notes: they say nothing either
+way (exact names, as the runtimes that have them spell them)."""
 _BOOKKEEPING_WORDS = frozenset({"todo", "todos", "plan", "scratchpad", "memory", "think"})
 """An agent's own bookkeeping (``TodoWrite``, ``update_plan``): no write to the world."""
 

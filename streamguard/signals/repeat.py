@@ -234,6 +234,7 @@ from .facts import (
     FLAG_RUNNER,
     FLAG_WAITS_FIRST,
     FLAG_WRITE,
+    NEUTRAL_TOOLS,
     tool_glob_matcher,
 )
 
@@ -444,7 +445,9 @@ class RepeatedToolCall(Signal):
             state.poll_moved = False
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
-        if self.exempt and call.tool in self.exempt:
+        if (self.exempt and call.tool in self.exempt) or call.tool in NEUTRAL_TOOLS:
+            # (a note the agent keeps, `think`, between the calls of a run: the run goes
+            # on, as a message of its own would not break it)
             return None
         if call.wait:
             if not state.poll_key and state.run and not state.wait and self.polling_halt_after:

@@ -105,7 +105,7 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct, field
 
 from .base import CallView, Finding, ResultView, Signal, SignalConfig, streak_tools
-from .facts import FLAG_SEARCH, command_text
+from .facts import FLAG_SEARCH, NEUTRAL_TOOLS, command_text
 
 SIGNAL_ID = "setup-detour"
 TEXT_LIMIT = 1024
@@ -139,10 +139,6 @@ NEUTRAL_PROGRAMS = frozenset({
     "uname", "hostname", "date", "true", ":", "sleep", "clear", "conda activate",
     "conda deactivate",
 })
-# Tools (not command runners) that only keep the agent's notes: they say nothing either way
-# (exact names, as the runtimes that have them spell them).
-NEUTRAL_TOOLS = frozenset({"TodoWrite", "TodoRead", "todo_write", "todo_read", "think", "Think",
-                           "sequentialthinking", "sequential_thinking"})
 
 # The system's roots, where a listing or a search looks for an installed tool. Not
 # the project's tree nor $HOME, and not the directories projects live in inside
