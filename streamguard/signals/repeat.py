@@ -12,7 +12,8 @@ What it catches
     non-transitive suffix relation from chaining: ``/repo/a/main.go`` followed
     by ``b/main.go`` is a break. The price is accepted: ``main.go``,
     ``a/main.go``, ``b/main.go``, ... all relate to the anchor, so they are one
-    run.
+    run. A note the agent keeps between the calls (``think``, ``TodoWrite``:
+    ``NEUTRAL_TOOLS``) is no call of the run and does not break it.
 
 Threshold
     Five calls (``threshold``, clamped to at least 2). Re-issuing a call once
