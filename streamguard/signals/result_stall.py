@@ -319,8 +319,8 @@ Futile writes: 5 in a row (``futile_writes``; 0 switches the rule off)
     failure ("1 package finished" from the build between an edit and the trial that
     measures it) is no such verdict: in a blind batch, a tuning agent rebuilding after
     each parameter edit and a Lambda tuner reading each execution it started were
-    halted so. Nor is a check after a named write to other ids than the write before it
-    (``written``, ``to_new``: a rebooking batch, each reservation read, the same flight
+    halted so. Nor is a check after a named write to another item (``written``,
+    ``to_new``: a rebooking batch, each reservation read, the same flight
     search, that reservation moved): the check reads nothing the writes changed, and a
     blind batch's 27 rebookings were halted so. An item is new when none of the last
     ``WRITTEN_ITEMS`` (8) written since the check last moved is it: the same item written
