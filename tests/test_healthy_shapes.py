@@ -19,7 +19,7 @@ import pytest
 from msgspec import structs
 
 from streamguard.engine import Engine
-from streamguard.events import Alert, ToolCall, ToolResult, TurnStart
+from streamguard.events import Alert, Text, ToolCall, ToolResult, TurnStart
 from streamguard.policy import parse_policy_set
 from streamguard.signals.base import failure_outcome, found_nothing, says_only_status
 from streamguard.signals.facts import (
@@ -2441,3 +2441,29 @@ def test_gh_pr_checks_exit_8_is_checks_pending_not_a_failure() -> None:
     assert criticals(polls("gh pr checks 2187", "exit status 8 (checks pending)")) == []
     assert criticals(polls("sleep 150 && gh pr checks 252", "Exit code 8")) == []
     assert "failure-loop" in criticals(polls("./ci-status.sh 2187", "exit status 8"))
+
+
+def test_a_record_re_read_after_each_report_of_the_user_is_no_loop() -> None:
+    """A telecom agent re-reads the customer's line after each thing the user tried on
+    the phone, with the next step to try each time: the user's report is the news the read
+    answers. The same reads while the agent says the same thing again and again (an
+    upload asked for turn after turn, the folder empty each time) are a loop."""
+    line = {"line_id": "L1161", "status": "Active", "roaming_enabled": False, "data_used_gb": 9.7}
+    reports = ["Turned Wi-Fi Calling off, still 'Message not sent'.", "The MMSC field is empty.",
+               "Reset done, it now says 'Storage permission required'.", "Granted the permission, sending again.",
+               "Rebooted, the status bar shows 5G now.", "Sent a photo to my wife and it went through!"]
+
+    def call(agent_says: list[str]) -> list[Any]:
+        trace: list[Any] = [Text(session="h", role="user", text="Picture messages fail on my phone.")]
+        for n, (report, says) in enumerate(zip(reports, agent_says, strict=True)):
+            trace += [Text(session="h", role="assistant", text=says), Text(session="h", role="user", text=report),
+                      ToolCall(session="h", tool="get_details_by_id", args={"id": "L1161"}, call_id=f"c{n}"),
+                      ToolResult(session="h", tool="get_details_by_id", call_id=f"c{n}", result=line)]
+        return trace
+
+    steps = ["Please turn Wi-Fi Calling off and try again.", "Open Access Point Names and read me the MMSC field.",
+             "Reset the APN to default, then try again.", "Allow Messages to read photos in Settings.",
+             "Reboot the phone and check the status bar.", "Try sending a photo once more."]
+    assert criticals(call(steps)) == []
+    same = ["Please upload the signed BAA with the paperclip button.", "I don't see it yet. Please upload the signed BAA."] * 3
+    assert "repeated-tool-call" in criticals(call(same))
