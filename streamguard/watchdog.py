@@ -90,6 +90,7 @@ from .signals.base import (
     Signal,
     add_request,
     asked_between,
+    find_entry,
     outcome_of,
     overrides,
     paced_between,
@@ -212,6 +213,9 @@ request repeated (``Watchdog._prompt``): schedules run every ten minutes or less
 REQUESTS_KEPT = 4
 """The user's messages a new one is compared with to tell a request in new words from a
 nudge sent again (``SessionState.asks``)."""
+SAID_KEPT = 4
+"""The agent's messages a new one is compared with to tell a next step from the agent saying
+again what it said (``SessionState.said``, ``ResultView.parrot``)."""
 _TOOL_HOOKS_MAX = 512
 
 FEEDBACK_HEADER = (
@@ -304,6 +308,11 @@ class SessionState(Struct, kw_only=True, gc=False, omit_defaults=True):
     # message none of them matches is a request in new words (ResultView.asked); a nudge
     # sent again, or two taking turns, is none, whatever system notes come between.
     asks: tuple[int, ...] = ()
+    # The agent's last SAID_KEPT messages (4 bytes each: a CRC-32 of their first 512
+    # characters, case and spacing folded), and whether the latest said one of the others
+    # again (ResultView.parrot).
+    said: bytes = b""
+    parrot: bool = False
     # The time and call key of the session's last restart that went through (a device's
     # `reload`, `systemctl restart`, `reboot_device`, answered without a failure): for
     # [waits] restart_seconds after it, a probe asked again after a pause that answers
@@ -1058,6 +1067,7 @@ class Watchdog:
                 view.waited = waited_between(before, pauses)
                 view.paced = paced_between(before, pauses)
                 view.asked = asked_between(before, pauses)
+            view.parrot = state.parrot
             restarted = state.restarted
             now = ctx.ts
             within = (
@@ -1082,7 +1092,7 @@ class Watchdog:
         else:
             view.call_key = view.call_flags = 0
             view.action = tool
-            view.paused = view.waited = view.paced = view.restarting = view.asked = False
+            view.paused = view.waited = view.paced = view.restarting = view.asked = view.parrot = False
             view.sent = ()
         view.watched = state.watching and self._asked_watches
         # (the call's own allowance, marked when it was sent: a result answers that call)
@@ -1156,6 +1166,16 @@ class Watchdog:
         state = ctx.state
         if not state.in_turn:  # a state field's store costs several times the test
             state.in_turn = True
+        if text:
+            said = (zlib.crc32(" ".join(text[:512].lower().split()).encode("utf-8", "surrogatepass")) or 1).to_bytes(
+                4, "little"
+            )
+            kept = state.said
+            parrot = find_entry(kept, said, 4) >= 0
+            if state.parrot is not parrot:
+                state.parrot = parrot
+            if not parrot:
+                state.said = (kept + said)[-4 * SAID_KEPT :]
         if state.feedback and self._withdrawn:
             state.feedback = tuple(i for i in state.feedback if i[0] not in self._withdrawn)
         for i, _, hook in self._on_text:

@@ -253,6 +253,9 @@ class ResultView:
     words (none of the user's last four messages again: ``SessionState.asks``): what the
     call answers now may be what the user just asked for (a switch turned back off at the
     user's word).
+    ``parrot``: the agent's latest message said again one of its four before it
+    (``SessionState.said``): an agent repeating itself, whose user's new words answer the
+    same request again, not a next step.
     ``paced``: one of those pauses was a deliberate wait, whatever else came between
     (a failed answer is an act: the same failure checked again at the pace the user
     asked for has ``paced`` and not ``waited``).
@@ -273,7 +276,7 @@ class ResultView:
 
     __slots__ = (
         "action", "asked", "asked_runs", "call_flags", "call_id", "call_key", "encoded", "error", "event", "failed",
-        "fingerprint", "gist", "no_op", "outcome", "paced", "paused", "progress", "restarting", "sent",
+        "fingerprint", "gist", "no_op", "outcome", "paced", "parrot", "paused", "progress", "restarting", "sent",
         "size", "tool", "transient", "waited", "watched",
     )
 
@@ -314,6 +317,7 @@ class ResultView:
         self.paced = waited
         self.restarting = restarting
         self.asked = False
+        self.parrot = False
         self.watched = False
         self.asked_runs = 0
         self.sent: tuple[str, ...] = ()

@@ -28,7 +28,7 @@ Threshold
     new words do not, nor the same words within minutes (a harness's nudge): the
     same call after each is the agent's own repeat. The same answer to a call asked
     again after the user said something new (``ResultView.asked``), the agent itself
-    having said something new since (``said``, ``parrot``), counts as a change of the
+    having said something new since (``ResultView.parrot`` false), counts as a change of the
     run: the read answers the user's report (a customer's line re-read after each thing
     they tried on the phone). An agent that says again what it said before gets no such
     credit.
@@ -215,7 +215,6 @@ Known false positives
 from __future__ import annotations
 
 import re
-import zlib
 from sys import intern
 from typing import Annotated, Any
 
@@ -223,14 +222,12 @@ from msgspec import Meta, Struct, field
 from msgspec.structs import replace
 
 from ..canonical import CanonicalArgs, args_equivalent, restore_canonical, truncate_middle
-from ..events import Text
 from .base import (
     CallView,
     Finding,
     ResultView,
     Signal,
     SignalConfig,
-    find_entry,
     moved_poll_answer,
     poll_answer,
     says_in_progress,
@@ -264,17 +261,6 @@ def _same_read_after_wait(anchor: str, text: str) -> bool:
     of a hung test log, one in eleven joined by ``&&``, were six runs and never reached the
     count of a read that does not move."""
     return _LEADING_SLEEP.sub('"', anchor, count=1) == _LEADING_SLEEP.sub('"', text, count=1)
-
-
-SAID_KEPT = 4
-"""The agent's messages remembered for whether it repeats itself (``parrot``)."""
-
-
-def _said(text: str) -> bytes:
-    """A code of what a message says (4 bytes): its first 512 characters, case and spacing
-    folded."""
-    code = zlib.crc32(" ".join(text[:512].lower().split()).encode("utf-8", "surrogatepass")) or 1
-    return code.to_bytes(4, "little")
 
 
 PASSED_RERUNS = 10
@@ -405,11 +391,6 @@ class RepeatedToolCallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True)
     (``steady_answer``; 0: not compared yet)."""
     failed: int = 0
     """Failed results of the run (an unchanged failing call is failure-loop's)."""
-    said: bytes = b""
-    """Codes of the agent's last ``SAID_KEPT`` messages (``_said``), 4 bytes each, oldest
-    first."""
-    parrot: bool = False
-    """The agent's latest message said again one of those before it."""
     reported: int = 0
     """Call key of the last run reported by the same-result rule: a later run of
     the same call, after an interleaved one, asks the same answered question
@@ -468,18 +449,6 @@ class RepeatedToolCall(Signal):
         if state.poll_key:
             state.poll_key = state.poll_count = 0
             state.poll_moved = False
-
-    def on_text(self, state: Any, event: Text) -> Finding | None:
-        text = event.text
-        if text is not None:
-            said = _said(text)
-            kept = state.said
-            parrot = find_entry(kept, said, 4) >= 0
-            if state.parrot is not parrot:
-                state.parrot = parrot
-            if not parrot:
-                state.said = (kept + said)[-4 * SAID_KEPT :]
-        return None
 
     def on_call(self, state: Any, call: CallView) -> Finding | None:
         if (self.exempt and call.tool in self.exempt) or call.tool in NEUTRAL_TOOLS:
@@ -642,7 +611,7 @@ class RepeatedToolCall(Signal):
                 outcome = last
             elif state.report != report:
                 state.report = report
-        if outcome == last and result.asked and not state.write and not state.parrot:
+        if outcome == last and result.asked and not result.parrot and not state.write:
             # Asked again after its user said something new, the agent itself having said
             # something new since (a customer's line record re-read after each thing they
             # tried on the phone, each time with the next step to try): the read answers
