@@ -483,3 +483,18 @@ def test_reads_after_waits_are_one_poll_only_when_they_read_the_same() -> None:
     assert not same("sleep 10; tail -n 3 /tmp/a.log", "sleep 10; tail -n 3 /tmp/b.log")
     # a sleep inside the read is the read's own: only the opening wait is left out
     assert not same("sleep 10; tail x; sleep 5; cat y", "sleep 10; tail x; cat y")
+
+
+@pytest.mark.parametrize(("action", "passed"), [
+    ("test_threadpool", True), ("unit_tests", True), ("foo_test", True), ("pytest", True),
+    ("latest", False), ("contest_entries", False), ("make", False),
+])
+def test_a_test_program_run_by_its_own_name_is_a_test_run(action: str, passed: bool) -> None:
+    """`./build/tests/c/test_threadpool --repeat 10` re-run to catch a 1-in-30 flake: its
+    passes alike are checks, as pytest's are, up to PASSED_RERUNS."""
+    from streamguard.signals.base import ResultView
+    from streamguard.signals.repeat import _test_passed
+
+    output = "all 7 tests passed (10 repetitions)"
+    view = ResultView(ToolResult(session="p", tool="bash", result=output), False, 1, len(output), action=action)
+    assert _test_passed(view) is passed

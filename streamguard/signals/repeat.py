@@ -269,6 +269,9 @@ PASSED_RERUNS = 10
 _TEST_ACTION = re.compile(
     r"(?:(?:npx|bunx) )?(?:pytest|py\.test|jest|vitest|mocha|rspec|phpunit|tox|nox|ctest"
     r"|(?:go|cargo|npm|yarn|pnpm|mvn|gradle|dotnet|make|bazel) test)\b"
+    # a test program run by its own name (`./build/tests/test_threadpool --repeat 10`,
+    # `./bin/unit_tests`): its action is the program's name
+    r"|test_[\w-]{1,64}$|[\w-]{1,64}_tests?$"
 )
 _TEST_PASSED = re.compile(
     r"(?i)\b[1-9]\d*\s+pass(?:ed|ing)\b|^ok\s|(?-i:\bPASS(?:ED)?\b)|\ball tests passed\b|\btests? passed\b"
