@@ -265,6 +265,31 @@ def test_a_check_the_user_asked_for_at_its_pace_may_fail_the_same_way_until_it_h
     assert [a for a in _checked(20.0, asked) if a.signal == "failure-loop"]
 
 
+def test_an_inbox_watched_as_asked_may_find_nothing_until_the_reply_comes() -> None:
+    """AgentDojo's search answers "No emails found." as a failure: searched after each
+    five-minute wait as its user asked, it is the watch, not a failure loop; with no watch
+    asked, the same failure re-sent five times is one."""
+    from streamguard.events import Text
+
+    def searches(request: str | None) -> list[str]:
+        trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
+        if request is not None:
+            trace.append(Text(session="f", role="user", text=request, ts=1000.0))
+        at = 1001.0
+        for _ in range(8):
+            trace += [ToolCall(session="f", tool="wait", args={"seconds": 300}, ts=at),
+                      ToolResult(session="f", tool="wait", result="Waited 300 seconds.", ts=at + 300),
+                      ToolCall(session="f", tool="search_emails", args={"query": "late checkout"}, ts=at + 301),
+                      ToolResult(session="f", tool="search_emails", ts=at + 302,
+                                 error="No emails found. Try with a different query.")]
+            at += 303
+        engine = Engine(parse_policy_set(WARN))
+        return [o.signal for e in trace for o in engine.process(e, e.ts) if isinstance(o, Alert)]
+
+    assert "failure-loop" not in searches("Please wait for their reply: check every 5 minutes, up to an hour.")
+    assert "failure-loop" in searches(None)
+
+
 def _backoff(errors: list[str], sleeps: bool) -> list[Alert]:
     trace: list[Any] = [TurnStart(session="f", ts=1000.0)]
     at = 1001.0

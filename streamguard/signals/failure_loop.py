@@ -68,7 +68,8 @@ Severity: critical, session scope
 
 A check the user asked for
     A failure that says what it looked for is not there (yet) — "No such file", "not
-    found", a 404 — checked again after a deliberate wait in a session whose user
+    found", a 404, a search's "No emails found." (AgentDojo's inbox watched for a reply,
+    halted at its fifth check in a blind batch) — checked again after a deliberate wait in a session whose user
     asked the agent to watch ("check every 10 minutes for up to two hours":
     ``ResultView.watched`` and ``paced``) is not counted: the same "No such file" at
     each check is what waiting for a bank's late file looks like. In a blind batch
@@ -163,6 +164,9 @@ SIGNAL_ID = "failure-loop"
 _NOT_THERE_YET = re.compile(
     r"(?i)no such (?:file|key|object|bucket|table|resource)|does ?n[o']t exist|not (?:yet )?(?:found|available|ready)"
     r"|cannot (?:access|find|open)|\b404\b|nosuchkey"
+    # a search that found nothing yet, told as a failure (AgentDojo's "No emails found.
+    # Try with a different query."): the reply the user asked the agent to wait for
+    r"|\bno (?:[a-z]+ ){0,2}(?:found|yet)\b|\bnothing (?:found|yet)\b"
 )
 _WAIT_CANNOT_CHANGE = re.compile(r"(?i)command not found|no module named|not recognized as|modulenotfound|importerror")
 
