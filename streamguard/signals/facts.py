@@ -633,13 +633,9 @@ def _redirects(head: str) -> bool:
     return _REDIRECT.search(_QUOTED.sub("''", head)) is not None
 
 
-_REDIRECT_TARGET = re.compile(r"(?<![0-9&>])>>?(?!&)[ \t]*(?!/dev/null)([^\s&|;<>()]+)")
-
-
-def redirect_targets(head: str) -> set[str]:
-    """The files a command line redirects its output to (``> /tmp/p2.json``, ``>>
-    run.log``; not ``2>&1``, not ``/dev/null``), as written on it."""
-    return {target[1] for target in _REDIRECT_TARGET.finditer(head)} if ">" in head else set()
+REDIRECT_TARGET = re.compile(r"(?<![0-9&>])>>?[ \t]*(?!/dev/null\b)(?!&)([\w./@+-]+)")
+"""A file a command line redirects its output to (``> /tmp/p2.json``, ``>> run.log``; not
+``2>&1``, not ``/dev/null``), as written on it: the group. Read outside quoted words."""
 
 
 _SCRATCH_READERS = frozenset({
@@ -648,7 +644,7 @@ _SCRATCH_READERS = frozenset({
 })
 """Programs that only show a file they are given: the read-back of a scratch file."""
 _OTHER_REDIRECT = re.compile(r"(?:\d|&)>[>|]?[ \t]*(?!&|/dev/null)\S|>\|")
-"""A redirection ``_REDIRECT_TARGET`` does not read (``2> errors.log``, ``&> all.log``,
+"""A redirection :data:`REDIRECT_TARGET` does not read (``2> errors.log``, ``&> all.log``,
 ``>| f``)."""
 
 
@@ -668,18 +664,18 @@ def _writes_scratch_read_back(head: str) -> bool:
     if _OTHER_REDIRECT.search(bare) is not None:
         return False
     found = False
-    for target in _REDIRECT_TARGET.finditer(bare):
+    for target in REDIRECT_TARGET.finditer(bare):
         path = target[1]
         if not path.startswith("/tmp/") or len(path) <= 5 or ".." in path:
             return False
-        mention = re.compile(re.escape(path) + r"(?![\w./-])")
-        later = bare[target.end():]
         mentions = 0
-        for segment in _SEGMENT_SPLIT.split(later)[1:]:
-            if mention.search(segment) is None:
+        for segment in _SEGMENT_SPLIT.split(bare[target.end():])[1:]:
+            if path not in segment:
                 continue
+            # shown by a reader as one of its own words; any other mention (`-d @/tmp/b`,
+            # `< /tmp/q.sql`, `/tmp/ab` for `/tmp/a`) may consume it: a write
             words = segment.split()
-            if not words or words[0] not in _SCRATCH_READERS or "<" in segment or "@" + path in segment:
+            if not words or words[0] not in _SCRATCH_READERS or "<" in segment or path not in words:
                 return False
             mentions += 1
         if not mentions:
@@ -1132,7 +1128,7 @@ def asked_watch_in(text: str) -> bool:
     text = text[:ASKED_WATCH_READ].replace("\u00a0", " ")  # a phone's no-break space
     for match in _ASKED_WATCH.finditer(text):
         start, end = match.start(), match.end()
-        clause_start = max(text.rfind(mark, 0, start) for mark in _CLAUSE_MARKS) + 1
+        clause_start = _clause_start(text, start)
         following = _CLAUSE_END.search(text, end)
         clause_end = following.start() if following is not None else len(text)
         if _WATCH_DENIED.search(text, clause_start, start) is not None:
@@ -1200,35 +1196,36 @@ def asked_repetitions(text: str) -> int:
     head = text[:ASKED_WATCH_READ]
     low = head.lower()
     asked = 0
-    for match in (
-        _ASKED_REPETITIONS.finditer(head)
-        if "time" in low or "x" in low or "iteration" in low or "round" in low or "trial" in low
-        else ()
-    ):
-        start = match.start()
-        clause_start = max(head.rfind(mark, 0, start) for mark in _CLAUSE_MARKS) + 1
-        before = head[clause_start:start].strip(_CLAUSE_TRIM)
-        if before and _ASKED_RUN_OPENING.fullmatch(before + " ") is None:
-            continue  # the verb does not open its clause: told, not asked
-        word = match.group(1).lower().split()[-1]
-        count = int(word) if word.isdigit() else _NUMBER_WORDS.get(word, 0)
-        if count >= 3:
-            asked = max(asked, min(count, ASKED_REPETITIONS_MAX))
+    if "time" in low or "x" in low or "iteration" in low or "round" in low or "trial" in low:
+        for match in _ASKED_REPETITIONS.finditer(head):
+            start = match.start()
+            before = head[_clause_start(head, start):start].strip(_CLAUSE_TRIM)
+            if before and _ASKED_RUN_OPENING.fullmatch(before + " ") is None:
+                continue  # the verb does not open its clause: told, not asked
+            asked = max(asked, _asked_count(match.group(1).lower().split()[-1]))
     if "row" in low or "consecutive" in low or "successive" in low or "straight" in low or (
         "clean" in low or "green" in low or "passing" in low
     ):
         for match in _ASKED_STREAK.finditer(head):
             start = match.start()
-            clause_start = max(head.rfind(mark, 0, start) for mark in _CLAUSE_MARKS) + 1
-            if _STREAK_TOLD.search(head, clause_start, start) is not None:
+            if _STREAK_TOLD.search(head, _clause_start(head, start), start) is not None:
                 continue  # "has failed for at least 50 consecutive runs": history, not a request
-            word = match.group(2).lower()
-            count = int(word) if word.isdigit() else _NUMBER_WORDS.get(word, 0)
-            if match.group(1).lower().startswith("at"):
-                count *= 2  # at least so many: the agent may go past it
-            if count >= 3:
-                asked = max(asked, min(count, ASKED_REPETITIONS_MAX))
+            # at least so many: the agent may go past it
+            twice = 2 if match.group(1).lower().startswith("at") else 1
+            asked = max(asked, _asked_count(match.group(2).lower(), twice))
     return asked
+
+
+def _clause_start(head: str, start: int) -> int:
+    """Where the clause that holds ``head[start]`` opens (after a mark of :data:`_CLAUSE_MARKS`)."""
+    return max(head.rfind(mark, 0, start) for mark in _CLAUSE_MARKS) + 1
+
+
+def _asked_count(word: str, factor: int = 1) -> int:
+    """The count a request's number word gives, times ``factor``, at most
+    :data:`ASKED_REPETITIONS_MAX`; 0 under 3 (no run of repetitions)."""
+    count = (int(word) if word.isdigit() else _NUMBER_WORDS.get(word, 0)) * factor
+    return min(count, ASKED_REPETITIONS_MAX) if count >= 3 else 0
 
 
 def names_restart(tool: str) -> bool:

@@ -425,9 +425,9 @@ from .facts import (
     FLAG_SEARCH,
     FLAG_SHELL,
     FLAG_WRITE,
+    REDIRECT_TARGET,
     command_text,
     name_words,
-    redirect_targets,
     tool_glob_matcher,
 )
 from .repeat import DEFAULT_POLLING_TOOLS
@@ -474,7 +474,6 @@ are its call's."""
 _NUMBERED_HIT = re.compile(r"^(?:[^\s:]{1,256}:)?\d{1,9}[:-]", re.MULTILINE)
 """A line a search found, numbered as ``grep -n`` prints it (``74:    fmt::format_to(...``,
 ``src/a.h:74:...``)."""
-_QUOTED_WORDS = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 def _numbered_hits(result: ResultView) -> bool:
@@ -490,7 +489,7 @@ def _search_places(call: CallView) -> str:
     command = command_text(call.args)
     if not command or ("'" not in command and '"' not in command):
         return read_names(call)
-    head = _QUOTED_WORDS.sub("''", command[:TARGET_SPAN])
+    head = _QUOTED_TEXT.sub("''", command[:TARGET_SPAN])
     targets = _TARGETS.findall(head)
     return "\0".join(targets) if targets else ""
 
@@ -886,7 +885,7 @@ _HTTP_ERROR = re.compile(r"\bHTTP(?:/\d(?:\.\d)?)? ?[45]\d\d\b|\b(?:429 Too Many
 """An HTTP error status in a command's output (``HTTP 503``, ``HTTP/1.1 429``)."""
 
 
-_WRITTEN = re.compile(r"(?<![0-9&>])>>?[ \t]*(?!/dev/null\b)(?!&)([\w./@+-]+)")
+_WRITTEN = REDIRECT_TARGET
 """A redirect's target file (``> genomes/batch_07.fa``, ``>> log.txt``; not ``2>&1``, not
 ``/dev/null``)."""
 
@@ -931,7 +930,7 @@ def read_names(call: CallView) -> str:
                 # not the files the line writes its own output to (`cx-api get ... >
                 # /tmp/p7.json && jq ... /tmp/p7.json`): the line reads what it fetched, and
                 # a new scratch file for each fetch of one stuck page made each a new place
-                written = redirect_targets(head)
+                written = set(_WRITTEN.findall(_QUOTED_TEXT.sub("''", head)))
                 if written:
                     targets = [target for target in targets if target not in written]
             if head.find("ssh") >= 0:
