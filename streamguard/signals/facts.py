@@ -558,7 +558,7 @@ _LEADING_WORD = re.compile(r"\s*([A-Za-z]+)")
 def _unquoted_marks(head: str) -> str:
     """``head`` with each quoted word's inside blanked, its length kept: ``<<<`` within
     quotes (``grep -rn '<<<' scripts/``) is text, not a here-string."""
-    return _QUOTED.sub(lambda m: m[0][0] + " " * (len(m[0]) - 2) + m[0][-1], head)
+    return QUOTED_WORD.sub(lambda m: m[0][0] + " " * (len(m[0]) - 2) + m[0][-1], head)
 
 
 def _here_string_writes(head: str) -> bool:
@@ -587,7 +587,7 @@ def _here_string_writes(head: str) -> bool:
     return False
 
 
-_QUOTED = re.compile(r"'[^']*+'|\"[^\"]*+\"")
+QUOTED_WORD = re.compile(r"'[^']*+'|\"[^\"]*+\"")
 """A quoted word of a one-line command with no escapes in it: a ``>`` inside it is text
 (``grep -n '->' src``, ``python -c "print(a > b)"``), not a redirection. (Possessive, and
 read only where no backslash is: linear on any line.)"""
@@ -628,9 +628,9 @@ def _redirects(head: str) -> bool:
         if not all(runner.endswith("awk") for runner in runners):
             return True
         return _REDIRECT.search(
-            _QUOTED.sub(lambda word: word[0] if _AWK_REDIRECT.search(word[0]) else "''", head)
+            QUOTED_WORD.sub(lambda word: word[0] if _AWK_REDIRECT.search(word[0]) else "''", head)
         ) is not None
-    return _REDIRECT.search(_QUOTED.sub("''", head)) is not None
+    return _REDIRECT.search(QUOTED_WORD.sub("''", head)) is not None
 
 
 REDIRECT_TARGET = re.compile(r"(?<![0-9&>])>>?[ \t]*(?!/dev/null\b)(?!&)([\w./@+-]+)")
@@ -660,7 +660,7 @@ def _writes_scratch_read_back(head: str) -> bool:
     before."""
     if "/tmp/" not in head or "\n" in head or "\\" in head or "$(" in head or "`" in head:
         return False
-    bare = _QUOTED.sub("''", head) if ("'" in head or '"' in head) else head
+    bare = QUOTED_WORD.sub("''", head) if ("'" in head or '"' in head) else head
     if _OTHER_REDIRECT.search(bare) is not None:
         return False
     found = False
@@ -1889,7 +1889,7 @@ def shell_facts(text: str) -> CallFacts:
             before = before[:-2]
         elif before.endswith((";", "|", "(")):
             before = before[:-1]
-        if _BACKGROUND.search(_QUOTED.sub("''", before)) is not None and (
+        if _BACKGROUND.search(QUOTED_WORD.sub("''", before)) is not None and (
             _SHELL_LOOP_HEAD.match(before) is None
         ):
             launched = shell_facts(before)

@@ -425,6 +425,7 @@ from .facts import (
     FLAG_SEARCH,
     FLAG_SHELL,
     FLAG_WRITE,
+    QUOTED_WORD,
     REDIRECT_TARGET,
     command_text,
     name_words,
@@ -489,7 +490,7 @@ def _search_places(call: CallView) -> str:
     command = command_text(call.args)
     if not command or ("'" not in command and '"' not in command):
         return read_names(call)
-    head = _QUOTED_TEXT.sub("''", command[:TARGET_SPAN])
+    head = QUOTED_WORD.sub("''", command[:TARGET_SPAN])
     targets = _TARGETS.findall(head)
     return "\0".join(targets) if targets else ""
 
@@ -897,10 +898,7 @@ def written_names(call: CallView) -> str:
     if not command or ">" not in command:
         return ""
     # (a `>` inside quotes is no redirect: `awk '$3 > 100'`, `python -c 'print(3 > 2)'`)
-    return "\0".join(_WRITTEN.findall(_QUOTED_TEXT.sub("''", command[:TARGET_SPAN])))
-
-
-_QUOTED_TEXT = re.compile(r"'[^']*+'|\"[^\"]*+\"")
+    return "\0".join(_WRITTEN.findall(QUOTED_WORD.sub("''", command[:TARGET_SPAN])))
 
 
 def read_names(call: CallView) -> str:
@@ -930,7 +928,7 @@ def read_names(call: CallView) -> str:
                 # not the files the line writes its own output to (`cx-api get ... >
                 # /tmp/p7.json && jq ... /tmp/p7.json`): the line reads what it fetched, and
                 # a new scratch file for each fetch of one stuck page made each a new place
-                written = set(_WRITTEN.findall(_QUOTED_TEXT.sub("''", head)))
+                written = set(_WRITTEN.findall(QUOTED_WORD.sub("''", head)))
                 if written:
                     targets = [target for target in targets if target not in written]
             if head.find("ssh") >= 0:
