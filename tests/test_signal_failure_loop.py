@@ -355,6 +355,15 @@ def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() ->
     # a back end's own time-out named as such, and a refusal that asks to be retried
     ("ProvisioningTimeout: HLR update for 555-433-6780 did not complete within 15s", True),
     ("ProvisioningError: HLR busy (code 0x21), retry later", True),
+    # AWS's codes of a request refused for its rate, however the SDK words the rest
+    ("An error occurred (SlowDown) when calling the ListObjectsV2 operation (reached max retries: 0):"
+     " Please reduce your request rate.", True),
+    ("SlowDown: Please reduce your request rate. (Service: Amazon S3; Status Code: 503)", True),
+    ("An error occurred (RequestLimitExceeded) when calling the DescribeInstances operation", True),
+    ("ProvisionedThroughputExceededException: The level of configured provisioned throughput"
+     " for the table was exceeded", True),
+    ("TooManyRequestsException: Rate exceeded", True),
+    ("the report shows a 20 % slowdown in p99 latency", False),
     ("TimeoutError: test_upload exceeded 5000 ms", False),
     ("Invalid API key; fix your credentials and retry later", False),
     ("Do not retry later; this request is malformed", False),

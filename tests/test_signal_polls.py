@@ -109,6 +109,11 @@ UNDER_WAY = [
     {"FleetId": "fleet-2010", "Status": "ACTIVATING"}, {"InstanceId": "i-0a1", "State": {"Name": "stopping"}},
     # a status printed alone (`aws rds describe-db-instances --query ... --output text`)
     "creating\n", "PENDING", '"IN_PROGRESS"', "  provisioning...  ",
+    # ...or beside fields a template printed that are no words (`kubectl get postgresql
+    # -o jsonpath='{.spec.postgresql.version} {.status.PostgresClusterStatus}'`), as a
+    # runner's envelope carries it too
+    "16 Updating", "Pending 0/3", "acid-billing v2.4.1 Progressing\n",
+    '{"exit_code": 0, "stdout": "16 Updating", "stderr": ""}',
     # parts done beside a status under way: a CI run whose lint job completed
     {"status": "in_progress", "jobs": [{"name": "lint", "status": "completed", "conclusion": "success"},
                                        {"name": "test", "status": "in_progress", "conclusion": ""}]},
@@ -297,6 +302,11 @@ NOT_UNDER_WAY = [
     "extract success\nbuild success\npublish success\n",
     "extract success\nbuild failed\npublish running\n",
     "nginx running\npostgres running",
+    # a name beside the word (where a service stays), more words than fields, an envelope
+    # whose output is more than a line of fields or whose error says a failure
+    "nginx running", "16 Updating now", "the 16 jobs pending review were rejected",
+    '{"exit_code": 0, "stdout": "nginx running", "stderr": ""}',
+    '{"exit_code": 0, "stdout": "16 Updating", "stderr": "error: connection refused"}',
     "deploy finished in 12s\nworkers running",
     "\n".join(f"task_{n} success" for n in range(70)) + "\nlast running",
     "",

@@ -23,6 +23,7 @@ from streamguard.signals.result_stall import (
     LISTED_ITEMS,
     SILENT_SWEEP,
     _ids,
+    _kube_object,
     found_nothing,
     light_template,
     listed_code,
@@ -795,6 +796,55 @@ def test_pages_of_other_names_on_one_host_are_a_sweep() -> None:
         "bash", {"command": f"curl -sI https://www.example.io/orders/{1000 + n}/label | grep -i etag"},
         "etag: W/\"0\"\r\n")]
     assert hits(ids) != []
+
+
+def test_a_cluster_cli_names_the_object_its_sub_command_reads() -> None:
+    """Twenty-four gateway pods each asked for their readiness through `kubectl exec`,
+    each answering 200 and the proxy's version: the pod is the place, as the namespace
+    is. The same pod asked again and again is stale, a listing by label names no object,
+    and the type and name of `get` or `describe` (or `type/name`) are one place."""
+    answer = "200\n8d3e2b0e4f4f81a6d2c3b8e7a1f9d0c5c1e2b3a4/1.31.2-dev/Clean/RELEASE/BoringSSL"
+    pods = [f"istio-ingressgateway-7b9f8c6d5-{word(i + 100)}" for i in range(24)]
+    probe = ("kubectl -n istio-ingress exec {pod} -c istio-proxy -- sh -c "
+             "'curl -s -o /dev/null -w \"%{{http_code}}\" localhost:15021/healthz/ready; echo'")
+    sweep = [event for pod in pods for event in step("run_command", {"command": probe.format(pod=pod)}, answer)]
+    assert hits(sweep) == []
+    same = [event for i in range(12) for event in step(
+        "run_command", {"command": probe.format(pod=pods[0]) + f" # try {i}"}, answer)]
+    assert hits(same) == [9]
+    listing = [event for i in range(12) for event in step(
+        "run_command", {"command": f"kubectl -n istio-ingress get pods -l istio=ingressgateway --v={i}"}, answer)]
+    assert hits(listing) == [9]
+    for form in ("kubectl -n web describe pod {pod}", "kubectl get pod/{pod} -o yaml", "kubectl logs {pod} --tail=5"):
+        objects = [event for pod in pods[:12] for event in step(
+            "run_command", {"command": form.format(pod=pod)}, answer)]
+        assert hits(objects) == [], form
+    assert _kube_object("kubectl -n a get job migrate-7 -o jsonpath='{.status}'") == "get job migrate-7"
+    assert _kube_object("kubectl --context prod logs deploy/api -c app --tail=2") == "logs deploy/api"
+    assert _kube_object("kubectl get pods -l app=web") == ""
+    assert _kube_object("kubectl apply -f job.yaml") == ""
+
+
+def test_an_http_response_read_again_is_the_same_answer_whatever_its_date() -> None:
+    """One health endpoint fetched with `curl -i` under forty reworded command lines, each
+    answered 503 with the date the server answered at: the date is no news. Pages of other
+    names answering alike are still a sweep."""
+    def response(n: int) -> str:
+        return (f"HTTP/2 503 \r\ndate: Wed, 29 Oct 2025 12:{28 + n // 60:02d}:{n % 60:02d} GMT\r\n"
+                "content-type: text/html\r\ncontent-length: 190\r\n\r\n<html><body><h1>503 Service "
+                "Temporarily Unavailable</h1></body></html>")
+    flags = ["", "-H 'Accept: application/json'", "--http1.1", "-k", "-A Mozilla/5.0", "--retry 3"]
+    stuck = [event for n in range(14) for event in step(
+        "run_command", {"command": f"curl -sS -i {flags[n % 6]} https://eta.example.app/health"}, response(n * 7))]
+    assert hits(stuck) != []
+    pages = [event for n in range(14) for event in step(
+        "run_command", {"command": f"curl -sS -i https://eta.example.app/{word(n)}/health"}, response(n * 7))]
+    assert hits(pages) == []
+    # a mail's date names which mail it is
+    mails = [event for n in range(14) for event in step(
+        "run_command", {"command": f"notmuch show --format=raw id:{n}"},
+        f"From: ops@example.app\nDate: Wed, 29 Oct 2025 12:{n:02d}:00 +0000\nSubject: nightly report")]
+    assert hits(mails) == []
 
 
 def test_parallel_reads_of_many_files_find_their_own_names() -> None:

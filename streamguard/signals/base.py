@@ -1191,6 +1191,20 @@ BARE_STATUS_LIMIT = 48
 _BARE_UNDER_WAY = re.compile(rf"\s*[\"']?(?:{_PROGRESS_WORDS})[\"']?[.…]{{0,3}}\s*")
 """An answer that is a word of work under way and nothing else (``creating``, ``PENDING``,
 ``"IN_PROGRESS"``), read over folded text."""
+_FIELD_TOKEN = r"(?=[^\s\d]*[\d_./:=-])[^\s\"']{1,40}"
+"""A field a template prints beside a status that is no word: a number, a version, a count
+of ready replicas, a name joined by dashes (``16``, ``v1.4.2``, ``2/3``, ``acid-billing``)."""
+_BARE_FIELDS_UNDER_WAY = re.compile(
+    rf"\s*(?:{_FIELD_TOKEN}[ \t]+){{1,3}}[\"']?(?:{_PROGRESS_WORDS})[\"']?[.…]{{0,3}}"
+    rf"(?:[ \t]+{_FIELD_TOKEN}){{0,3}}\s*"
+    rf"|\s*[\"']?(?:{_PROGRESS_WORDS})[\"']?(?:[ \t]+{_FIELD_TOKEN}){{1,3}}\s*"
+)
+"""A line of a few fields, one of them a word of work under way and none of the others a
+word (``16 Updating``, ``Pending 0/3``), read over folded text: a service's ``nginx
+running`` is a name and where it stays, no work under way."""
+_STDOUT_VALUE = re.compile(rf'"stdout"\s*:\s*"([^"\\]{{1,{BARE_STATUS_LIMIT}}})"')
+"""A runner's envelope's output when it is one short line (``{"exit_code": 0, "stdout": "16
+Updating", "stderr": ""}``), over folded text."""
 _JOB_ACTIVE = re.compile(r"\"(?:status|state|job_?status)\"\s*:\s*\"active\"")
 """A status ``"active"`` (read over folded text), which says work under way beside a job's
 id (:data:`_JOB_KEY`)."""
@@ -1742,10 +1756,21 @@ def says_in_progress(result: ResultView) -> bool:
                 if steps:
                     under_way = True
                     done_parts = min(done, done_parts + steps)
-            if not under_way and len(text) <= BARE_STATUS_LIMIT and _BARE_UNDER_WAY.fullmatch(folded):
+            if not under_way and len(text) <= BARE_STATUS_LIMIT and (
+                _BARE_UNDER_WAY.fullmatch(folded) is not None
+                or _BARE_FIELDS_UNDER_WAY.fullmatch(folded) is not None
+            ):
                 # A status printed alone (`aws rds describe-db-instances --query
-                # '...DBInstanceStatus' --output text` answering "creating"): its value.
+                # '...DBInstanceStatus' --output text` answering "creating"): its value; or
+                # beside the other fields a template printed, none of them a word
+                # (`kubectl get postgresql ... -o jsonpath='{.spec.postgresql.version}
+                # {.status.PostgresClusterStatus}'` answering "16 Updating").
                 under_way = True
+            if not under_way and text[:1] == "{" and '"stdout"' in folded:
+                # so printed, as a runner's envelope carries it
+                output = _STDOUT_VALUE.search(folded)
+                if output is not None and _BARE_FIELDS_UNDER_WAY.fullmatch(output[1]) is not None:
+                    under_way = True
             if (
                 not under_way and ("\n" in text or "\t" in text)
                 and _STATUS_LINE_UNDER_WAY.search(text) is not None
@@ -1849,6 +1874,11 @@ _TRANSIENT = re.compile(
     r"|(?:provisioning|upstream|backend)[ _-]?time-?out"
     r"|connection (?:refused|reset|timed out)|(?:read|connect|request) timed out|econnrefused|etimedout"
     r"|could not resolve host|name resolution|concurrency limit|currently running|lock wait timeout"
+    # AWS's own codes of a request refused for its rate (S3's "An error occurred (SlowDown)
+    # ... Please reduce your request rate", EC2's RequestLimitExceeded, DynamoDB's
+    # ProvisionedThroughputExceededException, API Gateway's TooManyRequestsException)
+    r"|\(slow ?down\)|reduce your request rate|request ?limit ?exceeded|toomanyrequests"
+    r"|provisioned ?throughput ?exceeded"
 )
 """What a failure says when the service it reached is down or busy rather than the
 request wrong: a 429 or a 502 to 504 given as a status (after a word that says so, or

@@ -79,7 +79,10 @@ What it catches
       host and path (the path's numbers masked), the places of cloud and cluster
       CLIs (``--region``,
       ``--namespace``, ``--bucket``, ``--resource-group``...), the host of an
-      ``ssh`` and the object a ``gh run view <id>`` reads, in the first
+      ``ssh``, the object a ``gh run view <id>`` reads and the one a ``kubectl exec``,
+      ``logs``, ``get`` or ``describe`` names (``_kube_object``: twenty-four gateway pods
+      each answering 200 to a readiness probe were halted as a stall in a blind batch),
+      in the first
       ``TARGET_SPAN`` characters of its command, ``cat
       a/Dockerfile``, ``curl https://eu.example.net/...``, ``aws ec2
       describe-instances --region eu-west-1``, ``ssh api-03 "zgrep ..."``, an AWS
@@ -192,6 +195,10 @@ What it catches
       phrase, halted 30 calls before the budget ran out), halts three sooner
       (by 1 to 3 calls), and changes no normally ended session and no judged
       not-loop;
+    * an HTTP response's ``Date`` header (``date: Wed, 29 Oct 2025 12:28:00 GMT``, as
+      ``curl -i`` prints it) is not news: it says when the server answered. One health
+      endpoint fetched under forty-eight reworded command lines, each 503 with its own
+      date, was never stale in a blind batch;
     * a failure's opaque ids are not news: a UUID or a run of 16 to 64 lower-case hex
       digits (``correlationId: c2347299-f88c-...``, a trace id) in an error is masked,
       so a rejected request re-sent with cosmetic changes, answered each time by the
@@ -782,6 +789,50 @@ _KUBE_NAMESPACE = re.compile(r"(?<![\w-])-n(?:=|[ \t]+)[\"']?[^\s'\"|;&)-][^\s'\
 """``kubectl``'s, ``helm``'s and ``oc``'s namespace in its short form (``-n team-alpha``,
 ``-n "team-alpha"``), read only in a segment run by one of them (:data:`_KUBE_SEGMENT`:
 ``head -n 20`` names no place, nor does it after ``kubectl logs web |``)."""
+_KUBE_OBJECT_VERB = re.compile(r"\b(?:exec|logs|describe|get|top|port-forward)\b")
+_KUBE_VALUE_FLAGS = frozenset({
+    "-n", "--namespace", "-c", "--container", "--context", "--cluster", "--kubeconfig", "-l",
+    "--selector", "-o", "--output", "--tail", "--since", "--since-time", "--field-selector",
+    "--sort-by", "--template", "-f", "--filename", "--request-timeout", "--as", "--user",
+})
+"""``kubectl``'s flags that take a value as the next word (``-n istio-ingress``)."""
+_KUBE_NAMED_VERBS = frozenset({"exec", "logs", "port-forward"})
+"""Sub-commands whose first word is the object itself (a pod, ``deploy/api``)."""
+_KUBE_TYPED_VERBS = frozenset({"get", "describe", "top"})
+"""Sub-commands whose words are a type, then the object (``get job migrate-7``), or
+``type/name`` in one."""
+
+
+def _kube_object(segment: str) -> str:
+    """The object one ``kubectl`` or ``oc`` segment reads by name (``exec web-7f9 -- ...``:
+    ``exec web-7f9``; ``get job migrate-7 -o jsonpath=...``: ``get job migrate-7``), "" for
+    a listing (``get pods -l app=web``) or any other sub-command."""
+    words = segment.split(None, 24)[1:]
+    verb = ""
+    named: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word == "--":
+            break
+        if word[:1] == "-":
+            skip = "=" not in word and word in _KUBE_VALUE_FLAGS
+            continue
+        if not verb:
+            if word not in _KUBE_NAMED_VERBS and word not in _KUBE_TYPED_VERBS:
+                return ""
+            verb = word
+            continue
+        named.append(word)
+        if verb in _KUBE_NAMED_VERBS or "/" in word or len(named) == 2:
+            break
+    if not named or (verb in _KUBE_TYPED_VERBS and len(named) < 2 and "/" not in named[0]):
+        return ""
+    return f"{verb} {' '.join(named)}"
+
+
 _MASK_NUMBERS = str.maketrans("0123456789", "##########")
 _SSH_HOST = re.compile(
     # `ssh` as the command of a segment, its options (those that take a value skipped with
@@ -943,6 +994,14 @@ def read_names(call: CallView) -> str:
                 # Only in that program's own segment (not `kubectl logs web | head -n 5`).
                 for segment in _KUBE_SEGMENT.findall(head):
                     targets += _KUBE_NAMESPACE.findall(segment)
+            if head.find("kubectl") >= 0 and _KUBE_OBJECT_VERB.search(head) is not None:
+                # and the object its sub-command reads (`kubectl -n istio-ingress exec
+                # istio-ingressgateway-7b9f8c6d5-8xpym -- curl ...`, `kubectl logs job/x`):
+                # twenty-four gateway pods each answering 200 are twenty-four answers
+                for segment in _KUBE_SEGMENT.findall(head):
+                    found = _kube_object(segment)
+                    if found:
+                        targets.append(found)
             if targets:
                 names = "\0".join(targets)
                 if "://" in names:
@@ -2167,9 +2226,9 @@ def _unmoved(text: str) -> str:
     address (:data:`_OBJECT_ADDRESS`), a timestamp element (:data:`_TIMESTAMP_ELEMENT`),
     npm's log of a failed run (:data:`_NPM_LOG`), an age in an answer that says its work
     ended (:data:`AGO`: ``gh run view``'s "Triggered via push about 33 minutes ago"), a
-    failed build's time (:data:`_FAILED_BUILD_RUN`) and the reference an error page gives
-    its response (:data:`RESPONSE_REFERENCE`: Akamai's, Cloudflare's), each behind a
-    substring test."""
+    failed build's time (:data:`_FAILED_BUILD_RUN`), the reference an error page gives
+    its response (:data:`RESPONSE_REFERENCE`: Akamai's, Cloudflare's) and an HTTP
+    response's date (:data:`_HTTP_DATE`), each behind a substring test."""
     if " at 0x" in text:
         # An object's address in its default repr: where this run put it, not what it is.
         text = _OBJECT_ADDRESS.sub(" at 0x#", text)
@@ -2183,7 +2242,19 @@ def _unmoved(text: str) -> str:
         text = _FAILED_BUILD_RUN.sub(_build_run_masked, text)
     if has_response_reference(text):
         text = RESPONSE_REFERENCE_TEXT.sub("#", text)
+    if " GMT" in text:
+        text = _HTTP_DATE.sub("date: T", text)
     return text
+
+
+_HTTP_DATE = re.compile(
+    r"(?i)\bdate:[ \t]*(?:mon|tue|wed|thu|fri|sat|sun), \d\d (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct"
+    r"|nov|dec) \d{4} \d\d:\d\d:\d\d GMT"
+)
+"""An HTTP response's ``Date`` header (``date: Wed, 29 Oct 2025 12:28:00 GMT``, as ``curl -i``
+prints it): when the server answered, never what it said. The same 503 fetched forty-eight
+times, each with its own date, was a new answer every time in a blind batch. (Only the
+HTTP form, always GMT: a mail's ``Date:`` names which mail it is.)"""
 
 
 def _build_run_masked(match: re.Match[str]) -> str:
