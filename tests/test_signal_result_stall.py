@@ -2511,7 +2511,7 @@ def test_what_a_listing_lists_is_read_within_bounds() -> None:
     assert listed_values("alpha\nbeta\ngamma\n") == codes("alpha", "beta", "gamma")
     assert listed_values("alpha\tbeta\tgamma") == codes("alpha", "beta", "gamma")
     assert listed_values("alpha\nbeta") == b""
-    assert listed_values("alpha\nbeta gamma\ndelta") == b""
+    assert listed_values("alpha\nbeta gamma delta epsilon\nzeta") == b""
     assert listed_values("NAME READY\nweb-1 1/1\nweb-2 1/1") == b""
     assert listed_values('["alpha", "beta", "gamma"') == b""  # nor JSON text cut short
     row = {f"f{i}": f"value-{i}" for i in range(LISTED_FIELDS + 3)}
@@ -3117,6 +3117,51 @@ def test_an_address_whose_query_names_a_listed_item_reads_that_item() -> None:
 
     assert hits(lookups(True)) == []
     assert hits(lookups(False)) != []
+
+
+def test_an_address_names_a_listed_item_as_its_server_reads_it() -> None:
+    """A patient's medicines listed one a line in a file (some of two words), then each
+    looked up in a label database by an address whose query names it URL-encoded
+    (``%22amlodipine%22+AND+...``), most answering 404 "No matches found!"; and each DOI
+    of a list checked for retractions through a query that names it whole
+    (``filter=updates:10.1016/j.clnu.2019.06.011``), most answering none: each item's
+    answer. The same addresses with no listing before them are one hunt."""
+    medicines = ["amlodipine", "atorvastatin", "diltiazem", "metoprolol", "furosemide", "spironolactone",
+                 "ramipril", "levothyroxine", "omeprazole", "sertraline", "paracetamol", "ibuprofen",
+                 "metformin", "gliclazide", "donepezil", "tamsulosin", "alendronic acid", "calcium carbonate"]
+    def medicine_checks(listed: bool) -> list[Any]:
+        trace = step("read_file", {"path": "meds_pt0417.txt"}, "\n".join(medicines) if listed else "(empty)")
+        for name in medicines[:16]:
+            trace += step("fetch_url", {"url": "https://api.fda.gov/drug/label.json?search=openfda.generic_name:"
+                                               f"%22{name}%22+AND+(drug_interactions:apixaban)&limit=1"},
+                          '{"error": {"code": "NOT_FOUND", "message": "No matches found!"}}', error="HTTP 404")
+        return trace
+
+    assert hits(medicine_checks(True)) == []
+    assert hits(medicine_checks(False)) != []
+    dois = [f"10.1016/j.clnu.2019.{n:02d}.0{n + 10}" for n in range(16)]
+    none = {"status": "ok", "message-type": "work-list", "message": {"total-results": 0, "items": []}}
+    def retraction_checks(listed: bool) -> list[Any]:
+        trace = step("read_file", {"path": "included.txt"}, "\n".join(dois) if listed else "(empty)")
+        for doi in dois:
+            trace += step("fetch_url", {"url": f"https://api.crossref.org/works?filter=updates:{doi}&select=DOI"}, none)
+        return trace
+
+    assert hits(retraction_checks(True)) == []
+    assert hits(retraction_checks(False)) != []
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("amlodipine\natorvastatin\nramipril\nalendronic acid\ncalcium carbonate\n", 5),
+    ("a-1\nb-2\nc 3 d\n", 3),
+    ("amlodipine\nalendronic acid\ncalcium carbonate\n", 0),  # mostly spaced: a table's rows
+    ("amlodipine\natorvastatin\n", 0),  # fewer than three
+    ("amlodipine\nTake one tablet twice a day with food\nramipril", 0),  # a sentence
+    ("name: amlodipine\nname: ramipril\nname: sertraline", 0),  # keys and values
+    ("NAME   READY   STATUS\nweb-1  1/1     Running\napi-2  1/1     Running", 0),  # a table
+])
+def test_names_listed_one_a_line_with_spaces_in_some(text: str, names: int) -> None:
+    assert len(listed_values(text)) == 4 * names
 
 
 def _bill(codes: list[str]) -> dict[str, Any]:

@@ -384,6 +384,7 @@ import struct
 import zlib
 from itertools import islice
 from typing import Annotated, Any, ClassVar
+from urllib.parse import unquote_plus
 
 import msgspec
 from msgspec import Meta, Struct, field
@@ -1642,7 +1643,9 @@ def _listed_words(text: str) -> bytes:
         # a list printed by a script (`print([e['ID'] for e in bib.entries])`: ['vaswani2017',
         # 'devlin2019', ...]): its quoted strings
         if "['" not in text and '["' not in text:
-            return b""
+            # or a list of names one a line, some of two or three words (a patient's
+            # medicines, "alendronic acid" among them): each line
+            return _listed_lines(text) if "\n" in text else b""
         printed = _PRINTED_LIST.search(text)
         if printed is None:
             return b""
@@ -1656,6 +1659,36 @@ def _listed_words(text: str) -> bytes:
         return b""
     out = bytearray()
     _listed_in(words, set(), out)
+    return bytes(out)
+
+
+_NAME_LINE = re.compile(r"[\w.@/+-]+(?: [\w.@/+-]+){0,2}")
+"""A line that is a name of up to three words and nothing else (no sentence, no ``key: value``)."""
+NAME_LINE_CHARS = 48
+"""Longest line read as a name of a list of names one a line (:func:`_listed_lines`)."""
+
+
+def _listed_lines(text: str) -> bytes:
+    """The names a text lists one a line when some hold spaces (``atorvastatin``,
+    ``alendronic acid``, ``calcium carbonate``...): at least three lines, each a name of up
+    to three words and at most :data:`NAME_LINE_CHARS` characters (:data:`_NAME_LINE`), and
+    nothing else (a log or prose fails at its first line), most of them one word (not a
+    table's rows); ``b""`` otherwise."""
+    lines = text.strip().split("\n")
+    if len(lines) < 3:
+        return b""
+    names: list[str] = []
+    spaced = 0
+    for line in lines:
+        name = line.strip()
+        if len(name) > NAME_LINE_CHARS or _NAME_LINE.fullmatch(name) is None:
+            return b""
+        names.append(name)
+        spaced += " " in name
+    if 2 * spaced >= len(names):
+        return b""  # a table's rows (`NAME READY`, `web-1 1/1`): names are mostly one word
+    out = bytearray()
+    _listed_in(names, set(), out)
     return bytes(out)
 
 
@@ -1803,11 +1836,17 @@ def _listed_word(listed: bytearray, args: Any) -> int:
     return _listed_words_in(listed, command) if command else 0
 
 
-def _listed_words_in(listed: bytearray, command: str) -> int:
+_QUERY_WORDS = re.compile(r"[^\s=&?:\"'`,;()|<>+]+")
+"""The words of an address's query a listed name may be among: split at its own punctuation
+and the shell's, not at slashes (``?filter=updates:10.1016/j.clnu.2019.06.011``: a DOI)."""
+
+
+def _listed_words_in(listed: bytearray, command: str, words: re.Pattern[str] = _COMMAND_WORDS) -> int:
     """:func:`_listed_word` of one line: a command, or an address whose query names the
-    item (``...enforcement.json?search=code_info:"TV2504118"``)."""
+    item (``...enforcement.json?search=code_info:"TV2504118"``, read by :data:`_QUERY_WORDS`:
+    Crossref's ``?filter=updates:<DOI>`` for each DOI of a list)."""
     mixed = 0
-    for word in _COMMAND_WORDS.findall(command, 0, LISTED_WORDS_READ):
+    for word in words.findall(command, 0, LISTED_WORDS_READ):
         if 3 <= len(word) <= LISTED_CHARS and word[0] != "-":
             code = listed_code(word)
             if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
@@ -2512,7 +2551,11 @@ class ResultStall(Signal):
                         # code_info:"TV2504118"` for each lot a receipt report listed)
                         for value in strings:
                             if "://" in value and "?" in value:
-                                named = _listed_words_in(listed, value[value.index("?"):])
+                                query = value[value.index("?"):][:LISTED_WORDS_READ]
+                                if "%" in query or "+" in query:
+                                    # as the server reads it (`%22amlodipine%22+AND+...`)
+                                    query = unquote_plus(query)
+                                named = _listed_words_in(listed, query, _QUERY_WORDS)
                                 if named:
                                     break
                     if named:
@@ -3178,6 +3221,7 @@ class ResultStall(Signal):
         if (
             type(payload) is str and payload[:1] not in ("{", "[") and " " in payload
             and "['" not in payload and '["' not in payload
+            and not 0 <= payload.find("\n", 0, NAME_LINE_CHARS + 2) <= NAME_LINE_CHARS + 1
         ):
             return  # (most text answers: no JSON, no bare list of names, no printed list)
         # (outcome 0: not cached; the caller passes 0 for an answer whose outcome is a
