@@ -132,13 +132,18 @@ What it catches
       structured answer or JSON text or under its top-level object, and the first
       ``LISTED_FIELDS`` strings of each element object; or a command's output of three
       or more bare words and nothing else, one a line or tab-separated, as ``aws ...
-      --output text`` or ``ls`` prints names; each value once, the newest
+      --output text`` or ``ls`` prints names, or of names one a line, a few of two or
+      three words, ``_listed_lines``: a patient's medicines, "calcium carbonate" among
+      them; each value once, the newest
       listing's first ``LISTED`` remembered) make a later search whose query or name
       argument (``_LISTED_TERM_KEYS``, never its scope) is one of them that item's (kept
       per call, ``terms``): any answer that is no error and tells of no outage is its
       answer ("no hits" too); and a read naming one (an argument string of six characters
       or more, as its echo is kept: the newest call's, so of parallel reads only the last
-      one's; or a shell command naming one among its words, ``aws s3api
+      one's; or an address whose query names one as its server reads it, percent-decoded,
+      ``?search=openfda.generic_name:%22ramipril%22``, a DOI whole in
+      ``?filter=updates:10.1016/j.clnu.2019.06.011``; or a shell command naming one among
+      its words, ``aws s3api
       get-bucket-lifecycle-configuration --bucket <listed>``) answered that what was
       asked of the item is not there (``_says_absent``:
       ``NoSuchLifecycleConfiguration``, ``ResourceNotFoundException``, ``404 Not Found``,
