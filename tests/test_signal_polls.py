@@ -112,8 +112,8 @@ UNDER_WAY = [
     # ...or beside fields a template printed that are no words (`kubectl get postgresql
     # -o jsonpath='{.spec.postgresql.version} {.status.PostgresClusterStatus}'`), as a
     # runner's envelope carries it too
-    "16 Updating", "Pending 0/3", "acid-billing v2.4.1 Progressing\n",
-    '{"exit_code": 0, "stdout": "16 Updating", "stderr": ""}',
+    "16 Updating", "Pending 0/3", "v2.4.1 Progressing\n",
+    '{"exit_code": 0, "stdout": "16 Updating", "stderr": ""}', '{"exit_code": 0, "stdout": "16 Updating\\n"}',
     # parts done beside a status under way: a CI run whose lint job completed
     {"status": "in_progress", "jobs": [{"name": "lint", "status": "completed", "conclusion": "success"},
                                        {"name": "test", "status": "in_progress", "conclusion": ""}]},
@@ -307,6 +307,12 @@ NOT_UNDER_WAY = [
     "nginx running", "16 Updating now", "the 16 jobs pending review were rejected",
     '{"exit_code": 0, "stdout": "nginx running", "stderr": ""}',
     '{"exit_code": 0, "stdout": "16 Updating", "stderr": "error: connection refused"}',
+    # a pod's or a process's running beside its name or pid (where it stays), a field
+    # that is a key and a word, and a failed command's output
+    "web-1 running", "4321 running", "redis-0 Running", "reason=Unschedulable Pending",
+    "status=stuck_forever pending", "job-7 Pending deadline=exceeded", "attempt=5/5 waiting",
+    "acid-billing Updating", '{"exit_code": 1, "stdout": "0/3 Pending", "stderr": ""}',
+    {"exit_code": 137, "stdout": "0/3 Pending"},
     "deploy finished in 12s\nworkers running",
     "\n".join(f"task_{n} success" for n in range(70)) + "\nlast running",
     "",

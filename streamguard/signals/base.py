@@ -1191,20 +1191,24 @@ BARE_STATUS_LIMIT = 48
 _BARE_UNDER_WAY = re.compile(rf"\s*[\"']?(?:{_PROGRESS_WORDS})[\"']?[.…]{{0,3}}\s*")
 """An answer that is a word of work under way and nothing else (``creating``, ``PENDING``,
 ``"IN_PROGRESS"``), read over folded text."""
-_FIELD_TOKEN = r"(?=[^\s\d]*[\d_./:=-])[^\s\"']{1,40}"
-"""A field a template prints beside a status that is no word: a number, a version, a count
-of ready replicas, a name joined by dashes (``16``, ``v1.4.2``, ``2/3``, ``acid-billing``)."""
+_FIELD_TOKEN = r"(?=[^\s\d]*\d)[^\s\"'=:]{1,40}"
+"""A field a template prints beside a status that holds a digit and no key: a number, a
+version, a count of ready replicas (``16``, ``v1.4.2``, ``2/3``); not ``reason=Unschedulable``."""
 _BARE_FIELDS_UNDER_WAY = re.compile(
-    rf"\s*(?:{_FIELD_TOKEN}[ \t]+){{1,3}}[\"']?(?:{_PROGRESS_WORDS})[\"']?[.…]{{0,3}}"
+    # (not "running" beside such a field: `web-1 running`, `4321 running` are a pod's and a
+    # process's steady state)
+    rf"\s*(?:{_FIELD_TOKEN}[ \t]+){{1,3}}[\"']?(?!running\b)(?:{_PROGRESS_WORDS})[\"']?[.…]{{0,3}}"
     rf"(?:[ \t]+{_FIELD_TOKEN}){{0,3}}\s*"
-    rf"|\s*[\"']?(?:{_PROGRESS_WORDS})[\"']?(?:[ \t]+{_FIELD_TOKEN}){{1,3}}\s*"
+    rf"|\s*[\"']?(?!running\b)(?:{_PROGRESS_WORDS})[\"']?(?:[ \t]+{_FIELD_TOKEN}){{1,3}}\s*"
 )
-"""A line of a few fields, one of them a word of work under way and none of the others a
-word (``16 Updating``, ``Pending 0/3``), read over folded text: a service's ``nginx
-running`` is a name and where it stays, no work under way."""
-_STDOUT_VALUE = re.compile(rf'"stdout"\s*:\s*"([^"\\]{{1,{BARE_STATUS_LIMIT}}})"')
-"""A runner's envelope's output when it is one short line (``{"exit_code": 0, "stdout": "16
-Updating", "stderr": ""}``), over folded text."""
+"""A line of a few fields, one of them a word of work under way (not ``running``) and each
+of the others a figure (``16 Updating``, ``Pending 0/3``), read over folded text: ``nginx
+running`` or ``web-1 running`` is a name and where it stays, no work under way."""
+_STDOUT_VALUE = re.compile(rf'"stdout"\s*:\s*"([^"\\]{{1,{BARE_STATUS_LIMIT}}})(?:\\n)?"')
+"""A runner's envelope's output when it is one short line, its line end or none after it
+(``{"exit_code": 0, "stdout": "16 Updating\\n", "stderr": ""}``), over folded text."""
+_EXIT_NOT_ZERO = re.compile(r'"(?:exit_?code|returncode|exit_status)"\s*:\s*-?[1-9]')
+"""An envelope's exit status that is not zero, over folded text: its output is no status."""
 _JOB_ACTIVE = re.compile(r"\"(?:status|state|job_?status)\"\s*:\s*\"active\"")
 """A status ``"active"`` (read over folded text), which says work under way beside a job's
 id (:data:`_JOB_KEY`)."""
@@ -1767,9 +1771,13 @@ def says_in_progress(result: ResultView) -> bool:
                 # {.status.PostgresClusterStatus}'` answering "16 Updating").
                 under_way = True
             if not under_way and text[:1] == "{" and '"stdout"' in folded:
-                # so printed, as a runner's envelope carries it
+                # so printed, as a runner's envelope carries it (with an exit status of
+                # zero: a command that failed printed no status)
                 output = _STDOUT_VALUE.search(folded)
-                if output is not None and _BARE_FIELDS_UNDER_WAY.fullmatch(output[1]) is not None:
+                if (
+                    output is not None and _BARE_FIELDS_UNDER_WAY.fullmatch(output[1]) is not None
+                    and _EXIT_NOT_ZERO.search(folded) is None
+                ):
                     under_way = True
             if (
                 not under_way and ("\n" in text or "\t" in text)

@@ -795,11 +795,11 @@ _KUBE_NAMESPACE = re.compile(r"(?<![\w-])-n(?:=|[ \t]+)[\"']?[^\s'\"|;&)-][^\s'\
 """``kubectl``'s, ``helm``'s and ``oc``'s namespace in its short form (``-n team-alpha``,
 ``-n "team-alpha"``), read only in a segment run by one of them (:data:`_KUBE_SEGMENT`:
 ``head -n 20`` names no place, nor does it after ``kubectl logs web |``)."""
-_KUBE_OBJECT_VERB = re.compile(r"\b(?:exec|logs|describe|get|top|port-forward)\b")
 _KUBE_VALUE_FLAGS = frozenset({
     "-n", "--namespace", "-c", "--container", "--context", "--cluster", "--kubeconfig", "-l",
     "--selector", "-o", "--output", "--tail", "--since", "--since-time", "--field-selector",
     "--sort-by", "--template", "-f", "--filename", "--request-timeout", "--as", "--user",
+    "--limit-bytes", "--chunk-size", "-v", "--v", "--server", "-s", "--token", "--pod-running-timeout",
 })
 """``kubectl``'s flags that take a value as the next word (``-n istio-ingress``)."""
 _KUBE_NAMED_VERBS = frozenset({"exec", "logs", "port-forward"})
@@ -807,12 +807,36 @@ _KUBE_NAMED_VERBS = frozenset({"exec", "logs", "port-forward"})
 _KUBE_TYPED_VERBS = frozenset({"get", "describe", "top"})
 """Sub-commands whose words are a type, then the object (``get job migrate-7``), or
 ``type/name`` in one."""
+_KUBE_OBJECT_VERB = re.compile(r"\b(?:" + "|".join(sorted(_KUBE_NAMED_VERBS | _KUBE_TYPED_VERBS)) + r")\b")
+_KUBE_TYPES = {
+    alias: kind
+    for kind, aliases in (
+        ("pod", ("po", "pod", "pods")), ("deployment", ("deploy", "deployment", "deployments")),
+        ("service", ("svc", "service", "services")), ("job", ("job", "jobs")),
+        ("statefulset", ("sts", "statefulset", "statefulsets")),
+        ("daemonset", ("ds", "daemonset", "daemonsets")), ("replicaset", ("rs", "replicaset", "replicasets")),
+        ("node", ("no", "node", "nodes")), ("namespace", ("ns", "namespace", "namespaces")),
+        ("configmap", ("cm", "configmap", "configmaps")), ("secret", ("secret", "secrets")),
+        ("ingress", ("ing", "ingress", "ingresses")), ("cronjob", ("cj", "cronjob", "cronjobs")),
+        ("persistentvolumeclaim", ("pvc", "persistentvolumeclaim", "persistentvolumeclaims")),
+    )
+    for alias in aliases
+}
+"""kubectl's names of one resource type (``deploy``, ``deployment``, ``deployments.apps``):
+one object however its type is spelt."""
+
+
+def _kube_type(word: str) -> str:
+    """A resource type as one name (``deployments.apps`` and ``deploy`` are ``deployment``)."""
+    word = word.lower()
+    return _KUBE_TYPES.get(word.split(".", 1)[0], word)
 
 
 def _kube_object(segment: str) -> str:
     """The object one ``kubectl`` or ``oc`` segment reads by name (``exec web-7f9 -- ...``:
-    ``exec web-7f9``; ``get job migrate-7 -o jsonpath=...``: ``get job migrate-7``), "" for
-    a listing (``get pods -l app=web``) or any other sub-command."""
+    ``exec web-7f9``; ``get job migrate-7 -o jsonpath=...``: ``get job migrate-7``; its type
+    one name however spelt, ``deploy/api`` and ``deployment api`` alike), "" for a listing
+    (``get pods -l app=web``) or any other sub-command."""
     words = segment.split(None, 24)[1:]
     verb = ""
     named: list[str] = []
@@ -824,7 +848,8 @@ def _kube_object(segment: str) -> str:
         if word == "--":
             break
         if word[:1] == "-":
-            skip = "=" not in word and word in _KUBE_VALUE_FLAGS
+            # (`logs -f` follows; elsewhere `-f` names a file)
+            skip = "=" not in word and word in _KUBE_VALUE_FLAGS and not (verb == "logs" and word == "-f")
             continue
         if not verb:
             if word not in _KUBE_NAMED_VERBS and word not in _KUBE_TYPED_VERBS:
@@ -836,6 +861,13 @@ def _kube_object(segment: str) -> str:
             break
     if not named or (verb in _KUBE_TYPED_VERBS and len(named) < 2 and "/" not in named[0]):
         return ""
+    if "/" in named[0]:
+        kind, _, name = named[0].partition("/")
+        named = [kind, name]
+    if len(named) == 2:
+        named[0] = _kube_type(named[0])
+    elif verb in _KUBE_NAMED_VERBS:
+        named.insert(0, "pod")  # (`logs web-1` is the pod's, as `logs pod/web-1` is)
     return f"{verb} {' '.join(named)}"
 
 
@@ -1000,7 +1032,7 @@ def read_names(call: CallView) -> str:
                 # Only in that program's own segment (not `kubectl logs web | head -n 5`).
                 for segment in _KUBE_SEGMENT.findall(head):
                     targets += _KUBE_NAMESPACE.findall(segment)
-            if head.find("kubectl") >= 0 and _KUBE_OBJECT_VERB.search(head) is not None:
+            if (head.find("kubectl") >= 0 or head.find("oc ") >= 0) and _KUBE_OBJECT_VERB.search(head) is not None:
                 # and the object its sub-command reads (`kubectl -n istio-ingress exec
                 # istio-ingressgateway-7b9f8c6d5-8xpym -- curl ...`, `kubectl logs job/x`):
                 # twenty-four gateway pods each answering 200 are twenty-four answers
@@ -1679,7 +1711,11 @@ def _listed_lines(text: str) -> bytes:
     to three words and at most :data:`NAME_LINE_CHARS` characters (:data:`_NAME_LINE`), and
     nothing else (a log or prose fails at its first line), most of them one word (not a
     table's rows); ``b""`` otherwise."""
-    lines = text.strip().split("\n")
+    text = text.strip()
+    first = text.find("\n", 0, NAME_LINE_CHARS + 2)
+    if first < 0 or _NAME_LINE.fullmatch(text[:first].strip()) is None:
+        return b""  # (a log, a table, prose: no need to split it all)
+    lines = text.split("\n")
     if len(lines) < 3:
         return b""
     names: list[str] = []
@@ -1857,6 +1893,17 @@ def _listed_words_in(listed: bytearray, command: str, words: re.Pattern[str] = _
             if find_entry(listed, code.to_bytes(4, "little"), 4) >= 0:
                 mixed = _mixed(mixed, code) if mixed else code
     return mixed
+
+
+def _listed_phrase_in(listed: bytearray, query: str) -> int:
+    """The :func:`listed_code` of the first quoted phrase of an address's decoded query that
+    a listing answer of the session listed (``"alendronic acid"``: a name of two words,
+    which its words alone do not match), 0 for none."""
+    if '"' not in query and "'" not in query:
+        return 0
+    return _listed_item(listed, tuple(
+        quoted[1:-1] for quoted in QUOTED_WORD.findall(query, 0, LISTED_WORDS_READ) if " " in quoted
+    ))
 
 
 def _listed_item(listed: bytearray, values: tuple[str, ...]) -> int:
@@ -2287,18 +2334,27 @@ def _unmoved(text: str) -> str:
     if has_response_reference(text):
         text = RESPONSE_REFERENCE_TEXT.sub("#", text)
     if " GMT" in text:
-        text = _HTTP_DATE.sub("date: T", text)
+        status = text.find("HTTP/")
+        if status >= 0:
+            # (in a response's headers only: a mail's `Date:` names which mail it is)
+            text = text[:status] + _HTTP_DATE.sub(_http_date_masked, text[status:])
     return text
 
 
+def _http_date_masked(match: re.Match[str]) -> str:
+    """An HTTP date header, its name kept and its date masked (:data:`_HTTP_DATE`)."""
+    return f"{match[1]}: T"
+
+
 _HTTP_DATE = re.compile(
-    r"(?i)\bdate:[ \t]*(?:mon|tue|wed|thu|fri|sat|sun), \d\d (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct"
-    r"|nov|dec) \d{4} \d\d:\d\d:\d\d GMT"
+    r"(?i)\b(date|expires):[ \t]*(?:mon|tue|wed|thu|fri|sat|sun), \d\d (?:jan|feb|mar|apr|may|jun|jul|aug"
+    r"|sep|oct|nov|dec) \d{4} \d\d:\d\d:\d\d GMT"
 )
 """An HTTP response's ``Date`` header (``date: Wed, 29 Oct 2025 12:28:00 GMT``, as ``curl -i``
-prints it): when the server answered, never what it said. The same 503 fetched forty-eight
-times, each with its own date, was a new answer every time in a blind batch. (Only the
-HTTP form, always GMT: a mail's ``Date:`` names which mail it is.)"""
+prints it), and its ``Expires``, which moves with it: when the server answered, never
+what it said. The same 503 fetched forty-eight times, each with its own date, was a new
+answer every time in a blind batch. Read only after a status line (``HTTP/2 503``), in
+the headers of a response: a mail's ``Date:``, in the same form, names which mail it is."""
 
 
 def _build_run_masked(match: re.Match[str]) -> str:
@@ -2560,7 +2616,9 @@ class ResultStall(Signal):
                                 if "%" in query or "+" in query:
                                     # as the server reads it (`%22amlodipine%22+AND+...`)
                                     query = unquote_plus(query)
-                                named = _listed_words_in(listed, query, _QUERY_WORDS)
+                                named = _listed_words_in(listed, query, _QUERY_WORDS) or _listed_phrase_in(
+                                    listed, query
+                                )
                                 if named:
                                     break
                     if named:
@@ -3226,7 +3284,7 @@ class ResultStall(Signal):
         if (
             type(payload) is str and payload[:1] not in ("{", "[") and " " in payload
             and "['" not in payload and '["' not in payload
-            and not 0 <= payload.find("\n", 0, NAME_LINE_CHARS + 2) <= NAME_LINE_CHARS + 1
+            and payload.find("\n", 0, NAME_LINE_CHARS + 2) < 0
         ):
             return  # (most text answers: no JSON, no bare list of names, no printed list)
         # (outcome 0: not cached; the caller passes 0 for an answer whose outcome is a
