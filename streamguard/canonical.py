@@ -109,7 +109,7 @@ def as_object(args: Any) -> Any:
             return args
         try:
             decoded = _json_decoder.decode(args)
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
             # RecursionError: nested past what the decoder accepts. The contract
             # refuses such events; a library caller's still gets an opaque string.
             return args
@@ -330,7 +330,7 @@ def fingerprint_size_encoding(
                 state.update(data)
                 fingerprint = int.from_bytes(state.digest(), "little") or 1
         # An ASCII string's UTF-8 is its characters (isascii reads a flag): no encode.
-        return fingerprint, len(result) if result.isascii() else len(result.encode()), None
+        return fingerprint, len(result) if result.isascii() else len(result.encode("utf-8", "surrogatepass")), None
     if digest or result is None or isinstance(result, str):
         return fingerprint_payload(result, digest), payload_size(result), None
     try:
@@ -350,7 +350,7 @@ def payload_size(result: Any) -> int:
         return 0
     if isinstance(result, str):
         # An ASCII string's UTF-8 is its characters (isascii reads a flag): no encode.
-        return len(result) if result.isascii() else len(result.encode())
+        return len(result) if result.isascii() else len(result.encode("utf-8", "surrogatepass"))
     try:
         return len(_sorted_encoder.encode(result))
     except (TypeError, ValueError, OverflowError, RecursionError):

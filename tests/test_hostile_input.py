@@ -21,7 +21,9 @@ from streamguard.events import (
     MAX_SEQ,
     Alert,
     NestingTooDeep,
+    Text,
     ToolCall,
+    ToolResult,
     Usage,
     decode_agent_event,
     decode_agent_record,
@@ -487,3 +489,29 @@ def test_two_snapshots_of_one_session_install_the_home_one_alone(order: tuple[in
     assert not [s for s in producer.sent[sent:] if dict(s["headers"]).get("dlq.reason")]
     processor.sessions.sweep(10**12, 1.0, 1.0, 1000)  # both TTLs past: nothing left to trip on
     assert session not in processor.sessions.meta
+
+
+_LONE = "\ud800"
+
+
+@pytest.mark.parametrize("payload", [
+    f'["{_LONE}","bb","cc"]', f'{{"a": "{_LONE}"}}', f'[{{"name": "{_LONE}x"}}, {{"name": "b"}}, {{"name": "c"}}]',
+    f'{{"exit_code": 0, "stdout": "16 {_LONE}"}}', f"{_LONE} pending", f"{_LONE}\n{_LONE}x\nabc\n",
+    f"HTTP/2 503\r\ndate: Wed, 29 Oct 2025 12:28:00 GMT\r\n{_LONE}", f'No matches found for "{_LONE}"',
+])
+def test_a_library_caller_s_lone_surrogate_in_a_result_stops_nothing(payload: str) -> None:
+    """No wire decoder lets a lone surrogate through, but a Python caller building events
+    may: the JSON text a result holds, its size, its listing, read as any other answer,
+    as success and as failure, through a runner, a read, a search and an address."""
+    calls = [("bash", {"command": f"cat {_LONE}.txt"}), ("read", {"path": f"/a/{_LONE}"}),
+             ("search", {"query": f"x {_LONE}"}), ("fetch_url", {"url": f"https://x.example/?q=%22{_LONE}%22"})]
+    for tool, args in calls:
+        engine = Engine(Policy())
+        for n in range(6):
+            engine.process(Text(session="s", text=f"please keep watching {_LONE}", role="user"))
+            engine.process(ToolCall(session="s", tool=tool, args=args, call_id=str(n)))
+            engine.process(ToolResult(session="s", tool=tool, result=payload, call_id=str(n)))
+            engine.process(ToolCall(session="s", tool=tool, args=args, call_id=f"{n}e"))
+            engine.process(ToolResult(session="s", tool=tool, error=payload, call_id=f"{n}e"))
+            engine.process(Text(session="s", text=payload))
+        assert engine.snapshot("s")

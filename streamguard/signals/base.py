@@ -1506,7 +1506,7 @@ def _top_object(payload: Any) -> dict[str, Any] | None:
     if type(payload) is str and payload[:1] == "{":
         try:
             payload = _json_decode(payload)
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
             return None
     return payload if type(payload) is dict else None
 
@@ -1607,7 +1607,7 @@ def _a_listing(payload: Any) -> bool:
     if type(payload) is str and payload[:1] == "[":
         try:
             payload = _json_decode(payload)
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
             return False
     if type(payload) is list:
         return _items_listed(payload)
@@ -2155,7 +2155,7 @@ def says_bare_value(payload: Any, size: int) -> bool:
             )
         try:
             payload = _json_decode(payload)
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
             return False
     elif size > NONE_ANSWER:
         return False
@@ -2210,7 +2210,7 @@ def json_value(payload: Any) -> Any:
         return _NOT_JSON
     try:
         return _json_decode(payload)
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
         return _NOT_JSON
 
 

@@ -119,6 +119,13 @@ class ToolFailureStreakState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True
 
 
 def _cut(text: str, limit: int) -> str:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # a lone surrogate (a library caller's): kept as "?", since the state is
+            # snapshotted as UTF-8 and could not be written with it
+            text = text.encode("utf-8", "replace").decode("utf-8")
     # len(text) * 4 bounds the UTF-8 size, so short strings skip the encode
     return text if len(text) * 4 <= limit else truncate_middle(text, limit)
 

@@ -1567,7 +1567,7 @@ def listed_values(payload: Any) -> bytes:
             return _listed_words(payload)
         try:
             payload = _json_decoder.decode(payload)
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
             return b""
     out = bytearray()
     if type(payload) is dict:
@@ -1603,7 +1603,7 @@ def listed_rows(payload: Any) -> bytes:
             return b""
         try:
             payload = _json_decoder.decode(payload)
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
             return b""
     items: Any = None
     if type(payload) is dict:
@@ -2106,7 +2106,7 @@ def is_json_text(text: str) -> bool:
         return False
     try:
         _json_decoder.decode(text)
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
         return False
     return True
 
