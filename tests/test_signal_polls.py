@@ -112,6 +112,8 @@ UNDER_WAY = [
     # ...or beside fields a template printed that are no words (`kubectl get postgresql
     # -o jsonpath='{.spec.postgresql.version} {.status.PostgresClusterStatus}'`), as a
     # runner's envelope carries it too
+    # a page or a feed with more coming
+    {"tiles": [], "status": "Loading more products..."}, '{"status": "loading"}',
     "16 Updating", "Pending 0/3", "v2.4.1 Progressing\n",
     '{"exit_code": 0, "stdout": "16 Updating", "stderr": ""}', '{"exit_code": 0, "stdout": "16 Updating\\n"}',
     # parts done beside a status under way: a CI run whose lint job completed
@@ -309,6 +311,7 @@ NOT_UNDER_WAY = [
     '{"exit_code": 0, "stdout": "16 Updating", "stderr": "error: connection refused"}',
     # a pod's or a process's running beside its name or pid (where it stays), a field
     # that is a key and a word, and a failed command's output
+    "Loading config from /etc/app.yaml", "Loaded 3 plugins; loading finished",
     "web-1 running", "4321 running", "redis-0 Running", "reason=Unschedulable Pending",
     "status=stuck_forever pending", "job-7 Pending deadline=exceeded", "attempt=5/5 waiting",
     "acid-billing Updating", '{"exit_code": 1, "stdout": "0/3 Pending", "stderr": ""}',

@@ -860,6 +860,23 @@ def test_an_http_response_read_again_is_the_same_answer_whatever_its_date() -> N
     assert hits(mails) == []
 
 
+def test_a_page_saying_it_found_nothing_for_other_words_is_the_same_answer() -> None:
+    """A results page extracted after each reworded search, each answering that nothing
+    was found for the words it names back (browser-use's extraction, the words quoted in
+    escaped JSON text): the search's own words are no news."""
+    def page(term: str) -> str:
+        return ('📄  Extracted from page\n: ```json\n{\n "results": [],\n "message": '
+                f'"No results for \\"{term}\\"."\n}}\n```\n')
+    terms = [f"dishwasher {word(i)} noise" for i in range(12)]
+    stuck = [event for term in terms for event in step(
+        "extract_content", {"goal": f"search results for {term}"}, page(term))]
+    assert hits(stuck) != []
+    found = [event for n, term in enumerate(terms) for event in step(
+        "extract_content", {"goal": f"search results for {term}"},
+        page(term).replace('"results": []', f'"results": ["thread {n}"]'))]
+    assert hits(found) == []
+
+
 def test_parallel_reads_of_many_files_find_their_own_names() -> None:
     """Reads sent four at a time, then their four results: each result is matched with
     its own call's file, so sixteen files of one content are sixteen answers however the

@@ -1118,6 +1118,8 @@ _PROGRESS_WORDS = (
     # (a download, an install or a transcode under way: an ingest "downloading" while
     # its upstream is slow)
     r"|downloading|installing|copying|replicating|transcoding|rendering|extracting"
+    # (a page or a feed that has more coming: "status": "Loading more products...")
+    r"|loading"
     # a resource between two states (a fleet ACTIVATING, an instance stopping, a volume
     # deleting, a node upgrading)
     r"|activating|deactivating|stopping|deleting|upgrading|rebooting"
@@ -1445,7 +1447,7 @@ _PROGRESS_FOLDED_WORDS = (
     r"|u(?:pdating|nder[ _-]?review|ploading|pgrading)|n(?:ot[ _-]?(?:yet[ _-]?)?ready)"
     r"|o(?:ut[ _-]?for[ _-]?delivery|n[ _-]request)|v(?:alidating|erifying)"
     r"|t(?:ransferring|ranscoding|erminating)"
-    r"|m(?:igrating)"
+    r"|m(?:igrating)|l(?:oading)"
 )
 _W = _PROGRESS_FOLDED_WORDS
 _FOLDED_VALUE = rf"\s*(?:[\"'](?:{_W})[.…!]{{0,3}}[\"']|(?:{_W})\b)"
