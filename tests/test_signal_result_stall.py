@@ -24,6 +24,7 @@ from streamguard.signals.result_stall import (
     SILENT_SWEEP,
     _ids,
     _kube_object,
+    _page_code,
     found_nothing,
     light_template,
     listed_code,
@@ -875,6 +876,29 @@ def test_a_page_saying_it_found_nothing_for_other_words_is_the_same_answer() -> 
         "extract_content", {"goal": f"search results for {term}"},
         page(term).replace('"results": []', f'"results": ["thread {n}"]'))]
     assert hits(found) == []
+
+
+def test_a_browser_reads_the_page_it_went_to() -> None:
+    """A navigation's report names where it went, nothing of the page: neither stale nor
+    news. What the next extraction reads is that page's, kept with its address without
+    the query: a forum search reworded in the address sixteen times, each results page
+    extracted "No results", is one page read again; orders opened one by one by their id,
+    each extracted "No shipments", are each order's."""
+    def visit(url: str, extracted: str) -> list[Any]:
+        return (step("go_to_url", {"url": url}, f"🔗  Navigated to {url}")
+                + step("extract_content", {"goal": "search results titles and links"},
+                       f"📄  Extracted from page\n: ```json\n{extracted}\n```\n"))
+    searches = [event for i in range(16) for event in visit(
+        f"http://forum.example/search?q=bosch+{word(i)}+dishwasher", '{"results": [], "message": "No results."}')]
+    assert hits(searches) != []
+    orders = [event for i in range(16) for event in visit(
+        f"http://shop.example/sales/order/view/order_id/{1000 + i}/", '{"shipments": [], "note": "No shipments"}')]
+    assert hits(orders) == []
+    products = [event for i in range(16) for event in visit(
+        f"http://shop.example/monitor-{word(i)}.html", '{"in_stock": false}')]
+    assert hits(products) == []
+    assert _page_code("🔗  Navigated to https://A.example/x?q=1") == _page_code("Navigated to https://a.example/x/?q=2")
+    assert _page_code("🔗  Navigated to https://a.example/x/1") != _page_code("🔗  Navigated to https://a.example/x/2")
 
 
 def test_parallel_reads_of_many_files_find_their_own_names() -> None:

@@ -1400,6 +1400,20 @@ def _reports_navigation(result: ResultView) -> bool:
     )
 
 
+_PAGE_ADDRESS = re.compile(r"[a-zA-Z][\w+.-]{0,15}://[^\s?#]{1,2048}")
+"""An address up to its query or fragment."""
+
+
+def _page_code(report: str) -> int:
+    """The code of the page a navigation's report names: its address without the query
+    (a search's words, a page number), lower-cased; the path's numbers kept (an order's
+    page is that order's). 1 when it names none."""
+    address = _PAGE_ADDRESS.search(report)
+    if address is None:
+        return 1
+    return zlib.crc32(address[0].rstrip("/").lower().encode("utf-8", "surrogatepass")) or 1
+
+
 def _acknowledges(result: ResultView) -> bool:
     """Whether a successful answer is short and says only that something was done
     (``{"success": true, "message": "Action completed successfully"}``): a word of
@@ -2460,6 +2474,9 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     """That search's key."""
     sample: str = ""
     """The latest stale template, cut to 160 bytes (alert text)."""
+    page: int = 0
+    """The code of the address the browser last navigated to (:func:`_page_code`; 0: none):
+    where a read that names no place of its own reads."""
     reads: bytearray = bytearray()
     """The last ``READS`` calls that read files or URLs they name: 8 bytes each (key32,
     then a code of the names, its low bit set for the indicators a search looks for and
@@ -2612,6 +2629,10 @@ class ResultStall(Signal):
                     _note_term(state.terms, call.key, term)
             else:
                 names = read_names(call)
+                if not names and state.page and not call.runner:
+                    # a read naming no place reads the page the browser went to last
+                    # (`extract_content(goal=...)` after `go_to_url`)
+                    names = f"page:{state.page}"
                 if listed and not call.runner and type(call.args) is dict:
                     # A named read by an id a listing handed over (the next grasp candidate
                     # of a generator's `ids`, `plan_to_grasp(grasp_id="g22")`): its answer is
@@ -2822,6 +2843,17 @@ class ResultStall(Signal):
             # forth over the same ones is seen in the forward steps, whose pages repeat.
             # (Nor the call before it for the next answer's poll test: the same page opened
             # again after a step back is no poll of it. An error page is read as any.)
+            state.last_key = 0
+            return None
+        if _reports_navigation(result):
+            # A navigation's report names where it went and nothing of the page
+            # (browser-use's "🔗  Navigated to <url>"): neither stale nor news. The page is
+            # what the next read of it shows, kept with the address (its query dropped: a
+            # search reworded in the address is one results page, thirty-two of them, each
+            # page extracted "No results", were never stale in a blind batch).
+            page = _page_code(result.event.result)
+            if state.page != page:
+                state.page = page
             state.last_key = 0
             return None
         key = result.call_key
