@@ -364,6 +364,10 @@ def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() ->
      " for the table was exceeded", True),
     ("TooManyRequestsException: Rate exceeded", True),
     ("the report shows a 20 % slowdown in p99 latency", False),
+    # a client library's error class before the status, and Envoy's own words for a 504
+    ("HTTPError 503: upstream request timeout (reservations-svc) after 10000ms", True),
+    ("upstream request timeout", True),
+    ("HTTPError 404: reservation not found", False),
     ("TimeoutError: test_upload exceeded 5000 ms", False),
     ("Invalid API key; fix your credentials and retry later", False),
     ("Do not retry later; this request is malformed", False),

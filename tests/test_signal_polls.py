@@ -112,6 +112,8 @@ UNDER_WAY = [
     # ...or beside fields a template printed that are no words (`kubectl get postgresql
     # -o jsonpath='{.spec.postgresql.version} {.status.PostgresClusterStatus}'`), as a
     # runner's envelope carries it too
+    # a status in words, quoted (tau2-bench's bill after its payment was approved)
+    {"bill_id": "B3802", "total_due": 71.4, "status": "Payment Pending"}, '{"state": "Awaiting Carrier Pickup"}',
     # a page or a feed with more coming
     {"tiles": [], "status": "Loading more products..."}, '{"status": "loading"}',
     "16 Updating", "Pending 0/3", "v2.4.1 Progressing\n",
@@ -312,6 +314,7 @@ NOT_UNDER_WAY = [
     # a pod's or a process's running beside its name or pid (where it stays), a field
     # that is a key and a word, and a failed command's output
     "Loading config from /etc/app.yaml", "Loaded 3 plugins; loading finished",
+    {"status": "Not Pending"}, {"status": "No Longer Pending"},
     "web-1 running", "4321 running", "redis-0 Running", "reason=Unschedulable Pending",
     "status=stuck_forever pending", "job-7 Pending deadline=exceeded", "attempt=5/5 waiting",
     "acid-billing Updating", '{"exit_code": 1, "stdout": "0/3 Pending", "stderr": ""}',

@@ -901,6 +901,22 @@ def test_a_browser_reads_the_page_it_went_to() -> None:
     assert _page_code("🔗  Navigated to https://a.example/x/1") != _page_code("🔗  Navigated to https://a.example/x/2")
 
 
+def test_an_interpreter_cell_names_the_files_it_reads() -> None:
+    """Twenty-four trajectories counted one by one in an interpreter
+    (`print(errs('task_022.json'))`), most answering `({}, 1.0)`: a data file named in a
+    cell is the place its answer is of, as on a command line (JSON, YAML, XML, text and
+    logs now too). The same file counted again and again is stale."""
+    def cell(code: str) -> list[Any]:
+        return step("execute_python", {"code": code}, '{"stdout": "({}, 1.0)\\n", "stderr": ""}')
+    sweep = [event for n in range(24) for event in cell(f"print(errs('task_{n:03d}.json'))")]
+    assert hits(sweep) == []
+    again = [event for n in range(12) for event in cell(f"print(errs('task_000.json'))  # {n}")]
+    assert hits(again) != []
+    logs = [event for n in range(12) for event in step(
+        "bash", {"command": f"tail -n 1 worker_{n}.log"}, "worker exited cleanly after epoch 12")]
+    assert hits(logs) == []
+
+
 def test_parallel_reads_of_many_files_find_their_own_names() -> None:
     """Reads sent four at a time, then their four results: each result is matched with
     its own call's file, so sixteen files of one content are sixteen answers however the

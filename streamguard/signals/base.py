@@ -1175,6 +1175,9 @@ _IN_PROGRESS = re.compile(
     # a service named "order-processing" is no status; no negation: "not_running").
     rf"|(?i:(?:status|state|phase|stage)[\"']?\s*[:=]\s*[\"']?"
     rf"(?:(?!not[_-]|non[_-]|no[_-]|never[_-]|un)[a-z]+[_-]){{1,3}}(?:{_PROGRESS_WORDS})\b)"
+    # ...or in words, quoted (tau2-bench's bill "status": "Payment Pending")
+    rf"|(?i:(?:status|state|phase|stage)[\"']?\s*[:=]\s*[\"']"
+    rf"(?:(?!not |non |no |never |un)[a-z]+ ){{1,2}}(?:{_PROGRESS_WORDS})\b)"
     # A count of things under way, keyed by the word alone, above zero: a quiz's
     # {"complete": 62, "in_progress": 1}, a queue's {"queued": 4}. Not "running" (a
     # cluster's {"running": 3} pods is where they stay) and not zero (nothing under way).
@@ -1458,12 +1461,13 @@ _FOLDED_STEP = (
     r"[\"']?\s*[:=]\s*[\"']?(?:(?!not[_-]|non[_-]|no[_-]|never[_-]|un)[a-z]+[_-]){1,3}"
     rf"(?:{_W})\b"
 )
+_FOLDED_PHRASE = rf"[\"']?\s*[:=]\s*[\"'](?:(?!not |non |no |never |un)[a-z]+ ){{1,2}}(?:{_W})\b"
 _IN_PROGRESS_FOLDED = re.compile(
     rf":{_FOLDED_VALUE}|={_FOLDED_VALUE}|\[{_FOLDED_ELEMENT}|,{_FOLDED_ELEMENT}"
     rf"|<(?:status|state|phase)>\s*(?:{_W})\b"
     rf"|s(?<!\ws)till{_FOLDED_STILL}|c(?<!\wc)urrently{_FOLDED_STILL}|r(?<!\wr)emains?{_FOLDED_STILL}"
-    rf"|s(?:tatus|tate|tage)(?:{_FOLDED_KEY}|{_FOLDED_STEP})"
-    rf"|p(?:hase(?:{_FOLDED_KEY}|{_FOLDED_STEP})|rogress{_FOLDED_KEY})"
+    rf"|s(?:tatus|tate|tage)(?:{_FOLDED_KEY}|{_FOLDED_STEP}|{_FOLDED_PHRASE})"
+    rf"|p(?:hase(?:{_FOLDED_KEY}|{_FOLDED_STEP}|{_FOLDED_PHRASE})|rogress{_FOLDED_KEY})"
     r'|"(?:in[ _-]?progress|pending|queued|processing)"\s*:\s*[1-9]'
     rf'|"(?:{_FLAG_NOT_NAMES}[a-z]{{1,16}}[_-]?)?{_FLAG_UNDER_WAY}"\s*:\s*true\b'
     r'|"execution_state"\s*:\s*"busy"'
@@ -1863,7 +1867,7 @@ def says_unreachable(error: object) -> bool:
 _TRANSIENT = re.compile(
     # an HTTP status of a service down or busy, as a status (not any 503 in the text:
     # "expected 503.00", a line 429 of a traceback)
-    r"(?i)\b(?:http(?:/[\d.]+)?|status(?:[ _]?code)?|code|error)\W{0,3}(?:429|50[234])\b"
+    r"(?i)\b(?:http(?:/[\d.]+)?|httperror|status(?:[ _]?code)?|code|error)\W{0,3}(?:429|50[234])\b"
     # or leading the error, as APIs put their status first ("429 RESOURCE_EXHAUSTED: ...",
     # "503 Service Unavailable"), its name beside it (not "502 problems", "503.00 != 502")
     r"|^\W{0,3}(?:429|50[234])(?![.\d])[\s:-]+(?=(?:resource[ _]exhausted|too many|service|bad gateway"
@@ -1881,7 +1885,7 @@ _TRANSIENT = re.compile(
     r"|did not respond within|no response within"
     # (a back end's own time-out named as such: a carrier's HLR "ProvisioningTimeout", an
     # upstream's; not a test's or a page element's)
-    r"|(?:provisioning|upstream|backend)[ _-]?time-?out"
+    r"|(?:provisioning|upstream|backend)[ _-]?(?:request[ _-])?time-?out"
     r"|connection (?:refused|reset|timed out)|(?:read|connect|request) timed out|econnrefused|etimedout"
     r"|could not resolve host|name resolution|concurrency limit|currently running|lock wait timeout"
     # AWS's own codes of a request refused for its rate (S3's "An error occurred (SlowDown)

@@ -760,7 +760,7 @@ _TARGETS = re.compile(
     # A data file named bare, as a query reads it (`duckdb -c "DESCRIBE SELECT * FROM
     # 'events_2025-06-02.parquet'"`, `csvstat sales_q3.csv`): which file's answer it is.
     r"|(?<![\w.@+/-])[\w-][\w.-]{0,255}\.(?:parquet|csv|tsv|jsonl|ndjson|feather|arrow|avro|orc|xlsx|xls"
-    r"|sqlite|duckdb)\b"
+    r"|sqlite|duckdb|json|ya?ml|xml|txt|log)\b"
     # Terraform's workspace and variables file (`terraform workspace select acme`,
     # `plan -var-file=tenants/acme.tfvars`): which tenant's stack a plan is of.
     r"|(?<![\w-])-var-file(?:=|[ \t]+)[^\s'\"|;&)]+"
@@ -1007,8 +1007,10 @@ def read_names(call: CallView) -> str:
         # CLI's tool given its arguments as one line, `aws(args="rds list-tags-for-resource
         # --resource-name arn:aws:rds:...")`)
         command = command_text(args)
-        if command is None and not call.runner and type(args) is dict:
-            line = args.get("args")
+        if command is None and type(args) is dict:
+            # (a CLI's tool given its arguments as one line; an interpreter's cell,
+            # `print(errs('task_022.json'))`, names the files it reads as a line does)
+            line = args.get("code" if call.runner else "args")
             command = line if type(line) is str else None
         if command:
             head = command[:TARGET_SPAN]
