@@ -863,13 +863,15 @@ def test_an_openai_computer_action_object_is_read_by_its_type(action: dict[str, 
 
 
 def test_a_tenant_named_as_a_setting_is_the_place_a_command_acts_on() -> None:
-    """A migration run per tenant (`alembic -x tenant=acme upgrade head`, `--tenant acme`),
-    each printing the same lines: each tenant's answer, not the same answer again. The
-    same tenant migrated again and again is."""
+    """A migration run per tenant (`alembic -x tenant=acme upgrade head`, `--tenant acme`,
+    or a shard built through make, `SHARD=07`), each printing the same lines: each tenant's
+    answer, not the same answer again. The same tenant migrated again and again is."""
     log = ("INFO  [alembic.runtime.migration] Context impl PostgresqlImpl.\n"
            "INFO  [alembic.runtime.migration] Running upgrade 7c1e2f0a9b34 -> 3f9d21c4e8a0, add tax_region")
     tenants = [f"tenant_{word(n)}" for n in range(14)]
-    for form in ("alembic -x tenant={} upgrade head", "tenantctl migrate --tenant {}"):
+    for form in ("alembic -x tenant={} upgrade head", "tenantctl migrate --tenant {}",
+                 # a make variable in capitals (`make -C data tokens SHARD=07`)
+                 "make -C data tokens SHARD={}"):
         sweep = [e for t in tenants for e in (sh(form.format(t)), out(log))]
         assert "result-stall" not in signals(sweep)
         again = [e for n in range(14) for e in (sh(form.format(tenants[0]) + " " * n), out(log))]

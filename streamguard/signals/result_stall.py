@@ -749,7 +749,8 @@ _TARGETS = re.compile(
     r"(?:=|[ \t]+)[^\s'\"|;&)]+"
     # A tenant or a shard named as a setting (`alembic -x tenant=acme upgrade head`), or
     # what a label selector names (`amtool config routes test service=ledger`, `-l app=web`).
-    r"|(?<![\w.-])(?:tenant|shard|service|app|instance|job|pod|team|customer|account|project)(?:_?id|_?name)?"
+    # (in capitals too, as a make variable: `make -C data tokens SHARD=07`)
+    r"|(?<![\w.-])(?i:tenant|shard|service|app|instance|job|pod|team|customer|account|project)(?i:_?id|_?name)?"
     r"=[^\s'\"|;&),]+"
     # A random seed a run is given (`./simv +ntb_random_seed=60656407`, `--seed=7`): a
     # regression over seeds runs one test per seed. And the tests pytest selects by name
