@@ -1772,7 +1772,7 @@ def says_in_progress(result: ResultView) -> bool:
             ):
                 # A status printed alone (`aws rds describe-db-instances --query
                 # '...DBInstanceStatus' --output text` answering "creating"): its value; or
-                # beside the other fields a template printed, none of them a word
+                # beside the other fields a template printed, each of them a figure
                 # (`kubectl get postgresql ... -o jsonpath='{.spec.postgresql.version}
                 # {.status.PostgresClusterStatus}'` answering "16 Updating").
                 under_way = True

@@ -119,6 +119,9 @@ class ToolFailureStreakState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True
 
 
 def _cut(text: str, limit: int) -> str:
+    # len(text) * 4 bounds the UTF-8 size, so short strings skip the encode
+    if len(text) * 4 > limit:
+        text = truncate_middle(text, limit)
     if not text.isascii():
         try:
             text.encode("utf-8")
@@ -126,8 +129,7 @@ def _cut(text: str, limit: int) -> str:
             # a lone surrogate (a library caller's): kept as "?", since the state is
             # snapshotted as UTF-8 and could not be written with it
             text = text.encode("utf-8", "replace").decode("utf-8")
-    # len(text) * 4 bounds the UTF-8 size, so short strings skip the encode
-    return text if len(text) * 4 <= limit else truncate_middle(text, limit)
+    return text
 
 
 

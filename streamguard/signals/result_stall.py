@@ -835,9 +835,9 @@ def _kube_type(word: str) -> str:
 
 def _kube_object(segment: str) -> str:
     """The object one ``kubectl`` or ``oc`` segment reads by name (``exec web-7f9 -- ...``:
-    ``exec web-7f9``; ``get job migrate-7 -o jsonpath=...``: ``get job migrate-7``; its type
-    one name however spelt, ``deploy/api`` and ``deployment api`` alike), "" for a listing
-    (``get pods -l app=web``) or any other sub-command."""
+    ``exec pod web-7f9``; ``get job migrate-7 -o jsonpath=...``: ``get job migrate-7``; its
+    type one name however spelt, ``deploy/api`` and ``deployment api`` alike), "" for a
+    listing (``get pods -l app=web``) or any other sub-command."""
     words = segment.split(None, 24)[1:]
     verb = ""
     named: list[str] = []
@@ -2335,8 +2335,9 @@ def _unmoved(text: str) -> str:
     npm's log of a failed run (:data:`_NPM_LOG`), an age in an answer that says its work
     ended (:data:`AGO`: ``gh run view``'s "Triggered via push about 33 minutes ago"), a
     failed build's time (:data:`_FAILED_BUILD_RUN`), the reference an error page gives
-    its response (:data:`RESPONSE_REFERENCE`: Akamai's, Cloudflare's) and an HTTP
-    response's date (:data:`_HTTP_DATE`), each behind a substring test."""
+    its response (:data:`RESPONSE_REFERENCE`: Akamai's, Cloudflare's), the terms a "No
+    results for" names back (:data:`_NOTHING_FOUND_FOR`) and an HTTP response's date and
+    expiry (:data:`_HTTP_DATE`), each behind a substring test."""
     if " at 0x" in text:
         # An object's address in its default repr: where this run put it, not what it is.
         text = _OBJECT_ADDRESS.sub(" at 0x#", text)
@@ -2353,8 +2354,9 @@ def _unmoved(text: str) -> str:
     if "o results for" in text or "o matches for" in text or "O RESULTS FOR" in text:
         # the terms a "nothing found" names back (browser-use's extraction of a results
         # page, `{"results": [], "message": "No results for \\"bosch vs miele\\"."}`): the
-        # search's own words, not news; thirty-two reworded forum searches, each page
-        # extracted, were never stale in a blind batch
+        # search's own words, not news (with the page a navigation went to, _judge:
+        # thirty-two reworded forum searches, each page extracted, were never stale in a
+        # blind batch)
         text = _NOTHING_FOUND_FOR.sub(r"\1 T", text)
     if " GMT" in text:
         status = text.find("HTTP/")
