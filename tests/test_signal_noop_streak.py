@@ -348,3 +348,29 @@ def test_a_no_ops_own_time_or_nonce_names_no_item() -> None:
 
     assert "no-op-streak" in run(lambda n: {"task_id": "T-7", "done_at": f"2025-03-01T10:{n:02d}:00Z"})
     assert "no-op-streak" in run(lambda n: {"task_id": "T-7", "idempotency_key": f"k{n}x9", "ts": 1733000000 + n})
+
+
+def test_a_command_s_no_op_is_its_own_line_s() -> None:
+    """Card statements imported one by one through a shell, several answering that every
+    row was already there: each line names its file, so each no-op is that file's. The
+    same line answered so again and again is one no-op again."""
+    from streamguard.engine import Engine
+    from streamguard.events import Alert, ToolCall, ToolResult
+    from streamguard.policy import parse_policy_set
+
+    def run(command_of: Callable[[int], str]) -> list[str]:
+        engine = Engine(parse_policy_set('mode = "warn"\n'))
+        out: list[str] = []
+        for n in range(8):
+            call_id = f"c{n}"
+            events = [ToolCall(session="n", tool="run_command", args={"cmd": command_of(n)}, call_id=call_id),
+                      ToolResult(session="n", tool="run_command", call_id=call_id, no_op=True,
+                                 result='{"exit_code": 0, "stdout": "imported 0 new rows (all rows already present)"}')]
+            out += [o.signal for e in events for o in engine.process(e) if isinstance(o, Alert)]
+        return out
+
+    def each(n: int) -> str:
+        return f"finops import-bank --account CARD-AMEX --file /data/inbound/amex/amex_holder{n}_202510.csv"
+
+    assert "no-op-streak" not in run(each)
+    assert "no-op-streak" in run(lambda n: each(0))

@@ -867,7 +867,7 @@ def test_a_page_saying_it_found_nothing_for_other_words_is_the_same_answer() -> 
     escaped JSON text): the search's own words are no news."""
     def page(term: str) -> str:
         return ('📄  Extracted from page\n: ```json\n{\n "results": [],\n "message": '
-                f'"No results for \\"{term}\\"."\n}}\n```\n')
+                f'"No Results For \\"{term}\\"."\n}}\n```\n')
     terms = [f"dishwasher {word(i)} noise" for i in range(12)]
     stuck = [event for term in terms for event in step(
         "extract_content", {"goal": f"search results for {term}"}, page(term))]
@@ -897,24 +897,48 @@ def test_a_browser_reads_the_page_it_went_to() -> None:
     products = [event for i in range(16) for event in visit(
         f"http://shop.example/monitor-{word(i)}.html", '{"in_stock": false}')]
     assert hits(products) == []
+    # an id in the query or a route in the fragment names the page too
+    for form in ("http://shop.example/sales/order/view?order_id={n}&tab=shipments",
+                 "http://forum.example/viewtopic.php?t={n}", "https://app.example/#/orders/{n}"):
+        pages = [event for i in range(16) for event in visit(form.format(n=1000 + i), '{"shipments": []}')]
+        assert hits(pages) == [], form
+    # a tool that is no browser's read keeps its own answers: the page is not its place
+    notes = [event for i in range(16) for event in (
+        step("go_to_url", {"url": f"http://docs.example/guide/{word(i)}"}, f"🔗  Navigated to http://docs.example/guide/{word(i)}")
+        + step("read_notes", {}, "1. check the guide\n2. report back"))]
+    assert hits(notes) != []
     assert _page_code("🔗  Navigated to https://A.example/x?q=1") == _page_code("Navigated to https://a.example/x/?q=2")
     assert _page_code("🔗  Navigated to https://a.example/x/1") != _page_code("🔗  Navigated to https://a.example/x/2")
+    assert _page_code("Navigated to https://a.example/p?id=1&page=2") != _page_code("Navigated to https://a.example/p?id=2")
+    assert _page_code("Navigated to https://a.example/s?q=a+b&page=2") == _page_code("Navigated to https://a.example/s?q=c")
+    assert _page_code("Navigated to https://a.example/d/1AbC") != _page_code("Navigated to https://a.example/d/1abc")
 
 
 def test_an_interpreter_cell_names_the_files_it_reads() -> None:
-    """Twenty-four trajectories counted one by one in an interpreter
-    (`print(errs('task_022.json'))`), most answering `({}, 1.0)`: a data file named in a
-    cell is the place its answer is of, as on a command line (JSON, YAML, XML, text and
-    logs now too). The same file counted again and again is stale."""
+    """Thirty shards validated one by one in an interpreter
+    (`print(check('/data/rank_v7/train/part-00007.parquet'))`), each answering `['OK']`: a
+    path or a data file named in a cell is the place its answer is of, as on a command
+    line. The same shard checked again and again is stale."""
     def cell(code: str) -> list[Any]:
-        return step("execute_python", {"code": code}, '{"stdout": "({}, 1.0)\\n", "stderr": ""}')
-    sweep = [event for n in range(24) for event in cell(f"print(errs('task_{n:03d}.json'))")]
+        return step("execute_python", {"code": code}, '{"stdout": "[\'OK\']\\n"}')
+    sweep = [event for n in range(24) for event in cell(f"print(check('/data/rank_v7/train/part-{n:05d}.parquet'))")]
     assert hits(sweep) == []
-    again = [event for n in range(12) for event in cell(f"print(errs('task_000.json'))  # {n}")]
+    again = [event for n in range(12) for event in cell(f"print(check('/data/rank_v7/train/part-00000.parquet'))  # {n}")]
     assert hits(again) != []
-    logs = [event for n in range(12) for event in step(
-        "bash", {"command": f"tail -n 1 worker_{n}.log"}, "worker exited cleanly after epoch 12")]
-    assert hits(logs) == []
+
+
+def test_a_loop_writing_a_new_file_each_lap_is_still_the_same_answer() -> None:
+    """A status fetched into a new file each lap and shown back (`curl -o resp_7.json ...
+    && jq .state resp_7.json`), or read through a method of the same name
+    (`r7.json()`), answering the same each time: the file it writes is no place it reads,
+    and a method call is no file."""
+    fetched = [event for n in range(12) for event in step(
+        "bash", {"command": f"curl -s -o resp_{n}.json https://ci.example/api/runs/42 && jq -r .state resp_{n}.json"},
+        '{"replicas": 2, "ready": 1}')]
+    assert hits(fetched) != []
+    cells = [event for n in range(12) for event in step(
+        "execute_python", {"code": f"r{n} = requests.get(URL); print(r{n}.json()['items'])"}, "[]\n['job-7']")]
+    assert hits(cells) != []
 
 
 def test_parallel_reads_of_many_files_find_their_own_names() -> None:

@@ -56,7 +56,12 @@ A sweep whose no-ops name their items
     receipt_id="dx_712014")`` answered ``{"status": "skipped", "reason":
     "already_attached"}`` for the third receipt in a row): that item's answer. Three
     sweeps of the blind batches (receipts already attached, markets already settled,
-    headshots unchanged) were cut at their third to sixteenth item. The recorded loop's
+    headshots unchanged) were cut at their third to sixteenth item. A command runner's
+    no-op is read with its command line, which names what it acts on (``finops
+    import-bank --file .../amex_morales_c_202510.csv``): eighteen card statements imported
+    one by one, several answering "imported 0 new rows (all rows already present)", were
+    cut at the third in a row in a blind batch; the same line answered so again counts
+    on. The recorded loop's
     ``mark_task_done`` sends the same task (or no id, only reworded text) each time,
     and counts on.
 
@@ -89,6 +94,7 @@ from .base import (
     streak_tools,
     tool_list_text,
 )
+from .facts import FLAG_RUNNER
 
 SIGNAL_ID = "no-op-streak"
 ANSWERS_KEPT = 8
@@ -155,6 +161,11 @@ class NoOpStreak(Signal):
             # answered {"status": "skipped", "reason": "already_attached"}): the same answer
             # for another item is that item's.
             answer = _mixed_item(answer, result.sent)
+        elif result.call_flags & FLAG_RUNNER and result.call_key:
+            # A command line names what it acts on in itself (`finops import-bank --file
+            # .../amex_morales_c_202510.csv`): another line's no-op is another item's, the
+            # same line's again counts on.
+            answer = zlib.crc32(result.call_key.to_bytes(8, "little"), answer & 0xFFFFFFFF) or 1
         if answer and answer not in state.answers:
             # A no-op that says something new names what it left alone (a directory
             # update answering {"npi": "1493028645", "updated_fields": []} for the next

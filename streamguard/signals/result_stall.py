@@ -761,7 +761,7 @@ _TARGETS = re.compile(
     # A data file named bare, as a query reads it (`duckdb -c "DESCRIBE SELECT * FROM
     # 'events_2025-06-02.parquet'"`, `csvstat sales_q3.csv`): which file's answer it is.
     r"|(?<![\w.@+/-])[\w-][\w.-]{0,255}\.(?:parquet|csv|tsv|jsonl|ndjson|feather|arrow|avro|orc|xlsx|xls"
-    r"|sqlite|duckdb|json|ya?ml|xml|txt|log)\b"
+    r"|sqlite|duckdb)\b"
     # Terraform's workspace and variables file (`terraform workspace select acme`,
     # `plan -var-file=tenants/acme.tfvars`): which tenant's stack a plan is of.
     r"|(?<![\w-])-var-file(?:=|[ \t]+)[^\s'\"|;&)]+"
@@ -1010,7 +1010,8 @@ def read_names(call: CallView) -> str:
         command = command_text(args)
         if command is None and type(args) is dict:
             # (a CLI's tool given its arguments as one line; an interpreter's cell,
-            # `print(errs('task_022.json'))`, names the files it reads as a line does)
+            # `print(check('/data/rank_v7/train/part-00007.parquet'))`, names the paths and
+            # data files it reads as a line does)
             line = args.get("code" if call.runner else "args")
             command = line if type(line) is str else None
         if command:
@@ -1403,18 +1404,50 @@ def _reports_navigation(result: ResultView) -> bool:
     )
 
 
-_PAGE_ADDRESS = re.compile(r"[a-zA-Z][\w+.-]{0,15}://[^\s?#]{1,2048}")
-"""An address up to its query or fragment."""
+_PAGE_ADDRESS = re.compile(r"[a-zA-Z][\w+.-]{0,15}://([^/\s?#]{1,255})([^\s?#]{0,2048})(\?[^\s#]{0,2048})?(#\S{0,512})?")
+"""An address: its host, path, query and fragment."""
+_FREE_QUERY_KEYS = frozenset({
+    "q", "query", "search", "s", "k", "keyword", "keywords", "term", "terms", "text", "_nkw",
+    "search_query", "searchterm", "phrase", "page", "p", "pg", "offset", "start", "cursor", "after",
+    "before", "sort", "order", "limit", "per_page", "ts", "_", "utm_source", "utm_medium",
+    "utm_campaign",
+})
+"""Query parameters that say how a page is looked for, paged or sorted, not which page it
+is: a search's words, a page number, a cursor."""
+_BROWSER_READ_WORDS = frozenset({
+    "extract", "page", "browser", "screenshot", "snapshot", "dom", "content", "scrape",
+    "text", "html", "markdown", "accessibility", "observe", "view",
+})
+"""Words of a tool's name that say it reads the page a browser is on (``extract_content``,
+``browser_snapshot``, ``get_page_text``)."""
+
+
+def _reads_page(tool: str) -> bool:
+    """Whether ``tool``'s name says it reads the browser's page (:data:`_BROWSER_READ_WORDS`)."""
+    return not _BROWSER_READ_WORDS.isdisjoint(name_words(tool))
 
 
 def _page_code(report: str) -> int:
-    """The code of the page a navigation's report names: its address without the query
-    (a search's words, a page number), lower-cased; the path's numbers kept (an order's
-    page is that order's). 1 when it names none."""
+    """The code of the page a navigation's report names: its host (lower-cased), its path,
+    its query without what says how the page was looked for, paged or sorted
+    (:data:`_FREE_QUERY_KEYS`, and any value of words: a search reworded in the address is
+    one results page), and a fragment that routes (``#/orders/42``); an order's id, in its
+    path or its query (``?order_id=1042``), is that order's page. 1 when it names none."""
     address = _PAGE_ADDRESS.search(report)
     if address is None:
         return 1
-    return zlib.crc32(address[0].rstrip("/").lower().encode("utf-8", "surrogatepass")) or 1
+    host, path, query, fragment = address.groups()
+    kept = [host.lower(), path.rstrip("/")]
+    if query:
+        for pair in query[1:].split("&")[:32]:
+            key, _, value = pair.partition("=")
+            if (
+                key.lower() not in _FREE_QUERY_KEYS and "+" not in value and "%20" not in value
+            ):
+                kept.append(pair)
+    if fragment and fragment[1:2] == "/":
+        kept.append(fragment)
+    return zlib.crc32("\0".join(kept).encode("utf-8", "surrogatepass")) or 1
 
 
 def _acknowledges(result: ResultView) -> bool:
@@ -2351,7 +2384,7 @@ def _unmoved(text: str) -> str:
         text = _FAILED_BUILD_RUN.sub(_build_run_masked, text)
     if has_response_reference(text):
         text = RESPONSE_REFERENCE_TEXT.sub("#", text)
-    if "o results for" in text or "o matches for" in text or "O RESULTS FOR" in text:
+    if "esults" in text or "atches" in text or "ESULTS" in text or "ATCHES" in text:
         # the terms a "nothing found" names back (browser-use's extraction of a results
         # page, `{"results": [], "message": "No results for \\"bosch vs miele\\"."}`): the
         # search's own words, not news (with the page a navigation went to, _judge:
@@ -2480,8 +2513,8 @@ class ResultStallState(Struct, tag=SIGNAL_ID, gc=False, omit_defaults=True):
     sample: str = ""
     """The latest stale template, cut to 160 bytes (alert text)."""
     page: int = 0
-    """The code of the address the browser last navigated to (:func:`_page_code`; 0: none):
-    where a read that names no place of its own reads."""
+    """The code of the page the browser last navigated to (:func:`_page_code`; 0: no
+    navigation yet): where a browser's read that names no place of its own reads."""
     reads: bytearray = bytearray()
     """The last ``READS`` calls that read files or URLs they name: 8 bytes each (key32,
     then a code of the names, its low bit set for the indicators a search looks for and
@@ -2634,8 +2667,8 @@ class ResultStall(Signal):
                     _note_term(state.terms, call.key, term)
             else:
                 names = read_names(call)
-                if not names and state.page and not call.runner:
-                    # a read naming no place reads the page the browser went to last
+                if not names and state.page and not call.runner and _reads_page(call.tool):
+                    # a browser's read naming no place reads the page it went to last
                     # (`extract_content(goal=...)` after `go_to_url`)
                     names = f"page:{state.page}"
                 if listed and not call.runner and type(call.args) is dict:
@@ -3446,9 +3479,10 @@ class ResultStall(Signal):
         if not state.wrote or not before:
             return None
         if before == code and (
-            (not flags & _CHECK_FLAGS and _acknowledges(result)) or _reports_navigation(result)
+            (not flags & _CHECK_FLAGS and _acknowledges(result))
             # a click on the page (back to the listing after each row saved to a file) is
-            # an act whose screen is where it went, no check of what was written
+            # an act whose screen is where it went, no check of what was written (a
+            # navigation's report never comes here: _judge reads it as neither)
             or (not flags & FLAG_RUNNER and _ui_act_tool(result.tool))
         ):
             # A call of a tool nobody classified, answered with a bare "done" ("click the
