@@ -368,6 +368,10 @@ def test_a_quota_spent_is_backed_off_too_when_the_api_puts_its_status_first() ->
     ("HTTPError 503: upstream request timeout (reservations-svc) after 10000ms", True),
     ("upstream request timeout", True),
     ("HTTPError 404: reservation not found", False),
+    # a database not up yet, as pg_isready says it
+    ("/var/run/postgresql:5432 - no response", True),
+    ("db.internal:5432 - rejecting connections", True),
+    ("ERROR: relation \"orders\" does not exist - no response expected", False),
     ("TimeoutError: test_upload exceeded 5000 ms", False),
     ("Invalid API key; fix your credentials and retry later", False),
     ("Do not retry later; this request is malformed", False),
@@ -607,3 +611,29 @@ def test_a_user_saying_what_they_did_between_failures_starts_the_count_again() -
 
     assert "failure-loop" not in run(True)
     assert "failure-loop" in run(False)
+
+
+def test_a_server_curl_cannot_reach_is_backed_off_from() -> None:
+    """A service restarting, probed with `curl -s -o /dev/null -w '%{http_code}'` after
+    each pause, answering `000` and curl's exit status 7 (could not connect) until it is
+    back: a retry that backs off. Exit status 22 (the server answered an error) is the
+    server's answer, counted as any failure."""
+    from streamguard.engine import Engine
+    from streamguard.events import ToolCall, ToolResult
+
+    def run(status: int) -> list[str]:
+        engine = Engine(parse_policy_set(WARN))
+        out: list[str] = []
+        at = 1000.0
+        for n in range(8):
+            events = [ToolCall(session="c", tool="run_command", call_id=f"c{n}", ts=at, args={
+                          "command": "curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://ha.local:8123/api/"}),
+                      ToolResult(session="c", tool="run_command", call_id=f"c{n}", ts=at + 5,
+                                 result="000", error=f"exit code {status}")]
+            out += [o.signal for e in events for o in engine.process(e, e.ts) if isinstance(o, Alert)]
+            at += 30
+        return out
+
+    assert "failure-loop" not in run(7)
+    assert "failure-loop" not in run(28)
+    assert "failure-loop" in run(22)

@@ -1893,6 +1893,9 @@ _TRANSIENT = re.compile(
     # ProvisionedThroughputExceededException, API Gateway's TooManyRequestsException)
     r"|\(slow ?down\)|reduce your request rate|request ?limit ?exceeded|toomanyrequests"
     r"|provisioned ?throughput ?exceeded"
+    # a database not up yet, as pg_isready says it ("/var/run/postgresql:5432 - no response",
+    # "- rejecting connections")
+    r"|\d - (?:no response|rejecting connections)\b"
 )
 """What a failure says when the service it reached is down or busy rather than the
 request wrong: a 429 or a 502 to 504 given as a status (after a word that says so, or
@@ -1970,8 +1973,26 @@ def failed_transiently(result: ResultView) -> bool:
     signal that asks."""
     transient = result.transient
     if transient < 0:
-        result.transient = transient = int(result.failed and says_transient(failure_text(result)))
+        result.transient = transient = int(
+            result.failed and (says_transient(failure_text(result)) or _curl_unreachable(result))
+        )
     return transient == 1
+
+
+_CURL_UNREACHABLE = frozenset({7, 28, 52, 56})
+"""curl's exit statuses of a server that did not answer: it could not connect (7), the
+time ran out (28), the reply was empty (52) or broke off (56)."""
+_EXIT_STATUS = re.compile(r"\bexit (?:code|status)[ :=]*(\d{1,3})\b")
+
+
+def _curl_unreachable(result: ResultView) -> bool:
+    """Whether a failed ``curl`` says by its exit status that the server did not answer
+    (:data:`_CURL_UNREACHABLE`): a service restarting probed with `curl -s -o /dev/null -w
+    '%{http_code}'`, answering `000` until it is back, was halted at its fifth probe."""
+    if result.action != "curl" or type(result.error) is not str:
+        return False
+    status = _EXIT_STATUS.search(result.error, 0, 64)
+    return status is not None and int(status[1]) in _CURL_UNREACHABLE
 
 
 def poll_answer(result: ResultView) -> bool:

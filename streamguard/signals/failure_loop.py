@@ -81,7 +81,8 @@ A retry that backs off
     A failure that says it may pass by itself (the service it reached down or busy:
     a 503 or a 429 given as a status, a rate limit or a quota spent ("429
     RESOURCE_EXHAUSTED", AWS's ``SlowDown`` and its other codes of a request rate refused),
-    a connection refused, a read timed out, a concurrency
+    a connection refused, a read timed out, a database not up yet (``pg_isready``'s "no
+    response"), ``curl``'s exit status of a server that did not answer, a concurrency
     limit: ``says_transient``; not a timeout of the agent's
     own, such as a page element's; read in the output when the error says only the
     exit status, and beside it when the error is a short verdict, ``Test-Migration...
