@@ -878,6 +878,20 @@ def test_a_page_saying_it_found_nothing_for_other_words_is_the_same_answer() -> 
     assert hits(found) == []
 
 
+def test_a_named_fetch_reads_the_address_it_is_given() -> None:
+    """Thirty-four dataset links checked one by one with a named tool
+    (`requests_head(url=...)`), most answering 200: each address is the place its answer is
+    of, as a command line's is; one address asked again and again, or its pages by number,
+    are one place."""
+    ok = {"status_code": 200, "reason": "OK", "content_type": "application/json"}
+    sweep = [event for n in range(16) for event in step(
+        "requests_head", {"url": f"https://data.example.org/dataset/{word(n + 10)}/rows.csv", "timeout": 15}, ok)]
+    assert hits(sweep) == []
+    pages = [event for n in range(16) for event in step(
+        "requests_head", {"url": f"https://data.example.org/dataset/list/page/{n}", "timeout": 15}, ok)]
+    assert hits(pages) != []
+
+
 def test_a_browser_reads_the_page_it_went_to() -> None:
     """A navigation's report names where it went, nothing of the page: neither stale nor
     news. What the next extraction reads is that page's, kept with its address without

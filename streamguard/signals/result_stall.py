@@ -86,7 +86,8 @@ What it catches
       ``TARGET_SPAN`` characters of its command, ``cat
       a/Dockerfile``, ``curl https://eu.example.net/...``, ``aws ec2
       describe-instances --region eu-west-1``, ``ssh api-03 "zgrep ..."``, an AWS
-      resource's id or ARN, ``AttributeValue=vol-0617ec31494da09c7``; the
+      resource's id or ARN, ``AttributeValue=vol-0617ec31494da09c7``; the address a
+      named fetch is given (``requests_head(url=...)``), read as a command line's; the
       tables a SQL query reads (``sql_tables``: its ``sql``, ``query`` or
       ``statement`` argument, ``SELECT ... FROM t``), even through a tool named
       as a search; else, or when the command names none, its path-shaped
@@ -1066,6 +1067,17 @@ def read_names(call: CallView) -> str:
     ids = ""
     if not call.runner:
         ids = _ids(call.args)
+        if type(args) is dict:
+            address = args.get("url")
+            if type(address) is str and "://" in address:
+                # the address a named fetch reads (`requests_head(url=...)`), as a command
+                # line's: its scheme, host and path, the path's numbers masked (a page or
+                # an id is no new place; a page of another name is): thirty-four dataset
+                # links checked one by one, most answering 200, were halted as a stall
+                fetched = _TARGETS.match(address.strip()[:TARGET_SPAN])
+                if fetched is not None and "://" in fetched[0]:
+                    place = _url_paths_masked([fetched[0]])
+                    ids = f"{ids}\0{place}" if ids else place
         if not ids and _is_calculation(call.tool):
             # A calculator's answer is its arguments' own: the same quotient for another
             # pair of numbers is a new question answered, the same pair asked again is not.
