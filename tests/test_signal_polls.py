@@ -2263,6 +2263,10 @@ def test_what_the_session_set_going_and_never_comes_is_halted_at_polling_halt_af
     # a count given loosely: read at the most it may mean
     ("Rerun it a handful of times to confirm it is flaky.", 10), ("run it a few more times", 5),
     ("Please run it several times.", 10), ("I ran it a few times.", 0), ("run it a couple of times", 0),
+    # so many more after a count asked before: both
+    ("Run it 10 times locally to get a failure rate, find the cause, fix it, and then run it 10 more times"
+     " to show it's stable.", 20),
+    ("Run it 60 times, then run it 60 more times.", 100), ("I ran it 10 times; run it 5 more times.", 5),
     # a streak of passing runs asked for by its length ("at least": twice it, the least asked)
     ("Fix the race and demonstrate stability by running the test many times (at least 10 consecutive passes).", 20),
     ("Keep going until you get 5 green runs in a row.", 5), ("The last 20 consecutive runs failed.", 0),

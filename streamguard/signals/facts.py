@@ -1188,7 +1188,8 @@ def asked_repetitions(text: str) -> int:
     """How many times a user's message asks the agent to do something again ("run it 15
     times", "repeat the request twenty times", "run 25 iterations"), in its first
     :data:`ASKED_WATCH_READ` characters, at most :data:`ASKED_REPETITIONS_MAX`; 0 when it
-    asks for no count of 3 or more, or when the verb does not open its clause (a clause
+    asks for no count of 3 or more ("so many more" adds to a count asked before it), or
+    when the verb does not open its clause (a clause
     ends at ``.!?;:,``, a dash or a line end; "please", "can you", "and then" may stand
     before it): "don't run it 15 times", "run it once, not 15 times", "I've tried to call
     you 3 times", "the last 20 runs" ask for nothing. The same call that many times is
@@ -1202,7 +1203,10 @@ def asked_repetitions(text: str) -> int:
             before = head[_clause_start(head, start):start].strip(_CLAUSE_TRIM)
             if before and _ASKED_RUN_OPENING.fullmatch(before + " ") is None:
                 continue  # the verb does not open its clause: told, not asked
-            asked = max(asked, _asked_count(match.group(1).lower().split()[-1]))
+            count = _asked_count(match.group(1).lower().split()[-1])
+            # (so many more, after a count asked before: "run it 10 times ..., fix it, and
+            # then run it 10 more times" is twenty runs)
+            asked = min(asked + count, ASKED_REPETITIONS_MAX) if " more " in match[0].lower() else max(asked, count)
     if "row" in low or "consecutive" in low or "successive" in low or "straight" in low or (
         "clean" in low or "green" in low or "passing" in low
     ):
