@@ -117,7 +117,6 @@ UNDER_WAY = [
     # a page or a feed with more coming
     {"tiles": [], "status": "Loading more products..."}, '{"status": "loading"}',
     "16 Updating", "Pending 0/3", "v2.4.1 Progressing\n",
-    '{"exit_code": 0, "stdout": "16 Updating", "stderr": ""}', '{"exit_code": 0, "stdout": "16 Updating\\n"}',
     # parts done beside a status under way: a CI run whose lint job completed
     {"status": "in_progress", "jobs": [{"name": "lint", "status": "completed", "conclusion": "success"},
                                        {"name": "test", "status": "in_progress", "conclusion": ""}]},
@@ -309,16 +308,13 @@ NOT_UNDER_WAY = [
     # a name beside the word (where a service stays), more words than fields, an envelope
     # whose output is more than a line of fields or whose error says a failure
     "nginx running", "16 Updating now", "the 16 jobs pending review were rejected",
-    '{"exit_code": 0, "stdout": "nginx running", "stderr": ""}',
-    '{"exit_code": 0, "stdout": "16 Updating", "stderr": "error: connection refused"}',
     # a pod's or a process's running beside its name or pid (where it stays), a field
     # that is a key and a word, and a failed command's output
     "Loading config from /etc/app.yaml", "Loaded 3 plugins; loading finished",
     {"status": "Not Pending"}, {"status": "No Longer Pending"},
     "web-1 running", "4321 running", "redis-0 Running", "reason=Unschedulable Pending",
     "status=stuck_forever pending", "job-7 Pending deadline=exceeded", "attempt=5/5 waiting",
-    "acid-billing Updating", '{"exit_code": 1, "stdout": "0/3 Pending", "stderr": ""}',
-    {"exit_code": 137, "stdout": "0/3 Pending"},
+    "acid-billing Updating",
     "deploy finished in 12s\nworkers running",
     "\n".join(f"task_{n} success" for n in range(70)) + "\nlast running",
     "",
@@ -333,6 +329,27 @@ NOT_UNDER_WAY = [
                          [(a, True) for a in UNDER_WAY] + [(a, False) for a in NOT_UNDER_WAY])
 def test_statuses_of_work_under_way(answer: Any, under_way: bool) -> None:
     assert says_in_progress(view(answer)) is under_way
+
+
+@pytest.mark.parametrize(("record", "under_way"), [
+    ('{"exit_code": 0, "stdout": "16 Updating", "stderr": ""}', True),
+    ('{"exit_code": 0, "stdout": "16 Updating\\n"}', True),
+    ('{"exit_code": 0, "stdout": "nginx running", "stderr": ""}', False),
+    ('{"exit_code": 0, "stdout": "16 Updating", "stderr": "error: connection refused"}', False),
+    ('{"exit_code": 1, "stdout": "0/3 Pending", "stderr": ""}', False),
+    ({"exit_code": 137, "stdout": "0/3 Pending"}, False),
+])
+def test_a_runners_run_record_is_read_as_what_it_printed(record: Any, under_way: bool) -> None:
+    """A command runner's run record, as an object or as its JSON text, is read by the
+    watchdog as what the run printed and how it exited (facts.runner_answer): one line of
+    fields with a word of work under way, from a run that exited 0, is a status under way;
+    a run that failed printed no status."""
+    from streamguard.signals.facts import runner_answer
+
+    answer = runner_answer(record)
+    assert answer is not None
+    output, error = answer
+    assert says_in_progress(view(output, error=error)) is under_way
 
 
 def test_a_failure_is_never_work_under_way() -> None:

@@ -1209,11 +1209,6 @@ _BARE_FIELDS_UNDER_WAY = re.compile(
 """A line of a few fields, one of them a word of work under way (not ``running``) and each
 of the others a figure (``16 Updating``, ``Pending 0/3``), read over folded text: ``nginx
 running`` or ``web-1 running`` is a name and where it stays, no work under way."""
-_STDOUT_VALUE = re.compile(rf'"stdout"\s*:\s*"([^"\\]{{1,{BARE_STATUS_LIMIT}}})(?:\\n)?"')
-"""A runner's envelope's output when it is one short line, its line end or none after it
-(``{"exit_code": 0, "stdout": "16 Updating\\n", "stderr": ""}``), over folded text."""
-_EXIT_NOT_ZERO = re.compile(r'"(?:exit_?code|returncode|exit_status)"\s*:\s*-?[1-9]')
-"""An envelope's exit status that is not zero, over folded text: its output is no status."""
 _JOB_ACTIVE = re.compile(r"\"(?:status|state|job_?status)\"\s*:\s*\"active\"")
 """A status ``"active"`` (read over folded text), which says work under way beside a job's
 id (:data:`_JOB_KEY`)."""
@@ -1776,15 +1771,6 @@ def says_in_progress(result: ResultView) -> bool:
                 # (`kubectl get postgresql ... -o jsonpath='{.spec.postgresql.version}
                 # {.status.PostgresClusterStatus}'` answering "16 Updating").
                 under_way = True
-            if not under_way and text[:1] == "{" and '"stdout"' in folded:
-                # so printed, as a runner's envelope carries it (with an exit status of
-                # zero: a command that failed printed no status)
-                output = _STDOUT_VALUE.search(folded)
-                if (
-                    output is not None and _BARE_FIELDS_UNDER_WAY.fullmatch(output[1]) is not None
-                    and _EXIT_NOT_ZERO.search(folded) is None
-                ):
-                    under_way = True
             if (
                 not under_way and ("\n" in text or "\t" in text)
                 and _STATUS_LINE_UNDER_WAY.search(text) is not None

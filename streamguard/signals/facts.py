@@ -2499,6 +2499,10 @@ def shell_transcript(text: str) -> tuple[str, str | None] | None:
 
 _ENVELOPE_KEYS = frozenset({"output", "metadata"})
 _ENVELOPE_METADATA = frozenset({"exit_code", "duration_seconds"})
+RECORD_HEADS = ('{"exit_code":', '{"stdout":', '{"returncode":')
+"""How a run record sent as JSON text opens (:func:`runner_answer`)."""
+RECORD_TEXT_LIMIT = 1 << 20
+"""Longest run record read from its JSON text."""
 ENVELOPE_HEAD = '{"output":'
 """How a runner's output envelope sent as JSON text opens (:func:`runner_envelope`)."""
 
@@ -2936,7 +2940,7 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
     """A command runner's answer as its runtime wraps it, read as ``(output, error)``:
     Gemini CLI's transcript (:func:`shell_transcript`), mini-SWE-agent's observation
     (:func:`returncode_report`), Cline's and Roo Code's run report (:func:`run_report`),
-    a run recorded as an object (:func:`run_record`), Codex CLI's envelope, as an object
+    a run recorded as an object or as its JSON text (:func:`run_record`), Codex CLI's envelope, as an object
     or as its JSON text (:func:`runner_envelope`), or as its text report
     (:func:`exit_report`), or its report of an ``exec_command``
     (:func:`unified_exec_report`), a terminal agent's report of a script (:func:`script_report`),
@@ -2975,6 +2979,10 @@ def runner_answer(payload: Any, exit_tail: bool = False, cell: bool = False) -> 
             answer = terminal_screen(payload)
         else:
             answer = runner_envelope(payload)
+            if answer is None and payload.startswith(RECORD_HEADS) and len(payload) <= RECORD_TEXT_LIMIT:
+                # a run record sent as its JSON text (`'{"exit_code": 0, "stdout": "16
+                # Updating\n", "stderr": ""}'`): read as the object it is
+                answer = run_record(as_object(payload))
         if answer is None and exit_tail:
             return command_observation(payload)  # (it tests the closing line itself)
         return answer

@@ -1029,22 +1029,25 @@ def read_names(call: CallView) -> str:
                 targets += _SSH_HOST.findall(head)
             if head.find("gh ") >= 0:
                 targets += [" ".join(found) for found in _GH_OBJECT.findall(head)]
-            if head.find(" -n") >= 0 and (
-                head.find("kubectl") >= 0 or head.find("helm") >= 0 or head.find("oc ") >= 0
-            ):
-                # a cluster CLI's namespace in its short form (`kubectl get secret x -n
-                # team-alpha`): one secret checked in twenty namespaces is twenty places.
-                # Only in that program's own segment (not `kubectl logs web | head -n 5`).
+            kube = head.find("kubectl") >= 0 or head.find("oc ") >= 0
+            short_namespace = head.find(" -n") >= 0 and (kube or head.find("helm") >= 0)
+            named_object = kube and _KUBE_OBJECT_VERB.search(head) is not None
+            if short_namespace or named_object:
                 for segment in _KUBE_SEGMENT.findall(head):
-                    targets += _KUBE_NAMESPACE.findall(segment)
-            if (head.find("kubectl") >= 0 or head.find("oc ") >= 0) and _KUBE_OBJECT_VERB.search(head) is not None:
-                # and the object its sub-command reads (`kubectl -n istio-ingress exec
-                # istio-ingressgateway-7b9f8c6d5-8xpym -- curl ...`, `kubectl logs job/x`):
-                # twenty-four gateway pods each answering 200 are twenty-four answers
-                for segment in _KUBE_SEGMENT.findall(head):
-                    found = _kube_object(segment)
-                    if found:
-                        targets.append(found)
+                    if short_namespace:
+                        # a cluster CLI's namespace in its short form (`kubectl get secret x
+                        # -n team-alpha`): one secret checked in twenty namespaces is twenty
+                        # places. Only in that program's own segment (not `kubectl logs web |
+                        # head -n 5`).
+                        targets += _KUBE_NAMESPACE.findall(segment)
+                    if named_object:
+                        # and the object its sub-command reads (`kubectl -n istio-ingress
+                        # exec istio-ingressgateway-7b9f8c6d5-8xpym -- curl ...`, `kubectl
+                        # logs job/x`): twenty-four gateway pods each answering 200 are
+                        # twenty-four answers
+                        found = _kube_object(segment)
+                        if found:
+                            targets.append(found)
             if targets:
                 names = "\0".join(targets)
                 if "://" in names:
@@ -1284,7 +1287,18 @@ def _ids(args: Any, search: bool = False, nested: bool = True) -> str:
             # "LINKED_ACCOUNT", "Values": ["817876255759"]}}, ...]}`): the identifiers among
             # its values, an account number among them, select what is read.
             found.extend(f"{key}~{leaf}" for leaf in _filter_ids(value))
-    if nested:
+    own = "\0".join(found)
+    if not nested:
+        return own
+    inner = _nested_ids(args, search)
+    return f"{own}\0{inner}" if own and inner else own or inner
+
+
+def _nested_ids(args: dict[Any, Any], search: bool = False) -> str:
+    """The identifiers of :func:`_ids` found one level down (an argument that is itself an
+    object of arguments; name and value pairs), "" for none."""
+    found: list[str] = []
+    if len(args) <= 8:
         looked = 0
         for key, value in args.items():
             # (at most NESTED_OBJECTS of them; a request's headers name no place: a fresh
@@ -2734,9 +2748,11 @@ class ResultStall(Signal):
             # A named write's ids (`request_on_demand_read(meter_id="MTR-4582086")`): read
             # only when it times out (on_result), a sweep's silence of each device its own.
             items = ""
-            names = _ids(call.args)
+            # (its own ids, then those one level down, each read once)
+            own = _ids(call.args, nested=False)
+            inner = _nested_ids(call.args) if type(call.args) is dict else ""
+            names = f"{own}\0{inner}" if own and inner else own or inner
             if names:
-                own = _ids(call.args, nested=False)
                 state.write_ids = zlib.crc32(own.encode("utf-8", "surrogatepass")) or 1 if own else 0
             elif state.write_ids:
                 state.write_ids = 0
